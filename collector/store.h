@@ -1,0 +1,143 @@
+/*
+ * The store: every series the collector knows (name + labels interned once to an id),
+ * its latest value, the ring history behind it, and the per-(target, driver) instances
+ * that produce them with their health. One store lives for the whole process and
+ * survives reloads; targets whose configuration did not change keep their series,
+ * ring data and counter state.
+ *
+ * Threads. Drivers write through sinks (sink.h) from their own threads. Readers (HTTP)
+ * use the fs_store_foreach_* calls below, which hold a read lock for the duration of
+ * the iteration: callbacks copy or format into memory and must never do I/O on a
+ * client socket. Latest values are read atomically; they are never torn.
+ *
+ * Ownership. All pointers handed to callbacks belong to the store and are valid only
+ * during the callback.
+ */
+#ifndef FS_STORE_H
+#define FS_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "metrics_catalogue.h"
+#include "ring.h"
+#include "sink.h"
+
+struct fs_store;
+
+/** One series as seen by a reader. */
+struct fs_series_info {
+    uint32_t id;                  /**< ring series id: pass to fs_store_read() */
+    enum fs_metric metric;
+    const char *name;             /**< the metric name, e.g. fabric_port_bytes_total */
+    bool counter;                 /**< value in u (exact) if true, else in d */
+    const struct fs_label *labels;/**< all labels, target first, source last, sorted otherwise */
+    size_t n_labels;
+    const char *labels_text;      /**< the same rendered for exposition: `target="tor1",...` */
+    size_t labels_text_len;
+    uint64_t u;
+    double d;
+    int64_t ts_us;                /**< time of the latest sample (realtime µs), 0 if none */
+    bool exported;                /**< false when stale or hidden by source precedence */
+};
+
+/** Called per series; return non-zero to stop the iteration. */
+typedef int (*fs_series_cb)(void *arg, const struct fs_series_info *s);
+
+/**
+ * Iterates over all series, grouped by metric in catalogue order (every series of one
+ * metric comes before the next metric's). Exported-only when only_exported is set.
+ */
+void fs_store_foreach_series(struct fs_store *st, bool only_exported, fs_series_cb cb, void *arg);
+
+/** Reads ring history of one series (see fs_ring_read). */
+long fs_store_read(struct fs_store *st, uint32_t series, int64_t start_us, int64_t end_us,
+                   struct fs_ring_sample *out, size_t max, bool *truncated);
+
+enum fs_instance_state {
+    FS_INST_IDLE = 0,   /**< no cycle has ended yet */
+    FS_INST_UP,         /**< the last cycle succeeded */
+    FS_INST_DOWN,       /**< the last cycle failed; retrying with backoff */
+};
+
+/** Histogram buckets of fabricscope_poll_duration_seconds (upper bounds, seconds). */
+#define FS_POLL_BUCKETS 10
+extern const double fs_poll_bucket_bounds[FS_POLL_BUCKETS];
+
+/** One (target, driver) pair as seen by a reader. */
+struct fs_instance_info {
+    const char *target;
+    const char *source;             /**< driver name */
+    const char *address;
+    enum fs_instance_state state;
+    const char *state_name;         /**< "idle", "up", "down" */
+    int64_t interval_us;
+    int64_t last_poll_us;           /**< realtime µs of the last cycle's end, 0 if none */
+    int64_t last_duration_us;
+    const char *last_error;         /**< "" if none */
+    uint64_t series;                /**< series of this instance */
+    uint64_t consecutive_failures;
+    uint64_t poll_errors[5];        /**< by kind: timeout, auth, protocol, parse, overrun */
+    uint64_t counter_resets[FS_RESET_KIND_COUNT];
+    uint64_t poll_hist[FS_POLL_BUCKETS + 1]; /**< cumulative counts per bucket, +Inf last */
+    double poll_sum_seconds;
+    uint64_t poll_count;
+    bool clock_known;
+    double clock_offset_seconds;    /**< device minus collector */
+    double clock_uncertainty_seconds;
+    const struct fs_kv *static_labels; /**< the target's static labels */
+    size_t n_static_labels;
+    const char *driver_detail;      /**< JSON members from the driver (may be "") */
+};
+
+typedef int (*fs_instance_cb)(void *arg, const struct fs_instance_info *in);
+
+/** Iterates over the instances in target order. */
+void fs_store_foreach_instance(struct fs_store *st, fs_instance_cb cb, void *arg);
+
+/** Kind names of fabricscope_poll_errors_total, indexed like poll_errors[]. */
+extern const char *const fs_poll_error_kind_names[5];
+/** Kind names of fabricscope_counter_resets_total. */
+extern const char *const fs_reset_kind_names[FS_RESET_KIND_COUNT];
+
+/** Ring statistics plus the number of series. */
+void fs_store_ring_stats(struct fs_store *st, struct fs_ring_stats *rs, uint64_t *memory_limit);
+
+/* ---- Writer side (the daemon, the scheduler and tests) ---- */
+
+/** Creates the store with its ring; NULL with errbuf filled on failure. Caller frees. */
+struct fs_store *fs_store_new(const struct fs_ring_opts *ro, char *errbuf, size_t errlen);
+
+/** Frees the store; accepts NULL. All sinks must have been removed. */
+void fs_store_free(struct fs_store *st);
+
+/** Applies new ring bounds (reload). */
+void fs_store_set_ring_opts(struct fs_store *st, const struct fs_ring_opts *ro);
+
+/**
+ * Adds a (target, source) instance and returns its sink (owned by the store until
+ * fs_store_sink_remove). tcfg must stay valid until then; it supplies the target name,
+ * static labels, interface filters, precedence and staleness. interval_us is the
+ * driver's poll interval (for staleness). NULL on no memory.
+ */
+struct fs_sink *fs_store_sink_add(struct fs_store *st, const struct fs_target_cfg *tcfg,
+                                  const char *source, int64_t interval_us);
+
+/** Points an instance at a new, equal configuration after a reload (no state lost). */
+void fs_store_sink_rebind(struct fs_store *st, struct fs_sink *s, const struct fs_target_cfg *tcfg);
+
+/** Removes an instance with all its series and history. Accepts NULL. */
+void fs_store_sink_remove(struct fs_store *st, struct fs_sink *s);
+
+/** Counts a cycle skipped because the previous one overran (scheduler). */
+void fs_sink_count_overrun(struct fs_sink *s);
+
+/** Sets the driver-specific JSON members shown in /api/v1/targets (copied). */
+void fs_sink_set_detail(struct fs_sink *s, const char *json_members);
+
+/** Number of series in the store. */
+uint64_t fs_store_series_count(struct fs_store *st);
+
+#endif
