@@ -1,0 +1,67 @@
+# Thin wrapper over CMake; see README.md.
+JOBS ?= 2
+BUILD ?= build
+CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+.PHONY: docs all deps build run test test-release test-asan test-tsan test-fuzz bench fuzz format clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(BUILD) -j$(JOBS)
+
+run: build
+	scripts/run-demo.sh $(BUILD)
+
+# Unit and integration tests, again under ASan+UBSan, the concurrency tests under TSan,
+# and the fuzzers replaying their corpora.
+test: deps
+	$(MAKE) test-release test-asan test-tsan test-fuzz
+	@echo "make test: all test suites passed"
+
+test-release:
+	cmake -S . -B build $(CMAKE_FLAGS) >/dev/null
+	cmake --build build -j$(JOBS)
+	cd build && ctest -L 'unit|integration' --output-on-failure -j$(JOBS)
+
+test-asan:
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSANITIZE=address >/dev/null
+	cmake --build build-asan -j$(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest -L 'unit|integration' --output-on-failure -j$(JOBS)
+
+test-tsan:
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DSANITIZE=thread >/dev/null
+	cmake --build build-tsan -j$(JOBS)
+	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest -L tsan --output-on-failure
+
+test-fuzz:
+	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUZZ=ON >/dev/null
+	cmake --build build-fuzz -j$(JOBS)
+	cd build-fuzz && ctest -L fuzz --output-on-failure
+
+bench: build
+	scripts/run-benches.sh $(BUILD)
+
+# Longer fuzzing: FUZZ_SECONDS per target.
+FUZZ_SECONDS ?= 300
+fuzz: deps
+	CC=clang cmake -S . -B build-fuzz -DFUZZ=ON >/dev/null
+	cmake --build build-fuzz -j$(JOBS)
+	for f in build-fuzz/tests/fuzz_*; do n=$$(basename $$f); \
+	  mkdir -p build-fuzz/tests/fuzz-work/$$n; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) build-fuzz/tests/fuzz-work/$$n tests/fuzz/corpus/$$n || exit 1; done
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build build-asan build-tsan build-fuzz
+
+# Regenerates the README's metric reference from schemas/metrics.json.
+docs: build
+	cmake --build $(BUILD) --target docs

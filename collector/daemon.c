@@ -1,0 +1,540 @@
+/* The daemon's life cycle and the one-shot subcommands; see daemon.h. */
+#include "daemon.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "driver.h"
+#include "http.h"
+#include "log.h"
+#include "scheduler.h"
+#include "store.h"
+
+#define MAX_DRIVERS 8
+
+/* A configuration shared by the instances created from it; freed with the last one. */
+struct cfg_ref {
+    struct fs_config *cfg;
+    int refs;
+};
+
+struct drv_slot {
+    const struct fs_driver *drv;
+    void *state;
+    bool started;
+};
+
+/* One (target, driver) pair. */
+struct instance {
+    struct instance *next;
+    struct drv_slot *slot;
+    void *tstate;
+    struct fs_sink *sink;
+    struct fs_sched_entry *entry;
+    const struct fs_target_cfg *tcfg;
+    struct cfg_ref *ref;
+};
+
+struct daemon {
+    struct fs_store *store;
+    struct fs_sched *sched;
+    struct fs_http *http;
+    struct drv_slot slots[MAX_DRIVERS];
+    struct instance *insts;
+    struct cfg_ref *current;
+};
+
+void
+fs_daemon_config_opts(struct fs_config_opts *o)
+{
+    static const char *names[MAX_DRIVERS];
+    size_t n = 0;
+    for (size_t i = 0; i < fs_builtin_driver_count && n < MAX_DRIVERS; i++)
+        names[n++] = fs_builtin_drivers[i]->name;
+    o->drivers = names;
+    o->n_drivers = n;
+}
+
+static int
+load_config(const char *path, struct fs_config **out, FILE *err)
+{
+    struct fs_config_opts o;
+    char *errors = NULL;
+    fs_daemon_config_opts(&o);
+    int n = fs_config_load(path, &o, out, &errors);
+    if (n != 0) {
+        if (err)
+            fprintf(err, "%s%s", errors ? errors : "invalid configuration\n",
+                    errors && errors[0] && errors[strlen(errors) - 1] != '\n' ? "\n" : "");
+        else
+            fs_log(FS_LOG_ERROR, "config", "%s: refused (%d problems): %s", path, n,
+                   errors ? errors : "");
+        free(errors);
+        return -1;
+    }
+    return 0;
+}
+
+int
+fs_check_config(const char *path, FILE *out, FILE *err)
+{
+    struct fs_config *cfg = NULL;
+    if (load_config(path, &cfg, err) != 0)
+        return 2;
+    fprintf(out, "%s: ok (%zu targets, %zu flow rules)\n", path, cfg->n_targets,
+            cfg->n_flow_rules);
+    fs_config_free(cfg);
+    return 0;
+}
+
+/* ---- driver blocks of a target ---- */
+
+/* The interval of a target's block for driver `name`, or 0 if it has no such block. */
+static int64_t
+block_interval(const struct fs_target_cfg *t, const char *name)
+{
+    if (strcmp(name, "snmp") == 0 && t->snmp)
+        return t->snmp->interval_us;
+    if (strcmp(name, "cli") == 0 && t->cli)
+        return t->cli->interval_us;
+    if (strcmp(name, "gnmi") == 0 && t->gnmi) {
+        int64_t iv = 0;
+        for (size_t i = 0; i < t->gnmi->n_subscriptions; i++)
+            if (t->gnmi->subscriptions[i].interval_us > iv)
+                iv = t->gnmi->subscriptions[i].interval_us;
+        return iv > 0 ? iv : 10000000;
+    }
+    return 0;
+}
+
+static struct drv_slot *
+slot_get(struct drv_slot *slots, const struct fs_driver *drv, char *errbuf, size_t errlen)
+{
+    for (size_t i = 0; i < MAX_DRIVERS; i++) {
+        struct drv_slot *s = &slots[i];
+        if (s->drv && s->drv != drv)
+            continue;
+        s->drv = drv;
+        if (!s->started) {
+            if (drv->init(&s->state, errbuf, errlen) != FS_DRV_OK)
+                return NULL;
+            s->started = true;
+        }
+        return s;
+    }
+    snprintf(errbuf, errlen, "too many drivers");
+    return NULL;
+}
+
+static void
+slots_shutdown(struct drv_slot *slots)
+{
+    for (size_t i = 0; i < MAX_DRIVERS; i++) {
+        if (slots[i].started)
+            slots[i].drv->shutdown(slots[i].state);
+        slots[i].started = false;
+    }
+}
+
+static void
+cfg_unref(struct cfg_ref *r)
+{
+    if (r && --r->refs == 0) {
+        fs_config_free(r->cfg);
+        free(r);
+    }
+}
+
+static struct instance *
+instance_add(struct daemon *d, const struct fs_target_cfg *t, const struct fs_driver *drv,
+             struct cfg_ref *ref)
+{
+    char err[256] = "";
+    int64_t interval = block_interval(t, drv->name);
+    struct instance *in = calloc(1, sizeof *in);
+    if (!in)
+        return NULL;
+    in->tcfg = t;
+    in->ref = ref;
+    ref->refs++;
+    in->sink = fs_store_sink_add(d->store, t, drv->name, interval);
+    if (!in->sink)
+        goto fail;
+    in->slot = slot_get(d->slots, drv, err, sizeof err);
+    if (!in->slot) {
+        fs_log(FS_LOG_ERROR, drv->name, "driver failed to start: %s", err);
+        fs_sink_done(in->sink, 0, FS_POLL_PROTOCOL, err);
+        goto keep;
+    }
+    if (drv->target_add(in->slot->state, t, in->sink, &in->tstate, err, sizeof err) != FS_DRV_OK) {
+        fs_log(FS_LOG_ERROR, drv->name, "target %s not added: %s", t->name, err);
+        fs_sink_done(in->sink, 0, FS_POLL_PROTOCOL, err);
+        in->tstate = NULL;
+        in->slot = NULL;
+        goto keep;
+    }
+    if (drv->kind == FS_DRIVER_POLL) {
+        char name[300];
+        snprintf(name, sizeof name, "%s/%s", t->name, drv->name);
+        in->entry = fs_sched_add(d->sched, drv, in->slot->state, in->tstate, in->sink, name,
+                                 interval);
+    }
+keep:
+    in->next = d->insts;
+    d->insts = in;
+    return in;
+fail:
+    cfg_unref(ref);
+    free(in);
+    return NULL;
+}
+
+static void
+instance_remove(struct daemon *d, struct instance *in)
+{
+    fs_sched_remove(d->sched, in->entry);
+    if (in->slot && in->tstate)
+        in->slot->drv->target_remove(in->slot->state, in->tstate);
+    fs_store_sink_remove(d->store, in->sink);
+    cfg_unref(in->ref);
+    free(in);
+}
+
+/* Adds instances for every driver block of t that has no instance yet. */
+static void
+target_add_all(struct daemon *d, const struct fs_target_cfg *t, struct cfg_ref *ref)
+{
+    for (size_t i = 0; i < fs_builtin_driver_count; i++) {
+        const struct fs_driver *drv = fs_builtin_drivers[i];
+        if (!block_interval(t, drv->name))
+            continue;
+        bool have = false;
+        for (struct instance *in = d->insts; in; in = in->next)
+            if (strcmp(in->tcfg->name, t->name) == 0 && in->slot && in->slot->drv == drv)
+                have = true;
+        if (!have)
+            instance_add(d, t, drv, ref);
+    }
+}
+
+static const struct fs_target_cfg *
+find_target(const struct fs_config *c, const char *name)
+{
+    for (size_t i = 0; i < c->n_targets; i++)
+        if (strcmp(c->targets[i].name, name) == 0)
+            return &c->targets[i];
+    return NULL;
+}
+
+/* ---- HTTP ---- */
+
+static int
+http_start(struct daemon *d, const struct fs_config *c)
+{
+    char err[256] = "", token[512] = "";
+    struct fs_http_opts o = {
+        .host = c->listen_host,
+        .port = c->listen_port,
+        .tls_cert_file = c->http_tls_cert_file,
+        .tls_key_file = c->http_tls_key_file,
+    };
+    if (c->http_bearer_token.file || c->http_bearer_token.env) {
+        if (fs_secret_read(&c->http_bearer_token, token, sizeof token, err, sizeof err) != 0) {
+            fs_log(FS_LOG_ERROR, "http", "bearer token: %s", err);
+            return -1;
+        }
+        o.bearer_token = token;
+    }
+    d->http = fs_http_start(&o, d->store, err, sizeof err);
+    memset(token, 0, sizeof token);
+    if (!d->http) {
+        fs_log(FS_LOG_ERROR, "http", "cannot listen on %s:%u: %s", c->listen_host,
+               c->listen_port, err);
+        return -1;
+    }
+    fs_log(FS_LOG_INFO, "http", "listening on %s:%u", c->listen_host, fs_http_port(d->http));
+    return 0;
+}
+
+static bool
+str_eq(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+static bool
+http_same(const struct fs_config *a, const struct fs_config *b)
+{
+    return str_eq(a->listen_host, b->listen_host) && a->listen_port == b->listen_port &&
+           str_eq(a->http_tls_cert_file, b->http_tls_cert_file) &&
+           str_eq(a->http_tls_key_file, b->http_tls_key_file) &&
+           str_eq(a->http_bearer_token.file, b->http_bearer_token.file) &&
+           str_eq(a->http_bearer_token.env, b->http_bearer_token.env);
+}
+
+/* ---- reload ---- */
+
+static void
+apply_reload(struct daemon *d, struct fs_config *ncfg)
+{
+    struct cfg_ref *nref = calloc(1, sizeof *nref);
+    if (!nref) {
+        fs_config_free(ncfg);
+        return;
+    }
+    nref->cfg = ncfg;
+    nref->refs = 1;
+    struct cfg_ref *old = d->current;
+
+    /* Instances of removed or changed targets go; unchanged ones keep all their state. */
+    struct instance **pp = &d->insts;
+    size_t kept = 0, removed = 0;
+    while (*pp) {
+        struct instance *in = *pp;
+        const struct fs_target_cfg *nt = find_target(ncfg, in->tcfg->name);
+        if (nt && fs_target_cfg_equal(in->tcfg, nt)) {
+            pp = &in->next;
+            kept++;
+            continue;
+        }
+        *pp = in->next;
+        instance_remove(d, in);
+        removed++;
+    }
+    for (size_t i = 0; i < ncfg->n_targets; i++)
+        target_add_all(d, &ncfg->targets[i], nref);
+
+    struct fs_ring_opts ro = {.memory_limit = ncfg->memory_limit, .retention_us = ncfg->retention_us};
+    fs_store_set_ring_opts(d->store, &ro);
+
+    if (!http_same(old->cfg, ncfg)) {
+        fs_http_stop(d->http);
+        d->http = NULL;
+        if (http_start(d, ncfg) != 0 && http_start(d, old->cfg) != 0)
+            fs_log(FS_LOG_ERROR, "http", "no HTTP endpoint until the next good reload");
+    }
+    d->current = nref;
+    cfg_unref(old);
+    fs_log(FS_LOG_INFO, "config", "reloaded %s: %zu instances kept, %zu removed", ncfg->path,
+           kept, removed);
+}
+
+int
+fs_daemon_run(const char *config_path)
+{
+    struct daemon d;
+    struct fs_config *cfg = NULL;
+    char err[256] = "";
+    int rc = 1;
+    sigset_t set;
+
+    memset(&d, 0, sizeof d);
+    if (load_config(config_path, &cfg, stderr) != 0)
+        return 2;
+
+    /* Signals are taken by this thread alone (sigwait); every thread started from here on
+     * inherits the blocked mask. */
+    sigemptyset(&set);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    struct fs_ring_opts ro = {.memory_limit = cfg->memory_limit, .retention_us = cfg->retention_us};
+    d.store = fs_store_new(&ro, err, sizeof err);
+    if (!d.store) {
+        fs_log(FS_LOG_ERROR, "main", "cannot create the store: %s", err);
+        fs_config_free(cfg);
+        return 1;
+    }
+    d.current = calloc(1, sizeof *d.current);
+    if (!d.current) {
+        fs_config_free(cfg);
+        goto out;
+    }
+    d.current->cfg = cfg;
+    d.current->refs = 1;
+    d.sched = fs_sched_new(err, sizeof err);
+    if (!d.sched) {
+        fs_log(FS_LOG_ERROR, "main", "%s", err);
+        goto out;
+    }
+    if (http_start(&d, cfg) != 0)
+        goto out;
+    for (size_t i = 0; i < cfg->n_targets; i++)
+        target_add_all(&d, &cfg->targets[i], d.current);
+    fs_log(FS_LOG_INFO, "main", "fabricscope %s running with %s (%zu targets)", FS_VERSION,
+           config_path, cfg->n_targets);
+
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&set, &sig) != 0)
+            continue;
+        if (sig == SIGHUP) {
+            struct fs_config *ncfg = NULL;
+            fs_log(FS_LOG_INFO, "config", "SIGHUP: reloading %s", config_path);
+            if (load_config(config_path, &ncfg, NULL) != 0) {
+                fs_log(FS_LOG_ERROR, "config", "reload refused; the running configuration stays");
+                continue;
+            }
+            apply_reload(&d, ncfg);
+            continue;
+        }
+        fs_log(FS_LOG_INFO, "main", "signal %d: shutting down", sig);
+        break;
+    }
+    rc = 0;
+out:
+    fs_http_stop(d.http);
+    while (d.insts) {
+        struct instance *in = d.insts;
+        d.insts = in->next;
+        instance_remove(&d, in);
+    }
+    fs_sched_free(d.sched);
+    slots_shutdown(d.slots);
+    fs_store_free(d.store);
+    cfg_unref(d.current);
+    return rc;
+}
+
+/* ---- probe ---- */
+
+struct probe_wait {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool done;
+    enum fs_poll_result r;
+};
+
+static void
+probe_done(void *arg, uint64_t cycle_id, enum fs_poll_result r)
+{
+    struct probe_wait *w = arg;
+    (void)cycle_id;
+    pthread_mutex_lock(&w->lock);
+    w->done = true;
+    w->r = r;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+static int
+probe_print_series(void *arg, const struct fs_series_info *s)
+{
+    FILE *out = arg;
+    if (s->counter)
+        fprintf(out, "%s{%s} %llu\n", s->name, s->labels_text, (unsigned long long)s->u);
+    else
+        fprintf(out, "%s{%s} %.17g\n", s->name, s->labels_text, s->d);
+    return 0;
+}
+
+static int
+probe_print_instance(void *arg, const struct fs_instance_info *in)
+{
+    FILE *out = arg;
+    fprintf(out, "# %s/%s: %s, %llu series, %.3f s%s%s%s%s\n", in->target, in->source,
+            in->state_name, (unsigned long long)in->series, (double)in->last_duration_us / 1e6,
+            in->last_error[0] ? ", error: " : "", in->last_error,
+            in->driver_detail[0] ? ", " : "", in->driver_detail);
+    return 0;
+}
+
+int
+fs_probe(const char *config_path, const char *target, FILE *out, FILE *err)
+{
+    struct fs_config *cfg = NULL;
+    struct drv_slot slots[MAX_DRIVERS];
+    struct fs_store *st = NULL;
+    char msg[256] = "";
+    int rc = 2;
+
+    memset(slots, 0, sizeof slots);
+    if (load_config(config_path, &cfg, err) != 0)
+        return 2;
+    const struct fs_target_cfg *t = find_target(cfg, target);
+    if (!t) {
+        fprintf(err, "%s: no target named \"%s\"\n", config_path, target);
+        goto out;
+    }
+    struct fs_ring_opts ro = {.memory_limit = 64 << 20, .retention_us = 3600LL * 1000000};
+    st = fs_store_new(&ro, msg, sizeof msg);
+    if (!st) {
+        fprintf(err, "%s\n", msg);
+        goto out;
+    }
+    rc = 0;
+    for (size_t i = 0; i < fs_builtin_driver_count; i++) {
+        const struct fs_driver *drv = fs_builtin_drivers[i];
+        int64_t interval = block_interval(t, drv->name);
+        if (!interval)
+            continue;
+        struct probe_wait w = {.done = false};
+        pthread_mutex_init(&w.lock, NULL);
+        pthread_cond_init(&w.cond, NULL);
+        struct fs_sink *sink = fs_store_sink_add(st, t, drv->name, interval);
+        struct drv_slot *slot = sink ? slot_get(slots, drv, msg, sizeof msg) : NULL;
+        void *ts = NULL;
+        if (!slot || drv->target_add(slot->state, t, sink, &ts, msg, sizeof msg) != FS_DRV_OK) {
+            fprintf(err, "%s/%s: %s\n", t->name, drv->name, msg);
+            rc = 1;
+            goto next;
+        }
+        if (drv->kind == FS_DRIVER_POLL) {
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            int64_t budget = fs_sched_cycle_budget(interval);
+            int64_t deadline = (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000 + budget;
+            fs_sink_set_done_cb(sink, probe_done, &w);
+            fs_sink_cycle_begin(sink, 1);
+            if (drv->cycle_start(slot->state, ts, 1, deadline) != FS_DRV_OK) {
+                fprintf(err, "%s/%s: cycle did not start\n", t->name, drv->name);
+                rc = 1;
+            } else {
+                struct timespec until;
+                clock_gettime(CLOCK_REALTIME, &until);
+                until.tv_sec += budget / 1000000 + 2;
+                pthread_mutex_lock(&w.lock);
+                while (!w.done)
+                    if (pthread_cond_timedwait(&w.cond, &w.lock, &until) == ETIMEDOUT)
+                        break;
+                bool done = w.done;
+                pthread_mutex_unlock(&w.lock);
+                if (!done) {
+                    drv->cycle_cancel(slot->state, ts);
+                    pthread_mutex_lock(&w.lock);
+                    while (!w.done)
+                        pthread_cond_wait(&w.cond, &w.lock);
+                    pthread_mutex_unlock(&w.lock);
+                }
+                if (w.r != FS_POLL_OK)
+                    rc = 1;
+            }
+        } else {
+            /* A stream: give it one interval to deliver something. */
+            struct timespec d = {.tv_sec = interval / 1000000 + 1};
+            nanosleep(&d, NULL);
+        }
+        drv->target_remove(slot->state, ts);
+    next:
+        pthread_cond_destroy(&w.cond);
+        pthread_mutex_destroy(&w.lock);
+    }
+    fs_store_foreach_series(st, false, probe_print_series, out);
+    fs_store_foreach_instance(st, probe_print_instance, out);
+out:
+    if (st) {
+        /* Sinks go with the store; drivers were detached from them above. */
+        fs_store_free(st);
+    }
+    slots_shutdown(slots);
+    fs_config_free(cfg);
+    return rc;
+}

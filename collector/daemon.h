@@ -1,0 +1,29 @@
+/*
+ * The daemon's life: load and validate the configuration, start the store, drivers,
+ * scheduler and HTTP endpoint, reload on SIGHUP (validate first; a bad file changes
+ * nothing), stop cleanly on SIGTERM/SIGINT. Also the one-shot subcommands.
+ */
+#ifndef FS_DAEMON_H
+#define FS_DAEMON_H
+
+#include <stdio.h>
+
+#include "config.h"
+
+/** The config options listing the drivers this build has. */
+void fs_daemon_config_opts(struct fs_config_opts *o);
+
+/** Validates FILE; prints every problem to err. Returns 0 (good) or 2 (bad). */
+int fs_check_config(const char *path, FILE *out, FILE *err);
+
+/** Runs until SIGTERM/SIGINT. Returns the process exit code (0, 1 runtime error, 2 bad config). */
+int fs_daemon_run(const char *config_path);
+
+/**
+ * Polls one target once with every driver it has a block for, then prints what would
+ * be exported and every error. Returns 0 if every driver succeeded, 1 otherwise, 2 on a
+ * bad configuration or unknown target.
+ */
+int fs_probe(const char *config_path, const char *target, FILE *out, FILE *err);
+
+#endif

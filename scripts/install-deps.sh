@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the Debian packages fabricscope needs to build, test and run its demo.
+# Only what is missing is installed, with --no-install-recommends. Idempotent.
+set -euo pipefail
+
+PACKAGES=(
+  # build
+  gcc make cmake pkg-config clang libclang-rt-14-dev
+  libyang2-dev libyang2-tools libyaml-dev libmicrohttpd-dev libjson-c-dev zlib1g-dev
+  libsnmp-dev
+  # tests
+  libcmocka-dev prometheus snmpd snmp prometheus-snmp-exporter curl jq procps util-linux iproute2
+  ca-certificates
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]}" >&2
+SUDO=""
+if [ "$(id -u)" != 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: run as root or install sudo" >&2; exit 1; }
+  SUDO="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+# Package lists may be absent on a fresh machine; refresh them when a package is unknown.
+if ! $SUDO apt-get install -y --no-install-recommends "${missing[@]}"; then
+  $SUDO apt-get update
+  $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,93 @@
+# Shared helpers for integration tests (sourced). Each test gets its own scratch dir,
+# starts its peers on free loopback ports, and everything it started is stopped on exit.
+set -euo pipefail
+
+FS_SOURCE_DIR=${FS_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+FS_BUILD_DIR=${FS_BUILD_DIR:-$FS_SOURCE_DIR/build}
+FABRICSCOPE=$FS_BUILD_DIR/fabricscope
+T=$(mktemp -d "${TMPDIR:-/tmp}/fs-it.XXXXXX")
+_pids=()
+
+cleanup() {
+  local rc=$?
+  for p in "${_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${_pids[@]}"; do
+    for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$p" 2>/dev/null || true
+  done
+  if [ $rc -ne 0 ]; then
+    echo "--- test failed (rc=$rc); logs in $T:" >&2
+    for f in "$T"/*.log; do [ -f "$f" ] && { echo "== $f" >&2; tail -n 40 "$f" >&2; }; done
+  else
+    rm -rf "$T"
+  fi
+}
+trap cleanup EXIT
+
+# Remembers a background process to stop at exit.
+track() { _pids+=("$1"); }
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+ok() { echo "ok - $*"; }
+
+# A TCP port on 127.0.0.1 nobody listens on (random, checked with ss).
+free_tcp_port() {
+  local p
+  for _ in $(seq 200); do
+    p=$((20000 + RANDOM % 40000))
+    if ! ss -Hltn "sport = :$p" | grep -q .; then echo "$p"; return 0; fi
+  done
+  return 1
+}
+
+free_udp_port() {
+  local p
+  for _ in $(seq 200); do
+    p=$((20000 + RANDOM % 40000))
+    if ! ss -Hlun "sport = :$p" | grep -q .; then echo "$p"; return 0; fi
+  done
+  return 1
+}
+
+# Waits until URL answers 200 (up to $2 seconds, default 20).
+wait_http() {
+  local url=$1 secs=${2:-20}
+  for _ in $(seq $((secs * 10))); do
+    curl -fsS -o /dev/null "$url" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  fail "$url did not answer within ${secs}s"
+}
+
+# Starts fabricscope on CONFIG, logging to $T/fabricscope.log; sets FS_PID.
+start_fabricscope() {
+  "$FABRICSCOPE" -c "$1" >"$T/fabricscope.log" 2>&1 &
+  FS_PID=$!
+  track "$FS_PID"
+}
+
+# Starts a Prometheus server scraping 127.0.0.1:$1/metrics every second, on a free port
+# with its own config and data dir; sets PROM_PORT.
+start_prometheus() {
+  local target_port=$1
+  PROM_PORT=$(free_tcp_port)
+  mkdir -p "$T/prom-data"
+  cat >"$T/prometheus.yml" <<YML
+global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: fabricscope
+    static_configs:
+      - targets: ['127.0.0.1:$target_port']
+YML
+  prometheus --config.file="$T/prometheus.yml" --storage.tsdb.path="$T/prom-data" \
+    --web.listen-address="127.0.0.1:$PROM_PORT" --log.level=warn >"$T/prometheus.log" 2>&1 &
+  track $!
+  wait_http "http://127.0.0.1:$PROM_PORT/-/ready" 60
+}
+
+# Runs an instant PromQL query against our Prometheus; prints the JSON.
+prom_query() {
+  curl -fsS --get "http://127.0.0.1:$PROM_PORT/api/v1/query" --data-urlencode "query=$1"
+}
