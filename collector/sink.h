@@ -60,6 +60,15 @@ void fs_sink_begin(struct fs_sink *s, int64_t ts_us);
 void fs_sink_counter(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels,
                      size_t n_labels, uint64_t raw, unsigned bits);
 
+/**
+ * Like fs_sink_counter() for a device counter kept in a finer unit than the metric's
+ * (PFC pause milliseconds or TxWait microseconds of a *_seconds_total metric): unwrapping
+ * and rebasing work on raw exactly as for fs_sink_counter(); the exposed value is the
+ * monotonic raw count times scale (e.g. 1e-3). Added for the SNMP driver.
+ */
+void fs_sink_counter_scaled(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels,
+                            size_t n_labels, uint64_t raw, unsigned bits, double scale);
+
 /** Adds a gauge sample (see fs_sink_counter for labels). */
 void fs_sink_gauge(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels,
                    size_t n_labels, double value);

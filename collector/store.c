@@ -37,6 +37,7 @@ struct series {
     uint32_t ring_id;
     enum fs_metric metric;
     bool counter;
+    double scale; /* exposed = value * scale (counters kept in a finer unit) */
     struct fs_sink *sink;
     uint64_t hash;
     char *key; /* metric id + own labels, the sink-local identity */
@@ -420,6 +421,7 @@ series_alloc(struct fs_sink *s, enum fs_metric m, const struct fs_label *own, si
     se->labels_text_len = o;
     se->metric = m;
     se->counter = fs_metric_defs[m].type == FS_MT_COUNTER;
+    se->scale = 1.0;
     se->sink = s;
     se->hash = hash;
     return se;
@@ -449,7 +451,7 @@ tab_grow(struct fs_sink *s)
 
 static struct series *
 series_get(struct fs_sink *s, enum fs_metric m, const struct fs_label *own, size_t n_own,
-           const char *iface)
+           const char *iface, double scale)
 {
     char key[KEY_MAX];
     size_t k = (size_t)snprintf(key, sizeof key, "%d", (int)m);
@@ -474,6 +476,7 @@ series_get(struct fs_sink *s, enum fs_metric m, const struct fs_label *own, size
         return NULL;
     if (iface)
         snprintf(se->iface, sizeof se->iface, "%s", iface);
+    se->scale = scale;
 
     struct fs_store *st = s->st;
     pthread_mutex_lock(&st->ring_lock);
@@ -553,7 +556,8 @@ batch_room(struct fs_sink *s)
  * filters. Returns the series, or NULL when the sample is to be dropped.
  */
 static struct series *
-sample_series(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels, size_t n)
+sample_series(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels, size_t n,
+              double scale)
 {
     if ((unsigned)m >= FS_METRIC_COUNT || n > MAX_LABELS || !s->in_batch)
         return NULL;
@@ -571,7 +575,7 @@ sample_series(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels
     }
     if (iface && !iface_allowed(s->tcfg, iface))
         return NULL;
-    return series_get(s, m, own, n, iface);
+    return series_get(s, m, own, n, iface, scale);
 }
 
 static void
@@ -606,12 +610,17 @@ iface_reset_pending(struct fs_sink *s, struct series *se)
 }
 
 void
-fs_sink_counter(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels,
-                size_t n_labels, uint64_t raw, unsigned bits)
+fs_sink_counter_scaled(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels,
+                       size_t n_labels, uint64_t raw, unsigned bits, double scale)
 {
-    struct series *se = sample_series(s, m, labels, n_labels);
+    if (!(scale > 0))
+        return;
+    /* The ring keeps the device's exact count; the unit (scale) is applied when read out.
+     * It is fixed when the series is created. */
+    struct series *se = sample_series(s, m, labels, n_labels, scale);
     if (!se || !se->counter)
         return;
+
     if (se->has_raw) {
         bool declared = se->reset_gen < s->reset_gen || iface_reset_pending(s, se);
         if (declared) {
@@ -637,10 +646,17 @@ fs_sink_counter(struct fs_sink *s, enum fs_metric m, const struct fs_label *labe
 }
 
 void
+fs_sink_counter(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels,
+                size_t n_labels, uint64_t raw, unsigned bits)
+{
+    fs_sink_counter_scaled(s, m, labels, n_labels, raw, bits, 1.0);
+}
+
+void
 fs_sink_gauge(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels,
               size_t n_labels, double value)
 {
-    struct series *se = sample_series(s, m, labels, n_labels);
+    struct series *se = sample_series(s, m, labels, n_labels, 1.0);
     if (!se || se->counter)
         return;
     uint64_t bits;
@@ -818,6 +834,7 @@ fs_store_foreach_series(struct fs_store *st, bool only_exported, fs_series_cb cb
             in.metric = (enum fs_metric)m;
             in.name = fs_metric_defs[m].name;
             in.counter = se->counter;
+            in.scale = se->scale;
             in.labels = se->labels;
             in.n_labels = se->n_labels;
             in.labels_text = se->labels_text;

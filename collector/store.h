@@ -33,7 +33,10 @@ struct fs_series_info {
     enum fs_metric metric;
     const char *name;             /**< the metric name, e.g. fabric_port_bytes_total */
     bool counter;                 /**< value in u (exact) if true, else in d */
-    const struct fs_label *labels;/**< all labels, target first, source last, sorted otherwise */
+    double scale;                 /**< counters: exposed value is u * scale (1.0 almost
+                                       always; e.g. 0.001 for a pause time counted in ms).
+                                       Ring samples of the series carry the same unit as u. */
+    const struct fs_label *labels;/**< target, static labels (sorted), metric labels, source */
     size_t n_labels;
     const char *labels_text;      /**< the same rendered for exposition: `target="tor1",...` */
     size_t labels_text_len;
@@ -136,6 +139,14 @@ void fs_sink_count_overrun(struct fs_sink *s);
 
 /** Sets the driver-specific JSON members shown in /api/v1/targets (copied). */
 void fs_sink_set_detail(struct fs_sink *s, const char *json_members);
+
+/**
+ * Scheduler side: a cycle starts now (for fabricscope_poll_duration_seconds) and, when
+ * the driver ends it with fs_sink_done(), cb is called on the driver's thread.
+ */
+typedef void (*fs_sink_done_cb)(void *arg, uint64_t cycle_id, enum fs_poll_result r);
+void fs_sink_set_done_cb(struct fs_sink *s, fs_sink_done_cb cb, void *arg);
+void fs_sink_cycle_begin(struct fs_sink *s, uint64_t cycle_id);
 
 /** Number of series in the store. */
 uint64_t fs_store_series_count(struct fs_store *st);

@@ -320,6 +320,35 @@ test_health(void **state)
     assert_true(in.clock_offset_seconds > 0.0049 && in.clock_offset_seconds < 0.0051);
 }
 
+static int
+scale_cb(void *arg, const struct fs_series_info *s)
+{
+    *(double *)arg = s->scale;
+    return 1;
+}
+
+static void
+test_scaled_counter(void **state)
+{
+    struct fixture *f = *state;
+    struct fs_sink *s = fs_store_sink_add(f->st, &f->t, "snmp", 1000000);
+    struct fs_label l[] = {{"interface", "Eth1/1"}, {"direction", "rx"}, {"priority", "3"}};
+    int64_t t = now_us();
+    fs_sink_begin(s, t);
+    fs_sink_counter_scaled(s, FS_M_PFC_PAUSE_SECONDS, l, 3, 1500, 64, 1e-3);
+    fs_sink_end(s);
+    fs_sink_counter_reset(s, FS_RESET_REBOOT, NULL);
+    fs_sink_begin(s, t + 1);
+    fs_sink_counter_scaled(s, FS_M_PFC_PAUSE_SECONDS, l, 3, 250, 64, 1e-3);
+    fs_sink_end(s);
+    struct found r = find(f->st, "fabric_pfc_pause_seconds_total", NULL, true);
+    assert_int_equal(r.n, 1);
+    assert_int_equal(r.u, 1750); /* exact milliseconds, monotonic across the reboot */
+    double scale = 0;
+    fs_store_foreach_series(f->st, true, scale_cb, &scale);
+    assert_true(scale == 1e-3);
+}
+
 static void
 test_remove_frees_series(void **state)
 {
@@ -348,6 +377,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_staleness, setup, teardown),
         cmocka_unit_test_setup_teardown(test_source_precedence, setup, teardown),
         cmocka_unit_test_setup_teardown(test_health, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scaled_counter, setup, teardown),
         cmocka_unit_test_setup_teardown(test_remove_frees_series, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
