@@ -13,7 +13,7 @@
  * Counters are reported raw, as the device counts them; the core keeps the exposed value
  * monotonic: a 32-bit counter that goes down is unwrapped once, a counter that goes down
  * after fs_sink_counter_reset() (or a 64-bit one that goes down) is rebased, and each of
- * these is counted in fabricscope_counter_resets_total{kind}.
+ * these is counted in fabricscope_counters_reset_total{kind}.
  */
 #ifndef FS_SINK_H
 #define FS_SINK_H

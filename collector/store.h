@@ -102,7 +102,7 @@ void fs_store_foreach_instance(struct fs_store *st, fs_instance_cb cb, void *arg
 
 /** Kind names of fabricscope_poll_errors_total, indexed like poll_errors[]. */
 extern const char *const fs_poll_error_kind_names[5];
-/** Kind names of fabricscope_counter_resets_total. */
+/** Kind names of fabricscope_counters_reset_total. */
 extern const char *const fs_reset_kind_names[FS_RESET_KIND_COUNT];
 
 /** Ring statistics plus the number of series. */

@@ -1,0 +1,725 @@
+/*
+ * Configuration walker tests: each class of problem, several problems in one file,
+ * exact line:column and key paths, secrets never echoed, the built structure, the
+ * strict parsers and the secret reader.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+
+static const char *const all_drivers[] = {"snmp", "cli", "gnmi"};
+static const struct fs_config_opts all_opts = {all_drivers, 3};
+
+/* Parses text as "t.yaml"; returns the error text (caller frees) or NULL. */
+static char *
+parse_err(const char *text, const struct fs_config_opts *opts, int *rc)
+{
+    struct fs_config *cfg = NULL;
+    char *errors = NULL;
+    int r = fs_config_parse(text, strlen(text), "t.yaml", opts ? opts : &all_opts, &cfg, &errors);
+    if (rc)
+        *rc = r;
+    if (r == 0) {
+        assert_non_null(cfg);
+        assert_null(errors);
+    } else {
+        assert_null(cfg);
+        assert_non_null(errors);
+    }
+    fs_config_free(cfg);
+    return errors;
+}
+
+static struct fs_config *
+parse_ok(const char *text)
+{
+    struct fs_config *cfg = NULL;
+    char *errors = NULL;
+    int r = fs_config_parse(text, strlen(text), "t.yaml", &all_opts, &cfg, &errors);
+    if (r != 0)
+        fail_msg("unexpected problems:\n%s", errors);
+    assert_non_null(cfg);
+    return cfg;
+}
+
+/* Asserts that the error text is exactly expect. */
+static void
+expect_errors(const char *text, const char *expect)
+{
+    int rc;
+    char *e = parse_err(text, NULL, &rc);
+    if (!e || strcmp(e, expect) != 0)
+        fail_msg("got:\n%s\nexpected:\n%s", e ? e : "(no problems)", expect);
+    free(e);
+}
+
+static void
+test_valid_demo_like(void **state)
+{
+    (void)state;
+    struct fs_config *c =
+        parse_ok("listen: 127.0.0.1:9464\n"
+                 "storage: { memory_limit: 64MiB, retention: 30m }\n"
+                 "flow_rules:\n"
+                 "  - { name: nccl-roce, protocol: udp, dst_port: 4791 }\n"
+                 "  - { name: nccl-ce, protocol: udp, dst_port: 4791, ecn: ce, tc: 3 }\n"
+                 "  - { name: nccl-sockets, protocol: tcp, dst_ports: 50000-50999 }\n"
+                 "targets:\n"
+                 "  - name: sim-tor1\n"
+                 "    address: 127.0.0.1\n"
+                 "    labels: { rack: r1, pod: demo }\n"
+                 "    snmp: { port: 16100, community_file: run/demo/community, interval: 1s }\n");
+    assert_string_equal(c->path, "t.yaml");
+    assert_string_equal(c->listen_host, "127.0.0.1");
+    assert_int_equal(c->listen_port, 9464);
+    assert_int_equal(c->memory_limit, 64u << 20);
+    assert_int_equal(c->retention_us, 30LL * 60 * 1000000);
+    assert_int_equal(c->n_flow_rules, 3);
+    assert_string_equal(c->flow_rules[0].name, "nccl-roce");
+    assert_int_equal(c->flow_rules[0].protocol, FS_PROTO_UDP);
+    assert_int_equal(c->flow_rules[0].dst_lo, 4791);
+    assert_int_equal(c->flow_rules[0].dst_hi, 4791);
+    assert_int_equal(c->flow_rules[0].tc, -1);
+    assert_false(c->flow_rules[0].ecn_ce);
+    assert_true(c->flow_rules[1].ecn_ce);
+    assert_int_equal(c->flow_rules[1].tc, 3);
+    assert_int_equal(c->flow_rules[2].protocol, FS_PROTO_TCP);
+    assert_int_equal(c->flow_rules[2].dst_lo, 50000);
+    assert_int_equal(c->flow_rules[2].dst_hi, 50999);
+    assert_int_equal(c->n_targets, 1);
+    const struct fs_target_cfg *t = &c->targets[0];
+    assert_string_equal(t->name, "sim-tor1");
+    assert_string_equal(t->address, "127.0.0.1");
+    assert_int_equal(t->n_labels, 2); /* sorted by key */
+    assert_string_equal(t->labels[0].key, "pod");
+    assert_string_equal(t->labels[0].value, "demo");
+    assert_string_equal(t->labels[1].key, "rack");
+    assert_non_null(t->snmp);
+    assert_null(t->cli);
+    assert_null(t->gnmi);
+    assert_int_equal(t->snmp->port, 16100);
+    assert_int_equal(t->snmp->version, FS_SNMP_V2C);
+    assert_string_equal(t->snmp->community.file, "run/demo/community");
+    assert_null(t->snmp->community.env);
+    assert_int_equal(t->snmp->interval_us, 1000000);
+    /* defaults from the YANG model */
+    assert_int_equal(t->snmp->timeout_us, 2000000);
+    assert_int_equal(t->snmp->retries, 1);
+    assert_int_equal(t->snmp->max_repetitions, 50);
+    assert_int_equal(t->snmp->qos_index_base, -1);
+    assert_false(t->snmp->allow_weak_crypto);
+    assert_string_equal(t->source_precedence[0], "gnmi");
+    assert_string_equal(t->source_precedence[1], "cli");
+    assert_string_equal(t->source_precedence[2], "snmp");
+    assert_false(t->expose_all_sources);
+    assert_int_equal(t->staleness_intervals, 3);
+    assert_null(t->iface_include);
+    fs_config_free(c);
+}
+
+static void
+test_defaults_minimal(void **state)
+{
+    (void)state;
+    struct fs_config *c = parse_ok("listen: \"[::1]:0\"\n");
+    assert_string_equal(c->listen_host, "::1");
+    assert_int_equal(c->listen_port, 0);
+    assert_int_equal(c->memory_limit, 256u << 20);
+    assert_int_equal(c->retention_us, 3600LL * 1000000);
+    assert_int_equal(c->n_targets, 0);
+    assert_int_equal(c->n_flow_rules, 0);
+    assert_null(c->http_tls_cert_file);
+    assert_null(c->http_bearer_token.file);
+    fs_config_free(c);
+}
+
+static void
+test_drivers_and_precedence(void **state)
+{
+    (void)state;
+    struct fs_config *c = parse_ok(
+        "http: { tls: { cert_file: /c.pem, key_file: /k.pem }, bearer_token_env: FS_TOKEN }\n"
+        "targets:\n"
+        "  - name: tor1\n"
+        "    address: 10.0.0.1\n"
+        "    interfaces: { include: \"^Eth\", exclude: \"^Eth1/6[34]$\" }\n"
+        "    source_precedence: [snmp]\n"
+        "    expose_all_sources: true\n"
+        "    staleness_intervals: 5\n"
+        "    snmp:\n"
+        "      version: 3\n"
+        "      user: monitor\n"
+        "      auth: { protocol: sha512, password_env: AUTH }\n"
+        "      priv: { protocol: aes128, password_file: /p }\n"
+        "      qos_index_base: 0\n"
+        "    cli: { username: admin, key_file: /id, known_hosts: /kh, apply_flow_rules: true }\n"
+        "    gnmi:\n"
+        "      tls: { ca_file: ca.pem }\n"
+        "      subscriptions:\n"
+        "        - { path: /a, interval: 100ms }\n"
+        "        - { path: /b, mode: on_change }\n"
+        "        - { path: /c, mode: target_defined }\n");
+    const struct fs_target_cfg *t = &c->targets[0];
+    assert_string_equal(c->http_tls_cert_file, "/c.pem");
+    assert_string_equal(c->http_tls_key_file, "/k.pem");
+    assert_string_equal(c->http_bearer_token.env, "FS_TOKEN");
+    assert_string_equal(t->source_precedence[0], "snmp");
+    assert_string_equal(t->source_precedence[1], "gnmi");
+    assert_string_equal(t->source_precedence[2], "cli");
+    assert_true(t->expose_all_sources);
+    assert_int_equal(t->staleness_intervals, 5);
+    assert_int_equal(regexec(&t->iface_include_re, "Eth1/1", 0, NULL, 0), 0);
+    assert_int_not_equal(regexec(&t->iface_include_re, "swp1", 0, NULL, 0), 0);
+    assert_int_equal(regexec(&t->iface_exclude_re, "Eth1/63", 0, NULL, 0), 0);
+    assert_int_not_equal(regexec(&t->iface_exclude_re, "Eth1/62", 0, NULL, 0), 0);
+    assert_int_equal(t->snmp->version, FS_SNMP_V3);
+    assert_string_equal(t->snmp->user, "monitor");
+    assert_int_equal(t->snmp->auth_protocol, FS_AUTH_SHA512);
+    assert_string_equal(t->snmp->auth_password.env, "AUTH");
+    assert_int_equal(t->snmp->priv_protocol, FS_PRIV_AES128);
+    assert_string_equal(t->snmp->priv_password.file, "/p");
+    assert_int_equal(t->snmp->qos_index_base, 0);
+    assert_string_equal(t->cli->driver, "onyx");
+    assert_int_equal(t->cli->port, 22);
+    assert_string_equal(t->cli->username, "admin");
+    assert_string_equal(t->cli->key_file, "/id");
+    assert_true(t->cli->apply_flow_rules);
+    assert_int_equal(t->cli->interval_us, 5000000);
+    assert_int_equal(t->cli->timeout_us, 10000000);
+    assert_int_equal(t->gnmi->port, 9339);
+    assert_false(t->gnmi->insecure);
+    assert_string_equal(t->gnmi->tls_ca_file, "ca.pem");
+    assert_int_equal(t->gnmi->n_subscriptions, 3);
+    assert_string_equal(t->gnmi->subscriptions[0].path, "/a");
+    assert_int_equal(t->gnmi->subscriptions[0].mode, FS_GNMI_SAMPLE);
+    assert_int_equal(t->gnmi->subscriptions[0].interval_us, 100000);
+    assert_int_equal(t->gnmi->subscriptions[1].mode, FS_GNMI_ON_CHANGE);
+    assert_int_equal(t->gnmi->subscriptions[2].mode, FS_GNMI_TARGET_DEFINED);
+    fs_config_free(c);
+}
+
+static void
+test_unknown_keys_and_inline_secrets(void **state)
+{
+    (void)state;
+    const char *text = "listen: 127.0.0.1:9464\n"
+                       "targets:\n"
+                       "  - name: tor1\n"
+                       "    address: 10.0.0.1\n"
+                       "    snmp: { community: s3cr3t-value, community_file: /c, intervl: 1s }\n"
+                       "    cli: { username: u, password: hunter2, key_file: /k }\n"
+                       "lisen: x\n";
+    int rc;
+    char *e = parse_err(text, NULL, &rc);
+    assert_int_equal(rc, 4);
+    assert_string_equal(e, "t.yaml:5:13: targets[tor1].snmp.community: unknown key; secrets are "
+                           "not written inline: use community_file or community_env\n"
+                           "t.yaml:5:58: targets[tor1].snmp.intervl: unknown key (did you mean "
+                           "interval?)\n"
+                           "t.yaml:6:25: targets[tor1].cli.password: unknown key; secrets are not "
+                           "written inline: use password_file or password_env\n"
+                           "t.yaml:7:1: lisen: unknown key (did you mean listen?)\n");
+    assert_null(strstr(e, "s3cr3t"));
+    assert_null(strstr(e, "hunter2"));
+    free(e);
+}
+
+static void
+test_types_enums_ranges_all_reported(void **state)
+{
+    (void)state;
+    /* The example of the issue, at its line and column. */
+    expect_errors("listen: 127.0.0.1:9464\n"
+                  "targets:\n"
+                  "  - name: tor1\n"
+                  "    address: 10.0.0.1\n"
+                  "    snmp:\n"
+                  "      community_file: /c\n"
+                  "      port: 70000\n"
+                  "      version: 1\n"
+                  "      retries: many\n"
+                  "      allow_weak_crypto: yes\n"
+                  "      interval: 10sec\n"
+                  "      max_repetitions: \"5\"\n"
+                  "    staleness_intervals: 0\n",
+                  "t.yaml:7:13: targets[tor1].snmp.port: 70000 is not in 1..65535\n"
+                  "t.yaml:8:16: targets[tor1].snmp.version: \"1\" is not one of 2c, 3\n"
+                  "t.yaml:9:16: targets[tor1].snmp.retries: many is not a whole number\n"
+                  "t.yaml:10:26: targets[tor1].snmp.allow_weak_crypto: \"yes\" is not true or "
+                  "false\n"
+                  "t.yaml:11:17: targets[tor1].snmp.interval: \"10sec\" is not a duration (a whole "
+                  "number and one unit: ms, s, m, h or d, e.g. 10s)\n"
+                  "t.yaml:12:24: targets[tor1].snmp.max_repetitions: \"5\" is text, not a number "
+                  "(write it without quotes)\n"
+                  "t.yaml:13:26: targets[tor1].staleness_intervals: 0 is not in 1..1000\n");
+}
+
+static void
+test_shapes(void **state)
+{
+    (void)state;
+    expect_errors("listen: [a]\n"
+                  "storage: 5\n"
+                  "flow_rules: { name: x }\n"
+                  "targets:\n"
+                  "  - just-a-string\n"
+                  "  - name: t2\n"
+                  "    address:\n"
+                  "    snmp: { community_file: /c }\n"
+                  "    source_precedence: snmp\n",
+                  "t.yaml:1:9: listen: expected a value, got a list\n"
+                  "t.yaml:2:10: storage: expected a mapping, got a value\n"
+                  "t.yaml:3:13: flow_rules: expected a list, got a mapping\n"
+                  "t.yaml:5:5: targets[#1]: expected a mapping, got a value\n"
+                  "t.yaml:7:13: targets[t2].address: missing value\n"
+                  "t.yaml:9:24: targets[t2].source_precedence: expected a list (e.g. [a, b]), got "
+                  "a value\n");
+}
+
+static void
+test_missing_mandatory_and_choices(void **state)
+{
+    (void)state;
+    expect_errors("flow_rules:\n"
+                  "  - { name: a, protocol: udp }\n"
+                  "  - { name: b, dst_port: 1, dst_ports: 1-2 }\n"
+                  "  - { protocol: udp, dst_port: 1 }\n"
+                  "targets:\n"
+                  "  - name: t\n"
+                  "    snmp: { community_file: /c, community_env: C }\n",
+                  "t.yaml:2:5: flow_rules[a]: needs dst_port or dst_ports\n"
+                  "t.yaml:3:29: flow_rules[b].dst_ports: cannot be combined with dst_port\n"
+                  "t.yaml:4:5: flow_rules[#3]: missing required key \"name\"\n"
+                  "t.yaml:6:5: targets[t]: missing required key \"address\"\n"
+                  "t.yaml:7:33: targets[t].snmp.community_env: cannot be combined with "
+                  "community_file\n");
+}
+
+static void
+test_duplicates(void **state)
+{
+    (void)state;
+    expect_errors("targets:\n"
+                  "  - name: tor1\n"
+                  "    address: a\n"
+                  "    snmp: { community_file: /c, port: 1, port: 2 }\n"
+                  "  - name: tor2\n"
+                  "    address: b\n"
+                  "  - name: tor1\n"
+                  "    address: c\n"
+                  "listen: 127.0.0.1:1\n"
+                  "listen: 127.0.0.1:2\n",
+                  "t.yaml:4:42: targets[tor1].snmp.port: duplicate key (first at 4:33)\n"
+                  "t.yaml:7:11: targets[tor1]: duplicate name \"tor1\" (first at 2:11)\n"
+                  "t.yaml:10:1: listen: duplicate key (first at 9:1)\n");
+}
+
+static void
+test_yaml_features_refused(void **state)
+{
+    (void)state;
+    expect_errors("a: &x 1\nb: *x\nc: !foo 2\n",
+                  "t.yaml:1:4: a: YAML anchors are not allowed\n"
+                  "t.yaml:2:4: b: YAML aliases are not allowed\n"
+                  "t.yaml:3:4: c: YAML tags are not allowed (!foo)\n");
+    expect_errors("listen: 127.0.0.1:1\n---\nlisten: 127.0.0.1:2\n",
+                  "t.yaml:2:1: (document): only one YAML document is allowed in a configuration "
+                  "file\n");
+    expect_errors("listen: [1\n", "t.yaml:2:1: listen[#2]: YAML syntax error while parsing a "
+                                  "flow sequence: did not find expected ',' or ']'\n");
+    expect_errors("", "t.yaml:1:1: (document): the configuration is empty\n");
+    expect_errors("- a\n", "t.yaml:1:1: (document): expected a mapping of settings at the top "
+                           "level, got a list\n");
+    expect_errors("? [a]\n: b\n", "t.yaml:1:3: (document): keys must be plain text, not a list\n");
+}
+
+static void
+test_garbage_and_size(void **state)
+{
+    (void)state;
+    int rc;
+    char *e;
+    struct fs_config *cfg = NULL;
+
+    expect_errors("listen: \"a\\0b\"\n", "t.yaml:1:9: listen: text contains a NUL character\n");
+    expect_errors("listen: \xff\xfe\n",
+                  "t.yaml:1:9: (document): not valid UTF-8 text: invalid leading UTF-8 octet\n");
+    /* UTF-16 is not guessed from a BOM: the file must be UTF-8. */
+    e = parse_err("\xff\xfel\0i\0", NULL, &rc);
+    assert_true(rc > 0);
+    free(e);
+    e = parse_err("listen: \x01\n", NULL, &rc);
+    assert_true(rc > 0);
+    free(e);
+
+    size_t big = FS_CONFIG_MAX_BYTES + 1;
+    char *text = malloc(big);
+    assert_non_null(text);
+    memset(text, '#', big);
+    rc = fs_config_parse(text, big, "big.yaml", &all_opts, &cfg, &e);
+    assert_int_equal(rc, 1);
+    assert_null(cfg);
+    assert_string_equal(
+        e, "big.yaml:1:1: (document): the file is larger than 1048576 bytes (1 MiB)\n");
+    free(e);
+    free(text);
+}
+
+static void
+test_deep_nesting(void **state)
+{
+    (void)state;
+    char text[600];
+    size_t o = 0;
+    int rc;
+    o += (size_t)snprintf(text, sizeof(text), "listen: ");
+    for (int i = 0; i < 200; i++)
+        text[o++] = '[';
+    text[o] = '\0';
+    char *e = parse_err(text, NULL, &rc);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(e, "nested more than 64 levels deep"));
+    free(e);
+}
+
+static void
+test_driver_not_built(void **state)
+{
+    (void)state;
+    static const char *const only_snmp[] = {"snmp"};
+    struct fs_config_opts o = {only_snmp, 1};
+    int rc;
+    char *e = parse_err("targets:\n"
+                        "  - name: x\n"
+                        "    address: a\n"
+                        "    snmp: { community_file: /c }\n"
+                        "    cli: { username: u, key_file: /k }\n"
+                        "    gnmi: { insecure: true }\n",
+                        &o, &rc);
+    assert_int_equal(rc, 2);
+    assert_string_equal(e, "t.yaml:5:5: targets[x].cli: driver \"cli\" is not built into this "
+                           "fabricscope\n"
+                           "t.yaml:6:5: targets[x].gnmi: driver \"gnmi\" is not built into this "
+                           "fabricscope\n");
+    free(e);
+}
+
+static void
+test_semantics(void **state)
+{
+    (void)state;
+    expect_errors(
+        "flow_rules:\n"
+        "  - { name: r, dst_ports: 9-3, src_ports: 0-5 }\n"
+        "targets:\n"
+        "  - name: a\n"
+        "    address: x\n"
+        "    interfaces: { include: \"(\" }\n"
+        "    snmp: { version: 2c }\n"
+        "  - name: b\n"
+        "    address: x\n"
+        "    snmp: { version: 3, priv: { protocol: des, password_env: P } }\n"
+        "  - name: c\n"
+        "    address: x\n"
+        "    snmp: { version: 3, user: u, auth: { protocol: sha, password_env: A } }\n"
+        "  - name: d\n"
+        "    address: x\n"
+        "    snmp: { version: 3, user: u, allow_weak_crypto: true,\n"
+        "            auth: { protocol: md5, password_env: A }, priv: { protocol: des, "
+        "password_env: P } }\n"
+        "    gnmi: { port: 1 }\n",
+        "t.yaml:2:27: flow_rules[r].dst_ports: 9-3 is backwards: 9 is greater than 3\n"
+        "t.yaml:2:43: flow_rules[r].src_ports: 0-5: ports must be in 1..65535\n"
+        "t.yaml:6:28: targets[a].interfaces.include: not a POSIX extended regular expression: "
+        "Unmatched ( or \\(\n"
+        "t.yaml:7:5: targets[a].snmp: SNMP v2c needs community_file or community_env\n"
+        "t.yaml:10:5: targets[b].snmp: SNMP v3 needs user\n"
+        "t.yaml:10:25: targets[b].snmp.priv: priv needs auth: SNMPv3 has no privacy without "
+        "authentication\n"
+        "t.yaml:10:43: targets[b].snmp.priv.protocol: des is weak; use aes128, or set "
+        "allow_weak_crypto: true\n"
+        "t.yaml:13:52: targets[c].snmp.auth.protocol: sha is weak; use sha256 or better, or set "
+        "allow_weak_crypto: true\n"
+        "t.yaml:18:5: targets[d].gnmi: gnmi needs tls (e.g. tls: { ca_file: ca.pem }) or "
+        "insecure: true\n");
+}
+
+static void
+test_libyang_stage(void **state)
+{
+    (void)state;
+    /* must statements of the model, checked by libyang once everything else passed */
+    expect_errors(
+        "targets:\n"
+        "  - name: t\n"
+        "    address: x\n"
+        "    cli: { username: u }\n",
+        "t.yaml:4:5: targets[t].cli: cli needs password_file, password_env or key_file\n");
+    expect_errors(
+        "targets:\n"
+        "  - name: t\n"
+        "    address: x\n"
+        "    gnmi:\n"
+        "      insecure: true\n"
+        "      subscriptions:\n"
+        "        - path: /a\n",
+        "t.yaml:7:11: targets[t].gnmi.subscriptions[/a]: mode sample needs an interval\n");
+}
+
+static void
+test_secret_values_never_echoed(void **state)
+{
+    (void)state;
+    int rc;
+    char *e = parse_err(
+        "http: { bearer_token_env: \"tok=abc123\" }\n"
+        "targets:\n"
+        "  - name: t\n"
+        "    address: x\n"
+        "    snmp: { community_env: \"pa ss\", version: 3, user: u,\n"
+        "            auth: { protocol: sha256, password: zzsecret, password_file: \"\" } }\n",
+        NULL, &rc);
+    assert_int_equal(rc, 4);
+    assert_null(strstr(e, "abc123"));
+    assert_null(strstr(e, "pa ss"));
+    assert_null(strstr(e, "zzsecret"));
+    assert_non_null(strstr(e, "http.bearer_token_env: the value is not an environment variable "
+                              "name"));
+    free(e);
+}
+
+static void
+test_many_problems_capped(void **state)
+{
+    (void)state;
+    size_t cap = 200 * 16 + 64, o = 0;
+    char *text = malloc(cap);
+    int rc;
+    assert_non_null(text);
+    for (int i = 0; i < 200; i++)
+        o += (size_t)snprintf(text + o, cap - o, "bogus%d: 1\n", i);
+    char *e = parse_err(text, NULL, &rc);
+    assert_int_equal(rc, 101);
+    assert_non_null(strstr(e, "t.yaml:100:1: bogus99: unknown key\n"));
+    assert_null(strstr(e, "bogus100"));
+    assert_non_null(strstr(e, "t.yaml: stopped after 100 problems; fix these first\n"));
+    free(e);
+    free(text);
+}
+
+static void
+test_target_equal(void **state)
+{
+    (void)state;
+    const char *base =
+        "targets:\n"
+        "  - name: t\n"
+        "    address: x\n"
+        "    labels: { a: \"1\", b: \"2\" }\n"
+        "    interfaces: { include: \"^Eth\" }\n"
+        "    snmp: { community_file: /c, interval: 1s }\n"
+        "    gnmi: { insecure: true, subscriptions: [ { path: /a, interval: 1s } ] }\n";
+    struct fs_config *a = parse_ok(base), *b = parse_ok(base);
+    assert_true(fs_target_cfg_equal(&a->targets[0], &b->targets[0]));
+    fs_config_free(b);
+
+    static const char *const changes[][2] = {
+        {"address: x", "address: y"},
+        {"b: \"2\"", "b: \"3\""},
+        {"^Eth", "^swp"},
+        {"interval: 1s }\n    gnmi", "interval: 2s }\n    gnmi"},
+        {"/c,", "/d,"},
+        {"path: /a", "path: /b"},
+        {"insecure: true", "insecure: true, port: 1"},
+    };
+    for (size_t i = 0; i < sizeof(changes) / sizeof(changes[0]); i++) {
+        char text[1024];
+        const char *at = strstr(base, changes[i][0]);
+        assert_non_null(at);
+        snprintf(text, sizeof(text), "%.*s%s%s", (int)(at - base), base, changes[i][1],
+                 at + strlen(changes[i][0]));
+        b = parse_ok(text);
+        if (fs_target_cfg_equal(&a->targets[0], &b->targets[0]))
+            fail_msg("change %zu not seen", i);
+        fs_config_free(b);
+    }
+    assert_true(fs_target_cfg_equal(NULL, NULL));
+    assert_false(fs_target_cfg_equal(&a->targets[0], NULL));
+    fs_config_free(a);
+}
+
+static void
+test_parse_duration(void **state)
+{
+    (void)state;
+    assert_int_equal(fs_parse_duration("100ms"), 100000);
+    assert_int_equal(fs_parse_duration("10s"), 10000000);
+    assert_int_equal(fs_parse_duration("5m"), 300000000);
+    assert_int_equal(fs_parse_duration("1h"), 3600000000LL);
+    assert_int_equal(fs_parse_duration("1d"), 86400000000LL);
+    assert_int_equal(fs_parse_duration("0s"), 0);
+    static const char *const bad[] = {"",
+                                      "s",
+                                      "10",
+                                      "10 s",
+                                      " 10s",
+                                      "10s ",
+                                      "-1s",
+                                      "+1s",
+                                      "1.5s",
+                                      "10sec",
+                                      "1S",
+                                      "1us",
+                                      "99999999999999999999s",
+                                      "9223372036854775807h",
+                                      "1e3s",
+                                      "0x10s"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (fs_parse_duration(bad[i]) != -1)
+            fail_msg("\"%s\" accepted", bad[i]);
+    assert_int_equal(fs_parse_duration(NULL), -1);
+}
+
+static void
+test_parse_size(void **state)
+{
+    (void)state;
+    uint64_t v;
+    assert_int_equal(fs_parse_size("256MiB", &v), 0);
+    assert_int_equal(v, 256ull << 20);
+    assert_int_equal(fs_parse_size("1GiB", &v), 0);
+    assert_int_equal(v, 1ull << 30);
+    assert_int_equal(fs_parse_size("4096", &v), 0);
+    assert_int_equal(v, 4096);
+    assert_int_equal(fs_parse_size("64KiB", &v), 0);
+    assert_int_equal(v, 65536);
+    assert_int_equal(fs_parse_size("10MB", &v), 0);
+    assert_int_equal(v, 10000000);
+    assert_int_equal(fs_parse_size("7B", &v), 0);
+    assert_int_equal(v, 7);
+    static const char *const bad[] = {"",
+                                      "MiB",
+                                      "1 MiB",
+                                      "1mib",
+                                      "1.5GiB",
+                                      "-1",
+                                      "1MiBs",
+                                      "99999999999TiB",
+                                      "18446744073709551616"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (fs_parse_size(bad[i], &v) == 0)
+            fail_msg("\"%s\" accepted", bad[i]);
+}
+
+static void
+test_secret_read(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/fs-test-secret-XXXXXX";
+    int fd = mkstemp(path);
+    char buf[16], err[256];
+    struct fs_secret_ref ref = {0};
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "topsecret\n", 10), 10);
+    close(fd);
+
+    ref.file = path;
+    assert_int_equal(fs_secret_read(&ref, buf, sizeof(buf), err, sizeof(err)), 0);
+    assert_string_equal(buf, "topsecret");
+    /* too long for the buffer: refused, and the message names only the file */
+    assert_int_equal(fs_secret_read(&ref, buf, 6, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, path));
+    assert_null(strstr(err, "topsecret"));
+    unlink(path);
+    assert_int_equal(fs_secret_read(&ref, buf, sizeof(buf), err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "cannot open secret file"));
+
+    ref.file = NULL;
+    ref.env = "FS_TEST_SECRET_ENV";
+    unsetenv("FS_TEST_SECRET_ENV");
+    assert_int_equal(fs_secret_read(&ref, buf, sizeof(buf), err, sizeof(err)), -1);
+    assert_string_equal(err, "environment variable FS_TEST_SECRET_ENV is not set");
+    setenv("FS_TEST_SECRET_ENV", "envsecret", 1);
+    assert_int_equal(fs_secret_read(&ref, buf, sizeof(buf), err, sizeof(err)), 0);
+    assert_string_equal(buf, "envsecret");
+    setenv("FS_TEST_SECRET_ENV", "", 1);
+    assert_int_equal(fs_secret_read(&ref, buf, sizeof(buf), err, sizeof(err)), -1);
+    unsetenv("FS_TEST_SECRET_ENV");
+    ref.env = NULL;
+    assert_int_equal(fs_secret_read(&ref, buf, sizeof(buf), err, sizeof(err)), -1);
+}
+
+static void
+test_load(void **state)
+{
+    (void)state;
+    struct fs_config *cfg = NULL;
+    char *e = NULL;
+    char path[] = "/tmp/fs-test-config-XXXXXX";
+    int fd;
+
+    assert_int_not_equal(fs_config_load("/nonexistent/fs.yaml", &all_opts, &cfg, &e), 0);
+    assert_null(cfg);
+    assert_string_equal(e, "/nonexistent/fs.yaml: cannot open: No such file or directory\n");
+    free(e);
+
+    fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "listen: 127.0.0.1:1\n", 20), 20);
+    close(fd);
+    assert_int_equal(fs_config_load(path, &all_opts, &cfg, &e), 0);
+    assert_string_equal(cfg->path, path);
+    assert_int_equal(cfg->listen_port, 1);
+    fs_config_free(cfg);
+
+    /* over 1 MiB: refused without parsing */
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    for (int i = 0; i < FS_CONFIG_MAX_BYTES / 16 + 1; i++)
+        fputs("# padding......\n", f);
+    fclose(f);
+    assert_int_equal(fs_config_load(path, &all_opts, &cfg, &e), 1);
+    assert_null(cfg);
+    assert_non_null(strstr(e, "larger than 1048576 bytes"));
+    free(e);
+    unlink(path);
+    fs_config_free(NULL);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_valid_demo_like),
+        cmocka_unit_test(test_defaults_minimal),
+        cmocka_unit_test(test_drivers_and_precedence),
+        cmocka_unit_test(test_unknown_keys_and_inline_secrets),
+        cmocka_unit_test(test_types_enums_ranges_all_reported),
+        cmocka_unit_test(test_shapes),
+        cmocka_unit_test(test_missing_mandatory_and_choices),
+        cmocka_unit_test(test_duplicates),
+        cmocka_unit_test(test_yaml_features_refused),
+        cmocka_unit_test(test_garbage_and_size),
+        cmocka_unit_test(test_deep_nesting),
+        cmocka_unit_test(test_driver_not_built),
+        cmocka_unit_test(test_semantics),
+        cmocka_unit_test(test_libyang_stage),
+        cmocka_unit_test(test_secret_values_never_echoed),
+        cmocka_unit_test(test_many_problems_capped),
+        cmocka_unit_test(test_target_equal),
+        cmocka_unit_test(test_parse_duration),
+        cmocka_unit_test(test_parse_size),
+        cmocka_unit_test(test_secret_read),
+        cmocka_unit_test(test_load),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
