@@ -6,10 +6,40 @@
 #ifndef FS_EXPO_H
 #define FS_EXPO_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
 #include "buf.h"
 #include "store.h"
 
 /** Renders /metrics into out (appending). Returns 0, or -1 if out overflowed its max. */
 int fs_expo_render(struct fs_store *st, struct fs_buf *out);
+
+/** One fabricscope_http_requests_total{handler,code} sample (the HTTP side counts them). */
+struct fs_expo_http_count {
+    const char *handler;
+    unsigned code;
+    uint64_t n;
+};
+
+/** fs_expo_render() plus the HTTP request counts (entries with n == 0 are skipped). */
+int fs_expo_render_ex(struct fs_store *st, struct fs_buf *out, const struct fs_expo_http_count *hc,
+                      size_t n_hc);
+
+/**
+ * Formats a gauge value as Prometheus spells it (NaN, +Inf, -Inf, else the shortest
+ * text that reads back to the same double). out needs 32 bytes; returns the length.
+ */
+size_t fs_expo_format_double(char *out, double d);
+
+/** Formats v in decimal into out (needs 21 bytes); returns the length. */
+size_t fs_expo_format_u64(char *out, uint64_t v);
+
+/**
+ * Formats a counter kept in a finer unit: u * scale. Exact decimal when 1/scale is a
+ * power of ten (1234 with scale 1e-3 is "1.234"), else the double. out needs 32 bytes.
+ */
+size_t fs_expo_format_scaled(char *out, uint64_t u, double scale);
 
 #endif

@@ -87,7 +87,10 @@ void fs_ring_group_delete(struct fs_ring *r, int32_t group);
  * Appends one batch: n samples of series of `group`, all taken at ts_us. Timestamps of a
  * group must not go backwards (a batch older than the group's last is refused: -1).
  * A series appears at most once per batch. Evicts as needed to stay within the bounds.
- * Returns 0 or -1.
+ * Returns 0 or -1. A point naming an unknown series, another group's series or a series
+ * already in this batch is skipped (-1), the batch's other points are still appended.
+ * Gauges are stored as the bits of v.d, so every double (NaN payloads, -0.0) comes back
+ * as it went in.
  */
 int fs_ring_append(struct fs_ring *r, int32_t group, int64_t ts_us,
                    const struct fs_ring_point *pts, size_t n);

@@ -822,12 +822,20 @@ fs_store_foreach_series(struct fs_store *st, bool only_exported, fs_series_cb cb
     int64_t now = now_realtime_us();
     pthread_rwlock_rdlock(&st->lock);
     for (int m = 0; m < FS_METRIC_COUNT; m++) {
+        /* A sink's series of one metric are mostly adjacent: decide precedence once per
+         * run of them rather than per series (it scans the target's other sources). */
+        const struct fs_sink *memo_sink = NULL;
+        bool memo_shadowed = false;
         for (size_t i = 0; i < st->n_by_metric[m]; i++) {
             const struct series *se = st->by_metric[m][i];
             struct fs_series_info in;
             in.ts_us = atomic_load_explicit(&se->ts_us, memory_order_acquire);
             uint64_t v = atomic_load_explicit(&se->value, memory_order_relaxed);
-            in.exported = fresh(se->sink, in.ts_us, now) && !shadowed(st, se->sink, m, now);
+            if (se->sink != memo_sink) {
+                memo_sink = se->sink;
+                memo_shadowed = shadowed(st, se->sink, m, now);
+            }
+            in.exported = fresh(se->sink, in.ts_us, now) && !memo_shadowed;
             if (only_exported && !in.exported)
                 continue;
             in.id = se->ring_id;

@@ -81,7 +81,8 @@ fs_synth_poll_target(struct fs_synth *s, size_t ti, int64_t ts_us, uint64_t cycl
             fs_sink_counter(k, FS_M_PORT_BYTES, l, 2, cycle * rate * 1500, 64);
             fs_sink_counter(k, FS_M_PORT_PACKETS, l, 2, cycle * rate, 64);
             for (int q = 0; q < 8; q++) {
-                struct fs_label lp[3] = {{"interface", ifn}, {"direction", dir[d]}, {"priority", num[q]}};
+                struct fs_label lp[3] = {
+                    {"interface", ifn}, {"direction", dir[d]}, {"priority", num[q]}};
                 fs_sink_counter(k, FS_M_PFC_PAUSE_FRAMES, lp, 3, q == 3 ? cycle : 0, 64);
             }
         }

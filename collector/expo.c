@@ -1,0 +1,411 @@
+/*
+ * Prometheus text format 0.0.4. Stored series are written straight from the store's
+ * iteration (name and the pre-rendered label text are copied, the value formatted in
+ * place), so a render into a buffer that has already grown allocates nothing.
+ */
+#include "expo.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+size_t
+fs_expo_format_u64(char *out, uint64_t v)
+{
+    static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930"
+                                "31323334353637383940414243444546474849505152535455565758596061"
+                                "62636465666768697071727374757677787980818283848586878889909192"
+                                "93949596979899";
+    char tmp[24];
+    size_t i = sizeof tmp;
+    while (v >= 100) {
+        unsigned r = (unsigned)(v % 100);
+        v /= 100;
+        tmp[--i] = pairs[2 * r + 1];
+        tmp[--i] = pairs[2 * r];
+    }
+    if (v >= 10) {
+        tmp[--i] = pairs[2 * v + 1];
+        tmp[--i] = pairs[2 * v];
+    } else {
+        tmp[--i] = (char)('0' + v);
+    }
+    size_t n = sizeof tmp - i;
+    memcpy(out, tmp + i, n);
+    return n;
+}
+
+size_t
+fs_expo_format_double(char *out, double d)
+{
+    if (isnan(d)) {
+        memcpy(out, "NaN", 4);
+        return 3;
+    }
+    if (isinf(d)) {
+        memcpy(out, d > 0 ? "+Inf" : "-Inf", 5);
+        return 4;
+    }
+    /* Integral values (queue depths, speeds, up/down) are the common case: no printf. */
+    if (d == floor(d) && fabs(d) < 1e15) {
+        size_t n = 0;
+        if (d < 0 || (d == 0 && signbit(d)))
+            out[n++] = '-';
+        n += fs_expo_format_u64(out + n, (uint64_t)fabs(d));
+        out[n] = '\0';
+        return n;
+    }
+    int n = 0;
+    for (int prec = 15; prec <= 17; prec++) {
+        n = snprintf(out, 32, "%.*g", prec, d);
+        if (prec == 17 || strtod(out, NULL) == d)
+            break;
+    }
+    return (size_t)n;
+}
+
+size_t
+fs_expo_format_scaled(char *out, uint64_t u, double scale)
+{
+    if (scale == 1.0)
+        return fs_expo_format_u64(out, u);
+    uint64_t div = 1;
+    int digits = 0;
+    double inv = 1.0 / scale;
+    while (digits < 19 && (double)div < inv) {
+        div *= 10;
+        digits++;
+    }
+    /* 1/1e-9 is not exactly 1e9 in binary; a relative error this small still means 10^-k. */
+    if (scale < 1.0 && digits > 0 && fabs(inv - (double)div) <= (double)div * 1e-12) {
+        size_t n = fs_expo_format_u64(out, u / div);
+        uint64_t rem = u % div;
+        if (rem == 0)
+            return n;
+        out[n++] = '.';
+        for (int i = digits - 1; i >= 0; i--) {
+            out[n + (size_t)i] = (char)('0' + rem % 10);
+            rem /= 10;
+        }
+        n += (size_t)digits;
+        while (out[n - 1] == '0')
+            n--;
+        out[n] = '\0';
+        return n;
+    }
+    return fs_expo_format_double(out, (double)u * scale);
+}
+
+/* Self metrics drawn from instance and ring state, never from stored series. */
+static bool
+is_self_metric(enum fs_metric m)
+{
+    switch (m) {
+    case FS_M_COUNTER_RESETS:
+    case FS_M_TARGET_UP:
+    case FS_M_POLL_DURATION:
+    case FS_M_POLL_ERRORS:
+    case FS_M_TARGET_CLOCK_OFFSET:
+    case FS_M_RING_SAMPLES:
+    case FS_M_RING_BYTES:
+    case FS_M_RING_LIMIT_BYTES:
+    case FS_M_RING_RETENTION:
+    case FS_M_RING_EVICTED:
+    case FS_M_SERIES:
+    case FS_M_HTTP_REQUESTS:
+    case FS_M_BUILD_INFO:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* # HELP and # TYPE; HELP text escapes backslash and newline as the format requires. */
+static void
+family_header(struct fs_buf *out, enum fs_metric m)
+{
+    const struct fs_metric_def *d = &fs_metric_defs[m];
+    fs_buf_puts(out, "# HELP ");
+    fs_buf_puts(out, d->name);
+    fs_buf_append(out, " ", 1);
+    const char *run = d->help, *p = d->help;
+    for (; *p; p++) {
+        if (*p != '\\' && *p != '\n')
+            continue;
+        fs_buf_append(out, run, (size_t)(p - run));
+        fs_buf_puts(out, *p == '\\' ? "\\\\" : "\\n");
+        run = p + 1;
+    }
+    fs_buf_append(out, run, (size_t)(p - run));
+    fs_buf_puts(out, "\n# TYPE ");
+    fs_buf_puts(out, d->name);
+    fs_buf_append(out, " ", 1);
+    fs_buf_puts(out, d->type_name);
+    fs_buf_append(out, "\n", 1);
+}
+
+struct series_ctx {
+    struct fs_buf *out;
+    int cur;
+    size_t name_len[FS_METRIC_COUNT];
+};
+
+/* The hot path: one reserve, then raw copies; no allocation once the buffer has grown. */
+static int
+series_cb(void *arg, const struct fs_series_info *s)
+{
+    struct series_ctx *c = arg;
+    struct fs_buf *out = c->out;
+    if (is_self_metric(s->metric))
+        return 0;
+    if ((int)s->metric != c->cur) {
+        family_header(out, s->metric);
+        c->cur = (int)s->metric;
+    }
+    size_t nl = c->name_len[s->metric];
+    if (!fs_buf_reserve(out, nl + s->labels_text_len + 40))
+        return 1;
+    char *p = out->data + out->len;
+    memcpy(p, s->name, nl);
+    p += nl;
+    if (s->labels_text_len) {
+        *p++ = '{';
+        memcpy(p, s->labels_text, s->labels_text_len);
+        p += s->labels_text_len;
+        *p++ = '}';
+    }
+    *p++ = ' ';
+    if (!s->counter)
+        p += fs_expo_format_double(p, s->d);
+    else if (s->scale == 1.0)
+        p += fs_expo_format_u64(p, s->u);
+    else
+        p += fs_expo_format_scaled(p, s->u, s->scale);
+    *p++ = '\n';
+    *p = '\0';
+    out->len = (size_t)(p - out->data);
+    return 0;
+}
+
+static void
+put_label(struct fs_buf *out, bool *first, const char *name, const char *value)
+{
+    if (!*first)
+        fs_buf_append(out, ",", 1);
+    *first = false;
+    fs_buf_puts(out, name);
+    fs_buf_append(out, "=\"", 2);
+    fs_buf_prom_label_value(out, value);
+    fs_buf_append(out, "\"", 1);
+}
+
+/* `name{target="t",<static labels>,source="s"` (no closing brace: callers add more). */
+static void
+inst_open(struct fs_buf *out, const char *name, const struct fs_instance_info *in, bool *first)
+{
+    fs_buf_puts(out, name);
+    fs_buf_append(out, "{", 1);
+    *first = true;
+    put_label(out, first, "target", in->target);
+    for (size_t i = 0; i < in->n_static_labels; i++)
+        put_label(out, first, in->static_labels[i].key, in->static_labels[i].value);
+    put_label(out, first, "source", in->source);
+}
+
+static void
+put_u64_line(struct fs_buf *out, uint64_t v)
+{
+    char num[24];
+    size_t n = fs_expo_format_u64(num, v);
+    fs_buf_append(out, " ", 1);
+    fs_buf_append(out, num, n);
+    fs_buf_append(out, "\n", 1);
+}
+
+static void
+put_double_line(struct fs_buf *out, double v)
+{
+    char num[32];
+    size_t n = fs_expo_format_double(num, v);
+    fs_buf_append(out, " ", 1);
+    fs_buf_append(out, num, n);
+    fs_buf_append(out, "\n", 1);
+}
+
+struct inst_ctx {
+    struct fs_buf *out;
+    enum fs_metric m;
+    size_t n;
+};
+
+static int
+count_cb(void *arg, const struct fs_instance_info *in)
+{
+    struct inst_ctx *c = arg;
+    if (c->m != FS_M_TARGET_CLOCK_OFFSET || in->clock_known)
+        c->n++;
+    return 0;
+}
+
+static int
+inst_cb(void *arg, const struct fs_instance_info *in)
+{
+    struct inst_ctx *c = arg;
+    struct fs_buf *out = c->out;
+    const char *name = fs_metric_defs[c->m].name;
+    bool first;
+    switch (c->m) {
+    case FS_M_TARGET_UP:
+        inst_open(out, name, in, &first);
+        fs_buf_append(out, "}", 1);
+        put_u64_line(out, in->state == FS_INST_UP ? 1 : 0);
+        break;
+    case FS_M_POLL_DURATION: {
+        char bname[160];
+        snprintf(bname, sizeof bname, "%s_bucket", name);
+        for (size_t b = 0; b <= FS_POLL_BUCKETS; b++) {
+            char le[32];
+            if (b < FS_POLL_BUCKETS)
+                fs_expo_format_double(le, fs_poll_bucket_bounds[b]);
+            else
+                strcpy(le, "+Inf");
+            inst_open(out, bname, in, &first);
+            put_label(out, &first, "le", le);
+            fs_buf_append(out, "}", 1);
+            put_u64_line(out, in->poll_hist[b]);
+        }
+        snprintf(bname, sizeof bname, "%s_sum", name);
+        inst_open(out, bname, in, &first);
+        fs_buf_append(out, "}", 1);
+        put_double_line(out, in->poll_sum_seconds);
+        snprintf(bname, sizeof bname, "%s_count", name);
+        inst_open(out, bname, in, &first);
+        fs_buf_append(out, "}", 1);
+        put_u64_line(out, in->poll_count);
+        break;
+    }
+    case FS_M_POLL_ERRORS:
+        for (size_t k = 0; k < 5; k++) {
+            inst_open(out, name, in, &first);
+            put_label(out, &first, "kind", fs_poll_error_kind_names[k]);
+            fs_buf_append(out, "}", 1);
+            put_u64_line(out, in->poll_errors[k]);
+        }
+        break;
+    case FS_M_COUNTER_RESETS:
+        for (size_t k = 0; k < FS_RESET_KIND_COUNT; k++) {
+            inst_open(out, name, in, &first);
+            put_label(out, &first, "kind", fs_reset_kind_names[k]);
+            fs_buf_append(out, "}", 1);
+            put_u64_line(out, in->counter_resets[k]);
+        }
+        break;
+    case FS_M_TARGET_CLOCK_OFFSET:
+        if (!in->clock_known)
+            break;
+        inst_open(out, name, in, &first);
+        fs_buf_append(out, "}", 1);
+        put_double_line(out, in->clock_offset_seconds);
+        break;
+    default:
+        break;
+    }
+    return out->overflow;
+}
+
+static void
+instance_family(struct fs_store *st, struct fs_buf *out, enum fs_metric m)
+{
+    struct inst_ctx c = {out, m, 0};
+    /* A family without samples gets no HELP/TYPE either. */
+    fs_store_foreach_instance(st, count_cb, &c);
+    if (c.n == 0)
+        return;
+    family_header(out, m);
+    fs_store_foreach_instance(st, inst_cb, &c);
+}
+
+static void
+scalar_u64(struct fs_buf *out, enum fs_metric m, uint64_t v)
+{
+    family_header(out, m);
+    fs_buf_puts(out, fs_metric_defs[m].name);
+    put_u64_line(out, v);
+}
+
+int
+fs_expo_render_ex(struct fs_store *st, struct fs_buf *out, const struct fs_expo_http_count *hc,
+                  size_t n_hc)
+{
+    struct series_ctx sc;
+    sc.out = out;
+    sc.cur = -1;
+    for (size_t m = 0; m < FS_METRIC_COUNT; m++)
+        sc.name_len[m] = strlen(fs_metric_defs[m].name);
+    fs_store_foreach_series(st, true, series_cb, &sc);
+
+    instance_family(st, out, FS_M_TARGET_UP);
+    instance_family(st, out, FS_M_POLL_DURATION);
+    instance_family(st, out, FS_M_POLL_ERRORS);
+    instance_family(st, out, FS_M_COUNTER_RESETS);
+    instance_family(st, out, FS_M_TARGET_CLOCK_OFFSET);
+
+    struct fs_ring_stats rs;
+    uint64_t limit = 0;
+    memset(&rs, 0, sizeof rs);
+    fs_store_ring_stats(st, &rs, &limit);
+    scalar_u64(out, FS_M_RING_SAMPLES, rs.samples);
+    scalar_u64(out, FS_M_RING_BYTES, rs.bytes);
+    scalar_u64(out, FS_M_RING_LIMIT_BYTES, limit);
+    double retention = 0;
+    if (rs.oldest_ts_us > 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t now = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+        retention = now > rs.oldest_ts_us ? (double)(now - rs.oldest_ts_us) / 1e6 : 0;
+    }
+    family_header(out, FS_M_RING_RETENTION);
+    fs_buf_puts(out, fs_metric_defs[FS_M_RING_RETENTION].name);
+    put_double_line(out, retention);
+    family_header(out, FS_M_RING_EVICTED);
+    fs_buf_puts(out, fs_metric_defs[FS_M_RING_EVICTED].name);
+    fs_buf_puts(out, "{reason=\"memory\"}");
+    put_u64_line(out, rs.evicted_memory);
+    fs_buf_puts(out, fs_metric_defs[FS_M_RING_EVICTED].name);
+    fs_buf_puts(out, "{reason=\"retention\"}");
+    put_u64_line(out, rs.evicted_retention);
+    scalar_u64(out, FS_M_SERIES, rs.series);
+
+    bool any = false;
+    for (size_t i = 0; i < n_hc; i++) {
+        if (hc[i].n == 0)
+            continue;
+        if (!any)
+            family_header(out, FS_M_HTTP_REQUESTS);
+        any = true;
+        bool first = true;
+        fs_buf_puts(out, fs_metric_defs[FS_M_HTTP_REQUESTS].name);
+        fs_buf_append(out, "{", 1);
+        put_label(out, &first, "handler", hc[i].handler);
+        char code[24];
+        code[fs_expo_format_u64(code, hc[i].code)] = '\0';
+        put_label(out, &first, "code", code);
+        fs_buf_append(out, "}", 1);
+        put_u64_line(out, hc[i].n);
+    }
+
+    family_header(out, FS_M_BUILD_INFO);
+    fs_buf_puts(out, fs_metric_defs[FS_M_BUILD_INFO].name);
+    fs_buf_puts(out, "{version=\"");
+    fs_buf_prom_label_value(out, FS_VERSION);
+    fs_buf_puts(out, "\"} 1\n");
+    return out->overflow ? -1 : 0;
+}
+
+int
+fs_expo_render(struct fs_store *st, struct fs_buf *out)
+{
+    return fs_expo_render_ex(st, out, NULL, 0);
+}

@@ -1,0 +1,349 @@
+/*
+ * Prometheus exposition: exact lines for counters (full uint64 range) and gauges
+ * (shortest round-trip, NaN/Inf), HELP/TYPE, self metrics with static labels, and
+ * `promtool check metrics` with no warning at all.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "expo.h"
+#include "store.h"
+#include "synth.h"
+
+struct fixture {
+    struct fs_store *st;
+    struct fs_target_cfg t;
+    struct fs_kv labels[2];
+    struct fs_sink *sink;
+    struct fs_buf out;
+};
+
+static int
+setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof *f);
+    char err[128];
+    struct fs_ring_opts ro = {.memory_limit = 16 << 20, .retention_us = 3600LL * 1000000};
+    f->st = fs_store_new(&ro, err, sizeof err);
+    assert_non_null(f->st);
+    f->t.name = "tor1";
+    f->t.address = "127.0.0.1";
+    f->labels[0] = (struct fs_kv){"pod", "p\"1"};
+    f->labels[1] = (struct fs_kv){"rack", "r12"};
+    f->t.labels = f->labels;
+    f->t.n_labels = 2;
+    f->t.staleness_intervals = 3;
+    f->sink = fs_store_sink_add(f->st, &f->t, "snmp", 10 * 1000000LL);
+    assert_non_null(f->sink);
+    fs_buf_init(&f->out, 64 << 20);
+    *state = f;
+    return 0;
+}
+
+static int
+teardown(void **state)
+{
+    struct fixture *f = *state;
+    fs_store_sink_remove(f->st, f->sink);
+    fs_store_free(f->st);
+    fs_buf_free(&f->out);
+    free(f);
+    return 0;
+}
+
+static void
+has_line(const char *text, const char *line)
+{
+    size_t n = strlen(line);
+    for (const char *p = text; (p = strstr(p, line)); p++) {
+        if ((p == text || p[-1] == '\n') && p[n] == '\n')
+            return;
+    }
+    fail_msg("line not found: %s\n--- output ---\n%s", line, text);
+}
+
+static void
+lacks(const char *text, const char *s)
+{
+    if (strstr(text, s))
+        fail_msg("unexpected \"%s\" in output:\n%s", s, text);
+}
+
+static void
+feed(struct fixture *f)
+{
+    struct fs_label rx[2] = {{"interface", "Eth1/1"}, {"direction", "rx"}};
+    struct fs_label tx[2] = {{"interface", "Eth1/1"}, {"direction", "tx"}};
+    struct fs_label q[2] = {{"interface", "Eth1/1"}, {"tc", "3"}};
+    struct fs_label q4[2] = {{"interface", "Eth1/1"}, {"tc", "4"}};
+    struct fs_label q5[2] = {{"interface", "Eth1/1"}, {"tc", "5"}};
+    struct fs_label q6[2] = {{"interface", "Eth1/1"}, {"tc", "6"}};
+    struct fs_label dev[3] = {{"model", "SN5600"}, {"os", "Onyx"}, {"version", "a\\b\nc"}};
+    fs_sink_cycle_begin(f->sink, 1);
+    fs_sink_begin(f->sink, fs_synth_now_us());
+    fs_sink_counter(f->sink, FS_M_PORT_BYTES, rx, 2, UINT64_MAX, 64);
+    fs_sink_counter(f->sink, FS_M_PORT_BYTES, tx, 2, 9007199254740993ULL, 64); /* 2^53+1 */
+    fs_sink_gauge(f->sink, FS_M_QUEUE_DEPTH, q, 2, 0.1);
+    fs_sink_gauge(f->sink, FS_M_QUEUE_DEPTH, q4, 2, NAN);
+    fs_sink_gauge(f->sink, FS_M_QUEUE_DEPTH, q5, 2, INFINITY);
+    fs_sink_gauge(f->sink, FS_M_QUEUE_DEPTH, q6, 2, -INFINITY);
+    fs_sink_gauge(f->sink, FS_M_DEVICE_INFO, dev, 3, 1);
+    fs_sink_gauge(f->sink, FS_M_DEVICE_UPTIME, NULL, 0, 123456.789);
+    struct fs_label pfc[3] = {{"interface", "Eth1/1"}, {"direction", "rx"}, {"priority", "3"}};
+    fs_sink_counter_scaled(f->sink, FS_M_PFC_PAUSE_SECONDS, pfc, 3, 1234, 64, 1e-3);
+    fs_sink_end(f->sink);
+    fs_sink_clock(f->sink, 1000250, 1000000, 1000100);
+    fs_sink_done(f->sink, 1, FS_POLL_OK, NULL);
+}
+
+static void
+test_lines(void **state)
+{
+    struct fixture *f = *state;
+    feed(f);
+    assert_int_equal(fs_expo_render(f->st, &f->out), 0);
+    const char *o = f->out.data;
+    const char *lb = "target=\"tor1\",pod=\"p\\\"1\",rack=\"r12\"";
+    char line[512];
+
+    has_line(o, "# HELP fabric_port_bytes_total Octets received (rx) or sent (tx) on the port.");
+    has_line(o, "# TYPE fabric_port_bytes_total counter");
+    snprintf(line, sizeof line,
+             "fabric_port_bytes_total{%s,interface=\"Eth1/1\",direction=\"rx\",source=\"snmp\"} "
+             "18446744073709551615",
+             lb);
+    has_line(o, line);
+    snprintf(line, sizeof line,
+             "fabric_port_bytes_total{%s,interface=\"Eth1/1\",direction=\"tx\",source=\"snmp\"} "
+             "9007199254740993",
+             lb);
+    has_line(o, line);
+    has_line(o, "# TYPE fabric_queue_depth_bytes gauge");
+    snprintf(line, sizeof line,
+             "fabric_queue_depth_bytes{%s,interface=\"Eth1/1\",tc=\"3\",source=\"snmp\"} 0.1", lb);
+    has_line(o, line);
+    snprintf(line, sizeof line,
+             "fabric_queue_depth_bytes{%s,interface=\"Eth1/1\",tc=\"4\",source=\"snmp\"} NaN", lb);
+    has_line(o, line);
+    snprintf(line, sizeof line,
+             "fabric_queue_depth_bytes{%s,interface=\"Eth1/1\",tc=\"5\",source=\"snmp\"} +Inf", lb);
+    has_line(o, line);
+    snprintf(line, sizeof line,
+             "fabric_queue_depth_bytes{%s,interface=\"Eth1/1\",tc=\"6\",source=\"snmp\"} -Inf", lb);
+    has_line(o, line);
+    snprintf(line, sizeof line,
+             "fabric_device_info{%s,model=\"SN5600\",os=\"Onyx\",version=\"a\\\\b\\nc\","
+             "source=\"snmp\"} 1",
+             lb);
+    has_line(o, line);
+    snprintf(line, sizeof line, "fabric_device_uptime_seconds{%s,source=\"snmp\"} 123456.789", lb);
+    has_line(o, line);
+
+    snprintf(line, sizeof line,
+             "fabric_pfc_pause_seconds_total{%s,interface=\"Eth1/1\",direction=\"rx\","
+             "priority=\"3\",source=\"snmp\"} 1.234",
+             lb);
+    has_line(o, line);
+
+    /* Self metrics carry target, static labels and source. */
+    has_line(o, "# TYPE fabricscope_target_up gauge");
+    snprintf(line, sizeof line, "fabricscope_target_up{%s,source=\"snmp\"} 1", lb);
+    has_line(o, line);
+    has_line(o, "# TYPE fabricscope_poll_duration_seconds histogram");
+    snprintf(line, sizeof line,
+             "fabricscope_poll_duration_seconds_bucket{%s,source=\"snmp\",le=\"+Inf\"} 1", lb);
+    has_line(o, line);
+    snprintf(line, sizeof line,
+             "fabricscope_poll_duration_seconds_bucket{%s,source=\"snmp\",le=\"0.005\"} 1", lb);
+    has_line(o, line);
+    snprintf(line, sizeof line, "fabricscope_poll_duration_seconds_count{%s,source=\"snmp\"} 1",
+             lb);
+    has_line(o, line);
+    static const char *const kinds[] = {"timeout", "auth", "protocol", "parse", "overrun"};
+    for (size_t i = 0; i < 5; i++) {
+        snprintf(line, sizeof line,
+                 "fabricscope_poll_errors_total{%s,source=\"snmp\",kind=\"%s\"} 0", lb, kinds[i]);
+        has_line(o, line);
+    }
+    snprintf(line, sizeof line,
+             "fabricscope_counters_reset_total{%s,source=\"snmp\",kind=\"cleared\"} 0", lb);
+    has_line(o, line);
+    snprintf(line, sizeof line,
+             "fabricscope_target_clock_offset_seconds{%s,source=\"snmp\"} 0.0002", lb);
+    has_line(o, line);
+    has_line(o, "# TYPE fabricscope_ring_samples gauge");
+    has_line(o, "fabricscope_ring_limit_bytes 16777216");
+    has_line(o, "fabricscope_ring_evicted_samples_total{reason=\"memory\"} 0");
+    has_line(o, "fabricscope_ring_evicted_samples_total{reason=\"retention\"} 0");
+    has_line(o, "fabricscope_series 9");
+    has_line(o, "fabricscope_build_info{version=\"" FS_VERSION "\"} 1");
+    /* No samples yet, so no family (and no HELP) for these. */
+    lacks(o, "fabricscope_http_requests_total");
+    lacks(o, "fabric_port_packets_total");
+    /* Each family's HELP appears once. */
+    const char *p = strstr(o, "# HELP fabric_queue_depth_bytes ");
+    assert_non_null(p);
+    assert_null(strstr(p + 1, "# HELP fabric_queue_depth_bytes "));
+}
+
+static void
+test_no_clock_no_offset(void **state)
+{
+    struct fixture *f = *state;
+    fs_sink_begin(f->sink, fs_synth_now_us());
+    struct fs_label rx[2] = {{"interface", "Eth1/1"}, {"direction", "rx"}};
+    fs_sink_counter(f->sink, FS_M_PORT_BYTES, rx, 2, 5, 64);
+    fs_sink_end(f->sink);
+    fs_sink_done(f->sink, 0, FS_POLL_TIMEOUT, "no answer");
+    assert_int_equal(fs_expo_render(f->st, &f->out), 0);
+    lacks(f->out.data, "fabricscope_target_clock_offset_seconds");
+    has_line(f->out.data, "fabricscope_target_up{target=\"tor1\",pod=\"p\\\"1\",rack=\"r12\","
+                          "source=\"snmp\"} 0");
+    has_line(f->out.data, "fabricscope_poll_errors_total{target=\"tor1\",pod=\"p\\\"1\","
+                          "rack=\"r12\",source=\"snmp\",kind=\"timeout\"} 1");
+}
+
+static void
+test_http_counts(void **state)
+{
+    struct fixture *f = *state;
+    struct fs_expo_http_count hc[] = {{"metrics", 200, 3}, {"raw", 400, 0}, {"raw", 200, 1}};
+    assert_int_equal(fs_expo_render_ex(f->st, &f->out, hc, 3), 0);
+    has_line(f->out.data, "# TYPE fabricscope_http_requests_total counter");
+    has_line(f->out.data, "fabricscope_http_requests_total{handler=\"metrics\",code=\"200\"} 3");
+    has_line(f->out.data, "fabricscope_http_requests_total{handler=\"raw\",code=\"200\"} 1");
+    lacks(f->out.data, "code=\"400\"");
+}
+
+static void
+check_double(double d)
+{
+    char s[32];
+    size_t n = fs_expo_format_double(s, d);
+    assert_int_equal(n, strlen(s));
+    assert_true(n < 32);
+    double back = strtod(s, NULL);
+    if (back != d && !(isnan(d) && isnan(back)))
+        fail_msg("%.17g formatted as %s", d, s);
+}
+
+static void
+test_format_double(void **state)
+{
+    (void)state;
+    char s[32];
+    static const struct {
+        double d;
+        const char *want;
+    } cases[] = {
+        {0, "0"},
+        {1, "1"},
+        {-1, "-1"},
+        {0.1, "0.1"},
+        {1.5, "1.5"},
+        {1e15, "1e+15"},
+        {123456789012345, "123456789012345"},
+        {1.0 / 3, "0.3333333333333333"},
+        {2.5e-7, "2.5e-07"},
+        {NAN, "NaN"},
+        {INFINITY, "+Inf"},
+        {-INFINITY, "-Inf"},
+        {1.7976931348623157e308, "1.7976931348623157e+308"},
+    };
+    check_double(5e-324);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fs_expo_format_double(s, cases[i].d);
+        assert_string_equal(s, cases[i].want);
+        check_double(cases[i].d);
+    }
+    /* Round trip on many pseudo-random doubles. */
+    uint64_t x = 88172645463325252ULL;
+    for (int i = 0; i < 200000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        double d;
+        memcpy(&d, &x, sizeof d);
+        check_double(d);
+        check_double((double)(x >> 11) / 1024.0);
+    }
+    static const struct {
+        uint64_t u;
+        double scale;
+        const char *want;
+    } sc[] = {
+        {1234, 1e-3, "1.234"},
+        {1500, 1e-3, "1.5"},
+        {2000, 1e-3, "2"},
+        {5, 1e-6, "0.000005"},
+        {0, 1e-3, "0"},
+        {7, 1.0, "7"},
+        {3, 0.5, "1.5"},
+        {1, 1e-9, "0.000000001"},
+        {UINT64_MAX, 1e-3, "18446744073709551.615"},
+    };
+    for (size_t i = 0; i < sizeof sc / sizeof sc[0]; i++) {
+        s[fs_expo_format_scaled(s, sc[i].u, sc[i].scale)] = '\0';
+        assert_string_equal(s, sc[i].want);
+    }
+    fs_expo_format_u64(s, 0);
+    s[1] = '\0';
+    assert_string_equal(s, "0");
+    s[fs_expo_format_u64(s, UINT64_MAX)] = '\0';
+    assert_string_equal(s, "18446744073709551615");
+    s[fs_expo_format_u64(s, 10)] = '\0';
+    assert_string_equal(s, "10");
+}
+
+/* The whole output, with many series, is clean for promtool: no error, no warning. */
+static void
+test_promtool(void **state)
+{
+    struct fixture *f = *state;
+    feed(f);
+    struct fs_synth *sy = fs_synth_new(f->st, "leaf", 3, 4, 1000000);
+    assert_non_null(sy);
+    fs_synth_poll(sy, fs_synth_now_us(), 1);
+    struct fs_expo_http_count hc[] = {{"metrics", 200, 3}};
+    assert_int_equal(fs_expo_render_ex(f->st, &f->out, hc, 1), 0);
+    fs_synth_free(sy);
+
+    char path[] = "/tmp/fs_expo_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, f->out.data, f->out.len), (ssize_t)f->out.len);
+    close(fd);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "promtool check metrics < %s 2>&1", path);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char text[8192];
+    size_t n = fread(text, 1, sizeof text - 1, p);
+    text[n] = '\0';
+    int rc = pclose(p);
+    unlink(path);
+    if (rc != 0 || n != 0)
+        fail_msg("promtool check metrics (exit %d):\n%s", rc, text);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_lines, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_clock_no_offset, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_counts, setup, teardown),
+        cmocka_unit_test(test_format_double),
+        cmocka_unit_test_setup_teardown(test_promtool, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,525 @@
+/*
+ * The HTTP endpoint over real loopback sockets: status codes and JSON error bodies for
+ * each class of bad request, gzip of /metrics (inflated with zlib), raw query results
+ * against what was pushed, /api/v1/targets, the HTML index, and the bearer token.
+ */
+#include <arpa/inet.h>
+#include <json-c/json.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cmocka.h>
+
+#include "http.h"
+#include "store.h"
+#include "synth.h"
+
+/* A fixed past time for ring samples (2024-12-02T09:00:00Z). */
+#define T0 1733130000000000LL
+
+struct fixture {
+    struct fs_store *st;
+    struct fs_target_cfg t;
+    struct fs_kv labels[1];
+    struct fs_sink *sink;
+    struct fs_http *h;
+    uint16_t port;
+};
+
+struct resp {
+    int status;
+    char *headers; /* raw header block, lower-cased */
+    char *body;
+    size_t body_len;
+};
+
+static void
+resp_free(struct resp *r)
+{
+    free(r->headers);
+    free(r->body);
+    memset(r, 0, sizeof *r);
+}
+
+/* Sends raw request text and reads the whole answer (the request says Connection: close). */
+static struct resp
+http_raw(uint16_t port, const char *req, size_t req_len)
+{
+    struct resp r = {0};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    size_t off = 0;
+    while (off < req_len) {
+        ssize_t n = send(fd, req + off, req_len - off, MSG_NOSIGNAL);
+        if (n <= 0)
+            break; /* the server may answer and close before reading a large body */
+        off += (size_t)n;
+    }
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (len + 4096 > cap)
+            buf = realloc(buf, cap *= 2);
+        ssize_t n = recv(fd, buf + len, cap - len - 1, 0);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    buf[len] = '\0';
+    char *end = strstr(buf, "\r\n\r\n");
+    assert_non_null(end);
+    assert_int_equal(sscanf(buf, "HTTP/1.1 %d", &r.status), 1);
+    size_t hl = (size_t)(end - buf);
+    r.headers = strndup(buf, hl);
+    for (char *p = r.headers; *p; p++)
+        if (*p >= 'A' && *p <= 'Z')
+            *p = (char)(*p - 'A' + 'a');
+    r.body_len = len - hl - 4;
+    r.body = malloc(r.body_len + 1);
+    memcpy(r.body, end + 4, r.body_len);
+    r.body[r.body_len] = '\0';
+    free(buf);
+    return r;
+}
+
+static struct resp
+http_req(uint16_t port, const char *method, const char *target, const char *extra_headers)
+{
+    size_t cap = strlen(target) + 512 + (extra_headers ? strlen(extra_headers) : 0);
+    char *req = malloc(cap);
+    int n = snprintf(req, cap, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n%s\r\n",
+                     method, target, extra_headers ? extra_headers : "");
+    struct resp r = http_raw(port, req, (size_t)n);
+    free(req);
+    return r;
+}
+
+static struct resp
+get(uint16_t port, const char *target)
+{
+    return http_req(port, "GET", target, NULL);
+}
+
+static void
+has_header(const struct resp *r, const char *h)
+{
+    if (!strstr(r->headers, h))
+        fail_msg("header \"%s\" missing in:\n%s", h, r->headers);
+}
+
+/* The answer is status with {"status":"error","error":"...<why>..."} as JSON. */
+static void
+expect_error(struct resp r, int status, const char *why)
+{
+    if (r.status != status)
+        fail_msg("status %d, expected %d; body: %s", r.status, status, r.body);
+    has_header(&r, "content-type: application/json");
+    json_object *o = json_tokener_parse(r.body);
+    if (!o)
+        fail_msg("not JSON: %s", r.body);
+    json_object *s, *e;
+    assert_true(json_object_object_get_ex(o, "status", &s));
+    assert_string_equal(json_object_get_string(s), "error");
+    assert_true(json_object_object_get_ex(o, "error", &e));
+    if (why && !strstr(json_object_get_string(e), why))
+        fail_msg("error \"%s\" lacks \"%s\"", json_object_get_string(e), why);
+    json_object_put(o);
+    resp_free(&r);
+}
+
+static void
+push(struct fixture *f, int64_t ts, uint64_t bytes, double depth)
+{
+    struct fs_label rx[2] = {{"interface", "Eth1/1"}, {"direction", "rx"}};
+    struct fs_label q[2] = {{"interface", "Eth1/1"}, {"tc", "3"}};
+    fs_sink_begin(f->sink, ts);
+    fs_sink_counter(f->sink, FS_M_PORT_BYTES, rx, 2, bytes, 64);
+    fs_sink_gauge(f->sink, FS_M_QUEUE_DEPTH, q, 2, depth);
+    struct fs_label pfc[3] = {{"interface", "Eth1/1"}, {"direction", "rx"}, {"priority", "3"}};
+    fs_sink_counter_scaled(f->sink, FS_M_PFC_PAUSE_SECONDS, pfc, 3, 1500, 64, 1e-3);
+    fs_sink_end(f->sink);
+}
+
+static int
+setup_opts(void **state, const char *token)
+{
+    struct fixture *f = calloc(1, sizeof *f);
+    char err[256];
+    struct fs_ring_opts ro = {.memory_limit = 64 << 20, .retention_us = 1000LL * 86400 * 1000000};
+    f->st = fs_store_new(&ro, err, sizeof err);
+    assert_non_null(f->st);
+    f->t.name = "tor<1>&";
+    f->t.address = "127.0.0.1";
+    f->labels[0] = (struct fs_kv){"pod", "p1"};
+    f->t.labels = f->labels;
+    f->t.n_labels = 1;
+    f->t.staleness_intervals = 3;
+    f->sink = fs_store_sink_add(f->st, &f->t, "snmp", 10 * 1000000LL);
+    assert_non_null(f->sink);
+    fs_sink_set_detail(f->sink, "\"engine_id\":\"80001f88\",\"pdus\":12");
+    /* History in the past for raw queries, then a fresh sample for /metrics. */
+    push(f, T0, 100, 0);
+    push(f, T0 + 1000001, 200, 1.5);
+    push(f, T0 + 2000002, 18446744073709551615ULL, 2.25);
+    push(f, fs_synth_now_us(), 18446744073709551615ULL, 3);
+    fs_sink_done(f->sink, 0, FS_POLL_OK, NULL);
+    struct fs_http_opts o = {.host = "127.0.0.1", .port = 0, .bearer_token = token, .threads = 2};
+    f->h = fs_http_start(&o, f->st, err, sizeof err);
+    if (!f->h)
+        fail_msg("fs_http_start: %s", err);
+    f->port = fs_http_port(f->h);
+    assert_true(f->port > 0);
+    *state = f;
+    return 0;
+}
+
+static int
+setup(void **state)
+{
+    return setup_opts(state, NULL);
+}
+
+static int
+setup_token(void **state)
+{
+    return setup_opts(state, "s3cret-token");
+}
+
+static int
+teardown(void **state)
+{
+    struct fixture *f = *state;
+    fs_http_stop(f->h);
+    fs_store_sink_remove(f->st, f->sink);
+    fs_store_free(f->st);
+    free(f);
+    return 0;
+}
+
+static void
+test_healthz(void **state)
+{
+    struct fixture *f = *state;
+    struct resp r = get(f->port, "/healthz");
+    assert_int_equal(r.status, 200);
+    has_header(&r, "content-type: application/json");
+    assert_string_equal(r.body, "{\"status\":\"ok\"}\n");
+    resp_free(&r);
+    r = http_req(f->port, "HEAD", "/healthz", NULL);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.body_len, 0);
+    resp_free(&r);
+}
+
+static void
+test_bad_requests(void **state)
+{
+    struct fixture *f = *state;
+    expect_error(get(f->port, "/nope"), 404, "not found");
+    expect_error(get(f->port, "/metrics/"), 404, NULL);
+    struct resp r = http_req(f->port, "POST", "/metrics", "Content-Length: 0\r\n");
+    has_header(&r, "allow: get, head");
+    expect_error(r, 405, "method");
+    expect_error(http_req(f->port, "DELETE", "/api/v1/raw?match[]=up", NULL), 405, NULL);
+    expect_error(get(f->port, "/metrics?debug=1"), 400, "unknown parameter \"debug\"");
+    expect_error(get(f->port, "/healthz?x"), 400, "unknown parameter");
+    expect_error(get(f->port, "/api/v1/raw"), 400, "match[] is required");
+    expect_error(get(f->port, "/api/v1/raw?match[]=up&foo=bar"), 400, "unknown parameter \"foo\"");
+    expect_error(get(f->port, "/api/v1/raw?match[]=up%7B"), 400, "bad selector");
+    expect_error(get(f->port, "/api/v1/raw?match[]=%7B%7D"), 400, "bad selector");
+    expect_error(get(f->port, "/api/v1/raw?match[]=up%7Ba%3D~%22(%22%7D"), 400, "bad regex");
+    expect_error(get(f->port, "/api/v1/raw?match[]=up&start=yesterday"), 400, "start");
+    expect_error(get(f->port, "/api/v1/raw?match[]=up&end=2024-13-01T00:00:00Z"), 400, "end");
+    expect_error(get(f->port, "/api/v1/raw?match[]=up&start=2&end=1"), 400, "start is after end");
+    expect_error(get(f->port, "/api/v1/raw?match[]=up&start=1&start=2"), 400, "twice");
+    expect_error(get(f->port, "/api/v1/raw?match[]=up&limit=0"), 400, "limit");
+    expect_error(get(f->port, "/api/v1/raw?match[]=up&limit=99999999999"), 400, "limit");
+    /* Too many points: three samples in range, limit 2. */
+    expect_error(get(f->port, "/api/v1/raw?match[]=fabric_port_bytes_total&start=1733130000"
+                              "&end=1733130002.5&limit=2"),
+                 400, "more than 2 points");
+
+    /* An over-long URL (but one libmicrohttpd still reads) is 414. */
+    size_t n = 12000;
+    char *u = malloc(n + 64);
+    strcpy(u, "/api/v1/raw?match[]=");
+    size_t l = strlen(u);
+    memset(u + l, 'a', n);
+    u[l + n] = '\0';
+    expect_error(get(f->port, u), 414, "too long");
+    free(u);
+
+    /* A body larger than any endpoint takes is 413, announced or chunked. */
+    expect_error(http_req(f->port, "GET", "/metrics", "Content-Length: 1000000\r\n"), 413, "body");
+    expect_error(http_req(f->port, "POST", "/api/v1/raw", "Transfer-Encoding: chunked\r\n"), 413,
+                 "body");
+}
+
+static void
+test_metrics_gzip(void **state)
+{
+    struct fixture *f = *state;
+    struct resp plain = get(f->port, "/metrics");
+    assert_int_equal(plain.status, 200);
+    has_header(&plain, "content-type: text/plain; version=0.0.4; charset=utf-8");
+    const char *line = "fabric_port_bytes_total{target=\"tor<1>&\",pod=\"p1\",interface=\"Eth1/1\","
+                       "direction=\"rx\",source=\"snmp\"} 18446744073709551615\n";
+    assert_non_null(strstr(plain.body, line));
+    assert_null(strstr(plain.headers, "content-encoding"));
+
+    struct resp gz = http_req(f->port, "GET", "/metrics", "Accept-Encoding: br, gzip\r\n");
+    assert_int_equal(gz.status, 200);
+    has_header(&gz, "content-encoding: gzip");
+    has_header(&gz, "vary: accept-encoding");
+    assert_true(gz.body_len > 10 && (unsigned char)gz.body[0] == 0x1f &&
+                (unsigned char)gz.body[1] == 0x8b);
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    assert_int_equal(inflateInit2(&zs, 15 + 32), Z_OK);
+    size_t cap = plain.body_len * 2 + 4096;
+    char *out = malloc(cap);
+    zs.next_in = (Bytef *)gz.body;
+    zs.avail_in = (uInt)gz.body_len;
+    zs.next_out = (Bytef *)out;
+    zs.avail_out = (uInt)cap - 1;
+    assert_int_equal(inflate(&zs, Z_FINISH), Z_STREAM_END);
+    size_t olen = cap - 1 - zs.avail_out;
+    out[olen] = '\0';
+    inflateEnd(&zs);
+    assert_non_null(strstr(out, line));
+    /* Same text up to the self metrics, which move between two scrapes. */
+    const char *cut = strstr(plain.body, "# HELP fabricscope_ring_retention_seconds");
+    assert_non_null(cut);
+    assert_memory_equal(out, plain.body, (size_t)(cut - plain.body));
+    free(out);
+
+    /* gzip;q=0 means no gzip. */
+    struct resp q0 = http_req(f->port, "GET", "/metrics", "Accept-Encoding: gzip;q=0\r\n");
+    assert_null(strstr(q0.headers, "content-encoding"));
+    resp_free(&q0);
+    /* Requests are counted. */
+    struct resp again = get(f->port, "/metrics");
+    assert_non_null(strstr(again.body, "fabricscope_http_requests_total{handler=\"metrics\","
+                                       "code=\"200\"} 3\n"));
+    resp_free(&again);
+    resp_free(&plain);
+    resp_free(&gz);
+}
+
+static json_object *
+parse_success(struct resp *r)
+{
+    if (r->status != 200)
+        fail_msg("status %d: %s", r->status, r->body);
+    has_header(r, "content-type: application/json");
+    json_object *o = json_tokener_parse(r->body);
+    if (!o)
+        fail_msg("not JSON: %s", r->body);
+    json_object *s;
+    assert_true(json_object_object_get_ex(o, "status", &s));
+    assert_string_equal(json_object_get_string(s), "success");
+    return o;
+}
+
+static void
+test_raw(void **state)
+{
+    struct fixture *f = *state;
+    struct resp r =
+        get(f->port, "/api/v1/raw?match[]=fabric_port_bytes_total%7Binterface%3D%22Eth1%2F1%22%7D"
+                     "&match[]=%7B__name__%3D~%22fabric_queue_.%2B%22%7D"
+                     "&start=1733130000&end=2024-12-02T09:00:02.000002Z");
+    json_object *o = parse_success(&r);
+    /* Exact text of the values: µs timestamps and the full uint64. */
+    assert_non_null(strstr(r.body, "\"values\":[[1733130000.000000,\"100\"],"
+                                   "[1733130001.000001,\"200\"],"
+                                   "[1733130002.000002,\"18446744073709551615\"]]"));
+    assert_non_null(strstr(r.body, "[[1733130000.000000,\"0\"],[1733130001.000001,\"1.5\"],"
+                                   "[1733130002.000002,\"2.25\"]]"));
+    json_object *data, *rt, *res;
+    assert_true(json_object_object_get_ex(o, "data", &data));
+    assert_true(json_object_object_get_ex(data, "resultType", &rt));
+    assert_string_equal(json_object_get_string(rt), "matrix");
+    assert_true(json_object_object_get_ex(data, "result", &res));
+    assert_int_equal(json_object_array_length(res), 2);
+    json_object *m0 = json_object_array_get_idx(res, 0), *metric, *v;
+    assert_true(json_object_object_get_ex(m0, "metric", &metric));
+    assert_true(json_object_object_get_ex(metric, "__name__", &v));
+    assert_string_equal(json_object_get_string(v), "fabric_port_bytes_total");
+    assert_true(json_object_object_get_ex(metric, "target", &v));
+    assert_string_equal(json_object_get_string(v), "tor<1>&");
+    assert_true(json_object_object_get_ex(metric, "pod", &v));
+    assert_true(json_object_object_get_ex(metric, "source", &v));
+    json_object_put(o);
+    resp_free(&r);
+
+    /* A counter kept in milliseconds reads out in seconds, exactly. */
+    r = get(f->port, "/api/v1/raw?match[]=fabric_pfc_pause_seconds_total"
+                     "&start=1733130000&end=1733130000");
+    o = parse_success(&r);
+    assert_non_null(strstr(r.body, "\"values\":[[1733130000.000000,\"1.5\"]]"));
+    json_object_put(o);
+    resp_free(&r);
+
+    /* A sub-range, RFC 3339 with an offset; no match gives an empty result. */
+    r = get(f->port, "/api/v1/raw?match[]=fabric_port_bytes_total"
+                     "&start=2024-12-02T10:00:00.5%2B01:00&end=1733130001.000001");
+    o = parse_success(&r);
+    assert_non_null(strstr(r.body, "\"values\":[[1733130001.000001,\"200\"]]"));
+    json_object_put(o);
+    resp_free(&r);
+    r = get(f->port, "/api/v1/raw?match[]=nothing_here&start=0&end=1733130002");
+    o = parse_success(&r);
+    assert_non_null(strstr(r.body, "\"result\":[]"));
+    json_object_put(o);
+    resp_free(&r);
+    /* Default range is the last 5 minutes: only the fresh sample. */
+    r = get(f->port, "/api/v1/raw?match[]=fabric_port_bytes_total");
+    o = parse_success(&r);
+    data = json_object_object_get(o, "data");
+    res = json_object_object_get(data, "result");
+    assert_int_equal(json_object_array_length(res), 1);
+    json_object *vals = json_object_object_get(json_object_array_get_idx(res, 0), "values");
+    assert_int_equal(json_object_array_length(vals), 1);
+    json_object_put(o);
+    resp_free(&r);
+}
+
+static void
+test_targets_and_index(void **state)
+{
+    struct fixture *f = *state;
+    struct resp r = get(f->port, "/api/v1/targets");
+    json_object *o = parse_success(&r);
+    json_object *data = json_object_object_get(o, "data");
+    assert_true(json_object_is_type(data, json_type_array));
+    assert_int_equal(json_object_array_length(data), 1);
+    json_object *t = json_object_array_get_idx(data, 0);
+    assert_string_equal(json_object_get_string(json_object_object_get(t, "target")), "tor<1>&");
+    assert_string_equal(json_object_get_string(json_object_object_get(t, "source")), "snmp");
+    assert_string_equal(json_object_get_string(json_object_object_get(t, "state")), "up");
+    assert_non_null(json_object_object_get(t, "last_poll"));
+    assert_non_null(json_object_object_get(t, "last_poll_unix"));
+    assert_int_equal(json_object_get_int(json_object_object_get(t, "series")), 3);
+    assert_int_equal(json_object_get_int(json_object_object_get(t, "consecutive_failures")), 0);
+    assert_string_equal(json_object_get_string(json_object_object_get(t, "engine_id")), "80001f88");
+    assert_int_equal(json_object_get_int(json_object_object_get(t, "pdus")), 12);
+    json_object *labels = json_object_object_get(t, "labels");
+    assert_string_equal(json_object_get_string(json_object_object_get(labels, "pod")), "p1");
+    json_object_put(o);
+    resp_free(&r);
+
+    r = get(f->port, "/");
+    assert_int_equal(r.status, 200);
+    has_header(&r, "content-type: text/html; charset=utf-8");
+    assert_non_null(strstr(r.body, "tor&lt;1&gt;&amp;"));
+    assert_null(strstr(r.body, "tor<1>"));
+    assert_non_null(strstr(r.body, "href=\"/metrics\""));
+    assert_non_null(strstr(r.body, "href=\"/api/v1/targets\""));
+    assert_non_null(strstr(r.body, "href=\"/healthz\""));
+    assert_non_null(strstr(r.body, "/api/v1/raw?"));
+    resp_free(&r);
+}
+
+static void
+test_bearer(void **state)
+{
+    struct fixture *f = *state;
+    struct resp r = get(f->port, "/metrics");
+    has_header(&r, "www-authenticate: bearer");
+    expect_error(r, 401, "token");
+    expect_error(http_req(f->port, "GET", "/api/v1/targets", "Authorization: Bearer wrong\r\n"),
+                 401, NULL);
+    expect_error(
+        http_req(f->port, "GET", "/api/v1/targets", "Authorization: Bearer s3cret-token2\r\n"), 401,
+        NULL);
+    expect_error(http_req(f->port, "GET", "/", "Authorization: Basic czNjcmV0LXRva2Vu\r\n"), 401,
+                 NULL);
+    r = http_req(f->port, "GET", "/metrics", "Authorization: Bearer s3cret-token\r\n");
+    assert_int_equal(r.status, 200);
+    resp_free(&r);
+    r = get(f->port, "/healthz");
+    assert_int_equal(r.status, 200);
+    resp_free(&r);
+}
+
+/* HTTPS with a fresh self-signed certificate; curl(1) is the TLS client. */
+static void
+test_https(void **state)
+{
+    struct fixture *f = *state;
+    if (system("command -v openssl >/dev/null && command -v curl >/dev/null") != 0)
+        skip();
+    char dir[] = "/tmp/fs_tls_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char cmd[1024], cert[64], key[64];
+    snprintf(cert, sizeof cert, "%s/cert.pem", dir);
+    snprintf(key, sizeof key, "%s/key.pem", dir);
+    snprintf(cmd, sizeof cmd,
+             "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 "
+             "-keyout %s -out %s >/dev/null 2>&1",
+             key, cert);
+    assert_int_equal(system(cmd), 0);
+    char err[256];
+    struct fs_http_opts o = {
+        .host = "127.0.0.1", .tls_cert_file = cert, .tls_key_file = key, .bearer_token = "tok"};
+    struct fs_http *h = fs_http_start(&o, f->st, err, sizeof err);
+    if (!h)
+        fail_msg("https: %s", err);
+    snprintf(cmd, sizeof cmd,
+             "curl -sk -o /dev/null -w '%%{http_code}' -H 'Authorization: Bearer tok' "
+             "https://127.0.0.1:%u/metrics",
+             (unsigned)fs_http_port(h));
+    FILE *p = popen(cmd, "r");
+    char out[32] = "";
+    assert_non_null(fgets(out, sizeof out, p));
+    pclose(p);
+    assert_string_equal(out, "200");
+    fs_http_stop(h);
+
+    /* A missing key file is refused with the file named. */
+    o.tls_key_file = "/nonexistent/key.pem";
+    assert_null(fs_http_start(&o, f->st, err, sizeof err));
+    assert_non_null(strstr(err, "/nonexistent/key.pem"));
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void
+test_port_in_use(void **state)
+{
+    struct fixture *f = *state;
+    char err[256] = "";
+    struct fs_http_opts o = {.host = "127.0.0.1", .port = f->port};
+    assert_null(fs_http_start(&o, f->st, err, sizeof err));
+    assert_non_null(strstr(err, "cannot listen"));
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_healthz, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_requests, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metrics_gzip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_raw, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_targets_and_index, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bearer, setup_token, teardown),
+        cmocka_unit_test_setup_teardown(test_https, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_port_in_use, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
