@@ -86,8 +86,7 @@ fs_check_config(const char *path, FILE *out, FILE *err)
     struct fs_config *cfg = NULL;
     if (load_config(path, &cfg, err) != 0)
         return 2;
-    fprintf(out, "%s: ok (%zu targets, %zu flow rules)\n", path, cfg->n_targets,
-            cfg->n_flow_rules);
+    fprintf(out, "%s: ok (%zu targets, %zu flow rules)\n", path, cfg->n_targets, cfg->n_flow_rules);
     fs_config_free(cfg);
     return 0;
 }
@@ -181,8 +180,8 @@ instance_add(struct daemon *d, const struct fs_target_cfg *t, const struct fs_dr
     if (drv->kind == FS_DRIVER_POLL) {
         char name[300];
         snprintf(name, sizeof name, "%s/%s", t->name, drv->name);
-        in->entry = fs_sched_add(d->sched, drv, in->slot->state, in->tstate, in->sink, name,
-                                 interval);
+        in->entry =
+            fs_sched_add(d->sched, drv, in->slot->state, in->tstate, in->sink, name, interval);
     }
 keep:
     in->next = d->insts;
@@ -253,8 +252,8 @@ http_start(struct daemon *d, const struct fs_config *c)
     d->http = fs_http_start(&o, d->store, err, sizeof err);
     memset(token, 0, sizeof token);
     if (!d->http) {
-        fs_log(FS_LOG_ERROR, "http", "cannot listen on %s:%u: %s", c->listen_host,
-               c->listen_port, err);
+        fs_log(FS_LOG_ERROR, "http", "cannot listen on %s:%u: %s", c->listen_host, c->listen_port,
+               err);
         return -1;
     }
     fs_log(FS_LOG_INFO, "http", "listening on %s:%u", c->listen_host, fs_http_port(d->http));
@@ -309,7 +308,8 @@ apply_reload(struct daemon *d, struct fs_config *ncfg)
     for (size_t i = 0; i < ncfg->n_targets; i++)
         target_add_all(d, &ncfg->targets[i], nref);
 
-    struct fs_ring_opts ro = {.memory_limit = ncfg->memory_limit, .retention_us = ncfg->retention_us};
+    struct fs_ring_opts ro = {.memory_limit = ncfg->memory_limit,
+                              .retention_us = ncfg->retention_us};
     fs_store_set_ring_opts(d->store, &ro);
 
     if (!http_same(old->cfg, ncfg)) {
@@ -320,8 +320,8 @@ apply_reload(struct daemon *d, struct fs_config *ncfg)
     }
     d->current = nref;
     cfg_unref(old);
-    fs_log(FS_LOG_INFO, "config", "reloaded %s: %zu instances kept, %zu removed", ncfg->path,
-           kept, removed);
+    fs_log(FS_LOG_INFO, "config", "reloaded %s: %zu instances kept, %zu removed", ncfg->path, kept,
+           removed);
 }
 
 int
@@ -442,8 +442,8 @@ probe_print_instance(void *arg, const struct fs_instance_info *in)
     FILE *out = arg;
     fprintf(out, "# %s/%s: %s, %llu series, %.3f s%s%s%s%s\n", in->target, in->source,
             in->state_name, (unsigned long long)in->series, (double)in->last_duration_us / 1e6,
-            in->last_error[0] ? ", error: " : "", in->last_error,
-            in->driver_detail[0] ? ", " : "", in->driver_detail);
+            in->last_error[0] ? ", error: " : "", in->last_error, in->driver_detail[0] ? ", " : "",
+            in->driver_detail);
     return 0;
 }
 

@@ -79,8 +79,9 @@ fs_vlog(enum fs_log_level lvl, const char *subsys, const char *kv, const char *f
     clock_gettime(CLOCK_REALTIME, &ts);
     gmtime_r(&ts.tv_sec, &tm);
     size_t n = strftime(line, sizeof line, "ts=%Y-%m-%dT%H:%M:%S", &tm);
-    n += (size_t)snprintf(line + n, sizeof line - n, ".%03ldZ level=%s subsys=%s msg=",
-                          ts.tv_nsec / 1000000, level_names[lvl], subsys ? subsys : "main");
+    n += (size_t)snprintf(line + n, sizeof line - n,
+                          ".%03ldZ level=%s subsys=%s msg=", ts.tv_nsec / 1000000, level_names[lvl],
+                          subsys ? subsys : "main");
     n += quote_into(line + n, sizeof line - n - 2, msg);
     if (kv && *kv && n < sizeof line - 2)
         n += (size_t)snprintf(line + n, sizeof line - n - 1, " %s", kv);

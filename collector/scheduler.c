@@ -22,8 +22,8 @@ struct fs_sched_entry {
     struct fs_sink *sink;
     char *name;
     int64_t interval_us;
-    int64_t next_due;   /* monotonic µs */
-    int64_t deadline;   /* of the cycle in flight */
+    int64_t next_due; /* monotonic µs */
+    int64_t deadline; /* of the cycle in flight */
     bool in_flight, cancelled;
     uint64_t cycle_id;
     uint64_t failures;

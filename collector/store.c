@@ -28,8 +28,7 @@
 
 const double fs_poll_bucket_bounds[FS_POLL_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1,
                                                        0.25,  0.5,  1.0,   2.5,  10.0};
-const char *const fs_poll_error_kind_names[5] = {"timeout", "auth", "protocol", "parse",
-                                                 "overrun"};
+const char *const fs_poll_error_kind_names[5] = {"timeout", "auth", "protocol", "parse", "overrun"};
 const char *const fs_reset_kind_names[FS_RESET_KIND_COUNT] = {"wrap", "reboot", "discontinuity",
                                                               "cleared"};
 
@@ -54,7 +53,7 @@ struct series {
     bool has_raw;
     uint64_t reset_gen;       /* the sink's reset_gen when last updated */
     uint64_t iface_reset_gen; /* the sink's iface_reset_gen when last updated */
-    uint64_t batch_seq; /* batch that last carried it, to merge duplicates */
+    uint64_t batch_seq;       /* batch that last carried it, to merge duplicates */
     size_t batch_idx;
     char iface[64];
 };
@@ -115,6 +114,7 @@ struct fs_sink {
     int64_t clock_measured_mono_us;
     char *detail;
     uint64_t n_series;
+    int64_t last_sweep_us;
     fs_sink_done_cb done_cb;
     void *done_arg;
 };
@@ -124,6 +124,7 @@ struct fs_store {
     pthread_mutex_t ring_lock;
     struct fs_ring *ring;
     uint64_t memory_limit;
+    _Atomic int64_t retention_us;
     struct series **by_metric[FS_METRIC_COUNT];
     size_t n_by_metric[FS_METRIC_COUNT], cap_by_metric[FS_METRIC_COUNT];
     struct fs_sink *sinks; /* in insertion order */
@@ -171,6 +172,7 @@ fs_store_new(const struct fs_ring_opts *ro, char *errbuf, size_t errlen)
         return NULL;
     }
     st->memory_limit = ro->memory_limit;
+    atomic_store(&st->retention_us, ro->retention_us);
     pthread_rwlock_init(&st->lock, NULL);
     pthread_mutex_init(&st->ring_lock, NULL);
     return st;
@@ -197,6 +199,7 @@ fs_store_set_ring_opts(struct fs_store *st, const struct fs_ring_opts *ro)
     pthread_mutex_lock(&st->ring_lock);
     fs_ring_set_opts(st->ring, ro);
     st->memory_limit = ro->memory_limit;
+    atomic_store(&st->retention_us, ro->retention_us);
     pthread_mutex_unlock(&st->ring_lock);
 }
 
@@ -480,8 +483,8 @@ series_get(struct fs_sink *s, enum fs_metric m, const struct fs_label *own, size
 
     struct fs_store *st = s->st;
     pthread_mutex_lock(&st->ring_lock);
-    int32_t rid = fs_ring_series_new(st->ring, s->group,
-                                     se->counter ? FS_RING_COUNTER : FS_RING_GAUGE);
+    int32_t rid =
+        fs_ring_series_new(st->ring, s->group, se->counter ? FS_RING_COUNTER : FS_RING_GAUGE);
     pthread_mutex_unlock(&st->ring_lock);
     if (rid < 0) {
         free(se);
@@ -646,15 +649,15 @@ fs_sink_counter_scaled(struct fs_sink *s, enum fs_metric m, const struct fs_labe
 }
 
 void
-fs_sink_counter(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels,
-                size_t n_labels, uint64_t raw, unsigned bits)
+fs_sink_counter(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels, size_t n_labels,
+                uint64_t raw, unsigned bits)
 {
     fs_sink_counter_scaled(s, m, labels, n_labels, raw, bits, 1.0);
 }
 
 void
-fs_sink_gauge(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels,
-              size_t n_labels, double value)
+fs_sink_gauge(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels, size_t n_labels,
+              double value)
 {
     struct series *se = sample_series(s, m, labels, n_labels, 1.0);
     if (!se || se->counter)
@@ -677,8 +680,7 @@ fs_sink_end(struct fs_sink *s)
         pthread_mutex_unlock(&st->ring_lock);
         if (rc != 0)
             fs_log(FS_LOG_WARN, s->source,
-                   "target %s: batch refused by the ring (clock went backwards?)",
-                   s->tcfg->name);
+                   "target %s: batch refused by the ring (clock went backwards?)", s->tcfg->name);
     }
     /* Publish the latest values only after the ring has them. */
     for (size_t i = 0; i < s->n_pts; i++) {
@@ -718,6 +720,77 @@ fs_sink_counter_reset(struct fs_sink *s, enum fs_reset_kind kind, const char *in
     pthread_mutex_unlock(&s->stats_lock);
 }
 
+/*
+ * Deletes the sink's series that have had no sample for longer than the retention (an
+ * interface that went away, a label value that no longer occurs): their history has
+ * aged out anyway, and a live head would pin the group's timeline in the ring forever.
+ * Runs on the sink's reporting thread, a few times per retention period.
+ */
+static void
+sweep_dead_series(struct fs_sink *s, int64_t now)
+{
+    struct fs_store *st = s->st;
+    int64_t ret = atomic_load(&st->retention_us);
+    int64_t every = ret / 4;
+    every = every < 1000000 ? 1000000 : every > 600000000 ? 600000000 : every;
+    if (s->last_sweep_us == 0)
+        s->last_sweep_us = now;
+    if (now - s->last_sweep_us < every)
+        return;
+    s->last_sweep_us = now;
+    size_t dead = 0;
+    for (size_t i = 0; i < s->tab_cap; i++)
+        if (s->tab[i] && atomic_load(&s->tab[i]->ts_us) < now - ret)
+            dead++;
+    if (dead == 0)
+        return;
+    pthread_rwlock_wrlock(&st->lock);
+    for (int m = 0; m < FS_METRIC_COUNT; m++) {
+        size_t w = 0;
+        for (size_t r = 0; r < st->n_by_metric[m]; r++) {
+            struct series *se = st->by_metric[m][r];
+            if (se->sink != s || atomic_load(&se->ts_us) >= now - ret)
+                st->by_metric[m][w++] = se;
+        }
+        st->n_by_metric[m] = w;
+    }
+    /* Rebuild the hash without the dead (open addressing has no cheap delete). */
+    struct series **old = s->tab;
+    size_t cap = s->tab_cap;
+    struct series **nt = calloc(cap, sizeof *nt);
+    if (!nt) {
+        pthread_rwlock_unlock(&st->lock);
+        return; /* the lists no longer hold them; the hash keeps them until next time */
+    }
+    pthread_mutex_lock(&st->ring_lock);
+    for (size_t i = 0; i < cap; i++) {
+        struct series *se = old[i];
+        if (!se)
+            continue;
+        if (atomic_load(&se->ts_us) < now - ret) {
+            fs_ring_series_delete(st->ring, se->ring_id);
+            atomic_fetch_sub(&st->n_series, 1);
+            s->tab_len--;
+            free(se);
+            continue;
+        }
+        size_t j = se->hash & (cap - 1);
+        while (nt[j])
+            j = (j + 1) & (cap - 1);
+        nt[j] = se;
+    }
+    pthread_mutex_unlock(&st->ring_lock);
+    pthread_rwlock_unlock(&st->lock);
+    s->tab = nt;
+    free(old);
+    pthread_mutex_lock(&s->stats_lock);
+    s->n_series -= dead;
+    pthread_mutex_unlock(&s->stats_lock);
+    fs_log(FS_LOG_INFO, s->source,
+           "target %s: %zu series without samples for a retention period removed", s->tcfg->name,
+           dead);
+}
+
 void
 fs_sink_done(struct fs_sink *s, uint64_t cycle_id, enum fs_poll_result r, const char *msg)
 {
@@ -754,6 +827,7 @@ fs_sink_done(struct fs_sink *s, uint64_t cycle_id, enum fs_poll_result r, const 
     void *arg = s->done_arg;
     pthread_mutex_unlock(&s->stats_lock);
     s->n_iface_resets = 0;
+    sweep_dead_series(s, now_realtime_us());
     if (cb)
         cb(arg, cycle_id, r);
 }

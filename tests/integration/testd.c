@@ -56,7 +56,7 @@ main(int argc, char **argv)
         return 1;
     }
     struct fs_target_cfg *cfg = calloc(targets, sizeof *cfg);
-    char (*names)[32] = calloc(targets, 32);
+    char(*names)[32] = calloc(targets, 32);
     struct fs_sink **sinks = calloc(targets, sizeof *sinks);
     void **ts = calloc(targets, sizeof *ts);
     struct fs_sched_entry **es = calloc(targets, sizeof *es);

@@ -201,14 +201,14 @@ fs_test_driver_set(void *tstate, const struct fs_test_behavior *b)
     pthread_mutex_unlock(&t->lock);
 }
 
-#define GETTER(field)                                                                            \
-    uint64_t fs_test_driver_##field(void *tstate)                                                \
-    {                                                                                            \
-        struct tsrc *t = tstate;                                                                 \
-        pthread_mutex_lock(&t->lock);                                                            \
-        uint64_t v = t->field;                                                                   \
-        pthread_mutex_unlock(&t->lock);                                                          \
-        return v;                                                                                \
+#define GETTER(field)                                                                              \
+    uint64_t fs_test_driver_##field(void *tstate)                                                  \
+    {                                                                                              \
+        struct tsrc *t = tstate;                                                                   \
+        pthread_mutex_lock(&t->lock);                                                              \
+        uint64_t v = t->field;                                                                     \
+        pthread_mutex_unlock(&t->lock);                                                            \
+        return v;                                                                                  \
     }
 GETTER(started)
 GETTER(ended)

@@ -142,7 +142,8 @@ test_label_escaping(void **state)
 {
     struct fixture *f = *state;
     struct fs_sink *s = fs_store_sink_add(f->st, &f->t, "snmp", 1000000);
-    struct fs_label l[] = {{"interface", "Eth1/1"}, {"alias", "up\"link\\to\nspine"}, {"ifindex", "1"}};
+    struct fs_label l[] = {
+        {"interface", "Eth1/1"}, {"alias", "up\"link\\to\nspine"}, {"ifindex", "1"}};
     fs_sink_begin(s, now_us());
     fs_sink_gauge(s, FS_M_PORT_INFO, l, 3, 1);
     fs_sink_end(s);
@@ -228,8 +229,10 @@ test_interface_filters(void **state)
     struct fixture *f = *state;
     f->t.iface_include = "^Eth";
     f->t.iface_exclude = "^Eth1/6[34]$";
-    assert_int_equal(regcomp(&f->t.iface_include_re, f->t.iface_include, REG_EXTENDED | REG_NOSUB), 0);
-    assert_int_equal(regcomp(&f->t.iface_exclude_re, f->t.iface_exclude, REG_EXTENDED | REG_NOSUB), 0);
+    assert_int_equal(regcomp(&f->t.iface_include_re, f->t.iface_include, REG_EXTENDED | REG_NOSUB),
+                     0);
+    assert_int_equal(regcomp(&f->t.iface_exclude_re, f->t.iface_exclude, REG_EXTENDED | REG_NOSUB),
+                     0);
     struct fs_sink *s = fs_store_sink_add(f->st, &f->t, "snmp", 1000000);
     int64_t t = now_us();
     push_bytes(s, t, "1/63", 1, 64);
@@ -350,6 +353,32 @@ test_scaled_counter(void **state)
 }
 
 static void
+test_dead_series_swept(void **state)
+{
+    (void)state;
+    char err[128];
+    struct fs_ring_opts ro = {.memory_limit = 16 << 20, .retention_us = 2000000};
+    struct fs_store *st = fs_store_new(&ro, err, sizeof err);
+    struct fs_target_cfg t = {.name = "tor9", .address = "::1"};
+    struct fs_sink *s = fs_store_sink_add(st, &t, "snmp", 100000);
+    push_bytes(s, now_us() - 10 * 1000000, "Eth1/1", 1, 64); /* older than the retention */
+    push_bytes(s, now_us(), "Eth1/2", 1, 64);
+    fs_sink_done(s, 0, FS_POLL_OK, NULL); /* first sweep is one period away */
+    assert_int_equal(fs_store_series_count(st), 2);
+    struct timespec d = {.tv_sec = 1, .tv_nsec = 100000000};
+    nanosleep(&d, NULL);
+    push_bytes(s, now_us(), "Eth1/2", 2, 64);
+    fs_sink_done(s, 0, FS_POLL_OK, NULL);
+    assert_int_equal(fs_store_series_count(st), 1);
+    assert_int_equal(find(st, "fabric_port_bytes_total", NULL, false).n, 1);
+    /* The survivor still works, and a dead one comes back as a new series. */
+    push_bytes(s, now_us(), "Eth1/1", 5, 64);
+    assert_int_equal(find(st, "fabric_port_bytes_total", "Eth1/1", true).u, 5);
+    assert_int_equal(find(st, "fabric_port_bytes_total", "Eth1/2", true).u, 2);
+    fs_store_free(st);
+}
+
+static void
 test_remove_frees_series(void **state)
 {
     struct fixture *f = *state;
@@ -379,6 +408,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_health, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scaled_counter, setup, teardown),
         cmocka_unit_test_setup_teardown(test_remove_frees_series, setup, teardown),
+        cmocka_unit_test(test_dead_series_swept),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -196,8 +196,8 @@ test_overrun_counted(void **state)
 {
     (void)state;
     struct world *w = world_new();
-    struct fs_test_behavior slow = {.ports = 1, .step = 1, .delay_us = 250 * MS,
-                                    .ignore_cancel = true};
+    struct fs_test_behavior slow = {
+        .ports = 1, .step = 1, .delay_us = 250 * MS, .ignore_cancel = true};
     struct tgt *t = world_add(w, 100 * MS, &slow);
     sleep_ms(1200);
     struct fs_instance_info in = info_of(w, t);
