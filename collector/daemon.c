@@ -9,7 +9,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "buf.h"
 #include "driver.h"
+#include "expo.h"
 #include "http.h"
 #include "log.h"
 #include "scheduler.h"
@@ -256,7 +258,6 @@ http_start(struct daemon *d, const struct fs_config *c)
                err);
         return -1;
     }
-    fs_log(FS_LOG_INFO, "http", "listening on %s:%u", c->listen_host, fs_http_port(d->http));
     return 0;
 }
 
@@ -426,17 +427,6 @@ probe_done(void *arg, uint64_t cycle_id, enum fs_poll_result r)
 }
 
 static int
-probe_print_series(void *arg, const struct fs_series_info *s)
-{
-    FILE *out = arg;
-    if (s->counter)
-        fprintf(out, "%s{%s} %llu\n", s->name, s->labels_text, (unsigned long long)s->u);
-    else
-        fprintf(out, "%s{%s} %.17g\n", s->name, s->labels_text, s->d);
-    return 0;
-}
-
-static int
 probe_print_instance(void *arg, const struct fs_instance_info *in)
 {
     FILE *out = arg;
@@ -527,7 +517,14 @@ fs_probe(const char *config_path, const char *target, FILE *out, FILE *err)
         pthread_cond_destroy(&w.cond);
         pthread_mutex_destroy(&w.lock);
     }
-    fs_store_foreach_series(st, false, probe_print_series, out);
+    /* Exactly what /metrics would carry for this target, then each driver's state. */
+    struct fs_buf b;
+    fs_buf_init(&b, 256u << 20);
+    if (fs_expo_render(st, &b) == 0)
+        fwrite(b.data ? b.data : "", 1, b.len, out);
+    else
+        fprintf(err, "the exposition did not fit in memory\n");
+    fs_buf_free(&b);
     fs_store_foreach_instance(st, probe_print_instance, out);
 out:
     if (st) {

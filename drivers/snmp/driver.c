@@ -1,0 +1,1130 @@
+/*
+ * The SNMP driver: net-snmp's single-session API, asynchronous, one thread for every SNMP
+ * target, epoll on each session's socket (a thousand targets pass FD_SETSIZE).
+ *
+ * Threads. Every net-snmp call (library init, session open/close, v3 key setup, sends,
+ * reads, timeouts) happens on the driver thread: net-snmp's USM user list and its
+ * session internals are global and not thread-safe. The scheduler's calls
+ * (cycle_start, cycle_cancel, target_remove) hand requests over through a mutex-protected
+ * queue and an eventfd; target_remove waits until the thread has dropped the target.
+ *
+ * A cycle walks the phases of map.h in order (GET of the scalars, then multi-column
+ * GETBULK walks), one request in flight per target; the per-request timeout and the
+ * retries are shrunk to fit the cycle's deadline, and the deadline itself ends the cycle
+ * as a timeout, so a slow or dead switch never holds the others.
+ *
+ * Credentials are read from their files/variables on the driver thread when a session is
+ * opened, turned into keys, and wiped; they are never logged.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <net-snmp/net-snmp-config.h>
+#include <net-snmp/net-snmp-includes.h>
+#include <net-snmp/library/large_fd_set.h>
+
+#include "driver.h"
+#include "log.h"
+#include "map.h"
+#include "snmp_driver.h"
+#include "store.h"
+
+_Static_assert(sizeof(oid) == sizeof(unsigned long), "map.h passes OIDs as unsigned long");
+
+#define SUBSYS "snmp"
+#define MAX_COLS 24
+#define MIN_TIMEOUT_US 20000
+
+enum rq_kind { RQ_CYCLE, RQ_CANCEL, RQ_REMOVE };
+
+struct rq {
+    enum rq_kind kind;
+    struct snmp_target *t;
+    uint64_t cycle_id;
+    int64_t deadline_us;
+    struct rq *next;
+};
+
+struct walkcol {
+    oid root[FS_SNMP_OID_MAX];
+    size_t root_len;
+    oid cur[FS_SNMP_OID_MAX];
+    size_t cur_len;
+    bool done;
+};
+
+struct snmp_target {
+    struct snmp_drv *drv;
+    const struct fs_target_cfg *tcfg;
+    struct fs_sink *sink;
+    atomic_bool busy; /* a cycle was accepted and has not ended */
+    /* --- driver thread only --- */
+    void *sessp; /* net-snmp single-session handle */
+    int fd;
+    bool v3_ready; /* engineID known and USM user created */
+    bool in_cycle;
+    bool removed; /* set under drv->qlock */
+    uint64_t cycle_id;
+    int64_t start_us, deadline_us;
+    int64_t timer_us; /* next retransmission/timeout check (monotonic) */
+    int64_t req_timeout_us;
+    int reqid; /* the request in flight, 0 if none */
+    int reps;  /* current max-repetitions (halved on tooBig) */
+    enum fs_snmp_phase ph;
+    bool map_again; /* the IFMAP phase runs after the data (unknown ifIndex) */
+    struct walkcol cols[MAX_COLS];
+    size_t ncols;
+    uint32_t pdus;
+    struct fs_snmp_tmap tm;
+    struct fs_snmp_poll poll;
+    struct snmp_target *anext, *aprev; /* active list (a cycle in flight) */
+    /* --- shared with readers (target_describe) --- */
+    pthread_mutex_t dlock;
+    char detail[512];
+};
+
+struct snmp_drv {
+    pthread_t thr;
+    bool thr_started;
+    int epfd, evfd;
+    pthread_mutex_t qlock;
+    pthread_cond_t qcond;
+    struct rq *qhead, *qtail;
+    bool stop;
+    struct snmp_target *active;
+    netsnmp_large_fd_set lfs;
+    int lfs_size;
+};
+
+static int64_t
+mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int64_t
+real_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* ---- net-snmp logging into fs_log ---- */
+
+static int
+log_cb(int major, int minor, void *server_arg, void *client_arg)
+{
+    (void)major;
+    (void)minor;
+    (void)client_arg;
+    const struct snmp_log_message *m = server_arg;
+    if (!m || !m->msg)
+        return 0;
+    enum fs_log_level lvl = m->priority <= LOG_ERR       ? FS_LOG_ERROR
+                            : m->priority <= LOG_WARNING ? FS_LOG_WARN
+                            : m->priority <= LOG_INFO    ? FS_LOG_INFO
+                                                         : FS_LOG_DEBUG;
+    char buf[512];
+    snprintf(buf, sizeof(buf), "%s", m->msg);
+    size_t n = strlen(buf);
+    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+        buf[--n] = '\0';
+    if (n)
+        fs_log(lvl, SUBSYS, "net-snmp: %s", buf);
+    return 0;
+}
+
+/* Starts net-snmp as a pure manager: no snmp.conf, no MIB files (Debian ships none of the
+ * IETF ones, and every OID here is numeric), no persistent state written anywhere. */
+static void
+netsnmp_start(void)
+{
+    snmp_disable_log();
+    netsnmp_register_loghandler(NETSNMP_LOGHANDLER_CALLBACK, LOG_DEBUG);
+    snmp_register_callback(SNMP_CALLBACK_LIBRARY, SNMP_CALLBACK_LOGGING, log_cb, NULL);
+    netsnmp_ds_set_boolean(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_DONT_READ_CONFIGS, 1);
+    netsnmp_ds_set_boolean(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_DISABLE_PERSISTENT_LOAD, 1);
+    netsnmp_ds_set_boolean(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_DISABLE_PERSISTENT_SAVE, 1);
+    netsnmp_ds_set_boolean(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_DONT_PERSIST_STATE, 1);
+    netsnmp_set_mib_directory("");
+    setenv("MIBS", "", 1);
+    init_snmp("fabricscope");
+}
+
+/* ---- requests from the scheduler ---- */
+
+static void
+wake(struct snmp_drv *d)
+{
+    uint64_t one = 1;
+    ssize_t r = write(d->evfd, &one, sizeof(one));
+    (void)r; /* a full counter still wakes the thread */
+}
+
+static int
+enqueue(struct snmp_drv *d, enum rq_kind k, struct snmp_target *t, uint64_t id, int64_t dl)
+{
+    struct rq *r = calloc(1, sizeof(*r));
+    if (!r)
+        return -1;
+    r->kind = k;
+    r->t = t;
+    r->cycle_id = id;
+    r->deadline_us = dl;
+    pthread_mutex_lock(&d->qlock);
+    if (d->qtail)
+        d->qtail->next = r;
+    else
+        d->qhead = r;
+    d->qtail = r;
+    pthread_mutex_unlock(&d->qlock);
+    wake(d);
+    return 0;
+}
+
+/* ---- sink adapter for map.c ---- */
+
+static void
+em_reset(void *arg, enum fs_reset_kind kind, const char *iface)
+{
+    fs_sink_counter_reset(((struct snmp_target *)arg)->sink, kind, iface);
+}
+
+static void
+em_begin(void *arg, int64_t ts)
+{
+    fs_sink_begin(((struct snmp_target *)arg)->sink, ts);
+}
+
+static void
+em_counter(void *arg, enum fs_metric m, const struct fs_label *l, size_t n, uint64_t raw,
+           unsigned bits, double scale)
+{
+    struct snmp_target *t = arg;
+    /* ms and µs counters of *_seconds_total metrics keep their raw unit in the core. */
+    if (scale == 1.0)
+        fs_sink_counter(t->sink, m, l, n, raw, bits);
+    else
+        fs_sink_counter_scaled(t->sink, m, l, n, raw, bits, scale);
+}
+
+static void
+em_gauge(void *arg, enum fs_metric m, const struct fs_label *l, size_t n, double v)
+{
+    fs_sink_gauge(((struct snmp_target *)arg)->sink, m, l, n, v);
+}
+
+static void
+em_end(void *arg)
+{
+    fs_sink_end(((struct snmp_target *)arg)->sink);
+}
+
+/* ---- cycles ---- */
+
+static void
+active_add(struct snmp_drv *d, struct snmp_target *t)
+{
+    t->aprev = NULL;
+    t->anext = d->active;
+    if (d->active)
+        d->active->aprev = t;
+    d->active = t;
+}
+
+static void
+active_del(struct snmp_drv *d, struct snmp_target *t)
+{
+    if (t->aprev)
+        t->aprev->anext = t->anext;
+    else if (d->active == t)
+        d->active = t->anext;
+    if (t->anext)
+        t->anext->aprev = t->aprev;
+    t->anext = t->aprev = NULL;
+}
+
+static void
+update_detail(struct snmp_target *t)
+{
+    char buf[sizeof(t->detail)];
+    fs_snmp_tmap_describe(&t->tm, buf, sizeof(buf));
+    pthread_mutex_lock(&t->dlock);
+    memcpy(t->detail, buf, sizeof(buf));
+    pthread_mutex_unlock(&t->dlock);
+    fs_sink_set_detail(t->sink, buf);
+}
+
+/* Ends the cycle in flight: emits the samples on success, reports the result. */
+static void
+cycle_end(struct snmp_target *t, enum fs_poll_result r, const char *msg)
+{
+    if (!t->in_cycle)
+        return;
+    t->in_cycle = false;
+    t->reqid = 0;
+    active_del(t->drv, t);
+    if (r == FS_POLL_OK) {
+        struct fs_snmp_emit e = {t, em_reset, em_begin, em_counter, em_gauge, em_end};
+        fs_snmp_poll_finish(&t->tm, &t->poll, &e);
+    }
+    update_detail(t);
+    uint64_t id = t->cycle_id;
+    atomic_store(&t->busy, false);
+    if (r != FS_POLL_OK)
+        fs_logkv(FS_LOG_DEBUG, SUBSYS, NULL, "target %s: cycle %llu ended: %s", t->tcfg->name,
+                 (unsigned long long)id, msg ? msg : "");
+    fs_sink_done(t->sink, id, r, msg);
+}
+
+static void
+close_session(struct snmp_target *t)
+{
+    if (t->sessp) {
+        if (t->fd >= 0)
+            epoll_ctl(t->drv->epfd, EPOLL_CTL_DEL, t->fd, NULL);
+        snmp_sess_close(t->sessp);
+    }
+    t->sessp = NULL;
+    t->fd = -1;
+    t->v3_ready = false;
+}
+
+static const oid *
+auth_oid(enum fs_snmp_auth a, size_t *len)
+{
+    *len = USM_AUTH_PROTO_SHA_LEN;
+    switch (a) {
+    case FS_AUTH_MD5:
+        *len = USM_AUTH_PROTO_MD5_LEN;
+        return usmHMACMD5AuthProtocol;
+    case FS_AUTH_SHA:
+        return usmHMACSHA1AuthProtocol;
+    case FS_AUTH_SHA224:
+        return usmHMAC128SHA224AuthProtocol;
+    case FS_AUTH_SHA256:
+        return usmHMAC192SHA256AuthProtocol;
+    case FS_AUTH_SHA384:
+        return usmHMAC256SHA384AuthProtocol;
+    case FS_AUTH_SHA512:
+        return usmHMAC384SHA512AuthProtocol;
+    case FS_AUTH_NONE:
+        break;
+    }
+    return NULL;
+}
+
+/* Opens the target's session (on the driver thread). errbuf never holds a secret. */
+static int
+open_session(struct snmp_target *t, char *errbuf, size_t errlen)
+{
+    const struct fs_snmp_cfg *c = t->tcfg->snmp;
+    netsnmp_session s;
+    char peer[300], secret[256], secret2[256];
+    int rc = -1;
+
+    secret[0] = secret2[0] = '\0';
+    snmp_sess_init(&s);
+    if (strchr(t->tcfg->address, ':'))
+        snprintf(peer, sizeof(peer), "udp6:[%s]:%u", t->tcfg->address, c->port ? c->port : 161);
+    else
+        snprintf(peer, sizeof(peer), "udp:%s:%u", t->tcfg->address, c->port ? c->port : 161);
+    s.peername = peer;
+    s.timeout = (long)(c->timeout_us > 0 ? c->timeout_us : 2000000);
+    s.retries = c->retries >= 0 ? c->retries : 1;
+    if (c->version == FS_SNMP_V3) {
+        size_t alen = 0;
+        const oid *ap = auth_oid(c->auth_protocol, &alen);
+        s.version = SNMP_VERSION_3;
+        s.flags |= SNMP_FLAGS_DONT_PROBE; /* discovery is asynchronous, see v3_discover() */
+        s.securityModel = SNMP_SEC_MODEL_USM;
+        s.securityName = c->user;
+        s.securityNameLen = c->user ? strlen(c->user) : 0;
+        if (!c->user || !*c->user) {
+            snprintf(errbuf, errlen, "snmp v3 needs a user");
+            goto out;
+        }
+        if ((c->auth_protocol == FS_AUTH_MD5 || c->auth_protocol == FS_AUTH_SHA ||
+             c->priv_protocol == FS_PRIV_DES) &&
+            !c->allow_weak_crypto) {
+            snprintf(errbuf, errlen,
+                     "weak SNMPv3 crypto (MD5, SHA-1 or DES) needs allow_weak_crypto: true");
+            goto out;
+        }
+        if (!ap) {
+            s.securityLevel = SNMP_SEC_LEVEL_NOAUTH;
+        } else {
+            s.securityAuthProto = (oid *)ap;
+            s.securityAuthProtoLen = alen;
+            s.securityAuthKeyLen = USM_AUTH_KU_LEN;
+            if (fs_secret_read(&c->auth_password, secret, sizeof(secret), errbuf, errlen) != 0)
+                goto out;
+            if (strlen(secret) < 8) {
+                snprintf(errbuf, errlen, "the v3 auth password is shorter than 8 characters");
+                goto out;
+            }
+            if (generate_Ku(ap, (u_int)alen, (u_char *)secret, strlen(secret), s.securityAuthKey,
+                            &s.securityAuthKeyLen) != SNMPERR_SUCCESS) {
+                snprintf(errbuf, errlen, "cannot derive the v3 auth key");
+                goto out;
+            }
+            s.securityLevel = SNMP_SEC_LEVEL_AUTHNOPRIV;
+            if (c->priv_protocol != FS_PRIV_NONE) {
+                s.securityPrivProto =
+                    c->priv_protocol == FS_PRIV_DES ? usmDESPrivProtocol : usmAESPrivProtocol;
+                s.securityPrivProtoLen = USM_PRIV_PROTO_AES_LEN;
+                s.securityPrivKeyLen = USM_PRIV_KU_LEN;
+                if (fs_secret_read(&c->priv_password, secret2, sizeof(secret2), errbuf, errlen) !=
+                    0)
+                    goto out;
+                if (strlen(secret2) < 8) {
+                    snprintf(errbuf, errlen, "the v3 priv password is shorter than 8 characters");
+                    goto out;
+                }
+                if (generate_Ku(ap, (u_int)alen, (u_char *)secret2, strlen(secret2),
+                                s.securityPrivKey, &s.securityPrivKeyLen) != SNMPERR_SUCCESS) {
+                    snprintf(errbuf, errlen, "cannot derive the v3 priv key");
+                    goto out;
+                }
+                s.securityLevel = SNMP_SEC_LEVEL_AUTHPRIV;
+            }
+        }
+    } else {
+        s.version = SNMP_VERSION_2c;
+        if (fs_secret_read(&c->community, secret, sizeof(secret), errbuf, errlen) != 0)
+            goto out;
+        s.community = (u_char *)secret;
+        s.community_len = strlen(secret);
+    }
+    t->sessp = snmp_sess_open(&s);
+    if (!t->sessp) {
+        int liberr, syserr;
+        char *msg = NULL;
+        snmp_error(&s, &liberr, &syserr, &msg);
+        snprintf(errbuf, errlen, "cannot open the session: %.120s", msg ? msg : "?");
+        free(msg);
+        goto out;
+    }
+    netsnmp_transport *tr = snmp_sess_transport(t->sessp);
+    t->fd = tr ? tr->sock : -1;
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = t};
+    if (t->fd < 0 || epoll_ctl(t->drv->epfd, EPOLL_CTL_ADD, t->fd, &ev) != 0) {
+        snprintf(errbuf, errlen, "cannot watch the session socket: %s", strerror(errno));
+        close_session(t);
+        goto out;
+    }
+    if (t->fd >= t->drv->lfs_size) {
+        netsnmp_large_fd_set_resize(&t->drv->lfs, t->fd + 1);
+        t->drv->lfs_size = t->fd + 1;
+    }
+    t->v3_ready = c->version != FS_SNMP_V3;
+    rc = 0;
+out:
+    /* Wipe what held secrets (also the copies inside the stack session). */
+    explicit_bzero(secret, sizeof(secret));
+    explicit_bzero(secret2, sizeof(secret2));
+    explicit_bzero(s.securityAuthKey, sizeof(s.securityAuthKey));
+    explicit_bzero(s.securityPrivKey, sizeof(s.securityPrivKey));
+    return rc;
+}
+
+static int on_response(int op, netsnmp_session *sess, int reqid, netsnmp_pdu *pdu, void *magic);
+
+/* Sends pdu; the timeout and retries shrink to fit what is left of the cycle. */
+static int
+send_pdu(struct snmp_target *t, netsnmp_pdu *pdu)
+{
+    const struct fs_snmp_cfg *c = t->tcfg->snmp;
+    netsnmp_session *ss = snmp_sess_session(t->sessp);
+    int64_t now = mono_us();
+    int64_t left = t->deadline_us - now;
+    int64_t to = c->timeout_us > 0 ? c->timeout_us : 2000000;
+    int retries = c->retries >= 0 ? c->retries : 1;
+    while (retries > 0 && to * (retries + 1) > left)
+        retries--;
+    if (to > left)
+        to = left;
+    if (to < MIN_TIMEOUT_US)
+        to = MIN_TIMEOUT_US;
+    ss->timeout = (long)to;
+    ss->retries = retries;
+    t->req_timeout_us = to;
+    t->timer_us = now + to;
+    int id = snmp_sess_async_send(t->sessp, pdu, on_response, t);
+    if (id == 0) {
+        snmp_free_pdu(pdu);
+        return -1;
+    }
+    t->reqid = id;
+    return 0;
+}
+
+static bool
+oid_under(const oid *o, size_t len, const oid *root, size_t rlen)
+{
+    return len > rlen && memcmp(o, root, rlen * sizeof(oid)) == 0;
+}
+
+static void next_phase(struct snmp_target *t);
+
+/* Sends the next GETBULK of the current phase, or moves on when every column is done. */
+static void
+walk_continue(struct snmp_target *t)
+{
+    netsnmp_pdu *pdu = snmp_pdu_create(SNMP_MSG_GETBULK);
+    size_t n = 0;
+    if (!pdu) {
+        cycle_end(t, FS_POLL_PROTOCOL, "out of memory");
+        return;
+    }
+    for (size_t i = 0; i < t->ncols; i++) {
+        if (t->cols[i].done)
+            continue;
+        snmp_add_null_var(pdu, t->cols[i].cur, t->cols[i].cur_len);
+        n++;
+    }
+    if (n == 0) {
+        snmp_free_pdu(pdu);
+        next_phase(t);
+        return;
+    }
+    pdu->non_repeaters = 0;
+    pdu->max_repetitions = t->reps;
+    if (send_pdu(t, pdu) != 0)
+        cycle_end(t, FS_POLL_PROTOCOL, "send failed");
+}
+
+static void
+phase_begin(struct snmp_target *t)
+{
+    struct fs_snmp_req_oid req[MAX_COLS];
+    size_t n = fs_snmp_phase_oids(t->ph, &t->tm, &t->poll, req, MAX_COLS);
+    if (n == 0) {
+        next_phase(t);
+        return;
+    }
+    if (t->ph == FS_SNMP_PH_SCALARS) {
+        netsnmp_pdu *pdu = snmp_pdu_create(SNMP_MSG_GET);
+        if (!pdu) {
+            cycle_end(t, FS_POLL_PROTOCOL, "out of memory");
+            return;
+        }
+        for (size_t i = 0; i < n; i++)
+            snmp_add_null_var(pdu, (const oid *)req[i].oid, req[i].len);
+        t->ncols = 0;
+        if (send_pdu(t, pdu) != 0)
+            cycle_end(t, FS_POLL_PROTOCOL, "send failed");
+        return;
+    }
+    t->ncols = n;
+    for (size_t i = 0; i < n; i++) {
+        struct walkcol *w = &t->cols[i];
+        memcpy(w->root, req[i].oid, req[i].len * sizeof(oid));
+        w->root_len = req[i].len;
+        memcpy(w->cur, req[i].oid, req[i].len * sizeof(oid));
+        w->cur_len = req[i].len;
+        w->done = false;
+    }
+    walk_continue(t);
+}
+
+static void
+next_phase(struct snmp_target *t)
+{
+    if (t->map_again) {
+        /* The second IFMAP walk (unknown ifIndex) was the last phase. */
+        cycle_end(t, FS_POLL_OK, NULL);
+        return;
+    }
+    if (t->ph + 1 < FS_SNMP_PH_COUNT) {
+        t->ph++;
+        phase_begin(t);
+        return;
+    }
+    if (t->poll.unknown_index && !t->poll.did_map) {
+        t->map_again = true;
+        t->ph = FS_SNMP_PH_IFMAP;
+        phase_begin(t);
+        return;
+    }
+    cycle_end(t, FS_POLL_OK, NULL);
+}
+
+static void
+vb_convert(const netsnmp_variable_list *v, struct fs_snmp_vb *vb)
+{
+    memset(vb, 0, sizeof(*vb));
+    vb->oid = (const unsigned long *)v->name;
+    vb->oid_len = v->name_length;
+    switch (v->type) {
+    case ASN_INTEGER:
+        vb->type = FS_VT_INTEGER;
+        vb->i = v->val.integer ? *v->val.integer : 0;
+        break;
+    case ASN_OCTET_STR:
+        vb->type = FS_VT_OCTETS;
+        vb->str = v->val.string;
+        vb->str_len = v->val.string ? v->val_len : 0;
+        break;
+    case ASN_OBJECT_ID:
+        vb->type = FS_VT_OID;
+        vb->oidv = (const unsigned long *)v->val.objid;
+        vb->oidv_len = v->val.objid ? v->val_len / sizeof(oid) : 0;
+        break;
+    case ASN_COUNTER:
+    case ASN_GAUGE:
+    case ASN_TIMETICKS:
+        vb->type = v->type == ASN_COUNTER ? FS_VT_COUNTER32
+                   : v->type == ASN_GAUGE ? FS_VT_GAUGE32
+                                          : FS_VT_TIMETICKS;
+        vb->u = v->val.integer ? (uint64_t)(*(const u_long *)v->val.integer & 0xffffffffUL) : 0;
+        break;
+    case ASN_COUNTER64:
+        vb->type = FS_VT_COUNTER64;
+        if (v->val.counter64)
+            vb->u = ((uint64_t)(v->val.counter64->high & 0xffffffffUL) << 32) |
+                    (v->val.counter64->low & 0xffffffffUL);
+        break;
+    case ASN_NULL:
+        vb->type = FS_VT_NULL;
+        break;
+    case SNMP_NOSUCHOBJECT:
+        vb->type = FS_VT_NOSUCHOBJECT;
+        break;
+    case SNMP_NOSUCHINSTANCE:
+        vb->type = FS_VT_NOSUCHINSTANCE;
+        break;
+    case SNMP_ENDOFMIBVIEW:
+        vb->type = FS_VT_ENDOFMIBVIEW;
+        break;
+    default:
+        vb->type = FS_VT_OTHER;
+        break;
+    }
+}
+
+/* Feeds a GETBULK response to the walk: the varbinds come row-major over the columns
+ * that were still active when the request was built. */
+static int
+walk_response(struct snmp_target *t, netsnmp_pdu *pdu)
+{
+    size_t act[MAX_COLS], nact = 0;
+    for (size_t i = 0; i < t->ncols; i++)
+        if (!t->cols[i].done)
+            act[nact++] = i;
+    if (nact == 0)
+        return 0;
+    bool progress[MAX_COLS] = {false};
+    size_t k = 0;
+    for (netsnmp_variable_list *v = pdu->variables; v; v = v->next_variable, k++) {
+        struct walkcol *w = &t->cols[act[k % nact]];
+        if (w->done)
+            continue;
+        bool beyond = v->type == SNMP_ENDOFMIBVIEW ||
+                      !oid_under(v->name, v->name_length, w->root, w->root_len) ||
+                      v->name_length > FS_SNMP_OID_MAX;
+        /* A non-increasing OID would loop forever: end the column there. */
+        if (!beyond && snmp_oid_compare(v->name, v->name_length, w->cur, w->cur_len) <= 0)
+            beyond = true;
+        if (beyond) {
+            w->done = true;
+            continue;
+        }
+        struct fs_snmp_vb vb;
+        vb_convert(v, &vb);
+        if (fs_snmp_poll_add(&t->poll, &t->tm, &vb) < 0)
+            return -1;
+        memcpy(w->cur, v->name, v->name_length * sizeof(oid));
+        w->cur_len = v->name_length;
+        progress[act[k % nact]] = true;
+    }
+    /* An agent that returned nothing for a column, without ending it, is broken. */
+    for (size_t i = 0; i < nact; i++)
+        if (!t->cols[act[i]].done && !progress[act[i]] && k >= nact)
+            t->cols[act[i]].done = true;
+    if (k == 0)
+        return -1;
+    return 0;
+}
+
+static enum fs_poll_result
+report_result(netsnmp_pdu *pdu, const char **msg)
+{
+    int rt = snmpv3_get_report_type(pdu);
+    switch (rt) {
+    case SNMPERR_UNKNOWN_USER_NAME:
+        *msg = "unknown SNMPv3 user";
+        return FS_POLL_AUTH;
+    case SNMPERR_AUTHENTICATION_FAILURE:
+        *msg = "SNMPv3 authentication failed (wrong password?)";
+        return FS_POLL_AUTH;
+    case SNMPERR_UNSUPPORTED_SEC_LEVEL:
+        *msg = "SNMPv3 security level not supported by the agent";
+        return FS_POLL_AUTH;
+    case SNMPERR_DECRYPTION_ERR:
+        *msg = "SNMPv3 decryption failed (wrong priv password?)";
+        return FS_POLL_AUTH;
+    case SNMPERR_NOT_IN_TIME_WINDOW:
+        *msg = "SNMPv3 not in time window";
+        return FS_POLL_AUTH;
+    default:
+        *msg = "unexpected report PDU";
+        return FS_POLL_PROTOCOL;
+    }
+}
+
+static void v3_discover(struct snmp_target *t);
+
+static int
+on_response(int op, netsnmp_session *sess, int reqid, netsnmp_pdu *pdu, void *magic)
+{
+    struct snmp_target *t = magic;
+    (void)sess;
+    /* An unauthenticated Report (wrong digest, unknown user) cannot carry the request id
+     * (the scoped PDU was not readable); net-snmp matched it by msgID and passes 0. */
+    bool report0 = reqid == 0 && pdu && pdu->command == SNMP_MSG_REPORT && t->reqid;
+    if (!t->in_cycle || (reqid != t->reqid && !report0))
+        return 1; /* a late answer to a cycle that already ended */
+    t->reqid = 0;
+    if (op == NETSNMP_CALLBACK_OP_TIMED_OUT) {
+        cycle_end(t, FS_POLL_TIMEOUT,
+                  t->tcfg->snmp->version == FS_SNMP_V3 ? "timeout"
+                                                       : "timeout (or wrong community)");
+        return 1;
+    }
+    if (op == NETSNMP_CALLBACK_OP_SEC_ERROR && pdu && pdu->command == SNMP_MSG_REPORT) {
+        const char *msg;
+        enum fs_poll_result r = report_result(pdu, &msg);
+        cycle_end(t, r, msg);
+        return 1;
+    }
+    if (op == NETSNMP_CALLBACK_OP_SEC_ERROR) {
+        cycle_end(t, FS_POLL_AUTH, "SNMPv3 security error");
+        return 1;
+    }
+    if (op != NETSNMP_CALLBACK_OP_RECEIVED_MESSAGE || !pdu) {
+        cycle_end(t, FS_POLL_PROTOCOL, "send failed or disconnected");
+        return 1;
+    }
+    if (pdu->command == SNMP_MSG_REPORT) {
+        const char *msg;
+        enum fs_poll_result r = report_result(pdu, &msg);
+        cycle_end(t, r, msg);
+        return 1;
+    }
+    if (pdu->command != SNMP_MSG_RESPONSE) {
+        cycle_end(t, FS_POLL_PROTOCOL, "unexpected PDU type");
+        return 1;
+    }
+    if (++t->pdus > FS_SNMP_MAX_PDUS || fs_snmp_poll_pdu(&t->poll, real_us()) != 0) {
+        cycle_end(t, FS_POLL_PARSE, "too many PDUs in one cycle");
+        return 1;
+    }
+    if (pdu->errstat == SNMP_ERR_TOOBIG && t->ph != FS_SNMP_PH_SCALARS && t->reps > 1) {
+        t->reps /= 2; /* the agent could not fit the answer: ask for fewer rows */
+        walk_continue(t);
+        return 1;
+    }
+    if (pdu->errstat != SNMP_ERR_NOERROR) {
+        char msg[96];
+        snprintf(msg, sizeof(msg), "agent error %ld (%s)", pdu->errstat,
+                 snmp_errstring((int)pdu->errstat));
+        cycle_end(t, FS_POLL_PROTOCOL, msg);
+        return 1;
+    }
+    if (t->ph == FS_SNMP_PH_SCALARS) {
+        for (netsnmp_variable_list *v = pdu->variables; v; v = v->next_variable) {
+            struct fs_snmp_vb vb;
+            vb_convert(v, &vb);
+            fs_snmp_poll_add(&t->poll, &t->tm, &vb);
+        }
+        next_phase(t);
+        return 1;
+    }
+    if (walk_response(t, pdu) != 0) {
+        cycle_end(t, FS_POLL_PARSE, "empty or oversized walk");
+        return 1;
+    }
+    walk_continue(t);
+    return 1;
+}
+
+/* v3 engineID discovery without blocking: a noAuth GET with an empty user, whose Report
+ * carries the agent's engineID; then the USM user is created for that engine. */
+static int
+on_discovery(int op, netsnmp_session *sess, int reqid, netsnmp_pdu *pdu, void *magic)
+{
+    struct snmp_target *t = magic;
+    if (!t->in_cycle || reqid != t->reqid)
+        return 1;
+    t->reqid = 0;
+    if (op == NETSNMP_CALLBACK_OP_TIMED_OUT) {
+        cycle_end(t, FS_POLL_TIMEOUT, "timeout (SNMPv3 engine discovery)");
+        return 1;
+    }
+    /* net-snmp hands the usmStatsUnknownEngineIDs report over as a security error. */
+    if ((op != NETSNMP_CALLBACK_OP_RECEIVED_MESSAGE && op != NETSNMP_CALLBACK_OP_SEC_ERROR) ||
+        !pdu || !pdu->securityEngineIDLen || pdu->securityEngineIDLen > 32) {
+        cycle_end(t, FS_POLL_PROTOCOL, "SNMPv3 engine discovery failed");
+        return 1;
+    }
+    free(sess->securityEngineID);
+    sess->securityEngineID = netsnmp_memdup(pdu->securityEngineID, pdu->securityEngineIDLen);
+    sess->securityEngineIDLen = sess->securityEngineID ? pdu->securityEngineIDLen : 0;
+    if (!sess->contextEngineIDLen) {
+        free(sess->contextEngineID);
+        sess->contextEngineID = netsnmp_memdup(pdu->securityEngineID, pdu->securityEngineIDLen);
+        sess->contextEngineIDLen = sess->contextEngineID ? pdu->securityEngineIDLen : 0;
+    }
+    if (!sess->securityEngineIDLen || usm_create_user_from_session(sess) != SNMPERR_SUCCESS) {
+        cycle_end(t, FS_POLL_AUTH, "cannot set up the SNMPv3 user");
+        return 1;
+    }
+    t->v3_ready = true;
+    phase_begin(t);
+    return 1;
+}
+
+static void
+v3_discover(struct snmp_target *t)
+{
+    netsnmp_pdu *pdu = snmp_pdu_create(SNMP_MSG_GET);
+    if (!pdu) {
+        cycle_end(t, FS_POLL_PROTOCOL, "out of memory");
+        return;
+    }
+    pdu->version = SNMP_VERSION_3;
+    pdu->securityName = strdup("");
+    pdu->securityNameLen = 0;
+    pdu->securityLevel = SNMP_SEC_LEVEL_NOAUTH;
+    pdu->securityModel = SNMP_SEC_MODEL_USM;
+    const struct fs_snmp_cfg *c = t->tcfg->snmp;
+    netsnmp_session *ss = snmp_sess_session(t->sessp);
+    int64_t left = t->deadline_us - mono_us();
+    int64_t to = c->timeout_us > 0 ? c->timeout_us : 2000000;
+    if (to > left)
+        to = left > MIN_TIMEOUT_US ? left : MIN_TIMEOUT_US;
+    ss->timeout = (long)to;
+    ss->retries = 0;
+    t->req_timeout_us = to;
+    t->timer_us = mono_us() + to;
+    int id = snmp_sess_async_send(t->sessp, pdu, on_discovery, t);
+    if (id == 0) {
+        snmp_free_pdu(pdu);
+        cycle_end(t, FS_POLL_PROTOCOL, "send failed");
+        return;
+    }
+    t->reqid = id;
+}
+
+static void
+cycle_begin(struct snmp_drv *d, struct snmp_target *t, uint64_t id, int64_t deadline)
+{
+    char err[256];
+    t->cycle_id = id;
+    t->deadline_us = deadline;
+    t->start_us = mono_us();
+    t->in_cycle = true;
+    t->reqid = 0;
+    t->pdus = 0;
+    t->map_again = false;
+    t->reps = t->tcfg->snmp->max_repetitions > 0 ? t->tcfg->snmp->max_repetitions : 50;
+    t->ph = FS_SNMP_PH_SCALARS;
+    fs_snmp_poll_reset(&t->poll);
+    active_add(d, t);
+    if (!t->sessp && open_session(t, err, sizeof(err)) != 0) {
+        fs_log(FS_LOG_WARN, SUBSYS, "target %s: %s", t->tcfg->name, err);
+        cycle_end(t,
+                  strstr(err, "password") || strstr(err, "user") || strstr(err, "crypto") ||
+                          strstr(err, "secret") || strstr(err, "community")
+                      ? FS_POLL_AUTH
+                      : FS_POLL_PROTOCOL,
+                  err);
+        return;
+    }
+    if (!t->v3_ready)
+        v3_discover(t);
+    else
+        phase_begin(t);
+}
+
+static void
+handle_queue(struct snmp_drv *d)
+{
+    pthread_mutex_lock(&d->qlock);
+    struct rq *r = d->qhead;
+    d->qhead = d->qtail = NULL;
+    pthread_mutex_unlock(&d->qlock);
+    while (r) {
+        struct rq *next = r->next;
+        struct snmp_target *t = r->t;
+        switch (r->kind) {
+        case RQ_CYCLE:
+            if (!t->removed)
+                cycle_begin(d, t, r->cycle_id, r->deadline_us);
+            break;
+        case RQ_CANCEL:
+            cycle_end(t, FS_POLL_TIMEOUT, "cancelled");
+            break;
+        case RQ_REMOVE:
+            cycle_end(t, FS_POLL_TIMEOUT, "target removed");
+            close_session(t);
+            pthread_mutex_lock(&d->qlock);
+            t->removed = true;
+            pthread_cond_broadcast(&d->qcond);
+            pthread_mutex_unlock(&d->qlock);
+            break;
+        }
+        free(r);
+        r = next;
+    }
+}
+
+static void
+check_timers(struct snmp_drv *d)
+{
+    int64_t now = mono_us();
+    for (struct snmp_target *t = d->active, *next; t; t = next) {
+        next = t->anext;
+        if (now >= t->deadline_us) {
+            cycle_end(t, FS_POLL_TIMEOUT, "cycle deadline passed");
+        } else if (t->reqid && now >= t->timer_us) {
+            /* net-snmp retransmits or reports the timeout through on_response(). */
+            snmp_sess_timeout(t->sessp);
+            if (t->in_cycle && t->reqid)
+                t->timer_us = now + t->req_timeout_us;
+        }
+    }
+}
+
+static int
+next_wait_ms(struct snmp_drv *d)
+{
+    int64_t now = mono_us(), next = now + 1000000;
+    for (struct snmp_target *t = d->active; t; t = t->anext) {
+        if (t->deadline_us < next)
+            next = t->deadline_us;
+        if (t->reqid && t->timer_us < next)
+            next = t->timer_us;
+    }
+    int64_t ms = (next - now + 999) / 1000;
+    return ms < 0 ? 0 : (int)ms;
+}
+
+static void *
+drv_thread(void *arg)
+{
+    struct snmp_drv *d = arg;
+    struct epoll_event evs[64];
+    netsnmp_start();
+    netsnmp_large_fd_set_init(&d->lfs, 1024);
+    d->lfs_size = 1024;
+    for (;;) {
+        pthread_mutex_lock(&d->qlock);
+        bool stop = d->stop && !d->qhead;
+        pthread_mutex_unlock(&d->qlock);
+        if (stop)
+            break;
+        int n = epoll_wait(d->epfd, evs, 64, next_wait_ms(d));
+        for (int i = 0; i < n; i++) {
+            if (evs[i].data.ptr == NULL) {
+                uint64_t v;
+                ssize_t r = read(d->evfd, &v, sizeof(v));
+                (void)r;
+                handle_queue(d);
+                continue;
+            }
+            struct snmp_target *t = evs[i].data.ptr;
+            if (!t->sessp || t->fd < 0)
+                continue;
+            NETSNMP_LARGE_FD_SET(t->fd, &d->lfs);
+            snmp_sess_read2(t->sessp, &d->lfs);
+            if (t->fd >= 0)
+                NETSNMP_LARGE_FD_CLR(t->fd, &d->lfs);
+        }
+        check_timers(d);
+    }
+    netsnmp_large_fd_set_cleanup(&d->lfs);
+    snmp_shutdown("fabricscope");
+    return NULL;
+}
+
+/* ---- the vtable ---- */
+
+static void
+raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rlim_t old = rl.rlim_cur;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+            fs_log(FS_LOG_DEBUG, SUBSYS, "RLIMIT_NOFILE raised from %llu to %llu",
+                   (unsigned long long)old, (unsigned long long)rl.rlim_max);
+    }
+}
+
+static void snmp_shutdown_drv(void *state);
+
+static int
+snmp_init(void **state, char *errbuf, size_t errlen)
+{
+    struct snmp_drv *d = calloc(1, sizeof(*d));
+    int rc = FS_DRV_ERR;
+    if (!d) {
+        snprintf(errbuf, errlen, "out of memory");
+        goto out;
+    }
+    d->epfd = d->evfd = -1;
+    pthread_mutex_init(&d->qlock, NULL);
+    pthread_cond_init(&d->qcond, NULL);
+    raise_nofile();
+    d->epfd = epoll_create1(EPOLL_CLOEXEC);
+    d->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+    if (d->epfd < 0 || d->evfd < 0 || epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->evfd, &ev) != 0) {
+        snprintf(errbuf, errlen, "epoll/eventfd: %s", strerror(errno));
+        goto out;
+    }
+    if (pthread_create(&d->thr, NULL, drv_thread, d) != 0) {
+        snprintf(errbuf, errlen, "cannot start the SNMP thread");
+        goto out;
+    }
+    d->thr_started = true;
+    *state = d;
+    d = NULL;
+    rc = FS_DRV_OK;
+out:
+    if (d)
+        snmp_shutdown_drv(d);
+    return rc;
+}
+
+static void
+snmp_shutdown_drv(void *state)
+{
+    struct snmp_drv *d = state;
+    if (!d)
+        return;
+    if (d->thr_started) {
+        pthread_mutex_lock(&d->qlock);
+        d->stop = true;
+        pthread_mutex_unlock(&d->qlock);
+        wake(d);
+        pthread_join(d->thr, NULL);
+    }
+    if (d->epfd >= 0)
+        close(d->epfd);
+    if (d->evfd >= 0)
+        close(d->evfd);
+    pthread_mutex_destroy(&d->qlock);
+    pthread_cond_destroy(&d->qcond);
+    free(d);
+}
+
+static int
+snmp_target_add(void *state, const struct fs_target_cfg *tcfg, struct fs_sink *sink, void **tstate,
+                char *errbuf, size_t errlen)
+{
+    struct snmp_drv *d = state;
+    if (!tcfg || !tcfg->snmp || !tcfg->address) {
+        snprintf(errbuf, errlen, "target has no snmp block or address");
+        return FS_DRV_ERR;
+    }
+    struct snmp_target *t = calloc(1, sizeof(*t));
+    if (!t) {
+        snprintf(errbuf, errlen, "out of memory");
+        return FS_DRV_ERR;
+    }
+    t->drv = d;
+    t->tcfg = tcfg;
+    t->sink = sink;
+    t->fd = -1;
+    atomic_init(&t->busy, false);
+    pthread_mutex_init(&t->dlock, NULL);
+    fs_snmp_tmap_init(&t->tm, tcfg->snmp->qos_index_base);
+    fs_snmp_tmap_describe(&t->tm, t->detail, sizeof(t->detail));
+    *tstate = t;
+    return FS_DRV_OK;
+}
+
+static void
+snmp_target_remove(void *state, void *tstate)
+{
+    struct snmp_drv *d = state;
+    struct snmp_target *t = tstate;
+    if (!t)
+        return;
+    /* The thread drops the target (ends its cycle, closes its session, after which
+     * net-snmp has no callback of it left) and flags it under qlock. Requests queued
+     * before this one are handled first, so none can name t after it. */
+    if (enqueue(d, RQ_REMOVE, t, 0, 0) == 0) {
+        pthread_mutex_lock(&d->qlock);
+        while (!t->removed)
+            pthread_cond_wait(&d->qcond, &d->qlock);
+        pthread_mutex_unlock(&d->qlock);
+    }
+    fs_snmp_tmap_free(&t->tm);
+    fs_snmp_poll_free(&t->poll);
+    pthread_mutex_destroy(&t->dlock);
+    free(t);
+}
+
+static int
+snmp_cycle_start(void *state, void *tstate, uint64_t cycle_id, int64_t deadline_us)
+{
+    struct snmp_target *t = tstate;
+    bool expected = false;
+    if (!atomic_compare_exchange_strong(&t->busy, &expected, true))
+        return FS_DRV_BUSY;
+    if (enqueue(state, RQ_CYCLE, t, cycle_id, deadline_us) != 0) {
+        atomic_store(&t->busy, false);
+        return FS_DRV_ERR;
+    }
+    return FS_DRV_OK;
+}
+
+static void
+snmp_cycle_cancel(void *state, void *tstate)
+{
+    enqueue(state, RQ_CANCEL, tstate, 0, 0);
+}
+
+static size_t
+snmp_target_describe(void *state, void *tstate, char *buf, size_t len)
+{
+    struct snmp_target *t = tstate;
+    (void)state;
+    if (!buf || len == 0)
+        return 0;
+    pthread_mutex_lock(&t->dlock);
+    snprintf(buf, len, "%s", t->detail);
+    pthread_mutex_unlock(&t->dlock);
+    return strlen(buf);
+}
+
+const struct fs_driver fs_driver_snmp = {
+    .name = "snmp",
+    .api_version = FS_DRIVER_API_VERSION,
+    .kind = FS_DRIVER_POLL,
+    .init = snmp_init,
+    .shutdown = snmp_shutdown_drv,
+    .target_add = snmp_target_add,
+    .target_remove = snmp_target_remove,
+    .cycle_start = snmp_cycle_start,
+    .cycle_cancel = snmp_cycle_cancel,
+    .target_describe = snmp_target_describe,
+};

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The SNMP driver against a private snmpd serving this machine's own interfaces: ifName,
+# speed and oper status equal what `snmpget` reads, and a counter lies between two
+# `snmpget` readings taken before and after the poll.
+source "$(dirname "$0")/lib.sh"
+
+HARNESS=$FS_BUILD_DIR/sim/snmp-harness
+[ -x "$HARNESS" ] || fail "build snmp-harness first"
+PORT=$(free_udp_port)
+bash "$FS_SOURCE_DIR/tests/sim/start-snmp-sim.sh" --dir "$T/snmp" --port "$PORT" --mode host \
+  >"$T/start.log" 2>&1 || { cat "$T/start.log" >&2; fail "snmpd did not start"; }
+source "$T/snmp/env.sh"
+track "$SNMPD_PID"
+export SNMP_PERSISTENT_DIR=$T/snmp/persist MIBS=""
+C=$(cat "$SNMP_COMMUNITY_FILE")
+get() { snmpget -v2c -c "$C" -On -Oqv -t 1 -r 1 "udp:127.0.0.1:$PORT" "$@"; }
+
+# ifIndex list from the agent itself
+mapfile -t IDX < <(snmpbulkwalk -v2c -c "$C" -On -Oq "udp:127.0.0.1:$PORT" 1.3.6.1.2.1.31.1.1.1.1 |
+  awk '{n=split($1, a, "."); print a[n]}')
+[ "${#IDX[@]}" -ge 1 ] || fail "the agent lists no interfaces"
+first=${IDX[0]}
+before=$(get 1.3.6.1.2.1.31.1.1.1.6."$first")
+# snmpd caches interface counters for a few seconds: space the readings out so the
+# bounds differ; loopback traffic (these very requests) moves the counters.
+sleep 3
+"$HARNESS" --port "$PORT" --community-file "$SNMP_COMMUNITY_FILE" --polls 1 --interval-ms 3000 \
+  --grep 'fabric_port_(info|speed_bps|oper_up|bytes_total)' >"$T/harness.out" 2>"$T/harness.log" ||
+  fail "poll failed: $(tail -3 "$T/harness.out")"
+sleep 3
+after=$(get 1.3.6.1.2.1.31.1.1.1.6."$first")
+
+for i in "${IDX[@]}"; do
+  name=$(get 1.3.6.1.2.1.31.1.1.1.1."$i" | tr -d '"')
+  speed=$(get 1.3.6.1.2.1.31.1.1.1.15."$i")
+  oper=$(get 1.3.6.1.2.1.2.2.1.8."$i")
+  line=$(grep -F "fabric_port_info{target=\"sim0\",interface=\"$name\"," "$T/harness.out" || true)
+  [ -n "$line" ] || fail "interface $name (ifIndex $i) not exported"
+  echo "$line" | grep -q "ifindex=\"$i\"" || fail "ifindex of $name: $line"
+  s=$(awk -v n="$name" '$3 ~ "^fabric_port_speed_bps" && index($3, "interface=\"" n "\"") {print $4}' "$T/harness.out")
+  awk -v a="$s" -v b="$speed" 'BEGIN {exit !(a == b * 1e6)}' || fail "$name speed $s != ifHighSpeed $speed Mb/s"
+  o=$(awk -v n="$name" '$3 ~ "^fabric_port_oper_up" && index($3, "interface=\"" n "\"") {print $4}' "$T/harness.out")
+  want=0; [ "$oper" = 1 ] || [ "$oper" = up ] && want=1
+  [ "$o" = "$want" ] || fail "$name oper_up $o, snmpget says ifOperStatus $oper"
+done
+ok "ifName, ifIndex, speed and oper status match snmpget for ${#IDX[@]} interfaces"
+
+fname=$(get 1.3.6.1.2.1.31.1.1.1.1."$first" | tr -d '"')
+v=$(awk -v n="$fname" '$3 ~ "^fabric_port_bytes_total" && index($3, "interface=\"" n "\"") && $3 ~ /direction="rx"/ {print $4}' "$T/harness.out")
+awk -v b="$before" -v v="$v" -v a="$after" 'BEGIN {exit !(b <= v && v <= a)}' ||
+  fail "$fname rx bytes $v not within snmpget readings [$before, $after]"
+ok "$fname rx bytes $v within [$before, $after]"
