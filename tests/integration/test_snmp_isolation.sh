@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# One bad switch never delays another: next to a healthy target, one whose agent never
+# answers (a wrong v2c community is silently dropped, exactly like a dead host) and one
+# whose port is closed. The healthy one keeps its cadence with no overrun and no gap;
+# the others are counted as timeouts/protocol errors and backed off; and when the
+# silent one is fixed by a reload it recovers.
+source "$(dirname "$0")/lib.sh"
+
+SIM=$FS_BUILD_DIR/sim/onyx-snmp-sim
+[ -x "$SIM" ] || fail "build onyx-snmp-sim first"
+PORT=$(free_udp_port)
+DEAD=$(free_udp_port)
+HTTP=$(free_tcp_port)
+bash "$FS_SOURCE_DIR/tests/sim/start-snmp-sim.sh" --dir "$T/snmp" --port "$PORT" --bin "$SIM" \
+  >"$T/start.log" 2>&1 || { cat "$T/start.log" >&2; fail "simulator did not start"; }
+source "$T/snmp/env.sh"
+track "$SIM_PID"; track "$SNMPD_PID"
+echo "not-the-community" >"$T/wrong.community"
+
+write_cfg() { # community file of the "silent" target
+  cat >"$T/fs.yaml" <<YML
+listen: 127.0.0.1:$HTTP
+targets:
+  - name: good
+    address: 127.0.0.1
+    snmp: { port: $PORT, community_file: $SNMP_COMMUNITY_FILE, interval: 500ms, timeout: 300ms, retries: 0 }
+  - name: silent
+    address: 127.0.0.1
+    snmp: { port: $PORT, community_file: $1, interval: 500ms, timeout: 300ms, retries: 1 }
+  - name: closed
+    address: 127.0.0.1
+    snmp: { port: $DEAD, community_file: $SNMP_COMMUNITY_FILE, interval: 500ms, timeout: 300ms, retries: 1 }
+YML
+}
+write_cfg "$T/wrong.community"
+start_fabricscope "$T/fs.yaml"
+wait_http "http://127.0.0.1:$HTTP/healthz"
+sleep 6
+
+tj() { curl -fsS "http://127.0.0.1:$HTTP/api/v1/targets"; }
+M() { curl -fsS "http://127.0.0.1:$HTTP/metrics"; }
+val() { M >"$T/m.txt"; awk -v k="$1" 'index($0, k) == 1 {print $2; exit}' "$T/m.txt"; }
+
+[ "$(val 'fabricscope_target_up{target="good",source="snmp"}')" = 1 ] || fail "good target not up"
+[ "$(val 'fabricscope_target_up{target="silent",source="snmp"}')" = 0 ] || fail "silent target up?"
+[ "$(val 'fabricscope_target_up{target="closed",source="snmp"}')" = 0 ] || fail "closed target up?"
+[ "$(val 'fabricscope_poll_errors_total{target="good",source="snmp",kind="overrun"}')" = 0 ] || fail "good target overran"
+to=$(val 'fabricscope_poll_errors_total{target="silent",source="snmp",kind="timeout"}')
+[ "${to:-0}" -ge 1 ] || fail "silent target's timeouts not counted"
+# Backoff: 6 s at 500 ms would be 12 cycles; doubling leaves the silent one far fewer.
+n_silent=$(M | awk '/^fabricscope_poll_duration_seconds_count\{target="silent"/ {print $2}')
+[ "$n_silent" -le 6 ] || fail "silent target polled $n_silent times in 6 s: no backoff"
+closed_err=$(M | awk '/^fabricscope_poll_errors_total\{target="closed"/ {s += $2} END {print s + 0}')
+[ "$closed_err" -ge 1 ] || fail "closed target's errors not counted"
+ok "bad targets counted and backed off (silent: $to timeouts in $n_silent cycles; closed: $closed_err errors)"
+
+# The good target's ring has every 500 ms sample: no gap longer than 1.5 intervals.
+now=$(date +%s)
+curl -fsS --get "http://127.0.0.1:$HTTP/api/v1/raw" \
+  --data-urlencode 'match[]=fabric_device_uptime_seconds{target="good"}' \
+  --data-urlencode "start=$((now - 5))" --data-urlencode "end=$((now + 1))" >"$T/raw.json"
+gap=$(jq '[.data.result[0].values | . as $v | range(1; length) | ($v[.][0] - $v[. - 1][0])] | max' "$T/raw.json")
+n=$(jq '.data.result[0].values | length' "$T/raw.json")
+[ "$n" -ge 8 ] || fail "good target has only $n samples in 5 s"
+awk -v g="$gap" 'BEGIN { exit !(g < 0.75) }' || fail "good target's largest gap is ${gap}s"
+ok "healthy target unaffected: $n samples in 5 s, largest gap ${gap}s"
+
+# Fix the silent one: it recovers after a reload.
+write_cfg "$SNMP_COMMUNITY_FILE"
+kill -HUP "$FS_PID"
+for _ in $(seq 100); do
+  [ "$(val 'fabricscope_target_up{target="silent",source="snmp"}')" = 1 ] && break
+  sleep 0.2
+done
+[ "$(val 'fabricscope_target_up{target="silent",source="snmp"}')" = 1 ] || fail "silent target did not recover"
+ok "fixed target recovered"
