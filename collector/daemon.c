@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "buf.h"
+#include "clock.h"
 #include "driver.h"
 #include "expo.h"
 #include "http.h"
@@ -478,10 +479,8 @@ fs_probe(const char *config_path, const char *target, FILE *out, FILE *err)
             goto next;
         }
         if (drv->kind == FS_DRIVER_POLL) {
-            struct timespec now;
-            clock_gettime(CLOCK_MONOTONIC, &now);
             int64_t budget = fs_sched_cycle_budget(interval);
-            int64_t deadline = (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000 + budget;
+            int64_t deadline = fs_monotonic_us() + budget;
             fs_sink_set_done_cb(sink, probe_done, &w);
             fs_sink_cycle_begin(sink, 1);
             if (drv->cycle_start(slot->state, ts, 1, deadline) != FS_DRV_OK) {

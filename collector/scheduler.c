@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "clock.h"
 #include "store.h"
 
 #define BACKOFF_CAP_US (300LL * 1000000)
@@ -38,14 +39,6 @@ struct fs_sched {
     bool stop;
     struct fs_sched_entry *entries;
 };
-
-static int64_t
-mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 int64_t
 fs_sched_cycle_budget(int64_t interval_us)
@@ -93,7 +86,7 @@ on_done(void *arg, uint64_t cycle_id, enum fs_poll_result r)
     pthread_mutex_lock(&s->lock);
     if (e->in_flight && (cycle_id == e->cycle_id || cycle_id == 0)) {
         e->in_flight = false;
-        int64_t now = mono_us();
+        int64_t now = fs_monotonic_us();
         if (r == FS_POLL_OK) {
             if (e->failures)
                 fs_log(FS_LOG_INFO, "sched", "%s recovered after %llu failed cycles", e->name,
@@ -146,7 +139,7 @@ sched_main(void *arg)
     struct fs_sched *s = arg;
     pthread_mutex_lock(&s->lock);
     while (!s->stop) {
-        int64_t now = mono_us();
+        int64_t now = fs_monotonic_us();
         int64_t wake = now + 1000000;
         struct fs_sched_entry *act = NULL;
         int what = 0; /* 1 start, 2 cancel, 3 overrun */
@@ -267,7 +260,7 @@ fs_sched_add(struct fs_sched *s, const struct fs_driver *drv, void *drv_state, v
     e->sink = sink;
     e->interval_us = interval_us > 0 ? interval_us : 10000000;
     e->seed = name_hash(name);
-    e->next_due = mono_us() + (int64_t)(e->seed % (uint64_t)e->interval_us);
+    e->next_due = fs_monotonic_us() + (int64_t)(e->seed % (uint64_t)e->interval_us);
     fs_sink_set_done_cb(sink, on_done, e);
     pthread_mutex_lock(&s->lock);
     e->next = s->entries;

@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "clock.h"
 
 #define KEY_MAX 1024
 #define MAX_LABELS 16
@@ -130,22 +131,6 @@ struct fs_store {
     struct fs_sink *sinks; /* in insertion order */
     _Atomic uint64_t n_series;
 };
-
-static int64_t
-now_realtime_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static int64_t
-now_mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 static uint64_t
 hash_bytes(const char *p, size_t n)
@@ -310,7 +295,7 @@ fs_sink_cycle_begin(struct fs_sink *s, uint64_t cycle_id)
 {
     pthread_mutex_lock(&s->stats_lock);
     s->cycle_id = cycle_id;
-    s->cycle_start_mono_us = now_mono_us();
+    s->cycle_start_mono_us = fs_monotonic_us();
     pthread_mutex_unlock(&s->stats_lock);
 }
 
@@ -796,9 +781,9 @@ fs_sink_done(struct fs_sink *s, uint64_t cycle_id, enum fs_poll_result r, const 
 {
     if (s->in_batch)
         fs_sink_end(s);
-    int64_t mono = now_mono_us();
+    int64_t mono = fs_monotonic_us();
     pthread_mutex_lock(&s->stats_lock);
-    s->last_poll_us = now_realtime_us();
+    s->last_poll_us = fs_realtime_us();
     if (s->cycle_start_mono_us && (cycle_id == 0 || cycle_id == s->cycle_id)) {
         int64_t d = mono - s->cycle_start_mono_us;
         double sec = (double)d / 1e6;
@@ -827,7 +812,7 @@ fs_sink_done(struct fs_sink *s, uint64_t cycle_id, enum fs_poll_result r, const 
     void *arg = s->done_arg;
     pthread_mutex_unlock(&s->stats_lock);
     s->n_iface_resets = 0;
-    sweep_dead_series(s, now_realtime_us());
+    sweep_dead_series(s, fs_realtime_us());
     if (cb)
         cb(arg, cycle_id, r);
 }
@@ -839,7 +824,7 @@ fs_sink_clock(struct fs_sink *s, int64_t device_us, int64_t local_lo_us, int64_t
         return;
     double unc = (double)(local_hi_us - local_lo_us) / 2e6;
     double off = (double)(device_us - (local_lo_us + (local_hi_us - local_lo_us) / 2)) / 1e6;
-    int64_t mono = now_mono_us();
+    int64_t mono = fs_monotonic_us();
     pthread_mutex_lock(&s->stats_lock);
     /* Keep the tightest recent measurement; an old one ages out after 10 intervals. */
     bool old = mono - s->clock_measured_mono_us > 10 * s->interval_us;
@@ -893,7 +878,7 @@ shadowed(const struct fs_store *st, const struct fs_sink *s, enum fs_metric m, i
 void
 fs_store_foreach_series(struct fs_store *st, bool only_exported, fs_series_cb cb, void *arg)
 {
-    int64_t now = now_realtime_us();
+    int64_t now = fs_realtime_us();
     pthread_rwlock_rdlock(&st->lock);
     for (int m = 0; m < FS_METRIC_COUNT; m++) {
         /* A sink's series of one metric are mostly adjacent: decide precedence once per

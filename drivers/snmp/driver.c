@@ -37,6 +37,7 @@
 #include "log.h"
 #include "map.h"
 #include "snmp_driver.h"
+#include "clock.h"
 #include "store.h"
 
 _Static_assert(sizeof(oid) == sizeof(unsigned long), "map.h passes OIDs as unsigned long");
@@ -105,22 +106,6 @@ struct snmp_drv {
     netsnmp_large_fd_set lfs;
     int lfs_size;
 };
-
-static int64_t
-mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static int64_t
-real_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 /* ---- net-snmp logging into fs_log ---- */
 
@@ -449,7 +434,7 @@ send_pdu(struct snmp_target *t, netsnmp_pdu *pdu)
 {
     const struct fs_snmp_cfg *c = t->tcfg->snmp;
     netsnmp_session *ss = snmp_sess_session(t->sessp);
-    int64_t now = mono_us();
+    int64_t now = fs_monotonic_us();
     int64_t left = t->deadline_us - now;
     int64_t to = c->timeout_us > 0 ? c->timeout_us : 2000000;
     int retries = c->retries >= 0 ? c->retries : 1;
@@ -729,7 +714,7 @@ on_response(int op, netsnmp_session *sess, int reqid, netsnmp_pdu *pdu, void *ma
         cycle_end(t, FS_POLL_PROTOCOL, "unexpected PDU type");
         return 1;
     }
-    if (++t->pdus > FS_SNMP_MAX_PDUS || fs_snmp_poll_pdu(&t->poll, real_us()) != 0) {
+    if (++t->pdus > FS_SNMP_MAX_PDUS || fs_snmp_poll_pdu(&t->poll, fs_realtime_us()) != 0) {
         cycle_end(t, FS_POLL_PARSE, "too many PDUs in one cycle");
         return 1;
     }
@@ -813,14 +798,14 @@ v3_discover(struct snmp_target *t)
     pdu->securityModel = SNMP_SEC_MODEL_USM;
     const struct fs_snmp_cfg *c = t->tcfg->snmp;
     netsnmp_session *ss = snmp_sess_session(t->sessp);
-    int64_t left = t->deadline_us - mono_us();
+    int64_t left = t->deadline_us - fs_monotonic_us();
     int64_t to = c->timeout_us > 0 ? c->timeout_us : 2000000;
     if (to > left)
         to = left > MIN_TIMEOUT_US ? left : MIN_TIMEOUT_US;
     ss->timeout = (long)to;
     ss->retries = 0;
     t->req_timeout_us = to;
-    t->timer_us = mono_us() + to;
+    t->timer_us = fs_monotonic_us() + to;
     int id = snmp_sess_async_send(t->sessp, pdu, on_discovery, t);
     if (id == 0) {
         snmp_free_pdu(pdu);
@@ -836,7 +821,7 @@ cycle_begin(struct snmp_drv *d, struct snmp_target *t, uint64_t id, int64_t dead
     char err[256];
     t->cycle_id = id;
     t->deadline_us = deadline;
-    t->start_us = mono_us();
+    t->start_us = fs_monotonic_us();
     t->in_cycle = true;
     t->reqid = 0;
     t->pdus = 0;
@@ -896,7 +881,7 @@ handle_queue(struct snmp_drv *d)
 static void
 check_timers(struct snmp_drv *d)
 {
-    int64_t now = mono_us();
+    int64_t now = fs_monotonic_us();
     for (struct snmp_target *t = d->active, *next; t; t = next) {
         next = t->anext;
         if (now >= t->deadline_us) {
@@ -913,7 +898,7 @@ check_timers(struct snmp_drv *d)
 static int
 next_wait_ms(struct snmp_drv *d)
 {
-    int64_t now = mono_us(), next = now + 1000000;
+    int64_t now = fs_monotonic_us(), next = now + 1000000;
     for (struct snmp_target *t = d->active; t; t = t->anext) {
         if (t->deadline_us < next)
             next = t->deadline_us;

@@ -1,5 +1,6 @@
 /* The test-only polling driver; see test_driver.h. One thread per target. */
 #include "test_driver.h"
+#include "clock.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -21,22 +22,6 @@ struct tsrc {
     int64_t starts[MAX_STARTS];
 };
 
-static int64_t
-mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static int64_t
-real(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 static void *
 tsrc_main(void *arg)
 {
@@ -51,8 +36,8 @@ tsrc_main(void *arg)
         uint64_t id = t->cycle_id;
         struct fs_test_behavior b = t->b;
         /* Wait out the delay (or forever when hanging) unless cancelled. */
-        int64_t until = b.hang ? INT64_MAX : mono() + b.delay_us;
-        while (!(t->cancel && !b.ignore_cancel) && !t->stop && mono() < until) {
+        int64_t until = b.hang ? INT64_MAX : fs_monotonic_us() + b.delay_us;
+        while (!(t->cancel && !b.ignore_cancel) && !t->stop && fs_monotonic_us() < until) {
             struct timespec ts;
             clock_gettime(CLOCK_MONOTONIC, &ts);
             ts.tv_nsec += 5 * 1000000;
@@ -67,7 +52,7 @@ tsrc_main(void *arg)
         uint64_t v = t->value;
         pthread_mutex_unlock(&t->lock);
         if (!cancelled && b.result == FS_POLL_OK) {
-            fs_sink_begin(t->sink, real());
+            fs_sink_begin(t->sink, fs_realtime_us());
             for (int p = 1; p <= b.ports; p++) {
                 char name[32];
                 snprintf(name, sizeof name, "Eth1/%d", p);
@@ -158,7 +143,7 @@ tsrc_cycle_start(void *state, void *tstate, uint64_t cycle_id, int64_t deadline_
         t->pending = true;
         t->cycle_id = cycle_id;
         if (t->started < MAX_STARTS)
-            t->starts[t->started] = mono();
+            t->starts[t->started] = fs_monotonic_us();
         t->started++;
         pthread_cond_broadcast(&t->cond);
     }
