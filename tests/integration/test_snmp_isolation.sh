@@ -23,7 +23,7 @@ listen: 127.0.0.1:$HTTP
 targets:
   - name: good
     address: 127.0.0.1
-    snmp: { port: $PORT, community_file: $SNMP_COMMUNITY_FILE, interval: 500ms, timeout: 300ms, retries: 0 }
+    snmp: { port: $PORT, community_file: $SNMP_COMMUNITY_FILE, interval: 1s, timeout: 700ms, retries: 0 }
   - name: silent
     address: 127.0.0.1
     snmp: { port: $PORT, community_file: $1, interval: 500ms, timeout: 300ms, retries: 1 }
@@ -35,16 +35,23 @@ YML
 write_cfg "$T/wrong.community"
 start_fabricscope "$T/fs.yaml"
 wait_http "http://127.0.0.1:$HTTP/healthz"
-sleep 6
 
-tj() { curl -fsS "http://127.0.0.1:$HTTP/api/v1/targets"; }
 M() { curl -fsS "http://127.0.0.1:$HTTP/metrics"; }
 val() { M >"$T/m.txt"; awk -v k="$1" 'index($0, k) == 1 {print $2; exit}' "$T/m.txt"; }
+# The first poll walks the ifIndex map too; give it time (sanitizer builds are slow).
+for _ in $(seq 100); do
+  [ "$(val 'fabricscope_target_up{target="good",source="snmp"}')" = 1 ] && break
+  sleep 0.1
+done
+good_to0=$(val 'fabricscope_poll_errors_total{target="good",source="snmp",kind="timeout"}')
+sleep 6
 
 [ "$(val 'fabricscope_target_up{target="good",source="snmp"}')" = 1 ] || fail "good target not up"
 [ "$(val 'fabricscope_target_up{target="silent",source="snmp"}')" = 0 ] || fail "silent target up?"
 [ "$(val 'fabricscope_target_up{target="closed",source="snmp"}')" = 0 ] || fail "closed target up?"
 [ "$(val 'fabricscope_poll_errors_total{target="good",source="snmp",kind="overrun"}')" = 0 ] || fail "good target overran"
+[ "$(val 'fabricscope_poll_errors_total{target="good",source="snmp",kind="timeout"}')" = "$good_to0" ] ||
+  fail "good target timed out while the others failed"
 to=$(val 'fabricscope_poll_errors_total{target="silent",source="snmp",kind="timeout"}')
 [ "${to:-0}" -ge 1 ] || fail "silent target's timeouts not counted"
 # Backoff: 6 s at 500 ms would be 12 cycles; doubling leaves the silent one far fewer.
@@ -54,15 +61,15 @@ closed_err=$(M | awk '/^fabricscope_poll_errors_total\{target="closed"/ {s += $2
 [ "$closed_err" -ge 1 ] || fail "closed target's errors not counted"
 ok "bad targets counted and backed off (silent: $to timeouts in $n_silent cycles; closed: $closed_err errors)"
 
-# The good target's ring has every 500 ms sample: no gap longer than 1.5 intervals.
+# The good target's ring has every 1 s sample: no gap longer than 1.5 intervals.
 now=$(date +%s)
 curl -fsS --get "http://127.0.0.1:$HTTP/api/v1/raw" \
   --data-urlencode 'match[]=fabric_device_uptime_seconds{target="good"}' \
   --data-urlencode "start=$((now - 5))" --data-urlencode "end=$((now + 1))" >"$T/raw.json"
 gap=$(jq '[.data.result[0].values | . as $v | range(1; length) | ($v[.][0] - $v[. - 1][0])] | max' "$T/raw.json")
 n=$(jq '.data.result[0].values | length' "$T/raw.json")
-[ "$n" -ge 8 ] || fail "good target has only $n samples in 5 s"
-awk -v g="$gap" 'BEGIN { exit !(g < 0.75) }' || fail "good target's largest gap is ${gap}s"
+[ "$n" -ge 4 ] || fail "good target has only $n samples in 5 s"
+awk -v g="$gap" 'BEGIN { exit !(g < 1.5) }' || fail "good target's largest gap is ${gap}s"
 ok "healthy target unaffected: $n samples in 5 s, largest gap ${gap}s"
 
 # Fix the silent one: it recovers after a reload.
