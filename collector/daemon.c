@@ -35,7 +35,8 @@ struct drv_slot {
 /* One (target, driver) pair. */
 struct instance {
     struct instance *next;
-    struct drv_slot *slot;
+    const struct fs_driver *drv;
+    struct drv_slot *slot; /* NULL when the driver refused the target (shown as down) */
     void *tstate;
     struct fs_sink *sink;
     struct fs_sched_entry *entry;
@@ -162,6 +163,7 @@ instance_add(struct daemon *d, const struct fs_target_cfg *t, const struct fs_dr
     if (!in)
         return NULL;
     in->tcfg = t;
+    in->drv = drv;
     in->ref = ref;
     ref->refs++;
     in->sink = fs_store_sink_add(d->store, t, drv->name, interval);
@@ -217,7 +219,7 @@ target_add_all(struct daemon *d, const struct fs_target_cfg *t, struct cfg_ref *
             continue;
         bool have = false;
         for (struct instance *in = d->insts; in; in = in->next)
-            if (strcmp(in->tcfg->name, t->name) == 0 && in->slot && in->slot->drv == drv)
+            if (strcmp(in->tcfg->name, t->name) == 0 && in->drv == drv)
                 have = true;
         if (!have)
             instance_add(d, t, drv, ref);
@@ -298,7 +300,9 @@ apply_reload(struct daemon *d, struct fs_config *ncfg)
     while (*pp) {
         struct instance *in = *pp;
         const struct fs_target_cfg *nt = find_target(ncfg, in->tcfg->name);
-        if (nt && fs_target_cfg_equal(in->tcfg, nt)) {
+        /* A target its driver refused (a missing secret file, say) is retried: the
+         * reload may be how the operator says it has been fixed. */
+        if (nt && fs_target_cfg_equal(in->tcfg, nt) && in->slot) {
             pp = &in->next;
             kept++;
             continue;

@@ -68,3 +68,23 @@ for _ in $(seq 50); do [ "$(curl -fsS "http://127.0.0.1:$HTTP/api/v1/targets" | 
 curl -fsS "http://127.0.0.1:$HTTP/metrics" | grep -q 'target="tor3"' && fail "tor3 still exported"
 [ "$(first_ts tor1)" = "$t1" ] || fail "tor1 lost its history on the second reload"
 ok "removed target gone; tor1 history intact"
+
+# A target whose secret file is missing is shown down with the reason; once the file
+# exists, a reload with the same configuration retries it.
+{ echo "listen: 127.0.0.1:$HTTP"; echo "targets:"; target tor1 500ms
+  printf '  - name: tor4\n    address: 127.0.0.1\n    snmp: { port: %s, community_file: %s, interval: 500ms }\n' \
+    "$PORT" "$T/later.community"; } >"$T/fs.yaml"
+kill -HUP "$FS_PID"
+for _ in $(seq 50); do curl -fsS "http://127.0.0.1:$HTTP/api/v1/targets" | jq -e '.data[] | select(.target == "tor4")' >/dev/null && break; sleep 0.1; done
+err=$(curl -fsS "http://127.0.0.1:$HTTP/api/v1/targets" | jq -r '.data[] | select(.target == "tor4") | .last_error')
+grep -q "later.community" <<<"$err" || fail "missing secret file not reported: '$err'"
+grep -q "$(cat "$SNMP_COMMUNITY_FILE")" <<<"$err" && fail "error shows a secret"
+cp "$SNMP_COMMUNITY_FILE" "$T/later.community"
+kill -HUP "$FS_PID"
+for _ in $(seq 100); do
+  s=$(curl -fsS "http://127.0.0.1:$HTTP/api/v1/targets" | jq -r '.data[] | select(.target == "tor4") | .state')
+  [ "$s" = up ] && break; sleep 0.1
+done
+[ "$s" = up ] || fail "tor4 not retried after its secret appeared (state $s)"
+[ "$(first_ts tor1)" = "$t1" ] || fail "tor1 lost its history"
+ok "refused target ($err) retried on reload once fixed"
