@@ -124,7 +124,7 @@ struct fs_store {
     pthread_rwlock_t lock;
     pthread_mutex_t ring_lock;
     struct fs_ring *ring;
-    uint64_t memory_limit;
+    _Atomic uint64_t memory_limit;
     _Atomic int64_t retention_us;
     struct series **by_metric[FS_METRIC_COUNT];
     size_t n_by_metric[FS_METRIC_COUNT], cap_by_metric[FS_METRIC_COUNT];
@@ -156,7 +156,7 @@ fs_store_new(const struct fs_ring_opts *ro, char *errbuf, size_t errlen)
         free(st);
         return NULL;
     }
-    st->memory_limit = ro->memory_limit;
+    atomic_store(&st->memory_limit, ro->memory_limit);
     atomic_store(&st->retention_us, ro->retention_us);
     pthread_rwlock_init(&st->lock, NULL);
     pthread_mutex_init(&st->ring_lock, NULL);
@@ -183,7 +183,7 @@ fs_store_set_ring_opts(struct fs_store *st, const struct fs_ring_opts *ro)
 {
     pthread_mutex_lock(&st->ring_lock);
     fs_ring_set_opts(st->ring, ro);
-    st->memory_limit = ro->memory_limit;
+    atomic_store(&st->memory_limit, ro->memory_limit);
     atomic_store(&st->retention_us, ro->retention_us);
     pthread_mutex_unlock(&st->ring_lock);
 }
@@ -978,5 +978,5 @@ fs_store_ring_stats(struct fs_store *st, struct fs_ring_stats *rs, uint64_t *mem
     fs_ring_stats(st->ring, rs);
     rs->series = atomic_load(&st->n_series);
     if (memory_limit)
-        *memory_limit = st->memory_limit;
+        *memory_limit = atomic_load(&st->memory_limit);
 }
