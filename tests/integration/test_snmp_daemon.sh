@@ -55,10 +55,12 @@ wait_http "http://127.0.0.1:$HTTP/healthz" 20
 M() { curl -fsS "http://127.0.0.1:$HTTP/metrics"; }
 metric() { M >"$T/m.txt"; awk -v k="$1" 'index($0, k) == 1 {print $2; exit}' "$T/m.txt"; }
 
+# Samples show as their PDUs arrive; the cycle's end (target_up) comes after the last.
 for _ in $(seq 100); do
   M >"$T/m1.txt"
   grep -q '^fabric_port_bytes_total{target="tor1-v3",interface="Eth1/49",direction="rx",source="snmp"}' "$T/m1.txt" &&
     grep -q '^fabric_port_bytes_total{target="tor1",pod="p1",role="tor",interface="Eth1/49",direction="rx",source="snmp"}' "$T/m1.txt" &&
+    grep -q '^fabricscope_target_up{target="tor1",pod="p1",role="tor",source="snmp"} 1' "$T/m1.txt" &&
     break
   sleep 0.1
 done
