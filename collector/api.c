@@ -52,21 +52,14 @@ digits(const char *s, int n, int *v)
     return true;
 }
 
-/* Unix seconds with an optional decimal fraction, converted without a double. */
+/* An optional ".digits" at *p as microseconds (digits past the sixth are read and
+ * dropped); advances *p. Returns -1 for a dot without digits. */
 static int
-parse_unix_exact(const char *s, int64_t *us)
+parse_fraction(const char **pp, int64_t *us)
 {
-    bool neg = *s == '-';
-    const char *p = s + neg;
-    int64_t sec = 0, frac = 0;
+    const char *p = *pp;
+    int64_t frac = 0;
     int nd = 0;
-    if (!isdig(*p))
-        return -1;
-    for (; isdig(*p); p++) {
-        sec = sec * 10 + (*p - '0');
-        if (sec > MAX_ABS_SECONDS)
-            return -1;
-    }
     if (*p == '.') {
         p++;
         if (!isdig(*p))
@@ -77,11 +70,30 @@ parse_unix_exact(const char *s, int64_t *us)
                 nd++;
             }
         }
+        for (; nd < 6; nd++)
+            frac *= 10;
     }
-    if (*p)
+    *us = frac;
+    *pp = p;
+    return 0;
+}
+
+/* Unix seconds with an optional decimal fraction, converted without a double. */
+static int
+parse_unix_exact(const char *s, int64_t *us)
+{
+    bool neg = *s == '-';
+    const char *p = s + neg;
+    int64_t sec = 0, frac = 0;
+    if (!isdig(*p))
         return -1;
-    for (; nd < 6; nd++)
-        frac *= 10;
+    for (; isdig(*p); p++) {
+        sec = sec * 10 + (*p - '0');
+        if (sec > MAX_ABS_SECONDS)
+            return -1;
+    }
+    if (parse_fraction(&p, &frac) != 0 || *p)
+        return -1;
     int64_t v = sec * 1000000 + frac;
     *us = neg ? -v : v;
     return 0;
@@ -109,20 +121,8 @@ parse_rfc3339(const char *s, int64_t *us)
         return -1;
     const char *p = s + 19;
     int64_t frac = 0;
-    int nd = 0;
-    if (*p == '.') {
-        p++;
-        if (!isdig(*p))
-            return -1;
-        for (; isdig(*p); p++) {
-            if (nd < 6) {
-                frac = frac * 10 + (*p - '0');
-                nd++;
-            }
-        }
-        for (; nd < 6; nd++)
-            frac *= 10;
-    }
+    if (parse_fraction(&p, &frac) != 0)
+        return -1;
     int64_t off = 0;
     if (*p == 'Z' || *p == 'z') {
         p++;
