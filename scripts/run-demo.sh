@@ -14,6 +14,7 @@ stop_all() {
   if [ -n "$fs_pid" ]; then kill "$fs_pid" 2>/dev/null || true; wait "$fs_pid" 2>/dev/null || true; fi
   bash tests/sim/start-snmp-sim.sh --stop "$run" >/dev/null 2>&1 || true
   echo "demo stopped"
+  exit 0
 }
 trap stop_all INT TERM EXIT
 
