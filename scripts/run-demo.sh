@@ -14,9 +14,9 @@ stop_all() {
   if [ -n "$fs_pid" ]; then kill "$fs_pid" 2>/dev/null || true; wait "$fs_pid" 2>/dev/null || true; fi
   bash tests/sim/start-snmp-sim.sh --stop "$run" >/dev/null 2>&1 || true
   echo "demo stopped"
-  exit 0
 }
-trap stop_all INT TERM EXIT
+trap 'stop_all; exit 0' INT TERM   # Ctrl-C is how the demo is meant to end
+trap stop_all EXIT                 # fabricscope ending on its own keeps its exit code
 
 # Writes run/demo/community, which config/demo.yaml names.
 FS_BUILD_DIR=$top/$BUILD bash tests/sim/start-snmp-sim.sh --dir "$run" --port 16100 >/dev/null
