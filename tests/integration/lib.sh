@@ -91,3 +91,17 @@ YML
 prom_query() {
   curl -fsS --get "http://127.0.0.1:$PROM_PORT/api/v1/query" --data-urlencode "query=$1"
 }
+
+# Starts the simulated switch (tests/sim) behind a private snmpd on a free UDP port;
+# extra arguments go to the simulator. Sets SIM, PORT and everything in its env.sh
+# (SNMP_COMMUNITY_FILE, SNMP_V3_*, SIM_PID, SNMPD_PID); both processes stop at exit.
+start_snmp_sim() {
+  SIM=$FS_BUILD_DIR/sim/onyx-snmp-sim
+  [ -x "$SIM" ] || fail "build onyx-snmp-sim first"
+  PORT=$(free_udp_port)
+  bash "$FS_SOURCE_DIR/tests/sim/start-snmp-sim.sh" --dir "$T/snmp" --port "$PORT" --bin "$SIM" \
+    -- "$@" >"$T/start.log" 2>&1 || { cat "$T/start.log" >&2; fail "simulator did not start"; }
+  source "$T/snmp/env.sh"
+  track "$SIM_PID"
+  track "$SNMPD_PID"
+}

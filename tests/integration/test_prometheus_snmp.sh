@@ -4,14 +4,8 @@
 # is checked through its query API against the switch and against our own ring.
 source "$(dirname "$0")/lib.sh"
 
-SIM=$FS_BUILD_DIR/sim/onyx-snmp-sim
-[ -x "$SIM" ] || fail "build onyx-snmp-sim first"
-PORT=$(free_udp_port)
+start_snmp_sim
 HTTP=$(free_tcp_port)
-bash "$FS_SOURCE_DIR/tests/sim/start-snmp-sim.sh" --dir "$T/snmp" --port "$PORT" --bin "$SIM" \
-  >"$T/start.log" 2>&1 || { cat "$T/start.log" >&2; fail "simulator did not start"; }
-source "$T/snmp/env.sh"
-track "$SIM_PID"; track "$SNMPD_PID"
 cat >"$T/fs.yaml" <<YML
 listen: 127.0.0.1:$HTTP
 targets:

@@ -5,14 +5,9 @@
 # the daemon, and a wrong SNMPv3 password: auth errors counted, backoff, no retry storm.
 source "$(dirname "$0")/lib.sh"
 
-SIM=$FS_BUILD_DIR/sim/onyx-snmp-sim
-[ -x "$SIM" ] && [ -x "$FABRICSCOPE" ] || fail "build fabricscope and onyx-snmp-sim first"
-PORT=$(free_udp_port)
+[ -x "$FABRICSCOPE" ] || fail "build fabricscope first"
+start_snmp_sim --cong-port 49 --cong-tc 3
 HTTP=$(free_tcp_port)
-bash "$FS_SOURCE_DIR/tests/sim/start-snmp-sim.sh" --dir "$T/snmp" --port "$PORT" --bin "$SIM" \
-  -- --cong-port 49 --cong-tc 3 >"$T/start.log" 2>&1 || { cat "$T/start.log" >&2; fail "simulator did not start"; }
-source "$T/snmp/env.sh"
-track "$SIM_PID"; track "$SNMPD_PID"
 export SNMP_PERSISTENT_DIR=$T/snmp/persist MIBS=""
 echo "definitely-wrong-password" >"$T/wrong.auth"
 cat >"$T/fs.yaml" <<EOF

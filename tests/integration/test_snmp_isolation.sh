@@ -6,15 +6,9 @@
 # silent one is fixed by a reload it recovers.
 source "$(dirname "$0")/lib.sh"
 
-SIM=$FS_BUILD_DIR/sim/onyx-snmp-sim
-[ -x "$SIM" ] || fail "build onyx-snmp-sim first"
-PORT=$(free_udp_port)
+start_snmp_sim
 DEAD=$(free_udp_port)
 HTTP=$(free_tcp_port)
-bash "$FS_SOURCE_DIR/tests/sim/start-snmp-sim.sh" --dir "$T/snmp" --port "$PORT" --bin "$SIM" \
-  >"$T/start.log" 2>&1 || { cat "$T/start.log" >&2; fail "simulator did not start"; }
-source "$T/snmp/env.sh"
-track "$SIM_PID"; track "$SNMPD_PID"
 echo "not-the-community" >"$T/wrong.community"
 
 write_cfg() { # community file of the "silent" target

@@ -5,16 +5,10 @@
 # Polls through build/sim/snmp-harness (driver + store + exposition, no daemon).
 source "$(dirname "$0")/lib.sh"
 
-SIM=$FS_BUILD_DIR/sim/onyx-snmp-sim
 HARNESS=$FS_BUILD_DIR/sim/snmp-harness
-[ -x "$SIM" ] && [ -x "$HARNESS" ] || fail "build onyx-snmp-sim and snmp-harness first"
-PORT=$(free_udp_port)
+[ -x "$HARNESS" ] || fail "build snmp-harness first"
 # Eth1/64 has only 32-bit counters at 2 Gb/s starting 8 s short of 2^32: it wraps ~8 s in.
-bash "$FS_SOURCE_DIR/tests/sim/start-snmp-sim.sh" --dir "$T/snmp" --port "$PORT" --bin "$SIM" \
-  -- --wrap-port 64 --wrap-rate-bps 2e9 --cong-port 49 --cong-tc 3 >"$T/start.log" 2>&1 ||
-  { cat "$T/start.log" >&2; fail "simulator did not start"; }
-source "$T/snmp/env.sh"
-track "$SIM_PID"; track "$SNMPD_PID"
+start_snmp_sim --wrap-port 64 --wrap-rate-bps 2e9 --cong-port 49 --cong-tc 3
 cp "$T/snmp/snmpd.log" "$T/snmpd.log" 2>/dev/null || true
 
 "$HARNESS" --port "$PORT" --community-file "$SNMP_COMMUNITY_FILE" --polls 16 --interval-ms 1000 \

@@ -5,14 +5,9 @@
 # failed authentication (usmStatsWrongDigests): no retries, no storm.
 source "$(dirname "$0")/lib.sh"
 
-SIM=$FS_BUILD_DIR/sim/onyx-snmp-sim
 HARNESS=$FS_BUILD_DIR/sim/snmp-harness
-[ -x "$SIM" ] && [ -x "$HARNESS" ] || fail "build onyx-snmp-sim and snmp-harness first"
-PORT=$(free_udp_port)
-bash "$FS_SOURCE_DIR/tests/sim/start-snmp-sim.sh" --dir "$T/snmp" --port "$PORT" --bin "$SIM" \
-  >"$T/start.log" 2>&1 || { cat "$T/start.log" >&2; fail "simulator did not start"; }
-source "$T/snmp/env.sh"
-track "$SIM_PID"; track "$SNMPD_PID"
+[ -x "$HARNESS" ] || fail "build snmp-harness first"
+start_snmp_sim
 export SNMP_PERSISTENT_DIR=$T/snmp/persist MIBS=""
 C=$(cat "$SNMP_COMMUNITY_FILE")
 
