@@ -9,14 +9,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "buf.h"
-#include "clock.h"
+#include "util/buf.h"
+#include "util/clock.h"
 #include "driver.h"
-#include "expo.h"
-#include "http.h"
-#include "log.h"
+#include "http/expo.h"
+#include "http/http.h"
+#include "util/log.h"
 #include "scheduler.h"
-#include "store.h"
+#include "store/store.h"
 
 #define MAX_DRIVERS 8
 

@@ -8,7 +8,7 @@
 
 #include <stdio.h>
 
-#include "config.h"
+#include "config/config.h"
 
 /** The config options listing the drivers this build has. */
 void fs_daemon_config_opts(struct fs_config_opts *o);

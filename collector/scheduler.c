@@ -9,9 +9,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "log.h"
-#include "clock.h"
-#include "store.h"
+#include "util/log.h"
+#include "util/clock.h"
+#include "store/store.h"
 
 #define BACKOFF_CAP_US (300LL * 1000000)
 

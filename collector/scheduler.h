@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "driver.h"
-#include "sink.h"
+#include "store/sink.h"
 
 struct fs_sched;
 struct fs_sched_entry;

@@ -22,8 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "sink.h"
+#include "config/config.h"
+#include "store/sink.h"
 
 #define FS_DRIVER_API_VERSION 1
 
@@ -40,8 +40,9 @@ enum fs_driver_kind {
 };
 
 struct fs_driver {
-    const char *name; /**< config block key, `source` label and log subsystem: "snmp", "cli", "gnmi" */
-    int api_version;  /**< FS_DRIVER_API_VERSION */
+    const char
+        *name; /**< config block key, `source` label and log subsystem: "snmp", "cli", "gnmi" */
+    int api_version; /**< FS_DRIVER_API_VERSION */
     enum fs_driver_kind kind;
 
     /**

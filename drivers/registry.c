@@ -14,7 +14,8 @@ const struct fs_driver *const fs_builtin_drivers[] = {
     NULL,
 };
 
-const size_t fs_builtin_driver_count = sizeof(fs_builtin_drivers) / sizeof(fs_builtin_drivers[0]) - 1;
+const size_t fs_builtin_driver_count =
+    sizeof(fs_builtin_drivers) / sizeof(fs_builtin_drivers[0]) - 1;
 
 const struct fs_driver *
 fs_driver_find(const char *name)

@@ -34,11 +34,11 @@
 #include <net-snmp/library/large_fd_set.h>
 
 #include "driver.h"
-#include "log.h"
+#include "util/log.h"
 #include "map.h"
 #include "snmp_driver.h"
-#include "clock.h"
-#include "store.h"
+#include "util/clock.h"
+#include "store/store.h"
 
 _Static_assert(sizeof(oid) == sizeof(unsigned long), "map.h passes OIDs as unsigned long");
 

@@ -853,9 +853,9 @@ emit_if_row(const struct fs_snmp_tmap *tm, const struct row *r, const struct fs_
     for (int d = 0; d < 2; d++) {
         if (pick(r, oct[d], &u, &bits, &pdu))
             push_counter(pv, pdu, FS_M_PORT_BYTES, e, d, -1, u, bits, 1.0);
-        uint64_t pu[3];
-        unsigned pb[3];
-        uint32_t pp[3];
+        uint64_t pu[3] = {0};
+        unsigned pb[3] = {0};
+        uint32_t pp[3] = {0};
         bool all = true;
         for (int k = 0; k < 3; k++)
             all = pick(r, pk[d][k], &pu[k], &pb[k], &pp[k]) && all;

@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 #include "metrics_catalogue.h"
-#include "sink.h"
+#include "store/sink.h"
 
 /** Value types as seen on the wire (a neutral copy of the ASN.1/SMI tags). */
 enum fs_snmp_vt {

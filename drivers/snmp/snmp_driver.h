@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "config.h"
+#include "config/config.h"
 #include "driver.h"
 
 extern const struct fs_driver fs_driver_snmp;

@@ -50,7 +50,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "ring.h"
+#include "store/ring.h"
 
 #define PORTS 64
 #define PER_PORT 78

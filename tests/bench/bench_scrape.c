@@ -22,9 +22,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "expo.h"
-#include "http.h"
-#include "store.h"
+#include "http/expo.h"
+#include "http/http.h"
+#include "store/store.h"
 #include "synth.h"
 
 /* ---- malloc counting: only on the thread that sets `counting` ---- */

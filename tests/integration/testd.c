@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http.h"
+#include "http/http.h"
 #include "scheduler.h"
-#include "store.h"
+#include "store/store.h"
 #include "test_driver.h"
 
 int

@@ -27,10 +27,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "buf.h"
+#include "util/buf.h"
 #include "driver.h"
-#include "expo.h"
-#include "store.h"
+#include "http/expo.h"
+#include "store/store.h"
 
 extern const struct fs_driver fs_driver_snmp;
 

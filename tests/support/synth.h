@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store.h"
+#include "store/store.h"
 
 /** Series reported per port by fs_synth_poll(). */
 #define FS_SYNTH_SERIES_PER_PORT 44

@@ -1,6 +1,6 @@
 /* The test-only polling driver; see test_driver.h. One thread per target. */
 #include "test_driver.h"
-#include "clock.h"
+#include "util/clock.h"
 
 #include <pthread.h>
 #include <stdio.h>

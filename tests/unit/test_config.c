@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "config.h"
+#include "config/config.h"
 
 static const char *const all_drivers[] = {"snmp", "cli", "gnmi"};
 static const struct fs_config_opts all_opts = {all_drivers, 3};

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "config.h"
+#include "config/config.h"
 
 static const char *const drivers[] = {"snmp", "cli", "gnmi"};
 static const struct fs_config_opts opts = {drivers, 3};

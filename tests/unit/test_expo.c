@@ -15,8 +15,8 @@
 
 #include <cmocka.h>
 
-#include "expo.h"
-#include "store.h"
+#include "http/expo.h"
+#include "store/store.h"
 #include "synth.h"
 
 struct fixture {

@@ -19,8 +19,8 @@
 
 #include <cmocka.h>
 
-#include "http.h"
-#include "store.h"
+#include "http/http.h"
+#include "store/store.h"
 #include "synth.h"
 
 /* A fixed past time for ring samples (2024-12-02T09:00:00Z). */

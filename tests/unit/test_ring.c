@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ring.h"
+#include "store/ring.h"
 
 #define T0 1700000000000000LL
 

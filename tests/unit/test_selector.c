@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "selector.h"
+#include "http/selector.h"
 
 static struct fs_selector *
 parse_ok(const char *text)

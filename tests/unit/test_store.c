@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "store.h"
+#include "store/store.h"
 
 static int64_t
 now_us(void)

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ring.h"
+#include "store/ring.h"
 
 #define NS 200
 #define NB 3000

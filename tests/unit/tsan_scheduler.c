@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "scheduler.h"
-#include "store.h"
+#include "store/store.h"
 #include "test_driver.h"
 
 #define MS 1000LL

@@ -11,7 +11,7 @@
 
 #include <libyang/libyang.h>
 
-#include "config.h"
+#include "config/config.h"
 
 /* Problems beyond this many are summarized in one line: a broken file needs fixing
  * from the top, and the cap bounds the work on hostile input. */

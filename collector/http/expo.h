@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
-#include "store.h"
+#include "util/buf.h"
+#include "store/store.h"
 
 /** Renders /metrics into out (appending). Returns 0, or -1 if out overflowed its max. */
 int fs_expo_render(struct fs_store *st, struct fs_buf *out);

@@ -24,9 +24,9 @@
 #include <libyang/plugins_types.h>
 #include <yaml.h>
 
-#include "config.h"
-#include "config_int.h"
-#include "log.h"
+#include "config/config.h"
+#include "config/config_int.h"
+#include "util/log.h"
 
 /* The module text, generated from schemas/fabricscope-config.yang at build time. */
 extern const char fs_yang_module_text[];
@@ -392,6 +392,7 @@ read_yaml(const char *text, size_t len, struct fs_cfg_errs *errs, struct fs_ynod
             if (depth == 0) {
                 if (*root) { /* cannot happen with one document; be safe */
                     fs_ynode_free(node);
+                    node = NULL;
                 } else {
                     *root = node;
                 }
@@ -401,7 +402,7 @@ read_yaml(const char *text, size_t len, struct fs_cfg_errs *errs, struct fs_ynod
                 yaml_event_delete(&ev);
                 goto cleanup;
             }
-            if (node->kind != FS_Y_SCALAR && (depth > 0 || *root == node))
+            if (node && node->kind != FS_Y_SCALAR && (depth > 0 || *root == node))
                 stack[depth++] = node;
         }
         yaml_event_delete(&ev);

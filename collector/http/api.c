@@ -1,5 +1,5 @@
 /* The JSON query API and the HTML index (see api.h). */
-#include "api.h"
+#include "http/api.h"
 
 #include <json-c/json.h>
 #include <math.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "expo.h"
+#include "http/expo.h"
 
 #define MAX_QUERY_ARGS 64
 #define MAX_QUERY_STRING (64 * 1024)

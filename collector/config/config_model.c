@@ -15,8 +15,8 @@
 
 #include <libyang/libyang.h>
 
-#include "config.h"
-#include "config_int.h"
+#include "config/config.h"
+#include "config/config_int.h"
 
 #define US_PER_S INT64_C(1000000)
 

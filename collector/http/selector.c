@@ -3,7 +3,7 @@
  * no C library; the grammar here is tiny and the fuzzer (tests/fuzz/fuzz_selector.c)
  * covers it.
  */
-#include "selector.h"
+#include "http/selector.h"
 
 #include <regex.h>
 #include <stdarg.h>

@@ -32,7 +32,7 @@
  * Memory accounting counts every allocation at malloc_usable_size() + one word of
  * allocator header, so stats.bytes is what the process really holds for the ring.
  */
-#include "ring.h"
+#include "store/ring.h"
 
 #include <malloc.h>
 #include <pthread.h>

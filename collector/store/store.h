@@ -20,30 +20,30 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "config/config.h"
 #include "metrics_catalogue.h"
-#include "ring.h"
-#include "sink.h"
+#include "store/ring.h"
+#include "store/sink.h"
 
 struct fs_store;
 
 /** One series as seen by a reader. */
 struct fs_series_info {
-    uint32_t id;                  /**< ring series id: pass to fs_store_read() */
+    uint32_t id; /**< ring series id: pass to fs_store_read() */
     enum fs_metric metric;
-    const char *name;             /**< the metric name, e.g. fabric_port_bytes_total */
-    bool counter;                 /**< value in u (exact) if true, else in d */
-    double scale;                 /**< counters: exposed value is u * scale (1.0 almost
-                                       always; e.g. 0.001 for a pause time counted in ms).
-                                       Ring samples of the series carry the same unit as u. */
-    const struct fs_label *labels;/**< target, static labels (sorted), metric labels, source */
+    const char *name;              /**< the metric name, e.g. fabric_port_bytes_total */
+    bool counter;                  /**< value in u (exact) if true, else in d */
+    double scale;                  /**< counters: exposed value is u * scale (1.0 almost
+                                        always; e.g. 0.001 for a pause time counted in ms).
+                                        Ring samples of the series carry the same unit as u. */
+    const struct fs_label *labels; /**< target, static labels (sorted), metric labels, source */
     size_t n_labels;
-    const char *labels_text;      /**< the same rendered for exposition: `target="tor1",...` */
+    const char *labels_text; /**< the same rendered for exposition: `target="tor1",...` */
     size_t labels_text_len;
     uint64_t u;
     double d;
-    int64_t ts_us;                /**< time of the latest sample (realtime µs), 0 if none */
-    bool exported;                /**< false when stale or hidden by source precedence */
+    int64_t ts_us; /**< time of the latest sample (realtime µs), 0 if none */
+    bool exported; /**< false when stale or hidden by source precedence */
 };
 
 /** Called per series; return non-zero to stop the iteration. */
@@ -60,9 +60,9 @@ long fs_store_read(struct fs_store *st, uint32_t series, int64_t start_us, int64
                    struct fs_ring_sample *out, size_t max, bool *truncated);
 
 enum fs_instance_state {
-    FS_INST_IDLE = 0,   /**< no cycle has ended yet */
-    FS_INST_UP,         /**< the last cycle succeeded */
-    FS_INST_DOWN,       /**< the last cycle failed; retrying with backoff */
+    FS_INST_IDLE = 0, /**< no cycle has ended yet */
+    FS_INST_UP,       /**< the last cycle succeeded */
+    FS_INST_DOWN,     /**< the last cycle failed; retrying with backoff */
 };
 
 /** Histogram buckets of fabricscope_poll_duration_seconds (upper bounds, seconds). */
@@ -72,27 +72,27 @@ extern const double fs_poll_bucket_bounds[FS_POLL_BUCKETS];
 /** One (target, driver) pair as seen by a reader. */
 struct fs_instance_info {
     const char *target;
-    const char *source;             /**< driver name */
+    const char *source; /**< driver name */
     const char *address;
     enum fs_instance_state state;
-    const char *state_name;         /**< "idle", "up", "down" */
+    const char *state_name; /**< "idle", "up", "down" */
     int64_t interval_us;
-    int64_t last_poll_us;           /**< realtime µs of the last cycle's end, 0 if none */
+    int64_t last_poll_us; /**< realtime µs of the last cycle's end, 0 if none */
     int64_t last_duration_us;
-    const char *last_error;         /**< "" if none */
-    uint64_t series;                /**< series of this instance */
+    const char *last_error; /**< "" if none */
+    uint64_t series;        /**< series of this instance */
     uint64_t consecutive_failures;
-    uint64_t poll_errors[5];        /**< by kind: timeout, auth, protocol, parse, overrun */
+    uint64_t poll_errors[5]; /**< by kind: timeout, auth, protocol, parse, overrun */
     uint64_t counter_resets[FS_RESET_KIND_COUNT];
     uint64_t poll_hist[FS_POLL_BUCKETS + 1]; /**< cumulative counts per bucket, +Inf last */
     double poll_sum_seconds;
     uint64_t poll_count;
     bool clock_known;
-    double clock_offset_seconds;    /**< device minus collector */
+    double clock_offset_seconds; /**< device minus collector */
     double clock_uncertainty_seconds;
     const struct fs_kv *static_labels; /**< the target's static labels */
     size_t n_static_labels;
-    const char *driver_detail;      /**< JSON members from the driver (may be "") */
+    const char *driver_detail; /**< JSON members from the driver (may be "") */
 };
 
 typedef int (*fs_instance_cb)(void *arg, const struct fs_instance_info *in);

@@ -4,7 +4,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "sink.h"
+#include "store/sink.h"
 
 /* True for "1/1", "1/16/3": digits separated by single slashes, at least one slash. */
 static int

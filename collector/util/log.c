@@ -1,5 +1,5 @@
 /* logfmt logging to stderr; see log.h. */
-#include "log.h"
+#include "util/log.h"
 
 #include <stdatomic.h>
 #include <stdio.h>

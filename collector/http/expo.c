@@ -3,7 +3,7 @@
  * iteration (name and the pre-rendered label text are copied, the value formatted in
  * place), so a render into a buffer that has already grown allocates nothing.
  */
-#include "expo.h"
+#include "http/expo.h"
 
 #include <math.h>
 #include <stdio.h>

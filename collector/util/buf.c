@@ -1,5 +1,5 @@
 /* Bounded growable buffer and the two escapings the HTTP side needs (see buf.h). */
-#include "buf.h"
+#include "util/buf.h"
 
 #include <stdarg.h>
 #include <stdint.h>

@@ -19,9 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
-#include "selector.h"
-#include "store.h"
+#include "util/buf.h"
+#include "http/selector.h"
+#include "store/store.h"
 
 #define FS_RAW_MAX_MATCH 16
 #define FS_RAW_MAX_POINTS 1000000

@@ -13,14 +13,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store.h"
+#include "store/store.h"
 
 struct fs_http;
 
 struct fs_http_opts {
-    const char *host;              /**< address to bind, e.g. "127.0.0.1" or "::1" */
-    uint16_t port;                 /**< 0: pick a free port (see fs_http_port) */
-    const char *tls_cert_file;     /**< both set: HTTPS */
+    const char *host;          /**< address to bind, e.g. "127.0.0.1" or "::1" */
+    uint16_t port;             /**< 0: pick a free port (see fs_http_port) */
+    const char *tls_cert_file; /**< both set: HTTPS */
     const char *tls_key_file;
     const char *bearer_token;      /**< if set, every request but /healthz needs it */
     unsigned max_connections;      /**< default 64 */

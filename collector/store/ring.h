@@ -53,12 +53,12 @@ struct fs_ring_sample {
 };
 
 struct fs_ring_stats {
-    uint64_t bytes;            /**< all memory held, headers and indexes included */
-    uint64_t samples;          /**< samples held */
-    uint64_t series;           /**< live series */
-    uint64_t evicted_memory;   /**< samples dropped for the memory limit, since creation */
-    uint64_t evicted_retention;/**< samples dropped for age, since creation */
-    int64_t oldest_ts_us;      /**< oldest sample held; 0 if none */
+    uint64_t bytes;             /**< all memory held, headers and indexes included */
+    uint64_t samples;           /**< samples held */
+    uint64_t series;            /**< live series */
+    uint64_t evicted_memory;    /**< samples dropped for the memory limit, since creation */
+    uint64_t evicted_retention; /**< samples dropped for age, since creation */
+    int64_t oldest_ts_us;       /**< oldest sample held; 0 if none */
     int64_t newest_ts_us;
 };
 
@@ -92,8 +92,8 @@ void fs_ring_group_delete(struct fs_ring *r, int32_t group);
  * Gauges are stored as the bits of v.d, so every double (NaN payloads, -0.0) comes back
  * as it went in.
  */
-int fs_ring_append(struct fs_ring *r, int32_t group, int64_t ts_us,
-                   const struct fs_ring_point *pts, size_t n);
+int fs_ring_append(struct fs_ring *r, int32_t group, int64_t ts_us, const struct fs_ring_point *pts,
+                   size_t n);
 
 /**
  * Reads the samples of a series with start_us <= ts <= end_us, oldest first, into out

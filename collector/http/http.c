@@ -3,7 +3,7 @@
  * memory before it is handed to libmicrohttpd, so a slow client only ever holds its
  * own buffer, never a store lock.
  */
-#include "http.h"
+#include "http/http.h"
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -18,10 +18,10 @@
 #include <time.h>
 #include <zlib.h>
 
-#include "api.h"
-#include "buf.h"
-#include "expo.h"
-#include "log.h"
+#include "http/api.h"
+#include "util/buf.h"
+#include "http/expo.h"
+#include "util/log.h"
 
 #define MAX_URL_BYTES 8192         /* path plus decoded query; longer is 414 */
 #define MAX_BODY_BYTES (64 * 1024) /* no endpoint takes a body; larger is 413 */

@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "sink.h" /* struct fs_label */
+#include "store/sink.h" /* struct fs_label */
 
 /** Limits that keep a hostile selector cheap to compile and match. */
 #define FS_SELECTOR_MAX_LEN 4096

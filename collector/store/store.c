@@ -9,7 +9,7 @@
  *   sink->stats_lock     the instance's health fields
  * A sink's hash table and batch are touched only by the one thread reporting for it.
  */
-#include "store.h"
+#include "store/store.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -20,8 +20,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "log.h"
-#include "clock.h"
+#include "util/log.h"
+#include "util/clock.h"
 
 #define KEY_MAX 1024
 #define MAX_LABELS 16

@@ -35,36 +35,43 @@ struct fs_flow_rule {
 };
 
 enum fs_snmp_version { FS_SNMP_V2C = 2, FS_SNMP_V3 = 3 };
-enum fs_snmp_auth { FS_AUTH_NONE = 0, FS_AUTH_MD5, FS_AUTH_SHA, FS_AUTH_SHA224, FS_AUTH_SHA256,
-                    FS_AUTH_SHA384, FS_AUTH_SHA512 };
+enum fs_snmp_auth {
+    FS_AUTH_NONE = 0,
+    FS_AUTH_MD5,
+    FS_AUTH_SHA,
+    FS_AUTH_SHA224,
+    FS_AUTH_SHA256,
+    FS_AUTH_SHA384,
+    FS_AUTH_SHA512
+};
 enum fs_snmp_priv { FS_PRIV_NONE = 0, FS_PRIV_DES, FS_PRIV_AES128 };
 
 struct fs_snmp_cfg {
-    uint16_t port;                 /**< default 161 */
-    enum fs_snmp_version version;  /**< default 2c */
+    uint16_t port;                /**< default 161 */
+    enum fs_snmp_version version; /**< default 2c */
     struct fs_secret_ref community;
-    char *user;                    /**< v3 */
+    char *user; /**< v3 */
     enum fs_snmp_auth auth_protocol;
     struct fs_secret_ref auth_password;
     enum fs_snmp_priv priv_protocol;
     struct fs_secret_ref priv_password;
     bool allow_weak_crypto;
-    int64_t interval_us;           /**< default 10 s */
-    int64_t timeout_us;            /**< per request; default 2 s */
-    int retries;                   /**< default 1 */
-    int max_repetitions;           /**< default 50 */
-    int qos_index_base;            /**< -1 auto (default), 0 or 1 */
+    int64_t interval_us; /**< default 10 s */
+    int64_t timeout_us;  /**< per request; default 2 s */
+    int retries;         /**< default 1 */
+    int max_repetitions; /**< default 50 */
+    int qos_index_base;  /**< -1 auto (default), 0 or 1 */
 };
 
 struct fs_cli_cfg {
-    char *driver;                  /**< "onyx" */
-    uint16_t port;                 /**< default 22 */
+    char *driver;  /**< "onyx" */
+    uint16_t port; /**< default 22 */
     char *username;
     struct fs_secret_ref password;
     char *key_file;
     char *known_hosts;
-    int64_t interval_us;           /**< default 5 s */
-    int64_t timeout_us;            /**< default 10 s */
+    int64_t interval_us; /**< default 5 s */
+    int64_t timeout_us;  /**< default 10 s */
     bool apply_flow_rules;
 };
 
@@ -77,8 +84,8 @@ struct fs_gnmi_subscription {
 };
 
 struct fs_gnmi_cfg {
-    uint16_t port;                 /**< default 9339 */
-    bool insecure;                 /**< plaintext only when said so */
+    uint16_t port; /**< default 9339 */
+    bool insecure; /**< plaintext only when said so */
     char *tls_ca_file, *tls_cert_file, *tls_key_file, *tls_server_name;
     char *username;
     struct fs_secret_ref password;
@@ -94,26 +101,26 @@ struct fs_kv {
 struct fs_target_cfg {
     char *name;
     char *address;
-    struct fs_kv *labels;          /**< static labels, sorted by key */
+    struct fs_kv *labels; /**< static labels, sorted by key */
     size_t n_labels;
-    char *iface_include, *iface_exclude; /**< POSIX extended regexes as written, or NULL */
+    char *iface_include, *iface_exclude;        /**< POSIX extended regexes as written, or NULL */
     regex_t iface_include_re, iface_exclude_re; /**< compiled when the string is set */
-    struct fs_snmp_cfg *snmp;      /**< NULL when the target has no snmp block */
+    struct fs_snmp_cfg *snmp;                   /**< NULL when the target has no snmp block */
     struct fs_cli_cfg *cli;
     struct fs_gnmi_cfg *gnmi;
-    char *source_precedence[3];    /**< default {"gnmi","cli","snmp"} */
+    char *source_precedence[3]; /**< default {"gnmi","cli","snmp"} */
     bool expose_all_sources;
-    int64_t staleness_intervals;   /**< series leave /metrics after this many intervals; default 3 */
+    int64_t staleness_intervals; /**< series leave /metrics after this many intervals; default 3 */
 };
 
 struct fs_config {
-    char *path;                    /**< the file it came from */
-    char *listen_host;             /**< default 127.0.0.1 */
-    uint16_t listen_port;          /**< default 9464 */
+    char *path;           /**< the file it came from */
+    char *listen_host;    /**< default 127.0.0.1 */
+    uint16_t listen_port; /**< default 9464 */
     char *http_tls_cert_file, *http_tls_key_file;
     struct fs_secret_ref http_bearer_token;
-    uint64_t memory_limit;         /**< bytes; default 256 MiB */
-    int64_t retention_us;          /**< default 1 h */
+    uint64_t memory_limit; /**< bytes; default 256 MiB */
+    int64_t retention_us;  /**< default 1 h */
     struct fs_flow_rule *flow_rules;
     size_t n_flow_rules;
     struct fs_target_cfg *targets;
