@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "util/buf.h"
@@ -44,10 +45,28 @@ struct instance {
     struct cfg_ref *ref;
 };
 
+/* What a file was when the listener read it: a change means it was rewritten. */
+struct file_id {
+    bool exists;
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtim, ctim;
+};
+
+/* The HTTP endpoint and what it was started from, so a reload can tell whether it must
+ * be restarted: it is down, its settings changed, or a file it read (bearer token, TLS
+ * certificate or key) was rewritten. */
+struct listener {
+    struct fs_http *http;    /* NULL: down (failed to start) */
+    struct cfg_ref *cfg;     /* the configuration of the last start attempt that counted */
+    struct file_id files[3]; /* token, certificate, key */
+};
+
 struct daemon {
     struct fs_store *store;
     struct fs_sched *sched;
-    struct fs_http *http;
+    struct listener http;
     struct drv_slot slots[MAX_DRIVERS];
     struct instance *insts;
     struct cfg_ref *current;
@@ -201,9 +220,12 @@ fail:
 static void
 instance_remove(struct daemon *d, struct instance *in)
 {
+    /* The order is the entry's lifetime (scheduler.h): no new start or cancel, then the
+     * driver ends what is in flight and its done calls, then the entry and the sink go. */
     fs_sched_remove(d->sched, in->entry);
     if (in->slot && in->tstate)
         in->slot->drv->target_remove(in->slot->state, in->tstate);
+    fs_sched_entry_free(d->sched, in->entry);
     fs_store_sink_remove(d->store, in->sink);
     cfg_unref(in->ref);
     free(in);
@@ -237,9 +259,44 @@ find_target(const struct fs_config *c, const char *name)
 
 /* ---- HTTP ---- */
 
-static int
-http_start(struct daemon *d, const struct fs_config *c)
+static void
+file_id_of(const char *path, struct file_id *id)
 {
+    struct stat st;
+    memset(id, 0, sizeof *id);
+    /* stat() does not open the file: a FIFO or a dead mount point cannot block here. */
+    if (!path || stat(path, &st) != 0)
+        return;
+    id->exists = true;
+    id->dev = st.st_dev;
+    id->ino = st.st_ino;
+    id->size = st.st_size;
+    id->mtim = st.st_mtim;
+    id->ctim = st.st_ctim;
+}
+
+static bool
+file_id_equal(const struct file_id *a, const struct file_id *b)
+{
+    return a->exists == b->exists && a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+           a->mtim.tv_sec == b->mtim.tv_sec && a->mtim.tv_nsec == b->mtim.tv_nsec &&
+           a->ctim.tv_sec == b->ctim.tv_sec && a->ctim.tv_nsec == b->ctim.tv_nsec;
+}
+
+static void
+listener_files(const struct fs_config *c, struct file_id files[3])
+{
+    file_id_of(c->http_bearer_token.file, &files[0]);
+    file_id_of(c->http_tls_cert_file, &files[1]);
+    file_id_of(c->http_tls_key_file, &files[2]);
+}
+
+/* Starts the endpoint of ref's configuration into d->http (which must be down), reading
+ * its secret afresh; the attempt is remembered whether or not it succeeds. */
+static int
+http_start(struct daemon *d, struct cfg_ref *ref)
+{
+    const struct fs_config *c = ref->cfg;
     char err[256] = "", token[512] = "";
     struct fs_http_opts o = {
         .host = c->listen_host,
@@ -247,21 +304,39 @@ http_start(struct daemon *d, const struct fs_config *c)
         .tls_cert_file = c->http_tls_cert_file,
         .tls_key_file = c->http_tls_key_file,
     };
+    int rc = -1;
+    ref->refs++;
+    cfg_unref(d->http.cfg);
+    d->http.cfg = ref;
+    /* Before reading: a file rewritten after this is seen as changed at the next reload. */
+    listener_files(c, d->http.files);
     if (c->http_bearer_token.file || c->http_bearer_token.env) {
         if (fs_secret_read(&c->http_bearer_token, token, sizeof token, err, sizeof err) != 0) {
             fs_log(FS_LOG_ERROR, "http", "bearer token: %s", err);
-            return -1;
+            goto out;
         }
         o.bearer_token = token;
     }
-    d->http = fs_http_start(&o, d->store, err, sizeof err);
-    memset(token, 0, sizeof token);
-    if (!d->http) {
+    d->http.http = fs_http_start(&o, d->store, err, sizeof err);
+    if (!d->http.http) {
         fs_log(FS_LOG_ERROR, "http", "cannot listen on %s:%u: %s", c->listen_host, c->listen_port,
                err);
-        return -1;
+        goto out;
     }
-    return 0;
+    rc = 0;
+out:
+    /* fs_http_start() keeps its own copy; ours goes now. */
+    explicit_bzero(token, sizeof token);
+    return rc;
+}
+
+static void
+http_stop(struct daemon *d)
+{
+    fs_http_stop(d->http.http);
+    d->http.http = NULL;
+    cfg_unref(d->http.cfg);
+    d->http.cfg = NULL;
 }
 
 static bool
@@ -278,6 +353,42 @@ http_same(const struct fs_config *a, const struct fs_config *b)
            str_eq(a->http_tls_key_file, b->http_tls_key_file) &&
            str_eq(a->http_bearer_token.file, b->http_bearer_token.file) &&
            str_eq(a->http_bearer_token.env, b->http_bearer_token.env);
+}
+
+/* On reload: restarts the endpoint if it is down, its settings changed, or a file it
+ * read was rewritten (a rotated token or certificate takes effect). If the new one
+ * cannot start, the previous settings are tried again so the endpoint stays up. */
+static void
+http_reload(struct daemon *d, struct cfg_ref *nref)
+{
+    const char *why = NULL;
+    struct file_id now[3];
+    if (!d->http.http) {
+        why = "was down";
+    } else if (!http_same(d->http.cfg->cfg, nref->cfg)) {
+        why = "settings changed";
+    } else {
+        listener_files(nref->cfg, now);
+        for (size_t i = 0; i < 3; i++)
+            if (!file_id_equal(&now[i], &d->http.files[i]))
+                why = "a token or certificate file changed";
+    }
+    if (!why)
+        return;
+    fs_log(FS_LOG_INFO, "http", "restarting the endpoint: %s", why);
+    struct cfg_ref *prev = d->http.cfg;
+    bool was_up = d->http.http != NULL;
+    prev->refs++;
+    fs_http_stop(d->http.http);
+    d->http.http = NULL;
+    if (http_start(d, nref) != 0) {
+        if (was_up && http_start(d, prev) == 0)
+            fs_log(FS_LOG_WARN, "http", "kept the previous endpoint; retried on the next reload");
+        else
+            fs_log(FS_LOG_ERROR, "http", "no HTTP endpoint; retried on the next reload");
+        /* Either way the next reload differs from what runs (or nothing runs): it retries. */
+    }
+    cfg_unref(prev);
 }
 
 /* ---- reload ---- */
@@ -318,12 +429,7 @@ apply_reload(struct daemon *d, struct fs_config *ncfg)
                               .retention_us = ncfg->retention_us};
     fs_store_set_ring_opts(d->store, &ro);
 
-    if (!http_same(old->cfg, ncfg)) {
-        fs_http_stop(d->http);
-        d->http = NULL;
-        if (http_start(d, ncfg) != 0 && http_start(d, old->cfg) != 0)
-            fs_log(FS_LOG_ERROR, "http", "no HTTP endpoint until the next good reload");
-    }
+    http_reload(d, nref);
     d->current = nref;
     cfg_unref(old);
     fs_log(FS_LOG_INFO, "config", "reloaded %s: %zu instances kept, %zu removed", ncfg->path, kept,
@@ -366,13 +472,15 @@ fs_daemon_run(const char *config_path)
     }
     d.current->cfg = cfg;
     d.current->refs = 1;
-    d.sched = fs_sched_new(err, sizeof err);
+    d.sched = fs_sched_new(NULL, err, sizeof err);
     if (!d.sched) {
         fs_log(FS_LOG_ERROR, "main", "%s", err);
         goto out;
     }
-    if (http_start(&d, cfg) != 0)
-        goto out;
+    /* A listener that cannot start (port taken, unreadable token) does not stop the
+     * polling: it is logged and retried on every reload. */
+    if (http_start(&d, d.current) != 0)
+        fs_log(FS_LOG_ERROR, "http", "no HTTP endpoint; retried on the next reload (SIGHUP)");
     for (size_t i = 0; i < cfg->n_targets; i++)
         target_add_all(&d, &cfg->targets[i], d.current);
     fs_log(FS_LOG_INFO, "main", "fabricscope %s running with %s (%zu targets)", FS_VERSION,
@@ -397,7 +505,9 @@ fs_daemon_run(const char *config_path)
     }
     rc = 0;
 out:
-    fs_http_stop(d.http);
+    /* Readers first, then the producers (each instance: scheduler, driver, sink), then
+     * the threads that served them, then the data. */
+    http_stop(&d);
     while (d.insts) {
         struct instance *in = d.insts;
         d.insts = in->next;

@@ -50,7 +50,7 @@ main(int argc, char **argv)
     char err[256];
     struct fs_ring_opts ro = {.memory_limit = 64 << 20, .retention_us = 3600LL * 1000000};
     struct fs_store *st = fs_store_new(&ro, err, sizeof err);
-    struct fs_sched *sc = fs_sched_new(err, sizeof err);
+    struct fs_sched *sc = fs_sched_new(NULL, err, sizeof err);
     if (!st || !sc) {
         fprintf(stderr, "fs-testd: %s\n", err);
         return 1;
@@ -91,6 +91,7 @@ main(int argc, char **argv)
     for (unsigned i = 0; i < targets; i++) {
         fs_sched_remove(sc, es[i]);
         fs_test_driver.target_remove(NULL, ts[i]);
+        fs_sched_entry_free(sc, es[i]);
         fs_store_sink_remove(st, sinks[i]);
     }
     fs_sched_free(sc);

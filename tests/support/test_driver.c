@@ -17,6 +17,11 @@ struct tsrc {
     struct fs_sink *sink;
     struct fs_test_behavior b;
     bool stop, pending, running, cancel;
+    bool cycle_hangs, cycle_ignores_cancel; /* the running cycle's, taken at its start */
+    bool finish;                            /* fs_test_driver_finish() asked */
+    enum fs_poll_result finish_result;
+    bool gate_open;
+    unsigned gate_waiters;
     uint64_t cycle_id;
     uint64_t started, ended, cancelled, value;
     int64_t starts[MAX_STARTS];
@@ -37,7 +42,8 @@ tsrc_main(void *arg)
         struct fs_test_behavior b = t->b;
         /* Wait out the delay (or forever when hanging) unless cancelled. */
         int64_t until = b.hang ? INT64_MAX : fs_monotonic_us() + b.delay_us;
-        while (!(t->cancel && !b.ignore_cancel) && !t->stop && fs_monotonic_us() < until) {
+        while (!(t->cancel && !b.ignore_cancel) && !t->stop && !t->finish &&
+               fs_monotonic_us() < until) {
             struct timespec ts;
             clock_gettime(CLOCK_MONOTONIC, &ts);
             ts.tv_nsec += 5 * 1000000;
@@ -47,7 +53,10 @@ tsrc_main(void *arg)
             }
             pthread_cond_timedwait(&t->cond, &t->lock, &ts);
         }
-        bool cancelled = (t->cancel && !b.ignore_cancel) || t->stop;
+        bool cancelled = ((t->cancel && !b.ignore_cancel) || t->stop) && !t->finish;
+        if (t->finish)
+            b.result = t->finish_result;
+        t->finish = false;
         t->value += b.step;
         uint64_t v = t->value;
         pthread_mutex_unlock(&t->lock);
@@ -128,6 +137,17 @@ tsrc_remove(void *state, void *tstate)
     free(t);
 }
 
+/* Blocks while the gate is shut (lock held). */
+static void
+gate_wait(struct tsrc *t)
+{
+    t->gate_waiters++;
+    pthread_cond_broadcast(&t->cond);
+    while (!t->gate_open && !t->stop)
+        pthread_cond_wait(&t->cond, &t->lock);
+    t->gate_waiters--;
+}
+
 static int
 tsrc_cycle_start(void *state, void *tstate, uint64_t cycle_id, int64_t deadline_us)
 {
@@ -136,11 +156,15 @@ tsrc_cycle_start(void *state, void *tstate, uint64_t cycle_id, int64_t deadline_
     struct tsrc *t = tstate;
     int rc = FS_DRV_OK;
     pthread_mutex_lock(&t->lock);
+    if (t->b.gate_start)
+        gate_wait(t);
     if (t->running) {
         rc = FS_DRV_BUSY;
     } else {
         t->running = true;
         t->pending = true;
+        t->cycle_hangs = t->b.hang;
+        t->cycle_ignores_cancel = t->b.ignore_cancel;
         t->cycle_id = cycle_id;
         if (t->started < MAX_STARTS)
             t->starts[t->started] = fs_monotonic_us();
@@ -157,6 +181,8 @@ tsrc_cycle_cancel(void *state, void *tstate)
     (void)state;
     struct tsrc *t = tstate;
     pthread_mutex_lock(&t->lock);
+    if (t->b.gate_cancel)
+        gate_wait(t);
     if (t->running) {
         t->cancel = true;
         t->cancelled++;
@@ -184,6 +210,50 @@ fs_test_driver_set(void *tstate, const struct fs_test_behavior *b)
     pthread_mutex_lock(&t->lock);
     t->b = *b;
     pthread_mutex_unlock(&t->lock);
+}
+
+void
+fs_test_driver_finish(void *tstate, enum fs_poll_result r)
+{
+    struct tsrc *t = tstate;
+    pthread_mutex_lock(&t->lock);
+    if (t->running) {
+        t->finish = true;
+        t->finish_result = r;
+        pthread_cond_broadcast(&t->cond);
+    }
+    pthread_mutex_unlock(&t->lock);
+}
+
+unsigned
+fs_test_driver_in_gate(void *tstate)
+{
+    struct tsrc *t = tstate;
+    pthread_mutex_lock(&t->lock);
+    unsigned n = t->gate_waiters;
+    pthread_mutex_unlock(&t->lock);
+    return n;
+}
+
+void
+fs_test_driver_open_gate(void *tstate)
+{
+    struct tsrc *t = tstate;
+    pthread_mutex_lock(&t->lock);
+    t->gate_open = true;
+    pthread_cond_broadcast(&t->cond);
+    pthread_mutex_unlock(&t->lock);
+}
+
+bool
+fs_test_driver_idle(void *tstate)
+{
+    struct tsrc *t = tstate;
+    pthread_mutex_lock(&t->lock);
+    bool idle =
+        !t->running || (t->cycle_hangs && (!t->cancel || t->cycle_ignores_cancel) && !t->finish);
+    pthread_mutex_unlock(&t->lock);
+    return idle;
 }
 
 #define GETTER(field)                                                                              \
