@@ -49,6 +49,37 @@ free_udp_port() {
   return 1
 }
 
+# Polls until a shell condition holds: wait_for SECS "what it waits for" CMD [ARG...].
+# Fails the test with that description at the deadline. No fixed sleeps stand in for it.
+wait_for() {
+  local secs=$1 what=$2; shift 2
+  local until=$((SECONDS + secs))
+  while :; do
+    "$@" >/dev/null 2>&1 && return 0
+    [ $SECONDS -lt $until ] || fail "not within ${secs}s: $what"
+    sleep 0.1
+  done
+}
+
+# Lines of fabricscope.log matching an extended regex.
+log_count() { grep -cE "$1" "$T/fabricscope.log" || true; }
+
+# Sends SIGHUP and waits until the daemon logged the end of that reload (applied or
+# refused): the next step sees its effects, not the previous configuration's.
+hup() {
+  local n; n=$(log_count 'reloaded |reload refused')
+  kill -HUP "$FS_PID"
+  wait_for 20 "reload #$((n + 1)) logged" _log_count_above 'reloaded |reload refused' "$n"
+}
+_log_count_above() { [ "$(log_count "$1")" -gt "$2" ]; }
+
+# Waits until a process has exited (up to SECS); fails if it is still running.
+wait_exit() {
+  local pid=$1 secs=$2
+  wait_for "$secs" "process $pid exits" _not_running "$pid"
+}
+_not_running() { ! kill -0 "$1" 2>/dev/null; }
+
 # Waits until URL answers 200 (up to $2 seconds, default 20).
 wait_http() {
   local url=$1 secs=${2:-20}
@@ -59,9 +90,10 @@ wait_http() {
   fail "$url did not answer within ${secs}s"
 }
 
-# Starts fabricscope on CONFIG, logging to $T/fabricscope.log; sets FS_PID.
+# Starts fabricscope (or BINARY, a test build of its daemon) on CONFIG, logging to
+# $T/fabricscope.log; sets FS_PID.
 start_fabricscope() {
-  "$FABRICSCOPE" -c "$1" >"$T/fabricscope.log" 2>&1 &
+  "${2:-$FABRICSCOPE}" -c "$1" >"$T/fabricscope.log" 2>&1 &
   FS_PID=$!
   track "$FS_PID"
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SIGHUP with real targets: an unchanged target keeps its ring history and counter state
 # across a reload, a new target starts, a changed one starts over, a removed one goes,
-# and a bad file changes nothing.
+# a bad file changes nothing, a missing secret file is reported and picked up once it
+# exists; and (with fs-refusing-daemon, the daemon whose SNMP driver refuses listed
+# targets) a target its driver refused is shown down and retried on the next reload.
 source "$(dirname "$0")/lib.sh"
 
 start_snmp_sim
@@ -26,17 +28,25 @@ first_ts() { raw "$1" | jq -r '.data.result[0].values[0][0] // empty'; }
 count() { raw "$1" | jq -r '.data.result[0].values | length // 0'; }
 last_val() { raw "$1" | jq -r '.data.result[0].values[-1][1] // empty'; }
 
-for _ in $(seq 100); do [ "$(count tor1)" -ge 4 ] && [ "$(count tor2)" -ge 4 ] && break; sleep 0.2; done
-[ "$(count tor1)" -ge 4 ] || fail "tor1 has no history"
+has_samples() { [ "$(count "$1")" -ge "$2" ]; }
+targets_json() { curl -fsS "http://127.0.0.1:$HTTP/api/v1/targets"; }
+n_targets() { [ "$(targets_json | jq '.data | length')" = "$1" ]; }
+state_of() { targets_json | jq -r --arg t "$1" '.data[] | select(.target == $t) | .state'; }
+is_state() { [ "$(state_of "$1")" = "$2" ]; }
+error_of() { targets_json | jq -r --arg t "$1" '.data[] | select(.target == $t) | .last_error'; }
+has_error() { [ -n "$(error_of "$1")" ]; }
+
+wait_for 20 "tor1 history" has_samples tor1 4
+wait_for 20 "tor2 history" has_samples tor2 4
 t1=$(first_ts tor1); t2=$(first_ts tor2); v1=$(last_val tor1)
 ok "history before reload: tor1 from $t1, tor2 from $t2"
 
 # tor1 unchanged, tor2 changed (interval), tor3 new.
 { echo "listen: 127.0.0.1:$HTTP"; echo "targets:"; target tor1 500ms; target tor2 1s; target tor3 500ms; } >"$T/fs.yaml"
-kill -HUP "$FS_PID"
-for _ in $(seq 100); do grep -q 'reloaded' "$T/fabricscope.log" && break; sleep 0.1; done
+hup
 grep -q 'reloaded .*1 instances kept, 1 removed' "$T/fabricscope.log" || fail "reload summary: $(grep reload "$T/fabricscope.log")"
-for _ in $(seq 100); do [ "$(count tor3)" -ge 2 ] && [ "$(count tor2)" -ge 2 ] && break; sleep 0.2; done
+wait_for 20 "tor3 polled" has_samples tor3 2
+wait_for 20 "tor2 polled again" has_samples tor2 2
 [ "$(first_ts tor1)" = "$t1" ] || fail "tor1 lost its history: first sample $(first_ts tor1), was $t1"
 v1b=$(last_val tor1)
 [ "$v1b" -ge "$v1" ] || fail "tor1 counter went back: $v1 -> $v1b"
@@ -47,38 +57,54 @@ ok "reload: unchanged tor1 kept history from $t1 and counter state; tor2 restart
 
 # A bad file: refused, nothing changes.
 printf 'listen: 127.0.0.1:%s\ntargets: [ { name: x } ]\n' "$HTTP" >"$T/fs.yaml"
-kill -HUP "$FS_PID"
-for _ in $(seq 50); do grep -q 'reload refused' "$T/fabricscope.log" && break; sleep 0.1; done
+hup
 grep -q 'reload refused' "$T/fabricscope.log" || fail "bad file not refused"
-n=$(curl -fsS "http://127.0.0.1:$HTTP/api/v1/targets" | jq '.data | length')
-[ "$n" = 3 ] || fail "targets after a refused reload: $n, want 3"
+n_targets 3 || fail "targets after a refused reload: $(targets_json | jq '.data | length'), want 3"
 ok "bad reload refused; 3 targets still running"
 
 # tor3 removed.
 { echo "listen: 127.0.0.1:$HTTP"; echo "targets:"; target tor1 500ms; target tor2 1s; } >"$T/fs.yaml"
-kill -HUP "$FS_PID"
-for _ in $(seq 50); do [ "$(curl -fsS "http://127.0.0.1:$HTTP/api/v1/targets" | jq '.data | length')" = 2 ] && break; sleep 0.1; done
-[ "$(curl -fsS "http://127.0.0.1:$HTTP/api/v1/targets" | jq '.data | length')" = 2 ] || fail "tor3 not removed"
+hup
+n_targets 2 || fail "tor3 not removed"
 curl -fsS "http://127.0.0.1:$HTTP/metrics" | grep -q 'target="tor3"' && fail "tor3 still exported"
 [ "$(first_ts tor1)" = "$t1" ] || fail "tor1 lost its history on the second reload"
 ok "removed target gone; tor1 history intact"
 
-# A target whose secret file is missing is shown down with the reason; once the file
-# exists, a reload with the same configuration retries it.
+# A target whose secret file is missing is shown down with the reason (and no secret);
+# once the file exists and the configuration is reloaded, it comes up.
 { echo "listen: 127.0.0.1:$HTTP"; echo "targets:"; target tor1 500ms
   printf '  - name: tor4\n    address: 127.0.0.1\n    snmp: { port: %s, community_file: %s, interval: 500ms }\n' \
     "$PORT" "$T/later.community"; } >"$T/fs.yaml"
-kill -HUP "$FS_PID"
-for _ in $(seq 50); do curl -fsS "http://127.0.0.1:$HTTP/api/v1/targets" | jq -e '.data[] | select(.target == "tor4")' >/dev/null && break; sleep 0.1; done
-err=$(curl -fsS "http://127.0.0.1:$HTTP/api/v1/targets" | jq -r '.data[] | select(.target == "tor4") | .last_error')
+hup
+wait_for 20 "tor4 reports an error" has_error tor4
+err=$(error_of tor4)
 grep -q "later.community" <<<"$err" || fail "missing secret file not reported: '$err'"
 grep -q "$(cat "$SNMP_COMMUNITY_FILE")" <<<"$err" && fail "error shows a secret"
 cp "$SNMP_COMMUNITY_FILE" "$T/later.community"
-kill -HUP "$FS_PID"
-for _ in $(seq 100); do
-  s=$(curl -fsS "http://127.0.0.1:$HTTP/api/v1/targets" | jq -r '.data[] | select(.target == "tor4") | .state')
-  [ "$s" = up ] && break; sleep 0.1
-done
-[ "$s" = up ] || fail "tor4 not retried after its secret appeared (state $s)"
+hup
+wait_for 20 "tor4 up once its secret file exists" is_state tor4 up
 [ "$(first_ts tor1)" = "$t1" ] || fail "tor1 lost its history"
-ok "refused target ($err) retried on reload once fixed"
+ok "missing secret file reported ($err); target up once it exists"
+
+# A target its driver refused (target_add failed) is shown down with the driver's
+# reason, and the next reload retries it even though its configuration is unchanged.
+# The real SNMP driver refuses nothing it has a block for, so this runs the daemon's
+# code with a driver table whose SNMP driver refuses the targets listed in a file.
+REFUSING=$FS_BUILD_DIR/tests/fs-refusing-daemon
+[ -x "$REFUSING" ] || fail "build fs-refusing-daemon first"
+kill -TERM "$FS_PID"
+wait_exit "$FS_PID" 10
+mv "$T/fabricscope.log" "$T/fabricscope-1.log"
+{ echo "listen: 127.0.0.1:$HTTP"; echo "targets:"; target tor1 500ms; target tor5 500ms; } >"$T/fs.yaml"
+echo tor5 >"$T/refuse"
+FS_REFUSE_TARGETS=$T/refuse start_fabricscope "$T/fs.yaml" "$REFUSING"
+wait_http "http://127.0.0.1:$HTTP/healthz"
+wait_for 20 "tor5 shown down" is_state tor5 down
+grep -q 'refused by the test' <<<"$(error_of tor5)" || fail "tor5's error is not the refusal: '$(error_of tor5)'"
+wait_for 20 "tor1 up beside the refused target" is_state tor1 up
+: >"$T/refuse"
+hup
+grep -q 'reloaded .*1 instances kept, 1 removed' "$T/fabricscope.log" ||
+  fail "refused tor5 not retried: $(grep reloaded "$T/fabricscope.log")"
+wait_for 20 "tor5 up after the retry" is_state tor5 up
+ok "target refused by its driver shown down, retried by the next reload with the same file"
