@@ -4,11 +4,13 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "util/buf.h"
 #include "util/clock.h"
@@ -436,6 +438,47 @@ apply_reload(struct daemon *d, struct fs_config *ncfg)
            removed);
 }
 
+/* ---- shutdown ---- */
+
+/* Shutdown must end even if a driver is stuck in a call (a dead mount under a secret
+ * file, a peer that never lets go): nothing is lost by ending the process then, the
+ * store lives in memory. A second SIGTERM/SIGINT ends it at once, and so does the limit. */
+#define SHUTDOWN_LIMIT_S 15
+
+static atomic_size_t shutdown_removed, shutdown_total;
+static _Atomic(const char *) shutdown_step = "starting";
+
+static void *
+shutdown_guard(void *arg)
+{
+    (void)arg;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    struct timespec limit = {.tv_sec = SHUTDOWN_LIMIT_S};
+    int sig;
+    do
+        sig = sigtimedwait(&set, NULL, &limit);
+    while (sig < 0 && errno == EINTR);
+    const char *why = sig > 0 ? "a second signal" : "the time limit";
+    fs_log(FS_LOG_ERROR, "main",
+           "shutdown ended by %s while %s (%zu of %zu targets removed); exiting now", why,
+           atomic_load(&shutdown_step), atomic_load(&shutdown_removed),
+           atomic_load(&shutdown_total));
+    _exit(1);
+    return NULL;
+}
+
+/* Started once the shutdown begins; the signals it waits for are blocked everywhere. */
+static void
+shutdown_guard_start(void)
+{
+    pthread_t t;
+    if (pthread_create(&t, NULL, shutdown_guard, NULL) == 0)
+        pthread_detach(t);
+}
+
 int
 fs_daemon_run(const char *config_path)
 {
@@ -501,20 +544,28 @@ fs_daemon_run(const char *config_path)
             continue;
         }
         fs_log(FS_LOG_INFO, "main", "signal %d: shutting down", sig);
+        shutdown_guard_start();
         break;
     }
     rc = 0;
 out:
     /* Readers first, then the producers (each instance: scheduler, driver, sink), then
      * the threads that served them, then the data. */
+    atomic_store(&shutdown_step, "stopping the HTTP endpoint");
     http_stop(&d);
+    atomic_store(&shutdown_step, "removing targets");
+    for (struct instance *in = d.insts; in; in = in->next)
+        atomic_fetch_add(&shutdown_total, 1);
     while (d.insts) {
         struct instance *in = d.insts;
         d.insts = in->next;
         instance_remove(&d, in);
+        atomic_fetch_add(&shutdown_removed, 1);
     }
+    atomic_store(&shutdown_step, "stopping the scheduler and the drivers");
     fs_sched_free(d.sched);
     slots_shutdown(d.slots);
+    atomic_store(&shutdown_step, "freeing the store");
     fs_store_free(d.store);
     cfg_unref(d.current);
     return rc;

@@ -4,14 +4,18 @@
  * refuses the targets named, one per line, in the file $FS_REFUSE_TARGETS at the time
  * of the call. The real SNMP driver never refuses a target it has a block for, so this is
  * how a test drives the daemon's "refused by its driver" path (shown down, retried on
- * every reload). Test-only: the product ships no such driver.
+ * every reload). Its target_remove also never returns for the targets listed in
+ * $FS_HANG_ON_REMOVE, a driver stuck at shutdown. Test-only: the product ships no such
+ * driver.
  *
  * usage: fs-refusing-daemon -c CONFIG
  */
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "daemon.h"
 #include "driver.h"
@@ -31,10 +35,19 @@ fs_driver_find(const char *name)
     return strcmp(name, refusing_snmp.name) == 0 ? &refusing_snmp : NULL;
 }
 
+/* The names of the targets added, by driver state, for target_remove. */
+#define MAX_NAMES 64
+static struct {
+    void *tstate;
+    char name[64];
+} names[MAX_NAMES];
+static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Whether target is a line of the file named by environment variable var. */
 static bool
-listed(const char *target)
+listed(const char *var, const char *target)
 {
-    const char *path = getenv("FS_REFUSE_TARGETS");
+    const char *path = getenv(var);
     char line[256];
     bool found = false;
     FILE *f = path ? fopen(path, "r") : NULL;
@@ -52,11 +65,39 @@ static int
 refusing_target_add(void *state, const struct fs_target_cfg *tcfg, struct fs_sink *sink,
                     void **tstate, char *errbuf, size_t errlen)
 {
-    if (listed(tcfg->name)) {
+    if (listed("FS_REFUSE_TARGETS", tcfg->name)) {
         snprintf(errbuf, errlen, "refused by the test (listed in FS_REFUSE_TARGETS)");
         return FS_DRV_ERR;
     }
-    return fs_driver_snmp.target_add(state, tcfg, sink, tstate, errbuf, errlen);
+    int rc = fs_driver_snmp.target_add(state, tcfg, sink, tstate, errbuf, errlen);
+    if (rc == FS_DRV_OK) {
+        pthread_mutex_lock(&names_lock);
+        for (size_t i = 0; i < MAX_NAMES; i++)
+            if (!names[i].tstate) {
+                names[i].tstate = *tstate;
+                snprintf(names[i].name, sizeof names[i].name, "%s", tcfg->name);
+                break;
+            }
+        pthread_mutex_unlock(&names_lock);
+    }
+    return rc;
+}
+
+static void
+hanging_target_remove(void *state, void *tstate)
+{
+    char name[64] = "";
+    pthread_mutex_lock(&names_lock);
+    for (size_t i = 0; i < MAX_NAMES; i++)
+        if (names[i].tstate == tstate) {
+            snprintf(name, sizeof name, "%s", names[i].name);
+            names[i].tstate = NULL;
+        }
+    pthread_mutex_unlock(&names_lock);
+    if (listed("FS_HANG_ON_REMOVE", name))
+        for (;;)
+            pause();
+    fs_driver_snmp.target_remove(state, tstate);
 }
 
 int
@@ -68,5 +109,6 @@ main(int argc, char **argv)
     }
     refusing_snmp = fs_driver_snmp;
     refusing_snmp.target_add = refusing_target_add;
+    refusing_snmp.target_remove = hanging_target_remove;
     return fs_daemon_run(argv[2]);
 }

@@ -97,7 +97,7 @@ wait_exit "$FS_PID" 10
 mv "$T/fabricscope.log" "$T/fabricscope-1.log"
 { echo "listen: 127.0.0.1:$HTTP"; echo "targets:"; target tor1 500ms; target tor5 500ms; } >"$T/fs.yaml"
 echo tor5 >"$T/refuse"
-FS_REFUSE_TARGETS=$T/refuse start_fabricscope "$T/fs.yaml" "$REFUSING"
+FS_REFUSE_TARGETS=$T/refuse FS_HANG_ON_REMOVE=$T/hang start_fabricscope "$T/fs.yaml" "$REFUSING"
 wait_http "http://127.0.0.1:$HTTP/healthz"
 wait_for 20 "tor5 shown down" is_state tor5 down
 grep -q 'refused by the test' <<<"$(error_of tor5)" || fail "tor5's error is not the refusal: '$(error_of tor5)'"
@@ -108,3 +108,17 @@ grep -q 'reloaded .*1 instances kept, 1 removed' "$T/fabricscope.log" ||
   fail "refused tor5 not retried: $(grep reloaded "$T/fabricscope.log")"
 wait_for 20 "tor5 up after the retry" is_state tor5 up
 ok "target refused by its driver shown down, retried by the next reload with the same file"
+
+# A driver stuck at shutdown (its target_remove never returns) cannot hold SIGTERM
+# hostage: a second signal ends the process at once, saying where it was stuck.
+echo tor1 >"$T/hang"
+kill -TERM "$FS_PID"
+wait_for 10 "shutdown begun" grep -q 'shutting down' "$T/fabricscope.log"
+kill -0 "$FS_PID" || fail "exited although its driver is stuck"
+kill -TERM "$FS_PID"
+wait_exit "$FS_PID" 5
+wait "$FS_PID" && rc=0 || rc=$?
+[ $rc = 1 ] || fail "exit code $rc after a stuck shutdown, want 1"
+grep -q 'shutdown ended by a second signal while removing targets' "$T/fabricscope.log" ||
+  fail "stuck shutdown not explained: $(tail -n 3 "$T/fabricscope.log")"
+ok "stuck driver at shutdown: a second SIGTERM ends it (exit 1, logged)"
