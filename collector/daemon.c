@@ -174,60 +174,77 @@ cfg_unref(struct cfg_ref *r)
     }
 }
 
-static struct instance *
-instance_add(struct daemon *d, const struct fs_target_cfg *t, const struct fs_driver *drv,
-             struct cfg_ref *ref)
+/* Starts the driver side of an instance whose sink exists: the driver's target and, for
+ * a polling driver, its scheduler entry. A driver that fails to start or refuses the
+ * target leaves the instance down with the reason (in->slot NULL); a reload retries it. */
+static void
+instance_start(struct daemon *d, struct instance *in)
 {
     char err[256] = "";
-    int64_t interval = block_interval(t, drv->name);
-    struct instance *in = calloc(1, sizeof *in);
-    if (!in)
-        return NULL;
-    in->tcfg = t;
-    in->drv = drv;
-    in->ref = ref;
-    ref->refs++;
-    in->sink = fs_store_sink_add(d->store, t, drv->name, interval);
-    if (!in->sink)
-        goto fail;
+    const struct fs_driver *drv = in->drv;
+    const struct fs_target_cfg *t = in->tcfg;
     in->slot = slot_get(d->slots, drv, err, sizeof err);
     if (!in->slot) {
         fs_log(FS_LOG_ERROR, drv->name, "driver failed to start: %s", err);
         fs_sink_done(in->sink, 0, FS_POLL_PROTOCOL, err);
-        goto keep;
+        return;
     }
     if (drv->target_add(in->slot->state, t, in->sink, &in->tstate, err, sizeof err) != FS_DRV_OK) {
         fs_log(FS_LOG_ERROR, drv->name, "target %s not added: %s", t->name, err);
         fs_sink_done(in->sink, 0, FS_POLL_PROTOCOL, err);
         in->tstate = NULL;
         in->slot = NULL;
-        goto keep;
+        return;
     }
     if (drv->kind == FS_DRIVER_POLL) {
         char name[300];
         snprintf(name, sizeof name, "%s/%s", t->name, drv->name);
-        in->entry =
-            fs_sched_add(d->sched, drv, in->slot->state, in->tstate, in->sink, name, interval);
+        in->entry = fs_sched_add(d->sched, drv, in->slot->state, in->tstate, in->sink, name,
+                                 block_interval(t, drv->name));
     }
-keep:
+}
+
+/* Stops the driver side of an instance; its sink (history, counter state) stays. The
+ * order is the scheduler entry's lifetime (scheduler.h): no new start or cancel, then the
+ * driver ends what is in flight and its done calls, then the entry goes. */
+static void
+instance_stop(struct daemon *d, struct instance *in)
+{
+    fs_sched_remove(d->sched, in->entry);
+    if (in->slot && in->tstate)
+        in->slot->drv->target_remove(in->slot->state, in->tstate);
+    fs_sched_entry_free(d->sched, in->entry);
+    in->entry = NULL;
+    in->tstate = NULL;
+    in->slot = NULL;
+}
+
+static struct instance *
+instance_add(struct daemon *d, const struct fs_target_cfg *t, const struct fs_driver *drv,
+             struct cfg_ref *ref)
+{
+    struct instance *in = calloc(1, sizeof *in);
+    if (!in)
+        return NULL;
+    in->tcfg = t;
+    in->drv = drv;
+    in->sink = fs_store_sink_add(d->store, t, drv->name, block_interval(t, drv->name));
+    if (!in->sink) {
+        free(in);
+        return NULL;
+    }
+    in->ref = ref;
+    ref->refs++;
+    instance_start(d, in);
     in->next = d->insts;
     d->insts = in;
     return in;
-fail:
-    cfg_unref(ref);
-    free(in);
-    return NULL;
 }
 
 static void
 instance_remove(struct daemon *d, struct instance *in)
 {
-    /* The order is the entry's lifetime (scheduler.h): no new start or cancel, then the
-     * driver ends what is in flight and its done calls, then the entry and the sink go. */
-    fs_sched_remove(d->sched, in->entry);
-    if (in->slot && in->tstate)
-        in->slot->drv->target_remove(in->slot->state, in->tstate);
-    fs_sched_entry_free(d->sched, in->entry);
+    instance_stop(d, in);
     fs_store_sink_remove(d->store, in->sink);
     cfg_unref(in->ref);
     free(in);
@@ -407,17 +424,25 @@ apply_reload(struct daemon *d, struct fs_config *ncfg)
     nref->refs = 1;
     struct cfg_ref *old = d->current;
 
-    /* Instances of removed or changed targets go; unchanged ones keep all their state. */
+    /* Instances of removed or changed targets go. Unchanged ones keep all their state,
+     * except that one its driver refused or that is failing is restarted in place (its
+     * history and counters stay): its driver reads its secret files again and its
+     * backoff starts over, as the reload may be how the operator says it is fixed. */
     struct instance **pp = &d->insts;
-    size_t kept = 0, removed = 0;
+    size_t kept = 0, restarted = 0, removed = 0, before = 0, after = 0;
     while (*pp) {
         struct instance *in = *pp;
         const struct fs_target_cfg *nt = find_target(ncfg, in->tcfg->name);
-        /* A target its driver refused (a missing secret file, say) is retried: the
-         * reload may be how the operator says it has been fixed. */
-        if (nt && fs_target_cfg_equal(in->tcfg, nt) && in->slot) {
+        before++;
+        if (nt && fs_target_cfg_equal(in->tcfg, nt)) {
+            if (!in->slot || (in->entry && fs_sched_failures(d->sched, in->entry) > 0)) {
+                instance_stop(d, in);
+                instance_start(d, in);
+                restarted++;
+            } else {
+                kept++;
+            }
             pp = &in->next;
-            kept++;
             continue;
         }
         *pp = in->next;
@@ -434,8 +459,12 @@ apply_reload(struct daemon *d, struct fs_config *ncfg)
     http_reload(d, nref);
     d->current = nref;
     cfg_unref(old);
-    fs_log(FS_LOG_INFO, "config", "reloaded %s: %zu instances kept, %zu removed", ncfg->path, kept,
-           removed);
+    for (struct instance *in = d->insts; in; in = in->next)
+        after++;
+    fs_log(FS_LOG_INFO, "config",
+           "reloaded %s: %zu instances kept, %zu restarted (refused or failing), %zu removed, "
+           "%zu added",
+           ncfg->path, kept, restarted, removed, after - (before - removed));
 }
 
 /* ---- shutdown ---- */

@@ -416,3 +416,12 @@ fs_sched_sync(struct fs_sched *s)
         pthread_cond_wait(&s->idle, &s->lock);
     pthread_mutex_unlock(&s->lock);
 }
+
+uint64_t
+fs_sched_failures(struct fs_sched *s, const struct fs_sched_entry *e)
+{
+    pthread_mutex_lock(&s->lock);
+    uint64_t n = e->failures;
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}

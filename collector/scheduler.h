@@ -85,6 +85,9 @@ void fs_sched_remove(struct fs_sched *s, struct fs_sched_entry *e);
 /** Frees an entry stopped by fs_sched_remove() (see the lifetime above). Accepts NULL. */
 void fs_sched_entry_free(struct fs_sched *s, struct fs_sched_entry *e);
 
+/** Consecutive failed cycles of an entry (0 once one succeeds, or before any ended). */
+uint64_t fs_sched_failures(struct fs_sched *s, const struct fs_sched_entry *e);
+
 /**
  * Returns once the scheduler thread has acted on everything due at the clock's current
  * reading (started, cancelled or skipped it) and is waiting. For tests with an injected

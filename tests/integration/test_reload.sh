@@ -44,7 +44,11 @@ ok "history before reload: tor1 from $t1, tor2 from $t2"
 # tor1 unchanged, tor2 changed (interval), tor3 new.
 { echo "listen: 127.0.0.1:$HTTP"; echo "targets:"; target tor1 500ms; target tor2 1s; target tor3 500ms; } >"$T/fs.yaml"
 hup
-grep -q 'reloaded .*1 instances kept, 1 removed' "$T/fabricscope.log" || fail "reload summary: $(grep reload "$T/fabricscope.log")"
+# (tor1 is kept, or restarted in place if a poll of it happened to be failing: a slow
+# sanitizer build can miss a 300 ms timeout; either way its history stays.)
+last_reload() { grep 'reloaded ' "$T/fabricscope.log" | tail -n 1; }
+grep -qE '(1 instances kept, 0|0 instances kept, 1) restarted \(refused or failing\), 1 removed, 2 added' <<<"$(last_reload)" ||
+  fail "reload summary: $(last_reload)"
 wait_for 20 "tor3 polled" has_samples tor3 2
 wait_for 20 "tor2 polled again" has_samples tor2 2
 [ "$(first_ts tor1)" = "$t1" ] || fail "tor1 lost its history: first sample $(first_ts tor1), was $t1"
@@ -71,7 +75,8 @@ curl -fsS "http://127.0.0.1:$HTTP/metrics" | grep -q 'target="tor3"' && fail "to
 ok "removed target gone; tor1 history intact"
 
 # A target whose secret file is missing is shown down with the reason (and no secret);
-# once the file exists and the configuration is reloaded, it comes up.
+# once the file exists, the reload restarts the failing target (its driver reads the
+# file again, its backoff starts over) and it comes up.
 { echo "listen: 127.0.0.1:$HTTP"; echo "targets:"; target tor1 500ms
   printf '  - name: tor4\n    address: 127.0.0.1\n    snmp: { port: %s, community_file: %s, interval: 500ms }\n' \
     "$PORT" "$T/later.community"; } >"$T/fs.yaml"
@@ -82,9 +87,10 @@ grep -q "later.community" <<<"$err" || fail "missing secret file not reported: '
 grep -q "$(cat "$SNMP_COMMUNITY_FILE")" <<<"$err" && fail "error shows a secret"
 cp "$SNMP_COMMUNITY_FILE" "$T/later.community"
 hup
+grep -qE '(1 instances kept, 1|0 instances kept, 2) restarted' <<<"$(last_reload)" || fail "failing tor4 not restarted: $(last_reload)"
 wait_for 20 "tor4 up once its secret file exists" is_state tor4 up
 [ "$(first_ts tor1)" = "$t1" ] || fail "tor1 lost its history"
-ok "missing secret file reported ($err); target up once it exists"
+ok "missing secret file reported ($err); the reload restarted the failing target, up once the file exists"
 
 # A target its driver refused (target_add failed) is shown down with the driver's
 # reason, and the next reload retries it even though its configuration is unchanged.
@@ -104,8 +110,8 @@ grep -q 'refused by the test' <<<"$(error_of tor5)" || fail "tor5's error is not
 wait_for 20 "tor1 up beside the refused target" is_state tor1 up
 : >"$T/refuse"
 hup
-grep -q 'reloaded .*1 instances kept, 1 removed' "$T/fabricscope.log" ||
-  fail "refused tor5 not retried: $(grep reloaded "$T/fabricscope.log")"
+grep -qE '(1 instances kept, 1|0 instances kept, 2) restarted \(refused or failing\), 0 removed, 0 added' <<<"$(last_reload)" ||
+  fail "refused tor5 not retried: $(last_reload)"
 wait_for 20 "tor5 up after the retry" is_state tor5 up
 ok "target refused by its driver shown down, retried by the next reload with the same file"
 
