@@ -61,7 +61,7 @@ struct file_id {
  * certificate or key) was rewritten. */
 struct listener {
     struct fs_http *http;    /* NULL: down (failed to start) */
-    struct cfg_ref *cfg;     /* the configuration of the last start attempt that counted */
+    struct cfg_ref *cfg;     /* the configuration it runs, or last tried */
     struct file_id files[3]; /* token, certificate, key */
 };
 
@@ -283,7 +283,7 @@ file_id_of(const char *path, struct file_id *id)
 {
     struct stat st;
     memset(id, 0, sizeof *id);
-    /* stat() does not open the file: a FIFO or a dead mount point cannot block here. */
+    /* stat() does not open the file: a FIFO in its place cannot block the reload. */
     if (!path || stat(path, &st) != 0)
         return;
     id->exists = true;
