@@ -74,9 +74,9 @@ fs_sched_cycle_budget(int64_t interval_us)
 int
 fs_sched_failure_backs_off(enum fs_poll_result r)
 {
-    /* No answer or a failed connection: retrying costs the device nothing and must see
-     * its return at once. A wrong answer: retrying costs it a login failure or a walk. */
-    return r == FS_POLL_AUTH || r == FS_POLL_PARSE;
+    /* Any other failure costs the device at most what a good poll costs, and retrying at
+     * the cadence sees its recovery at once; a refused login costs it a security event. */
+    return r == FS_POLL_AUTH;
 }
 
 int64_t

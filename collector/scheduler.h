@@ -8,19 +8,18 @@
  * previous one is still in flight is skipped and counted as an overrun. The scheduler
  * never waits on a driver: one hung target cannot delay another.
  *
- * Failures. A target that does not answer (FS_POLL_TIMEOUT) or whose connection fails
- * (FS_POLL_PROTOCOL) is tried again at its next slot of the cadence: such an attempt
- * costs the device nothing (or one refused connection), and the first slot after the
- * device is back polls it, so recovery is seen within one interval. A target that
- * answers wrongly (FS_POLL_AUTH, FS_POLL_PARSE) backs off exponentially with jitter up
- * to a cap: every attempt costs the device a login failure or a table walk, and such a
- * failure lasts until someone changes the device or the configuration (a reload starts
- * the entry over). The first success returns an entry to its cadence.
+ * Failures. A failed cycle is tried again at the entry's next slot of the cadence, so a
+ * device that comes back is polled within one interval, and a dead one costs no more
+ * than a healthy one (one cycle per interval, which for a silent device is one request
+ * and its retries). Only authentication failures back off, exponentially with jitter up
+ * to a cap: each attempt is a failed login on the device (lockouts, security alarms),
+ * and it lasts until someone changes the device or the configuration (a reload restarts
+ * a failing entry). The first success returns an entry to its cadence.
  *
  * Lifetime. An entry is referenced by the scheduler thread (which calls the driver's
  * cycle_start and cycle_cancel with the scheduler's lock released) and by the sink's
  * done callback (which a driver thread calls when a cycle ends). Removal is therefore
- * two steps around the driver's target_remove():
+ * three steps, around the driver's target_remove():
  *   fs_sched_remove(s, e);                    no new start or cancel; waits until the
  *                                             scheduler thread is in no call for e
  *   drv->target_remove(drv_state, tstate);    the driver ends the cycle in flight and
@@ -98,7 +97,7 @@ void fs_sched_sync(struct fs_sched *s);
 /** The deadline a cycle gets (µs after its start). */
 int64_t fs_sched_cycle_budget(int64_t interval_us);
 
-/** Whether a failure of this kind backs off (true) or is retried at the cadence (false). */
+/** Whether a failure of this kind backs off (nonzero) or is retried at the cadence (0). */
 int fs_sched_failure_backs_off(enum fs_poll_result r);
 
 /** The backoff delay after `failures` consecutive failures that back off (µs). */

@@ -222,9 +222,9 @@ test_backoff_function(void **state)
     }
     /* The cap is 5 minutes for long intervals. */
     assert_true(fs_sched_backoff(60 * SEC, 30, 1) <= (int64_t)(300 * SEC * 1.2) + 1);
-    /* Only wrong answers back off; silence and refused connections keep the cadence. */
+    /* Only refused logins back off; every other failure keeps the cadence. */
     assert_true(fs_sched_failure_backs_off(FS_POLL_AUTH));
-    assert_true(fs_sched_failure_backs_off(FS_POLL_PARSE));
+    assert_false(fs_sched_failure_backs_off(FS_POLL_PARSE));
     assert_false(fs_sched_failure_backs_off(FS_POLL_TIMEOUT));
     assert_false(fs_sched_failure_backs_off(FS_POLL_PROTOCOL));
     /* The cycle's budget is shorter than the interval. */
@@ -344,8 +344,8 @@ test_backoff_and_recovery(void **state)
 }
 
 /* A device that stops answering for 20 s (its cycles hang until cancelled at the
- * deadline, or its connection is refused at once) is polled again within one interval
- * of coming back, then at its cadence; for outages starting at eight phases of the
+ * deadline, or its connection is refused or its answers garbled at once) is polled again within one
+ * interval of coming back, then at its cadence; for outages starting at eight phases of the
  * cadence. */
 static void
 outage(enum fs_poll_result how)
@@ -376,7 +376,10 @@ outage(enum fs_poll_result how)
         world_free(w);
     }
     print_message("outage (%s): first cycle at most %.1f s after the device came back\n",
-                  how == FS_POLL_TIMEOUT ? "no answer" : "refused", (double)worst / 1e6);
+                  how == FS_POLL_TIMEOUT ? "no answer"
+                  : how == FS_POLL_PARSE ? "garbled"
+                                         : "refused",
+                  (double)worst / 1e6);
 }
 
 static void
@@ -391,6 +394,13 @@ test_outage_refused_recovers_within_interval(void **state)
 {
     (void)state;
     outage(FS_POLL_PROTOCOL);
+}
+
+static void
+test_outage_garbled_recovers_within_interval(void **state)
+{
+    (void)state;
+    outage(FS_POLL_PARSE);
 }
 
 /* ---- entry lifetime, on the real clock ---- */
@@ -563,6 +573,7 @@ main(void)
         cmocka_unit_test(test_backoff_and_recovery),
         cmocka_unit_test(test_outage_no_answer_recovers_within_interval),
         cmocka_unit_test(test_outage_refused_recovers_within_interval),
+        cmocka_unit_test(test_outage_garbled_recovers_within_interval),
         cmocka_unit_test(test_remove_during_cycle_start),
         cmocka_unit_test(test_remove_during_cancel),
         cmocka_unit_test(test_remove_during_inflight_cycle),
