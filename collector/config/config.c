@@ -108,7 +108,7 @@ fs_config_parse(const char *text, size_t len, const char *filename,
     if (fs_cfg_read_yaml(text ? text : "", len, &errs, &root) < 0 || fs_cfg_errs_any(&errs))
         goto report;
     fs_cfg_walk(sc, opts, root, &errs, &tree);
-    if (errs.oom || !tree)
+    if (errs.oom)
         goto report;
     /* Defaults make the model see what the collector will use. */
     if (lyd_new_implicit_all(&tree, sc->ctx, LYD_IMPLICIT_NO_STATE, NULL) != LY_SUCCESS) {

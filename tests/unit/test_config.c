@@ -263,6 +263,11 @@ test_defaults_minimal(void **state)
     assert_null(c->http_tls_cert_file);
     assert_null(c->http_bearer_token.file);
     fs_config_free(c);
+    /* An empty mapping is every default. */
+    c = parse_ok("{}\n");
+    assert_int_equal(c->listen_port, 9464);
+    assert_int_equal(c->max_series_per_target, 50000);
+    fs_config_free(c);
 }
 
 static void
