@@ -680,8 +680,7 @@ on_response(int op, netsnmp_session *sess, int reqid, netsnmp_pdu *pdu, void *ma
     t->reqid = 0;
     if (op == NETSNMP_CALLBACK_OP_TIMED_OUT) {
         cycle_end(t, FS_POLL_TIMEOUT,
-                  t->snmp->version == FS_SNMP_V3 ? "timeout"
-                                                       : "timeout (or wrong community)");
+                  t->snmp->version == FS_SNMP_V3 ? "timeout" : "timeout (or wrong community)");
         return 1;
     }
     if (op == NETSNMP_CALLBACK_OP_SEC_ERROR && pdu && pdu->command == SNMP_MSG_REPORT) {
