@@ -63,13 +63,19 @@ fs_driver_check(const struct fs_driver *drv, char *errbuf, size_t errlen)
         return -1;
     }
     b = &drv->block;
-    if (!b->name || !b->yang_module || !b->config_build || !b->config_free || !b->config_equal ||
-        !b->config_interval || !drv->init || !drv->shutdown || !drv->target_add ||
-        !drv->target_remove) {
+    if (!b->name || !b->name[0] || !b->yang_module || !b->config_build || !b->config_free ||
+        !b->config_equal || !b->config_interval || !drv->init || !drv->shutdown ||
+        !drv->target_add || !drv->target_remove) {
         snprintf(errbuf, errlen, "driver %s: a required member is not set",
                  b->name ? b->name : "(unnamed)");
         return -1;
     }
+    for (const char *c = b->name; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') ||
+              (c > b->name && ((*c >= '0' && *c <= '9') || *c == '_')))) {
+            snprintf(errbuf, errlen, "driver \"%s\": a name is [a-z][a-z0-9_]*", b->name);
+            return -1;
+        }
     if (drv->kind == FS_DRIVER_POLL && (!drv->cycle_start || !drv->cycle_cancel)) {
         snprintf(errbuf, errlen, "driver %s: a polling driver needs cycle_start and cycle_cancel",
                  b->name);

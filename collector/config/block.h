@@ -55,8 +55,9 @@ struct fs_cfg_block_ops {
      * Called once per target that has the block, with the block's node (defaults
      * present). Problems go to errs through fs_cfg_node_err(); the configuration is then
      * refused and *dcfg (if set) freed with config_free(). Not called for a block the
-     * walker already reported a problem in.
-     * @param[out] dcfg the built value (may be set even when problems were reported)
+     * walker already reported a problem in (other parts of the file may have problems).
+     * @param[out] dcfg the built value: set (non-NULL) on success; may be set even when
+     *                  problems were reported or on -1, and is then freed by config_free
      * @return 0, or -1 when out of memory (the parse fails with "out of memory")
      */
     int (*config_build)(const struct lyd_node *block, void **dcfg, struct fs_cfg_errs *errs);

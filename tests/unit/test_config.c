@@ -1020,6 +1020,10 @@ test_driver_api_version(void **state)
     other.cycle_start = NULL;
     assert_int_equal(fs_driver_check(&other, why, sizeof(why)), -1);
     assert_string_equal(why, "driver snmp: a polling driver needs cycle_start and cycle_cancel");
+    other = *snmp;
+    other.block.name = "SNMP";
+    assert_int_equal(fs_driver_check(&other, why, sizeof(why)), -1);
+    assert_string_equal(why, "driver \"SNMP\": a name is [a-z][a-z0-9_]*");
     /* The registry's view: every known name, the built ones resolvable. */
     assert_ptr_equal(fs_driver_of_block(&snmp->block), snmp);
     assert_null(fs_driver_of_block(&test_cli));
