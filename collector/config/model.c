@@ -4,7 +4,6 @@
  * Driver blocks are handed to their drivers' config_build(); nothing here knows a
  * driver's name or keys.
  */
-#include <inttypes.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>

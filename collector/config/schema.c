@@ -7,7 +7,6 @@
 #include <libyang/libyang.h>
 
 #include "config/schema.h"
-#include "config/tree.h"
 #include "util/log.h"
 
 /* The core module text, generated from schemas/fabricscope-config.yang at build time. */

@@ -4,9 +4,10 @@
  *  - config/X.yaml is accepted if this build has every driver it uses; otherwise it is
  *    refused with exactly one "this build has no D driver" line per such block.
  *  - config/invalid/X.yaml is refused with exactly the lines of X.expect if this build
- *    has every driver it uses; otherwise with exactly the "no D driver" lines (so an
- *    invalid example that uses a driver some build lacks may have problems only inside
- *    that driver's blocks).
+ *    has every driver it uses; otherwise the lines of X.expect about keys inside the
+ *    blocks of drivers it lacks are replaced by one "no D driver" line per such block
+ *    (a rule libyang checks once all else passed, like a must statement of the cli
+ *    block, is then not reached: keep such examples to one driver's block).
  * Which drivers an example uses is read from the file itself with libyaml (the keys of
  * each target that name a driver fabricscope knows). FS_SOURCE_DIR is the repository.
  */
@@ -66,6 +67,48 @@ map_value(yaml_document_t *doc, const yaml_node_t *map, const char *key)
     return NULL;
 }
 
+/* Whether the configuration's reading stage refuses text (anchors, tags, aliases, a
+ * second document, %TAG): it then stops before looking at any block. */
+static bool
+reading_refuses(const char *text, size_t len)
+{
+    yaml_parser_t parser;
+    yaml_event_t ev;
+    bool refuse = false, done = false;
+    int docs = 0;
+
+    assert_true(yaml_parser_initialize(&parser));
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    while (!done && !refuse && yaml_parser_parse(&parser, &ev)) {
+        switch (ev.type) {
+        case YAML_ALIAS_EVENT:
+            refuse = true;
+            break;
+        case YAML_SCALAR_EVENT:
+            refuse = ev.data.scalar.anchor || ev.data.scalar.tag;
+            break;
+        case YAML_MAPPING_START_EVENT:
+            refuse = ev.data.mapping_start.anchor || ev.data.mapping_start.tag;
+            break;
+        case YAML_SEQUENCE_START_EVENT:
+            refuse = ev.data.sequence_start.anchor || ev.data.sequence_start.tag;
+            break;
+        case YAML_DOCUMENT_START_EVENT:
+            refuse = ++docs > 1 || ev.data.document_start.tag_directives.start !=
+                                       ev.data.document_start.tag_directives.end;
+            break;
+        case YAML_STREAM_END_EVENT:
+            done = true;
+            break;
+        default:
+            break;
+        }
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&parser);
+    return refuse;
+}
+
 /*
  * The refusal this build must give for text: one "FILE:L:C: targets[T].D: this build has
  * no D driver" line per block of a known driver D it lacks, in file order (malloc'd;
@@ -80,6 +123,8 @@ missing_driver_lines(const char *text, size_t len, const char *file)
     char *out = calloc(1, cap);
 
     assert_non_null(out);
+    if (reading_refuses(text, len))
+        return out;
     assert_true(yaml_parser_initialize(&parser));
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
     if (!yaml_parser_load(&parser, &doc)) {
@@ -254,6 +299,88 @@ test_demo_contents(void **state)
     fs_config_free(cfg);
 }
 
+/* L and C of "FILE:L:C: ..." (a line of a problem list). */
+static void
+line_pos(const char *line, unsigned long *l, unsigned long *c)
+{
+    const char *p = strchr(line, ':');
+    *l = p ? strtoul(p + 1, (char **)&p, 10) : 0;
+    *c = p && *p == ':' ? strtoul(p + 1, NULL, 10) : 0;
+}
+
+/* The key path of a problem line: between "FILE:L:C: " and the next ": ". */
+static void
+line_path(const char *line, char *buf, size_t len)
+{
+    const char *p = line;
+    for (int i = 0; i < 3 && p; i++)
+        p = strchr(p, ':') ? strchr(p, ':') + 1 : NULL;
+    const char *e = p ? strstr(p + 1, ": ") : NULL;
+    snprintf(buf, len, "%.*s", e ? (int)(e - p - 1) : 0, e ? p + 1 : "");
+}
+
+struct problem_line {
+    unsigned long l, c;
+    size_t seq;
+    char text[1024];
+};
+
+static int
+problem_cmp(const void *a, const void *b)
+{
+    const struct problem_line *x = a, *y = b;
+    if (x->l != y->l)
+        return x->l < y->l ? -1 : 1;
+    if (x->c != y->c)
+        return x->c < y->c ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* What a build lacking some drivers must say for an invalid example (see the top). */
+static char *
+expected_without_drivers(const char *expect, const char *missing)
+{
+    struct problem_line *v = calloc(256, sizeof(*v));
+    size_t n = 0, o = 0, cap = 64 * 1024;
+    char *out = calloc(1, cap);
+    assert_non_null(v);
+    assert_non_null(out);
+    for (int pass = 0; pass < 2; pass++) {
+        const char *p = pass ? missing : expect;
+        while (*p) {
+            const char *e = strchr(p, '\n');
+            size_t len = e ? (size_t)(e - p) + 1 : strlen(p);
+            char path[512];
+            bool inside = false;
+            assert_true(n < 256 && len < sizeof(v[n].text));
+            memcpy(v[n].text, p, len);
+            v[n].text[len] = '\0';
+            if (!pass) {
+                /* dropped when it is about a key inside a block of a missing driver */
+                line_path(v[n].text, path, sizeof(path));
+                for (const char *m = missing; *m && !inside;) {
+                    char block[512];
+                    line_path(m, block, sizeof(block));
+                    size_t bl = strlen(block);
+                    inside = !strncmp(path, block, bl) && (path[bl] == '\0' || path[bl] == '.');
+                    m = strchr(m, '\n') ? strchr(m, '\n') + 1 : m + strlen(m);
+                }
+            }
+            if (!inside) {
+                line_pos(v[n].text, &v[n].l, &v[n].c);
+                v[n].seq = n;
+                n++;
+            }
+            p += len;
+        }
+    }
+    qsort(v, n, sizeof(*v), problem_cmp);
+    for (size_t i = 0; i < n; i++)
+        o += (size_t)snprintf(out + o, cap - o, "%s", v[i].text);
+    free(v);
+    return out;
+}
+
 static void
 test_invalid_examples(void **state)
 {
@@ -283,9 +410,14 @@ test_invalid_examples(void **state)
         assert_null(cfg);
         if (!missing[0] && strcmp(errors, expect) != 0)
             fail_msg("config/invalid/%s:\ngot:\n%sexpected:\n%s", files[i], errors, expect);
-        if (missing[0] && strcmp(errors, missing) != 0)
-            fail_msg("config/invalid/%s (a driver it uses is not built):\ngot:\n%sexpected:\n%s",
-                     files[i], errors, missing);
+        if (missing[0]) {
+            char *want = expected_without_drivers(expect, missing);
+            if (strcmp(errors, want) != 0)
+                fail_msg("config/invalid/%s (a driver it uses is not built):\ngot:\n%s"
+                         "expected:\n%s",
+                         files[i], errors, want);
+            free(want);
+        }
         free(missing);
         free(errors);
         free(expect);
