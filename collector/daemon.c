@@ -44,6 +44,7 @@ struct instance {
     struct fs_sink *sink;
     struct fs_sched_entry *entry;
     const struct fs_target_cfg *tcfg;
+    const struct fs_target_block *blk; /* tcfg's block for drv */
     struct cfg_ref *ref;
 };
 
@@ -74,15 +75,43 @@ struct daemon {
     struct cfg_ref *current;
 };
 
+/* Whether the core can use drv; a driver it cannot use is logged once per process. */
+static bool
+driver_usable(size_t idx, const struct fs_driver *drv)
+{
+    static bool logged[MAX_DRIVERS];
+    char why[256];
+    if (fs_driver_check(drv, why, sizeof why) == 0)
+        return true;
+    if (idx < MAX_DRIVERS && !logged[idx]) {
+        fs_log(FS_LOG_ERROR, "main", "driver #%zu of the registry is not used: %s", idx + 1, why);
+        logged[idx] = true;
+    }
+    return false;
+}
+
 void
 fs_daemon_config_opts(struct fs_config_opts *o)
 {
-    static const char *names[MAX_DRIVERS];
-    size_t n = 0;
-    for (size_t i = 0; i < fs_builtin_driver_count && n < MAX_DRIVERS; i++)
-        names[n++] = fs_builtin_drivers[i]->name;
-    o->drivers = names;
-    o->n_drivers = n;
+    static const struct fs_cfg_block_ops *blocks[MAX_DRIVERS];
+    static const char *absent[MAX_DRIVERS];
+    size_t nb = 0, na = 0;
+
+    for (size_t i = 0; i < fs_builtin_driver_count && nb < MAX_DRIVERS; i++)
+        if (driver_usable(i, fs_builtin_drivers[i]))
+            blocks[nb++] = &fs_builtin_drivers[i]->block;
+    /* Every other driver fabricscope knows: its block is refused with that reason. */
+    for (size_t i = 0; i < fs_known_driver_count && na < MAX_DRIVERS; i++) {
+        bool have = false;
+        for (size_t j = 0; j < nb; j++)
+            have = have || strcmp(blocks[j]->name, fs_known_driver_names[i]) == 0;
+        if (!have)
+            absent[na++] = fs_known_driver_names[i];
+    }
+    o->blocks = blocks;
+    o->n_blocks = nb;
+    o->absent = absent;
+    o->n_absent = na;
 }
 
 static int
@@ -118,27 +147,11 @@ fs_check_config(const char *path, FILE *out, FILE *err)
 
 /* ---- driver blocks of a target ---- */
 
-/* The interval of a target's block for driver `name`, or 0 if it has no such block. */
-static int64_t
-block_interval(const struct fs_target_cfg *t, const char *name)
-{
-    if (strcmp(name, "snmp") == 0 && t->snmp)
-        return t->snmp->interval_us;
-    if (strcmp(name, "cli") == 0 && t->cli)
-        return t->cli->interval_us;
-    if (strcmp(name, "gnmi") == 0 && t->gnmi) {
-        int64_t iv = 0;
-        for (size_t i = 0; i < t->gnmi->n_subscriptions; i++)
-            if (t->gnmi->subscriptions[i].interval_us > iv)
-                iv = t->gnmi->subscriptions[i].interval_us;
-        return iv > 0 ? iv : 10000000;
-    }
-    return 0;
-}
-
 static struct drv_slot *
 slot_get(struct drv_slot *slots, const struct fs_driver *drv, char *errbuf, size_t errlen)
 {
+    if (fs_driver_check(drv, errbuf, errlen) != 0)
+        return NULL;
     for (size_t i = 0; i < MAX_DRIVERS; i++) {
         struct drv_slot *s = &slots[i];
         if (s->drv && s->drv != drv)
@@ -183,24 +196,28 @@ instance_start(struct daemon *d, struct instance *in)
     char err[256] = "";
     const struct fs_driver *drv = in->drv;
     const struct fs_target_cfg *t = in->tcfg;
+    const struct fs_target_block *blk = in->blk;
+    const char *name = drv->block.name;
     in->slot = slot_get(d->slots, drv, err, sizeof err);
     if (!in->slot) {
-        fs_log(FS_LOG_ERROR, drv->name, "driver failed to start: %s", err);
+        fs_log(FS_LOG_ERROR, name, "driver failed to start: %s", err);
         fs_sink_done(in->sink, 0, FS_POLL_PROTOCOL, err);
         return;
     }
-    if (drv->target_add(in->slot->state, t, in->sink, &in->tstate, err, sizeof err) != FS_DRV_OK) {
-        fs_log(FS_LOG_ERROR, drv->name, "target %s not added: %s", t->name, err);
+    if (drv->target_add(in->slot->state, t, blk->cfg, in->sink, &in->tstate, err, sizeof err) !=
+        FS_DRV_OK) {
+        fs_log(FS_LOG_ERROR, name, "target %s not added: %s", t->name, err);
         fs_sink_done(in->sink, 0, FS_POLL_PROTOCOL, err);
         in->tstate = NULL;
         in->slot = NULL;
         return;
     }
+    /* A streaming driver reports on its own: only polling targets are scheduled. */
     if (drv->kind == FS_DRIVER_POLL) {
-        char name[300];
-        snprintf(name, sizeof name, "%s/%s", t->name, drv->name);
-        in->entry = fs_sched_add(d->sched, drv, in->slot->state, in->tstate, in->sink, name,
-                                 block_interval(t, drv->name));
+        char ename[300];
+        snprintf(ename, sizeof ename, "%s/%s", t->name, name);
+        in->entry = fs_sched_add(d->sched, drv, in->slot->state, in->tstate, in->sink, ename,
+                                 blk->ops->config_interval(blk->cfg));
     }
 }
 
@@ -220,15 +237,16 @@ instance_stop(struct daemon *d, struct instance *in)
 }
 
 static struct instance *
-instance_add(struct daemon *d, const struct fs_target_cfg *t, const struct fs_driver *drv,
-             struct cfg_ref *ref)
+instance_add(struct daemon *d, const struct fs_target_cfg *t, const struct fs_target_block *blk,
+             const struct fs_driver *drv, struct cfg_ref *ref)
 {
     struct instance *in = calloc(1, sizeof *in);
     if (!in)
         return NULL;
     in->tcfg = t;
+    in->blk = blk;
     in->drv = drv;
-    in->sink = fs_store_sink_add(d->store, t, drv->name, block_interval(t, drv->name));
+    in->sink = fs_store_sink_add(d->store, t, drv->block.name, blk->ops->config_interval(blk->cfg));
     if (!in->sink) {
         free(in);
         return NULL;
@@ -254,16 +272,16 @@ instance_remove(struct daemon *d, struct instance *in)
 static void
 target_add_all(struct daemon *d, const struct fs_target_cfg *t, struct cfg_ref *ref)
 {
-    for (size_t i = 0; i < fs_builtin_driver_count; i++) {
-        const struct fs_driver *drv = fs_builtin_drivers[i];
-        if (!block_interval(t, drv->name))
-            continue;
+    for (size_t i = 0; i < t->n_blocks; i++) {
+        const struct fs_driver *drv = fs_driver_of_block(t->blocks[i].ops);
+        if (!drv)
+            continue; /* cannot happen: the blocks came from this registry */
         bool have = false;
         for (struct instance *in = d->insts; in; in = in->next)
             if (strcmp(in->tcfg->name, t->name) == 0 && in->drv == drv)
                 have = true;
         if (!have)
-            instance_add(d, t, drv, ref);
+            instance_add(d, t, &t->blocks[i], drv, ref);
     }
 }
 
@@ -455,6 +473,7 @@ apply_reload(struct daemon *d, struct fs_config *ncfg)
     struct fs_ring_opts ro = {.memory_limit = ncfg->memory_limit,
                               .retention_us = ncfg->retention_us};
     fs_store_set_ring_opts(d->store, &ro);
+    /* TODO(store branch): fs_store_set_series_limit(d->store, ncfg->max_series_per_target); */
 
     http_reload(d, nref);
     d->current = nref;
@@ -537,6 +556,7 @@ fs_daemon_run(const char *config_path)
         fs_config_free(cfg);
         return 1;
     }
+    /* TODO(store branch): fs_store_set_series_limit(d.store, cfg->max_series_per_target); */
     d.current = calloc(1, sizeof *d.current);
     if (!d.current) {
         fs_config_free(cfg);
@@ -656,19 +676,22 @@ fs_probe(const char *config_path, const char *target, FILE *out, FILE *err)
         goto out;
     }
     rc = 0;
-    for (size_t i = 0; i < fs_builtin_driver_count; i++) {
-        const struct fs_driver *drv = fs_builtin_drivers[i];
-        int64_t interval = block_interval(t, drv->name);
-        if (!interval)
+    for (size_t i = 0; i < t->n_blocks; i++) {
+        const struct fs_target_block *blk = &t->blocks[i];
+        const struct fs_driver *drv = fs_driver_of_block(blk->ops);
+        if (!drv)
             continue;
+        const char *name = drv->block.name;
+        int64_t interval = blk->ops->config_interval(blk->cfg);
         struct probe_wait w = {.done = false};
         pthread_mutex_init(&w.lock, NULL);
         pthread_cond_init(&w.cond, NULL);
-        struct fs_sink *sink = fs_store_sink_add(st, t, drv->name, interval);
+        struct fs_sink *sink = fs_store_sink_add(st, t, name, interval);
         struct drv_slot *slot = sink ? slot_get(slots, drv, msg, sizeof msg) : NULL;
         void *ts = NULL;
-        if (!slot || drv->target_add(slot->state, t, sink, &ts, msg, sizeof msg) != FS_DRV_OK) {
-            fprintf(err, "%s/%s: %s\n", t->name, drv->name, msg);
+        if (!slot ||
+            drv->target_add(slot->state, t, blk->cfg, sink, &ts, msg, sizeof msg) != FS_DRV_OK) {
+            fprintf(err, "%s/%s: %s\n", t->name, name, msg);
             rc = 1;
             goto next;
         }
@@ -678,7 +701,7 @@ fs_probe(const char *config_path, const char *target, FILE *out, FILE *err)
             fs_sink_set_done_cb(sink, probe_done, &w);
             fs_sink_cycle_begin(sink, 1);
             if (drv->cycle_start(slot->state, ts, 1, deadline) != FS_DRV_OK) {
-                fprintf(err, "%s/%s: cycle did not start\n", t->name, drv->name);
+                fprintf(err, "%s/%s: cycle did not start\n", t->name, name);
                 rc = 1;
             } else {
                 struct timespec until;

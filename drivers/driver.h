@@ -1,20 +1,39 @@
 /*
  * The one interface between the collector core and a way of talking to a switch.
  *
+ * A driver is a folder drivers/NAME/ with a `const struct fs_driver` listed in
+ * drivers/registry.c. It reaches the core only through this header, the sink
+ * (store/sink.h) and the block accessors of config/block.h; the core never names a
+ * driver. Adding one touches drivers/NAME/, drivers/registry.c and
+ * drivers/CMakeLists.txt only.
+ *
+ * Configuration. The driver owns its block under a target (`snmp:`, `gnmi:`, ...): its
+ * YANG module (block.yang_module, embedded at build time with fs_driver_yang() of
+ * drivers/CMakeLists.txt) describes the keys, its block.config_build() checks what YANG
+ * cannot express and builds the driver's own structure, which target_add() receives as
+ * dcfg. block.config_interval() gives the core the cadence; block.default_rank the
+ * default source precedence.
+ *
  * Threads. A driver owns its I/O and its threads (net-snmp's sessions on one thread
  * for all SNMP targets, gRPC's completion queue on its own thread, SSH sessions on a
- * pool). The core never calls into a driver's library. The core's scheduler decides
- * when a polling target's cycle is due and by when it must end; the driver reports
- * samples and the end of each cycle through the target's sink (sink.h), which is
- * thread-safe. Streaming drivers (gNMI) report samples whenever they arrive and call
- * fs_sink_done() per received batch or on stream failure.
+ * pool). The core never calls into a driver's library. For a polling driver the core's
+ * scheduler decides when a target's cycle is due and by when it must end; the driver
+ * reports samples and the end of each cycle through the target's sink, which is
+ * thread-safe per sink. A streaming driver gets no scheduler entry: it reports samples
+ * whenever they arrive and calls fs_sink_done(sink, 0, ...) per received batch or on a
+ * stream failure.
  *
- * Every operation below is non-blocking and may be called from the core's scheduler
- * thread; a driver that needs its own thread hands the request over (queue + wakeup).
+ * Blocking. cycle_start() and cycle_cancel() never block (a driver that needs its own
+ * thread hands the request over: queue + wakeup); they may be called from the
+ * scheduler thread. init(), shutdown(), target_add() and target_remove() are called by
+ * the daemon's main thread only; target_remove() blocks until the driver is done with
+ * the target (see there).
  *
- * Ownership. The core owns the target configuration (struct fs_target_cfg) and keeps it
- * alive until target_remove() has returned; a driver that needs values after that copies
- * them. The driver owns everything it allocates in *state and *tstate.
+ * Ownership. The core owns the target configuration (tcfg, and dcfg inside it) and the
+ * sink, and keeps them alive until target_remove() has returned; a driver that needs
+ * values after that copies them. The driver owns everything it allocates in *state and
+ * *tstate. Config values built by config_build() belong to the configuration and are
+ * freed by config_free() when it is freed (block.h).
  */
 #ifndef FS_DRIVER_H
 #define FS_DRIVER_H
@@ -22,10 +41,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config/block.h"
 #include "config/config.h"
 #include "store/sink.h"
 
-#define FS_DRIVER_API_VERSION 1
+/** Bumped on any change of struct fs_driver or of the meaning of its calls. */
+#define FS_DRIVER_API_VERSION 2
 
 /** Result codes of driver operations. */
 enum fs_drv_rc {
@@ -35,14 +56,23 @@ enum fs_drv_rc {
 };
 
 enum fs_driver_kind {
-    FS_DRIVER_POLL,   /**< the scheduler starts cycles */
-    FS_DRIVER_STREAM, /**< the driver keeps a subscription; samples arrive on their own */
+    FS_DRIVER_POLL,   /**< the scheduler starts cycles: cycle_start/cycle_cancel are set */
+    FS_DRIVER_STREAM, /**< the driver keeps a subscription per target and reports samples
+                           as they arrive; no scheduler entry; cycle_start/cycle_cancel NULL */
 };
 
 struct fs_driver {
-    const char
-        *name; /**< config block key, `source` label and log subsystem: "snmp", "cli", "gnmi" */
-    int api_version; /**< FS_DRIVER_API_VERSION */
+    /** FS_DRIVER_API_VERSION the driver was written for. First member, so it can be read
+     *  whatever the rest looks like; the daemon refuses to use a driver whose version
+     *  differs (logged: "driver X: written for driver API N, this fabricscope has M"). */
+    unsigned api_version;
+
+    /** The driver's configuration block (config/block.h): name ("snmp", also the
+     *  `source` label and log subsystem), default_rank (gnmi 10, cli 20, snmp 30; lower
+     *  wins), yang_module, config_build, config_free, config_equal, config_interval. */
+    struct fs_cfg_block_ops block;
+
+    /** Polling or streaming; the daemon gives only polling targets a scheduler entry. */
     enum fs_driver_kind kind;
 
     /**
@@ -55,47 +85,65 @@ struct fs_driver {
     void (*shutdown)(void *state);
 
     /**
-     * Adds one target that has a block for this driver (tcfg->snmp, ->cli or ->gnmi set).
-     * No I/O happens before the first cycle (stream drivers may connect at once).
-     * @param[in] tcfg  owned by the core, valid until target_remove() returns.
-     * @param[in] sink  owned by the core, valid until target_remove() returns.
-     * @param[out] tstate the driver's per-target state.
+     * Adds one target that has this driver's block. No I/O is needed before the first
+     * cycle (a streaming driver may connect at once). The driver may refuse the target
+     * (FS_DRV_ERR, e.g. a secret file that cannot be read): the core shows it down with
+     * errbuf as the reason and retries on the next reload.
+     * @param[in] tcfg  the target (name, address, labels); owned by the core
+     * @param[in] dcfg  this driver's block of the target, as built by block.config_build
+     * @param[in] sink  where the target's samples go; owned by the core
+     * @param[out] tstate the driver's per-target state
+     * tcfg, dcfg and sink stay valid until target_remove() returns.
      */
-    int (*target_add)(void *state, const struct fs_target_cfg *tcfg, struct fs_sink *sink,
-                      void **tstate, char *errbuf, size_t errlen);
+    int (*target_add)(void *state, const struct fs_target_cfg *tcfg, const void *dcfg,
+                      struct fs_sink *sink, void **tstate, char *errbuf, size_t errlen);
 
     /**
-     * Removes a target: cancels its cycle or stream and waits until no callback for it
-     * can run any more; after return the driver never touches tcfg, sink or tstate.
+     * Removes a target. Blocks until the driver is done with it: the cycle or stream in
+     * flight is abandoned (its fs_sink_done may or may not have been called), and when
+     * this returns no callback or thread of the driver touches tcfg, dcfg, sink or
+     * tstate any more, and tstate is freed. Called from the daemon's main thread after
+     * the target's scheduler entry is gone; may take as long as the driver needs to
+     * reach a safe point (for SNMP: one turn of its event loop).
      */
     void (*target_remove)(void *state, void *tstate);
 
     /**
-     * Polling drivers: starts one cycle that must end (fs_sink_done) by deadline_us
-     * (CLOCK_MONOTONIC microseconds). Returns FS_DRV_BUSY if the previous one is still
-     * running. Streaming drivers leave this NULL.
+     * Polling drivers: starts one cycle that must end (fs_sink_done(sink, cycle_id, ..))
+     * by deadline_us (CLOCK_MONOTONIC microseconds). Non-blocking. Returns FS_DRV_BUSY if
+     * the previous one is still running. NULL for streaming drivers.
      */
     int (*cycle_start)(void *state, void *tstate, uint64_t cycle_id, int64_t deadline_us);
 
     /**
-     * Cancels the cycle in flight, if any; the driver then calls fs_sink_done() for it
-     * with FS_POLL_TIMEOUT (if it had not already) and can start a new one later.
+     * Polling drivers: cancels the cycle in flight, if any; the driver then calls
+     * fs_sink_done() for it with FS_POLL_TIMEOUT (if it had not already) and can start a
+     * new one later. Non-blocking. NULL for streaming drivers.
      */
     void (*cycle_cancel)(void *state, void *tstate);
-
-    /**
-     * Optional: writes a JSON object's members (without braces, e.g. `"qos_index_base":1`)
-     * describing driver-specific state of the target for /api/v1/targets.
-     * Returns the number of bytes written (truncated at len-1; buf always terminated).
-     */
-    size_t (*target_describe)(void *state, void *tstate, char *buf, size_t len);
 };
 
-/** The drivers compiled into this build (drivers/registry.c). */
+/* ---- The registry (drivers/registry.c) ---- */
+
+/** The drivers compiled into this build, in registry order. */
 extern const struct fs_driver *const fs_builtin_drivers[];
 extern const size_t fs_builtin_driver_count;
 
+/** The block names of every driver fabricscope knows, built into this one or not
+ *  (a block of a known driver this build lacks is refused with that reason). */
+extern const char *const fs_known_driver_names[];
+extern const size_t fs_known_driver_count;
+
 /** Looks a built-in driver up by name; NULL if this build has none of that name. */
 const struct fs_driver *fs_driver_find(const char *name);
+
+/** The built-in driver whose block is ops (as found in a target's blocks), or NULL. */
+const struct fs_driver *fs_driver_of_block(const struct fs_cfg_block_ops *ops);
+
+/**
+ * Checks that the core can use drv: its api_version is FS_DRIVER_API_VERSION, every
+ * member its kind needs is set. 0, or -1 with errbuf saying why ("driver X: ...").
+ */
+int fs_driver_check(const struct fs_driver *drv, char *errbuf, size_t errlen);
 
 #endif

@@ -1,19 +1,10 @@
 /*
- * Configuration loading: YAML (libyaml event API) -> a small node tree with line and
- * column -> a walk against the compiled-in YANG module that reports every problem
- * with its key path -> a libyang data tree -> semantic checks (config_model.c) ->
- * libyang validation (must, unique, ...) -> struct fs_config.
- *
- * The walk is driven by the compiled schema (lysc nodes and types): unknown keys,
- * wrong shapes, types, enums, ranges, patterns, choices and mandatory nodes all come
- * from the model, so extending the YANG module extends the validation.
+ * Configuration entry points: reading a file (or secret) without blocking, the stages
+ * of a parse (YAML -> walk -> model -> libyang validation) and the report of every
+ * problem. The layers below are described in config.h.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
-#include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,1540 +12,12 @@
 #include <unistd.h>
 
 #include <libyang/libyang.h>
-#include <libyang/plugins_types.h>
-#include <yaml.h>
 
 #include "config/config.h"
-#include "config/config_int.h"
-#include "util/log.h"
-
-/* The module text, generated from schemas/fabricscope-config.yang at build time. */
-extern const char fs_yang_module_text[];
-
-#define MODULE_NAME "fabricscope-config"
-#define MAX_DEPTH 64
-#define PATH_MAX_LEN 512
-#define SHOW_MAX 48 /* longest excerpt of a user's text in a message */
-
-/* ------------------------------------------------------------------------------------
- * Problems
- */
-
-bool
-fs_cfg_errs_full(const struct fs_cfg_errs *e)
-{
-    return e->dropped > 0 || e->oom;
-}
-
-void
-fs_cfg_err_add(struct fs_cfg_errs *e, unsigned line, unsigned col, const char *path,
-               const char *fmt, ...)
-{
-    char reason[512];
-    va_list ap;
-    char *text = NULL;
-    int n;
-
-    if (e->oom)
-        return;
-    if (e->n >= FS_CFG_MAX_ERRORS) {
-        e->dropped++; /* from now on fs_cfg_errs_full() tells callers to stop */
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(reason, sizeof(reason), fmt, ap);
-    va_end(ap);
-    n = snprintf(NULL, 0, "%s: %s", path && *path ? path : "(document)", reason);
-    if (e->n == e->cap) {
-        size_t cap = e->cap ? e->cap * 2 : 16;
-        struct fs_cfg_err *v = realloc(e->v, cap * sizeof(*v));
-        if (!v) {
-            e->oom = true;
-            return;
-        }
-        e->v = v;
-        e->cap = cap;
-    }
-    text = malloc((size_t)n + 1);
-    if (!text) {
-        e->oom = true;
-        return;
-    }
-    snprintf(text, (size_t)n + 1, "%s: %s", path && *path ? path : "(document)", reason);
-    e->v[e->n] = (struct fs_cfg_err){.line = line, .col = col, .seq = e->n, .text = text};
-    e->n++;
-}
-
-static void
-errs_free(struct fs_cfg_errs *e)
-{
-    for (size_t i = 0; i < e->n; i++)
-        free(e->v[i].text);
-    free(e->v);
-    memset(e, 0, sizeof(*e));
-}
-
-static int
-err_cmp(const void *a, const void *b)
-{
-    const struct fs_cfg_err *x = a, *y = b;
-    if (x->line != y->line)
-        return x->line < y->line ? -1 : 1;
-    if (x->col != y->col)
-        return x->col < y->col ? -1 : 1;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-/* Formats every problem as "FILE:LINE:COL: text\n", sorted by position. */
-static char *
-errs_format(struct fs_cfg_errs *e, const char *filename)
-{
-    size_t total = 1, off = 0;
-    char *out;
-
-    qsort(e->v, e->n, sizeof(*e->v), err_cmp);
-    for (size_t i = 0; i < e->n; i++)
-        total += strlen(filename) + strlen(e->v[i].text) + 32;
-    total += strlen(filename) + 96; /* the "more problems" / oom line */
-    out = malloc(total);
-    if (!out)
-        return NULL;
-    out[0] = '\0';
-    for (size_t i = 0; i < e->n; i++)
-        off += (size_t)snprintf(out + off, total - off, "%s:%u:%u: %s\n", filename, e->v[i].line,
-                                e->v[i].col, e->v[i].text);
-    if (e->dropped)
-        snprintf(out + off, total - off, "%s: stopped after %d problems; fix these first\n",
-                 filename, FS_CFG_MAX_ERRORS);
-    else if (e->oom)
-        snprintf(out + off, total - off, "%s: out of memory while checking\n", filename);
-    return out;
-}
-
-/* Copies user text for a message: at most SHOW_MAX bytes, control bytes and quotes
- * replaced, so a message stays one line and cannot be confused with its framing. */
-static void
-show(char *dst, size_t dlen, const char *s, size_t len)
-{
-    size_t o = 0;
-    size_t lim = len > SHOW_MAX ? SHOW_MAX : len;
-
-    for (size_t i = 0; i < lim && o + 4 < dlen; i++) {
-        unsigned char c = (unsigned char)s[i];
-        dst[o++] = (c < 0x20 || c == 0x7f || c == '"' || c == '\\') ? '?' : (char)c;
-    }
-    if (lim < len && o + 4 < dlen) {
-        memcpy(dst + o, "...", 3);
-        o += 3;
-    }
-    dst[o] = '\0';
-}
-
-/* ------------------------------------------------------------------------------------
- * YAML -> ynode tree
- */
-
-void
-fs_ynode_free(struct fs_ynode *n)
-{
-    if (!n)
-        return;
-    for (size_t i = 0; i < n->n; i++)
-        fs_ynode_free(n->kids[i]);
-    free(n->kids);
-    free(n->str);
-    free(n);
-}
-
-static int
-ynode_append(struct fs_ynode *parent, struct fs_ynode *kid)
-{
-    if (parent->n == parent->cap) {
-        size_t cap = parent->cap ? parent->cap * 2 : 8;
-        struct fs_ynode **k = realloc(parent->kids, cap * sizeof(*k));
-        if (!k)
-            return -1;
-        parent->kids = k;
-        parent->cap = cap;
-    }
-    if (parent->kind == FS_Y_MAP && parent->n % 2 == 1)
-        kid->key = parent->kids[parent->n - 1];
-    parent->kids[parent->n++] = kid;
-    return 0;
-}
-
-/* The key path of the position being built, for problems found while reading. */
-static void
-stack_path(struct fs_ynode *const *stack, size_t depth, char *buf, size_t len)
-{
-    size_t o = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < depth && o < len; i++) {
-        const struct fs_ynode *s = stack[i];
-        bool inner = i + 1 < depth; /* stack[i + 1] is already s's last kid */
-        const struct fs_ynode *k = NULL;
-        char part[SHOW_MAX + 8];
-        if (s->kind == FS_Y_MAP) {
-            if (s->n % 2 == 1)
-                k = s->kids[s->n - 1];
-            else if (inner && s->n >= 2)
-                k = s->kids[s->n - 2];
-            if (k && k->kind == FS_Y_SCALAR) {
-                show(part, sizeof(part), k->str, k->len);
-                o += (size_t)snprintf(buf + o, len - o, "%s%s", o ? "." : "", part);
-            }
-        } else {
-            o += (size_t)snprintf(buf + o, len - o, "[#%zu]", inner ? s->n : s->n + 1);
-        }
-    }
-}
-
-static void
-mark_pos(const yaml_mark_t *m, unsigned *line, unsigned *col)
-{
-    *line = (unsigned)m->line + 1;
-    *col = (unsigned)m->column + 1;
-}
-
-/* Reader errors carry a byte offset only. */
-static void
-offset_pos(const char *text, size_t len, size_t off, unsigned *line, unsigned *col)
-{
-    const char *p = text, *end = text + (off < len ? off : len);
-    *line = 1;
-    *col = 1;
-    for (; p < end; p++) {
-        if (*p == '\n') {
-            (*line)++;
-            *col = 1;
-        } else if (((unsigned char)*p & 0xc0) != 0x80) {
-            (*col)++;
-        }
-    }
-}
-
-/* Refuses anchors and tags on a node: they make a config file harder to read, and
- * aliases (refused too) could expand it beyond any size limit. */
-static void
-check_node_props(const yaml_event_t *ev, const char *path, struct fs_cfg_errs *errs)
-{
-    const yaml_char_t *anchor = NULL, *tag = NULL;
-    unsigned line, col;
-
-    if (ev->type == YAML_SCALAR_EVENT) {
-        anchor = ev->data.scalar.anchor;
-        tag = ev->data.scalar.tag;
-    } else if (ev->type == YAML_MAPPING_START_EVENT) {
-        anchor = ev->data.mapping_start.anchor;
-        tag = ev->data.mapping_start.tag;
-    } else if (ev->type == YAML_SEQUENCE_START_EVENT) {
-        anchor = ev->data.sequence_start.anchor;
-        tag = ev->data.sequence_start.tag;
-    }
-    mark_pos(&ev->start_mark, &line, &col);
-    if (anchor)
-        fs_cfg_err_add(errs, line, col, path, "YAML anchors are not allowed");
-    if (tag) {
-        char t[SHOW_MAX + 8];
-        show(t, sizeof(t), (const char *)tag, strlen((const char *)tag));
-        fs_cfg_err_add(errs, line, col, path, "YAML tags are not allowed (%s)", t);
-    }
-}
-
-/* Reads one YAML document into *root (NULL for an empty stream). Problems go to errs;
- * returns -1 when reading stopped early (syntax error, too deep, out of memory). */
-static int
-read_yaml(const char *text, size_t len, struct fs_cfg_errs *errs, struct fs_ynode **root)
-{
-    yaml_parser_t parser;
-    yaml_event_t ev;
-    struct fs_ynode *stack[MAX_DEPTH + 1];
-    size_t depth = 0;
-    int docs = 0, rc = -1;
-    bool done = false;
-    char path[PATH_MAX_LEN];
-
-    *root = NULL;
-    if (!yaml_parser_initialize(&parser)) {
-        errs->oom = true;
-        return -1;
-    }
-    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-    /* Never guess UTF-16 from a BOM: the file must be UTF-8. */
-    yaml_parser_set_encoding(&parser, YAML_UTF8_ENCODING);
-
-    while (!done) {
-        struct fs_ynode *node = NULL;
-        unsigned line, col;
-
-        if (!yaml_parser_parse(&parser, &ev)) {
-            stack_path(stack, depth, path, sizeof(path));
-            if (parser.error == YAML_READER_ERROR) {
-                offset_pos(text, len, parser.problem_offset, &line, &col);
-                fs_cfg_err_add(errs, line, col, path, "not valid UTF-8 text: %s",
-                               parser.problem ? parser.problem : "unreadable");
-            } else if (parser.error == YAML_MEMORY_ERROR) {
-                errs->oom = true;
-            } else {
-                mark_pos(&parser.problem_mark, &line, &col);
-                if (parser.context)
-                    fs_cfg_err_add(errs, line, col, path, "YAML syntax error %s: %s",
-                                   parser.context, parser.problem ? parser.problem : "");
-                else
-                    fs_cfg_err_add(errs, line, col, path, "YAML syntax error: %s",
-                                   parser.problem ? parser.problem : "unknown");
-            }
-            goto cleanup;
-        }
-        mark_pos(&ev.start_mark, &line, &col);
-        stack_path(stack, depth, path, sizeof(path));
-
-        switch (ev.type) {
-        case YAML_STREAM_START_EVENT:
-        case YAML_DOCUMENT_END_EVENT:
-            break;
-        case YAML_STREAM_END_EVENT:
-            done = true;
-            break;
-        case YAML_DOCUMENT_START_EVENT:
-            if (++docs > 1) {
-                fs_cfg_err_add(errs, line, col, "",
-                               "only one YAML document is allowed in a configuration file");
-                yaml_event_delete(&ev);
-                goto cleanup;
-            }
-            if (ev.data.document_start.tag_directives.start !=
-                ev.data.document_start.tag_directives.end)
-                fs_cfg_err_add(errs, line, col, "", "YAML %%TAG directives are not allowed");
-            break;
-        case YAML_ALIAS_EVENT:
-            fs_cfg_err_add(errs, line, col, path, "YAML aliases are not allowed");
-            /* A null stands in for it so that reading can go on. */
-            node = calloc(1, sizeof(*node));
-            if (!node || !(node->str = strdup(""))) {
-                free(node);
-                errs->oom = true;
-                yaml_event_delete(&ev);
-                goto cleanup;
-            }
-            node->kind = FS_Y_SCALAR;
-            node->plain = true;
-            break;
-        case YAML_SCALAR_EVENT:
-            check_node_props(&ev, path, errs);
-            node = calloc(1, sizeof(*node));
-            if (node)
-                node->str = malloc(ev.data.scalar.length + 1);
-            if (!node || !node->str) {
-                free(node);
-                errs->oom = true;
-                yaml_event_delete(&ev);
-                goto cleanup;
-            }
-            node->kind = FS_Y_SCALAR;
-            memcpy(node->str, ev.data.scalar.value, ev.data.scalar.length);
-            node->str[ev.data.scalar.length] = '\0';
-            node->len = ev.data.scalar.length;
-            node->plain = ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-            if (memchr(node->str, '\0', node->len)) {
-                /* "\0" in a quoted scalar: no configuration value may hold one. */
-                fs_cfg_err_add(errs, line, col, path, "text contains a NUL character");
-                node->len = strlen(node->str);
-            }
-            break;
-        case YAML_MAPPING_START_EVENT:
-        case YAML_SEQUENCE_START_EVENT:
-            check_node_props(&ev, path, errs);
-            if (depth >= MAX_DEPTH) {
-                fs_cfg_err_add(errs, line, col, path, "nested more than %d levels deep", MAX_DEPTH);
-                yaml_event_delete(&ev);
-                goto cleanup;
-            }
-            node = calloc(1, sizeof(*node));
-            if (!node) {
-                errs->oom = true;
-                yaml_event_delete(&ev);
-                goto cleanup;
-            }
-            node->kind = ev.type == YAML_MAPPING_START_EVENT ? FS_Y_MAP : FS_Y_SEQ;
-            break;
-        case YAML_MAPPING_END_EVENT:
-        case YAML_SEQUENCE_END_EVENT:
-            if (depth)
-                depth--;
-            break;
-        default:
-            break;
-        }
-        if (node) {
-            node->line = line;
-            node->col = col;
-            if (depth == 0) {
-                if (*root) { /* cannot happen with one document; be safe */
-                    fs_ynode_free(node);
-                    node = NULL;
-                } else {
-                    *root = node;
-                }
-            } else if (ynode_append(stack[depth - 1], node) < 0) {
-                fs_ynode_free(node);
-                errs->oom = true;
-                yaml_event_delete(&ev);
-                goto cleanup;
-            }
-            if (node && node->kind != FS_Y_SCALAR && (depth > 0 || *root == node))
-                stack[depth++] = node;
-        }
-        yaml_event_delete(&ev);
-        if (fs_cfg_errs_full(errs))
-            goto cleanup;
-    }
-    rc = 0;
-cleanup:
-    yaml_parser_delete(&parser);
-    return rc;
-}
-
-/* ------------------------------------------------------------------------------------
- * libyang context (created once: compiling the module costs milliseconds, and the
- * context is only read afterwards)
- */
-
-static struct ly_ctx *g_ctx;
-static const struct lys_module *g_mod;
-static char g_ctx_err[256];
-static pthread_once_t g_ctx_once = PTHREAD_ONCE_INIT;
-
-static void
-yang_log(LY_LOG_LEVEL level, const char *msg, const char *path)
-{
-    enum fs_log_level lvl = level == LY_LLERR   ? FS_LOG_ERROR
-                            : level == LY_LLWRN ? FS_LOG_WARN
-                                                : FS_LOG_DEBUG;
-    if (path)
-        fs_log(lvl, "yang", "%s (%s)", msg, path);
-    else
-        fs_log(lvl, "yang", "%s", msg);
-}
-
-static void
-ctx_init(void)
-{
-    struct ly_ctx *ctx = NULL;
-    struct lys_module *mod = NULL;
-    uint32_t quiet = LY_LOSTORE_LAST;
-
-    /* libyang's own messages go to the project log; while compiling our module we
-     * collect the error ourselves instead. */
-    ly_set_log_clb(yang_log, 1);
-    ly_temp_log_options(&quiet);
-    /* PRIV_PARSED: lysc_node.priv points at the parsed node, whose type name tells the
-     * walker which leaves are durations and sizes. */
-    if (ly_ctx_new(NULL, LY_CTX_NO_YANGLIBRARY | LY_CTX_SET_PRIV_PARSED, &ctx) != LY_SUCCESS) {
-        snprintf(g_ctx_err, sizeof(g_ctx_err), "cannot create the libyang context");
-        goto cleanup;
-    }
-    if (lys_parse_mem(ctx, fs_yang_module_text, LYS_IN_YANG, &mod) != LY_SUCCESS) {
-        snprintf(g_ctx_err, sizeof(g_ctx_err), "the built-in YANG module does not compile: %s",
-                 ly_errmsg(ctx) ? ly_errmsg(ctx) : "?");
-        ly_ctx_destroy(ctx);
-        ctx = NULL;
-        goto cleanup;
-    }
-    ly_err_clean(ctx, NULL);
-    g_ctx = ctx;
-    g_mod = mod;
-cleanup:
-    ly_temp_log_options(NULL);
-}
-
-/* ------------------------------------------------------------------------------------
- * The walk
- */
-
-struct walk {
-    const struct lys_module *mod;
-    const struct fs_config_opts *opts;
-    struct fs_cfg_errs *errs;
-    struct lyd_node *tree; /* top-level siblings */
-    char path[PATH_MAX_LEN];
-    size_t plen;
-};
-
-/* Appends ".key" (or "[name]" for a list entry) to the path; returns the old length. */
-static size_t
-path_push(struct walk *w, bool bracket, const char *s, size_t len)
-{
-    size_t old = w->plen;
-    char part[SHOW_MAX + 8];
-    int n;
-
-    show(part, sizeof(part), s, len);
-    if (bracket)
-        n = snprintf(w->path + w->plen, sizeof(w->path) - w->plen, "[%s]", part);
-    else
-        n = snprintf(w->path + w->plen, sizeof(w->path) - w->plen, "%s%s", w->plen ? "." : "",
-                     part);
-    if (n > 0)
-        w->plen = w->plen + (size_t)n < sizeof(w->path) ? w->plen + (size_t)n : sizeof(w->path) - 1;
-    return old;
-}
-
-static void
-path_pop(struct walk *w, size_t old)
-{
-    w->plen = old;
-    w->path[old] = '\0';
-}
-
-static void werr(struct walk *w, const struct fs_ynode *at, struct fs_ynode *map, const char *fmt,
-                 ...) __attribute__((format(printf, 4, 5)));
-
-/* Reports a problem at a node under the current path, marking map as bad. */
-static void
-werr(struct walk *w, const struct fs_ynode *at, struct fs_ynode *map, const char *fmt, ...)
-{
-    char reason[512];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(reason, sizeof(reason), fmt, ap);
-    va_end(ap);
-    if (map)
-        map->bad = true;
-    fs_cfg_err_add(w->errs, at->line, at->col, w->path, "%s", reason);
-}
-
-static const char *
-kind_name(const struct fs_ynode *v)
-{
-    if (v->kind == FS_Y_MAP)
-        return "a mapping";
-    if (v->kind == FS_Y_SEQ)
-        return "a list";
-    return "a value";
-}
-
-static bool
-is_null(const struct fs_ynode *v)
-{
-    return v->kind == FS_Y_SCALAR && v->plain &&
-           (v->len == 0 || !strcmp(v->str, "~") || !strcmp(v->str, "null") ||
-            !strcmp(v->str, "Null") || !strcmp(v->str, "NULL"));
-}
-
-bool
-fs_cfg_key_hidden(const char *key)
-{
-    static const char *const words[] = {"password",   "community", "token", "secret",
-                                        "passphrase", "_file",     "_env"};
-    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
-        if (strstr(key, words[i]))
-            return true;
-    return false;
-}
-
-static const struct lysc_ext_instance *
-find_ext(const struct lysc_node *s, const char *name)
-{
-    LY_ARRAY_COUNT_TYPE i;
-    LY_ARRAY_FOR(s->exts, i)
-    {
-        if (s->exts[i].def && !strcmp(s->exts[i].def->name, name) &&
-            !strcmp(s->exts[i].def->module->name, MODULE_NAME))
-            return &s->exts[i];
-    }
-    return NULL;
-}
-
-/* Name of the typedef a leaf uses directly ("duration"), from the parsed module. */
-static const char *
-leaf_type_name(const struct lysc_node *s)
-{
-    const struct lysp_node *p = s->priv;
-    const char *name = NULL, *colon;
-
-    if (!p)
-        return "";
-    if (p->nodetype == LYS_LEAF)
-        name = ((const struct lysp_node_leaf *)p)->type.name;
-    else if (p->nodetype == LYS_LEAFLIST)
-        name = ((const struct lysp_node_leaflist *)p)->type.name;
-    if (!name)
-        return "";
-    colon = strchr(name, ':');
-    return colon ? colon + 1 : name;
-}
-
-static const struct lysc_type *
-leaf_type(const struct lysc_node *s)
-{
-    if (s->nodetype == LYS_LEAF)
-        return ((const struct lysc_node_leaf *)s)->type;
-    return ((const struct lysc_node_leaflist *)s)->type;
-}
-
-/* The value as a message shows it: numbers bare, text quoted, hidden keys not at all. */
-static void
-render(char *dst, size_t dlen, const struct fs_ynode *v, bool hidden, bool bare)
-{
-    char s[SHOW_MAX + 8];
-    if (hidden) {
-        snprintf(dst, dlen, "the value");
-        return;
-    }
-    show(s, sizeof(s), v->str, v->len);
-    snprintf(dst, dlen, bare ? "%s" : "\"%s\"", s);
-}
-
-static void
-range_text(char *buf, size_t len, const struct lysc_range *r, bool is_signed)
-{
-    size_t o = 0;
-    LY_ARRAY_COUNT_TYPE i;
-    buf[0] = '\0';
-    LY_ARRAY_FOR(r->parts, i)
-    {
-        int n;
-        if (is_signed) {
-            if (r->parts[i].min_64 == r->parts[i].max_64)
-                n = snprintf(buf + o, len - o, "%s%" PRId64, i ? ", " : "", r->parts[i].min_64);
-            else
-                n = snprintf(buf + o, len - o, "%s%" PRId64 "..%" PRId64, i ? ", " : "",
-                             r->parts[i].min_64, r->parts[i].max_64);
-        } else {
-            if (r->parts[i].min_u64 == r->parts[i].max_u64)
-                n = snprintf(buf + o, len - o, "%s%" PRIu64, i ? ", " : "", r->parts[i].min_u64);
-            else
-                n = snprintf(buf + o, len - o, "%s%" PRIu64 "..%" PRIu64, i ? ", " : "",
-                             r->parts[i].min_u64, r->parts[i].max_u64);
-        }
-        if (n < 0 || (size_t)n >= len - o)
-            break;
-        o += (size_t)n;
-    }
-}
-
-static void
-builtin_bounds(LY_DATA_TYPE t, int64_t *smin, int64_t *smax, uint64_t *umax)
-{
-    *smin = 0;
-    *smax = 0;
-    *umax = 0;
-    switch (t) {
-    case LY_TYPE_INT8:
-        *smin = INT8_MIN;
-        *smax = INT8_MAX;
-        break;
-    case LY_TYPE_INT16:
-        *smin = INT16_MIN;
-        *smax = INT16_MAX;
-        break;
-    case LY_TYPE_INT32:
-        *smin = INT32_MIN;
-        *smax = INT32_MAX;
-        break;
-    case LY_TYPE_INT64:
-        *smin = INT64_MIN;
-        *smax = INT64_MAX;
-        break;
-    case LY_TYPE_UINT8:
-        *umax = UINT8_MAX;
-        break;
-    case LY_TYPE_UINT16:
-        *umax = UINT16_MAX;
-        break;
-    case LY_TYPE_UINT32:
-        *umax = UINT32_MAX;
-        break;
-    default:
-        *umax = UINT64_MAX;
-        break;
-    }
-}
-
-static size_t
-utf8_chars(const char *s, size_t len)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < len; i++)
-        if (((unsigned char)s[i] & 0xc0) != 0x80)
-            n++;
-    return n;
-}
-
-/*
- * Checks a scalar against a leaf's type. On failure writes the whole reason ("70000 is
- * not in 1..65535") into why and returns false. tname is the typedef the leaf uses
- * directly ("" for none), for the durations and sizes parsed in C.
- */
-static bool
-value_ok(const struct lysc_node *s, const struct lysc_type *t, const char *tname,
-         const struct fs_ynode *v, bool hidden, char *why, size_t wlen)
-{
-    char val[SHOW_MAX + 16];
-    bool ok = false;
-
-    switch (t->basetype) {
-    case LY_TYPE_STRING: {
-        const struct lysc_type_str *st = (const struct lysc_type_str *)t;
-        struct ly_err_item *err = NULL;
-        render(val, sizeof(val), v, hidden, false);
-        if (st->length) {
-            uint64_t chars = utf8_chars(v->str, v->len);
-            bool in = false;
-            char rt[128];
-            LY_ARRAY_COUNT_TYPE i;
-            LY_ARRAY_FOR(st->length->parts, i)
-            {
-                if (chars >= st->length->parts[i].min_u64 && chars <= st->length->parts[i].max_u64)
-                    in = true;
-            }
-            if (!in) {
-                range_text(rt, sizeof(rt), st->length, false);
-                if (chars == 0)
-                    snprintf(why, wlen, "must not be empty");
-                else
-                    snprintf(why, wlen, "%s is %" PRIu64 " characters long; allowed: %s", val,
-                             chars, rt);
-                break;
-            }
-        }
-        if (st->patterns) {
-            LY_ERR r = lyplg_type_validate_patterns(st->patterns, v->str, v->len, &err);
-            if (r != LY_SUCCESS) {
-                /* Every pattern in our module has an error-message; libyang returns it. */
-                bool own = false;
-                LY_ARRAY_COUNT_TYPE i;
-                LY_ARRAY_FOR(st->patterns, i)
-                {
-                    if (err && err->msg && st->patterns[i]->emsg &&
-                        !strcmp(err->msg, st->patterns[i]->emsg))
-                        own = true;
-                }
-                if (own)
-                    snprintf(why, wlen, "%s %s", val, err->msg);
-                else
-                    snprintf(why, wlen, "%s has a form that is not allowed here", val);
-                ly_err_free(err);
-                break;
-            }
-        }
-        if (!strcmp(tname, "duration")) {
-            int64_t us = fs_parse_duration(v->str);
-            if (us < 0) {
-                snprintf(why, wlen, "%s is too long a duration", val);
-                break;
-            }
-            if (us == 0) {
-                snprintf(why, wlen, "%s: a duration must be greater than 0", val);
-                break;
-            }
-        } else if (!strcmp(tname, "size")) {
-            uint64_t b;
-            if (fs_parse_size(v->str, &b) != 0) {
-                snprintf(why, wlen, "%s is too large a size", val);
-                break;
-            }
-        }
-        ok = true;
-        break;
-    }
-    case LY_TYPE_INT8:
-    case LY_TYPE_INT16:
-    case LY_TYPE_INT32:
-    case LY_TYPE_INT64:
-    case LY_TYPE_UINT8:
-    case LY_TYPE_UINT16:
-    case LY_TYPE_UINT32:
-    case LY_TYPE_UINT64: {
-        const struct lysc_type_num *nt = (const struct lysc_type_num *)t;
-        bool is_signed = t->basetype <= LY_TYPE_INT64 && t->basetype >= LY_TYPE_INT8;
-        const char *p = v->str;
-        int64_t sv = 0, smin, smax;
-        uint64_t uv = 0, umax;
-        char rt[128];
-        bool in = false;
-
-        render(val, sizeof(val), v, hidden, true);
-        if (!v->plain) {
-            render(val, sizeof(val), v, hidden, false);
-            snprintf(why, wlen, "%s is text, not a number (write it without quotes)", val);
-            break;
-        }
-        if (*p == '-')
-            p++;
-        if (!*p || strspn(p, "0123456789") != strlen(p) || strlen(p) > 20) {
-            snprintf(why, wlen, "%s is not a whole number", val);
-            break;
-        }
-        builtin_bounds(t->basetype, &smin, &smax, &umax);
-        errno = 0;
-        if (is_signed)
-            sv = strtoll(v->str, NULL, 10);
-        else if (v->str[0] == '-')
-            errno = ERANGE; /* negative for an unsigned type: out of range below */
-        else
-            uv = strtoull(v->str, NULL, 10);
-        if (nt->range) {
-            range_text(rt, sizeof(rt), nt->range, is_signed);
-        } else if (is_signed) {
-            snprintf(rt, sizeof(rt), "%" PRId64 "..%" PRId64, smin, smax);
-        } else {
-            snprintf(rt, sizeof(rt), "0..%" PRIu64, umax);
-        }
-        if (errno == ERANGE || (is_signed && (sv < smin || sv > smax)) ||
-            (!is_signed && uv > umax)) {
-            snprintf(why, wlen, "%s is not in %s", val, rt);
-            break;
-        }
-        if (nt->range) {
-            LY_ARRAY_COUNT_TYPE i;
-            LY_ARRAY_FOR(nt->range->parts, i)
-            {
-                const struct lysc_range_part *rp = &nt->range->parts[i];
-                if (is_signed ? (sv >= rp->min_64 && sv <= rp->max_64)
-                              : (uv >= rp->min_u64 && uv <= rp->max_u64))
-                    in = true;
-            }
-            if (!in) {
-                snprintf(why, wlen, "%s is not in %s", val, rt);
-                break;
-            }
-        }
-        ok = true;
-        break;
-    }
-    case LY_TYPE_BOOL:
-        render(val, sizeof(val), v, hidden, false);
-        if (!v->plain || (strcmp(v->str, "true") && strcmp(v->str, "false"))) {
-            snprintf(why, wlen, "%s is not true or false", val);
-            break;
-        }
-        ok = true;
-        break;
-    case LY_TYPE_ENUM: {
-        const struct lysc_type_enum *et = (const struct lysc_type_enum *)t;
-        char names[256];
-        size_t o = 0;
-        LY_ARRAY_COUNT_TYPE i;
-        LY_ARRAY_FOR(et->enums, i)
-        {
-            if (!strcmp(et->enums[i].name, v->str))
-                ok = true;
-            if (o < sizeof(names))
-                o += (size_t)snprintf(names + o, sizeof(names) - o, "%s%s", i ? ", " : "",
-                                      et->enums[i].name);
-        }
-        if (!ok) {
-            render(val, sizeof(val), v, hidden, false);
-            snprintf(why, wlen, "%s is not one of %s", val, names);
-        }
-        break;
-    }
-    case LY_TYPE_UNION: {
-        const struct lysc_type_union *ut = (const struct lysc_type_union *)t;
-        LY_ARRAY_COUNT_TYPE i;
-        LY_ARRAY_FOR(ut->types, i)
-        {
-            char sub[256];
-            if (value_ok(s, ut->types[i], "", v, hidden, sub, sizeof(sub)))
-                ok = true;
-        }
-        if (!ok) {
-            render(val, sizeof(val), v, hidden, false);
-            snprintf(why, wlen, "%s is not a valid value", val);
-        }
-        break;
-    }
-    case LY_TYPE_EMPTY:
-        ok = is_null(v);
-        if (!ok)
-            snprintf(why, wlen, "takes no value");
-        break;
-    default: {
-        /* Types this model does not use yet: let libyang judge. */
-        const struct ly_ctx *ctx = s->module->ctx;
-        if (lyd_value_validate(ctx, s, v->str, v->len, NULL, NULL, NULL) == LY_SUCCESS) {
-            ok = true;
-        } else if (hidden) {
-            snprintf(why, wlen, "the value is not valid");
-        } else {
-            snprintf(why, wlen, "%s", ly_errmsg(ctx) ? ly_errmsg(ctx) : "invalid value");
-        }
-        ly_err_clean((struct ly_ctx *)ctx, NULL);
-        break;
-    }
-    }
-    return ok;
-}
-
-/* Links a new node: a child of parent (done by libyang) or a top-level sibling. */
-static void
-link_node(struct walk *w, struct lyd_node *parent, struct lyd_node *node,
-          const struct fs_ynode *from)
-{
-    node->priv = (void *)from;
-    if (!parent) {
-        if (lyd_insert_sibling(w->tree, node, &w->tree) != LY_SUCCESS) {
-            lyd_free_tree(node);
-            w->errs->oom = true;
-        }
-    }
-}
-
-static void
-lyerr(struct walk *w, const struct fs_ynode *at, struct fs_ynode *map, bool hidden)
-{
-    const char *m = ly_errmsg(w->mod->ctx);
-    if (hidden || !m)
-        werr(w, at, map, "rejected by libyang");
-    else
-        werr(w, at, map, "rejected by libyang: %s", m);
-    ly_err_clean(w->mod->ctx, NULL);
-}
-
-static void walk_mapping(struct walk *w, const struct lysc_node *sparent, struct lyd_node *dparent,
-                         bool dry, struct fs_ynode *map);
-
-/* A leaf: the value must be a scalar of the leaf's type. */
-static void
-walk_leaf(struct walk *w, const struct lysc_node *s, struct lyd_node *dparent, bool dry,
-          struct fs_ynode *v, struct fs_ynode *map)
-{
-    char why[512];
-    bool hidden = fs_cfg_key_hidden(s->name);
-    struct lyd_node *node = NULL;
-
-    if (v->kind != FS_Y_SCALAR) {
-        werr(w, v, map, "expected a value, got %s", kind_name(v));
-        return;
-    }
-    if (is_null(v) && leaf_type(s)->basetype != LY_TYPE_EMPTY) {
-        werr(w, v, map, "missing value");
-        return;
-    }
-    if (!value_ok(s, leaf_type(s), leaf_type_name(s), v, hidden, why, sizeof(why))) {
-        werr(w, v, map, "%s", why);
-        return;
-    }
-    if (dry)
-        return;
-    if (lyd_new_term(dparent, w->mod, s->name, v->str, 0, &node) != LY_SUCCESS) {
-        lyerr(w, v, map, hidden);
-        return;
-    }
-    link_node(w, dparent, node, v);
-}
-
-static const char *
-first_key_name(const struct lysc_node *list, const struct lysc_node **key)
-{
-    const struct lysc_node *c = lysc_node_child(list);
-    *key = (c && lysc_is_key(c)) ? c : NULL;
-    return *key ? (*key)->name : NULL;
-}
-
-struct seen_key {
-    const char *str;
-    size_t len;
-    const struct fs_ynode *at;
-};
-
-static int
-seen_cmp(const void *a, const void *b)
-{
-    const struct seen_key *x = a, *y = b;
-    int c;
-    if (x->len != y->len)
-        return x->len < y->len ? -1 : 1;
-    c = memcmp(x->str, y->str, x->len);
-    if (c)
-        return c;
-    if (x->at->line != y->at->line)
-        return x->at->line < y->at->line ? -1 : 1;
-    return x->at->col < y->at->col ? -1 : x->at->col > y->at->col;
-}
-
-/* Reports every entry whose key repeats an earlier one ("first at L:C"). Sorting keeps it
- * O(n log n) however long the list. */
-static void
-report_dups(struct walk *w, struct seen_key *keys, size_t n, const char *what, bool bracket,
-            struct fs_ynode *map)
-{
-    qsort(keys, n, sizeof(*keys), seen_cmp);
-    for (size_t i = 1, first = 0; i < n; i++) {
-        if (keys[i].len == keys[first].len && !memcmp(keys[i].str, keys[first].str, keys[i].len)) {
-            size_t old = path_push(w, bracket, keys[i].str, keys[i].len);
-            char k[SHOW_MAX + 8];
-            show(k, sizeof(k), keys[i].str, keys[i].len);
-            werr(w, keys[i].at, map, "duplicate %s \"%s\" (first at %u:%u)", what, k,
-                 keys[first].at->line, keys[first].at->col);
-            path_pop(w, old);
-        } else {
-            first = i;
-        }
-    }
-}
-
-static void check_count(struct walk *w, const struct lysc_node *s, size_t n, struct fs_ynode *v,
-                        struct fs_ynode *map);
-
-/* A list written as a YAML mapping key -> value leaf (fsc:yaml-map), e.g. labels. */
-static void
-walk_yaml_map_list(struct walk *w, const struct lysc_node *s, const char *value_leaf,
-                   struct lyd_node *dparent, bool dry, struct fs_ynode *v, struct fs_ynode *map)
-{
-    const struct lysc_node *key = NULL, *vleaf;
-    struct seen_key *keys = NULL;
-    size_t nkeys = 0;
-    char why[512];
-
-    first_key_name(s, &key);
-    vleaf = lys_find_child(s, w->mod, value_leaf, 0, LYS_LEAF, 0);
-    if (!key || !vleaf) {
-        werr(w, v, map, "the schema's yaml-map list has no key or no leaf \"%s\"", value_leaf);
-        return;
-    }
-    if (v->kind != FS_Y_MAP) {
-        werr(w, v, map, "expected a mapping, got %s", is_null(v) ? "nothing" : kind_name(v));
-        return;
-    }
-    keys = calloc(v->n / 2 + 1, sizeof(*keys));
-    if (!keys) {
-        w->errs->oom = true;
-        return;
-    }
-    for (size_t i = 0; i + 1 < v->n && !fs_cfg_errs_full(w->errs); i += 2) {
-        struct fs_ynode *k = v->kids[i], *val = v->kids[i + 1];
-        struct lyd_node *inst = NULL, *leaf = NULL;
-        size_t old;
-
-        if (k->kind != FS_Y_SCALAR) {
-            werr(w, k, v, "keys must be plain text, not %s", kind_name(k));
-            continue;
-        }
-        old = path_push(w, false, k->str, k->len);
-        if (!value_ok(key, leaf_type(key), leaf_type_name(key), k, false, why, sizeof(why))) {
-            werr(w, k, v, "%s", why);
-        } else if (val->kind != FS_Y_SCALAR) {
-            werr(w, val, v, "expected a value, got %s", kind_name(val));
-        } else if (is_null(val)) {
-            werr(w, val, v, "missing value");
-        } else if (!value_ok(vleaf, leaf_type(vleaf), leaf_type_name(vleaf), val,
-                             fs_cfg_key_hidden(vleaf->name), why, sizeof(why))) {
-            werr(w, val, v, "%s", why);
-        } else {
-            keys[nkeys++] = (struct seen_key){k->str, k->len, k};
-            if (!dry) {
-                if (lyd_new_list(dparent, w->mod, s->name, 0, &inst, k->str) != LY_SUCCESS) {
-                    lyerr(w, k, v, false);
-                } else {
-                    link_node(w, dparent, inst, k);
-                    if (lyd_new_term(inst, w->mod, vleaf->name, val->str, 0, &leaf) != LY_SUCCESS)
-                        lyerr(w, val, v, fs_cfg_key_hidden(vleaf->name));
-                    else
-                        leaf->priv = val;
-                }
-            }
-        }
-        path_pop(w, old);
-    }
-    report_dups(w, keys, nkeys, "key", false, v);
-    check_count(w, s, v->n / 2, v, map);
-    free(keys);
-}
-
-static const struct fs_ynode *
-map_get(const struct fs_ynode *m, const char *key)
-{
-    for (size_t i = 0; i + 1 < m->n; i += 2)
-        if (m->kids[i]->kind == FS_Y_SCALAR && !strcmp(m->kids[i]->str, key))
-            return m->kids[i + 1];
-    return NULL;
-}
-
-/* max-elements, 0 when unbounded (compiled as UINT32_MAX). */
-static uint32_t
-max_elements(const struct lysc_node *s)
-{
-    uint32_t max = 0;
-    if (s->nodetype == LYS_LIST)
-        max = ((const struct lysc_node_list *)s)->max;
-    else if (s->nodetype == LYS_LEAFLIST)
-        max = ((const struct lysc_node_leaflist *)s)->max;
-    return max == UINT32_MAX ? 0 : max;
-}
-
-static void
-check_count(struct walk *w, const struct lysc_node *s, size_t n, struct fs_ynode *v,
-            struct fs_ynode *map)
-{
-    uint32_t min = 0, max = max_elements(s);
-    if (s->nodetype == LYS_LIST)
-        min = ((const struct lysc_node_list *)s)->min;
-    else if (s->nodetype == LYS_LEAFLIST)
-        min = ((const struct lysc_node_leaflist *)s)->min;
-    if (n < min)
-        werr(w, v, map, "needs at least %" PRIu32 " entries, has %zu", min, n);
-    if (max && n > max)
-        werr(w, v, map, "allows at most %" PRIu32 " entries, has %zu", max, n);
-}
-
-/* A list: a YAML sequence of mappings, each named by its key in paths. */
-static void
-walk_list(struct walk *w, const struct lysc_node *s, struct lyd_node *dparent, bool dry,
-          struct fs_ynode *v, struct fs_ynode *map)
-{
-    const struct lysc_node *key = NULL;
-    const struct lysc_ext_instance *ym = find_ext(s, "yaml-map");
-    struct seen_key *keys = NULL;
-    size_t nkeys = 0;
-    char why[512];
-
-    if (ym && ym->argument) {
-        walk_yaml_map_list(w, s, ym->argument, dparent, dry, v, map);
-        return;
-    }
-    if (v->kind != FS_Y_SEQ) {
-        werr(w, v, map, "expected a list, got %s", is_null(v) ? "nothing" : kind_name(v));
-        return;
-    }
-    if (!first_key_name(s, &key) || (key->next && lysc_is_key(key->next))) {
-        werr(w, v, map, "the schema's list must have exactly one key");
-        return;
-    }
-    keys = calloc(v->n + 1, sizeof(*keys));
-    if (!keys) {
-        w->errs->oom = true;
-        return;
-    }
-    for (size_t i = 0; i < v->n && !fs_cfg_errs_full(w->errs); i++) {
-        struct fs_ynode *item = v->kids[i];
-        const struct fs_ynode *kv;
-        struct lyd_node *inst = NULL;
-        /* Past max-elements entries are still checked but not built: libyang inserts
-         * top-level siblings in linear time, and the list is refused anyway. */
-        bool item_dry = dry || (max_elements(s) && i >= max_elements(s));
-        size_t old = w->plen;
-        char idx[32];
-
-        snprintf(idx, sizeof(idx), "#%zu", i + 1);
-        if (item->kind != FS_Y_MAP) {
-            old = path_push(w, true, idx, strlen(idx));
-            werr(w, item, map, "expected a mapping, got %s",
-                 is_null(item) ? "nothing" : kind_name(item));
-            path_pop(w, old);
-            continue;
-        }
-        kv = map_get(item, key->name);
-        if (!kv) {
-            old = path_push(w, true, idx, strlen(idx));
-            werr(w, item, item, "missing required key \"%s\"", key->name);
-            item_dry = true;
-        } else if (kv->kind != FS_Y_SCALAR || is_null(kv) ||
-                   !value_ok(key, leaf_type(key), leaf_type_name(key), kv, false, why,
-                             sizeof(why))) {
-            old = path_push(w, true, idx, strlen(idx));
-            size_t o2 = path_push(w, false, key->name, strlen(key->name));
-            if (kv->kind != FS_Y_SCALAR)
-                werr(w, kv, item, "expected a value, got %s", kind_name(kv));
-            else if (is_null(kv))
-                werr(w, kv, item, "missing value");
-            else
-                werr(w, kv, item, "%s", why);
-            path_pop(w, o2);
-            item_dry = true;
-        } else {
-            old = path_push(w, true, kv->str, kv->len);
-            keys[nkeys++] = (struct seen_key){kv->str, kv->len, kv};
-            if (!item_dry) {
-                if (lyd_new_list(dparent, w->mod, s->name, 0, &inst, kv->str) != LY_SUCCESS) {
-                    lyerr(w, kv, item, false);
-                    item_dry = true;
-                } else {
-                    link_node(w, dparent, inst, item);
-                }
-            }
-        }
-        walk_mapping(w, s, item_dry ? NULL : inst, item_dry, item);
-        path_pop(w, old);
-    }
-    report_dups(w, keys, nkeys, key->name, true, map);
-    check_count(w, s, v->n, v, map);
-    free(keys);
-}
-
-/* A leaf-list: a YAML sequence of scalars, no value twice. */
-static void
-walk_leaflist(struct walk *w, const struct lysc_node *s, struct lyd_node *dparent, bool dry,
-              struct fs_ynode *v, struct fs_ynode *map)
-{
-    struct seen_key *vals = NULL;
-    size_t nvals = 0;
-    bool hidden = fs_cfg_key_hidden(s->name);
-    char why[512];
-
-    if (v->kind != FS_Y_SEQ) {
-        werr(w, v, map, "expected a list (e.g. [a, b]), got %s",
-             is_null(v) ? "nothing" : kind_name(v));
-        return;
-    }
-    vals = calloc(v->n + 1, sizeof(*vals));
-    if (!vals) {
-        w->errs->oom = true;
-        return;
-    }
-    for (size_t i = 0; i < v->n && !fs_cfg_errs_full(w->errs); i++) {
-        struct fs_ynode *item = v->kids[i];
-        struct lyd_node *node = NULL;
-        if (item->kind != FS_Y_SCALAR) {
-            werr(w, item, map, "expected a value, got %s", kind_name(item));
-            continue;
-        }
-        if (is_null(item)) {
-            werr(w, item, map, "missing value");
-            continue;
-        }
-        if (!value_ok(s, leaf_type(s), leaf_type_name(s), item, hidden, why, sizeof(why))) {
-            werr(w, item, map, "%s", why);
-            continue;
-        }
-        vals[nvals++] = (struct seen_key){item->str, item->len, item};
-        if (dry)
-            continue;
-        if (lyd_new_term(dparent, w->mod, s->name, item->str, 0, &node) != LY_SUCCESS) {
-            lyerr(w, item, map, hidden);
-            continue;
-        }
-        link_node(w, dparent, node, item);
-    }
-    /* Report duplicates against the leaf-list itself (value shown unless hidden). */
-    qsort(vals, nvals, sizeof(*vals), seen_cmp);
-    for (size_t i = 1, first = 0; i < nvals; i++) {
-        if (vals[i].len == vals[first].len && !memcmp(vals[i].str, vals[first].str, vals[i].len)) {
-            char r[SHOW_MAX + 16];
-            render(r, sizeof(r), vals[i].at, hidden, false);
-            werr(w, vals[i].at, map, "%s is listed twice (first at %u:%u)", r, vals[first].at->line,
-                 vals[first].at->col);
-        } else {
-            first = i;
-        }
-    }
-    check_count(w, s, v->n, v, map);
-    free(vals);
-}
-
-static bool
-driver_built(const struct walk *w, const char *name)
-{
-    if (!w->opts)
-        return true; /* no list given: accept every driver block of the model */
-    for (size_t i = 0; i < w->opts->n_drivers; i++)
-        if (w->opts->drivers[i] && !strcmp(w->opts->drivers[i], name))
-            return true;
-    return false;
-}
-
-static void
-walk_container(struct walk *w, const struct lysc_node *s, struct lyd_node *dparent, bool dry,
-               struct fs_ynode *v, struct fs_ynode *map)
-{
-    const struct lysc_ext_instance *drv = find_ext(s, "driver");
-    struct lyd_node *node = NULL;
-
-    if (drv && drv->argument && !driver_built(w, drv->argument)) {
-        werr(w, v->key ? v->key : v, map, "driver \"%s\" is not built into this fabricscope",
-             drv->argument);
-        return;
-    }
-    if (v->kind != FS_Y_MAP) {
-        werr(w, v, map, "expected a mapping, got %s", is_null(v) ? "nothing" : kind_name(v));
-        return;
-    }
-    if (!dry) {
-        if (lyd_new_inner(dparent, w->mod, s->name, 0, &node) != LY_SUCCESS) {
-            lyerr(w, v, map, false);
-            dry = true;
-        } else {
-            link_node(w, dparent, node, v);
-        }
-    }
-    walk_mapping(w, s, node, dry, v);
-}
-
-static size_t
-edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b), prev[64], cur[64];
-    if (la >= 63 || lb >= 63)
-        return 99;
-    for (size_t j = 0; j <= lb; j++)
-        prev[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        cur[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-            size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
-            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-        }
-        memcpy(prev, cur, sizeof(size_t) * (lb + 1));
-    }
-    return prev[lb];
-}
-
-static bool
-is_data_node(const struct lysc_node *s)
-{
-    return s && (s->nodetype & (LYS_CONTAINER | LYS_LEAF | LYS_LEAFLIST | LYS_LIST)) &&
-           (s->flags & LYS_CONFIG_W);
-}
-
-/* An unknown key: say what was meant, and never show the value (it may be a secret). */
-static void
-unknown_key(struct walk *w, const struct lysc_node *sparent, struct fs_ynode *k,
-            struct fs_ynode *map)
-{
-    const struct lysc_node *c = NULL, *best = NULL;
-    size_t bestd = 3;
-    char fname[80], ename[80];
-    bool has_file = false, has_env = false;
-
-    snprintf(fname, sizeof(fname), "%s_file", k->str);
-    snprintf(ename, sizeof(ename), "%s_env", k->str);
-    while ((c = lys_getnext(c, sparent, sparent ? NULL : w->mod->compiled, 0))) {
-        size_t d;
-        if (!is_data_node(c))
-            continue;
-        if (!strcmp(c->name, fname))
-            has_file = true;
-        if (!strcmp(c->name, ename))
-            has_env = true;
-        d = edit_distance(k->str, c->name);
-        if (d < bestd) {
-            bestd = d;
-            best = c;
-        }
-    }
-    if (has_file || has_env)
-        werr(w, k, map, "unknown key; secrets are not written inline: use %s%s%s",
-             has_file ? fname : "", has_file && has_env ? " or " : "", has_env ? ename : "");
-    else if (best && !fs_cfg_key_hidden(k->str))
-        werr(w, k, map, "unknown key (did you mean %s?)", best->name);
-    else
-        werr(w, k, map, "unknown key");
-}
-
-/* The choice/case ancestors of s below sparent: a key picks the case of each. */
-static const struct lysc_node *
-conflicting_case(const struct lysc_node *a, const struct lysc_node *b,
-                 const struct lysc_node *sparent)
-{
-    for (const struct lysc_node *ca = a->parent; ca && ca != sparent; ca = ca->parent) {
-        if (ca->nodetype != LYS_CASE)
-            continue;
-        for (const struct lysc_node *cb = b->parent; cb && cb != sparent; cb = cb->parent) {
-            if (cb->nodetype == LYS_CASE && cb != ca && cb->parent == ca->parent)
-                return ca->parent; /* same choice, different cases */
-        }
-    }
-    return NULL;
-}
-
-static bool
-under(const struct lysc_node *s, const struct lysc_node *anc)
-{
-    for (; s; s = s->parent)
-        if (s == anc)
-            return true;
-    return false;
-}
-
-struct seen_node {
-    const struct lysc_node *s;
-    const struct fs_ynode *k;
-};
-
-static void
-check_mandatory(struct walk *w, const struct lysc_node *sparent, struct fs_ynode *map,
-                const struct seen_node *seen, size_t nseen)
-{
-    const struct lysc_node *c = NULL;
-    const struct fs_ynode *at = map;
-
-    while (
-        (c = lys_getnext(c, sparent, sparent ? NULL : w->mod->compiled, LYS_GETNEXT_WITHCHOICE))) {
-        bool present = false;
-        if (!(c->flags & LYS_MAND_TRUE) || lysc_is_key(c))
-            continue;
-        for (size_t i = 0; i < nseen; i++)
-            if (under(seen[i].s, c))
-                present = true;
-        if (present)
-            continue;
-        if (c->nodetype == LYS_CHOICE) {
-            char names[256];
-            size_t o = 0;
-            const struct lysc_node *d = NULL;
-            names[0] = '\0';
-            while ((d = lys_getnext(d, c, NULL, 0)) && o < sizeof(names))
-                o += (size_t)snprintf(names + o, sizeof(names) - o, "%s%s", o ? " or " : "",
-                                      d->name);
-            werr(w, at, map, "needs %s", names);
-        } else if (c->nodetype & (LYS_LEAF | LYS_CONTAINER | LYS_ANYDATA)) {
-            werr(w, at, map, "missing required key \"%s\"", c->name);
-        }
-    }
-}
-
-/* A mapping against the children of sparent (NULL: the module's top level). */
-static void
-walk_mapping(struct walk *w, const struct lysc_node *sparent, struct lyd_node *dparent, bool dry,
-             struct fs_ynode *map)
-{
-    struct seen_node *seen = calloc(map->n / 2 + 1, sizeof(*seen));
-    size_t nseen = 0;
-
-    if (!seen) {
-        w->errs->oom = true;
-        return;
-    }
-    for (size_t i = 0; i + 1 < map->n && !fs_cfg_errs_full(w->errs); i += 2) {
-        struct fs_ynode *k = map->kids[i], *v = map->kids[i + 1];
-        const struct lysc_node *s;
-        const struct seen_node *prev = NULL;
-        const struct lysc_node *choice = NULL;
-        size_t old;
-
-        if (k->kind != FS_Y_SCALAR) {
-            werr(w, k, map, "keys must be plain text, not %s", kind_name(k));
-            continue;
-        }
-        s = lys_find_child(sparent, w->mod, k->str, k->len, 0, 0);
-        old = path_push(w, false, k->str, k->len);
-        if (!is_data_node(s)) {
-            unknown_key(w, sparent, k, map);
-            path_pop(w, old);
-            continue;
-        }
-        for (size_t j = 0; j < nseen && !prev && !choice; j++) {
-            if (seen[j].s == s)
-                prev = &seen[j];
-            else
-                choice = conflicting_case(s, seen[j].s, sparent) ? seen[j].s : NULL;
-        }
-        if (prev) {
-            werr(w, k, map, "duplicate key (first at %u:%u)", prev->k->line, prev->k->col);
-        } else if (choice) {
-            werr(w, k, map, "cannot be combined with %s", choice->name);
-        } else {
-            seen[nseen++] = (struct seen_node){s, k};
-            if (sparent && sparent->nodetype == LYS_LIST && lysc_is_key(s)) {
-                /* created with the list entry */
-            } else if (s->nodetype == LYS_LEAF) {
-                walk_leaf(w, s, dparent, dry, v, map);
-            } else if (s->nodetype == LYS_CONTAINER) {
-                walk_container(w, s, dparent, dry, v, map);
-            } else if (s->nodetype == LYS_LIST) {
-                walk_list(w, s, dparent, dry, v, map);
-            } else if (s->nodetype == LYS_LEAFLIST) {
-                walk_leaflist(w, s, dparent, dry, v, map);
-            }
-        }
-        path_pop(w, old);
-    }
-    if (!fs_cfg_errs_full(w->errs))
-        check_mandatory(w, sparent, map, seen, nseen);
-    free(seen);
-}
-
-/* ------------------------------------------------------------------------------------
- * Positions and paths of data nodes (for the semantic and libyang stages)
- */
-
-void
-fs_cfg_node_pos(const struct lyd_node *n, bool at_key, unsigned *line, unsigned *col)
-{
-    *line = 1;
-    *col = 1;
-    for (; n; n = lyd_parent(n)) {
-        const struct fs_ynode *y = n->priv;
-        if (!y)
-            continue;
-        if (at_key && y->key)
-            y = y->key;
-        *line = y->line;
-        *col = y->col;
-        return;
-    }
-}
-
-void
-fs_cfg_node_path(const struct lyd_node *n, char *buf, size_t len)
-{
-    const struct lyd_node *chain[MAX_DEPTH];
-    size_t depth = 0, o = 0;
-
-    buf[0] = '\0';
-    for (; n && depth < MAX_DEPTH; n = lyd_parent(n))
-        chain[depth++] = n;
-    while (depth-- > 0 && o < len) {
-        const struct lyd_node *c = chain[depth];
-        const struct lyd_node *k = c->schema->nodetype == LYS_LIST ? lyd_child(c) : NULL;
-        const char *kv = k ? lyd_get_value(k) : NULL;
-        char part[SHOW_MAX + 8];
-        int r;
-        if (kv)
-            show(part, sizeof(part), kv, strlen(kv));
-        if (kv && find_ext(c->schema, "yaml-map"))
-            r = snprintf(buf + o, len - o, "%s%s.%s", o ? "." : "", c->schema->name, part);
-        else if (kv)
-            r = snprintf(buf + o, len - o, "%s%s[%s]", o ? "." : "", c->schema->name, part);
-        else
-            r = snprintf(buf + o, len - o, "%s%s", o ? "." : "", c->schema->name);
-        if (r < 0)
-            break;
-        o += (size_t)r;
-    }
-}
-
-void
-fs_cfg_node_err(struct fs_cfg_errs *e, const struct lyd_node *n, bool at_key, const char *fmt, ...)
-{
-    char reason[512], path[PATH_MAX_LEN];
-    unsigned line, col;
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(reason, sizeof(reason), fmt, ap);
-    va_end(ap);
-    fs_cfg_node_pos(n, at_key, &line, &col);
-    fs_cfg_node_path(n, path, sizeof(path));
-    fs_cfg_err_add(e, line, col, path, "%s", reason);
-}
-
-bool
-fs_cfg_node_bad(const struct lyd_node *n)
-{
-    const struct fs_ynode *y = n ? n->priv : NULL;
-    return y && y->bad;
-}
-
-const struct lyd_node *
-fs_cfg_child(const struct lyd_node *first, const char *name)
-{
-    for (const struct lyd_node *c = first; c; c = c->next)
-        if (c->schema && !strcmp(c->schema->name, name))
-            return c;
-    return NULL;
-}
-
-const char *
-fs_cfg_cval(const struct lyd_node *parent, const char *name)
-{
-    const struct lyd_node *c = fs_cfg_child(lyd_child(parent), name);
-    return c ? lyd_get_value(c) : NULL;
-}
+#include "config/model.h"
+#include "config/schema.h"
+#include "config/tree.h"
+#include "config/yaml.h"
 
 /* libyang 2.1 gives the location as text: 'Schema location "...", data location "...",
  * line number N.' Extracts the data path into a malloc'd string, or NULL. */
@@ -1608,27 +71,24 @@ report_libyang(struct ly_ctx *ctx, struct lyd_node *tree, struct fs_cfg_errs *er
     free(p);
 }
 
-/* ------------------------------------------------------------------------------------
- * Entry points
- */
-
 int
 fs_config_parse(const char *text, size_t len, const char *filename,
                 const struct fs_config_opts *opts, struct fs_config **out, char **errors)
 {
     struct fs_cfg_errs errs = {0};
     struct fs_ynode *root = NULL;
-    struct walk w;
+    struct lyd_node *tree = NULL;
     struct fs_config *cfg = NULL;
+    const struct fs_cfg_schema *sc;
+    char why[256] = "";
     uint32_t quiet = LY_LOSTORE_LAST;
     int rc = 0;
 
     *out = NULL;
     *errors = NULL;
-    memset(&w, 0, sizeof(w));
     if (!filename)
         filename = "(config)";
-    pthread_once(&g_ctx_once, ctx_init);
+    sc = fs_cfg_schema_get(opts, why, sizeof(why));
     /* Problems are collected here, not printed by libyang. */
     ly_temp_log_options(&quiet);
 
@@ -1641,61 +101,97 @@ fs_config_parse(const char *text, size_t len, const char *filename,
         fs_cfg_err_add(&errs, 1, 1, "", "no text given");
         goto report;
     }
-    if (!g_ctx) {
-        fs_cfg_err_add(&errs, 1, 1, "", "%s", g_ctx_err);
+    if (!sc) {
+        fs_cfg_err_add(&errs, 1, 1, "", "%s", why);
         goto report;
     }
-    if (read_yaml(text ? text : "", len, &errs, &root) < 0 || errs.n || errs.oom)
+    if (fs_cfg_read_yaml(text ? text : "", len, &errs, &root) < 0 || fs_cfg_errs_any(&errs))
         goto report;
-    if (!root || is_null(root)) {
-        fs_cfg_err_add(&errs, 1, 1, "", "the configuration is empty");
-        goto report;
-    }
-    if (root->kind != FS_Y_MAP) {
-        fs_cfg_err_add(&errs, root->line, root->col, "",
-                       "expected a mapping of settings at the top level, got %s", kind_name(root));
-        goto report;
-    }
-
-    w.mod = g_mod;
-    w.opts = opts;
-    w.errs = &errs;
-    walk_mapping(&w, NULL, NULL, false, root);
+    fs_cfg_walk(sc, opts, root, &errs, &tree);
     if (errs.oom)
         goto report;
-    /* Defaults make the semantic checks see what the collector will use. */
-    if (lyd_new_implicit_all(&w.tree, g_ctx, LYD_IMPLICIT_NO_STATE, NULL) != LY_SUCCESS) {
-        ly_err_clean(g_ctx, NULL);
+    /* Defaults make the model see what the collector will use. */
+    if (lyd_new_implicit_all(&tree, sc->ctx, LYD_IMPLICIT_NO_STATE, NULL) != LY_SUCCESS) {
+        ly_err_clean(sc->ctx, NULL);
         errs.oom = true;
         goto report;
     }
-    fs_cfg_check_semantics(w.tree, &errs);
-    if (errs.n || errs.oom)
-        goto report;
-    if (lyd_validate_all(&w.tree, g_ctx, LYD_VALIDATE_PRESENT, NULL) != LY_SUCCESS) {
-        report_libyang(g_ctx, w.tree, &errs);
-        goto report;
-    }
-
     cfg = calloc(1, sizeof(*cfg));
-    if (!cfg || !(cfg->path = strdup(filename)) || fs_cfg_build(w.tree, cfg) != 0) {
+    if (!cfg || !(cfg->path = strdup(filename)) ||
+        fs_cfg_model_build(tree, opts, cfg, &errs) != 0) {
         errs.oom = true;
+        goto report;
+    }
+    if (fs_cfg_errs_any(&errs))
+        goto report;
+    if (lyd_validate_all(&tree, sc->ctx, LYD_VALIDATE_PRESENT, NULL) != LY_SUCCESS) {
+        report_libyang(sc->ctx, tree, &errs);
         goto report;
     }
     *out = cfg;
     cfg = NULL;
 
 report:
-    if (errs.n || errs.oom || errs.dropped) {
+    if (fs_cfg_errs_any(&errs)) {
         rc = (int)(errs.n + errs.dropped) + (errs.n == 0);
-        *errors = errs_format(&errs, filename);
+        *errors = fs_cfg_errs_format(&errs, filename);
     }
     fs_config_free(cfg);
-    lyd_free_all(w.tree);
+    lyd_free_all(tree);
     fs_ynode_free(root);
-    errs_free(&errs);
+    fs_cfg_errs_free(&errs);
     ly_temp_log_options(NULL);
     return rc;
+}
+
+/*
+ * Opens path for reading without ever blocking: O_NONBLOCK makes opening a FIFO with no
+ * writer return at once (and a terminal never becomes ours), then anything but a
+ * regular file is refused. Messages start with key ("targets[t].snmp.community_file:
+ * /x is not a regular file"), or with the path when key is NULL.
+ */
+static int
+open_regular(const char *path, const char *key, char *errbuf, size_t errlen)
+{
+    struct stat st;
+    const char *why = NULL;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+
+    if (fd < 0 || fstat(fd, &st) != 0)
+        why = strerror(errno);
+    else if (!S_ISREG(st.st_mode))
+        why = "is not a regular file";
+    if (!why)
+        return fd;
+    if (fd >= 0 && key)
+        snprintf(errbuf, errlen, "%s: %s %s", key, path, why);
+    else if (fd >= 0)
+        snprintf(errbuf, errlen, "%s: %s", path, why);
+    else if (key)
+        snprintf(errbuf, errlen, "%s: cannot open %s: %s", key, path, why);
+    else
+        snprintf(errbuf, errlen, "%s: cannot open: %s", path, why);
+    if (fd >= 0)
+        close(fd);
+    return -1;
+}
+
+/* Reads up to len bytes; the count, or -1 with errno set. */
+static ssize_t
+read_full(int fd, char *buf, size_t len)
+{
+    size_t n = 0;
+    while (n < len) {
+        ssize_t r = read(fd, buf + n, len - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    return (ssize_t)n;
 }
 
 int
@@ -1703,42 +199,122 @@ fs_config_load(const char *path, const struct fs_config_opts *opts, struct fs_co
                char **errors)
 {
     char *buf = NULL;
-    size_t len = 0;
+    ssize_t len;
     int fd = -1, rc = 1;
-    char msg[512];
+    char msg[600];
 
     *out = NULL;
     *errors = NULL;
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(msg, sizeof(msg), "%s: cannot open: %s\n", path, strerror(errno));
+    fd = open_regular(path, NULL, msg, sizeof(msg) - 1);
+    if (fd < 0)
         goto fail;
-    }
     buf = malloc(FS_CONFIG_MAX_BYTES + 1);
     if (!buf) {
-        snprintf(msg, sizeof(msg), "%s: out of memory\n", path);
+        snprintf(msg, sizeof(msg) - 1, "%s: out of memory", path);
         goto fail;
     }
     /* Read at most one byte past the limit: enough to refuse, whatever the file is. */
-    while (len < FS_CONFIG_MAX_BYTES + 1) {
-        ssize_t r = read(fd, buf + len, FS_CONFIG_MAX_BYTES + 1 - len);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            snprintf(msg, sizeof(msg), "%s: cannot read: %s\n", path, strerror(errno));
-            goto fail;
-        }
-        if (r == 0)
-            break;
-        len += (size_t)r;
+    len = read_full(fd, buf, FS_CONFIG_MAX_BYTES + 1);
+    if (len < 0) {
+        snprintf(msg, sizeof(msg) - 1, "%s: cannot read: %s", path, strerror(errno));
+        goto fail;
     }
-    rc = fs_config_parse(buf, len, path, opts, out, errors);
+    rc = fs_config_parse(buf, (size_t)len, path, opts, out, errors);
     goto cleanup;
 fail:
+    strcat(msg, "\n");
     *errors = strdup(msg);
 cleanup:
     if (fd >= 0)
         close(fd);
     free(buf);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------
+ * Secrets
+ */
+
+static void
+strip_newline(char *buf, size_t *n)
+{
+    if (*n && buf[*n - 1] == '\n')
+        (*n)--;
+    if (*n && buf[*n - 1] == '\r')
+        (*n)--;
+    buf[*n] = '\0';
+}
+
+int
+fs_secret_read(const struct fs_secret_ref *ref, char *buf, size_t len, char *errbuf, size_t errlen)
+{
+    const char *key = ref && ref->key ? ref->key : "secret";
+    int rc = -1, fd = -1;
+    size_t n = 0;
+
+    if (!buf || len < 2) {
+        snprintf(errbuf, errlen, "%s: no room for the secret", key);
+        goto cleanup;
+    }
+    buf[0] = '\0';
+    if (ref && ref->file) {
+        ssize_t r;
+        fd = open_regular(ref->file, key, errbuf, errlen);
+        if (fd < 0)
+            goto cleanup;
+        /* The buffer takes the secret, its newline (stripped) and the NUL. */
+        r = read_full(fd, buf, len);
+        if (r < 0) {
+            snprintf(errbuf, errlen, "%s: cannot read %s: %s", key, ref->file, strerror(errno));
+            goto cleanup;
+        }
+        n = (size_t)r;
+        if (n == len) {
+            char more;
+            if (buf[n - 1] == '\n' && read(fd, &more, 1) == 0) {
+                n--;
+            } else {
+                snprintf(errbuf, errlen, "%s: %s is longer than %zu bytes", key, ref->file,
+                         len - 1);
+                goto cleanup;
+            }
+        }
+        strip_newline(buf, &n);
+        if (memchr(buf, '\0', n)) {
+            snprintf(errbuf, errlen, "%s: %s contains a NUL byte", key, ref->file);
+            goto cleanup;
+        }
+        if (n == 0) {
+            snprintf(errbuf, errlen, "%s: %s is empty", key, ref->file);
+            goto cleanup;
+        }
+    } else if (ref && ref->env) {
+        const char *v = getenv(ref->env);
+        if (!v) {
+            snprintf(errbuf, errlen, "%s: environment variable %s is not set", key, ref->env);
+            goto cleanup;
+        }
+        n = strlen(v);
+        if (n >= len) {
+            snprintf(errbuf, errlen, "%s: environment variable %s is longer than %zu bytes", key,
+                     ref->env, len - 1);
+            goto cleanup;
+        }
+        memcpy(buf, v, n);
+        strip_newline(buf, &n);
+        if (n == 0) {
+            snprintf(errbuf, errlen, "%s: environment variable %s is empty", key, ref->env);
+            goto cleanup;
+        }
+    } else {
+        snprintf(errbuf, errlen, "%s: no secret configured", key);
+        goto cleanup;
+    }
+    rc = 0;
+cleanup:
+    if (fd >= 0)
+        close(fd);
+    if (rc != 0 && buf && len)
+        explicit_bzero(buf, len);
     return rc;
 }

@@ -1,7 +1,13 @@
 /*
  * Configuration: one YAML file, walked against the compiled-in YANG module
- * (schemas/fabricscope-config.yang) and then validated by libyang, refused whole on
- * any problem. See DESIGN.md "Configuration" for the keys.
+ * (schemas/fabricscope-config.yang) plus each driver's module (its block under a
+ * target, see block.h), then validated by libyang, refused whole on any problem.
+ *
+ * Layers (each file calls only the ones before it): parse.c (strict value parsers) ->
+ * tree.c (YAML node tree, problem list, positions and key paths of data nodes) ->
+ * schema.c (the libyang context: core module + driver modules) -> yaml.c (libyaml
+ * reading, the walk against the schema) -> model.c (semantic checks, building struct
+ * fs_config, driver blocks) -> config.c (these entry points, file and secret reading).
  *
  * Ownership: fs_config_parse()/fs_config_load() return a tree owned by the caller and
  * freed with fs_config_free(); every string and array in it belongs to that tree.
@@ -15,13 +21,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FS_CONFIG_MAX_BYTES (1024 * 1024)
+#include "config/block.h"
 
-/** Where a secret comes from: exactly one of file/env is set. */
-struct fs_secret_ref {
-    char *file;
-    char *env;
-};
+#define FS_CONFIG_MAX_BYTES (1024 * 1024)
 
 enum fs_proto { FS_PROTO_ANY = 0, FS_PROTO_TCP, FS_PROTO_UDP };
 
@@ -34,63 +36,10 @@ struct fs_flow_rule {
     int tc; /**< -1: any */
 };
 
-enum fs_snmp_version { FS_SNMP_V2C = 2, FS_SNMP_V3 = 3 };
-enum fs_snmp_auth {
-    FS_AUTH_NONE = 0,
-    FS_AUTH_MD5,
-    FS_AUTH_SHA,
-    FS_AUTH_SHA224,
-    FS_AUTH_SHA256,
-    FS_AUTH_SHA384,
-    FS_AUTH_SHA512
-};
-enum fs_snmp_priv { FS_PRIV_NONE = 0, FS_PRIV_DES, FS_PRIV_AES128 };
-
-struct fs_snmp_cfg {
-    uint16_t port;                /**< default 161 */
-    enum fs_snmp_version version; /**< default 2c */
-    struct fs_secret_ref community;
-    char *user; /**< v3 */
-    enum fs_snmp_auth auth_protocol;
-    struct fs_secret_ref auth_password;
-    enum fs_snmp_priv priv_protocol;
-    struct fs_secret_ref priv_password;
-    bool allow_weak_crypto;
-    int64_t interval_us; /**< default 10 s */
-    int64_t timeout_us;  /**< per request; default 2 s */
-    int retries;         /**< default 1 */
-    int max_repetitions; /**< default 50 */
-    int qos_index_base;  /**< -1 auto (default), 0 or 1 */
-};
-
-struct fs_cli_cfg {
-    char *driver;  /**< "onyx" */
-    uint16_t port; /**< default 22 */
-    char *username;
-    struct fs_secret_ref password;
-    char *key_file;
-    char *known_hosts;
-    int64_t interval_us; /**< default 5 s */
-    int64_t timeout_us;  /**< default 10 s */
-    bool apply_flow_rules;
-};
-
-enum fs_gnmi_mode { FS_GNMI_SAMPLE = 0, FS_GNMI_ON_CHANGE, FS_GNMI_TARGET_DEFINED };
-
-struct fs_gnmi_subscription {
-    char *path;
-    enum fs_gnmi_mode mode;
-    int64_t interval_us;
-};
-
-struct fs_gnmi_cfg {
-    uint16_t port; /**< default 9339 */
-    bool insecure; /**< plaintext only when said so */
-    char *tls_ca_file, *tls_cert_file, *tls_key_file, *tls_server_name;
-    char *username;
-    struct fs_secret_ref password;
-    struct fs_gnmi_subscription *subscriptions;
-    size_t n_subscriptions;
+/** A driver block of a target: the driver's own configuration value. */
+struct fs_target_block {
+    const struct fs_cfg_block_ops *ops; /**< the driver's block (from fs_config_opts) */
+    void *cfg;                          /**< built by ops->config_build, owned here */
 };
 
 struct fs_kv {
@@ -105,10 +54,12 @@ struct fs_target_cfg {
     size_t n_labels;
     char *iface_include, *iface_exclude;        /**< POSIX extended regexes as written, or NULL */
     regex_t iface_include_re, iface_exclude_re; /**< compiled when the string is set */
-    struct fs_snmp_cfg *snmp;                   /**< NULL when the target has no snmp block */
-    struct fs_cli_cfg *cli;
-    struct fs_gnmi_cfg *gnmi;
-    char *source_precedence[3]; /**< default {"gnmi","cli","snmp"} */
+    struct fs_target_block *blocks;             /**< one per driver block the target has, in the
+                                                     order of fs_config_opts.blocks */
+    size_t n_blocks;
+    char **source_precedence; /**< every block name of this build, most preferred first:
+                                   the listed ones, then the rest by default_rank */
+    size_t n_source_precedence;
     bool expose_all_sources;
     int64_t staleness_intervals; /**< series leave /metrics after this many intervals; default 3 */
 };
@@ -119,19 +70,30 @@ struct fs_config {
     uint16_t listen_port; /**< default 9464 */
     char *http_tls_cert_file, *http_tls_key_file;
     struct fs_secret_ref http_bearer_token;
-    uint64_t memory_limit; /**< bytes; default 256 MiB */
-    int64_t retention_us;  /**< default 1 h */
+    uint64_t memory_limit;          /**< bytes; default 256 MiB */
+    int64_t retention_us;           /**< default 1 h */
+    uint64_t max_series_per_target; /**< storage.max_series_per_target; default 50000 */
     struct fs_flow_rule *flow_rules;
     size_t n_flow_rules;
     struct fs_target_cfg *targets;
     size_t n_targets;
 };
 
-/** Which driver blocks this build accepts (names as in driver.h). */
+/**
+ * The driver blocks this build has (the daemon takes them from drivers/registry.c).
+ * NULL opts, or none listed: a configuration with no driver block at all.
+ */
 struct fs_config_opts {
-    const char *const *drivers;
-    size_t n_drivers;
+    const struct fs_cfg_block_ops *const *blocks; /**< each driver's block; its YANG module
+                                                       is loaded next to the core's */
+    size_t n_blocks;
+    const char *const *absent; /**< names of drivers fabricscope knows but this build lacks:
+                                    such a block is refused as "this build has no X driver" */
+    size_t n_absent;
 };
+
+/** The value of target t's block ops, or NULL when t has no such block. */
+const void *fs_target_block_cfg(const struct fs_target_cfg *t, const struct fs_cfg_block_ops *ops);
 
 /**
  * Parses and validates a whole configuration.
@@ -145,7 +107,8 @@ struct fs_config_opts {
 int fs_config_parse(const char *text, size_t len, const char *filename,
                     const struct fs_config_opts *opts, struct fs_config **out, char **errors);
 
-/** Reads FILE (refusing files over FS_CONFIG_MAX_BYTES) and calls fs_config_parse(). */
+/** Reads FILE (refusing anything but a regular file, never blocking on a FIFO, and
+ *  files over FS_CONFIG_MAX_BYTES) and calls fs_config_parse(). */
 int fs_config_load(const char *path, const struct fs_config_opts *opts, struct fs_config **out,
                    char **errors);
 
@@ -156,8 +119,10 @@ void fs_config_free(struct fs_config *cfg);
 bool fs_target_cfg_equal(const struct fs_target_cfg *a, const struct fs_target_cfg *b);
 
 /**
- * Reads a secret into buf (trailing newline stripped). Errors name the file or variable,
- * never the content. Returns 0 or -1.
+ * Reads a secret into buf (trailing newline stripped). A file is opened without
+ * blocking and must be a regular file (a FIFO or device is refused, never waited on).
+ * Errors start with the key that names the secret and name the file or variable,
+ * never the content. Returns 0 or -1 (buf wiped).
  */
 int fs_secret_read(const struct fs_secret_ref *ref, char *buf, size_t len, char *errbuf,
                    size_t errlen);

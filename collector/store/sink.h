@@ -96,6 +96,12 @@ void fs_sink_done(struct fs_sink *s, uint64_t cycle_id, enum fs_poll_result r, c
  */
 void fs_sink_clock(struct fs_sink *s, int64_t device_us, int64_t local_lo_us, int64_t local_hi_us);
 
+/**
+ * Sets driver-specific JSON members of the target (without braces, e.g.
+ * `"qos_index_base":1,"qos_mib":"..."`), shown in /api/v1/targets; copied. Thread-safe.
+ */
+void fs_sink_set_detail(struct fs_sink *s, const char *json_members);
+
 /** The target's name, for log lines. */
 const char *fs_sink_target(const struct fs_sink *s);
 

@@ -226,14 +226,6 @@ fs_store_sink_add(struct fs_store *st, const struct fs_target_cfg *tcfg, const c
 }
 
 void
-fs_store_sink_rebind(struct fs_store *st, struct fs_sink *s, const struct fs_target_cfg *tcfg)
-{
-    pthread_rwlock_wrlock(&st->lock);
-    s->tcfg = tcfg;
-    pthread_rwlock_unlock(&st->lock);
-}
-
-void
 fs_store_sink_remove(struct fs_store *st, struct fs_sink *s)
 {
     if (!s)
@@ -839,16 +831,15 @@ fs_sink_clock(struct fs_sink *s, int64_t device_us, int64_t local_lo_us, int64_t
 
 /* ---- readers ---- */
 
-static int
+/* The source's place in the target's precedence (the configuration lists every driver
+ * of the build, defaults by rank included); unlisted sources rank last. */
+static size_t
 precedence_rank(const struct fs_target_cfg *t, const char *source)
 {
-    static const char *const dflt[3] = {"gnmi", "cli", "snmp"};
-    for (int i = 0; i < 3; i++) {
-        const char *p = t->source_precedence[i] ? t->source_precedence[i] : dflt[i];
-        if (strcmp(p, source) == 0)
+    for (size_t i = 0; i < t->n_source_precedence; i++)
+        if (strcmp(t->source_precedence[i], source) == 0)
             return i;
-    }
-    return 3;
+    return t->n_source_precedence;
 }
 
 static bool
@@ -864,7 +855,7 @@ shadowed(const struct fs_store *st, const struct fs_sink *s, enum fs_metric m, i
 {
     if (s->tcfg->expose_all_sources)
         return false;
-    int mine = precedence_rank(s->tcfg, s->source);
+    size_t mine = precedence_rank(s->tcfg, s->source);
     for (const struct fs_sink *o = st->sinks; o; o = o->next) {
         if (o == s || strcmp(o->tcfg->name, s->tcfg->name) != 0)
             continue;

@@ -122,23 +122,18 @@ void fs_store_set_ring_opts(struct fs_store *st, const struct fs_ring_opts *ro);
 /**
  * Adds a (target, source) instance and returns its sink (owned by the store until
  * fs_store_sink_remove). tcfg must stay valid until then; it supplies the target name,
- * static labels, interface filters, precedence and staleness. interval_us is the
+ * static labels, interface filters, precedence (tcfg->source_precedence: a source not
+ * listed there ranks after every listed one) and staleness. interval_us is the
  * driver's poll interval (for staleness). NULL on no memory.
  */
 struct fs_sink *fs_store_sink_add(struct fs_store *st, const struct fs_target_cfg *tcfg,
                                   const char *source, int64_t interval_us);
-
-/** Points an instance at a new, equal configuration after a reload (no state lost). */
-void fs_store_sink_rebind(struct fs_store *st, struct fs_sink *s, const struct fs_target_cfg *tcfg);
 
 /** Removes an instance with all its series and history. Accepts NULL. */
 void fs_store_sink_remove(struct fs_store *st, struct fs_sink *s);
 
 /** Counts a cycle skipped because the previous one overran (scheduler). */
 void fs_sink_count_overrun(struct fs_sink *s);
-
-/** Sets the driver-specific JSON members shown in /api/v1/targets (copied). */
-void fs_sink_set_detail(struct fs_sink *s, const char *json_members);
 
 /**
  * Scheduler side: a cycle starts now (for fabricscope_poll_duration_seconds) and, when

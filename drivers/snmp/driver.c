@@ -38,7 +38,6 @@
 #include "map.h"
 #include "snmp_driver.h"
 #include "util/clock.h"
-#include "store/store.h"
 
 _Static_assert(sizeof(oid) == sizeof(unsigned long), "map.h passes OIDs as unsigned long");
 
@@ -67,6 +66,7 @@ struct walkcol {
 struct snmp_target {
     struct snmp_drv *drv;
     const struct fs_target_cfg *tcfg;
+    const struct fs_snmp_cfg *snmp; /* the target's snmp block */
     struct fs_sink *sink;
     atomic_bool busy; /* a cycle was accepted and has not ended */
     /* --- driver thread only --- */
@@ -89,9 +89,6 @@ struct snmp_target {
     struct fs_snmp_tmap tm;
     struct fs_snmp_poll poll;
     struct snmp_target *anext, *aprev; /* active list (a cycle in flight) */
-    /* --- shared with readers (target_describe) --- */
-    pthread_mutex_t dlock;
-    char detail[512];
 };
 
 struct snmp_drv {
@@ -245,11 +242,8 @@ active_del(struct snmp_drv *d, struct snmp_target *t)
 static void
 update_detail(struct snmp_target *t)
 {
-    char buf[sizeof(t->detail)];
+    char buf[512];
     fs_snmp_tmap_describe(&t->tm, buf, sizeof(buf));
-    pthread_mutex_lock(&t->dlock);
-    memcpy(t->detail, buf, sizeof(buf));
-    pthread_mutex_unlock(&t->dlock);
     fs_sink_set_detail(t->sink, buf);
 }
 
@@ -316,7 +310,7 @@ auth_oid(enum fs_snmp_auth a, size_t *len)
 static int
 open_session(struct snmp_target *t, char *errbuf, size_t errlen)
 {
-    const struct fs_snmp_cfg *c = t->tcfg->snmp;
+    const struct fs_snmp_cfg *c = t->snmp;
     netsnmp_session s;
     char peer[300], secret[256], secret2[256];
     int rc = -1;
@@ -432,7 +426,7 @@ static int on_response(int op, netsnmp_session *sess, int reqid, netsnmp_pdu *pd
 static int
 send_pdu(struct snmp_target *t, netsnmp_pdu *pdu)
 {
-    const struct fs_snmp_cfg *c = t->tcfg->snmp;
+    const struct fs_snmp_cfg *c = t->snmp;
     netsnmp_session *ss = snmp_sess_session(t->sessp);
     int64_t now = fs_monotonic_us();
     int64_t left = t->deadline_us - now;
@@ -686,8 +680,7 @@ on_response(int op, netsnmp_session *sess, int reqid, netsnmp_pdu *pdu, void *ma
     t->reqid = 0;
     if (op == NETSNMP_CALLBACK_OP_TIMED_OUT) {
         cycle_end(t, FS_POLL_TIMEOUT,
-                  t->tcfg->snmp->version == FS_SNMP_V3 ? "timeout"
-                                                       : "timeout (or wrong community)");
+                  t->snmp->version == FS_SNMP_V3 ? "timeout" : "timeout (or wrong community)");
         return 1;
     }
     if (op == NETSNMP_CALLBACK_OP_SEC_ERROR && pdu && pdu->command == SNMP_MSG_REPORT) {
@@ -796,7 +789,7 @@ v3_discover(struct snmp_target *t)
     pdu->securityNameLen = 0;
     pdu->securityLevel = SNMP_SEC_LEVEL_NOAUTH;
     pdu->securityModel = SNMP_SEC_MODEL_USM;
-    const struct fs_snmp_cfg *c = t->tcfg->snmp;
+    const struct fs_snmp_cfg *c = t->snmp;
     netsnmp_session *ss = snmp_sess_session(t->sessp);
     int64_t left = t->deadline_us - fs_monotonic_us();
     int64_t to = c->timeout_us > 0 ? c->timeout_us : 2000000;
@@ -826,7 +819,7 @@ cycle_begin(struct snmp_drv *d, struct snmp_target *t, uint64_t id, int64_t dead
     t->reqid = 0;
     t->pdus = 0;
     t->map_again = false;
-    t->reps = t->tcfg->snmp->max_repetitions > 0 ? t->tcfg->snmp->max_repetitions : 50;
+    t->reps = t->snmp->max_repetitions > 0 ? t->snmp->max_repetitions : 50;
     t->ph = FS_SNMP_PH_SCALARS;
     fs_snmp_poll_reset(&t->poll);
     active_add(d, t);
@@ -1021,11 +1014,11 @@ snmp_shutdown_drv(void *state)
 }
 
 static int
-snmp_target_add(void *state, const struct fs_target_cfg *tcfg, struct fs_sink *sink, void **tstate,
-                char *errbuf, size_t errlen)
+snmp_target_add(void *state, const struct fs_target_cfg *tcfg, const void *dcfg,
+                struct fs_sink *sink, void **tstate, char *errbuf, size_t errlen)
 {
     struct snmp_drv *d = state;
-    if (!tcfg || !tcfg->snmp || !tcfg->address) {
+    if (!tcfg || !dcfg || !tcfg->address) {
         snprintf(errbuf, errlen, "target has no snmp block or address");
         return FS_DRV_ERR;
     }
@@ -1036,12 +1029,12 @@ snmp_target_add(void *state, const struct fs_target_cfg *tcfg, struct fs_sink *s
     }
     t->drv = d;
     t->tcfg = tcfg;
+    t->snmp = dcfg;
     t->sink = sink;
     t->fd = -1;
     atomic_init(&t->busy, false);
-    pthread_mutex_init(&t->dlock, NULL);
-    fs_snmp_tmap_init(&t->tm, tcfg->snmp->qos_index_base);
-    fs_snmp_tmap_describe(&t->tm, t->detail, sizeof(t->detail));
+    fs_snmp_tmap_init(&t->tm, t->snmp->qos_index_base);
+    update_detail(t);
     *tstate = t;
     return FS_DRV_OK;
 }
@@ -1064,7 +1057,6 @@ snmp_target_remove(void *state, void *tstate)
     }
     fs_snmp_tmap_free(&t->tm);
     fs_snmp_poll_free(&t->poll);
-    pthread_mutex_destroy(&t->dlock);
     free(t);
 }
 
@@ -1088,22 +1080,18 @@ snmp_cycle_cancel(void *state, void *tstate)
     enqueue(state, RQ_CANCEL, tstate, 0, 0);
 }
 
-static size_t
-snmp_target_describe(void *state, void *tstate, char *buf, size_t len)
-{
-    struct snmp_target *t = tstate;
-    (void)state;
-    if (!buf || len == 0)
-        return 0;
-    pthread_mutex_lock(&t->dlock);
-    snprintf(buf, len, "%s", t->detail);
-    pthread_mutex_unlock(&t->dlock);
-    return strlen(buf);
-}
-
 const struct fs_driver fs_driver_snmp = {
-    .name = "snmp",
     .api_version = FS_DRIVER_API_VERSION,
+    .block =
+        {
+            .name = "snmp",
+            .default_rank = 30,
+            .yang_module = fs_snmp_yang_module,
+            .config_build = fs_snmp_config_build,
+            .config_free = fs_snmp_config_free,
+            .config_equal = fs_snmp_config_equal,
+            .config_interval = fs_snmp_config_interval,
+        },
     .kind = FS_DRIVER_POLL,
     .init = snmp_init,
     .shutdown = snmp_shutdown_drv,
@@ -1111,5 +1099,4 @@ const struct fs_driver fs_driver_snmp = {
     .target_remove = snmp_target_remove,
     .cycle_start = snmp_cycle_start,
     .cycle_cancel = snmp_cycle_cancel,
-    .target_describe = snmp_target_describe,
 };

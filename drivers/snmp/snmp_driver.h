@@ -9,6 +9,7 @@
 
 #include "config/config.h"
 #include "driver.h"
+#include "snmp_config.h"
 
 extern const struct fs_driver fs_driver_snmp;
 

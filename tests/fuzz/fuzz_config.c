@@ -8,18 +8,23 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "daemon.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const char *const drivers[] = {"snmp", "cli", "gnmi"};
-    /* The first byte picks which drivers are built, so "not built" paths run too. */
-    struct fs_config_opts opts = {drivers, size ? (size_t)(data[0] % 4) : 3};
+    static const char *const known[] = {"snmp", "cli", "gnmi"};
+    struct fs_config_opts real, bare = {NULL, 0, known, 3};
     struct fs_config *cfg = NULL;
     char *errors = NULL;
-    int rc = fs_config_parse((const char *)data, size, "fuzz.yaml", &opts, &cfg, &errors);
+
+    /* This build's registry, or (first byte odd) a build without any driver, so that the
+     * "this build has no X driver" paths run too. */
+    fs_daemon_config_opts(&real);
+    int rc = fs_config_parse((const char *)data, size, "fuzz.yaml",
+                             size && (data[0] & 1) ? &bare : &real, &cfg, &errors);
 
     /* The contract: exactly one of the two comes back. */
     if ((rc == 0) != (cfg != NULL) || (rc == 0) != (errors == NULL))

@@ -25,15 +25,11 @@ extern const struct fs_driver fs_driver_snmp;
 /* Filled in main() from the real driver, so every operation but target_add is its own. */
 static struct fs_driver refusing_snmp;
 
-/* This program's registry, instead of drivers/registry.c. */
+/* This program's tables, instead of drivers/registry.c (lookups come from lookup.c). */
 const struct fs_driver *const fs_builtin_drivers[] = {&refusing_snmp, NULL};
 const size_t fs_builtin_driver_count = 1;
-
-const struct fs_driver *
-fs_driver_find(const char *name)
-{
-    return strcmp(name, refusing_snmp.name) == 0 ? &refusing_snmp : NULL;
-}
+const char *const fs_known_driver_names[] = {"snmp"};
+const size_t fs_known_driver_count = 1;
 
 /* The names of the targets added, by driver state, for target_remove. */
 #define MAX_NAMES 64
@@ -62,14 +58,14 @@ listed(const char *var, const char *target)
 }
 
 static int
-refusing_target_add(void *state, const struct fs_target_cfg *tcfg, struct fs_sink *sink,
-                    void **tstate, char *errbuf, size_t errlen)
+refusing_target_add(void *state, const struct fs_target_cfg *tcfg, const void *dcfg,
+                    struct fs_sink *sink, void **tstate, char *errbuf, size_t errlen)
 {
     if (listed("FS_REFUSE_TARGETS", tcfg->name)) {
         snprintf(errbuf, errlen, "refused by the test (listed in FS_REFUSE_TARGETS)");
         return FS_DRV_ERR;
     }
-    int rc = fs_driver_snmp.target_add(state, tcfg, sink, tstate, errbuf, errlen);
+    int rc = fs_driver_snmp.target_add(state, tcfg, dcfg, sink, tstate, errbuf, errlen);
     if (rc == FS_DRV_OK) {
         pthread_mutex_lock(&names_lock);
         for (size_t i = 0; i < MAX_NAMES; i++)

@@ -69,7 +69,8 @@ main(int argc, char **argv)
         cfg[i].labels = &label;
         cfg[i].n_labels = 1;
         sinks[i] = fs_store_sink_add(st, &cfg[i], "testsrc", iv);
-        if (fs_test_driver.target_add(NULL, &cfg[i], sinks[i], &ts[i], err, sizeof err) != 0) {
+        if (fs_test_driver.target_add(NULL, &cfg[i], NULL, sinks[i], &ts[i], err, sizeof err) !=
+            0) {
             fprintf(stderr, "fs-testd: %s\n", err);
             return 1;
         }

@@ -30,6 +30,7 @@
 #include "util/buf.h"
 #include "driver.h"
 #include "http/expo.h"
+#include "snmp_config.h"
 #include "store/store.h"
 
 extern const struct fs_driver fs_driver_snmp;
@@ -85,6 +86,28 @@ grep_print(const struct fs_buf *b, const regex_t *re, int poll)
         }
         p = nl ? nl + 1 : end;
     }
+}
+
+struct detail_out {
+    char *buf;
+    size_t len;
+};
+
+static int
+first_detail(void *arg, const struct fs_instance_info *in)
+{
+    struct detail_out *o = arg;
+    snprintf(o->buf, o->len, "%s", in->driver_detail ? in->driver_detail : "");
+    return 1; /* the first instance is target 0 */
+}
+
+/* The driver's detail of target 0, as /api/v1/targets shows it (fs_sink_set_detail). */
+static void
+target0_detail(struct fs_store *st, char *buf, size_t len)
+{
+    struct detail_out o = {buf, len};
+    buf[0] = '\0';
+    fs_store_foreach_instance(st, first_detail, &o);
 }
 
 int
@@ -225,7 +248,6 @@ main(int argc, char **argv)
         snprintf(name, sizeof(name), "sim%d", i);
         tc[i].name = strdup(name);
         tc[i].address = strdup(address);
-        tc[i].snmp = &sc;
         tc[i].staleness_intervals = 3;
         if (include) {
             tc[i].iface_include = (char *)include;
@@ -237,7 +259,7 @@ main(int argc, char **argv)
         }
         sinks[i] = fs_store_sink_add(st, &tc[i], "snmp", sc.interval_us);
         fs_sink_set_done_cb(sinks[i], on_done, NULL);
-        if (fs_driver_snmp.target_add(ds, &tc[i], sinks[i], &ts[i], err, sizeof(err)) != 0) {
+        if (fs_driver_snmp.target_add(ds, &tc[i], &sc, sinks[i], &ts[i], err, sizeof(err)) != 0) {
             fprintf(stderr, "target_add: %s\n", err);
             return 1;
         }
@@ -273,7 +295,7 @@ main(int argc, char **argv)
         if (wall > wall_max)
             wall_max = wall;
         char detail[512];
-        fs_driver_snmp.target_describe(ds, ts[0], detail, sizeof(detail));
+        target0_detail(st, detail, sizeof(detail));
         const char *vb = strstr(detail, "\"last_varbinds\":");
         if (vb)
             varbinds += strtoul(vb + 16, NULL, 10) * (unsigned long)ntargets;
@@ -297,7 +319,7 @@ main(int argc, char **argv)
     if (print_metrics)
         fwrite(b.data, 1, b.len, stdout);
     char detail[512];
-    fs_driver_snmp.target_describe(ds, ts[0], detail, sizeof(detail));
+    target0_detail(st, detail, sizeof(detail));
     printf("SUMMARY targets=%d polls=%d ok=%lu timeout=%lu auth=%lu protocol=%lu parse=%lu "
            "overruns=%lu wall_ms_avg=%.2f wall_ms_max=%.2f cpu_ms=%.1f varbinds=%lu\n",
            ntargets, polls, results[0], results[1], results[2], results[3], results[4], overruns,

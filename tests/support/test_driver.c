@@ -99,11 +99,12 @@ tsrc_shutdown(void *state)
 }
 
 static int
-tsrc_add(void *state, const struct fs_target_cfg *tcfg, struct fs_sink *sink, void **tstate,
-         char *errbuf, size_t errlen)
+tsrc_add(void *state, const struct fs_target_cfg *tcfg, const void *dcfg, struct fs_sink *sink,
+         void **tstate, char *errbuf, size_t errlen)
 {
     (void)state;
     (void)tcfg;
+    (void)dcfg;
     struct tsrc *t = calloc(1, sizeof *t);
     if (!t) {
         snprintf(errbuf, errlen, "out of memory");
@@ -191,9 +192,10 @@ tsrc_cycle_cancel(void *state, void *tstate)
     pthread_mutex_unlock(&t->lock);
 }
 
+/* Driven directly by the tests (never through a configuration): no config block ops. */
 const struct fs_driver fs_test_driver = {
-    .name = "testsrc",
     .api_version = FS_DRIVER_API_VERSION,
+    .block = {.name = "testsrc", .default_rank = 100},
     .kind = FS_DRIVER_POLL,
     .init = tsrc_init,
     .shutdown = tsrc_shutdown,

@@ -13,11 +13,131 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libyang/libyang.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "config/config.h"
+#include "daemon.h"
+#include "driver.h"
+#include "snmp_config.h"
 
-static const char *const all_drivers[] = {"snmp", "cli", "gnmi"};
-static const struct fs_config_opts all_opts = {all_drivers, 3};
+/* This build's driver blocks, from the real registry (snmp; cli and gnmi known only). */
+static struct fs_config_opts real_opts;
+
+/*
+ * The cli and gnmi blocks' YANG modules ship (drivers/onyx, drivers/gnmi) before their
+ * drivers do. These test-only blocks load those very files, so that walking a target's
+ * blocks across several driver modules (lists, choices, defaults, must statements in an
+ * augment) is tested here. Their config_build checks nothing and keeps the block's
+ * canonical JSON, which config_equal compares.
+ */
+struct test_block_cfg {
+    int64_t interval_us;
+    char *json;
+};
+
+static int
+test_block_build(const struct lyd_node *b, void **dcfg, struct fs_cfg_errs *errs)
+{
+    struct test_block_cfg *c = calloc(1, sizeof(*c));
+    (void)errs;
+    *dcfg = c;
+    if (!c || lyd_print_mem(&c->json, b, LYD_JSON, LYD_PRINT_SHRINK | LYD_PRINT_WD_ALL) != 0)
+        return -1;
+    c->interval_us = fs_cfg_duration_us(b, "interval", 5000000);
+    return 0;
+}
+
+static void
+test_block_free(void *dcfg)
+{
+    struct test_block_cfg *c = dcfg;
+    if (c)
+        free(c->json);
+    free(c);
+}
+
+static bool
+test_block_equal(const void *a, const void *b)
+{
+    const struct test_block_cfg *x = a, *y = b;
+    return !strcmp(x->json, y->json);
+}
+
+static int64_t
+test_block_interval(const void *dcfg)
+{
+    return ((const struct test_block_cfg *)dcfg)->interval_us;
+}
+
+static char *cli_yang, *gnmi_yang;
+static struct fs_cfg_block_ops test_cli = {
+    "cli", 20, NULL, test_block_build, test_block_free, test_block_equal, test_block_interval};
+static struct fs_cfg_block_ops test_gnmi = {
+    "gnmi", 10, NULL, test_block_build, test_block_free, test_block_equal, test_block_interval};
+static const struct fs_cfg_block_ops *all_blocks[3];
+static struct fs_config_opts all_opts;
+
+static char *
+slurp_src(const char *rel)
+{
+    char path[1024];
+    const char *src = getenv("FS_SOURCE_DIR");
+    FILE *f;
+    char *buf;
+    long n;
+    if (!src)
+        fail_msg("FS_SOURCE_DIR is not set");
+    snprintf(path, sizeof(path), "%s/%s", src, rel);
+    f = fopen(path, "rb");
+    if (!f)
+        fail_msg("cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    buf = calloc(1, (size_t)n + 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    return buf;
+}
+
+static int
+setup_blocks(void **state)
+{
+    (void)state;
+    const struct fs_driver *snmp = fs_driver_find("snmp");
+    fs_daemon_config_opts(&real_opts);
+    if (!snmp)
+        fail_msg("test_config needs the SNMP driver (FS_DRIVER_SNMP=ON)");
+    cli_yang = slurp_src("drivers/onyx/fabricscope-cli.yang");
+    gnmi_yang = slurp_src("drivers/gnmi/fabricscope-gnmi.yang");
+    test_cli.yang_module = cli_yang;
+    test_gnmi.yang_module = gnmi_yang;
+    all_blocks[0] = &snmp->block;
+    all_blocks[1] = &test_cli;
+    all_blocks[2] = &test_gnmi;
+    all_opts = (struct fs_config_opts){all_blocks, 3, NULL, 0};
+    return 0;
+}
+
+static int
+teardown_blocks(void **state)
+{
+    (void)state;
+    free(cli_yang);
+    free(gnmi_yang);
+    return 0;
+}
+
+static const struct fs_snmp_cfg *
+snmp_of(const struct fs_target_cfg *t)
+{
+    return fs_target_block_cfg(t, &fs_driver_find("snmp")->block);
+}
 
 /* Parses text as "t.yaml"; returns the error text (caller frees) or NULL. */
 static char *
@@ -103,23 +223,26 @@ test_valid_demo_like(void **state)
     assert_string_equal(t->labels[0].key, "pod");
     assert_string_equal(t->labels[0].value, "demo");
     assert_string_equal(t->labels[1].key, "rack");
-    assert_non_null(t->snmp);
-    assert_null(t->cli);
-    assert_null(t->gnmi);
-    assert_int_equal(t->snmp->port, 16100);
-    assert_int_equal(t->snmp->version, FS_SNMP_V2C);
-    assert_string_equal(t->snmp->community.file, "run/demo/community");
-    assert_null(t->snmp->community.env);
-    assert_int_equal(t->snmp->interval_us, 1000000);
+    assert_int_equal(t->n_blocks, 1);
+    assert_non_null(snmp_of(t));
+    assert_null(fs_target_block_cfg(t, &test_cli));
+    assert_null(fs_target_block_cfg(t, &test_gnmi));
+    assert_int_equal(snmp_of(t)->port, 16100);
+    assert_int_equal(snmp_of(t)->version, FS_SNMP_V2C);
+    assert_string_equal(snmp_of(t)->community.file, "run/demo/community");
+    assert_null(snmp_of(t)->community.env);
+    assert_int_equal(snmp_of(t)->interval_us, 1000000);
     /* defaults from the YANG model */
-    assert_int_equal(t->snmp->timeout_us, 2000000);
-    assert_int_equal(t->snmp->retries, 1);
-    assert_int_equal(t->snmp->max_repetitions, 50);
-    assert_int_equal(t->snmp->qos_index_base, -1);
-    assert_false(t->snmp->allow_weak_crypto);
+    assert_int_equal(snmp_of(t)->timeout_us, 2000000);
+    assert_int_equal(snmp_of(t)->retries, 1);
+    assert_int_equal(snmp_of(t)->max_repetitions, 50);
+    assert_int_equal(snmp_of(t)->qos_index_base, -1);
+    assert_false(snmp_of(t)->allow_weak_crypto);
     assert_string_equal(t->source_precedence[0], "gnmi");
     assert_string_equal(t->source_precedence[1], "cli");
     assert_string_equal(t->source_precedence[2], "snmp");
+    assert_int_equal(t->n_source_precedence, 3);
+    assert_int_equal(c->max_series_per_target, 50000);
     assert_false(t->expose_all_sources);
     assert_int_equal(t->staleness_intervals, 3);
     assert_null(t->iface_include);
@@ -139,6 +262,11 @@ test_defaults_minimal(void **state)
     assert_int_equal(c->n_flow_rules, 0);
     assert_null(c->http_tls_cert_file);
     assert_null(c->http_bearer_token.file);
+    fs_config_free(c);
+    /* An empty mapping is every default. */
+    c = parse_ok("{}\n");
+    assert_int_equal(c->listen_port, 9464);
+    assert_int_equal(c->max_series_per_target, 50000);
     fs_config_free(c);
 }
 
@@ -181,29 +309,24 @@ test_drivers_and_precedence(void **state)
     assert_int_not_equal(regexec(&t->iface_include_re, "swp1", 0, NULL, 0), 0);
     assert_int_equal(regexec(&t->iface_exclude_re, "Eth1/63", 0, NULL, 0), 0);
     assert_int_not_equal(regexec(&t->iface_exclude_re, "Eth1/62", 0, NULL, 0), 0);
-    assert_int_equal(t->snmp->version, FS_SNMP_V3);
-    assert_string_equal(t->snmp->user, "monitor");
-    assert_int_equal(t->snmp->auth_protocol, FS_AUTH_SHA512);
-    assert_string_equal(t->snmp->auth_password.env, "AUTH");
-    assert_int_equal(t->snmp->priv_protocol, FS_PRIV_AES128);
-    assert_string_equal(t->snmp->priv_password.file, "/p");
-    assert_int_equal(t->snmp->qos_index_base, 0);
-    assert_string_equal(t->cli->driver, "onyx");
-    assert_int_equal(t->cli->port, 22);
-    assert_string_equal(t->cli->username, "admin");
-    assert_string_equal(t->cli->key_file, "/id");
-    assert_true(t->cli->apply_flow_rules);
-    assert_int_equal(t->cli->interval_us, 5000000);
-    assert_int_equal(t->cli->timeout_us, 10000000);
-    assert_int_equal(t->gnmi->port, 9339);
-    assert_false(t->gnmi->insecure);
-    assert_string_equal(t->gnmi->tls_ca_file, "ca.pem");
-    assert_int_equal(t->gnmi->n_subscriptions, 3);
-    assert_string_equal(t->gnmi->subscriptions[0].path, "/a");
-    assert_int_equal(t->gnmi->subscriptions[0].mode, FS_GNMI_SAMPLE);
-    assert_int_equal(t->gnmi->subscriptions[0].interval_us, 100000);
-    assert_int_equal(t->gnmi->subscriptions[1].mode, FS_GNMI_ON_CHANGE);
-    assert_int_equal(t->gnmi->subscriptions[2].mode, FS_GNMI_TARGET_DEFINED);
+    assert_int_equal(snmp_of(t)->version, FS_SNMP_V3);
+    assert_string_equal(snmp_of(t)->user, "monitor");
+    assert_int_equal(snmp_of(t)->auth_protocol, FS_AUTH_SHA512);
+    assert_string_equal(snmp_of(t)->auth_password.env, "AUTH");
+    assert_int_equal(snmp_of(t)->priv_protocol, FS_PRIV_AES128);
+    assert_string_equal(snmp_of(t)->priv_password.file, "/p");
+    assert_int_equal(snmp_of(t)->qos_index_base, 0);
+    /* The cli and gnmi blocks came from their own modules, defaults included. */
+    const struct test_block_cfg *cli = fs_target_block_cfg(t, &test_cli);
+    const struct test_block_cfg *gnmi = fs_target_block_cfg(t, &test_gnmi);
+    assert_non_null(cli);
+    assert_non_null(gnmi);
+    assert_int_equal(cli->interval_us, 5000000);
+    assert_non_null(strstr(cli->json, "\"driver\":\"onyx\""));
+    assert_non_null(strstr(cli->json, "\"port\":22"));
+    assert_non_null(strstr(cli->json, "\"known_hosts\":\"/kh\""));
+    assert_non_null(strstr(gnmi->json, "\"port\":9339"));
+    assert_non_null(strstr(gnmi->json, "\"mode\":\"on_change\""));
     fs_config_free(c);
 }
 
@@ -395,21 +518,64 @@ static void
 test_driver_not_built(void **state)
 {
     (void)state;
-    static const char *const only_snmp[] = {"snmp"};
-    struct fs_config_opts o = {only_snmp, 1};
+    static const char *const none_built[] = {"snmp", "cli", "gnmi"};
+    struct fs_config_opts bare = {NULL, 0, none_built, 3};
+    const char *text = "targets:\n"
+                       "  - name: x\n"
+                       "    address: a\n"
+                       "    snmp: { community_file: /c }\n"
+                       "    cli: { username: u, key_file: /k }\n"
+                       "    gnmi: { insecure: true }\n";
     int rc;
-    char *e = parse_err("targets:\n"
-                        "  - name: x\n"
-                        "    address: a\n"
-                        "    snmp: { community_file: /c }\n"
-                        "    cli: { username: u, key_file: /k }\n"
-                        "    gnmi: { insecure: true }\n",
-                        &o, &rc);
+    /* This build's real registry: snmp is built, cli and gnmi are known but not. */
+    char *e = parse_err(text, &real_opts, &rc);
     assert_int_equal(rc, 2);
-    assert_string_equal(e, "t.yaml:5:5: targets[x].cli: driver \"cli\" is not built into this "
-                           "fabricscope\n"
-                           "t.yaml:6:5: targets[x].gnmi: driver \"gnmi\" is not built into this "
-                           "fabricscope\n");
+    assert_string_equal(e, "t.yaml:5:5: targets[x].cli: this build has no cli driver\n"
+                           "t.yaml:6:5: targets[x].gnmi: this build has no gnmi driver\n");
+    free(e);
+    e = parse_err(text, &bare, &rc);
+    assert_int_equal(rc, 3);
+    assert_string_equal(e, "t.yaml:4:5: targets[x].snmp: this build has no snmp driver\n"
+                           "t.yaml:5:5: targets[x].cli: this build has no cli driver\n"
+                           "t.yaml:6:5: targets[x].gnmi: this build has no gnmi driver\n");
+    free(e);
+    /* A name no driver has is an unknown key, as anywhere else. */
+    e = parse_err("targets: [ { name: x, address: a, telnet: {} } ]\n", &real_opts, &rc);
+    assert_string_equal(e, "t.yaml:1:35: targets[x].telnet: unknown key\n");
+    free(e);
+}
+
+static void
+test_source_precedence_names(void **state)
+{
+    (void)state;
+    int rc;
+    /* Unlisted drivers follow by default rank (gnmi 10, cli 20, snmp 30). */
+    struct fs_config *c = parse_ok("targets:\n"
+                                   "  - { name: t, address: x, source_precedence: [cli],\n"
+                                   "      snmp: { community_file: /c } }\n");
+    const struct fs_target_cfg *t = &c->targets[0];
+    assert_int_equal(t->n_source_precedence, 3);
+    assert_string_equal(t->source_precedence[0], "cli");
+    assert_string_equal(t->source_precedence[1], "gnmi");
+    assert_string_equal(t->source_precedence[2], "snmp");
+    fs_config_free(c);
+    /* A known driver this build lacks may be listed: the order is kept. */
+    struct fs_config *r = NULL;
+    char *e = NULL;
+    const char *ok = "targets:\n"
+                     "  - { name: t, address: x, source_precedence: [gnmi, snmp],\n"
+                     "      snmp: { community_file: /c } }\n";
+    assert_int_equal(fs_config_parse(ok, strlen(ok), "t.yaml", &real_opts, &r, &e), 0);
+    assert_int_equal(r->targets[0].n_source_precedence, 2);
+    assert_string_equal(r->targets[0].source_precedence[0], "gnmi");
+    assert_string_equal(r->targets[0].source_precedence[1], "snmp");
+    fs_config_free(r);
+    e = parse_err("targets:\n"
+                  "  - { name: t, address: x, source_precedence: [snmp, telnet] }\n",
+                  &real_opts, &rc);
+    assert_string_equal(e, "t.yaml:2:54: targets[t].source_precedence: \"telnet\" is not a "
+                           "driver name (known: snmp, gnmi, cli)\n");
     free(e);
 }
 
@@ -435,8 +601,7 @@ test_semantics(void **state)
         "    address: x\n"
         "    snmp: { version: 3, user: u, allow_weak_crypto: true,\n"
         "            auth: { protocol: md5, password_env: A }, priv: { protocol: des, "
-        "password_env: P } }\n"
-        "    gnmi: { port: 1 }\n",
+        "password_env: P } }\n",
         "t.yaml:2:27: flow_rules[r].dst_ports: 9-3 is backwards: 9 is greater than 3\n"
         "t.yaml:2:43: flow_rules[r].src_ports: 0-5: ports must be in 1..65535\n"
         "t.yaml:6:28: targets[a].interfaces.include: not a POSIX extended regular expression: "
@@ -447,10 +612,10 @@ test_semantics(void **state)
         "authentication\n"
         "t.yaml:10:43: targets[b].snmp.priv.protocol: des is weak; use aes128, or set "
         "allow_weak_crypto: true\n"
+        "t.yaml:13:5: targets[c].snmp: SNMP v3 without priv is authNoPriv (counters in clear): "
+        "add priv, or set security_level: authNoPriv\n"
         "t.yaml:13:52: targets[c].snmp.auth.protocol: sha is weak; use sha256 or better, or set "
-        "allow_weak_crypto: true\n"
-        "t.yaml:18:5: targets[d].gnmi: gnmi needs tls (e.g. tls: { ca_file: ca.pem }) or "
-        "insecure: true\n");
+        "allow_weak_crypto: true\n");
 }
 
 static void
@@ -641,13 +806,13 @@ test_secret_read(void **state)
     assert_null(strstr(err, "topsecret"));
     unlink(path);
     assert_int_equal(fs_secret_read(&ref, buf, sizeof(buf), err, sizeof(err)), -1);
-    assert_non_null(strstr(err, "cannot open secret file"));
+    assert_non_null(strstr(err, "secret: cannot open /tmp/fs-test-secret-"));
 
     ref.file = NULL;
     ref.env = "FS_TEST_SECRET_ENV";
     unsetenv("FS_TEST_SECRET_ENV");
     assert_int_equal(fs_secret_read(&ref, buf, sizeof(buf), err, sizeof(err)), -1);
-    assert_string_equal(err, "environment variable FS_TEST_SECRET_ENV is not set");
+    assert_string_equal(err, "secret: environment variable FS_TEST_SECRET_ENV is not set");
     setenv("FS_TEST_SECRET_ENV", "envsecret", 1);
     assert_int_equal(fs_secret_read(&ref, buf, sizeof(buf), err, sizeof(err)), 0);
     assert_string_equal(buf, "envsecret");
@@ -695,6 +860,177 @@ test_load(void **state)
     fs_config_free(NULL);
 }
 
+static void
+test_snmpv3_secure_by_default(void **state)
+{
+    (void)state;
+    const char *head = "targets:\n  - name: t\n    address: x\n    snmp: { version: 3, user: u";
+    static const struct {
+        const char *rest, *expect;
+    } cases[] = {
+        /* noAuthNoPriv and authNoPriv only when asked for by name */
+        {" }\n", "t.yaml:4:5: targets[t].snmp: SNMP v3 without auth and priv is noAuthNoPriv "
+                 "(no authentication, counters in clear): add auth and priv, or set "
+                 "security_level: noAuthNoPriv\n"},
+        {", auth: { protocol: sha256, password_env: A } }\n",
+         "t.yaml:4:5: targets[t].snmp: SNMP v3 without priv is authNoPriv (counters in clear): "
+         "add priv, or set security_level: authNoPriv\n"},
+        {", security_level: authPriv }\n",
+         "t.yaml:4:34: targets[t].snmp.security_level: SNMP v3 without auth and priv is "
+         "noAuthNoPriv (no authentication, counters in clear): add auth and priv, or set "
+         "security_level: noAuthNoPriv\n"},
+        {", security_level: noAuthNoPriv, auth: { protocol: sha256, password_env: A } }\n",
+         "t.yaml:4:34: targets[t].snmp.security_level: security_level: noAuthNoPriv contradicts "
+         "the auth block\n"},
+        {", security_level: authNoPriv, auth: { protocol: sha256, password_env: A },\n"
+         "            priv: { protocol: aes128, password_env: P } }\n",
+         "t.yaml:4:34: targets[t].snmp.security_level: security_level: authNoPriv contradicts "
+         "the priv block\n"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char text[512];
+        snprintf(text, sizeof(text), "%s%s", head, cases[i].rest);
+        expect_errors(text, cases[i].expect);
+    }
+    /* Asked for explicitly: accepted, and the level is kept. */
+    char text[512];
+    snprintf(text, sizeof(text), "%s%s", head, ", security_level: noAuthNoPriv }\n");
+    struct fs_config *c = parse_ok(text);
+    assert_int_equal(snmp_of(&c->targets[0])->security_level, FS_SNMP_NO_AUTH_NO_PRIV);
+    fs_config_free(c);
+    snprintf(text, sizeof(text), "%s%s", head,
+             ", security_level: authNoPriv, auth: { protocol: sha256, password_env: A } }\n");
+    c = parse_ok(text);
+    assert_int_equal(snmp_of(&c->targets[0])->security_level, FS_SNMP_AUTH_NO_PRIV);
+    assert_int_equal(snmp_of(&c->targets[0])->auth_protocol, FS_AUTH_SHA256);
+    fs_config_free(c);
+    expect_errors("targets: [ { name: t, address: x,\n"
+                  "  snmp: { community_file: /c, security_level: authPriv } } ]\n",
+                  "t.yaml:2:31: targets[t].snmp.security_level: security_level is an SNMPv3 "
+                  "setting; add version: 3\n");
+}
+
+static void
+test_series_limit(void **state)
+{
+    (void)state;
+    struct fs_config *c = parse_ok("storage: { max_series_per_target: 1000 }\n");
+    assert_int_equal(c->max_series_per_target, 1000);
+    fs_config_free(c);
+    expect_errors("storage: { max_series_per_target: 0 }\n",
+                  "t.yaml:1:35: storage.max_series_per_target: 0 is not in 1..10000000\n");
+}
+
+static int64_t
+mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A FIFO (or directory) as a secret or config file is refused at once, never waited on. */
+static void
+test_non_regular_files(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/fs-test-fifo-XXXXXX", fifo[64], buf[64], err[256];
+    struct fs_config *cfg = NULL;
+    char *e = NULL;
+    int64_t t0;
+
+    assert_non_null(mkdtemp(dir));
+    snprintf(fifo, sizeof(fifo), "%s/pipe", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+
+    /* The key that names the secret comes with the message. */
+    char text[256];
+    snprintf(text, sizeof(text),
+             "targets: [ { name: tor1, address: x, snmp: { community_file: %s } } ]\n", fifo);
+    struct fs_config *c = parse_ok(text);
+    t0 = mono_ms();
+    assert_int_equal(
+        fs_secret_read(&snmp_of(&c->targets[0])->community, buf, sizeof(buf), err, sizeof(err)),
+        -1);
+    assert_true(mono_ms() - t0 < 1000);
+    char want[256];
+    snprintf(want, sizeof(want), "targets[tor1].snmp.community_file: %s is not a regular file",
+             fifo);
+    assert_string_equal(err, want);
+    fs_config_free(c);
+
+    struct fs_secret_ref dref = {.file = dir, .key = "http.bearer_token_file"};
+    assert_int_equal(fs_secret_read(&dref, buf, sizeof(buf), err, sizeof(err)), -1);
+    snprintf(want, sizeof(want), "http.bearer_token_file: %s is not a regular file", dir);
+    assert_string_equal(err, want);
+
+    t0 = mono_ms();
+    assert_int_equal(fs_config_load(fifo, &all_opts, &cfg, &e), 1);
+    assert_true(mono_ms() - t0 < 1000);
+    assert_null(cfg);
+    snprintf(want, sizeof(want), "%s: is not a regular file\n", fifo);
+    assert_string_equal(e, want);
+    free(e);
+    unlink(fifo);
+    rmdir(dir);
+}
+
+static void
+test_bom_and_utf8(void **state)
+{
+    (void)state;
+    /* A UTF-8 byte-order mark is skipped; columns count from after it. */
+    struct fs_config *c = parse_ok("\xEF\xBB\xBFlisten: 127.0.0.1:7\n");
+    assert_int_equal(c->listen_port, 7);
+    fs_config_free(c);
+    expect_errors("\xEF\xBB\xBFlistn: 127.0.0.1:7\n",
+                  "t.yaml:1:1: listn: unknown key (did you mean listen?)\n");
+    /* Valid UTF-8 in values is kept as written. */
+    c = parse_ok("targets: [ { name: t, address: x, labels: { site: \"Zürich–Ost\" } } ]\n");
+    assert_string_equal(c->targets[0].labels[0].value, "Zürich–Ost");
+    fs_config_free(c);
+    /* A long value is cut in a message at a character boundary, never inside one. */
+    char text[256], *e;
+    int rc;
+    snprintf(text, sizeof(text), "targets: [ { name: t, address: x, labels: { %s: v } } ]\n",
+             "ééééééééééééééééééééééééééééééé"); /* 31 × 2 bytes */
+    e = parse_err(text, NULL, &rc);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(e, "labels.éééééééééééééééééééééééé...: \"éééééééééééééééééééééééé...\" "
+                              "is not a Prometheus label name\n"));
+    free(e);
+}
+
+/* The daemon refuses a driver written for another driver API, with the reason. */
+static void
+test_driver_api_version(void **state)
+{
+    (void)state;
+    char why[256];
+    const struct fs_driver *snmp = fs_driver_find("snmp");
+    struct fs_driver other = *snmp;
+    assert_int_equal(fs_driver_check(snmp, why, sizeof(why)), 0);
+    other.api_version = FS_DRIVER_API_VERSION + 1;
+    assert_int_equal(fs_driver_check(&other, why, sizeof(why)), -1);
+    char want[128];
+    snprintf(want, sizeof(want), "a driver was written for driver API %u, this fabricscope has %u",
+             FS_DRIVER_API_VERSION + 1, FS_DRIVER_API_VERSION);
+    assert_string_equal(why, want);
+    other = *snmp;
+    other.cycle_start = NULL;
+    assert_int_equal(fs_driver_check(&other, why, sizeof(why)), -1);
+    assert_string_equal(why, "driver snmp: a polling driver needs cycle_start and cycle_cancel");
+    other = *snmp;
+    other.block.name = "SNMP";
+    assert_int_equal(fs_driver_check(&other, why, sizeof(why)), -1);
+    assert_string_equal(why, "driver \"SNMP\": a name is [a-z][a-z0-9_]*");
+    /* The registry's view: every known name, the built ones resolvable. */
+    assert_ptr_equal(fs_driver_of_block(&snmp->block), snmp);
+    assert_null(fs_driver_of_block(&test_cli));
+    assert_int_equal(real_opts.n_blocks, fs_builtin_driver_count);
+    assert_int_equal(real_opts.n_blocks + real_opts.n_absent, fs_known_driver_count);
+}
+
 int
 main(void)
 {
@@ -720,6 +1056,12 @@ main(void)
         cmocka_unit_test(test_parse_size),
         cmocka_unit_test(test_secret_read),
         cmocka_unit_test(test_load),
+        cmocka_unit_test(test_source_precedence_names),
+        cmocka_unit_test(test_snmpv3_secure_by_default),
+        cmocka_unit_test(test_series_limit),
+        cmocka_unit_test(test_non_regular_files),
+        cmocka_unit_test(test_bom_and_utf8),
+        cmocka_unit_test(test_driver_api_version),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, setup_blocks, teardown_blocks);
 }

@@ -41,6 +41,10 @@ setup(void **state)
     f->labels[1] = (struct fs_kv){"rack", "r12"};
     f->t.labels = f->labels;
     f->t.n_labels = 2;
+    /* As the configuration fills it: cli before snmp (default ranks). */
+    static char *const precedence[] = {"cli", "snmp"};
+    f->t.source_precedence = (char **)precedence;
+    f->t.n_source_precedence = 2;
     *state = f;
     return 0;
 }

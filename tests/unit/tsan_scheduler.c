@@ -82,8 +82,9 @@ world_add(struct world *w, int64_t interval_us, const struct fs_test_behavior *b
     t->cfg.name = t->name;
     t->cfg.address = "127.0.0.1";
     t->sink = fs_store_sink_add(w->st, &t->cfg, "testsrc", interval_us);
-    assert_int_equal(fs_test_driver.target_add(NULL, &t->cfg, t->sink, &t->ts, err, sizeof err),
-                     FS_DRV_OK);
+    assert_int_equal(
+        fs_test_driver.target_add(NULL, &t->cfg, NULL, t->sink, &t->ts, err, sizeof err),
+        FS_DRV_OK);
     fs_test_driver_set(t->ts, b);
     t->e = fs_sched_add(w->sched, &fs_test_driver, NULL, t->ts, t->sink, t->name, interval_us);
     assert_non_null(t->e);

@@ -1,0 +1,458 @@
+/*
+ * The configuration model: semantic checks and building struct fs_config in one pass
+ * over the walked data tree, so every problem keeps its line and column; see model.h.
+ * Driver blocks are handed to their drivers' config_build(); nothing here knows a
+ * driver's name or keys.
+ */
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libyang/libyang.h>
+
+#include "config/block.h"
+#include "config/config.h"
+#include "config/model.h"
+#include "config/parse.h"
+#include "config/tree.h"
+
+#define US_PER_S INT64_C(1000000)
+
+static int
+dup_str(char **dst, const char *src)
+{
+    if (!src)
+        return 0;
+    *dst = strdup(src);
+    return *dst ? 0 : -1;
+}
+
+static size_t
+count_named(const struct lyd_node *first, const char *name)
+{
+    size_t n = 0;
+    for (const struct lyd_node *c = first; c; c = c->next)
+        if (c->schema && !strcmp(c->schema->name, name))
+            n++;
+    return n;
+}
+
+/* ------------------------------------------------------------------------------------
+ * Flow rules
+ */
+
+/* A port range leaf: checked, and stored in *lo and *hi when good. */
+static void
+port_range(const struct lyd_node *rule, const char *name, uint16_t *lo, uint16_t *hi,
+           struct fs_cfg_errs *errs)
+{
+    const struct lyd_node *n = fs_cfg_kid(rule, name);
+    unsigned a, b;
+
+    if (!n)
+        return;
+    if (fs_cfg_parse_port_range(lyd_get_value(n), &a, &b) != 0 || a == 0 || b == 0) {
+        fs_cfg_node_err(errs, n, false, "%s: ports must be in 1..65535", lyd_get_value(n));
+    } else if (a > b) {
+        fs_cfg_node_err(errs, n, false, "%s is backwards: %u is greater than %u", lyd_get_value(n),
+                        a, b);
+    } else {
+        *lo = (uint16_t)a;
+        *hi = (uint16_t)b;
+    }
+}
+
+static int
+build_flow_rule(const struct lyd_node *n, struct fs_flow_rule *r, struct fs_cfg_errs *errs)
+{
+    const char *proto = fs_cfg_cval(n, "protocol");
+    const char *v;
+
+    if (fs_cfg_strdup(&r->name, n, "name"))
+        return -1;
+    r->protocol = !proto ? FS_PROTO_ANY : !strcmp(proto, "tcp") ? FS_PROTO_TCP : FS_PROTO_UDP;
+    if ((v = fs_cfg_cval(n, "dst_port")))
+        r->dst_lo = r->dst_hi = (uint16_t)strtoul(v, NULL, 10);
+    port_range(n, "dst_ports", &r->dst_lo, &r->dst_hi, errs);
+    if ((v = fs_cfg_cval(n, "src_port")))
+        r->src_lo = r->src_hi = (uint16_t)strtoul(v, NULL, 10);
+    port_range(n, "src_ports", &r->src_lo, &r->src_hi, errs);
+    r->ecn_ce = (v = fs_cfg_cval(n, "ecn")) && !strcmp(v, "ce");
+    r->tc = (int)fs_cfg_long(n, "tc", -1);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------
+ * Targets
+ */
+
+static int
+kv_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct fs_kv *)a)->key, ((const struct fs_kv *)b)->key);
+}
+
+/* Compiles the interfaces regex name into *re; the string is set only once its regex
+ * compiled (fs_config_free relies on it). */
+static int
+iface_regex(const struct lyd_node *ifs, const char *name, char **str, regex_t *re,
+            struct fs_cfg_errs *errs)
+{
+    const struct lyd_node *n = fs_cfg_kid(ifs, name);
+    int r;
+
+    if (!n)
+        return 0;
+    r = regcomp(re, lyd_get_value(n), REG_EXTENDED | REG_NOSUB);
+    if (r != 0) {
+        char why[128];
+        regerror(r, re, why, sizeof(why));
+        fs_cfg_node_err(errs, n, false, "not a POSIX extended regular expression: %s", why);
+        return 0;
+    }
+    if (dup_str(str, lyd_get_value(n))) {
+        regfree(re);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+build_labels(const struct lyd_node *n, struct fs_target_cfg *t)
+{
+    size_t i = 0;
+
+    t->n_labels = count_named(lyd_child(n), "labels");
+    if (!t->n_labels)
+        return 0;
+    t->labels = calloc(t->n_labels, sizeof(*t->labels));
+    if (!t->labels) {
+        t->n_labels = 0;
+        return -1;
+    }
+    for (const struct lyd_node *c = NULL; (c = fs_cfg_next(n, c, "labels")) && i < t->n_labels;) {
+        const char *v = fs_cfg_cval(c, "value");
+        if (fs_cfg_strdup(&t->labels[i].key, c, "name") || dup_str(&t->labels[i].value, v ? v : ""))
+            return -1;
+        i++;
+    }
+    t->n_labels = i;
+    qsort(t->labels, t->n_labels, sizeof(*t->labels), kv_cmp);
+    return 0;
+}
+
+/* The driver blocks of target n, built by their drivers in the order of opts. */
+static int
+build_blocks(const struct lyd_node *n, const struct fs_config_opts *opts, struct fs_target_cfg *t,
+             struct fs_cfg_errs *errs)
+{
+    size_t nb = opts ? opts->n_blocks : 0;
+
+    if (!nb)
+        return 0;
+    t->blocks = calloc(nb, sizeof(*t->blocks));
+    if (!t->blocks)
+        return -1;
+    for (size_t i = 0; i < nb; i++) {
+        const struct fs_cfg_block_ops *ops = opts->blocks[i];
+        const struct lyd_node *blk = fs_cfg_kid(n, ops->name);
+        struct fs_target_block *b;
+        if (!blk || fs_cfg_node_bad(blk) || fs_cfg_errs_full(errs))
+            continue;
+        b = &t->blocks[t->n_blocks++];
+        b->ops = ops;
+        if (ops->config_build(blk, &b->cfg, errs) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+struct ranked {
+    const char *name;
+    int rank;
+};
+
+static int
+ranked_cmp(const void *a, const void *b)
+{
+    const struct ranked *x = a, *y = b;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static bool
+known_source(const struct fs_config_opts *opts, const char *name)
+{
+    for (size_t i = 0; opts && i < opts->n_blocks; i++)
+        if (!strcmp(opts->blocks[i]->name, name))
+            return true;
+    for (size_t i = 0; opts && i < opts->n_absent; i++)
+        if (!strcmp(opts->absent[i], name))
+            return true;
+    return false;
+}
+
+/* "snmp, cli, gnmi": every driver name fabricscope knows, for messages. */
+static void
+known_sources_text(const struct fs_config_opts *opts, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; opts && i < opts->n_blocks + opts->n_absent && o < len; i++) {
+        const char *nm =
+            i < opts->n_blocks ? opts->blocks[i]->name : opts->absent[i - opts->n_blocks];
+        int r = snprintf(buf + o, len - o, "%s%s", o ? ", " : "", nm);
+        if (r < 0)
+            break;
+        o += (size_t)r;
+    }
+    if (!buf[0])
+        snprintf(buf, len, "none in this build");
+}
+
+static bool
+listed(char *const *v, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(v[i], name))
+            return true;
+    return false;
+}
+
+/* The listed sources first (each must be a driver name), then this build's other
+ * drivers by default rank. */
+static int
+build_precedence(const struct lyd_node *n, const struct fs_config_opts *opts,
+                 struct fs_target_cfg *t, struct fs_cfg_errs *errs)
+{
+    size_t nb = opts ? opts->n_blocks : 0;
+    size_t cap = count_named(lyd_child(n), "source_precedence") + nb;
+    struct ranked *rest = NULL;
+    int rc = -1;
+
+    if (!cap)
+        return 0;
+    t->source_precedence = calloc(cap, sizeof(*t->source_precedence));
+    rest = calloc(nb + 1, sizeof(*rest));
+    if (!t->source_precedence || !rest)
+        goto out;
+    for (const struct lyd_node *c = NULL; (c = fs_cfg_next(n, c, "source_precedence"));) {
+        const char *v = lyd_get_value(c);
+        if (!known_source(opts, v)) {
+            char known[256], shown[FS_CFG_SHOW_MAX + 8];
+            known_sources_text(opts, known, sizeof(known));
+            fs_cfg_show(shown, sizeof(shown), v, strlen(v));
+            fs_cfg_node_err(errs, c, false, "\"%s\" is not a driver name (known: %s)", shown,
+                            known);
+            continue;
+        }
+        if (listed(t->source_precedence, t->n_source_precedence, v))
+            continue; /* reported by the walker */
+        if (dup_str(&t->source_precedence[t->n_source_precedence], v))
+            goto out;
+        t->n_source_precedence++;
+    }
+    for (size_t i = 0; i < nb; i++)
+        rest[i] = (struct ranked){opts->blocks[i]->name, opts->blocks[i]->default_rank};
+    qsort(rest, nb, sizeof(*rest), ranked_cmp);
+    for (size_t i = 0; i < nb; i++) {
+        if (listed(t->source_precedence, t->n_source_precedence, rest[i].name))
+            continue;
+        if (dup_str(&t->source_precedence[t->n_source_precedence], rest[i].name))
+            goto out;
+        t->n_source_precedence++;
+    }
+    rc = 0;
+out:
+    free(rest);
+    return rc;
+}
+
+static int
+build_target(const struct lyd_node *n, const struct fs_config_opts *opts, struct fs_target_cfg *t,
+             struct fs_cfg_errs *errs)
+{
+    const struct lyd_node *ifs = fs_cfg_kid(n, "interfaces");
+
+    if (fs_cfg_strdup(&t->name, n, "name") || fs_cfg_strdup(&t->address, n, "address") ||
+        build_labels(n, t))
+        return -1;
+    if (iface_regex(ifs, "include", &t->iface_include, &t->iface_include_re, errs) ||
+        iface_regex(ifs, "exclude", &t->iface_exclude, &t->iface_exclude_re, errs))
+        return -1;
+    if (build_blocks(n, opts, t, errs) || build_precedence(n, opts, t, errs))
+        return -1;
+    t->expose_all_sources = fs_cfg_bool(n, "expose_all_sources");
+    t->staleness_intervals = fs_cfg_long(n, "staleness_intervals", 3);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------
+ * The whole configuration
+ */
+
+static int
+build_listen(const struct lyd_node *tree, struct fs_config *cfg, struct fs_cfg_errs *errs)
+{
+    const struct lyd_node *n = fs_cfg_child(tree, "listen");
+    char host[256] = "127.0.0.1";
+    unsigned port = 9464;
+
+    if (n && fs_cfg_parse_listen(lyd_get_value(n), host, sizeof(host), &port) != 0) {
+        fs_cfg_node_err(errs, n, false, "\"%s\" is not HOST:PORT with a port in 0..65535",
+                        lyd_get_value(n));
+        return 0;
+    }
+    if (dup_str(&cfg->listen_host, host))
+        return -1;
+    cfg->listen_port = (uint16_t)port;
+    return 0;
+}
+
+static void
+build_storage(const struct lyd_node *tree, struct fs_config *cfg, struct fs_cfg_errs *errs)
+{
+    const struct lyd_node *n = fs_cfg_child(tree, "storage");
+    const struct lyd_node *m = fs_cfg_kid(n, "memory_limit"), *r = fs_cfg_kid(n, "retention");
+
+    cfg->memory_limit = UINT64_C(256) << 20;
+    cfg->retention_us = 3600 * US_PER_S;
+    cfg->max_series_per_target = 50000;
+    if (m && fs_parse_size(lyd_get_value(m), &cfg->memory_limit) == 0 &&
+        cfg->memory_limit < (UINT64_C(1) << 20))
+        fs_cfg_node_err(errs, m, false, "%s is below the minimum of 1MiB", lyd_get_value(m));
+    if (r) {
+        int64_t us = fs_parse_duration(lyd_get_value(r));
+        if (us < US_PER_S)
+            fs_cfg_node_err(errs, r, false, "%s is below the minimum of 1s", lyd_get_value(r));
+        else
+            cfg->retention_us = us;
+    }
+    cfg->max_series_per_target = (uint64_t)fs_cfg_long(n, "max_series_per_target", 50000);
+}
+
+int
+fs_cfg_model_build(const struct lyd_node *tree, const struct fs_config_opts *opts,
+                   struct fs_config *cfg, struct fs_cfg_errs *errs)
+{
+    const struct lyd_node *n;
+    size_t ir = 0, it = 0;
+
+    if (build_listen(tree, cfg, errs))
+        return -1;
+    if ((n = fs_cfg_child(tree, "http"))) {
+        const struct lyd_node *tls = fs_cfg_kid(n, "tls");
+        if (fs_cfg_strdup(&cfg->http_tls_cert_file, tls, "cert_file") ||
+            fs_cfg_strdup(&cfg->http_tls_key_file, tls, "key_file") ||
+            fs_cfg_secret_ref(&cfg->http_bearer_token, n, "bearer_token"))
+            return -1;
+    }
+    build_storage(tree, cfg, errs);
+    cfg->n_flow_rules = count_named(tree, "flow_rules");
+    cfg->n_targets = count_named(tree, "targets");
+    if (cfg->n_flow_rules &&
+        !(cfg->flow_rules = calloc(cfg->n_flow_rules, sizeof(*cfg->flow_rules)))) {
+        cfg->n_flow_rules = 0;
+        return -1;
+    }
+    if (cfg->n_targets && !(cfg->targets = calloc(cfg->n_targets, sizeof(*cfg->targets)))) {
+        cfg->n_targets = 0;
+        return -1;
+    }
+    for (n = tree; n && !fs_cfg_errs_full(errs); n = n->next) {
+        if (!n->schema)
+            continue;
+        if (!strcmp(n->schema->name, "flow_rules") && ir < cfg->n_flow_rules) {
+            if (build_flow_rule(n, &cfg->flow_rules[ir++], errs))
+                return -1;
+        } else if (!strcmp(n->schema->name, "targets") && it < cfg->n_targets) {
+            if (build_target(n, opts, &cfg->targets[it++], errs))
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------
+ * Freeing and comparing
+ */
+
+const void *
+fs_target_block_cfg(const struct fs_target_cfg *t, const struct fs_cfg_block_ops *ops)
+{
+    for (size_t i = 0; t && i < t->n_blocks; i++)
+        if (t->blocks[i].ops == ops)
+            return t->blocks[i].cfg;
+    return NULL;
+}
+
+static void
+target_free(struct fs_target_cfg *t)
+{
+    free(t->name);
+    free(t->address);
+    for (size_t i = 0; i < t->n_labels; i++) {
+        free(t->labels[i].key);
+        free(t->labels[i].value);
+    }
+    free(t->labels);
+    if (t->iface_include)
+        regfree(&t->iface_include_re);
+    if (t->iface_exclude)
+        regfree(&t->iface_exclude_re);
+    free(t->iface_include);
+    free(t->iface_exclude);
+    for (size_t i = 0; i < t->n_blocks; i++)
+        t->blocks[i].ops->config_free(t->blocks[i].cfg);
+    free(t->blocks);
+    for (size_t i = 0; i < t->n_source_precedence; i++)
+        free(t->source_precedence[i]);
+    free(t->source_precedence);
+}
+
+void
+fs_config_free(struct fs_config *cfg)
+{
+    if (!cfg)
+        return;
+    free(cfg->path);
+    free(cfg->listen_host);
+    free(cfg->http_tls_cert_file);
+    free(cfg->http_tls_key_file);
+    fs_cfg_secret_ref_free(&cfg->http_bearer_token);
+    for (size_t i = 0; i < cfg->n_flow_rules; i++)
+        free(cfg->flow_rules[i].name);
+    free(cfg->flow_rules);
+    for (size_t i = 0; i < cfg->n_targets; i++)
+        target_free(&cfg->targets[i]);
+    free(cfg->targets);
+    free(cfg);
+}
+
+bool
+fs_target_cfg_equal(const struct fs_target_cfg *a, const struct fs_target_cfg *b)
+{
+    if (!a || !b)
+        return a == b;
+    if (!fs_cfg_str_equal(a->name, b->name) || !fs_cfg_str_equal(a->address, b->address) ||
+        a->n_labels != b->n_labels || !fs_cfg_str_equal(a->iface_include, b->iface_include) ||
+        !fs_cfg_str_equal(a->iface_exclude, b->iface_exclude) || a->n_blocks != b->n_blocks ||
+        a->n_source_precedence != b->n_source_precedence ||
+        a->expose_all_sources != b->expose_all_sources ||
+        a->staleness_intervals != b->staleness_intervals)
+        return false;
+    for (size_t i = 0; i < a->n_labels; i++)
+        if (!fs_cfg_str_equal(a->labels[i].key, b->labels[i].key) ||
+            !fs_cfg_str_equal(a->labels[i].value, b->labels[i].value))
+            return false;
+    for (size_t i = 0; i < a->n_blocks; i++)
+        if (a->blocks[i].ops != b->blocks[i].ops ||
+            !a->blocks[i].ops->config_equal(a->blocks[i].cfg, b->blocks[i].cfg))
+            return false;
+    for (size_t i = 0; i < a->n_source_precedence; i++)
+        if (!fs_cfg_str_equal(a->source_precedence[i], b->source_precedence[i]))
+            return false;
+    return true;
+}
