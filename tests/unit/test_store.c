@@ -13,7 +13,10 @@
 
 #include <cmocka.h>
 
+#include "http/api.h"
+#include "http/expo.h"
 #include "store/store.h"
+#include "util/buf.h"
 
 /* The fake clock every test's store reads. */
 static int64_t fake_real = 1700000000000000LL, fake_mono = 1000000000LL;
@@ -784,6 +787,59 @@ test_utf8_interface_names(void **state)
     assert_string_equal(fs_label_sanitize("日本", b, sizeof b), "日本");
 }
 
+/* End to end through the readers: a removed target's series leave /metrics, stay in
+ * /api/v1/raw; a partial cycle's message shows in /api/v1/targets and the new self
+ * metrics are exposed. */
+static void
+test_removed_target_readers(void **state)
+{
+    struct fixture *f = *state;
+    struct fs_target_cfg t2 = {.name = "tor2", .address = "::1"};
+    struct fs_sink *a = fs_store_sink_add(f->st, &f->t, "snmp", 1000000);
+    struct fs_sink *b = fs_store_sink_add(f->st, &t2, "snmp", 1000000);
+    int64_t t = now_us();
+    push_bytes(a, t, "Eth1/1", 41, 64);
+    push_bytes(b, t, "Eth1/1", 42, 64);
+    fs_sink_agent_restart(b);
+    fs_sink_done(b, 0, FS_POLL_PARTIAL, "interface limit reached");
+    fs_store_sink_remove(f->st, a);
+    struct fs_buf out;
+    fs_buf_init(&out, 1 << 20);
+    assert_int_equal(fs_expo_render(f->st, &out), 0);
+    assert_null(strstr(out.data, "target=\"tor1\""));
+    assert_non_null(strstr(out.data, "target=\"tor2\""));
+    assert_non_null(
+        strstr(out.data, "fabricscope_agent_restarts_total{target=\"tor2\",source=\"snmp\"} 1"));
+    assert_non_null(strstr(
+        out.data,
+        "fabricscope_poll_errors_total{target=\"tor2\",source=\"snmp\",kind=\"partial\"} 1"));
+    assert_non_null(strstr(out.data, "fabricscope_clock_steps_total{"));
+    assert_non_null(strstr(out.data, "fabricscope_series_limit_dropped_samples_total{"));
+    assert_non_null(strstr(out.data, "fabricscope_ring_refused_samples_total 0"));
+    fs_buf_free(&out);
+
+    char qs[128], err[256];
+    snprintf(qs, sizeof qs, "match[]=fabric_port_bytes_total&start=%lld&end=%lld",
+             (long long)(t / 1000000 - 10), (long long)(t / 1000000 + 10));
+    struct fs_raw_query q;
+    assert_int_equal(fs_raw_query_parse_string(qs, strlen(qs), t, &q, err, sizeof err), 0);
+    fs_buf_init(&out, 1 << 20);
+    assert_int_equal(fs_api_raw(f->st, &q, &out, err, sizeof err), 0);
+    assert_non_null(strstr(out.data, "\"target\":\"tor1\""));
+    assert_non_null(strstr(out.data, "\"41\""));
+    assert_non_null(strstr(out.data, "\"42\""));
+    fs_raw_query_free(&q);
+    fs_buf_free(&out);
+
+    fs_buf_init(&out, 1 << 20);
+    assert_int_equal(fs_api_targets(f->st, &out), 0);
+    assert_null(strstr(out.data, "\"tor1\""));
+    assert_non_null(strstr(out.data, "interface limit reached"));
+    assert_non_null(strstr(out.data, "\"partial\":1"));
+    assert_non_null(strstr(out.data, "\"state\":\"up\""));
+    fs_buf_free(&out);
+}
+
 int
 main(void)
 {
@@ -812,6 +868,7 @@ main(void)
         cmocka_unit_test(test_clock_jump_forward),
         cmocka_unit_test(test_series_limit_under_churn),
         cmocka_unit_test_setup_teardown(test_utf8_interface_names, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_removed_target_readers, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
