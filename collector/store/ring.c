@@ -1323,14 +1323,16 @@ fs_ring_series_samples(struct fs_ring *r, uint32_t id)
 }
 
 void
-fs_ring_group_seal(struct fs_ring *r, int32_t group)
+fs_ring_group_seal(struct fs_ring *r, int32_t group, const uint32_t *series, size_t n)
 {
     pthread_mutex_lock(&r->mu);
     if (group >= 0 && (uint32_t)group < r->ngroups && r->groups[group].used) {
         struct group *g = &r->groups[group];
         g->sealed = true;
-        for (uint32_t i = 0; i < r->nseries_slots; i++) {
-            struct series *s = &r->series[i];
+        for (size_t i = 0; i < n; i++) {
+            if (series[i] >= r->nseries_slots)
+                continue;
+            struct series *s = &r->series[series[i]];
             /* a head that cannot be closed (no memory) stays live until its series
              * is deleted: it is still read, only not evicted */
             if (s->group == (uint32_t)group && s->head)

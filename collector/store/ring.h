@@ -93,11 +93,12 @@ uint32_t fs_ring_series_gen(struct fs_ring *r, uint32_t id);
 long fs_ring_series_samples(struct fs_ring *r, uint32_t id);
 
 /**
- * Seals a group whose producer is gone: closes every live head of its series (so that
- * retention and memory_limit can evict them like any closed chunk) and refuses later
- * appends and new series in it. Its history stays readable until evicted or deleted.
+ * Seals a group whose producer is gone: closes the live heads of its series listed in
+ * series[0..n) (so that retention and memory_limit can evict them like any closed
+ * chunk; ids of other groups are ignored) and refuses later appends and new series in
+ * it. Its history stays readable until evicted or deleted.
  */
-void fs_ring_group_seal(struct fs_ring *r, int32_t group);
+void fs_ring_group_seal(struct fs_ring *r, int32_t group, const uint32_t *series, size_t n);
 
 /** Deletes a series and its history. */
 void fs_ring_series_delete(struct fs_ring *r, uint32_t series);

@@ -270,16 +270,16 @@ fs_store_free(struct fs_store *st)
 {
     if (!st)
         return;
-    while (st->sinks)
-        fs_store_sink_remove(st, st->sinks);
-    /* What is left of removed instances: their series and sinks. */
+    /* Everything goes at once, live and removed instances alike; the ring with it. */
     for (int m = 0; m < FS_METRIC_COUNT; m++)
         free(st->by_metric[m]);
-    for (struct fs_sink *s = st->retired, *n; s; s = n) {
-        n = s->next;
-        for (size_t i = 0; i < s->tab_cap; i++)
-            free(s->tab[i]);
-        sink_free(s);
+    for (int pass = 0; pass < 2; pass++) {
+        for (struct fs_sink *s = pass ? st->retired : st->sinks, *n; s; s = n) {
+            n = s->next;
+            for (size_t i = 0; i < s->tab_cap; i++)
+                free(s->tab[i]);
+            sink_free(s);
+        }
     }
     fs_ring_free(st->ring);
     pthread_rwlock_destroy(&st->lock);
@@ -391,10 +391,17 @@ fs_store_sink_remove(struct fs_store *st, struct fs_sink *s)
     s->tcfg = NULL; /* the caller may free it now */
     s->next = st->retired;
     st->retired = s;
+    uint32_t *ids = s->tab_len ? malloc(s->tab_len * sizeof *ids) : NULL;
+    size_t n_ids = 0;
+    for (size_t i = 0; ids && i < s->tab_cap; i++)
+        if (s->tab[i])
+            ids[n_ids++] = s->tab[i]->ring_id;
     pthread_mutex_lock(&st->ring_lock);
-    fs_ring_group_seal(st->ring, s->group);
+    /* without memory for the list, heads stay live until retention deletes the series */
+    fs_ring_group_seal(st->ring, s->group, ids, n_ids);
     pthread_mutex_unlock(&st->ring_lock);
     pthread_rwlock_unlock(&st->lock);
+    free(ids);
     free(s->pts);
     free(s->pend);
     s->pts = NULL;

@@ -129,7 +129,7 @@ void fs_store_ring_stats(struct fs_store *st, struct fs_ring_stats *rs, uint64_t
 /** Creates the store with its ring; NULL with errbuf filled on failure. Caller frees. */
 struct fs_store *fs_store_new(const struct fs_ring_opts *ro, char *errbuf, size_t errlen);
 
-/** Frees the store; accepts NULL. All sinks must have been removed. */
+/** Frees the store with every sink, live or removed; accepts NULL. No sink may be in use. */
 void fs_store_free(struct fs_store *st);
 
 /** Applies new ring bounds (reload). */

@@ -751,7 +751,8 @@ test_seal(void **state)
         assert_int_equal(fs_ring_append(r, g, T0 + i, &p, 1), 0);
         model_add(&m, T0 + i, p.v.u);
     }
-    fs_ring_group_seal(r, g);
+    uint32_t ids[2] = {(uint32_t)l, (uint32_t)a}; /* l is another group's: ignored */
+    fs_ring_group_seal(r, g, ids, 2);
     struct fs_ring_point p = {.series = (uint32_t)a, .v.u = 5000};
     assert_int_equal(fs_ring_append(r, g, T0 + 100, &p, 1), -1);
     assert_int_equal(fs_ring_series_new(r, g, FS_RING_COUNTER), -1);
