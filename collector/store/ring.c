@@ -1345,6 +1345,15 @@ fs_ring_group_seal(struct fs_ring *r, int32_t group, const uint32_t *series, siz
 }
 
 void
+fs_ring_group_reopen(struct fs_ring *r, int32_t group)
+{
+    pthread_mutex_lock(&r->mu);
+    if (group >= 0 && (uint32_t)group < r->ngroups && r->groups[group].used)
+        r->groups[group].sealed = false;
+    pthread_mutex_unlock(&r->mu);
+}
+
+void
 fs_ring_test_fail_allocs(struct fs_ring *r, long after)
 {
     pthread_mutex_lock(&r->mu);

@@ -100,6 +100,10 @@ long fs_ring_series_samples(struct fs_ring *r, uint32_t id);
  */
 void fs_ring_group_seal(struct fs_ring *r, int32_t group, const uint32_t *series, size_t n);
 
+/** Undoes fs_ring_group_seal (its producer is back): appends and new series go in again,
+ * each series opening a new head chunk at its next sample. */
+void fs_ring_group_reopen(struct fs_ring *r, int32_t group);
+
 /** Deletes a series and its history. */
 void fs_ring_series_delete(struct fs_ring *r, uint32_t series);
 

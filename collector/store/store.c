@@ -106,6 +106,7 @@ struct fs_sink {
     struct fs_sink *next;
     const struct fs_target_cfg *tcfg; /* NULL once removed */
     char *target;                     /* the target's name, kept after removal */
+    char *labels_sig;                 /* its static labels, to tell if a re-add matches */
     char *source;
     int64_t interval_us;
     int32_t group;
@@ -310,16 +311,91 @@ fs_store_series_count(struct fs_store *st)
     return atomic_load(&st->n_series);
 }
 
+/* The static labels of a target as one string (they are part of every series' labels). */
+static char *
+labels_signature(const struct fs_target_cfg *t)
+{
+    size_t len = 1;
+    for (size_t i = 0; i < t->n_labels; i++)
+        len += strlen(t->labels[i].key) + strlen(t->labels[i].value) + 2;
+    char *sig = malloc(len), *p = sig;
+    if (!sig)
+        return NULL;
+    for (size_t i = 0; i < t->n_labels; i++)
+        p += sprintf(p, "%s\x1f%s\x1e", t->labels[i].key, t->labels[i].value);
+    *p = '\0';
+    return sig;
+}
+
+/*
+ * A removed instance of the same target and source whose series would carry the same
+ * labels comes back to life instead of a new one: a reload that changes a target (its
+ * interval, say) keeps one series per label set, with its history and counter state.
+ */
+static struct fs_sink *
+revive(struct fs_store *st, const struct fs_target_cfg *tcfg, const char *source,
+       int64_t interval_us)
+{
+    char *sig = labels_signature(tcfg);
+    struct fs_sink *s = NULL;
+    if (!sig)
+        return NULL;
+    pthread_mutex_lock(&st->retired_lock);
+    for (struct fs_sink **pp = &st->retired; *pp; pp = &(*pp)->next) {
+        struct fs_sink *o = *pp;
+        if (strcmp(o->target, tcfg->name) == 0 && strcmp(o->source, source) == 0 &&
+            strcmp(o->labels_sig, sig) == 0) {
+            *pp = o->next;
+            s = o;
+            break;
+        }
+    }
+    if (s) {
+        pthread_rwlock_wrlock(&st->lock);
+        s->tcfg = tcfg;
+        s->interval_us = interval_us > 0 ? interval_us : 10000000;
+        s->retired = false;
+        s->next = NULL;
+        struct fs_sink **pp = &st->sinks;
+        while (*pp)
+            pp = &(*pp)->next;
+        *pp = s;
+        pthread_mutex_lock(&st->ring_lock);
+        fs_ring_group_reopen(st->ring, s->group);
+        pthread_mutex_unlock(&st->ring_lock);
+        pthread_rwlock_unlock(&st->lock);
+        s->in_batch = false;
+        s->n_iface_resets = 0;
+        pthread_mutex_lock(&s->stats_lock);
+        s->state = FS_INST_IDLE;
+        s->consecutive_failures = 0;
+        s->last_error[0] = 0;
+        s->cycle_start_mono_us = 0;
+        s->done_cb = NULL;
+        s->done_arg = NULL;
+        free(s->detail);
+        s->detail = NULL;
+        pthread_mutex_unlock(&s->stats_lock);
+    }
+    pthread_mutex_unlock(&st->retired_lock);
+    free(sig);
+    return s;
+}
+
 struct fs_sink *
 fs_store_sink_add(struct fs_store *st, const struct fs_target_cfg *tcfg, const char *source,
                   int64_t interval_us)
 {
-    struct fs_sink *s = calloc(1, sizeof *s);
+    struct fs_sink *s = revive(st, tcfg, source, interval_us);
+    if (s)
+        return s;
+    s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
     s->st = st;
     s->tcfg = tcfg;
     s->target = strdup(tcfg->name);
+    s->labels_sig = labels_signature(tcfg);
     s->source = strdup(source);
     s->interval_us = interval_us > 0 ? interval_us : 10000000;
     s->state = FS_INST_IDLE;
@@ -327,7 +403,7 @@ fs_store_sink_add(struct fs_store *st, const struct fs_target_cfg *tcfg, const c
     pthread_mutex_lock(&st->ring_lock);
     s->group = fs_ring_group_new(st->ring);
     pthread_mutex_unlock(&st->ring_lock);
-    if (!s->source || !s->target || s->group < 0) {
+    if (!s->source || !s->target || !s->labels_sig || s->group < 0) {
         if (s->group >= 0) {
             pthread_mutex_lock(&st->ring_lock);
             fs_ring_group_delete(st->ring, s->group);
@@ -362,6 +438,7 @@ sink_free(struct fs_sink *s)
     free(s->pend);
     free(s->rates);
     free(s->target);
+    free(s->labels_sig);
     free(s->source);
     free(s->detail);
     pthread_mutex_destroy(&s->stats_lock);

@@ -137,9 +137,11 @@ void fs_store_set_ring_opts(struct fs_store *st, const struct fs_ring_opts *ro);
 
 /**
  * Adds a (target, source) instance and returns its sink (owned by the store until
- * fs_store_sink_remove). tcfg must stay valid until then; it supplies the target name,
- * static labels, interface filters, precedence and staleness. interval_us is the
- * driver's poll interval (for staleness). NULL on no memory.
+ * fs_store_sink_remove). If a removed instance of the same target and source with the
+ * same static labels still has history, that instance comes back (its series, history
+ * and counter state continue) rather than a second set of series with the same labels. tcfg must
+ * stay valid until then; it supplies the target name, static labels, interface filters, precedence
+ * and staleness. interval_us is the driver's poll interval (for staleness). NULL on no memory.
  */
 struct fs_sink *fs_store_sink_add(struct fs_store *st, const struct fs_target_cfg *tcfg,
                                   const char *source, int64_t interval_us);

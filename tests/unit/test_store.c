@@ -840,6 +840,47 @@ test_removed_target_readers(void **state)
     fs_buf_free(&out);
 }
 
+/* A reload that changes a target removes and re-adds it: the same label set keeps one
+ * series, its history and its counter state; other static labels make other series. */
+static void
+test_readd_continues(void **state)
+{
+    struct fixture *f = *state;
+    struct fs_sink *a = fs_store_sink_add(f->st, &f->t, "snmp", 1000000);
+    int64_t t = now_us();
+    push_bytes(a, t, "Eth1/1", UINT32_MAX - 10, 32);
+    struct found before = find(f->st, "fabric_port_bytes_total", NULL, false);
+    fs_store_sink_remove(f->st, a);
+    struct fs_target_cfg changed = f->t; /* another interval, same labels */
+    struct fs_sink *b = fs_store_sink_add(f->st, &changed, "snmp", 500000);
+    push_bytes(b, t + 1000, "Eth1/1", 5, 32); /* wrapped while we reloaded */
+    struct found after = find(f->st, "fabric_port_bytes_total", NULL, true);
+    assert_int_equal(after.n, 1);
+    assert_int_equal(after.id, before.id);
+    assert_int_equal(after.gen, before.gen);
+    assert_int_equal(after.u, (uint64_t)UINT32_MAX + 6);
+    struct fs_ring_sample out[4];
+    assert_int_equal(fs_store_read(f->st, after.id, after.gen, 0, INT64_MAX, out, 4, NULL), 2);
+    fs_sink_done(b, 0, FS_POLL_OK, NULL);
+    struct fs_instance_info in;
+    fs_store_foreach_instance(f->st, health_cb, &in);
+    assert_int_equal(in.state, FS_INST_UP);
+    assert_int_equal(in.interval_us, 500000);
+    /* other static labels: a new instance, the old series stay history beside it */
+    fs_store_sink_remove(f->st, b);
+    struct fs_kv other[1] = {{"pod", "p2"}};
+    struct fs_target_cfg relabelled = f->t;
+    relabelled.labels = other;
+    relabelled.n_labels = 1;
+    struct fs_sink *c = fs_store_sink_add(f->st, &relabelled, "snmp", 500000);
+    push_bytes(c, t + 2000, "Eth1/1", 7, 32);
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", NULL, false).n, 2);
+    struct found fresh = find(f->st, "fabric_port_bytes_total", NULL, true);
+    assert_int_equal(fresh.n, 1);
+    assert_int_equal(fresh.u, 7);
+    assert_non_null(strstr(fresh.text, "pod=\"p2\""));
+}
+
 int
 main(void)
 {
@@ -869,6 +910,7 @@ main(void)
         cmocka_unit_test(test_series_limit_under_churn),
         cmocka_unit_test_setup_teardown(test_utf8_interface_names, setup, teardown),
         cmocka_unit_test_setup_teardown(test_removed_target_readers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_readd_continues, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
