@@ -68,6 +68,12 @@ fs_label_sanitize(const char *in, char *buf, size_t len)
     if (len == 0)
         return buf;
     while (*p) {
+        if (*p >= 0x20 && *p < 0x7f) { /* printable ASCII, by far the most common */
+            if (o + 1 >= len)
+                break;
+            buf[o++] = (char)*p++;
+            continue;
+        }
         unsigned cp;
         size_t n = utf8_seq(p, &cp);
         /* C0 and C1 controls and DEL: '?' (newline stays: exposition escapes it) */

@@ -822,6 +822,16 @@ batch_room(struct fs_sink *s)
     return true;
 }
 
+/* Printable ASCII (and newline, which exposition escapes): a value to keep as it is. */
+static bool
+plain_text(const char *v)
+{
+    for (; *v; v++)
+        if ((*v < 0x20 || *v >= 0x7f) && *v != '\n')
+            return false;
+    return true;
+}
+
 /*
  * Resolves the metric's own labels: cleans every value (fs_label_sanitize), normalizes
  * `interface` and applies the target's filters. Returns the series, or NULL when the
@@ -844,13 +854,13 @@ sample_series(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels
         size_t room = sizeof vals - used;
         if (room < 2)
             return NULL; /* absurdly long labels: drop the sample */
-        bool is_iface = strcmp(own[i].name, "interface") == 0;
-        if (is_iface) {
-            char raw[KEY_MAX];
-            fs_label_sanitize(own[i].value, raw, sizeof raw);
-            own[i].value =
-                fs_ifname_normalize(raw, vals + used, room < IFNAME_MAX ? room : IFNAME_MAX);
+        if (strcmp(own[i].name, "interface") == 0) {
+            /* (normalizing cleans the name too) */
+            own[i].value = fs_ifname_normalize(own[i].value, vals + used,
+                                               room < IFNAME_MAX ? room : IFNAME_MAX);
             iface = own[i].value;
+        } else if (plain_text(own[i].value)) {
+            continue; /* nothing to clean: used as it is */
         } else {
             own[i].value = fs_label_sanitize(own[i].value, vals + used, room);
         }
