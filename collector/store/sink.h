@@ -75,7 +75,8 @@ void fs_sink_begin(struct fs_sink *s, int64_t ts_us);
  * Adds a counter sample. bits is the device counter's width (32 or 64); labels are the
  * metric's own labels (interface, tc, direction, ...), not target, source or static ones.
  * An `interface` label is normalized and filtered by the target's include/exclude rules
- * here; samples of excluded interfaces are dropped. Label values are kept as given when
+ * here (kept up to 255 bytes, cut between characters); samples of excluded interfaces
+ * are dropped. Label values are kept as given when
  * valid UTF-8; an invalid byte or a control character becomes '?'. A sample that would
  * create a series beyond the target's series limit (fs_store_set_series_limit) is
  * dropped and counted in fabricscope_series_limit_dropped_samples_total.

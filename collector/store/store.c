@@ -30,7 +30,7 @@
 #define KEY_MAX 1024
 #define MAX_LABELS 16
 #define MAX_IFACE_RESETS 64
-#define IFNAME_MAX 64
+#define IFNAME_MAX 256 /* an interface name is kept up to 255 bytes (ifName's limit) */
 #define DEFAULT_SERIES_LIMIT 50000
 #define LOG_EVERY_US (60 * 1000000LL) /* rate limit of repeated warnings, per instance */
 
@@ -87,8 +87,8 @@ struct series {
     double max_per_s;         /* plausible increase per second; 0 unknown */
     uint64_t batch_seq;       /* batch that last carried it, to merge duplicates */
     size_t batch_idx;
-    bool doomed; /* marked for deletion by a sweep */
-    char iface[IFNAME_MAX];
+    bool doomed;       /* marked for deletion by a sweep */
+    const char *iface; /* the interface label's value (in labels), or NULL */
 };
 
 struct pending {
@@ -97,7 +97,7 @@ struct pending {
 };
 
 struct iface_rate {
-    char iface[IFNAME_MAX]; /* "" free */
+    char *iface; /* NULL: free slot */
     double octets_per_s;
 };
 
@@ -436,6 +436,8 @@ sink_free(struct fs_sink *s)
     free(s->tab);
     free(s->pts);
     free(s->pend);
+    for (size_t i = 0; i < s->rates_cap; i++)
+        free(s->rates[i].iface);
     free(s->rates);
     free(s->target);
     free(s->labels_sig);
@@ -723,8 +725,9 @@ series_get(struct fs_sink *s, enum fs_metric m, const struct fs_label *own, size
     struct series *se = series_alloc(s, m, own, n_own, key, k, h);
     if (!se)
         return NULL;
-    if (iface)
-        snprintf(se->iface, sizeof se->iface, "%s", iface);
+    for (size_t i = 0; iface && i < se->n_labels; i++)
+        if (strcmp(se->labels[i].name, "interface") == 0)
+            se->iface = se->labels[i].value;
     se->scale = scale;
 
     struct fs_store *st = s->st;
@@ -894,7 +897,7 @@ batch_put(struct fs_sink *s, struct series *se, uint64_t bits)
 static int
 iface_reset_pending(const struct fs_sink *s, const struct series *se)
 {
-    if (!se->iface[0])
+    if (!se->iface)
         return -1;
     for (size_t i = s->n_iface_resets; i-- > 0;)
         if (s->iface_resets[i].gen > se->iface_reset_gen &&
@@ -907,7 +910,7 @@ static struct iface_rate *
 rate_slot(struct iface_rate *tab, size_t cap, const char *iface)
 {
     size_t j = hash_bytes(iface, strlen(iface)) & (cap - 1);
-    while (tab[j].iface[0] && strcmp(tab[j].iface, iface) != 0)
+    while (tab[j].iface && strcmp(tab[j].iface, iface) != 0)
         j = (j + 1) & (cap - 1);
     return &tab[j];
 }
@@ -929,15 +932,16 @@ fs_sink_set_max_rate(struct fs_sink *s, const char *interface, double octets_per
         if (!nt)
             return; /* the bound stays unknown: wraps are unwrapped as before */
         for (size_t i = 0; i < s->rates_cap; i++)
-            if (s->rates[i].iface[0])
+            if (s->rates[i].iface)
                 *rate_slot(nt, ncap, s->rates[i].iface) = s->rates[i];
         free(s->rates);
         s->rates = nt;
         s->rates_cap = ncap;
     }
     struct iface_rate *r = rate_slot(s->rates, s->rates_cap, name);
-    if (!r->iface[0]) {
-        memcpy(r->iface, name, sizeof name);
+    if (!r->iface) {
+        if (!(r->iface = strdup(name)))
+            return;
         s->rates_len++;
     } else if (r->octets_per_s == octets_per_s) {
         return;
@@ -951,9 +955,9 @@ series_max_per_s(struct fs_sink *s, struct series *se)
 {
     if (se->rates_gen != s->rates_gen) {
         double rate = 0;
-        if (se->iface[0] && s->rates_cap) {
+        if (se->iface && s->rates_cap) {
             const struct iface_rate *r = rate_slot(s->rates, s->rates_cap, se->iface);
-            rate = r->iface[0] ? r->octets_per_s : 0;
+            rate = r->iface ? r->octets_per_s : 0;
         }
         se->max_per_s = fs_counter_max_per_s(rate, se->octets);
         se->rates_gen = s->rates_gen;

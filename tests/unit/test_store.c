@@ -785,6 +785,23 @@ test_utf8_interface_names(void **state)
     assert_string_equal(fs_label_sanitize("\xc0\xaf", b, sizeof b), "??");      /* overlong */
     assert_string_equal(fs_label_sanitize("a\xc2\x85z", b, sizeof b), "a?z");   /* C1 NEL */
     assert_string_equal(fs_label_sanitize("日本", b, sizeof b), "日本");
+    /* long names that differ only past byte 63 (e.g. made unique with an ifIndex
+     * suffix) stay two series */
+    char a1[200], a2[200];
+    memset(a1, 'x', 150);
+    snprintf(a1 + 150, sizeof a1 - 150, "#17");
+    memset(a2, 'x', 150);
+    snprintf(a2 + 150, sizeof a2 - 150, "#18");
+    push_bytes(s, t + 1, a1, 1, 64);
+    push_bytes(s, t + 1, a2, 2, 64);
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", "#17\"", true).n, 1);
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", "#18\"", true).u, 2);
+    /* and a reset of one of them touches that one only */
+    fs_sink_counter_reset(s, FS_RESET_CLEARED, a1);
+    push_bytes(s, t + 2, a1, 0, 64);
+    push_bytes(s, t + 2, a2, 1, 64);
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", "#17\"", true).u, 1);
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", "#18\"", true).u, 2 + 1);
 }
 
 /* End to end through the readers: a removed target's series leave /metrics, stay in
