@@ -473,7 +473,7 @@ apply_reload(struct daemon *d, struct fs_config *ncfg)
     struct fs_ring_opts ro = {.memory_limit = ncfg->memory_limit,
                               .retention_us = ncfg->retention_us};
     fs_store_set_ring_opts(d->store, &ro);
-    /* TODO(store branch): fs_store_set_series_limit(d->store, ncfg->max_series_per_target); */
+    fs_store_set_series_limit(d->store, ncfg->max_series_per_target);
 
     http_reload(d, nref);
     d->current = nref;
@@ -556,7 +556,7 @@ fs_daemon_run(const char *config_path)
         fs_config_free(cfg);
         return 1;
     }
-    /* TODO(store branch): fs_store_set_series_limit(d.store, cfg->max_series_per_target); */
+    fs_store_set_series_limit(d.store, cfg->max_series_per_target);
     d.current = calloc(1, sizeof *d.current);
     if (!d.current) {
         fs_config_free(cfg);
@@ -720,7 +720,7 @@ fs_probe(const char *config_path, const char *target, FILE *out, FILE *err)
                         pthread_cond_wait(&w.cond, &w.lock);
                     pthread_mutex_unlock(&w.lock);
                 }
-                if (w.r != FS_POLL_OK)
+                if (w.r != FS_POLL_OK && w.r != FS_POLL_PARTIAL)
                     rc = 1;
             }
         } else {

@@ -118,7 +118,8 @@ on_done(void *arg, uint64_t cycle_id, enum fs_poll_result r)
     if (!e->removed && e->in_flight && (cycle_id == e->cycle_id || cycle_id == 0)) {
         e->in_flight = false;
         int64_t now = now_us(s);
-        if (r == FS_POLL_OK) {
+        /* A partial cycle answered: the target is up and keeps its cadence. */
+        if (r == FS_POLL_OK || r == FS_POLL_PARTIAL) {
             if (e->failures)
                 fs_log(FS_LOG_INFO, "sched", "%s recovered after %llu failed cycles", e->name,
                        (unsigned long long)e->failures);

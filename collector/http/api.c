@@ -339,7 +339,7 @@ fs_api_error_json(struct fs_buf *out, const char *msg)
 /* ---- /api/v1/raw ---- */
 
 struct match_rec {
-    uint32_t id;
+    uint32_t id, gen; /* read by the pair: an id reused since is refused, not misread */
     bool counter;
     double scale;
     size_t head_off, head_len;
@@ -378,6 +378,7 @@ match_cb(void *arg, const struct fs_series_info *s)
     }
     struct match_rec *r = &c->recs[c->n++];
     r->id = s->id;
+    r->gen = s->gen;
     r->counter = s->counter;
     r->scale = s->counter ? s->scale : 1.0;
     r->head_off = c->heads.len;
@@ -461,12 +462,13 @@ fs_api_raw(struct fs_store *st, const struct fs_raw_query *q, struct fs_buf *out
                 smp_cap = cap;
             }
             trunc = false;
-            n = fs_store_read(st, c.recs[i].id, q->start_us, q->end_us, smp, cap, &trunc);
+            n = fs_store_read(st, c.recs[i].id, c.recs[i].gen, q->start_us, q->end_us, smp, cap,
+                              &trunc);
             if (!trunc || cap >= want)
                 break;
             cap *= 4;
         }
-        if (n < 0) /* removed since the first pass */
+        if (n < 0) /* removed (or its id reused) since the first pass */
             continue;
         total += (uint64_t)n;
         if (trunc || total > q->limit) {
@@ -559,7 +561,7 @@ targets_cb(void *arg, const struct fs_instance_info *in)
                            json_object_new_uint64(in->consecutive_failures));
     json_object_object_add(o, "interval_seconds", jdouble((double)in->interval_us / 1e6));
     json_object *errs = json_object_new_object();
-    for (size_t k = 0; k < 5; k++)
+    for (size_t k = 0; k < FS_POLL_ERROR_KINDS; k++)
         json_object_object_add(errs, fs_poll_error_kind_names[k],
                                json_object_new_uint64(in->poll_errors[k]));
     json_object_object_add(o, "poll_errors", errs);

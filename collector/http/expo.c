@@ -107,6 +107,10 @@ is_self_metric(enum fs_metric m)
     case FS_M_TARGET_UP:
     case FS_M_POLL_DURATION:
     case FS_M_POLL_ERRORS:
+    case FS_M_AGENT_RESTARTS:
+    case FS_M_CLOCK_STEPS:
+    case FS_M_SERIES_LIMIT_DROPPED:
+    case FS_M_RING_REFUSED:
     case FS_M_TARGET_CLOCK_OFFSET:
     case FS_M_RING_SAMPLES:
     case FS_M_RING_BYTES:
@@ -287,7 +291,7 @@ inst_cb(void *arg, const struct fs_instance_info *in)
         break;
     }
     case FS_M_POLL_ERRORS:
-        for (size_t k = 0; k < 5; k++) {
+        for (size_t k = 0; k < FS_POLL_ERROR_KINDS; k++) {
             inst_open(out, name, in, &first);
             put_label(out, &first, "kind", fs_poll_error_kind_names[k]);
             fs_buf_append(out, "}", 1);
@@ -301,6 +305,15 @@ inst_cb(void *arg, const struct fs_instance_info *in)
             fs_buf_append(out, "}", 1);
             put_u64_line(out, in->counter_resets[k]);
         }
+        break;
+    case FS_M_AGENT_RESTARTS:
+    case FS_M_CLOCK_STEPS:
+    case FS_M_SERIES_LIMIT_DROPPED:
+        inst_open(out, name, in, &first);
+        fs_buf_append(out, "}", 1);
+        put_u64_line(out, c->m == FS_M_AGENT_RESTARTS ? in->agent_restarts
+                          : c->m == FS_M_CLOCK_STEPS  ? in->clock_steps
+                                                      : in->series_limit_dropped);
         break;
     case FS_M_TARGET_CLOCK_OFFSET:
         if (!in->clock_known)
@@ -350,6 +363,9 @@ fs_expo_render_ex(struct fs_store *st, struct fs_buf *out, const struct fs_expo_
     instance_family(st, out, FS_M_POLL_DURATION);
     instance_family(st, out, FS_M_POLL_ERRORS);
     instance_family(st, out, FS_M_COUNTER_RESETS);
+    instance_family(st, out, FS_M_AGENT_RESTARTS);
+    instance_family(st, out, FS_M_CLOCK_STEPS);
+    instance_family(st, out, FS_M_SERIES_LIMIT_DROPPED);
     instance_family(st, out, FS_M_TARGET_CLOCK_OFFSET);
 
     struct fs_ring_stats rs;
@@ -376,6 +392,7 @@ fs_expo_render_ex(struct fs_store *st, struct fs_buf *out, const struct fs_expo_
     fs_buf_puts(out, fs_metric_defs[FS_M_RING_EVICTED].name);
     fs_buf_puts(out, "{reason=\"retention\"}");
     put_u64_line(out, rs.evicted_retention);
+    scalar_u64(out, FS_M_RING_REFUSED, rs.refused_memory);
     scalar_u64(out, FS_M_SERIES, rs.series);
 
     bool any = false;

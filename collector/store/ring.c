@@ -96,6 +96,7 @@ struct tl_chunk {
 
 struct group {
     bool used;
+    bool sealed; /* takes no more appends; its chunks are all closed */
     uint32_t next_seq;
     uint32_t nseries;
     int64_t last_ts;
@@ -109,14 +110,16 @@ struct fs_ring {
     pthread_mutex_t mu;
     struct fs_ring_opts opts;
     struct series *series;
+    uint32_t *gen; /* per slot: bumped at each series_new, so a reused id is detectable */
     uint32_t nseries_slots, nseries_cap, nseries_live;
     uint32_t *free_series;
     uint32_t nfree_series, free_series_cap;
     struct group *groups;
     uint32_t ngroups, groups_cap;
     struct chunk *fifo_head, *fifo_tail;
-    uint64_t bytes, samples, evicted_memory, evicted_retention;
+    uint64_t bytes, samples, evicted_memory, evicted_retention, refused_memory;
     int64_t newest_ts;
+    long fail_allocs_after; /* test hook: allocations left before failing; -1 off */
 };
 
 static _Atomic uint64_t tl_uid_next = 1;
@@ -175,12 +178,24 @@ msize(const void *p)
     return p ? (uint64_t)malloc_usable_size((void *)p) + sizeof(size_t) : 0;
 }
 
+/* The test hook (fs_ring_test_fail_allocs): whether this allocation may proceed. */
+static bool
+alloc_allowed(struct fs_ring *r)
+{
+    if (r->fail_allocs_after < 0)
+        return true;
+    if (r->fail_allocs_after == 0)
+        return false;
+    r->fail_allocs_after--;
+    return true;
+}
+
 /* realloc that keeps r->bytes exact; returns NULL (old block kept) on failure. */
 static void *
 acct_realloc(struct fs_ring *r, void *p, size_t size)
 {
     uint64_t old = msize(p);
-    void *q = realloc(p, size);
+    void *q = alloc_allowed(r) ? realloc(p, size) : NULL;
     if (q) {
         r->bytes -= old;
         r->bytes += msize(q);
@@ -313,7 +328,7 @@ tl_append(struct fs_ring *r, struct group *g, int64_t ts)
                 g->tl_cap = ncap;
             }
         }
-        struct tl_chunk *t = calloc(1, sizeof(*t) + TL_INIT_WORDS * 8u);
+        struct tl_chunk *t = alloc_allowed(r) ? calloc(1, sizeof(*t) + TL_INIT_WORDS * 8u) : NULL;
         if (!t)
             return -1;
         r->bytes += msize(t);
@@ -513,7 +528,7 @@ static bool
 open_head(struct fs_ring *r, struct series *s, uint32_t id, struct group *g, uint32_t seq,
           uint64_t v)
 {
-    struct chunk *h = malloc(sizeof(*h) + CHUNK_INIT_WORDS * 8u);
+    struct chunk *h = alloc_allowed(r) ? malloc(sizeof(*h) + CHUNK_INIT_WORDS * 8u) : NULL;
     if (!h)
         return false;
     if (!tl_start_add(r, g, seq)) {
@@ -576,6 +591,15 @@ enforce_bounds(struct fs_ring *r)
     }
     while (r->fifo_head && r->bytes > r->opts.memory_limit)
         evict_front(r, &r->evicted_memory);
+}
+
+/* Evicts what the bounds ask for; true if the ring is then within memory_limit (the
+ * live heads alone can keep it above: then new series and batches are refused). */
+static bool
+within_limit(struct fs_ring *r)
+{
+    enforce_bounds(r);
+    return r->bytes <= r->opts.memory_limit;
 }
 
 static inline bool
@@ -681,6 +705,7 @@ fs_ring_new(const struct fs_ring_opts *opts, char *errbuf, size_t errlen)
         r->opts = *opts;
         r->bytes = msize(r);
         r->newest_ts = INT64_MIN;
+        r->fail_allocs_after = -1;
     }
     return r;
 }
@@ -707,6 +732,7 @@ fs_ring_free(struct fs_ring *r)
         free(g->tl);
     }
     free(r->series);
+    free(r->gen);
     free(r->free_series);
     free(r->groups);
     pthread_mutex_destroy(&r->mu);
@@ -775,8 +801,12 @@ fs_ring_series_new(struct fs_ring *r, int32_t group, enum fs_ring_kind kind)
     int32_t id = -1;
     pthread_mutex_lock(&r->mu);
     if (group < 0 || (uint32_t)group >= r->ngroups || !r->groups[group].used ||
-        (kind != FS_RING_COUNTER && kind != FS_RING_GAUGE))
+        r->groups[group].sealed || (kind != FS_RING_COUNTER && kind != FS_RING_GAUGE))
         goto out;
+    if (!within_limit(r)) {
+        r->refused_memory++; /* the sample that wanted this series is not kept */
+        goto out;
+    }
     if (r->nfree_series > 0) {
         id = (int32_t)r->free_series[--r->nfree_series];
     } else {
@@ -788,6 +818,11 @@ fs_ring_series_new(struct fs_ring *r, int32_t group, enum fs_ring_kind kind)
             if (!ns)
                 goto out;
             r->series = ns;
+            uint32_t *ng = acct_realloc(r, r->gen, (size_t)ncap * sizeof(*ng));
+            if (!ng)
+                goto out; /* (the larger series array is kept; the cap is not raised) */
+            memset(ng + r->nseries_cap, 0, (size_t)(ncap - r->nseries_cap) * sizeof(*ng));
+            r->gen = ng;
             r->nseries_cap = ncap;
         }
         id = (int32_t)r->nseries_slots++;
@@ -795,6 +830,7 @@ fs_ring_series_new(struct fs_ring *r, int32_t group, enum fs_ring_kind kind)
     memset(&r->series[id], 0, sizeof(r->series[id]));
     r->series[id].group = (uint32_t)group;
     r->series[id].kind = (uint8_t)kind;
+    r->gen[id]++;
     r->groups[group].nseries++;
     r->nseries_live++;
 out:
@@ -853,7 +889,12 @@ fs_ring_append(struct fs_ring *r, int32_t group, int64_t ts_us, const struct fs_
         goto out;
     }
     struct group *g = &r->groups[group];
-    if ((g->next_seq > 0 && ts_us < g->last_ts) || g->next_seq == UINT32_MAX) {
+    if ((g->next_seq > 0 && ts_us < g->last_ts) || g->next_seq == UINT32_MAX || g->sealed) {
+        rc = -1;
+        goto out;
+    }
+    if (!within_limit(r)) {
+        r->refused_memory += n;
         rc = -1;
         goto out;
     }
@@ -889,11 +930,21 @@ fs_ring_append(struct fs_ring *r, int32_t group, int64_t ts_us, const struct fs_
             }
         } else {
             uint32_t seqd = seq - s->last_seq;
+            /* What an encode changes; put back if it fails half-way (out of memory):
+             * the bits already put would otherwise stay in front of the next sample's
+             * and make the rest of the chunk decode as garbage. Words written past
+             * head_words are overwritten by the next put. */
+            uint64_t acc = s->acc, prev = s->prev, aux = s->aux;
+            uint16_t head_words = s->head_words;
+            uint8_t acc_bits = s->acc_bits;
             bool ok = s->kind == FS_RING_COUNTER ? encode_counter(r, s, seqd, v)
                                                  : encode_gauge(r, s, seqd, v);
             if (!ok) {
-                /* out of memory mid-sample: the bits already put are a prefix the
-                 * reader never decodes, since head_n is not advanced */
+                s->acc = acc;
+                s->acc_bits = acc_bits;
+                s->head_words = head_words;
+                s->prev = prev;
+                s->aux = aux;
                 rc = -1;
                 continue;
             }
@@ -1028,9 +1079,9 @@ decode_chunk(const uint64_t *w, const struct copied *c, uint8_t kind, const int6
     return k;
 }
 
-long
-fs_ring_read(struct fs_ring *r, uint32_t id, int64_t start_us, int64_t end_us,
-             struct fs_ring_sample *out, size_t max, bool *truncated)
+static long
+ring_read(struct fs_ring *r, uint32_t id, uint32_t gen, bool check_gen, int64_t start_us,
+          int64_t end_us, struct fs_ring_sample *out, size_t max, bool *truncated)
 {
     long ret = 0;
     uint64_t *buf = NULL;
@@ -1044,7 +1095,8 @@ fs_ring_read(struct fs_ring *r, uint32_t id, int64_t start_us, int64_t end_us,
     struct tlc_entry *cache = tlc_get();
 
     pthread_mutex_lock(&r->mu);
-    if (id >= r->nseries_slots || r->series[id].group == NO_GROUP) {
+    if (id >= r->nseries_slots || r->series[id].group == NO_GROUP ||
+        (check_gen && r->gen[id] != gen)) {
         ret = -1;
         goto unlock;
     }
@@ -1196,6 +1248,13 @@ unlock:
     return ret;
 }
 
+long
+fs_ring_read(struct fs_ring *r, uint32_t id, int64_t start_us, int64_t end_us,
+             struct fs_ring_sample *out, size_t max, bool *truncated)
+{
+    return ring_read(r, id, 0, false, start_us, end_us, out, max, truncated);
+}
+
 void
 fs_ring_stats(struct fs_ring *r, struct fs_ring_stats *st)
 {
@@ -1206,6 +1265,7 @@ fs_ring_stats(struct fs_ring *r, struct fs_ring_stats *st)
     st->series = r->nseries_live;
     st->evicted_memory = r->evicted_memory;
     st->evicted_retention = r->evicted_retention;
+    st->refused_memory = r->refused_memory;
     if (r->samples > 0) {
         st->newest_ts_us = r->newest_ts;
         /* per group: the first batch a live series chunk starts at, in the front
@@ -1225,5 +1285,78 @@ fs_ring_stats(struct fs_ring *r, struct fs_ring_stats *st)
             any = true;
         }
     }
+    pthread_mutex_unlock(&r->mu);
+}
+
+uint32_t
+fs_ring_series_gen(struct fs_ring *r, uint32_t id)
+{
+    uint32_t g = 0;
+    pthread_mutex_lock(&r->mu);
+    if (id < r->nseries_slots && r->series[id].group != NO_GROUP)
+        g = r->gen[id];
+    pthread_mutex_unlock(&r->mu);
+    return g;
+}
+
+long
+fs_ring_read_gen(struct fs_ring *r, uint32_t id, uint32_t gen, int64_t start_us, int64_t end_us,
+                 struct fs_ring_sample *out, size_t max, bool *truncated)
+{
+    /* ids change hands only under r->mu: the check shares the read's one hold */
+    return ring_read(r, id, gen, true, start_us, end_us, out, max, truncated);
+}
+
+long
+fs_ring_series_samples(struct fs_ring *r, uint32_t id)
+{
+    long n = -1;
+    pthread_mutex_lock(&r->mu);
+    if (id < r->nseries_slots && r->series[id].group != NO_GROUP) {
+        const struct series *s = &r->series[id];
+        n = s->head ? s->head_n : 0;
+        for (const struct chunk *c = s->oldest; c; c = c->next)
+            n += c->n;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
+void
+fs_ring_group_seal(struct fs_ring *r, int32_t group, const uint32_t *series, size_t n)
+{
+    pthread_mutex_lock(&r->mu);
+    if (group >= 0 && (uint32_t)group < r->ngroups && r->groups[group].used) {
+        struct group *g = &r->groups[group];
+        g->sealed = true;
+        for (size_t i = 0; i < n; i++) {
+            if (series[i] >= r->nseries_slots)
+                continue;
+            struct series *s = &r->series[series[i]];
+            /* a head that cannot be closed (no memory) stays live until its series
+             * is deleted: it is still read, only not evicted */
+            if (s->group == (uint32_t)group && s->head)
+                close_head(r, s, g);
+        }
+        if (g->tl_len > 0)
+            tl_close_head(r, g);
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+void
+fs_ring_group_reopen(struct fs_ring *r, int32_t group)
+{
+    pthread_mutex_lock(&r->mu);
+    if (group >= 0 && (uint32_t)group < r->ngroups && r->groups[group].used)
+        r->groups[group].sealed = false;
+    pthread_mutex_unlock(&r->mu);
+}
+
+void
+fs_ring_test_fail_allocs(struct fs_ring *r, long after)
+{
+    pthread_mutex_lock(&r->mu);
+    r->fail_allocs_after = after < 0 ? -1 : after;
     pthread_mutex_unlock(&r->mu);
 }

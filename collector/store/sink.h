@@ -11,9 +11,20 @@
  * A cycle may hold several batches; fs_sink_done() ends the cycle.
  *
  * Counters are reported raw, as the device counts them; the core keeps the exposed value
- * monotonic: a 32-bit counter that goes down is unwrapped once, a counter that goes down
- * after fs_sink_counter_reset() (or a 64-bit one that goes down) is rebased, and each of
- * these is counted in fabricscope_counters_reset_total{kind}.
+ * monotonic (the arithmetic is collector/store/counter.h):
+ *   - a counter that goes down after fs_sink_counter_reset() covering it is rebased: the
+ *     exposed value continues from where it was, plus the new raw value. A counter in the
+ *     reset's scope whose next raw value is higher or equal just continues.
+ *   - a 32-bit counter that goes down with no declared reset is unwrapped once when the
+ *     implied increase (2^32 - previous + raw) is plausible for the interface's line rate
+ *     (fs_sink_set_max_rate) and the time elapsed, else it is a clear (rebased).
+ *   - a 64-bit counter that goes down with no declared reset is a clear (rebased).
+ *   - a sample whose width (bits) differs from the series' previous one is a
+ *     discontinuity: the new raw value becomes the base, the exposed value stays.
+ * fabricscope_counters_reset_total{kind} counts: each declared reset once, at the
+ * first counter in its scope that went down (a declared reset under which no counter
+ * went down is not counted); each wrap; clears and width discontinuities at most once
+ * per batch each.
  */
 #ifndef FS_SINK_H
 #define FS_SINK_H
@@ -38,6 +49,10 @@ enum fs_poll_result {
     FS_POLL_AUTH,     /**< authentication refused */
     FS_POLL_PROTOCOL, /**< the peer broke the protocol or the connection */
     FS_POLL_PARSE,    /**< the answer could not be understood */
+    FS_POLL_PARTIAL,  /**< the cycle ended early (deadline, size limit) with part of its
+                           data committed: the instance stays up; counted as
+                           fabricscope_poll_errors_total{kind="partial"}, msg shows in
+                           /api/v1/targets */
 };
 
 enum fs_reset_kind {
@@ -48,14 +63,23 @@ enum fs_reset_kind {
     FS_RESET_KIND_COUNT
 };
 
-/** Starts a batch whose samples arrived at ts_us (CLOCK_REALTIME microseconds). */
+/**
+ * Starts a batch whose samples arrived at ts_us (CLOCK_REALTIME microseconds). A ts_us
+ * earlier than the sink's previous batch (the collector's clock stepped back) is stamped
+ * 1 µs after that batch instead, so the timeline stays monotonic; the step is counted in
+ * fabricscope_clock_steps_total and logged (rate-limited).
+ */
 void fs_sink_begin(struct fs_sink *s, int64_t ts_us);
 
 /**
  * Adds a counter sample. bits is the device counter's width (32 or 64); labels are the
  * metric's own labels (interface, tc, direction, ...), not target, source or static ones.
  * An `interface` label is normalized and filtered by the target's include/exclude rules
- * here; samples of excluded interfaces are dropped.
+ * here (kept up to 255 bytes, cut between characters); samples of excluded interfaces
+ * are dropped. Label values are kept as given when
+ * valid UTF-8; an invalid byte or a control character becomes '?'. A sample that would
+ * create a series beyond the target's series limit (fs_store_set_series_limit) is
+ * dropped and counted in fabricscope_series_limit_dropped_samples_total.
  */
 void fs_sink_counter(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels,
                      size_t n_labels, uint64_t raw, unsigned bits);
@@ -77,11 +101,34 @@ void fs_sink_gauge(struct fs_sink *s, enum fs_metric m, const struct fs_label *l
 void fs_sink_end(struct fs_sink *s);
 
 /**
- * Declares that counters restarted on the device (kind REBOOT: all counters of this
- * sink; DISCONTINUITY or CLEARED with an interface: that interface's counters). The next
- * value of each affected counter is taken as counted from zero. Call before the batch.
+ * Declares that counters may have restarted on the device: interface NULL covers all
+ * counters of this sink (e.g. kind REBOOT), an interface name only that interface's
+ * (e.g. DISCONTINUITY or CLEARED). Call before the batch carrying the new values. The
+ * next sample of each covered counter is rebased if it is lower than the previous one
+ * (taken as counted from zero), and just continues if it is not. The reset is counted
+ * in fabricscope_counters_reset_total{kind} once, when the first covered counter is
+ * rebased; never if none is. A declaration covers each counter's next sample only.
  */
 void fs_sink_counter_reset(struct fs_sink *s, enum fs_reset_kind kind, const char *interface);
+
+/**
+ * Sets the line rate of an interface, octets per second (0: unknown, the default). It
+ * bounds what a 32-bit counter of that interface that goes down may be read as: a wrap
+ * only if 2^32 - previous + raw <= 1.1 x rate x elapsed seconds for an octet counter
+ * (metric unit "bytes"), <= 1.1 x rate / 64 x elapsed for the others (packets); else a
+ * clear. With no rate known every such drop is a wrap. May be called at any time between
+ * batches (e.g. when ifHighSpeed is read); the name is normalized like `interface`
+ * labels.
+ */
+void fs_sink_set_max_rate(struct fs_sink *s, const char *interface, double octets_per_s);
+
+/**
+ * Counts a restart of the device's management agent (e.g. the SNMP agent's sysUpTime
+ * went back while the device's own uptime did not) in
+ * fabricscope_agent_restarts_total{target,source}. Touches no counter: counters that
+ * kept counting continue, and one that did go down is handled by the usual rules.
+ */
+void fs_sink_agent_restart(struct fs_sink *s);
 
 /**
  * Ends the cycle cycle_id (streaming drivers: 0) with its result. msg (may be NULL) is
@@ -105,7 +152,19 @@ void fs_sink_set_detail(struct fs_sink *s, const char *json_members);
 /** The target's name, for log lines. */
 const char *fs_sink_target(const struct fs_sink *s);
 
-/** Normalizes a device port name into buf (ONYX "1/1", "ethernet 1/1", "Eth1/1" -> "Eth1/1"). */
+/**
+ * Normalizes a device port name into buf (ONYX "1/1", "ethernet 1/1", "Eth1/1" ->
+ * "Eth1/1"); other names are kept (as fs_label_sanitize would), cut between characters
+ * when longer than len - 1 bytes. Returns buf.
+ */
 const char *fs_ifname_normalize(const char *name, char *buf, size_t len);
+
+/**
+ * Copies a label value into buf (len > 0): valid UTF-8 is kept as it is (so names in
+ * any script survive); each invalid byte and each control character other than newline
+ * becomes '?'; a value longer than len - 1 bytes is cut between characters. Returns buf.
+ * The sink applies it to every label value; drivers need not clean values themselves.
+ */
+const char *fs_label_sanitize(const char *in, char *buf, size_t len);
 
 #endif

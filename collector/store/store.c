@@ -1,13 +1,16 @@
 /*
  * The store: series interning, latest values, counter monotonicity, instances and their
- * health. See store.h and sink.h for the contracts.
+ * health. See store.h and sink.h for the contracts; the counter arithmetic itself is
+ * counter.c.
  *
  * Locks, in the order they may nest:
+ *   st->retired_lock     the list of removed instances whose history is still held
  *   st->lock (rwlock)    the series lists per metric and the instance list; readers hold
  *                        it shared while iterating, interning and removal hold it exclusive
  *   st->ring_lock        serializes ring writers (the ring allows one writer at a time)
  *   sink->stats_lock     the instance's health fields
- * A sink's hash table and batch are touched only by the one thread reporting for it.
+ * A sink's hash table and batch are touched only by the one thread reporting for it
+ * (after removal: by the retired-series sweep, under retired_lock).
  */
 #include "store/store.h"
 
@@ -20,23 +23,50 @@
 #include <string.h>
 #include <time.h>
 
-#include "util/log.h"
+#include "store/counter.h"
 #include "util/clock.h"
+#include "util/log.h"
 
 #define KEY_MAX 1024
 #define MAX_LABELS 16
 #define MAX_IFACE_RESETS 64
+#define IFNAME_MAX 256 /* an interface name is kept up to 255 bytes (ifName's limit) */
+#define DEFAULT_SERIES_LIMIT 50000
+#define LOG_EVERY_US (60 * 1000000LL) /* rate limit of repeated warnings, per instance */
 
 const double fs_poll_bucket_bounds[FS_POLL_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1,
                                                        0.25,  0.5,  1.0,   2.5,  10.0};
-const char *const fs_poll_error_kind_names[5] = {"timeout", "auth", "protocol", "parse", "overrun"};
+const char *const fs_poll_error_kind_names[FS_POLL_ERROR_KINDS] = {"timeout", "auth",    "protocol",
+                                                                   "parse",   "overrun", "partial"};
 const char *const fs_reset_kind_names[FS_RESET_KIND_COUNT] = {"wrap", "reboot", "discontinuity",
                                                               "cleared"};
 
+/* Index in poll_errors[] of a failed cycle's result (overrun is not a result). */
+static int
+poll_error_index(enum fs_poll_result r)
+{
+    switch (r) {
+    case FS_POLL_TIMEOUT:
+        return 0;
+    case FS_POLL_AUTH:
+        return 1;
+    case FS_POLL_PROTOCOL:
+        return 2;
+    case FS_POLL_PARSE:
+        return 3;
+    case FS_POLL_PARTIAL:
+        return 5;
+    default:
+        return -1;
+    }
+}
+
 struct series {
     uint32_t ring_id;
+    uint32_t ring_gen;
     enum fs_metric metric;
     bool counter;
+    bool octets;  /* counter in bytes: its plausible rate is the line rate itself */
     double scale; /* exposed = value * scale (counters kept in a finer unit) */
     struct fs_sink *sink;
     uint64_t hash;
@@ -49,14 +79,16 @@ struct series {
     _Atomic uint64_t value; /* exposed counter value, or the gauge's bits */
     _Atomic int64_t ts_us;
     /* Writer-only state (the sink's reporting thread). */
-    uint64_t last_raw;
-    uint64_t offset;
-    bool has_raw;
+    struct fs_counter ctr;
+    int64_t last_mono_us;     /* monotonic time of the latest sample: sweeps go by it */
     uint64_t reset_gen;       /* the sink's reset_gen when last updated */
     uint64_t iface_reset_gen; /* the sink's iface_reset_gen when last updated */
+    uint64_t rates_gen;       /* the sink's rates_gen when max_per_s was looked up */
+    double max_per_s;         /* plausible increase per second; 0 unknown */
     uint64_t batch_seq;       /* batch that last carried it, to merge duplicates */
     size_t batch_idx;
-    char iface[64];
+    bool doomed;       /* marked for deletion by a sweep */
+    const char *iface; /* the interface label's value (in labels), or NULL */
 };
 
 struct pending {
@@ -64,13 +96,21 @@ struct pending {
     uint64_t value;
 };
 
+struct iface_rate {
+    char *iface; /* NULL: free slot */
+    double octets_per_s;
+};
+
 struct fs_sink {
     struct fs_store *st;
     struct fs_sink *next;
-    const struct fs_target_cfg *tcfg;
+    const struct fs_target_cfg *tcfg; /* NULL once removed */
+    char *target;                     /* the target's name, kept after removal */
+    char *labels_sig;                 /* its static labels, to tell if a re-add matches */
     char *source;
     int64_t interval_us;
     int32_t group;
+    bool retired; /* removed: not polled, not exported, history kept (under st->lock) */
 
     /* Series of this sink by key (open addressing; owned here, touched by one thread). */
     struct series **tab;
@@ -79,23 +119,40 @@ struct fs_sink {
     /* The batch being built. */
     bool in_batch;
     int64_t batch_ts;
+    int64_t batch_mono_us;
     uint64_t batch_seq;
     struct fs_ring_point *pts;
     struct pending *pend;
     size_t n_pts, cap_pts;
-    bool batch_cleared;
+    bool batch_cleared, batch_discontinuity;
 
-    /* Reset evidence: whole-device resets bump reset_gen; interface ones are listed. */
+    /* The timeline: the stamps of the previous batch as given and as used. */
+    bool have_ts;
+    int64_t last_given_ts, last_stamped_ts;
+    int64_t step_logged_mono, refused_logged_mono, limit_logged_mono;
+
+    /* Declared resets: whole-sink ones bump reset_gen; interface ones are listed until
+     * the cycle ends. Each is counted once, by the first counter it rebases. */
     uint64_t reset_gen;
+    enum fs_reset_kind reset_kind;
+    bool reset_counted;
     uint64_t iface_reset_gen;
     struct {
-        char iface[64];
+        char iface[IFNAME_MAX];
         uint64_t gen;
+        enum fs_reset_kind kind;
+        bool counted;
     } iface_resets[MAX_IFACE_RESETS];
     size_t n_iface_resets;
 
+    /* Line rates by interface (open addressing, never shrinks; bounded by interfaces). */
+    struct iface_rate *rates;
+    size_t rates_cap, rates_len;
+    uint64_t rates_gen;
+
     /* Newest sample time per metric, for source precedence. */
     _Atomic int64_t metric_ts[FS_METRIC_COUNT];
+    _Atomic uint64_t n_series;
 
     /* Health, under stats_lock. */
     pthread_mutex_t stats_lock;
@@ -103,8 +160,9 @@ struct fs_sink {
     int64_t last_poll_us, last_duration_us;
     char last_error[256];
     uint64_t consecutive_failures;
-    uint64_t poll_errors[5];
+    uint64_t poll_errors[FS_POLL_ERROR_KINDS];
     uint64_t counter_resets[FS_RESET_KIND_COUNT];
+    uint64_t agent_restarts, clock_steps, series_limit_dropped;
     uint64_t poll_hist[FS_POLL_BUCKETS + 1];
     double poll_sum;
     uint64_t poll_count;
@@ -114,8 +172,7 @@ struct fs_sink {
     double clock_offset, clock_uncertainty;
     int64_t clock_measured_mono_us;
     char *detail;
-    uint64_t n_series;
-    int64_t last_sweep_us;
+    int64_t last_sweep_mono;
     fs_sink_done_cb done_cb;
     void *done_arg;
 };
@@ -123,14 +180,54 @@ struct fs_sink {
 struct fs_store {
     pthread_rwlock_t lock;
     pthread_mutex_t ring_lock;
+    pthread_mutex_t retired_lock;
     struct fs_ring *ring;
     _Atomic uint64_t memory_limit;
     _Atomic int64_t retention_us;
+    _Atomic uint64_t series_limit; /* per target; 0 none */
     struct series **by_metric[FS_METRIC_COUNT];
     size_t n_by_metric[FS_METRIC_COUNT], cap_by_metric[FS_METRIC_COUNT];
-    struct fs_sink *sinks; /* in insertion order */
+    struct fs_sink *sinks;   /* in insertion order */
+    struct fs_sink *retired; /* removed instances whose history is still held */
+    int64_t retired_sweep_mono;
     _Atomic uint64_t n_series;
+    struct fs_store_clock clock;
 };
+
+static int64_t
+sys_realtime(void *arg)
+{
+    (void)arg;
+    return fs_realtime_us();
+}
+
+static int64_t
+sys_monotonic(void *arg)
+{
+    (void)arg;
+    return fs_monotonic_us();
+}
+
+static int64_t
+now_real(const struct fs_store *st)
+{
+    return st->clock.realtime_us(st->clock.arg);
+}
+
+static int64_t
+now_mono(const struct fs_store *st)
+{
+    return st->clock.monotonic_us(st->clock.arg);
+}
+
+void
+fs_store_set_clock(struct fs_store *st, const struct fs_store_clock *c)
+{
+    if (c && c->realtime_us && c->monotonic_us)
+        st->clock = *c;
+    else
+        st->clock = (struct fs_store_clock){sys_realtime, sys_monotonic, NULL};
+}
 
 static uint64_t
 hash_bytes(const char *p, size_t n)
@@ -158,23 +255,37 @@ fs_store_new(const struct fs_ring_opts *ro, char *errbuf, size_t errlen)
     }
     atomic_store(&st->memory_limit, ro->memory_limit);
     atomic_store(&st->retention_us, ro->retention_us);
+    atomic_store(&st->series_limit, DEFAULT_SERIES_LIMIT);
+    fs_store_set_clock(st, NULL);
     pthread_rwlock_init(&st->lock, NULL);
     pthread_mutex_init(&st->ring_lock, NULL);
+    pthread_mutex_init(&st->retired_lock, NULL);
     return st;
 }
+
+static void sink_free(struct fs_sink *s);
+static void retired_sweep(struct fs_store *st, bool force);
 
 void
 fs_store_free(struct fs_store *st)
 {
     if (!st)
         return;
-    while (st->sinks)
-        fs_store_sink_remove(st, st->sinks);
+    /* Everything goes at once, live and removed instances alike; the ring with it. */
     for (int m = 0; m < FS_METRIC_COUNT; m++)
         free(st->by_metric[m]);
+    for (int pass = 0; pass < 2; pass++) {
+        for (struct fs_sink *s = pass ? st->retired : st->sinks, *n; s; s = n) {
+            n = s->next;
+            for (size_t i = 0; i < s->tab_cap; i++)
+                free(s->tab[i]);
+            sink_free(s);
+        }
+    }
     fs_ring_free(st->ring);
     pthread_rwlock_destroy(&st->lock);
     pthread_mutex_destroy(&st->ring_lock);
+    pthread_mutex_destroy(&st->retired_lock);
     free(st);
 }
 
@@ -188,21 +299,103 @@ fs_store_set_ring_opts(struct fs_store *st, const struct fs_ring_opts *ro)
     pthread_mutex_unlock(&st->ring_lock);
 }
 
+void
+fs_store_set_series_limit(struct fs_store *st, uint64_t per_target)
+{
+    atomic_store(&st->series_limit, per_target);
+}
+
 uint64_t
 fs_store_series_count(struct fs_store *st)
 {
     return atomic_load(&st->n_series);
 }
 
+/* The static labels of a target as one string (they are part of every series' labels). */
+static char *
+labels_signature(const struct fs_target_cfg *t)
+{
+    size_t len = 1;
+    for (size_t i = 0; i < t->n_labels; i++)
+        len += strlen(t->labels[i].key) + strlen(t->labels[i].value) + 2;
+    char *sig = malloc(len), *p = sig;
+    if (!sig)
+        return NULL;
+    for (size_t i = 0; i < t->n_labels; i++)
+        p += sprintf(p, "%s\x1f%s\x1e", t->labels[i].key, t->labels[i].value);
+    *p = '\0';
+    return sig;
+}
+
+/*
+ * A removed instance of the same target and source whose series would carry the same
+ * labels comes back to life instead of a new one: a reload that changes a target (its
+ * interval, say) keeps one series per label set, with its history and counter state.
+ */
+static struct fs_sink *
+revive(struct fs_store *st, const struct fs_target_cfg *tcfg, const char *source,
+       int64_t interval_us)
+{
+    char *sig = labels_signature(tcfg);
+    struct fs_sink *s = NULL;
+    if (!sig)
+        return NULL;
+    pthread_mutex_lock(&st->retired_lock);
+    for (struct fs_sink **pp = &st->retired; *pp; pp = &(*pp)->next) {
+        struct fs_sink *o = *pp;
+        if (strcmp(o->target, tcfg->name) == 0 && strcmp(o->source, source) == 0 &&
+            strcmp(o->labels_sig, sig) == 0) {
+            *pp = o->next;
+            s = o;
+            break;
+        }
+    }
+    if (s) {
+        pthread_rwlock_wrlock(&st->lock);
+        s->tcfg = tcfg;
+        s->interval_us = interval_us > 0 ? interval_us : 10000000;
+        s->retired = false;
+        s->next = NULL;
+        struct fs_sink **pp = &st->sinks;
+        while (*pp)
+            pp = &(*pp)->next;
+        *pp = s;
+        pthread_mutex_lock(&st->ring_lock);
+        fs_ring_group_reopen(st->ring, s->group);
+        pthread_mutex_unlock(&st->ring_lock);
+        pthread_rwlock_unlock(&st->lock);
+        s->in_batch = false;
+        s->n_iface_resets = 0;
+        pthread_mutex_lock(&s->stats_lock);
+        s->state = FS_INST_IDLE;
+        s->consecutive_failures = 0;
+        s->last_error[0] = 0;
+        s->cycle_start_mono_us = 0;
+        s->done_cb = NULL;
+        s->done_arg = NULL;
+        free(s->detail);
+        s->detail = NULL;
+        pthread_mutex_unlock(&s->stats_lock);
+    }
+    pthread_mutex_unlock(&st->retired_lock);
+    free(sig);
+    return s;
+}
+
 struct fs_sink *
 fs_store_sink_add(struct fs_store *st, const struct fs_target_cfg *tcfg, const char *source,
                   int64_t interval_us)
 {
-    struct fs_sink *s = calloc(1, sizeof *s);
+    struct fs_sink *s = revive(st, tcfg, source, interval_us);
+    if (s)
+        return s;
+    s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
     s->st = st;
     s->tcfg = tcfg;
+    s->target = strdup(tcfg->name);
+    s->labels_sig = labels_signature(tcfg);
     s->source = strdup(source);
     s->interval_us = interval_us > 0 ? interval_us : 10000000;
     s->state = FS_INST_IDLE;
@@ -210,10 +403,13 @@ fs_store_sink_add(struct fs_store *st, const struct fs_target_cfg *tcfg, const c
     pthread_mutex_lock(&st->ring_lock);
     s->group = fs_ring_group_new(st->ring);
     pthread_mutex_unlock(&st->ring_lock);
-    if (!s->source || s->group < 0) {
-        free(s->source);
-        pthread_mutex_destroy(&s->stats_lock);
-        free(s);
+    if (!s->source || !s->target || !s->labels_sig || s->group < 0) {
+        if (s->group >= 0) {
+            pthread_mutex_lock(&st->ring_lock);
+            fs_ring_group_delete(st->ring, s->group);
+            pthread_mutex_unlock(&st->ring_lock);
+        }
+        sink_free(s);
         return NULL;
     }
     pthread_rwlock_wrlock(&st->lock);
@@ -225,11 +421,36 @@ fs_store_sink_add(struct fs_store *st, const struct fs_target_cfg *tcfg, const c
     return s;
 }
 
+/* Frees a sink's own memory (not its series). */
+static void
+sink_free(struct fs_sink *s)
+{
+    free(s->tab);
+    free(s->pts);
+    free(s->pend);
+    for (size_t i = 0; i < s->rates_cap; i++)
+        free(s->rates[i].iface);
+    free(s->rates);
+    free(s->target);
+    free(s->labels_sig);
+    free(s->source);
+    free(s->detail);
+    pthread_mutex_destroy(&s->stats_lock);
+    free(s);
+}
+
+/*
+ * Removal keeps the history: the instance leaves the list (no health, no export), its
+ * ring group is sealed (its chunks become evictable like any other) and its series stay
+ * readable through /api/v1/raw until retention or the memory limit has taken their last
+ * sample; the retired-series sweep then frees them, and the sink with its last one.
+ */
 void
 fs_store_sink_remove(struct fs_store *st, struct fs_sink *s)
 {
     if (!s)
         return;
+    pthread_mutex_lock(&st->retired_lock);
     pthread_rwlock_wrlock(&st->lock);
     for (struct fs_sink **pp = &st->sinks; *pp; pp = &(*pp)->next) {
         if (*pp == s) {
@@ -237,40 +458,34 @@ fs_store_sink_remove(struct fs_store *st, struct fs_sink *s)
             break;
         }
     }
-    /* Drop this sink's series from the per-metric lists, keeping their order. */
-    for (int m = 0; m < FS_METRIC_COUNT; m++) {
-        size_t w = 0;
-        for (size_t r = 0; r < st->n_by_metric[m]; r++)
-            if (st->by_metric[m][r]->sink != s)
-                st->by_metric[m][w++] = st->by_metric[m][r];
-        st->n_by_metric[m] = w;
-    }
+    s->retired = true;
+    s->tcfg = NULL; /* the caller may free it now */
+    s->next = st->retired;
+    st->retired = s;
+    uint32_t *ids = s->tab_len ? malloc(s->tab_len * sizeof *ids) : NULL;
+    size_t n_ids = 0;
+    for (size_t i = 0; ids && i < s->tab_cap; i++)
+        if (s->tab[i])
+            ids[n_ids++] = s->tab[i]->ring_id;
     pthread_mutex_lock(&st->ring_lock);
-    for (size_t i = 0; i < s->tab_cap; i++) {
-        struct series *se = s->tab[i];
-        if (!se)
-            continue;
-        fs_ring_series_delete(st->ring, se->ring_id);
-        atomic_fetch_sub(&st->n_series, 1);
-        free(se);
-    }
-    fs_ring_group_delete(st->ring, s->group);
+    /* without memory for the list, heads stay live until retention deletes the series */
+    fs_ring_group_seal(st->ring, s->group, ids, n_ids);
     pthread_mutex_unlock(&st->ring_lock);
     pthread_rwlock_unlock(&st->lock);
-
-    free(s->tab);
+    free(ids);
     free(s->pts);
     free(s->pend);
-    free(s->source);
-    free(s->detail);
-    pthread_mutex_destroy(&s->stats_lock);
-    free(s);
+    s->pts = NULL;
+    s->pend = NULL;
+    s->cap_pts = s->n_pts = 0;
+    pthread_mutex_unlock(&st->retired_lock);
+    retired_sweep(st, true);
 }
 
 const char *
 fs_sink_target(const struct fs_sink *s)
 {
-    return s->tcfg->name;
+    return s->target;
 }
 
 void
@@ -285,9 +500,10 @@ fs_sink_set_done_cb(struct fs_sink *s, fs_sink_done_cb cb, void *arg)
 void
 fs_sink_cycle_begin(struct fs_sink *s, uint64_t cycle_id)
 {
+    int64_t mono = now_mono(s->st);
     pthread_mutex_lock(&s->stats_lock);
     s->cycle_id = cycle_id;
-    s->cycle_start_mono_us = fs_monotonic_us();
+    s->cycle_start_mono_us = mono;
     pthread_mutex_unlock(&s->stats_lock);
 }
 
@@ -307,6 +523,25 @@ fs_sink_count_overrun(struct fs_sink *s)
     pthread_mutex_lock(&s->stats_lock);
     s->poll_errors[4]++;
     pthread_mutex_unlock(&s->stats_lock);
+}
+
+void
+fs_sink_agent_restart(struct fs_sink *s)
+{
+    pthread_mutex_lock(&s->stats_lock);
+    s->agent_restarts++;
+    pthread_mutex_unlock(&s->stats_lock);
+}
+
+/* Whether a rate-limited log line is due (at most one per LOG_EVERY_US per kind). */
+static bool
+log_due(struct fs_sink *s, int64_t *last_mono)
+{
+    int64_t now = now_mono(s->st);
+    if (*last_mono != 0 && now - *last_mono < LOG_EVERY_US)
+        return false;
+    *last_mono = now;
+    return true;
 }
 
 /* ---- interning ---- */
@@ -401,6 +636,7 @@ series_alloc(struct fs_sink *s, enum fs_metric m, const struct fs_label *own, si
     se->labels_text_len = o;
     se->metric = m;
     se->counter = fs_metric_defs[m].type == FS_MT_COUNTER;
+    se->octets = strcmp(fs_metric_defs[m].unit, "bytes") == 0;
     se->scale = 1.0;
     se->sink = s;
     se->hash = hash;
@@ -429,6 +665,22 @@ tab_grow(struct fs_sink *s)
     return true;
 }
 
+/* Series of the target (all its live sources) against the per-target limit. */
+static bool
+target_full(struct fs_sink *s)
+{
+    struct fs_store *st = s->st;
+    uint64_t limit = atomic_load(&st->series_limit), n = 0;
+    if (limit == 0)
+        return false;
+    pthread_rwlock_rdlock(&st->lock);
+    for (const struct fs_sink *o = st->sinks; o; o = o->next)
+        if (o == s || strcmp(o->target, s->target) == 0)
+            n += atomic_load(&o->n_series);
+    pthread_rwlock_unlock(&st->lock);
+    return n >= limit;
+}
+
 static struct series *
 series_get(struct fs_sink *s, enum fs_metric m, const struct fs_label *own, size_t n_own,
            const char *iface, double scale)
@@ -449,25 +701,41 @@ series_get(struct fs_sink *s, enum fs_metric m, const struct fs_label *own, size
                 return se;
         }
     }
+    if (target_full(s)) {
+        pthread_mutex_lock(&s->stats_lock);
+        s->series_limit_dropped++;
+        pthread_mutex_unlock(&s->stats_lock);
+        if (log_due(s, &s->limit_logged_mono))
+            fs_log(FS_LOG_WARN, s->source,
+                   "target %s: series limit (%" PRIu64 " per target) reached; samples of new "
+                   "series are dropped",
+                   s->target, atomic_load(&s->st->series_limit));
+        return NULL;
+    }
     if ((s->tab_len + 1) * 10 >= s->tab_cap * 7 && !tab_grow(s))
         return NULL;
     struct series *se = series_alloc(s, m, own, n_own, key, k, h);
     if (!se)
         return NULL;
-    if (iface)
-        snprintf(se->iface, sizeof se->iface, "%s", iface);
+    for (size_t i = 0; iface && i < se->n_labels; i++)
+        if (strcmp(se->labels[i].name, "interface") == 0)
+            se->iface = se->labels[i].value;
     se->scale = scale;
 
     struct fs_store *st = s->st;
     pthread_mutex_lock(&st->ring_lock);
     int32_t rid =
         fs_ring_series_new(st->ring, s->group, se->counter ? FS_RING_COUNTER : FS_RING_GAUGE);
+    uint32_t rgen = rid >= 0 ? fs_ring_series_gen(st->ring, (uint32_t)rid) : 0;
     pthread_mutex_unlock(&st->ring_lock);
     if (rid < 0) {
         free(se);
         return NULL;
     }
     se->ring_id = (uint32_t)rid;
+    se->ring_gen = rgen;
+    se->last_mono_us = s->batch_mono_us;
+    se->rates_gen = UINT64_MAX; /* look the line rate up at the first sample */
     se->reset_gen = s->reset_gen;
     se->iface_reset_gen = s->iface_reset_gen;
 
@@ -495,9 +763,7 @@ series_get(struct fs_sink *s, enum fs_metric m, const struct fs_label *own, size
     s->tab[j] = se;
     s->tab_len++;
     atomic_fetch_add(&st->n_series, 1);
-    pthread_mutex_lock(&s->stats_lock);
-    s->n_series++;
-    pthread_mutex_unlock(&s->stats_lock);
+    atomic_fetch_add(&s->n_series, 1);
     return se;
 }
 
@@ -506,11 +772,31 @@ series_get(struct fs_sink *s, enum fs_metric m, const struct fs_label *own, size
 void
 fs_sink_begin(struct fs_sink *s, int64_t ts_us)
 {
+    /* One timeline per sink, kept monotonic: a batch stamped before the previous one
+     * (the realtime clock stepped back) would be refused by the ring, and so would every
+     * batch after it until the clock caught up. Stamp it just after instead. */
+    if (s->have_ts && ts_us < s->last_given_ts) {
+        pthread_mutex_lock(&s->stats_lock);
+        s->clock_steps++;
+        pthread_mutex_unlock(&s->stats_lock);
+        if (log_due(s, &s->step_logged_mono))
+            fs_log(FS_LOG_WARN, s->source,
+                   "target %s: the clock went back by %" PRId64 " us; samples are stamped "
+                   "just after the previous ones until it catches up",
+                   s->target, s->last_given_ts - ts_us);
+    }
+    s->last_given_ts = ts_us;
+    if (s->have_ts && ts_us < s->last_stamped_ts)
+        ts_us = s->last_stamped_ts == INT64_MAX ? INT64_MAX : s->last_stamped_ts + 1;
+    s->have_ts = true;
+    s->last_stamped_ts = ts_us;
     s->in_batch = true;
     s->batch_ts = ts_us;
+    s->batch_mono_us = now_mono(s->st);
     s->batch_seq++;
     s->n_pts = 0;
     s->batch_cleared = false;
+    s->batch_discontinuity = false;
 }
 
 static bool
@@ -531,27 +817,49 @@ batch_room(struct fs_sink *s)
     return true;
 }
 
+/* Printable ASCII (and newline, which exposition escapes): a value to keep as it is. */
+static bool
+plain_text(const char *v)
+{
+    for (; *v; v++)
+        if ((*v < 0x20 || *v >= 0x7f) && *v != '\n')
+            return false;
+    return true;
+}
+
 /*
- * Resolves the metric's own labels: normalizes `interface` and applies the target's
- * filters. Returns the series, or NULL when the sample is to be dropped.
+ * Resolves the metric's own labels: cleans every value (fs_label_sanitize), normalizes
+ * `interface` and applies the target's filters. Returns the series, or NULL when the
+ * sample is to be dropped.
  */
 static struct series *
 sample_series(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels, size_t n,
               double scale)
 {
-    if ((unsigned)m >= FS_METRIC_COUNT || n > MAX_LABELS || !s->in_batch)
+    if ((unsigned)m >= FS_METRIC_COUNT || n > MAX_LABELS || !s->in_batch || s->retired)
         return NULL;
     struct fs_label own[MAX_LABELS];
-    char ifbuf[64];
+    char vals[KEY_MAX];
+    size_t used = 0;
     const char *iface = NULL;
     for (size_t i = 0; i < n; i++) {
         own[i] = labels[i];
         if (!own[i].name || !own[i].value)
             return NULL;
+        size_t room = sizeof vals - used;
+        if (room < 2)
+            return NULL; /* absurdly long labels: drop the sample */
         if (strcmp(own[i].name, "interface") == 0) {
-            iface = fs_ifname_normalize(own[i].value, ifbuf, sizeof ifbuf);
-            own[i].value = iface;
+            /* (normalizing cleans the name too) */
+            own[i].value = fs_ifname_normalize(own[i].value, vals + used,
+                                               room < IFNAME_MAX ? room : IFNAME_MAX);
+            iface = own[i].value;
+        } else if (plain_text(own[i].value)) {
+            continue; /* nothing to clean: used as it is */
+        } else {
+            own[i].value = fs_label_sanitize(own[i].value, vals + used, room);
         }
+        used += strlen(own[i].value) + 1;
     }
     if (iface && !iface_allowed(s->tcfg, iface))
         return NULL;
@@ -577,16 +885,84 @@ batch_put(struct fs_sink *s, struct series *se, uint64_t bits)
     s->n_pts++;
 }
 
-static bool
-iface_reset_pending(struct fs_sink *s, struct series *se)
+/* The newest interface reset declared for se's interface since its last sample, or -1. */
+static int
+iface_reset_pending(const struct fs_sink *s, const struct series *se)
 {
-    if (!se->iface[0])
-        return false;
-    for (size_t i = 0; i < s->n_iface_resets; i++)
+    if (!se->iface)
+        return -1;
+    for (size_t i = s->n_iface_resets; i-- > 0;)
         if (s->iface_resets[i].gen > se->iface_reset_gen &&
             strcmp(s->iface_resets[i].iface, se->iface) == 0)
-            return true;
-    return false;
+            return (int)i;
+    return -1;
+}
+
+static struct iface_rate *
+rate_slot(struct iface_rate *tab, size_t cap, const char *iface)
+{
+    size_t j = hash_bytes(iface, strlen(iface)) & (cap - 1);
+    while (tab[j].iface && strcmp(tab[j].iface, iface) != 0)
+        j = (j + 1) & (cap - 1);
+    return &tab[j];
+}
+
+void
+fs_sink_set_max_rate(struct fs_sink *s, const char *interface, double octets_per_s)
+{
+    char name[IFNAME_MAX];
+    if (!interface)
+        return;
+    if (!(octets_per_s > 0) || !isfinite(octets_per_s))
+        octets_per_s = 0;
+    fs_ifname_normalize(interface, name, sizeof name);
+    if (!name[0])
+        return;
+    if ((s->rates_len + 1) * 2 > s->rates_cap) {
+        size_t ncap = s->rates_cap ? s->rates_cap * 2 : 64;
+        struct iface_rate *nt = calloc(ncap, sizeof *nt);
+        if (!nt)
+            return; /* the bound stays unknown: wraps are unwrapped as before */
+        for (size_t i = 0; i < s->rates_cap; i++)
+            if (s->rates[i].iface)
+                *rate_slot(nt, ncap, s->rates[i].iface) = s->rates[i];
+        free(s->rates);
+        s->rates = nt;
+        s->rates_cap = ncap;
+    }
+    struct iface_rate *r = rate_slot(s->rates, s->rates_cap, name);
+    if (!r->iface) {
+        if (!(r->iface = strdup(name)))
+            return;
+        s->rates_len++;
+    } else if (r->octets_per_s == octets_per_s) {
+        return;
+    }
+    r->octets_per_s = octets_per_s;
+    s->rates_gen++; /* series look their bound up again at their next sample */
+}
+
+static double
+series_max_per_s(struct fs_sink *s, struct series *se)
+{
+    if (se->rates_gen != s->rates_gen) {
+        double rate = 0;
+        if (se->iface && s->rates_cap) {
+            const struct iface_rate *r = rate_slot(s->rates, s->rates_cap, se->iface);
+            rate = r->iface ? r->octets_per_s : 0;
+        }
+        se->max_per_s = fs_counter_max_per_s(rate, se->octets);
+        se->rates_gen = s->rates_gen;
+    }
+    return se->max_per_s;
+}
+
+static void
+count_reset(struct fs_sink *s, enum fs_reset_kind kind)
+{
+    pthread_mutex_lock(&s->stats_lock);
+    s->counter_resets[kind]++;
+    pthread_mutex_unlock(&s->stats_lock);
 }
 
 void
@@ -600,29 +976,38 @@ fs_sink_counter_scaled(struct fs_sink *s, enum fs_metric m, const struct fs_labe
     struct series *se = sample_series(s, m, labels, n_labels, scale);
     if (!se || !se->counter)
         return;
-
-    if (se->has_raw) {
-        bool declared = se->reset_gen < s->reset_gen || iface_reset_pending(s, se);
-        if (declared) {
-            /* Counted from zero since the reset: the exposed value grows by raw. */
-            se->offset += se->last_raw;
-        } else if (raw < se->last_raw) {
-            if (bits == 32 && se->last_raw <= UINT32_MAX) {
-                se->offset += (uint64_t)1 << 32;
-                pthread_mutex_lock(&s->stats_lock);
-                s->counter_resets[FS_RESET_WRAP]++;
-                pthread_mutex_unlock(&s->stats_lock);
-            } else {
-                se->offset += se->last_raw;
-                s->batch_cleared = true;
-            }
+    bool sink_reset = se->reset_gen < s->reset_gen;
+    int iface_reset = iface_reset_pending(s, se);
+    enum fs_counter_event ev;
+    uint64_t v = fs_counter_update(&se->ctr, raw, bits, s->batch_mono_us,
+                                   sink_reset || iface_reset >= 0, series_max_per_s(s, se), &ev);
+    switch (ev) {
+    case FS_COUNTER_WRAPPED:
+        count_reset(s, FS_RESET_WRAP);
+        break;
+    case FS_COUNTER_CLEARED:
+        s->batch_cleared = true;
+        break;
+    case FS_COUNTER_WIDTH_CHANGE:
+        s->batch_discontinuity = true;
+        break;
+    case FS_COUNTER_REBASED:
+        /* Counted once per declaration, by the first counter it rebased; the
+         * interface's own declaration is the more specific one. */
+        if (iface_reset >= 0 && !s->iface_resets[iface_reset].counted) {
+            s->iface_resets[iface_reset].counted = true;
+            count_reset(s, s->iface_resets[iface_reset].kind);
+        } else if (iface_reset < 0 && !s->reset_counted) {
+            s->reset_counted = true;
+            count_reset(s, s->reset_kind);
         }
+        break;
+    default:
+        break;
     }
-    se->has_raw = true;
-    se->last_raw = raw;
     se->reset_gen = s->reset_gen;
     se->iface_reset_gen = s->iface_reset_gen;
-    batch_put(s, se, se->offset + raw);
+    batch_put(s, se, v);
 }
 
 void
@@ -655,22 +1040,24 @@ fs_sink_end(struct fs_sink *s)
         pthread_mutex_lock(&st->ring_lock);
         int rc = fs_ring_append(st->ring, s->group, s->batch_ts, s->pts, s->n_pts);
         pthread_mutex_unlock(&st->ring_lock);
-        if (rc != 0)
+        if (rc != 0 && log_due(s, &s->refused_logged_mono))
             fs_log(FS_LOG_WARN, s->source,
-                   "target %s: batch refused by the ring (clock went backwards?)", s->tcfg->name);
+                   "target %s: samples refused by the ring (memory_limit reached with only "
+                   "live data left, or out of memory); see fabricscope_ring_refused_samples_total",
+                   s->target);
     }
     /* Publish the latest values only after the ring has them. */
     for (size_t i = 0; i < s->n_pts; i++) {
         struct series *se = s->pend[i].s;
+        se->last_mono_us = s->batch_mono_us;
         atomic_store_explicit(&se->value, s->pend[i].value, memory_order_relaxed);
         atomic_store_explicit(&se->ts_us, s->batch_ts, memory_order_release);
         atomic_store_explicit(&s->metric_ts[se->metric], s->batch_ts, memory_order_relaxed);
     }
-    if (s->batch_cleared) {
-        pthread_mutex_lock(&s->stats_lock);
-        s->counter_resets[FS_RESET_CLEARED]++;
-        pthread_mutex_unlock(&s->stats_lock);
-    }
+    if (s->batch_cleared)
+        count_reset(s, FS_RESET_CLEARED);
+    if (s->batch_discontinuity)
+        count_reset(s, FS_RESET_DISCONTINUITY);
     s->n_pts = 0;
 }
 
@@ -681,91 +1068,162 @@ fs_sink_counter_reset(struct fs_sink *s, enum fs_reset_kind kind, const char *in
         return;
     if (interface) {
         /* Only that interface's counters restart; the others keep their base. */
-        char buf[64];
+        char buf[IFNAME_MAX];
         fs_ifname_normalize(interface, buf, sizeof buf);
         if (s->n_iface_resets < MAX_IFACE_RESETS) {
             s->iface_reset_gen++;
-            snprintf(s->iface_resets[s->n_iface_resets].iface, sizeof buf, "%s", buf);
-            s->iface_resets[s->n_iface_resets].gen = s->iface_reset_gen;
-            s->n_iface_resets++;
+            size_t i = s->n_iface_resets++;
+            memcpy(s->iface_resets[i].iface, buf, sizeof buf);
+            s->iface_resets[i].gen = s->iface_reset_gen;
+            s->iface_resets[i].kind = kind;
+            s->iface_resets[i].counted = false;
+        } else {
+            /* more interfaces reset in one cycle than listed: cover them all */
+            s->reset_gen++;
+            s->reset_kind = kind;
+            s->reset_counted = false;
         }
     } else {
         s->reset_gen++;
+        s->reset_kind = kind;
+        s->reset_counted = false;
     }
-    pthread_mutex_lock(&s->stats_lock);
-    s->counter_resets[kind]++;
-    pthread_mutex_unlock(&s->stats_lock);
+}
+
+/*
+ * Deletes the series of s marked doomed: from the per-metric lists, the ring and the
+ * sink's hash. Runs on the thread that owns the sink's series (its reporting thread, or
+ * the retired sweep under retired_lock). Returns how many went.
+ */
+static size_t
+delete_doomed(struct fs_sink *s, size_t doomed)
+{
+    struct fs_store *st = s->st;
+    if (doomed == 0)
+        return 0;
+    struct series **nt = calloc(s->tab_cap, sizeof *nt);
+    if (!nt) {
+        for (size_t i = 0; i < s->tab_cap; i++)
+            if (s->tab[i])
+                s->tab[i]->doomed = false;
+        return 0; /* next time */
+    }
+    pthread_rwlock_wrlock(&st->lock);
+    for (int m = 0; m < FS_METRIC_COUNT; m++) {
+        size_t w = 0;
+        for (size_t r = 0; r < st->n_by_metric[m]; r++) {
+            struct series *se = st->by_metric[m][r];
+            if (se->sink != s || !se->doomed)
+                st->by_metric[m][w++] = se;
+        }
+        st->n_by_metric[m] = w;
+    }
+    /* Rebuild the hash without them (open addressing has no cheap delete). */
+    pthread_mutex_lock(&st->ring_lock);
+    for (size_t i = 0; i < s->tab_cap; i++) {
+        struct series *se = s->tab[i];
+        if (!se)
+            continue;
+        if (se->doomed) {
+            fs_ring_series_delete(st->ring, se->ring_id);
+            atomic_fetch_sub(&st->n_series, 1);
+            atomic_fetch_sub(&s->n_series, 1);
+            s->tab_len--;
+            free(se);
+            continue;
+        }
+        size_t j = se->hash & (s->tab_cap - 1);
+        while (nt[j])
+            j = (j + 1) & (s->tab_cap - 1);
+        nt[j] = se;
+    }
+    pthread_mutex_unlock(&st->ring_lock);
+    pthread_rwlock_unlock(&st->lock);
+    free(s->tab);
+    s->tab = nt;
+    return doomed;
+}
+
+/* How often sweeps run: a few times per retention period, within [1 s, 10 min]. */
+static int64_t
+sweep_every(int64_t retention_us)
+{
+    int64_t every = retention_us / 4;
+    return every < 1000000 ? 1000000 : every > 600000000 ? 600000000 : every;
 }
 
 /*
  * Deletes the sink's series that have had no sample for longer than the retention (an
  * interface that went away, a label value that no longer occurs): their history has
  * aged out anyway, and a live head would pin the group's timeline in the ring forever.
+ * Age is measured on the monotonic clock: a step of the realtime clock must not sweep
+ * live series (and with them the counter state that keeps their exposed value).
  * Runs on the sink's reporting thread, a few times per retention period.
  */
 static void
-sweep_dead_series(struct fs_sink *s, int64_t now)
+sweep_dead_series(struct fs_sink *s)
 {
     struct fs_store *st = s->st;
     int64_t ret = atomic_load(&st->retention_us);
-    int64_t every = ret / 4;
-    every = every < 1000000 ? 1000000 : every > 600000000 ? 600000000 : every;
-    if (s->last_sweep_us == 0)
-        s->last_sweep_us = now;
-    if (now - s->last_sweep_us < every)
+    int64_t now = now_mono(st);
+    if (s->last_sweep_mono == 0)
+        s->last_sweep_mono = now;
+    if (now - s->last_sweep_mono < sweep_every(ret))
         return;
-    s->last_sweep_us = now;
+    s->last_sweep_mono = now;
     size_t dead = 0;
-    for (size_t i = 0; i < s->tab_cap; i++)
-        if (s->tab[i] && atomic_load(&s->tab[i]->ts_us) < now - ret)
+    for (size_t i = 0; i < s->tab_cap; i++) {
+        struct series *se = s->tab[i];
+        if (se && (se->doomed = now - se->last_mono_us > ret))
             dead++;
-    if (dead == 0)
-        return;
-    pthread_rwlock_wrlock(&st->lock);
-    for (int m = 0; m < FS_METRIC_COUNT; m++) {
-        size_t w = 0;
-        for (size_t r = 0; r < st->n_by_metric[m]; r++) {
-            struct series *se = st->by_metric[m][r];
-            if (se->sink != s || atomic_load(&se->ts_us) >= now - ret)
-                st->by_metric[m][w++] = se;
+    }
+    dead = delete_doomed(s, dead);
+    if (dead)
+        fs_log(FS_LOG_INFO, s->source,
+               "target %s: %zu series without samples for a retention period removed", s->target,
+               dead);
+}
+
+/*
+ * Frees what removed instances left once it is gone from the ring: a series when its
+ * last sample has been evicted (or it has had none for a retention period), an instance
+ * with its last series. force: run now, not only once per sweep period.
+ */
+static void
+retired_sweep(struct fs_store *st, bool force)
+{
+    int64_t ret = atomic_load(&st->retention_us);
+    int64_t now = now_mono(st);
+    if (pthread_mutex_trylock(&st->retired_lock) != 0) {
+        if (!force)
+            return; /* another thread is at it */
+        pthread_mutex_lock(&st->retired_lock);
+    }
+    if (!force && st->retired_sweep_mono != 0 && now - st->retired_sweep_mono < sweep_every(ret))
+        goto out;
+    st->retired_sweep_mono = now;
+    for (struct fs_sink **pp = &st->retired; *pp;) {
+        struct fs_sink *s = *pp;
+        size_t dead = 0;
+        for (size_t i = 0; i < s->tab_cap; i++) {
+            struct series *se = s->tab[i];
+            if (se && (se->doomed = now - se->last_mono_us > ret ||
+                                    fs_ring_series_samples(st->ring, se->ring_id) <= 0))
+                dead++;
         }
-        st->n_by_metric[m] = w;
-    }
-    /* Rebuild the hash without the dead (open addressing has no cheap delete). */
-    struct series **old = s->tab;
-    size_t cap = s->tab_cap;
-    struct series **nt = calloc(cap, sizeof *nt);
-    if (!nt) {
-        pthread_rwlock_unlock(&st->lock);
-        return; /* the lists no longer hold them; the hash keeps them until next time */
-    }
-    pthread_mutex_lock(&st->ring_lock);
-    for (size_t i = 0; i < cap; i++) {
-        struct series *se = old[i];
-        if (!se)
-            continue;
-        if (atomic_load(&se->ts_us) < now - ret) {
-            fs_ring_series_delete(st->ring, se->ring_id);
-            atomic_fetch_sub(&st->n_series, 1);
-            s->tab_len--;
-            free(se);
+        delete_doomed(s, dead);
+        if (atomic_load(&s->n_series) > 0) {
+            pp = &s->next;
             continue;
         }
-        size_t j = se->hash & (cap - 1);
-        while (nt[j])
-            j = (j + 1) & (cap - 1);
-        nt[j] = se;
+        *pp = s->next;
+        pthread_mutex_lock(&st->ring_lock);
+        fs_ring_group_delete(st->ring, s->group);
+        pthread_mutex_unlock(&st->ring_lock);
+        sink_free(s);
     }
-    pthread_mutex_unlock(&st->ring_lock);
-    pthread_rwlock_unlock(&st->lock);
-    s->tab = nt;
-    free(old);
-    pthread_mutex_lock(&s->stats_lock);
-    s->n_series -= dead;
-    pthread_mutex_unlock(&s->stats_lock);
-    fs_log(FS_LOG_INFO, s->source,
-           "target %s: %zu series without samples for a retention period removed", s->tcfg->name,
-           dead);
+out:
+    pthread_mutex_unlock(&st->retired_lock);
 }
 
 void
@@ -773,9 +1231,9 @@ fs_sink_done(struct fs_sink *s, uint64_t cycle_id, enum fs_poll_result r, const 
 {
     if (s->in_batch)
         fs_sink_end(s);
-    int64_t mono = fs_monotonic_us();
+    int64_t mono = now_mono(s->st), real = now_real(s->st);
     pthread_mutex_lock(&s->stats_lock);
-    s->last_poll_us = fs_realtime_us();
+    s->last_poll_us = real;
     if (s->cycle_start_mono_us && (cycle_id == 0 || cycle_id == s->cycle_id)) {
         int64_t d = mono - s->cycle_start_mono_us;
         double sec = (double)d / 1e6;
@@ -788,23 +1246,29 @@ fs_sink_done(struct fs_sink *s, uint64_t cycle_id, enum fs_poll_result r, const 
         s->poll_hist[b]++;
         s->cycle_start_mono_us = 0;
     }
-    if (r == FS_POLL_OK) {
+    int k = poll_error_index(r);
+    if (r == FS_POLL_OK || r == FS_POLL_PARTIAL) {
+        /* partial: what arrived is committed and fresh, so the instance is up */
         s->state = FS_INST_UP;
         s->consecutive_failures = 0;
         s->last_error[0] = 0;
     } else {
         s->state = FS_INST_DOWN;
         s->consecutive_failures++;
-        if ((unsigned)r - 1 < 4)
-            s->poll_errors[r - 1]++;
+    }
+    if (k >= 0) {
+        s->poll_errors[k]++;
         snprintf(s->last_error, sizeof s->last_error, "%s",
-                 msg ? msg : fs_poll_error_kind_names[r - 1]);
+                 msg ? msg : fs_poll_error_kind_names[k]);
+    } else if (r != FS_POLL_OK) {
+        snprintf(s->last_error, sizeof s->last_error, "%s", msg ? msg : "failed");
     }
     fs_sink_done_cb cb = s->done_cb;
     void *arg = s->done_arg;
     pthread_mutex_unlock(&s->stats_lock);
     s->n_iface_resets = 0;
-    sweep_dead_series(s, fs_realtime_us());
+    sweep_dead_series(s);
+    retired_sweep(s->st, false);
     if (cb)
         cb(arg, cycle_id, r);
 }
@@ -816,7 +1280,7 @@ fs_sink_clock(struct fs_sink *s, int64_t device_us, int64_t local_lo_us, int64_t
         return;
     double unc = (double)(local_hi_us - local_lo_us) / 2e6;
     double off = (double)(device_us - (local_lo_us + (local_hi_us - local_lo_us) / 2)) / 1e6;
-    int64_t mono = fs_monotonic_us();
+    int64_t mono = now_mono(s->st);
     pthread_mutex_lock(&s->stats_lock);
     /* Keep the tightest recent measurement; an old one ages out after 10 intervals. */
     bool old = mono - s->clock_measured_mono_us > 10 * s->interval_us;
@@ -869,7 +1333,7 @@ shadowed(const struct fs_store *st, const struct fs_sink *s, enum fs_metric m, i
 void
 fs_store_foreach_series(struct fs_store *st, bool only_exported, fs_series_cb cb, void *arg)
 {
-    int64_t now = fs_realtime_us();
+    int64_t now = now_real(st);
     pthread_rwlock_rdlock(&st->lock);
     for (int m = 0; m < FS_METRIC_COUNT; m++) {
         /* A sink's series of one metric are mostly adjacent: decide precedence once per
@@ -883,12 +1347,14 @@ fs_store_foreach_series(struct fs_store *st, bool only_exported, fs_series_cb cb
             uint64_t v = atomic_load_explicit(&se->value, memory_order_relaxed);
             if (se->sink != memo_sink) {
                 memo_sink = se->sink;
-                memo_shadowed = shadowed(st, se->sink, m, now);
+                memo_shadowed = !se->sink->retired && shadowed(st, se->sink, m, now);
             }
-            in.exported = fresh(se->sink, in.ts_us, now) && !memo_shadowed;
+            /* a removed instance's series are history only: readable, never exported */
+            in.exported = !se->sink->retired && fresh(se->sink, in.ts_us, now) && !memo_shadowed;
             if (only_exported && !in.exported)
                 continue;
             in.id = se->ring_id;
+            in.gen = se->ring_gen;
             in.metric = (enum fs_metric)m;
             in.name = fs_metric_defs[m].name;
             in.counter = se->counter;
@@ -908,11 +1374,11 @@ out:
 }
 
 long
-fs_store_read(struct fs_store *st, uint32_t series, int64_t start_us, int64_t end_us,
+fs_store_read(struct fs_store *st, uint32_t series, uint32_t gen, int64_t start_us, int64_t end_us,
               struct fs_ring_sample *out, size_t max, bool *truncated)
 {
     pthread_rwlock_rdlock(&st->lock);
-    long n = fs_ring_read(st->ring, series, start_us, end_us, out, max, truncated);
+    long n = fs_ring_read_gen(st->ring, series, gen, start_us, end_us, out, max, truncated);
     pthread_rwlock_unlock(&st->lock);
     return n;
 }
@@ -932,7 +1398,10 @@ fs_store_foreach_instance(struct fs_store *st, fs_instance_cb cb, void *arg)
         in.last_poll_us = s->last_poll_us;
         in.last_duration_us = s->last_duration_us;
         memcpy(err, s->last_error, sizeof err);
-        in.series = s->n_series;
+        in.series = atomic_load(&s->n_series);
+        in.agent_restarts = s->agent_restarts;
+        in.clock_steps = s->clock_steps;
+        in.series_limit_dropped = s->series_limit_dropped;
         in.consecutive_failures = s->consecutive_failures;
         memcpy(in.poll_errors, s->poll_errors, sizeof in.poll_errors);
         memcpy(in.counter_resets, s->counter_resets, sizeof in.counter_resets);

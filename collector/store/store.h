@@ -10,6 +10,10 @@
  * the iteration: callbacks copy or format into memory and must never do I/O on a
  * client socket. Latest values are read atomically; they are never torn.
  *
+ * Removal. A removed instance (fs_store_sink_remove) is no longer polled, listed or
+ * exported, but its series stay readable (fs_store_foreach_series with exported false,
+ * fs_store_read) until retention or the memory limit has taken their samples.
+ *
  * Ownership. All pointers handed to callbacks belong to the store and are valid only
  * during the callback.
  */
@@ -29,7 +33,8 @@ struct fs_store;
 
 /** One series as seen by a reader. */
 struct fs_series_info {
-    uint32_t id; /**< ring series id: pass to fs_store_read() */
+    uint32_t id;  /**< ring series id: pass to fs_store_read() with gen */
+    uint32_t gen; /**< generation of id: ids are reused once a series is deleted */
     enum fs_metric metric;
     const char *name;              /**< the metric name, e.g. fabric_port_bytes_total */
     bool counter;                  /**< value in u (exact) if true, else in d */
@@ -55,15 +60,23 @@ typedef int (*fs_series_cb)(void *arg, const struct fs_series_info *s);
  */
 void fs_store_foreach_series(struct fs_store *st, bool only_exported, fs_series_cb cb, void *arg);
 
-/** Reads ring history of one series (see fs_ring_read). */
-long fs_store_read(struct fs_store *st, uint32_t series, int64_t start_us, int64_t end_us,
-                   struct fs_ring_sample *out, size_t max, bool *truncated);
+/**
+ * Reads ring history of one series (see fs_ring_read), named by the (id, gen) pair a
+ * fs_store_foreach_series callback saw. -1 if that series is gone, including when its
+ * id now belongs to another series (swept, or removed and evicted, in between).
+ */
+long fs_store_read(struct fs_store *st, uint32_t series, uint32_t gen, int64_t start_us,
+                   int64_t end_us, struct fs_ring_sample *out, size_t max, bool *truncated);
 
 enum fs_instance_state {
     FS_INST_IDLE = 0, /**< no cycle has ended yet */
     FS_INST_UP,       /**< the last cycle succeeded */
     FS_INST_DOWN,     /**< the last cycle failed; retrying with backoff */
 };
+
+/** Kinds of fabricscope_poll_errors_total: timeout, auth, protocol, parse, overrun,
+ * partial (a FS_POLL_PARTIAL cycle: counted although the instance stays up). */
+#define FS_POLL_ERROR_KINDS 6
 
 /** Histogram buckets of fabricscope_poll_duration_seconds (upper bounds, seconds). */
 #define FS_POLL_BUCKETS 10
@@ -82,8 +95,11 @@ struct fs_instance_info {
     const char *last_error; /**< "" if none */
     uint64_t series;        /**< series of this instance */
     uint64_t consecutive_failures;
-    uint64_t poll_errors[5]; /**< by kind: timeout, auth, protocol, parse, overrun */
+    uint64_t poll_errors[FS_POLL_ERROR_KINDS]; /**< by fs_poll_error_kind_names */
     uint64_t counter_resets[FS_RESET_KIND_COUNT];
+    uint64_t agent_restarts;       /**< fs_sink_agent_restart() calls */
+    uint64_t clock_steps;          /**< batches stamped before the previous one, clamped */
+    uint64_t series_limit_dropped; /**< samples dropped at the per-target series limit */
     uint64_t poll_hist[FS_POLL_BUCKETS + 1]; /**< cumulative counts per bucket, +Inf last */
     double poll_sum_seconds;
     uint64_t poll_count;
@@ -101,7 +117,7 @@ typedef int (*fs_instance_cb)(void *arg, const struct fs_instance_info *in);
 void fs_store_foreach_instance(struct fs_store *st, fs_instance_cb cb, void *arg);
 
 /** Kind names of fabricscope_poll_errors_total, indexed like poll_errors[]. */
-extern const char *const fs_poll_error_kind_names[5];
+extern const char *const fs_poll_error_kind_names[FS_POLL_ERROR_KINDS];
 /** Kind names of fabricscope_counters_reset_total. */
 extern const char *const fs_reset_kind_names[FS_RESET_KIND_COUNT];
 
@@ -113,7 +129,7 @@ void fs_store_ring_stats(struct fs_store *st, struct fs_ring_stats *rs, uint64_t
 /** Creates the store with its ring; NULL with errbuf filled on failure. Caller frees. */
 struct fs_store *fs_store_new(const struct fs_ring_opts *ro, char *errbuf, size_t errlen);
 
-/** Frees the store; accepts NULL. All sinks must have been removed. */
+/** Frees the store with every sink, live or removed; accepts NULL. No sink may be in use. */
 void fs_store_free(struct fs_store *st);
 
 /** Applies new ring bounds (reload). */
@@ -121,16 +137,43 @@ void fs_store_set_ring_opts(struct fs_store *st, const struct fs_ring_opts *ro);
 
 /**
  * Adds a (target, source) instance and returns its sink (owned by the store until
- * fs_store_sink_remove). tcfg must stay valid until then; it supplies the target name,
- * static labels, interface filters, precedence (tcfg->source_precedence: a source not
- * listed there ranks after every listed one) and staleness. interval_us is the
- * driver's poll interval (for staleness). NULL on no memory.
+ * fs_store_sink_remove). If a removed instance of the same target and source with the
+ * same static labels still has history, that instance comes back (its series, history
+ * and counter state continue) rather than a second set of series with the same labels. tcfg must
+ * stay valid until then; it supplies the target name, static labels, interface filters,
+ * precedence (tcfg->source_precedence: a source not listed there ranks after every listed
+ * one) and staleness. interval_us is the driver's poll interval (for staleness). NULL on no memory.
  */
 struct fs_sink *fs_store_sink_add(struct fs_store *st, const struct fs_target_cfg *tcfg,
                                   const char *source, int64_t interval_us);
 
-/** Removes an instance with all its series and history. Accepts NULL. */
+/**
+ * Removes an instance: it leaves the instance list and its series stop being exported
+ * at once; the sink must not be used after this call, and its tcfg may be freed. Its
+ * history stays readable until retention or the memory limit takes it (see Removal
+ * above). Accepts NULL.
+ */
 void fs_store_sink_remove(struct fs_store *st, struct fs_sink *s);
+
+/**
+ * Sets the largest number of series one target (all its sources together) may have;
+ * 0 means no limit; the default is 50000 (storage.max_series_per_target). A sample that
+ * would create a series beyond it is dropped and counted
+ * (fabricscope_series_limit_dropped_samples_total). Existing series are kept.
+ */
+void fs_store_set_series_limit(struct fs_store *st, uint64_t per_target);
+
+/**
+ * The clocks the store reads: realtime for staleness and the time of a poll, monotonic
+ * for durations, sweeps and the plausibility of counter wraps. Tests inject their own
+ * to move time without sleeping; NULL (or any NULL function) restores the system's.
+ */
+struct fs_store_clock {
+    int64_t (*realtime_us)(void *arg);
+    int64_t (*monotonic_us)(void *arg);
+    void *arg;
+};
+void fs_store_set_clock(struct fs_store *st, const struct fs_store_clock *c);
 
 /** Counts a cycle skipped because the previous one overran (scheduler). */
 void fs_sink_count_overrun(struct fs_sink *s);

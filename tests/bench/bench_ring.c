@@ -479,6 +479,10 @@ bench_ingest(void)
     printf("BENCH ring_ingest_ns_per_sample_p50 %.1f ns\n", ns[nmeas / 2]);
     printf("BENCH ring_ingest_ns_per_sample_p99 %.1f ns\n", ns[nmeas * 99 / 100]);
     printf("BENCH ring_ingest_msamples_per_s %.1f Msamples/s\n", (double)nsamples / busy / 1e6);
+    /* memory_limit binds on the live heads too: a refused batch would flatter the ingest
+     * figures, so show that none was */
+    printf("BENCH ring_ingest_refused_samples %llu samples\n",
+           (unsigned long long)st.refused_memory);
     printf("BENCH ring_ingest_evicted_during_measure %llu samples\n",
            (unsigned long long)(st.evicted_memory - st0.evicted_memory));
     printf("BENCH ring_ingest_concurrent_reads %llu reads\n", (unsigned long long)ra.reads);

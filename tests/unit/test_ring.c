@@ -423,16 +423,24 @@ test_evict_memory(void **state)
     assert_int_equal(total, st.samples);
     assert_int_equal(st.oldest_ts_us, oldest);
     assert_int_equal(st.newest_ts_us, T0 + (NB - 1) * 1000000LL);
-    /* a tiny limit: only heads are left, and nothing breaks */
+    /* a tiny limit: every closed chunk goes, the live heads alone pass the limit, so
+     * batches and new series are refused and counted; what is held still reads */
     struct fs_ring_opts o = {.memory_limit = 1, .retention_us = INT64_MAX / 2};
     fs_ring_set_opts(r, &o);
     struct fs_ring_point p = {.series = (uint32_t)id[0], .v.u = m[0].v[m[0].n - 1] + 1};
-    assert_int_equal(fs_ring_append(r, g, T0 + NB * 1000000LL, &p, 1), 0);
-    model_add(&m[0], T0 + NB * 1000000LL, p.v.u);
+    assert_int_equal(fs_ring_append(r, g, T0 + NB * 1000000LL, &p, 1), -1);
+    assert_int_equal(fs_ring_series_new(r, g, FS_RING_GAUGE), -1);
     fs_ring_stats(r, &st);
     assert_true(st.bytes > 1);
+    assert_int_equal(st.refused_memory, 2);
     for (int i = 0; i < NS; i++)
         assert_true(check_range(r, (uint32_t)id[i], &m[i], INT64_MIN, INT64_MAX, true) > 0);
+    /* room again: appends go in */
+    o.memory_limit = limit;
+    fs_ring_set_opts(r, &o);
+    assert_int_equal(fs_ring_append(r, g, T0 + NB * 1000000LL, &p, 1), 0);
+    model_add(&m[0], T0 + NB * 1000000LL, p.v.u);
+    assert_true(check_range(r, (uint32_t)id[0], &m[0], INT64_MIN, INT64_MAX, true) > 0);
     for (int i = 0; i < NS; i++)
         model_free(&m[i]);
     fs_ring_free(r);
@@ -654,16 +662,172 @@ test_extreme_timestamps(void **state)
     fs_ring_free(r);
 }
 
+/* Out of memory in the middle of a sample (the allocation that grows a head fails after
+ * some of the sample's bits were put): the sample is refused whole and the chunk holds
+ * no half-written bits, so every sample before and after it decodes exactly. */
+static void
+test_oom_mid_sample(void **state)
+{
+    (void)state;
+    struct fs_ring *r = new_ring(1ULL << 30, INT64_MAX / 2);
+    int32_t gc = fs_ring_group_new(r), gg = fs_ring_group_new(r);
+    int32_t c = fs_ring_series_new(r, gc, FS_RING_COUNTER);
+    int32_t g = fs_ring_series_new(r, gg, FS_RING_GAUGE);
+    struct model mc = {0}, mg = {0};
+    uint64_t v = 0;
+    int failed = 0;
+    for (int i = 0; i < 3000; i++) {
+        int64_t ts = T0 + i * 1000000LL;
+        /* wild deltas: long codes that straddle words and need the head to grow */
+        v += rnd() >> (rnd() % 64);
+        uint64_t gv = rnd();
+        if (i % 3 == 2)
+            fs_ring_test_fail_allocs(r, (long)(rnd() % 2));
+        struct fs_ring_point pc = {.series = (uint32_t)c, .v.u = v};
+        struct fs_ring_point pg = {.series = (uint32_t)g, .v.u = gv};
+        if (fs_ring_append(r, gc, ts, &pc, 1) == 0)
+            model_add(&mc, ts, v);
+        else
+            failed++;
+        if (fs_ring_append(r, gg, ts, &pg, 1) == 0)
+            model_add(&mg, ts, gv);
+        else
+            failed++;
+        fs_ring_test_fail_allocs(r, -1);
+    }
+    assert_true(failed > 100); /* the failure path was taken, often */
+    assert_true(mc.n > 1000 && mg.n > 1000);
+    check_range(r, (uint32_t)c, &mc, INT64_MIN, INT64_MAX, false);
+    check_range(r, (uint32_t)g, &mg, INT64_MIN, INT64_MAX, false);
+    struct fs_ring_stats st;
+    fs_ring_stats(r, &st);
+    assert_int_equal(st.samples, mc.n + mg.n);
+    model_free(&mc);
+    model_free(&mg);
+    fs_ring_free(r);
+}
+
+/* Every use of an id has its own generation: a reader holding an old pair is refused. */
+static void
+test_generation(void **state)
+{
+    (void)state;
+    struct fs_ring *r = new_ring(1ULL << 30, INT64_MAX / 2);
+    int32_t g = fs_ring_group_new(r);
+    int32_t a = fs_ring_series_new(r, g, FS_RING_COUNTER);
+    uint32_t ga = fs_ring_series_gen(r, (uint32_t)a);
+    assert_true(ga > 0);
+    struct fs_ring_point p = {.series = (uint32_t)a, .v.u = 7};
+    assert_int_equal(fs_ring_append(r, g, T0, &p, 1), 0);
+    struct fs_ring_sample out[4];
+    assert_int_equal(fs_ring_read_gen(r, (uint32_t)a, ga, INT64_MIN, INT64_MAX, out, 4, NULL), 1);
+    fs_ring_series_delete(r, (uint32_t)a);
+    assert_int_equal(fs_ring_series_gen(r, (uint32_t)a), 0);
+    int32_t b = fs_ring_series_new(r, g, FS_RING_COUNTER);
+    assert_int_equal(b, a);
+    uint32_t gb = fs_ring_series_gen(r, (uint32_t)b);
+    assert_int_not_equal(gb, ga);
+    p.v.u = 9;
+    assert_int_equal(fs_ring_append(r, g, T0 + 1, &p, 1), 0);
+    assert_int_equal(fs_ring_read_gen(r, (uint32_t)a, ga, INT64_MIN, INT64_MAX, out, 4, NULL), -1);
+    assert_int_equal(fs_ring_read_gen(r, (uint32_t)b, gb, INT64_MIN, INT64_MAX, out, 4, NULL), 1);
+    assert_int_equal(out[0].v.u, 9);
+    fs_ring_free(r);
+}
+
+/* A sealed group (its producer removed) takes nothing more, reads as before, and its
+ * chunks are evicted like any other under memory pressure. */
+static void
+test_seal(void **state)
+{
+    (void)state;
+    struct fs_ring *r = new_ring(1ULL << 30, INT64_MAX / 2);
+    int32_t g = fs_ring_group_new(r), live = fs_ring_group_new(r);
+    int32_t a = fs_ring_series_new(r, g, FS_RING_COUNTER);
+    int32_t l = fs_ring_series_new(r, live, FS_RING_COUNTER);
+    struct model m = {0};
+    for (int i = 0; i < 100; i++) {
+        struct fs_ring_point p = {.series = (uint32_t)a, .v.u = (uint64_t)i * 10};
+        assert_int_equal(fs_ring_append(r, g, T0 + i, &p, 1), 0);
+        model_add(&m, T0 + i, p.v.u);
+    }
+    uint32_t ids[2] = {(uint32_t)l, (uint32_t)a}; /* l is another group's: ignored */
+    fs_ring_group_seal(r, g, ids, 2);
+    struct fs_ring_point p = {.series = (uint32_t)a, .v.u = 5000};
+    assert_int_equal(fs_ring_append(r, g, T0 + 100, &p, 1), -1);
+    assert_int_equal(fs_ring_series_new(r, g, FS_RING_COUNTER), -1);
+    check_range(r, (uint32_t)a, &m, INT64_MIN, INT64_MAX, false);
+    assert_int_equal(fs_ring_series_samples(r, (uint32_t)a), 100);
+    /* memory pressure from the live group evicts the sealed history (it is closed) */
+    struct fs_ring_stats st;
+    fs_ring_stats(r, &st);
+    struct fs_ring_opts o = {.memory_limit = st.bytes, .retention_us = INT64_MAX / 2};
+    fs_ring_set_opts(r, &o);
+    for (int i = 0; i < 5000 && fs_ring_series_samples(r, (uint32_t)a) > 0; i++) {
+        struct fs_ring_point q = {.series = (uint32_t)l, .v.u = rnd()};
+        fs_ring_append(r, live, T0 + 200 + i, &q, 1);
+    }
+    assert_int_equal(fs_ring_series_samples(r, (uint32_t)a), 0);
+    fs_ring_series_delete(r, (uint32_t)a);
+    fs_ring_group_delete(r, g);
+    model_free(&m);
+    fs_ring_free(r);
+}
+
+/* memory_limit binds on everything, live heads included: a flood of new series is
+ * refused (and counted) once the heads alone fill the limit. */
+static void
+test_memory_limit_binds_heads(void **state)
+{
+    (void)state;
+    const uint64_t limit = 256 * 1024;
+    struct fs_ring *r = new_ring(limit, INT64_MAX / 2);
+    int32_t g = fs_ring_group_new(r);
+    enum { MAXS = 20000 };
+    int32_t *id = calloc(MAXS, sizeof(*id));
+    struct fs_ring_point *pts = calloc(MAXS, sizeof(*pts));
+    int ns = 0;
+    struct fs_ring_stats st;
+    for (int b = 0; b < 200; b++) {
+        /* 100 new series a batch (ports renamed), and every one sampled */
+        for (int k = 0; k < 100 && ns < MAXS; k++) {
+            int32_t x = fs_ring_series_new(r, g, FS_RING_COUNTER);
+            if (x >= 0)
+                id[ns++] = x;
+        }
+        for (int i = 0; i < ns; i++)
+            pts[i] = (struct fs_ring_point){.series = (uint32_t)id[i], .v.u = rnd()};
+        fs_ring_append(r, g, T0 + b * 1000000LL, pts, (size_t)ns);
+        fs_ring_stats(r, &st);
+        /* over by at most what one batch of the heads can add */
+        assert_true(st.bytes <= limit + (uint64_t)ns * 32 + 4096);
+    }
+    assert_true(st.refused_memory > 0);
+    assert_true(ns < MAXS);
+    free(id);
+    free(pts);
+    fs_ring_free(r);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_counter_exact),      cmocka_unit_test(test_gauge_exact),
-        cmocka_unit_test(test_gaps_and_ranges),    cmocka_unit_test(test_truncation),
-        cmocka_unit_test(test_evict_memory),       cmocka_unit_test(test_evict_retention),
-        cmocka_unit_test(test_delete_reuse),       cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_long_gap),           cmocka_unit_test(test_many_timelines),
+        cmocka_unit_test(test_counter_exact),
+        cmocka_unit_test(test_gauge_exact),
+        cmocka_unit_test(test_gaps_and_ranges),
+        cmocka_unit_test(test_truncation),
+        cmocka_unit_test(test_evict_memory),
+        cmocka_unit_test(test_evict_retention),
+        cmocka_unit_test(test_delete_reuse),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_long_gap),
+        cmocka_unit_test(test_many_timelines),
         cmocka_unit_test(test_extreme_timestamps),
+        cmocka_unit_test(test_oom_mid_sample),
+        cmocka_unit_test(test_generation),
+        cmocka_unit_test(test_seal),
+        cmocka_unit_test(test_memory_limit_binds_heads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

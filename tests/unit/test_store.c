@@ -1,5 +1,7 @@
-/* The store: counter monotonicity across wraps and resets, interface names and filters,
- * labels, staleness and source precedence. */
+/* The store: counter monotonicity across wraps, resets, width changes and clock steps;
+ * interface names, UTF-8 and filters; labels, staleness and source precedence; removal
+ * that keeps history; stale raw ids; the per-target series limit. Time is injected (a
+ * fake clock): no test sleeps. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,14 +13,53 @@
 
 #include <cmocka.h>
 
+#include "http/api.h"
+#include "http/expo.h"
 #include "store/store.h"
+#include "util/buf.h"
+
+/* The fake clock every test's store reads. */
+static int64_t fake_real = 1700000000000000LL, fake_mono = 1000000000LL;
+
+static int64_t
+clock_real(void *arg)
+{
+    (void)arg;
+    return fake_real;
+}
+
+static int64_t
+clock_mono(void *arg)
+{
+    (void)arg;
+    return fake_mono;
+}
+
+static const struct fs_store_clock fake_clock = {clock_real, clock_mono, NULL};
 
 static int64_t
 now_us(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    return fake_real;
+}
+
+/* Both clocks move on by us. */
+static void
+advance(int64_t us)
+{
+    fake_real += us;
+    fake_mono += us;
+}
+
+static struct fs_store *
+store_new(uint64_t memory_limit, int64_t retention_us)
+{
+    char err[128];
+    struct fs_ring_opts ro = {.memory_limit = memory_limit, .retention_us = retention_us};
+    struct fs_store *st = fs_store_new(&ro, err, sizeof err);
+    assert_non_null(st);
+    fs_store_set_clock(st, &fake_clock);
+    return st;
 }
 
 struct fixture {
@@ -31,10 +72,7 @@ static int
 setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof *f);
-    char err[128];
-    struct fs_ring_opts ro = {.memory_limit = 16 << 20, .retention_us = 3600LL * 1000000};
-    f->st = fs_store_new(&ro, err, sizeof err);
-    assert_non_null(f->st);
+    f->st = store_new(16 << 20, 3600LL * 1000000);
     f->t.name = "tor1";
     f->t.address = "127.0.0.1";
     f->labels[0] = (struct fs_kv){"pod", "p1"};
@@ -69,7 +107,8 @@ struct found {
     int n;
     uint64_t u;
     double d;
-    uint32_t id;
+    uint32_t id, gen;
+    bool exported;
     char text[512];
 };
 
@@ -85,6 +124,8 @@ find_cb(void *arg, const struct fs_series_info *s)
     f->u = s->u;
     f->d = s->d;
     f->id = s->id;
+    f->gen = s->gen;
+    f->exported = s->exported;
     snprintf(f->text, sizeof f->text, "%s", s->labels_text);
     return 0;
 }
@@ -175,7 +216,7 @@ test_counter_wrap32(void **state)
     assert_int_equal(r.u, (uint64_t)UINT32_MAX + 6);
     /* The ring holds the monotonic values too. */
     struct fs_ring_sample out[4];
-    long n = fs_store_read(f->st, r.id, 0, INT64_MAX, out, 4, NULL);
+    long n = fs_store_read(f->st, r.id, r.gen, 0, INT64_MAX, out, 4, NULL);
     assert_int_equal(n, 2);
     assert_int_equal(out[0].v.u, UINT32_MAX - 10);
     assert_int_equal(out[1].v.u, (uint64_t)UINT32_MAX + 6);
@@ -197,10 +238,11 @@ test_counter_reboot_and_cleared(void **state)
     push_bytes(s, t + 2, "Eth1/1", 30, 64);
     struct found r = find(f->st, "fabric_port_bytes_total", "Eth1/1", true);
     assert_int_equal(r.u, 1030);
-    /* A reboot where the counter already passed its old value still counts from zero. */
+    /* A counter in the reset's scope that did not go down just continues: 50 -> 70 is
+     * +20, not +70 (an agent restart under counters that kept counting). */
     push_bytes(s, t + 3, "Eth1/2", 70, 64);
     r = find(f->st, "fabric_port_bytes_total", "Eth1/2", true);
-    assert_int_equal(r.u, 120);
+    assert_int_equal(r.u, 70);
     /* A 64-bit counter going down without a declared reset: cleared, rebased. */
     push_bytes(s, t + 4, "Eth1/1", 10, 64);
     r = find(f->st, "fabric_port_bytes_total", "Eth1/1", true);
@@ -221,10 +263,19 @@ test_counter_interface_discontinuity(void **state)
     push_bytes(s, t, "Eth1/1", 500, 32);
     push_bytes(s, t + 1, "Eth1/2", 500, 32);
     fs_sink_counter_reset(s, FS_RESET_DISCONTINUITY, "1/1");
-    push_bytes(s, t + 2, "Eth1/1", 600, 32); /* counted from zero: +600 */
-    push_bytes(s, t + 3, "Eth1/2", 600, 32); /* unaffected: +100 */
-    assert_int_equal(find(f->st, "fabric_port_bytes_total", "Eth1/1", true).u, 1100);
+    push_bytes(s, t + 2, "Eth1/1", 100, 32); /* lower: counted from zero, +100 (no wrap) */
+    push_bytes(s, t + 3, "Eth1/2", 600, 32); /* not in the reset's scope: +100 */
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", "Eth1/1", true).u, 600);
     assert_int_equal(find(f->st, "fabric_port_bytes_total", "Eth1/2", true).u, 600);
+    /* The declaration covered one sample only: a later drop of a 32-bit counter with
+     * no declaration is a wrap again. */
+    push_bytes(s, t + 4, "Eth1/1", 50, 32);
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", "Eth1/1", true).u,
+                     600 + 4294967296ULL - 100 + 50);
+    uint64_t resets[FS_RESET_KIND_COUNT] = {0};
+    fs_store_foreach_instance(f->st, resets_cb, resets);
+    assert_int_equal(resets[FS_RESET_DISCONTINUITY], 1);
+    assert_int_equal(resets[FS_RESET_WRAP], 1);
 }
 
 static void
@@ -294,6 +345,29 @@ health_cb(void *arg, const struct fs_instance_info *in)
     return 1;
 }
 
+static int
+health_err_cb(void *arg, const struct fs_instance_info *in)
+{
+    snprintf(arg, 256, "%s", in->last_error);
+    return 1;
+}
+
+static int
+count_instances_cb(void *arg, const struct fs_instance_info *in)
+{
+    (void)in;
+    (*(int *)arg)++;
+    return 0;
+}
+
+static int
+two_cb(void *arg, const struct fs_instance_info *in)
+{
+    struct fs_instance_info *out = arg;
+    out[in->source[0] == 's' ? 0 : 1] = *in;
+    return 0;
+}
+
 static void
 test_health(void **state)
 {
@@ -360,17 +434,14 @@ static void
 test_dead_series_swept(void **state)
 {
     (void)state;
-    char err[128];
-    struct fs_ring_opts ro = {.memory_limit = 16 << 20, .retention_us = 2000000};
-    struct fs_store *st = fs_store_new(&ro, err, sizeof err);
+    struct fs_store *st = store_new(16 << 20, 2000000);
     struct fs_target_cfg t = {.name = "tor9", .address = "::1"};
     struct fs_sink *s = fs_store_sink_add(st, &t, "snmp", 100000);
-    push_bytes(s, now_us() - 10 * 1000000, "Eth1/1", 1, 64); /* older than the retention */
+    push_bytes(s, now_us(), "Eth1/1", 1, 64);
     push_bytes(s, now_us(), "Eth1/2", 1, 64);
     fs_sink_done(s, 0, FS_POLL_OK, NULL); /* first sweep is one period away */
     assert_int_equal(fs_store_series_count(st), 2);
-    struct timespec d = {.tv_sec = 1, .tv_nsec = 100000000};
-    nanosleep(&d, NULL);
+    advance(2100000); /* past the retention for Eth1/1, which gets no more samples */
     push_bytes(s, now_us(), "Eth1/2", 2, 64);
     fs_sink_done(s, 0, FS_POLL_OK, NULL);
     assert_int_equal(fs_store_series_count(st), 1);
@@ -382,18 +453,453 @@ test_dead_series_swept(void **state)
     fs_store_free(st);
 }
 
+/* Removal stops export at once but keeps the history readable by (id, gen). */
 static void
-test_remove_frees_series(void **state)
+test_remove_keeps_history(void **state)
 {
     struct fixture *f = *state;
     struct fs_sink *a = fs_store_sink_add(f->st, &f->t, "snmp", 1000000);
     struct fs_sink *b = fs_store_sink_add(f->st, &f->t, "cli", 1000000);
-    push_bytes(a, now_us(), "Eth1/1", 1, 64);
-    push_bytes(b, now_us(), "Eth1/2", 1, 64);
-    assert_int_equal(fs_store_series_count(f->st), 2);
+    int64_t t = now_us();
+    push_bytes(a, t, "Eth1/1", 1, 64);
+    push_bytes(a, t + 1000, "Eth1/1", 2, 64);
+    push_bytes(b, t, "Eth1/2", 1, 64);
+    struct found r = find(f->st, "fabric_port_bytes_total", "Eth1/1", false);
+    assert_int_equal(r.n, 1);
     fs_store_sink_remove(f->st, a);
-    assert_int_equal(fs_store_series_count(f->st), 1);
-    assert_int_equal(find(f->st, "fabric_port_bytes_total", NULL, false).n, 1);
+    /* not exported, not an instance any more */
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", "Eth1/1", true).n, 0);
+    struct found all = find(f->st, "fabric_port_bytes_total", "Eth1/1", false);
+    assert_int_equal(all.n, 1);
+    assert_false(all.exported);
+    struct fs_instance_info in;
+    int n_inst = 0;
+    fs_store_foreach_instance(f->st, health_cb, &in);
+    fs_store_foreach_instance(f->st, count_instances_cb, &n_inst);
+    assert_int_equal(n_inst, 1);
+    assert_string_equal(in.source, "cli");
+    /* but the history reads */
+    struct fs_ring_sample out[4];
+    assert_int_equal(fs_store_read(f->st, all.id, all.gen, 0, INT64_MAX, out, 4, NULL), 2);
+    assert_int_equal(out[1].v.u, 2);
+    assert_int_equal(fs_store_series_count(f->st), 2);
+}
+
+/* Retention (by the monotonic clock) finally takes a removed instance's series. */
+static void
+test_removed_history_expires(void **state)
+{
+    (void)state;
+    struct fs_store *st = store_new(16 << 20, 2000000);
+    struct fs_target_cfg t1 = {.name = "gone", .address = "::1"};
+    struct fs_target_cfg t2 = {.name = "stays", .address = "::1"};
+    struct fs_sink *gone = fs_store_sink_add(st, &t1, "snmp", 100000);
+    struct fs_sink *stays = fs_store_sink_add(st, &t2, "snmp", 100000);
+    push_bytes(gone, now_us(), "Eth1/1", 1, 64);
+    fs_store_sink_remove(st, gone);
+    struct found r = find(st, "fabric_port_bytes_total", "gone", false);
+    assert_int_equal(r.n, 1);
+    for (int i = 0; i < 30; i++) { /* 3 s of polls of the other target */
+        advance(100000);
+        push_bytes(stays, now_us(), "Eth1/1", (uint64_t)i, 64);
+        fs_sink_done(stays, 0, FS_POLL_OK, NULL);
+    }
+    assert_int_equal(find(st, "fabric_port_bytes_total", "gone", false).n, 0);
+    struct fs_ring_sample out[4];
+    assert_int_equal(fs_store_read(st, r.id, r.gen, 0, INT64_MAX, out, 4, NULL), -1);
+    assert_int_equal(fs_store_series_count(st), 1);
+    fs_store_free(st);
+}
+
+/* An id reused after a sweep is detected by its generation, not read as the new series. */
+static void
+test_stale_id_generation(void **state)
+{
+    (void)state;
+    struct fs_store *st = store_new(16 << 20, 2000000);
+    struct fs_target_cfg t = {.name = "tor9", .address = "::1"};
+    struct fs_sink *s = fs_store_sink_add(st, &t, "snmp", 100000);
+    push_bytes(s, now_us(), "Eth1/1", 111, 64);
+    fs_sink_done(s, 0, FS_POLL_OK, NULL);
+    struct found old = find(st, "fabric_port_bytes_total", "Eth1/1", false);
+    advance(2100000);
+    push_bytes(s, now_us(), "Eth1/2", 222, 64); /* a new series ... */
+    fs_sink_done(s, 0, FS_POLL_OK, NULL);       /* ... and Eth1/1 is swept */
+    push_bytes(s, now_us(), "Eth1/3", 333, 64); /* reuses Eth1/1's ring id */
+    struct found fresh = find(st, "fabric_port_bytes_total", "Eth1/3", false);
+    assert_int_equal(find(st, "fabric_port_bytes_total", "Eth1/1", false).n, 0);
+    assert_int_equal(fresh.id, old.id);
+    assert_int_not_equal(fresh.gen, old.gen);
+    struct fs_ring_sample out[4];
+    assert_int_equal(fs_store_read(st, old.id, old.gen, 0, INT64_MAX, out, 4, NULL), -1);
+    assert_int_equal(fs_store_read(st, fresh.id, fresh.gen, 0, INT64_MAX, out, 4, NULL), 1);
+    assert_int_equal(out[0].v.u, 333);
+    fs_store_free(st);
+}
+
+static void
+test_reset_without_drop_not_counted(void **state)
+{
+    struct fixture *f = *state;
+    struct fs_sink *s = fs_store_sink_add(f->st, &f->t, "snmp", 1000000);
+    int64_t t = now_us();
+    push_bytes(s, t, "Eth1/1", 1000, 64);
+    push_bytes(s, t + 1, "Eth1/2", 2000, 64);
+    fs_sink_counter_reset(s, FS_RESET_REBOOT, NULL);
+    push_bytes(s, t + 2, "Eth1/1", 1500, 64);
+    push_bytes(s, t + 3, "Eth1/2", 2500, 64);
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", "Eth1/1", true).u, 1500);
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", "Eth1/2", true).u, 2500);
+    uint64_t resets[FS_RESET_KIND_COUNT] = {0};
+    fs_store_foreach_instance(f->st, resets_cb, resets);
+    assert_int_equal(resets[FS_RESET_REBOOT], 0);
+    /* Now a real reboot: both go down; counted once for the declaration. */
+    fs_sink_counter_reset(s, FS_RESET_REBOOT, NULL);
+    push_bytes(s, t + 4, "Eth1/1", 10, 64);
+    push_bytes(s, t + 5, "Eth1/2", 20, 64);
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", "Eth1/1", true).u, 1510);
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", "Eth1/2", true).u, 2520);
+    fs_store_foreach_instance(f->st, resets_cb, resets);
+    assert_int_equal(resets[FS_RESET_REBOOT], 1);
+    assert_int_equal(resets[FS_RESET_CLEARED], 0);
+}
+
+static void
+test_agent_restart(void **state)
+{
+    struct fixture *f = *state;
+    struct fs_sink *s = fs_store_sink_add(f->st, &f->t, "snmp", 1000000);
+    int64_t t = now_us();
+    push_bytes(s, t, "Eth1/1", 1000, 64);
+    fs_sink_agent_restart(s);
+    push_bytes(s, t + 1, "Eth1/1", 1200, 64);
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", "Eth1/1", true).u, 1200);
+    struct fs_instance_info in;
+    fs_store_foreach_instance(f->st, health_cb, &in);
+    assert_int_equal(in.agent_restarts, 1);
+    for (int k = 0; k < FS_RESET_KIND_COUNT; k++)
+        assert_int_equal(in.counter_resets[k], 0);
+}
+
+/* HC column gone: 64-bit -> 32-bit is a discontinuity, never an unwrap. */
+static void
+test_width_change_is_discontinuity(void **state)
+{
+    struct fixture *f = *state;
+    struct fs_sink *s = fs_store_sink_add(f->st, &f->t, "snmp", 1000000);
+    int64_t t = now_us();
+    push_bytes(s, t, "Eth1/1", 5000000000000ULL, 64);
+    push_bytes(s, t + 1, "Eth1/1", 7000, 32); /* the 32-bit column: lower, other width */
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", "Eth1/1", true).u, 5000000000000ULL);
+    push_bytes(s, t + 2, "Eth1/1", 7100, 32);
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", "Eth1/1", true).u, 5000000000100ULL);
+    push_bytes(s, t + 3, "Eth1/1", 5000000000500ULL, 64); /* back: higher, still no jump */
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", "Eth1/1", true).u, 5000000000100ULL);
+    uint64_t resets[FS_RESET_KIND_COUNT] = {0};
+    fs_store_foreach_instance(f->st, resets_cb, resets);
+    assert_int_equal(resets[FS_RESET_DISCONTINUITY], 2);
+    assert_int_equal(resets[FS_RESET_WRAP], 0);
+    assert_int_equal(resets[FS_RESET_CLEARED], 0);
+}
+
+static void
+push_packets(struct fs_sink *s, const char *iface, uint64_t raw)
+{
+    struct fs_label l[] = {{"interface", iface}, {"direction", "rx"}};
+    fs_sink_begin(s, now_us());
+    fs_sink_counter(s, FS_M_PORT_PACKETS, l, 2, raw, 32);
+    fs_sink_end(s);
+}
+
+/* A 32-bit drop is a wrap only when the line rate allows the implied increase. */
+static void
+test_wrap_plausibility(void **state)
+{
+    struct fixture *f = *state;
+    struct fs_sink *s = fs_store_sink_add(f->st, &f->t, "snmp", 1000000);
+    fs_sink_set_max_rate(s, "1/1", 1.25e9); /* 10 Gb/s, set under another spelling */
+    push_bytes(s, now_us(), "Eth1/1", UINT32_MAX - 1000000000ULL, 32);
+    advance(1000000);
+    /* +1e9 + 1 + 5 octets in 1 s: under 1.1 x 1.25e9, a wrap */
+    push_bytes(s, now_us(), "Eth1/1", 5, 32);
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", "Eth1/1", true).u,
+                     (uint64_t)UINT32_MAX + 6);
+    advance(1000000);
+    push_bytes(s, now_us(), "Eth1/1", 3000000000ULL, 32); /* +3e9 in 1 s: growth is growth */
+    advance(1000000);
+    /* 3e9 -> 10 in 1 s would imply 1.29e9 + 10 > 1.1 x 1.25e9 ... no: 1.375e9; a wrap */
+    push_bytes(s, now_us(), "Eth1/1", 10, 32);
+    uint64_t v =
+        (uint64_t)UINT32_MAX + 6 + (3000000000ULL - 5) + (4294967296ULL - 3000000000ULL) + 10;
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", "Eth1/1", true).u, v);
+    advance(100000);
+    /* 4e9 -> 7 in 0.1 s at 10 Gb/s: an implausible wrap, so a clear: + 7 */
+    push_bytes(s, now_us(), "Eth1/1", 4000000000ULL, 32);
+    v += 4000000000ULL - 10;
+    advance(100000);
+    push_bytes(s, now_us(), "Eth1/1", 7, 32);
+    v += 7;
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", "Eth1/1", true).u, v);
+    /* packets: the bound is rate / 64 per second (1.95e7 pkt/s at 10 Gb/s) */
+    push_packets(s, "Eth1/1", UINT32_MAX - 100);
+    advance(1000000);
+    push_packets(s, "Eth1/1", 50); /* +151 in 1 s: a wrap */
+    assert_int_equal(find(f->st, "fabric_port_packets_total", "Eth1/1", true).u,
+                     (uint64_t)UINT32_MAX + 51);
+    push_packets(s, "Eth1/1", 100000000);
+    advance(1000000);
+    push_packets(s, "Eth1/1", 10); /* +4.19e9 in 1 s > 2.1e7: a clear */
+    assert_int_equal(find(f->st, "fabric_port_packets_total", "Eth1/1", true).u,
+                     (uint64_t)UINT32_MAX + 51 + (100000000 - 50) + 10);
+    /* unknown rate: every drop is a wrap, as before */
+    push_bytes(s, now_us(), "Eth1/9", 100, 32);
+    advance(1);
+    push_bytes(s, now_us(), "Eth1/9", 50, 32);
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", "Eth1/9", true).u, 4294967296ULL + 50);
+    uint64_t resets[FS_RESET_KIND_COUNT] = {0};
+    fs_store_foreach_instance(f->st, resets_cb, resets);
+    assert_int_equal(resets[FS_RESET_WRAP], 4);
+    assert_int_equal(resets[FS_RESET_CLEARED], 2);
+}
+
+static void
+test_partial_cycle(void **state)
+{
+    struct fixture *f = *state;
+    struct fs_sink *s = fs_store_sink_add(f->st, &f->t, "snmp", 1000000);
+    struct fs_instance_info in;
+    fs_sink_cycle_begin(s, 1);
+    push_bytes(s, now_us(), "Eth1/1", 5, 64);
+    fs_sink_done(s, 1, FS_POLL_PARTIAL, "deadline reached after 1200 of 4000 rows");
+    char err[256] = "";
+    fs_store_foreach_instance(f->st, health_err_cb, err);
+    fs_store_foreach_instance(f->st, health_cb, &in);
+    assert_int_equal(in.state, FS_INST_UP);
+    assert_int_equal(in.consecutive_failures, 0);
+    assert_int_equal(in.poll_errors[5], 1);
+    assert_string_equal(fs_poll_error_kind_names[5], "partial");
+    assert_string_equal(err, "deadline reached after 1200 of 4000 rows");
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", "Eth1/1", true).n, 1);
+}
+
+/* The realtime clock steps back an hour: batches still go in, stamped just after. */
+static void
+test_clock_step_back(void **state)
+{
+    struct fixture *f = *state;
+    struct fs_sink *s = fs_store_sink_add(f->st, &f->t, "snmp", 1000000);
+    int64_t t = now_us();
+    push_bytes(s, t, "Eth1/1", 1, 64);
+    push_bytes(s, t - 3600000000LL, "Eth1/1", 2, 64);
+    push_bytes(s, t - 3599000000LL, "Eth1/1", 3, 64);
+    push_bytes(s, t + 5, "Eth1/1", 4, 64);
+    struct found r = find(f->st, "fabric_port_bytes_total", "Eth1/1", false);
+    assert_int_equal(r.u, 4);
+    struct fs_ring_sample out[8];
+    assert_int_equal(fs_store_read(f->st, r.id, r.gen, INT64_MIN, INT64_MAX, out, 8, NULL), 4);
+    assert_int_equal(out[0].ts_us, t);
+    assert_int_equal(out[1].ts_us, t + 1);
+    assert_int_equal(out[2].ts_us, t + 2);
+    assert_int_equal(out[3].ts_us, t + 5);
+    struct fs_instance_info in;
+    fs_store_foreach_instance(f->st, health_cb, &in);
+    assert_int_equal(in.clock_steps, 1);
+}
+
+/* The realtime clock jumps forward past the retention: no live series is swept, no
+ * exposed counter falls. */
+static void
+test_clock_jump_forward(void **state)
+{
+    (void)state;
+    struct fs_store *st = store_new(16 << 20, 2000000);
+    struct fs_target_cfg t = {.name = "tor9", .address = "::1"};
+    struct fs_sink *s = fs_store_sink_add(st, &t, "snmp", 100000);
+    push_bytes(s, now_us(), "Eth1/1", UINT32_MAX - 10, 32);
+    push_bytes(s, now_us() + 1, "Eth1/1", 5, 32); /* unwrapped: above 2^32 */
+    fs_sink_done(s, 0, FS_POLL_OK, NULL);
+    uint64_t before = find(st, "fabric_port_bytes_total", "Eth1/1", false).u;
+    for (int i = 0; i < 30; i++) {
+        fake_real += 86400000000LL; /* a day per poll on the realtime clock */
+        fake_mono += 100000;
+        push_bytes(s, now_us(), "Eth1/1", 6 + (uint64_t)i, 32);
+        fs_sink_done(s, 0, FS_POLL_OK, NULL);
+        uint64_t v = find(st, "fabric_port_bytes_total", "Eth1/1", false).u;
+        assert_true(v >= before);
+        before = v;
+    }
+    assert_int_equal(fs_store_series_count(st), 1);
+    assert_int_equal(before, (uint64_t)UINT32_MAX + 6 + 29 + 1);
+    fs_store_free(st);
+}
+
+/* A switch renaming its ports every poll stays within the per-target series limit. */
+static void
+test_series_limit_under_churn(void **state)
+{
+    (void)state;
+    struct fs_store *st = store_new(64 << 20, 5000000);
+    fs_store_set_series_limit(st, 200); /* the churn alone would keep ~280 alive */
+    struct fs_target_cfg t = {.name = "churn", .address = "::1"};
+    struct fs_sink *a = fs_store_sink_add(st, &t, "snmp", 1000000);
+    struct fs_sink *b = fs_store_sink_add(st, &t, "cli", 1000000); /* same target */
+    uint64_t max_seen = 0;
+    for (int poll = 0; poll < 60; poll++) {
+        fs_sink_begin(a, now_us());
+        for (int p = 0; p < 40; p++) {
+            char name[32];
+            snprintf(name, sizeof name, "p%d-%d", poll, p);
+            struct fs_label l[] = {{"interface", name}, {"direction", "rx"}};
+            fs_sink_counter(a, FS_M_PORT_BYTES, l, 2, (uint64_t)poll, 64);
+        }
+        fs_sink_end(a);
+        push_bytes(b, now_us(), "Eth1/1", (uint64_t)poll, 64);
+        fs_sink_done(a, 0, FS_POLL_OK, NULL);
+        fs_sink_done(b, 0, FS_POLL_OK, NULL);
+        uint64_t n = fs_store_series_count(st);
+        if (n > max_seen)
+            max_seen = n;
+        advance(1000000);
+    }
+    assert_true(max_seen <= 200);
+    struct fs_instance_info in[2];
+    fs_store_foreach_instance(st, two_cb, in);
+    assert_true(in[0].series_limit_dropped > 0);
+    /* the sweep keeps making room: names of the last polls (p50..p59) are taken */
+    assert_true(find(st, "fabric_port_bytes_total", "interface=\"p5", false).n > 0);
+    assert_int_equal(find(st, "fabric_port_bytes_total", "Eth1/1", false).n, 1);
+    fs_store_free(st);
+}
+
+static void
+test_utf8_interface_names(void **state)
+{
+    struct fixture *f = *state;
+    struct fs_sink *s = fs_store_sink_add(f->st, &f->t, "snmp", 1000000);
+    int64_t t = now_us();
+    push_bytes(s, t, "Uplink→spine-ü", 1, 64);
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", "interface=\"Uplink→spine-ü\"", true).n,
+                     1);
+    push_bytes(s, t, "bad\xff\xc3(\x01x", 1, 64); /* invalid bytes, a control character */
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", "interface=\"bad?\?(?x\"", true).n, 1);
+    char b[16];
+    /* cut between characters: "ééééééé" is 14 bytes, "éééééééé" 16 */
+    assert_string_equal(fs_ifname_normalize("éééééééé", b, sizeof b), "ééééééé");
+    assert_string_equal(fs_label_sanitize("\xed\xa0\x80", b, sizeof b), "???"); /* surrogate */
+    assert_string_equal(fs_label_sanitize("\xc0\xaf", b, sizeof b), "??");      /* overlong */
+    assert_string_equal(fs_label_sanitize("a\xc2\x85z", b, sizeof b), "a?z");   /* C1 NEL */
+    assert_string_equal(fs_label_sanitize("日本", b, sizeof b), "日本");
+    /* long names that differ only past byte 63 (e.g. made unique with an ifIndex
+     * suffix) stay two series */
+    char a1[200], a2[200];
+    memset(a1, 'x', 150);
+    snprintf(a1 + 150, sizeof a1 - 150, "#17");
+    memset(a2, 'x', 150);
+    snprintf(a2 + 150, sizeof a2 - 150, "#18");
+    push_bytes(s, t + 1, a1, 1, 64);
+    push_bytes(s, t + 1, a2, 2, 64);
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", "#17\"", true).n, 1);
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", "#18\"", true).u, 2);
+    /* and a reset of one of them touches that one only */
+    fs_sink_counter_reset(s, FS_RESET_CLEARED, a1);
+    push_bytes(s, t + 2, a1, 0, 64);
+    push_bytes(s, t + 2, a2, 1, 64);
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", "#17\"", true).u, 1);
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", "#18\"", true).u, 2 + 1);
+}
+
+/* End to end through the readers: a removed target's series leave /metrics, stay in
+ * /api/v1/raw; a partial cycle's message shows in /api/v1/targets and the new self
+ * metrics are exposed. */
+static void
+test_removed_target_readers(void **state)
+{
+    struct fixture *f = *state;
+    struct fs_target_cfg t2 = {.name = "tor2", .address = "::1"};
+    struct fs_sink *a = fs_store_sink_add(f->st, &f->t, "snmp", 1000000);
+    struct fs_sink *b = fs_store_sink_add(f->st, &t2, "snmp", 1000000);
+    int64_t t = now_us();
+    push_bytes(a, t, "Eth1/1", 41, 64);
+    push_bytes(b, t, "Eth1/1", 42, 64);
+    fs_sink_agent_restart(b);
+    fs_sink_done(b, 0, FS_POLL_PARTIAL, "interface limit reached");
+    fs_store_sink_remove(f->st, a);
+    struct fs_buf out;
+    fs_buf_init(&out, 1 << 20);
+    assert_int_equal(fs_expo_render(f->st, &out), 0);
+    assert_null(strstr(out.data, "target=\"tor1\""));
+    assert_non_null(strstr(out.data, "target=\"tor2\""));
+    assert_non_null(
+        strstr(out.data, "fabricscope_agent_restarts_total{target=\"tor2\",source=\"snmp\"} 1"));
+    assert_non_null(strstr(
+        out.data,
+        "fabricscope_poll_errors_total{target=\"tor2\",source=\"snmp\",kind=\"partial\"} 1"));
+    assert_non_null(strstr(out.data, "fabricscope_clock_steps_total{"));
+    assert_non_null(strstr(out.data, "fabricscope_series_limit_dropped_samples_total{"));
+    assert_non_null(strstr(out.data, "fabricscope_ring_refused_samples_total 0"));
+    fs_buf_free(&out);
+
+    char qs[128], err[256];
+    snprintf(qs, sizeof qs, "match[]=fabric_port_bytes_total&start=%lld&end=%lld",
+             (long long)(t / 1000000 - 10), (long long)(t / 1000000 + 10));
+    struct fs_raw_query q;
+    assert_int_equal(fs_raw_query_parse_string(qs, strlen(qs), t, &q, err, sizeof err), 0);
+    fs_buf_init(&out, 1 << 20);
+    assert_int_equal(fs_api_raw(f->st, &q, &out, err, sizeof err), 0);
+    assert_non_null(strstr(out.data, "\"target\":\"tor1\""));
+    assert_non_null(strstr(out.data, "\"41\""));
+    assert_non_null(strstr(out.data, "\"42\""));
+    fs_raw_query_free(&q);
+    fs_buf_free(&out);
+
+    fs_buf_init(&out, 1 << 20);
+    assert_int_equal(fs_api_targets(f->st, &out), 0);
+    assert_null(strstr(out.data, "\"tor1\""));
+    assert_non_null(strstr(out.data, "interface limit reached"));
+    assert_non_null(strstr(out.data, "\"partial\":1"));
+    assert_non_null(strstr(out.data, "\"state\":\"up\""));
+    fs_buf_free(&out);
+}
+
+/* A reload that changes a target removes and re-adds it: the same label set keeps one
+ * series, its history and its counter state; other static labels make other series. */
+static void
+test_readd_continues(void **state)
+{
+    struct fixture *f = *state;
+    struct fs_sink *a = fs_store_sink_add(f->st, &f->t, "snmp", 1000000);
+    int64_t t = now_us();
+    push_bytes(a, t, "Eth1/1", UINT32_MAX - 10, 32);
+    struct found before = find(f->st, "fabric_port_bytes_total", NULL, false);
+    fs_store_sink_remove(f->st, a);
+    struct fs_target_cfg changed = f->t; /* another interval, same labels */
+    struct fs_sink *b = fs_store_sink_add(f->st, &changed, "snmp", 500000);
+    push_bytes(b, t + 1000, "Eth1/1", 5, 32); /* wrapped while we reloaded */
+    struct found after = find(f->st, "fabric_port_bytes_total", NULL, true);
+    assert_int_equal(after.n, 1);
+    assert_int_equal(after.id, before.id);
+    assert_int_equal(after.gen, before.gen);
+    assert_int_equal(after.u, (uint64_t)UINT32_MAX + 6);
+    struct fs_ring_sample out[4];
+    assert_int_equal(fs_store_read(f->st, after.id, after.gen, 0, INT64_MAX, out, 4, NULL), 2);
+    fs_sink_done(b, 0, FS_POLL_OK, NULL);
+    struct fs_instance_info in;
+    fs_store_foreach_instance(f->st, health_cb, &in);
+    assert_int_equal(in.state, FS_INST_UP);
+    assert_int_equal(in.interval_us, 500000);
+    /* other static labels: a new instance, the old series stay history beside it */
+    fs_store_sink_remove(f->st, b);
+    struct fs_kv other[1] = {{"pod", "p2"}};
+    struct fs_target_cfg relabelled = f->t;
+    relabelled.labels = other;
+    relabelled.n_labels = 1;
+    struct fs_sink *c = fs_store_sink_add(f->st, &relabelled, "snmp", 500000);
+    push_bytes(c, t + 2000, "Eth1/1", 7, 32);
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", NULL, false).n, 2);
+    struct found fresh = find(f->st, "fabric_port_bytes_total", NULL, true);
+    assert_int_equal(fresh.n, 1);
+    assert_int_equal(fresh.u, 7);
+    assert_non_null(strstr(fresh.text, "pod=\"p2\""));
 }
 
 int
@@ -411,8 +917,21 @@ main(void)
         cmocka_unit_test_setup_teardown(test_source_precedence, setup, teardown),
         cmocka_unit_test_setup_teardown(test_health, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scaled_counter, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_remove_frees_series, setup, teardown),
         cmocka_unit_test(test_dead_series_swept),
+        cmocka_unit_test_setup_teardown(test_remove_keeps_history, setup, teardown),
+        cmocka_unit_test(test_removed_history_expires),
+        cmocka_unit_test(test_stale_id_generation),
+        cmocka_unit_test_setup_teardown(test_reset_without_drop_not_counted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_agent_restart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_width_change_is_discontinuity, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wrap_plausibility, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_partial_cycle, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_clock_step_back, setup, teardown),
+        cmocka_unit_test(test_clock_jump_forward),
+        cmocka_unit_test(test_series_limit_under_churn),
+        cmocka_unit_test_setup_teardown(test_utf8_interface_names, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_removed_target_readers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_readd_continues, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
