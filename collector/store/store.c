@@ -916,6 +916,55 @@ out:
     pthread_rwlock_unlock(&st->lock);
 }
 
+bool
+fs_store_foreach_series_chunk(struct fs_store *st, bool only_exported, uint64_t *cursor, size_t max,
+                              fs_series_cb cb, void *arg)
+{
+    int64_t now = fs_realtime_us();
+    size_t m = (size_t)(*cursor >> 32), i = (size_t)(*cursor & 0xffffffffu), seen = 0;
+    bool done = false;
+    pthread_rwlock_rdlock(&st->lock);
+    for (; m < FS_METRIC_COUNT; m++, i = 0) {
+        const struct fs_sink *memo_sink = NULL;
+        bool memo_shadowed = false;
+        for (; i < st->n_by_metric[m]; i++) {
+            if (seen++ == max)
+                goto out;
+            const struct series *se = st->by_metric[m][i];
+            struct fs_series_info in;
+            in.ts_us = atomic_load_explicit(&se->ts_us, memory_order_acquire);
+            uint64_t v = atomic_load_explicit(&se->value, memory_order_relaxed);
+            if (se->sink != memo_sink) {
+                memo_sink = se->sink;
+                memo_shadowed = shadowed(st, se->sink, (enum fs_metric)m, now);
+            }
+            in.exported = fresh(se->sink, in.ts_us, now) && !memo_shadowed;
+            if (only_exported && !in.exported)
+                continue;
+            in.id = se->ring_id;
+            in.metric = (enum fs_metric)m;
+            in.name = fs_metric_defs[m].name;
+            in.counter = se->counter;
+            in.scale = se->scale;
+            in.labels = se->labels;
+            in.n_labels = se->n_labels;
+            in.labels_text = se->labels_text;
+            in.labels_text_len = se->labels_text_len;
+            in.u = v;
+            memcpy(&in.d, &v, sizeof in.d);
+            if (cb(arg, &in)) {
+                i++;
+                goto out;
+            }
+        }
+    }
+    done = true;
+out:
+    pthread_rwlock_unlock(&st->lock);
+    *cursor = ((uint64_t)m << 32) | (uint64_t)i;
+    return done;
+}
+
 long
 fs_store_read(struct fs_store *st, uint32_t series, int64_t start_us, int64_t end_us,
               struct fs_ring_sample *out, size_t max, bool *truncated)

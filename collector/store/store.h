@@ -55,6 +55,16 @@ typedef int (*fs_series_cb)(void *arg, const struct fs_series_info *s);
  */
 void fs_store_foreach_series(struct fs_store *st, bool only_exported, fs_series_cb cb, void *arg);
 
+/**
+ * fs_store_foreach_series() in chunks, so that a long scan (a regex query) never holds
+ * the store's read lock for long and writers get in between chunks. Visits at most max
+ * series from *cursor (0 to begin), advances *cursor, and returns true once the
+ * iteration is complete (or false also when cb stopped it). Series removed between
+ * chunks may make a later series be skipped; none is visited twice.
+ */
+bool fs_store_foreach_series_chunk(struct fs_store *st, bool only_exported, uint64_t *cursor,
+                                   size_t max, fs_series_cb cb, void *arg);
+
 /** Reads ring history of one series (see fs_ring_read). */
 long fs_store_read(struct fs_store *st, uint32_t series, int64_t start_us, int64_t end_us,
                    struct fs_ring_sample *out, size_t max, bool *truncated);

@@ -176,7 +176,12 @@ setup_opts(void **state, const char *token)
     push(f, T0 + 2000002, 18446744073709551615ULL, 2.25);
     push(f, fs_synth_now_us(), 18446744073709551615ULL, 3);
     fs_sink_done(f->sink, 0, FS_POLL_OK, NULL);
-    struct fs_http_opts o = {.host = "127.0.0.1", .port = 0, .bearer_token = token, .threads = 2};
+    /* Every scrape renders afresh (no sharing across time), so request counts are exact. */
+    struct fs_http_opts o = {.host = "127.0.0.1",
+                             .port = 0,
+                             .bearer_token = token,
+                             .threads = 2,
+                             .metrics_share_ms = -1};
     f->h = fs_http_start(&o, f->st, err, sizeof err);
     if (!f->h)
         fail_msg("fs_http_start: %s", err);
