@@ -512,7 +512,8 @@ have:
 
 /* ---- /api/v1/raw memory budget ---- */
 
-/* Takes up to raw_max bytes of the budget; 0 when too little is left. */
+/* Takes up to raw_max bytes of the budget for a render (given back down to what the
+ * answer holds once rendered); 0 when too little is left. */
 static size_t
 raw_reserve(struct fs_http *h)
 {
@@ -1034,7 +1035,10 @@ fs_http_start(const struct fs_http_opts *o, struct fs_store *st, char *errbuf, s
                   : o->metrics_share_ms == 0 ? 1000000
                                              : (int64_t)o->metrics_share_ms * 1000;
     h->raw_budget = o->raw_inflight_bytes ? o->raw_inflight_bytes : MAX_RAW_BYTES;
-    h->raw_max = h->raw_budget < MAX_RAW_BYTES ? h->raw_budget : MAX_RAW_BYTES;
+    h->n_workers = o->query_threads ? o->query_threads : 2;
+    /* One answer may take the budget's share of one worker, so that every worker can
+     * render at once; a larger answer is the client's to narrow (400). */
+    h->raw_max = h->raw_budget / h->n_workers;
     /* Keep an eighth of the connections (at least two) for newcomers. */
     unsigned reserve = maxconn / 8 > 2 ? maxconn / 8 : 2;
     h->soft_conn_limit = maxconn > reserve ? maxconn - reserve : 1;
@@ -1047,7 +1051,6 @@ fs_http_start(const struct fs_http_opts *o, struct fs_store *st, char *errbuf, s
         h->token_len = strlen(h->token);
     }
 
-    h->n_workers = o->query_threads ? o->query_threads : 2;
     h->workers = calloc(h->n_workers, sizeof *h->workers);
     if (!h->workers) {
         snprintf(errbuf, errlen, "out of memory");
