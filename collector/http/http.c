@@ -1142,6 +1142,15 @@ fs_http_port(const struct fs_http *h)
     return h->port;
 }
 
+unsigned
+fs_http_open_connections(struct fs_http *h)
+{
+    pthread_mutex_lock(&h->conn_lock);
+    unsigned n = h->n_conns;
+    pthread_mutex_unlock(&h->conn_lock);
+    return n;
+}
+
 void
 fs_http_stop(struct fs_http *h)
 {

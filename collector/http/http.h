@@ -61,6 +61,9 @@ struct fs_http *fs_http_start(const struct fs_http_opts *o, struct fs_store *st,
 /** The bound port (useful with port 0). */
 uint16_t fs_http_port(const struct fs_http *h);
 
+/** Connections open right now (for tests and diagnostics). */
+unsigned fs_http_open_connections(struct fs_http *h);
+
 /** Stops serving and frees; accepts NULL. */
 void fs_http_stop(struct fs_http *h);
 

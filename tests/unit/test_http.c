@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "http/api.h"
 #include "http/http.h"
 #include "store/store.h"
 #include "synth.h"
@@ -853,6 +854,10 @@ test_raw_nonreading_clients(void **state)
         fds[i] = connect_from("127.0.0.1", port, 4096);
         assert_int_equal(send(fds[i], req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
     }
+    /* /healthz does not queue behind the queries. */
+    double hz = healthz_seconds(port, "127.0.0.2");
+    if (hz >= 1.0)
+        fail_msg("/healthz took %.3f s with 60 queries pending", hz);
     /* Wait (deadline 60 s) until every client has a status line it does not read. */
     int ok = 0, busy = 0;
     double t0 = now_s();
@@ -878,9 +883,9 @@ test_raw_nonreading_clients(void **state)
     size_t rss1 = rss_bytes();
     size_t grew = rss1 > rss0 ? rss1 - rss0 : 0;
     print_message("raw: 60 non-reading clients of a %.1f MB answer: %d answered 200, %d got 503; "
-                  "RSS %.1f -> %.1f MB (+%.1f MB, budget %zu MiB)\n",
+                  "RSS %.1f -> %.1f MB (+%.1f MB, budget %zu MiB); /healthz meanwhile %.1f ms\n",
                   (double)answer / 1e6, ok, busy, (double)rss0 / 1e6, (double)rss1 / 1e6,
-                  (double)grew / 1e6, budget >> 20);
+                  (double)grew / 1e6, budget >> 20, hz * 1e3);
     assert_true(ok >= 1);
     assert_true((size_t)ok * answer <= budget);
     assert_true(busy >= N - (int)(budget / answer));
@@ -917,6 +922,114 @@ test_raw_nonreading_clients(void **state)
     fs_store_sink_remove(f->st, sk);
 }
 
+/*
+ * A raw query over more series than one scan chunk finds every one (the scan resumes
+ * where the last chunk ended), and one over its time limit gives up with 503.
+ */
+static void
+test_raw_scan_chunks_and_deadline(void **state)
+{
+    struct fixture *f = *state;
+    char err[256];
+    enum { TARGETS = 5, PER = 2000 };
+    struct fs_target_cfg t[TARGETS];
+    struct fs_sink *sk[TARGETS];
+    char names[TARGETS][16];
+    for (int k = 0; k < TARGETS; k++) {
+        t[k] = f->t;
+        snprintf(names[k], sizeof names[k], "many%d", k);
+        t[k].name = names[k];
+        sk[k] = fs_store_sink_add(f->st, &t[k], "snmp", 10 * 1000000LL);
+        assert_non_null(sk[k]);
+        fs_sink_begin(sk[k], fs_synth_now_us());
+        for (int i = 0; i < PER; i++) {
+            char ifname[16];
+            snprintf(ifname, sizeof ifname, "Eth%d/%d", k, i);
+            struct fs_label l[2] = {{"interface", ifname}, {"tc", "0"}};
+            fs_sink_gauge(sk[k], FS_M_QUEUE_DEPTH, l, 2, (double)i);
+        }
+        fs_sink_end(sk[k]);
+        fs_sink_done(sk[k], 0, FS_POLL_OK, NULL);
+    }
+    assert_true(TARGETS * PER > 2 * FS_RAW_SCAN_CHUNK);
+    struct resp r = get(f->port, "/api/v1/raw?match[]=fabric_queue_depth_bytes%7Btarget%3D~%22"
+                                 "many.%2A%22%7D");
+    json_object *o = parse_success(&r);
+    json_object *res = json_object_object_get(json_object_object_get(o, "data"), "result");
+    assert_int_equal(json_object_array_length(res), TARGETS * PER);
+    json_object_put(o);
+    resp_free(&r);
+
+    /* 1 ms is far less than regex-matching every series takes. */
+    struct fs_http_opts opt = {.host = "127.0.0.1", .raw_time_limit_ms = 1};
+    struct fs_http *h = fs_http_start(&opt, f->st, err, sizeof err);
+    if (!h)
+        fail_msg("fs_http_start: %s", err);
+    r = get(fs_http_port(h), "/api/v1/raw?match[]=%7Binterface%3D~%22Eth.%2A9.%2A%22%7D");
+    has_header(&r, "retry-after: ");
+    expect_error(r, 503, "took too long");
+    fs_http_stop(h);
+    for (int k = 0; k < TARGETS; k++)
+        fs_store_sink_remove(f->st, sk[k]);
+}
+
+/*
+ * Clients that drop their connection mid-request make libmicrohttpd warn once each:
+ * fifty of them log at most a handful of lines (the rest are counted for the
+ * sweeper's summary line). stderr is captured in a file for the count.
+ */
+static void
+test_warnings_rate_limited(void **state)
+{
+    struct fixture *f = *state;
+    char path[] = "/tmp/fs_http_log_XXXXXX";
+    int lf = mkstemp(path);
+    assert_true(lf >= 0);
+    fflush(stderr);
+    int saved = dup(2);
+    assert_true(saved >= 0);
+    assert_int_equal(dup2(lf, 2), 2);
+    /* One at a time: accepted (it is in the server's table), then reset; libmicrohttpd
+     * warns before it closes, so once the table is empty the warning is written (or
+     * counted). */
+    double t0 = now_s();
+    for (int i = 0; i < 50; i++) {
+        int fd = connect_from("127.0.0.1", f->port, 0);
+        const char *part = "GET /metrics HTTP/1.1\r\nHo";
+        assert_int_equal(send(fd, part, strlen(part), MSG_NOSIGNAL), (ssize_t)strlen(part));
+        for (unsigned want = 1;; want = 0) {
+            while (fs_http_open_connections(f->h) != want) {
+                if (now_s() - t0 > 20)
+                    fail_msg("connection %d: %u open, waiting for %u", i,
+                             fs_http_open_connections(f->h), want);
+                struct timespec pace = {0, 1000000L};
+                nanosleep(&pace, NULL);
+            }
+            if (!want)
+                break;
+            struct linger lg = {1, 0}; /* a reset, which libmicrohttpd reports */
+            setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+            close(fd);
+        }
+    }
+    fflush(stderr);
+    assert_int_equal(dup2(saved, 2), 2);
+    close(saved);
+    FILE *fp = fdopen(lf, "r");
+    assert_non_null(fp);
+    rewind(fp);
+    char line[1024];
+    int warns = 0;
+    while (fgets(line, sizeof line, fp))
+        warns += strstr(line, "level=warn") && strstr(line, "subsys=http");
+    fclose(fp);
+    unlink(path);
+    print_message("50 reset connections logged %d warning lines (%.0f ms)\n", warns,
+                  (now_s() - t0) * 1e3);
+    assert_true(warns >= 1);
+    assert_true(warns <= 6);
+}
+
 int
 main(void)
 {
@@ -935,6 +1048,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_metrics_shared, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slowloris, setup, teardown),
         cmocka_unit_test_setup_teardown(test_raw_nonreading_clients, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_raw_scan_chunks_and_deadline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_warnings_rate_limited, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
