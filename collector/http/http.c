@@ -1031,9 +1031,7 @@ fs_http_start(const struct fs_http_opts *o, struct fs_store *st, char *errbuf, s
     h->response_timeout_us =
         (int64_t)(o->response_timeout_s ? o->response_timeout_s : 60) * 1000000;
     h->raw_time_us = (int64_t)(o->raw_time_limit_ms ? o->raw_time_limit_ms : 10000) * 1000;
-    h->share_us = o->metrics_share_ms < 0    ? 0
-                  : o->metrics_share_ms == 0 ? 1000000
-                                             : (int64_t)o->metrics_share_ms * 1000;
+    h->share_us = o->metrics_share_ms > 0 ? (int64_t)o->metrics_share_ms * 1000 : 0;
     h->raw_budget = o->raw_inflight_bytes ? o->raw_inflight_bytes : MAX_RAW_BYTES;
     h->n_workers = o->query_threads ? o->query_threads : 2;
     /* One answer may take the budget's share of one worker, so that every worker can

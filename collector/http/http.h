@@ -17,8 +17,9 @@
  * quarter of the connections, and when the connections near max_connections the
  * oldest one still waiting for its request head is closed to make room for the
  * newcomer. /metrics renders at most one exposition at a time; scrapes that arrive
- * during a render, or within metrics_share_ms of one, share its immutable buffer (at
- * most FS_HTTP_MAX_EXPOSITIONS buffers are alive). /api/v1/raw responses waiting to be
+ * during a render (or within metrics_share_ms of one) share its immutable buffer, and
+ * at most FS_HTTP_MAX_EXPOSITIONS buffers are alive: past that, slow scrapers holding
+ * them, a scrape gets the latest render instead of a new one. /api/v1/raw responses waiting to be
  * sent hold at most raw_inflight_bytes in all (past it: 503 with Retry-After), and a
  * query gives up after raw_time_limit_ms. Warnings from the HTTP layer are
  * rate-limited: a few lines, then one summary line per 10 s with counts.
@@ -47,8 +48,8 @@ struct fs_http_opts {
     unsigned query_threads;        /**< query workers; default 2 */
     size_t raw_inflight_bytes;     /**< /api/v1/raw bodies in memory at once; default 256 MiB */
     unsigned raw_time_limit_ms;    /**< one /api/v1/raw query; default 10000 */
-    int metrics_share_ms;          /**< share a render this young; 0: 1000, < 0: only while
-                                        rendering */
+    int metrics_share_ms;          /**< also share a render this young; default 0: only
+                                        scrapes that arrive during a render share it */
 };
 
 /** /metrics buffers alive at once (the current one, ones still being sent). */

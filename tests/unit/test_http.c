@@ -189,12 +189,7 @@ setup_opts(void **state, const char *token)
     push(f, T0 + 2000002, 18446744073709551615ULL, 2.25);
     push(f, fs_synth_now_us(), 18446744073709551615ULL, 3);
     fs_sink_done(f->sink, 0, FS_POLL_OK, NULL);
-    /* Every scrape renders afresh (no sharing across time), so request counts are exact. */
-    struct fs_http_opts o = {.host = "127.0.0.1",
-                             .port = 0,
-                             .bearer_token = token,
-                             .threads = 2,
-                             .metrics_share_ms = -1};
+    struct fs_http_opts o = {.host = "127.0.0.1", .port = 0, .bearer_token = token, .threads = 2};
     f->h = fs_http_start(&o, f->st, err, sizeof err);
     if (!f->h)
         fail_msg("fs_http_start: %s", err);
@@ -1036,6 +1031,87 @@ test_warnings_rate_limited(void **state)
     assert_true(warns <= 6);
 }
 
+/*
+ * Sixty /metrics clients that never read: each would pin its own multi-megabyte
+ * exposition; at most FS_HTTP_MAX_EXPOSITIONS renders (plus one spare) are alive, so
+ * RSS grows by a few expositions, and every client still gets a 200.
+ */
+static void
+test_metrics_nonreading_clients(void **state)
+{
+    struct fixture *f = *state;
+    char err[256];
+    enum { TARGETS = 20, PER = 2000, N = 60 };
+    struct fs_target_cfg t[TARGETS];
+    struct fs_sink *sk[TARGETS];
+    char names[TARGETS][16];
+    for (int k = 0; k < TARGETS; k++) {
+        t[k] = f->t;
+        snprintf(names[k], sizeof names[k], "wide%d", k);
+        t[k].name = names[k];
+        sk[k] = fs_store_sink_add(f->st, &t[k], "snmp", 3600 * 1000000LL);
+        assert_non_null(sk[k]);
+        fs_sink_begin(sk[k], fs_synth_now_us());
+        for (int i = 0; i < PER; i++) {
+            char ifname[16];
+            snprintf(ifname, sizeof ifname, "Ethernet%d/%d", k, i);
+            struct fs_label l[2] = {{"interface", ifname}, {"tc", "0"}};
+            fs_sink_gauge(sk[k], FS_M_QUEUE_DEPTH, l, 2, (double)i + 0.25);
+        }
+        fs_sink_end(sk[k]);
+        fs_sink_done(sk[k], 0, FS_POLL_OK, NULL);
+    }
+    struct fs_http_opts o = {.host = "127.0.0.1", .max_connections = 256, .response_timeout_s = 30};
+    struct fs_http *h = fs_http_start(&o, f->st, err, sizeof err);
+    if (!h)
+        fail_msg("fs_http_start: %s", err);
+    uint16_t port = fs_http_port(h);
+    const char *req = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    struct resp w = http_raw(port, req, strlen(req));
+    assert_int_equal(w.status, 200);
+    size_t expo = w.body_len;
+    assert_true(expo > 3u << 20);
+    resp_free(&w);
+
+    size_t rss0 = rss_bytes();
+    int fds[N];
+    for (int i = 0; i < N; i++) {
+        fds[i] = connect_from("127.0.0.1", port, 4096);
+        assert_int_equal(send(fds[i], req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
+    }
+    double t0 = now_s();
+    for (;;) {
+        int ok = 0;
+        for (int i = 0; i < N; i++) {
+            char head[32] = "";
+            ssize_t n = recv(fds[i], head, sizeof head - 1, MSG_PEEK | MSG_DONTWAIT);
+            ok += n > 0 && strstr(head, "HTTP/1.1 200") != NULL;
+        }
+        if (ok == N)
+            break;
+        if (now_s() - t0 > 60)
+            fail_msg("after 60 s only %d of %d clients have a 200", ok, N);
+        struct pollfd pfd[N];
+        for (int i = 0; i < N; i++)
+            pfd[i] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+        poll(pfd, N, 100);
+    }
+    size_t rss1 = rss_bytes();
+    size_t grew = rss1 > rss0 ? rss1 - rss0 : 0;
+    size_t bound = (FS_HTTP_MAX_EXPOSITIONS + 1) * expo + (48u << 20);
+    print_message("metrics: 60 non-reading clients of a %.1f MB exposition: RSS %.1f -> %.1f MB "
+                  "(+%.1f MB; unshared would be %.0f MB)\n",
+                  (double)expo / 1e6, (double)rss0 / 1e6, (double)rss1 / 1e6, (double)grew / 1e6,
+                  (double)(N * expo) / 1e6);
+    if (grew > bound)
+        fail_msg("RSS grew by %zu MB, over %zu MB", grew >> 20, bound >> 20);
+    for (int i = 0; i < N; i++)
+        close(fds[i]);
+    fs_http_stop(h);
+    for (int k = 0; k < TARGETS; k++)
+        fs_store_sink_remove(f->st, sk[k]);
+}
+
 int
 main(void)
 {
@@ -1054,6 +1130,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_metrics_shared, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slowloris, setup, teardown),
         cmocka_unit_test_setup_teardown(test_raw_nonreading_clients, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metrics_nonreading_clients, setup, teardown),
         cmocka_unit_test_setup_teardown(test_raw_scan_chunks_and_deadline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_warnings_rate_limited, setup, teardown),
     };
