@@ -467,8 +467,11 @@ walk_piece(struct re_walk *w, struct re_cost *out)
         if (walk_alt(w, &x) != 0)
             return -1;
         x.positions = cost_add(x.positions, 1);
-        if (re[w->i] == ')') /* else unbalanced: regcomp refuses it */
-            w->i++;
+        if (re[w->i] != ')') {
+            snprintf(w->why, w->whylen, "missing )");
+            return -1;
+        }
+        w->i++;
         w->depth--;
     } else if (ch == '[') {
         w->i = skip_bracket(re, w->i);
@@ -499,16 +502,26 @@ walk_piece(struct re_walk *w, struct re_cost *out)
     return 0;
 }
 
-/* branch ('|' branch)* up to an unmatched ')' (inside a group) or the end. */
+/* branch ('|' branch)* up to the ')' closing the group, or the end. */
 static int
 walk_alt(struct re_walk *w, struct re_cost *out)
 {
     struct re_cost alt = {0, 0, 0, 0, true, false}, branch = alt;
     bool first = true;
+    unsigned long n_nullable = 0;
     for (;;) {
         char ch = w->re[w->i];
-        bool end = !ch || (ch == ')' && w->depth > 0);
+        if (ch == ')' && w->depth == 0) {
+            snprintf(w->why, w->whylen, "unmatched )");
+            return -1;
+        }
+        bool end = !ch || ch == ')';
         if (end || ch == '|') {
+            /* Branches that match the empty string are joined by epsilon edges with
+             * each other: glibc's closures grow with their square ((|||){9} nested
+             * twice takes gigabytes), so each such branch costs their count. */
+            if (branch.nullable && !(first && end))
+                branch.positions = cost_add(branch.positions, ++n_nullable);
             if (first) {
                 alt = branch;
             } else {
@@ -553,7 +566,8 @@ regex_check(const char *re, unsigned long *bytes, char *why, size_t whylen)
     }
     struct re_walk w = {re, 0, 0, why, whylen};
     struct re_cost c;
-    /* At depth 0 walk_alt reads to the end (an unmatched ')' counts as a literal). */
+    /* glibc takes an unmatched ')' as a literal, but inside our ^( )$ it would close
+     * the wrapper and regroup the rest: refused, as RE2 does. */
     if (walk_alt(&w, &c) != 0)
         return -1;
     if (c.positions > FS_SELECTOR_MAX_REGEX_COST) {

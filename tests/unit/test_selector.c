@@ -170,6 +170,9 @@ test_costly_regex_refused_fast(void **state)
         {"m{a=~\"(a+)+b\"}", "unbounded repetition"},
         {"m{a=~\"((a*)*)*\"}", "unbounded repetition"},
         {"m{a=~\"(.*.*)*x\"}", "unbounded repetition"},
+        {"m{a=~\"||||||||(||||||||){9}){9}){4})\"}", "unmatched )"},
+        {"m{a=~\"((||||||||){9}){9}\"}", "too costly"},
+        {"m{a=~\"(||||||||){9}\"}", "optional positions"},
     };
     double worst = 0;
     char big[2048];
