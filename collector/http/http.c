@@ -931,7 +931,6 @@ handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
         r->c = c;
         fs_buf_init(&r->body, 0);
         *req_cls = r;
-        conn_phase(h, c, PH_WORK);
         enum route rt = route(h, r, url, method);
         if (rt == ROUTE_EARLY)
             return queue_answer(r);
@@ -942,7 +941,9 @@ handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
         *upload_data_size = 0; /* no endpoint takes a body: discard it */
         return MHD_YES;
     }
-    /* The request has been read whole: answering now keeps the connection alive. */
+    /* The request has been read whole (until now it ran against the head deadline,
+     * a trickled body included); answering now keeps the connection alive. */
+    conn_phase(h, c, PH_WORK);
     if (r->state == RQ_TO_SUBMIT) {
         if (submit_job(h, r))
             return MHD_YES; /* r is the worker's until it resumes the connection */

@@ -10,9 +10,10 @@
  * store through its foreach calls, format into memory, and only then hand the buffer to
  * libmicrohttpd, so no store lock is ever held while a client socket is written.
  *
- * Hostile clients. Every request head must arrive whole within head_timeout_s of the
- * connection's start (or of the previous response's end on a kept-alive connection),
- * however slowly it trickles; every response must be sent within response_timeout_s.
+ * Hostile clients. Every request (head and any body) must arrive whole within
+ * head_timeout_s of the connection's start (or of the previous response's end on a
+ * kept-alive connection), however slowly it trickles; every response must be sent
+ * within response_timeout_s.
  * A sweeper thread closes connections past either deadline. One address may hold a
  * quarter of the connections, and when the connections near max_connections the
  * oldest one still waiting for its request head is closed to make room for the
@@ -43,7 +44,7 @@ struct fs_http_opts {
     unsigned max_connections;      /**< default 64 */
     unsigned connection_timeout_s; /**< idle timeout; default 10 */
     unsigned threads;              /**< I/O threads; default 2 */
-    unsigned head_timeout_s;       /**< whole request head; default 10 */
+    unsigned head_timeout_s;       /**< whole request (head, body); default 10 */
     unsigned response_timeout_s;   /**< whole response; default 60 */
     unsigned query_threads;        /**< query workers; default 2 */
     size_t raw_inflight_bytes;     /**< /api/v1/raw bodies in memory at once; default 256 MiB */

@@ -610,11 +610,14 @@ trickle(struct trickler *t, size_t n)
     return open;
 }
 
+/* A connection that trickles its request head (or, with body, a whole head and then
+ * a body that never ends). */
 static struct trickler
-trickler_open(const char *src, uint16_t port)
+trickler_open(const char *src, uint16_t port, bool body)
 {
     struct trickler t = {connect_from(src, port, 0), now_s(), 0};
-    const char *head = "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+    const char *head = body ? "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 60000\r\n\r\n"
+                            : "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ";
     assert_int_equal(send(t.fd, head, strlen(head), MSG_NOSIGNAL), (ssize_t)strlen(head));
     return t;
 }
@@ -645,7 +648,8 @@ test_slowloris(void **state)
     struct trickler t[16];
     size_t n = 0;
     for (; n < 2; n++)
-        t[n] = trickler_open("127.0.0.1", port);
+        t[n] = trickler_open("127.0.0.1", port, false);
+    t[n++] = trickler_open("127.0.0.5", port, true); /* the same with a body */
     double worst = 0;
     double start = now_s();
     while (trickle(t, n) > 0) {
@@ -664,7 +668,8 @@ test_slowloris(void **state)
     }
     if (worst >= 1.0)
         fail_msg("/healthz took %.3f s under slowloris", worst);
-    print_message("slowloris: 2 trickling connections closed by the %u s head deadline; "
+    print_message("slowloris: 3 trickling connections (one in its body) closed by the %u s "
+                  "request deadline; "
                   "/healthz worst %.1f ms\n",
                   head_s, worst * 1e3);
 
@@ -674,7 +679,7 @@ test_slowloris(void **state)
     for (int a = 0; a < 4; a++) {
         snprintf(src[a], sizeof src[a], "127.0.0.%d", 10 + a);
         for (int k = 0; k < 4; k++)
-            t[n++] = trickler_open(src[a], port);
+            t[n++] = trickler_open(src[a], port, false);
     }
     /* The two over the soft limit have closed the two oldest. */
     double t_full = now_s();
