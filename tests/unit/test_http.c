@@ -796,6 +796,17 @@ test_metrics_shared(void **state)
     fs_http_stop(h);
 }
 
+#if defined(__SANITIZE_THREAD__)
+#define RSS_IS_MEANINGFUL 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RSS_IS_MEANINGFUL 0
+#endif
+#endif
+#ifndef RSS_IS_MEANINGFUL
+#define RSS_IS_MEANINGFUL 1
+#endif
+
 /* VmRSS of this process in bytes. */
 static size_t
 rss_bytes(void)
@@ -895,7 +906,11 @@ test_raw_nonreading_clients(void **state)
     assert_true(ok >= 1);
     assert_true((size_t)ok * answer <= budget);
     assert_true(busy >= N - (int)(budget / answer));
-    if (grew > budget + (48u << 20))
+    /* TSan's allocator keeps freed memory (and its shadow) resident: RSS says nothing
+     * about what is held there, so the bound is checked in the other builds only. */
+    if (!RSS_IS_MEANINGFUL)
+        print_message("raw: RSS bound not checked under ThreadSanitizer\n");
+    else if (grew > budget + (48u << 20))
         fail_msg("RSS grew by %zu MB, over the %zu MiB budget + 48 MB", grew >> 20, budget >> 20);
     /* The 503s say when to come back. */
     for (int i = 0; i < N; i++) {
@@ -1108,7 +1123,9 @@ test_metrics_nonreading_clients(void **state)
                   "(+%.1f MB; unshared would be %.0f MB)\n",
                   (double)expo / 1e6, (double)rss0 / 1e6, (double)rss1 / 1e6, (double)grew / 1e6,
                   (double)(N * expo) / 1e6);
-    if (grew > bound)
+    if (!RSS_IS_MEANINGFUL)
+        print_message("metrics: RSS bound not checked under ThreadSanitizer\n");
+    else if (grew > bound)
         fail_msg("RSS grew by %zu MB, over %zu MB", grew >> 20, bound >> 20);
     for (int i = 0; i < N; i++)
         close(fds[i]);
