@@ -363,20 +363,14 @@ struct match_ctx {
     size_t n, cap;
     struct fs_buf heads; /* `{"metric":{...},"values":[` per matched series */
     uint64_t scanned;
-    bool nomem, too_many, late;
+    int64_t chunk_start_us;
+    bool nomem, too_many, late, yield;
 };
 
 static int
-match_cb(void *arg, const struct fs_series_info *s)
+match_series(struct match_ctx *c, const struct fs_series_info *s)
 {
-    struct match_ctx *c = arg;
     bool hit = false;
-    /* A regex match costs microseconds at most; a clock read every 64 is cheap. */
-    if (c->q->deadline_mono_us && (++c->scanned & 63) == 0 &&
-        fs_monotonic_us() > c->q->deadline_mono_us) {
-        c->late = true;
-        return 1;
-    }
     for (size_t i = 0; i < c->q->n_sel && !hit; i++)
         hit = fs_selector_match(c->q->sel[i], s->name, s->labels, s->n_labels);
     if (!hit)
@@ -417,6 +411,28 @@ match_cb(void *arg, const struct fs_series_info *s)
     return 0;
 }
 
+/* Matches one series, then checks the clock (every 16 series: cheap next to the
+ * matching) against the query's deadline and the chunk's time slice. */
+static int
+match_cb(void *arg, const struct fs_series_info *s)
+{
+    struct match_ctx *c = arg;
+    if (match_series(c, s))
+        return 1;
+    if ((++c->scanned & 15) == 0) {
+        int64_t now = fs_monotonic_us();
+        if (c->q->deadline_mono_us && now > c->q->deadline_mono_us) {
+            c->late = true;
+            return 1;
+        }
+        if (now - c->chunk_start_us > FS_RAW_SCAN_CHUNK_US) {
+            c->yield = true; /* let writers in; the scan resumes after this series */
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void
 put_sample(struct fs_buf *out, const struct fs_ring_sample *smp, bool counter, double scale)
 {
@@ -450,9 +466,11 @@ fs_api_raw(struct fs_store *st, const struct fs_raw_query *q, struct fs_buf *out
     /* First pass, in chunks under the store's read lock: only select and copy label
      * text. */
     uint64_t cursor = 0;
-    while (!fs_store_foreach_series_chunk(st, false, &cursor, FS_RAW_SCAN_CHUNK, match_cb, &c) &&
-           !c.nomem && !c.too_many && !c.late)
-        ;
+    do {
+        c.yield = false;
+        c.chunk_start_us = fs_monotonic_us();
+    } while (!fs_store_foreach_series_chunk(st, false, &cursor, FS_RAW_SCAN_CHUNK, match_cb, &c) &&
+             !c.nomem && !c.too_many && !c.late);
     if (c.late) {
         seterr(err, errlen, "the query took too long (selecting series); narrow the selector");
         rc = 503;

@@ -28,8 +28,10 @@
 #define FS_RAW_DEFAULT_RANGE_US (5 * 60 * 1000000LL)
 /* The compiled regexes of one request, estimated (see fs_selector_regex_bytes). */
 #define FS_RAW_MAX_REGEX_BYTES (16 * 1024 * 1024)
-/* Series matched per store chunk: the read lock is released between chunks. */
+/* A scan holds the store's read lock for at most this many series or about this long
+ * (plus one series' matching), then lets writers in and resumes. */
 #define FS_RAW_SCAN_CHUNK 4096
+#define FS_RAW_SCAN_CHUNK_US 5000
 #define FS_API_RAW_TOO_LARGE 1
 
 /** One decoded query-string parameter. */

@@ -158,7 +158,14 @@ fs_store_new(const struct fs_ring_opts *ro, char *errbuf, size_t errlen)
     }
     atomic_store(&st->memory_limit, ro->memory_limit);
     atomic_store(&st->retention_us, ro->retention_us);
-    pthread_rwlock_init(&st->lock, NULL);
+    /* Writers first: readers (HTTP queries, renders) come often and scan long, and with
+     * glibc's default they could keep a sink waiting forever. Nobody takes the read lock
+     * twice, which this kind requires. */
+    pthread_rwlockattr_t ra;
+    pthread_rwlockattr_init(&ra);
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&st->lock, &ra);
+    pthread_rwlockattr_destroy(&ra);
     pthread_mutex_init(&st->ring_lock, NULL);
     return st;
 }
