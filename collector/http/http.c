@@ -147,7 +147,8 @@ struct fs_http {
     pthread_mutex_t snap_lock;
     pthread_cond_t snap_cond;
     struct snapshot *current, *spare;
-    unsigned n_snaps; /* alive, spare excluded */
+    unsigned n_snaps;    /* alive, spare excluded */
+    uint64_t render_gen; /* renders published */
     bool rendering;
 
     /* /api/v1/raw bodies in flight. */
@@ -457,11 +458,14 @@ snap_acquire(struct fs_http *h, bool gz, const char **why)
 {
     struct snapshot *s = NULL;
     pthread_mutex_lock(&h->snap_lock);
+    uint64_t gen = h->render_gen;
     while (h->rendering)
         pthread_cond_wait(&h->snap_cond, &h->snap_lock);
     int64_t now = fs_monotonic_us();
     struct snapshot *cur = h->current;
-    if (cur && (now - cur->made_us < h->share_us || h->n_snaps >= FS_HTTP_MAX_EXPOSITIONS)) {
+    bool rendered_meanwhile = h->render_gen != gen;
+    if (cur && (rendered_meanwhile || now - cur->made_us < h->share_us ||
+                h->n_snaps >= FS_HTTP_MAX_EXPOSITIONS)) {
         cur->refs++;
         s = cur;
         pthread_mutex_unlock(&h->snap_lock);
@@ -496,6 +500,7 @@ snap_acquire(struct fs_http *h, bool gz, const char **why)
     }
     s->made_us = fs_monotonic_us();
     s->refs = 2; /* h->current and the caller */
+    h->render_gen++;
     cur = h->current;
     h->current = s;
     if (cur && --cur->refs == 0)
