@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "http/expo.h"
+#include "util/clock.h"
 
 #define MAX_QUERY_ARGS 64
 #define MAX_QUERY_STRING (64 * 1024)
@@ -200,6 +201,7 @@ fs_raw_query_parse(const struct fs_query_arg *args, size_t n, int64_t now_us,
                    struct fs_raw_query *q, char *err, size_t errlen)
 {
     const char *start = NULL, *end = NULL, *limit = NULL;
+    size_t regex_bytes = 0;
     memset(q, 0, sizeof *q);
     q->limit = FS_RAW_MAX_POINTS;
     for (size_t i = 0; i < n; i++) {
@@ -219,7 +221,15 @@ fs_raw_query_parse(const struct fs_query_arg *args, size_t n, int64_t now_us,
                 seterr(err, errlen, "match[]: bad selector: %s", why);
                 goto fail;
             }
+            regex_bytes += fs_selector_regex_bytes(q->sel[q->n_sel]);
             q->n_sel++;
+            if (regex_bytes > FS_RAW_MAX_REGEX_BYTES) {
+                seterr(err, errlen,
+                       "match[]: the regexes of this query would take more than %d "
+                       "MiB compiled",
+                       FS_RAW_MAX_REGEX_BYTES >> 20);
+                goto fail;
+            }
             continue;
         }
         if (strcmp(k, "start") == 0)
@@ -273,14 +283,15 @@ fail:
     return -1;
 }
 
-/* x-www-form-urlencoded: '+' is a space, then %XX; MHD's own unescaper does the latter. */
-static void
+/* x-www-form-urlencoded: '+' is a space, then %XX; MHD's own unescaper does the latter.
+ * False when the result holds a NUL (%00), which would silently cut the value. */
+static bool
 form_decode(char *s)
 {
     for (char *p = s; *p; p++)
         if (*p == '+')
             *p = ' ';
-    MHD_http_unescape(s);
+    return MHD_http_unescape(s) == strlen(s);
 }
 
 int
@@ -313,11 +324,12 @@ fs_raw_query_parse_string(const char *qs, size_t len, int64_t now_us, struct fs_
             goto cleanup;
         }
         char *eq = strchr(tok, '=');
-        if (eq) {
+        if (eq)
             *eq = '\0';
-            form_decode(eq + 1);
+        if ((eq && !form_decode(eq + 1)) || !form_decode(tok)) {
+            seterr(err, errlen, "NUL byte (%%00) in a parameter");
+            goto cleanup;
         }
-        form_decode(tok);
         args[n].key = tok;
         args[n].value = eq ? eq + 1 : NULL;
         n++;
@@ -350,13 +362,14 @@ struct match_ctx {
     struct match_rec *recs;
     size_t n, cap;
     struct fs_buf heads; /* `{"metric":{...},"values":[` per matched series */
-    bool nomem, too_many;
+    uint64_t scanned;
+    int64_t chunk_start_us;
+    bool nomem, too_many, late, yield;
 };
 
 static int
-match_cb(void *arg, const struct fs_series_info *s)
+match_series(struct match_ctx *c, const struct fs_series_info *s)
 {
-    struct match_ctx *c = arg;
     bool hit = false;
     for (size_t i = 0; i < c->q->n_sel && !hit; i++)
         hit = fs_selector_match(c->q->sel[i], s->name, s->labels, s->n_labels);
@@ -399,6 +412,28 @@ match_cb(void *arg, const struct fs_series_info *s)
     return 0;
 }
 
+/* Matches one series, then checks the clock (every 16 series: cheap next to the
+ * matching) against the query's deadline and the chunk's time slice. */
+static int
+match_cb(void *arg, const struct fs_series_info *s)
+{
+    struct match_ctx *c = arg;
+    if (match_series(c, s))
+        return 1;
+    if ((++c->scanned & 15) == 0) {
+        int64_t now = fs_monotonic_us();
+        if (c->q->deadline_mono_us && now > c->q->deadline_mono_us) {
+            c->late = true;
+            return 1;
+        }
+        if (now - c->chunk_start_us > FS_RAW_SCAN_CHUNK_US) {
+            c->yield = true; /* let writers in; the scan resumes after this series */
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void
 put_sample(struct fs_buf *out, const struct fs_ring_sample *smp, bool counter, double scale)
 {
@@ -429,8 +464,19 @@ fs_api_raw(struct fs_store *st, const struct fs_raw_query *q, struct fs_buf *out
     memset(&c, 0, sizeof c);
     c.q = q;
     fs_buf_init(&c.heads, 64u << 20);
-    /* First pass under the store's read lock: only select and copy label text. */
-    fs_store_foreach_series(st, false, match_cb, &c);
+    /* First pass, in chunks under the store's read lock: only select and copy label
+     * text. */
+    uint64_t cursor = 0;
+    do {
+        c.yield = false;
+        c.chunk_start_us = fs_monotonic_us();
+    } while (!fs_store_foreach_series_chunk(st, false, &cursor, FS_RAW_SCAN_CHUNK, match_cb, &c) &&
+             !c.nomem && !c.too_many && !c.late);
+    if (c.late) {
+        seterr(err, errlen, "the query took too long (selecting series); narrow the selector");
+        rc = 503;
+        goto cleanup;
+    }
     if (c.nomem) {
         seterr(err, errlen, "out of memory");
         rc = 500;
@@ -468,6 +514,11 @@ fs_api_raw(struct fs_store *st, const struct fs_raw_query *q, struct fs_buf *out
                 break;
             cap *= 4;
         }
+        if (q->deadline_mono_us && fs_monotonic_us() > q->deadline_mono_us) {
+            seterr(err, errlen, "the query took too long; narrow the selector or the time range");
+            rc = 503;
+            goto cleanup;
+        }
         if (n < 0) /* removed (or its id reused) since the first pass */
             continue;
         total += (uint64_t)n;
@@ -496,8 +547,11 @@ fs_api_raw(struct fs_store *st, const struct fs_raw_query *q, struct fs_buf *out
     }
     fs_buf_puts(out, "]}}\n");
     if (out->overflow) {
-        seterr(err, errlen, "the result is too large");
-        rc = 400;
+        seterr(err, errlen,
+               "the result is larger than %zu MiB; narrow the selector or the time "
+               "range",
+               out->max >> 20);
+        rc = FS_API_RAW_TOO_LARGE;
     }
 cleanup:
     if (rc) {

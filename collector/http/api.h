@@ -26,6 +26,13 @@
 #define FS_RAW_MAX_MATCH 16
 #define FS_RAW_MAX_POINTS 1000000
 #define FS_RAW_DEFAULT_RANGE_US (5 * 60 * 1000000LL)
+/* The compiled regexes of one request, estimated (see fs_selector_regex_bytes). */
+#define FS_RAW_MAX_REGEX_BYTES (16 * 1024 * 1024)
+/* A scan holds the store's read lock for at most this many series or about this long
+ * (plus one series' matching), then lets writers in and resumes. */
+#define FS_RAW_SCAN_CHUNK 4096
+#define FS_RAW_SCAN_CHUNK_US 5000
+#define FS_API_RAW_TOO_LARGE 1
 
 /** One decoded query-string parameter. */
 struct fs_query_arg {
@@ -38,6 +45,7 @@ struct fs_raw_query {
     size_t n_sel;
     int64_t start_us, end_us;
     uint64_t limit;
+    int64_t deadline_mono_us; /**< fs_monotonic_us() past which the query gives up; 0: none */
 };
 
 /**
@@ -61,8 +69,12 @@ int fs_api_parse_time(const char *s, int64_t *us);
 void fs_api_format_rfc3339(int64_t ts_us, char *out, size_t len);
 
 /**
- * Runs a raw query and appends the Prometheus "matrix" JSON document to out.
- * @return 0, or an HTTP status (400 too many points, 500 no memory) with err set.
+ * Runs a raw query and appends the Prometheus "matrix" JSON document to out (whose max
+ * bounds the answer). The series scan runs in chunks of FS_RAW_SCAN_CHUNK, never
+ * holding the store lock across the whole scan, and stops at q->deadline_mono_us.
+ * @return 0, or an HTTP status (400 too many points, 503 over the deadline, 500 no
+ * memory) or FS_API_RAW_TOO_LARGE (the answer does not fit in out->max; the caller
+ * knows whether that is the client's fault or a momentary budget), with err set.
  */
 int fs_api_raw(struct fs_store *st, const struct fs_raw_query *q, struct fs_buf *out, char *err,
                size_t errlen);

@@ -1,11 +1,18 @@
 /*
  * The HTTP endpoint on libmicrohttpd (see http.h). Every response body is complete in
- * memory before it is handed to libmicrohttpd, so a slow client only ever holds its
- * own buffer, never a store lock.
+ * memory before it is handed to libmicrohttpd, so a slow client only ever holds a
+ * buffer (bounded: see http.h), never a store lock.
+ *
+ * A request's life: the access handler runs first when the head has arrived. Cheap
+ * answers (errors, /healthz) are prepared at once and queued on the handler's next call
+ * (queuing on the first call would make libmicrohttpd close a kept-alive connection);
+ * the others are suspended, run by a query worker, and resumed with their answer ready.
+ * struct req carries the answer across; libmicrohttpd's completion callback frees it.
  */
 #include "http/http.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -19,35 +26,93 @@
 #include <zlib.h>
 
 #include "http/api.h"
-#include "util/buf.h"
 #include "http/expo.h"
+#include "util/buf.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #define MAX_URL_BYTES 8192         /* path plus decoded query; longer is 414 */
 #define MAX_BODY_BYTES (64 * 1024) /* no endpoint takes a body; larger is 413 */
-#define MAX_ARGS 64
+#define MAX_ARGS 64                /* more query parameters is 400 */
+/* libmicrohttpd keeps each query parameter in its per-connection pool (about 56 bytes
+ * of bookkeeping plus the text): 256 KiB lets a request with a few thousand parameters
+ * through to the handler, which refuses it with a JSON 400, instead of exhausting the
+ * pool (where libmicrohttpd cannot even send its own 431). */
+#define POOL_BYTES ((size_t)256 * 1024)
 #define MAX_METRICS_BYTES ((size_t)1 << 30)
-#define MAX_JSON_BYTES ((size_t)256 << 20)
+#define MAX_RAW_BYTES ((size_t)256 << 20)
+#define MIN_RAW_RESERVE ((size_t)64 << 10)
+#define MAX_JSON_BYTES ((size_t)64 << 20)
 #define MAX_TLS_FILE_BYTES (1024 * 1024)
+#define MAX_QUEUED_JOBS 64
+#define SWEEP_INTERVAL_MS 200
+#define LOG_WINDOW_US (10 * 1000000LL)
+#define LOG_BURST 5 /* lines per window before the rest are only counted */
+#define RETRY_AFTER_S "2"
 #define METRICS_CTYPE "text/plain; version=0.0.4; charset=utf-8"
 #define JSON_CTYPE "application/json"
 
 enum handler { H_METRICS, H_RAW, H_TARGETS, H_HEALTHZ, H_INDEX, H_OTHER, H_COUNT };
 static const char *const handler_names[H_COUNT] = {"metrics", "raw",   "targets",
                                                    "healthz", "index", "other"};
-static const unsigned status_codes[] = {200, 400, 401, 404, 405, 413, 414, 500};
+static const unsigned status_codes[] = {200, 400, 401, 404, 405, 413, 414, 500, 503};
 #define N_CODES (sizeof status_codes / sizeof status_codes[0])
 
 /*
- * A /metrics render buffer. Pooled buffers keep their memory between scrapes, which is
- * what makes a steady-state render allocation-free; one is busy from render until
- * libmicrohttpd has sent the response and called slot_release().
+ * A /metrics render, shared by every scrape of a burst: immutable once published
+ * (gz is added once, under gz_lock). refs counts h->current and every response using
+ * it (under h->snap_lock); the last release retires it.
  */
-struct slot {
+struct snapshot {
     struct fs_http *h;
     struct fs_buf plain, gz;
+    pthread_mutex_t gz_lock;
     z_stream zs;
-    bool zinit, busy, pooled;
+    bool zinit, gz_done;
+    int64_t made_us; /* monotonic */
+    unsigned refs;
+};
+
+/* Where a connection is in its request cycle; the sweeper enforces the deadlines. */
+enum phase { PH_HEAD, PH_WORK, PH_SEND };
+
+/* One open connection (libmicrohttpd's socket context); lives from the STARTED to the
+ * CLOSED notification, in h->conns under h->conn_lock. */
+struct conn {
+    struct conn *prev, *next;
+    int fd;
+    enum phase phase;
+    int64_t since_us; /* monotonic start of the phase */
+    bool closing;     /* shut down by us; libmicrohttpd closes it */
+};
+
+enum req_state { RQ_TO_SUBMIT, RQ_JOB, RQ_READY, RQ_SENT };
+
+/* One request: its route and, once ready, its answer. Owned by libmicrohttpd's
+ * req_cls; freed by req_done(). While RQ_JOB, only the worker touches it. */
+struct req {
+    struct fs_http *h;
+    struct MHD_Connection *c;
+    struct req *next; /* job queue */
+    enum handler hd;
+    enum req_state state;
+    bool early; /* answer before reading the body (it is too large) */
+    unsigned status;
+    const char *ctype, *allow;
+    bool retry_after;
+    struct fs_buf body;    /* owned until queued */
+    size_t reserved;       /* raw budget held by body */
+    struct snapshot *snap; /* /metrics: a reference, or NULL */
+    bool gz;
+    struct fs_raw_query q;
+    bool have_q;
+};
+
+/* A raw body handed to libmicrohttpd, with the budget it holds. */
+struct held_body {
+    struct fs_http *h;
+    char *data;
+    size_t reserved;
 };
 
 struct fs_http {
@@ -57,16 +122,102 @@ struct fs_http {
     size_t token_len;
     char *cert, *key;
     uint16_t port;
-    pthread_mutex_t pool_lock;
-    struct slot *slots;
-    size_t n_slots;
     _Atomic uint64_t counts[H_COUNT][N_CODES];
+    int64_t head_timeout_us, response_timeout_us, raw_time_us, share_us;
+    unsigned soft_conn_limit;
+
+    /* Connections and the sweeper. */
+    pthread_mutex_t conn_lock;
+    pthread_cond_t sweep_cond; /* CLOCK_MONOTONIC */
+    struct conn *conns;
+    unsigned n_conns;
+    pthread_t sweeper;
+    bool sweeper_started, sweeper_stop;
+
+    /* Query workers. */
+    pthread_mutex_t queue_lock;
+    pthread_cond_t queue_cond;
+    struct req *queue_head, *queue_tail;
+    unsigned pending; /* reserved or queued jobs */
+    bool stopping;
+    pthread_t *workers;
+    unsigned n_workers;
+
+    /* /metrics expositions. */
+    pthread_mutex_t snap_lock;
+    pthread_cond_t snap_cond;
+    struct snapshot *current, *spare;
+    unsigned n_snaps;    /* alive, spare excluded */
+    uint64_t render_gen; /* renders published */
+    bool rendering;
+
+    /* /api/v1/raw bodies in flight. */
+    _Atomic size_t raw_inflight;
+    size_t raw_budget, raw_max;
+
+    /* Rate-limited warnings: counted here, summarized by the sweeper. */
+    pthread_mutex_t log_lock;
+    int64_t log_window_us;
+    unsigned log_lines;
+    uint64_t log_suppressed;
+    _Atomic uint64_t dropped_head, dropped_send, evicted;
 };
+
+/* ---- rate-limited warnings ---- */
+
+static bool
+log_allowed(struct fs_http *h)
+{
+    bool ok;
+    int64_t now = fs_monotonic_us();
+    pthread_mutex_lock(&h->log_lock);
+    if (now - h->log_window_us >= LOG_WINDOW_US && h->log_suppressed == 0) {
+        h->log_window_us = now;
+        h->log_lines = 0;
+    }
+    ok = h->log_lines < LOG_BURST;
+    if (ok)
+        h->log_lines++;
+    else
+        h->log_suppressed++;
+    pthread_mutex_unlock(&h->log_lock);
+    return ok;
+}
+
+/* The sweeper's once-per-window summary of what was dropped or not logged. */
+static void
+log_summary(struct fs_http *h, int64_t now)
+{
+    pthread_mutex_lock(&h->log_lock);
+    if (now - h->log_window_us < LOG_WINDOW_US) {
+        pthread_mutex_unlock(&h->log_lock);
+        return;
+    }
+    uint64_t suppressed = h->log_suppressed;
+    h->log_suppressed = 0;
+    h->log_lines = 0;
+    h->log_window_us = now;
+    pthread_mutex_unlock(&h->log_lock);
+    uint64_t head = atomic_exchange(&h->dropped_head, 0);
+    uint64_t send = atomic_exchange(&h->dropped_send, 0);
+    uint64_t ev = atomic_exchange(&h->evicted, 0);
+    if (head || send || ev || suppressed)
+        fs_log(FS_LOG_WARN, "http",
+               "last %llds: closed %llu connections whose request head took over %llds, %llu "
+               "whose response took over %llds, %llu waiting ones to make room; %llu more "
+               "warnings not logged",
+               (long long)(LOG_WINDOW_US / 1000000), (unsigned long long)head,
+               (long long)(h->head_timeout_us / 1000000), (unsigned long long)send,
+               (long long)(h->response_timeout_us / 1000000), (unsigned long long)ev,
+               (unsigned long long)suppressed);
+}
 
 static void
 mhd_log(void *cls, const char *fmt, va_list ap)
 {
-    (void)cls;
+    struct fs_http *h = cls;
+    if (!log_allowed(h))
+        return;
     char msg[512];
     vsnprintf(msg, sizeof msg, fmt, ap);
     size_t n = strlen(msg);
@@ -86,82 +237,320 @@ count(struct fs_http *h, enum handler hd, unsigned status)
     }
 }
 
-static void
-slot_clear(struct slot *s)
+/* ---- connections: deadlines and room for newcomers ---- */
+
+static struct conn *
+conn_of(struct MHD_Connection *c)
 {
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+static void
+conn_phase(struct fs_http *h, struct MHD_Connection *c, enum phase ph)
+{
+    struct conn *k = conn_of(c);
+    if (!k)
+        return;
+    pthread_mutex_lock(&h->conn_lock);
+    k->phase = ph;
+    k->since_us = fs_monotonic_us();
+    pthread_mutex_unlock(&h->conn_lock);
+}
+
+/* Shuts the socket down; libmicrohttpd sees the end and closes the connection (the fd
+ * stays valid until our CLOSED notification, which takes conn_lock). */
+static void
+conn_drop(struct conn *k)
+{
+    k->closing = true;
+    shutdown(k->fd, SHUT_RDWR);
+}
+
+static void
+notify_conn(void *cls, struct MHD_Connection *c, void **socket_context,
+            enum MHD_ConnectionNotificationCode toe)
+{
+    struct fs_http *h = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        struct conn *k = *socket_context;
+        if (!k)
+            return;
+        pthread_mutex_lock(&h->conn_lock);
+        if (k->prev)
+            k->prev->next = k->next;
+        else
+            h->conns = k->next;
+        if (k->next)
+            k->next->prev = k->prev;
+        h->n_conns--;
+        pthread_mutex_unlock(&h->conn_lock);
+        free(k);
+        *socket_context = NULL;
+        return;
+    }
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    struct conn *k = calloc(1, sizeof *k);
+    if (!ci || !k) {
+        free(k);
+        return; /* untracked: only the idle timeout applies to it */
+    }
+    k->fd = ci->connect_fd;
+    k->phase = PH_HEAD;
+    k->since_us = fs_monotonic_us();
+    pthread_mutex_lock(&h->conn_lock);
+    k->next = h->conns;
+    if (h->conns)
+        h->conns->prev = k;
+    h->conns = k;
+    h->n_conns++;
+    /* Near the limit: the oldest connection still waiting for its request head makes
+     * room, so trickling clients cannot hold every slot. */
+    if (h->n_conns > h->soft_conn_limit) {
+        struct conn *oldest = NULL;
+        for (struct conn *o = k->next; o; o = o->next)
+            if (o->phase == PH_HEAD && !o->closing && (!oldest || o->since_us < oldest->since_us))
+                oldest = o;
+        if (oldest) {
+            conn_drop(oldest);
+            atomic_fetch_add(&h->evicted, 1);
+        }
+    }
+    pthread_mutex_unlock(&h->conn_lock);
+    *socket_context = k;
+}
+
+static void *
+sweeper_main(void *arg)
+{
+    struct fs_http *h = arg;
+    pthread_mutex_lock(&h->conn_lock);
+    while (!h->sweeper_stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += SWEEP_INTERVAL_MS * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&h->sweep_cond, &h->conn_lock, &ts);
+        int64_t now = fs_monotonic_us();
+        for (struct conn *k = h->conns; k; k = k->next) {
+            if (k->closing)
+                continue;
+            if (k->phase == PH_HEAD && now - k->since_us > h->head_timeout_us) {
+                conn_drop(k);
+                atomic_fetch_add(&h->dropped_head, 1);
+            } else if (k->phase == PH_SEND && now - k->since_us > h->response_timeout_us) {
+                conn_drop(k);
+                atomic_fetch_add(&h->dropped_send, 1);
+            }
+        }
+        pthread_mutex_unlock(&h->conn_lock);
+        log_summary(h, now);
+        pthread_mutex_lock(&h->conn_lock);
+    }
+    pthread_mutex_unlock(&h->conn_lock);
+    return NULL;
+}
+
+/* ---- /metrics expositions ---- */
+
+static void
+snap_free(struct snapshot *s)
+{
+    if (!s)
+        return;
     fs_buf_free(&s->plain);
     fs_buf_free(&s->gz);
     if (s->zinit)
         deflateEnd(&s->zs);
-    s->zinit = false;
+    pthread_mutex_destroy(&s->gz_lock);
+    free(s);
 }
 
-static struct slot *
-slot_get(struct fs_http *h)
+/* Under snap_lock: the last reference is gone. Its memory is kept as the spare, so a
+ * steady scrape renders into buffers that have already grown. */
+static void
+snap_retire(struct fs_http *h, struct snapshot *s)
 {
-    struct slot *s = NULL;
-    pthread_mutex_lock(&h->pool_lock);
-    for (size_t i = 0; i < h->n_slots; i++) {
-        if (!h->slots[i].busy) {
-            s = &h->slots[i];
-            s->busy = true;
-            break;
-        }
+    h->n_snaps--;
+    if (!h->spare) {
+        h->spare = s;
+        return;
     }
-    pthread_mutex_unlock(&h->pool_lock);
-    if (!s) {
-        /* More concurrent scrapes than pooled buffers: a one-off buffer. */
-        s = calloc(1, sizeof *s);
-        if (!s)
-            return NULL;
-        s->h = h;
-        fs_buf_init(&s->plain, MAX_METRICS_BYTES);
-        fs_buf_init(&s->gz, MAX_METRICS_BYTES);
-        s->busy = true;
-    }
-    fs_buf_reset(&s->plain);
-    fs_buf_reset(&s->gz);
-    return s;
+    snap_free(s);
 }
 
 static void
-slot_release(void *cls)
+snap_release(void *cls)
 {
-    struct slot *s = cls;
-    if (!s->pooled) {
-        slot_clear(s);
-        free(s);
-        return;
-    }
-    pthread_mutex_lock(&s->h->pool_lock);
-    s->busy = false;
-    pthread_mutex_unlock(&s->h->pool_lock);
+    struct snapshot *s = cls;
+    struct fs_http *h = s->h;
+    pthread_mutex_lock(&h->snap_lock);
+    if (--s->refs == 0)
+        snap_retire(h, s);
+    pthread_mutex_unlock(&h->snap_lock);
 }
 
 static int
-slot_gzip(struct slot *s)
+snap_gzip(struct snapshot *s)
 {
+    int rc = -1;
+    pthread_mutex_lock(&s->gz_lock);
+    if (s->gz_done) {
+        rc = 0;
+        goto out;
+    }
     if (!s->zinit) {
         memset(&s->zs, 0, sizeof s->zs);
         /* Level 1: text metrics compress well already; speed matters more here. */
         if (deflateInit2(&s->zs, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-            return -1;
+            goto out;
         s->zinit = true;
     } else if (deflateReset(&s->zs) != Z_OK) {
-        return -1;
+        goto out;
     }
     uLong bound = deflateBound(&s->zs, (uLong)s->plain.len);
+    fs_buf_reset(&s->gz);
     if (!fs_buf_reserve(&s->gz, bound))
-        return -1;
+        goto out;
     s->zs.next_in = (Bytef *)s->plain.data;
     s->zs.avail_in = (uInt)s->plain.len;
     s->zs.next_out = (Bytef *)s->gz.data;
     s->zs.avail_out = (uInt)bound;
     if (deflate(&s->zs, Z_FINISH) != Z_STREAM_END)
-        return -1;
+        goto out;
     s->gz.len = bound - s->zs.avail_out;
-    return 0;
+    s->gz_done = true;
+    rc = 0;
+out:
+    pthread_mutex_unlock(&s->gz_lock);
+    return rc;
 }
+
+/* Renders a new exposition into s (outside every lock but the store's own). */
+static int
+snap_render(struct fs_http *h, struct snapshot *s)
+{
+    struct fs_expo_http_count hc[H_COUNT * N_CODES];
+    size_t n = 0;
+    for (size_t i = 0; i < H_COUNT; i++)
+        for (size_t j = 0; j < N_CODES; j++)
+            hc[n++] = (struct fs_expo_http_count){
+                handler_names[i], status_codes[j],
+                atomic_load_explicit(&h->counts[i][j], memory_order_relaxed)};
+    fs_buf_reset(&s->plain);
+    fs_buf_reset(&s->gz);
+    s->gz_done = false;
+    return fs_expo_render_ex(h->st, &s->plain, hc, n);
+}
+
+/*
+ * A reference to an exposition: the current one if it is young enough or a render is
+ * not allowed (FS_HTTP_MAX_EXPOSITIONS alive), else a fresh render. One render at a
+ * time; requests arriving meanwhile wait for it and share it.
+ */
+static struct snapshot *
+snap_acquire(struct fs_http *h, bool gz, const char **why)
+{
+    struct snapshot *s = NULL;
+    pthread_mutex_lock(&h->snap_lock);
+    uint64_t gen = h->render_gen;
+    while (h->rendering)
+        pthread_cond_wait(&h->snap_cond, &h->snap_lock);
+    int64_t now = fs_monotonic_us();
+    struct snapshot *cur = h->current;
+    bool rendered_meanwhile = h->render_gen != gen;
+    if (cur && (rendered_meanwhile || now - cur->made_us < h->share_us ||
+                h->n_snaps >= FS_HTTP_MAX_EXPOSITIONS)) {
+        cur->refs++;
+        s = cur;
+        pthread_mutex_unlock(&h->snap_lock);
+        goto have;
+    }
+    h->rendering = true;
+    s = h->spare;
+    h->spare = NULL;
+    h->n_snaps++;
+    pthread_mutex_unlock(&h->snap_lock);
+
+    if (!s && (s = calloc(1, sizeof *s)) != NULL) {
+        s->h = h;
+        pthread_mutex_init(&s->gz_lock, NULL);
+        fs_buf_init(&s->plain, MAX_METRICS_BYTES);
+        fs_buf_init(&s->gz, MAX_METRICS_BYTES);
+    }
+    bool ok = s && snap_render(h, s) == 0;
+    *why = s ? "the exposition does not fit in memory" : "out of memory";
+
+    pthread_mutex_lock(&h->snap_lock);
+    h->rendering = false;
+    pthread_cond_broadcast(&h->snap_cond);
+    if (!ok) {
+        h->n_snaps--;
+        if (s && !h->spare)
+            h->spare = s;
+        else
+            snap_free(s);
+        pthread_mutex_unlock(&h->snap_lock);
+        return NULL;
+    }
+    s->made_us = fs_monotonic_us();
+    s->refs = 2; /* h->current and the caller */
+    h->render_gen++;
+    cur = h->current;
+    h->current = s;
+    if (cur && --cur->refs == 0)
+        snap_retire(h, cur);
+    pthread_mutex_unlock(&h->snap_lock);
+have:
+    if (gz && snap_gzip(s) != 0) {
+        snap_release(s);
+        *why = "compression failed";
+        return NULL;
+    }
+    return s;
+}
+
+/* ---- /api/v1/raw memory budget ---- */
+
+/* Takes up to raw_max bytes of the budget for a render (given back down to what the
+ * answer holds once rendered); 0 when too little is left. */
+static size_t
+raw_reserve(struct fs_http *h)
+{
+    size_t cur = atomic_load(&h->raw_inflight);
+    for (;;) {
+        if (cur >= h->raw_budget || h->raw_budget - cur < MIN_RAW_RESERVE)
+            return 0;
+        size_t take = h->raw_budget - cur;
+        if (take > h->raw_max)
+            take = h->raw_max;
+        if (atomic_compare_exchange_weak(&h->raw_inflight, &cur, cur + take))
+            return take;
+    }
+}
+
+static void
+raw_unreserve(struct fs_http *h, size_t n)
+{
+    if (n)
+        atomic_fetch_sub(&h->raw_inflight, n);
+}
+
+static void
+held_body_free(void *cls)
+{
+    struct held_body *b = cls;
+    raw_unreserve(b->h, b->reserved);
+    free(b->data);
+    free(b);
+}
+
+/* ---- answers ---- */
 
 static void
 common_headers(struct MHD_Response *r, const char *ctype)
@@ -171,65 +560,78 @@ common_headers(struct MHD_Response *r, const char *ctype)
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
 }
 
-/* Queues body (detached from b, freed by libmicrohttpd) with status. */
-static enum MHD_Result
-reply(struct fs_http *h, struct MHD_Connection *c, enum handler hd, unsigned status,
-      const char *ctype, struct fs_buf *b, const char *allow)
+static void
+set_answer(struct req *r, unsigned status, const char *ctype)
 {
-    size_t len;
-    char *data = fs_buf_detach(b, &len);
-    if (!data)
-        return MHD_NO;
-    struct MHD_Response *r = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
-    if (!r) {
-        free(data);
-        return MHD_NO;
+    r->status = status;
+    r->ctype = ctype;
+    r->state = RQ_READY;
+}
+
+/* Makes r's answer the JSON error {"status":"error","error":msg}. */
+static void
+set_error(struct req *r, unsigned status, const char *msg)
+{
+    fs_buf_free(&r->body);
+    raw_unreserve(r->h, r->reserved);
+    r->reserved = 0;
+    fs_buf_init(&r->body, 64 * 1024);
+    fs_api_error_json(&r->body, msg);
+    r->retry_after = status == MHD_HTTP_SERVICE_UNAVAILABLE;
+    set_answer(r, status, JSON_CTYPE);
+}
+
+/* Hands r's answer to libmicrohttpd (which takes the body's ownership). */
+static enum MHD_Result
+queue_answer(struct req *r)
+{
+    struct fs_http *h = r->h;
+    struct MHD_Response *resp = NULL;
+    if (r->snap) {
+        struct fs_buf *b = r->gz ? &r->snap->gz : &r->snap->plain;
+        resp = MHD_create_response_from_buffer_with_free_callback_cls(b->len, b->data, snap_release,
+                                                                      r->snap);
+        if (!resp)
+            return MHD_NO; /* r->snap is released by req_done */
+        r->snap = NULL;
+    } else {
+        size_t len;
+        struct held_body *hb = malloc(sizeof *hb);
+        char *data = hb ? fs_buf_detach(&r->body, &len) : NULL;
+        if (!data) {
+            free(hb);
+            return MHD_NO;
+        }
+        *hb = (struct held_body){h, data, r->reserved};
+        r->reserved = 0;
+        resp =
+            MHD_create_response_from_buffer_with_free_callback_cls(len, data, held_body_free, hb);
+        if (!resp) {
+            held_body_free(hb);
+            return MHD_NO;
+        }
     }
-    common_headers(r, ctype);
-    if (allow)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
-    if (status == MHD_HTTP_UNAUTHORIZED)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+    common_headers(resp, r->ctype);
+    if (r->hd == H_METRICS && r->status == MHD_HTTP_OK) {
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ACCEPT_ENCODING);
+        if (r->gz)
+            MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+    }
+    if (r->allow)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
+    if (r->retry_after)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, RETRY_AFTER_S);
+    if (r->status == MHD_HTTP_UNAUTHORIZED)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                                 "Bearer realm=\"fabricscope\"");
-    enum MHD_Result ret = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
-    count(h, hd, status);
-    if (status >= 500)
-        fs_log(FS_LOG_WARN, "http", "%s answered %u", handler_names[hd], status);
+    enum MHD_Result ret = MHD_queue_response(r->c, r->status, resp);
+    MHD_destroy_response(resp);
+    count(h, r->hd, r->status);
+    if (r->status >= 500 && log_allowed(h))
+        fs_log(FS_LOG_WARN, "http", "%s answered %u", handler_names[r->hd], r->status);
+    conn_phase(h, r->c, PH_SEND);
+    r->state = RQ_SENT;
     return ret;
-}
-
-static enum MHD_Result
-reply_error(struct fs_http *h, struct MHD_Connection *c, enum handler hd, unsigned status,
-            const char *msg, const char *allow)
-{
-    struct fs_buf b;
-    fs_buf_init(&b, 64 * 1024);
-    fs_api_error_json(&b, msg);
-    return reply(h, c, hd, status, JSON_CTYPE, &b, allow);
-}
-
-struct args_ctx {
-    struct fs_query_arg a[MAX_ARGS];
-    size_t n;
-    size_t bytes;
-    bool too_many;
-};
-
-static enum MHD_Result
-args_cb(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
-{
-    (void)kind;
-    struct args_ctx *c = cls;
-    c->bytes += strlen(key) + 2 + (value ? strlen(value) : 0);
-    if (c->n >= MAX_ARGS) {
-        c->too_many = true;
-        return MHD_YES;
-    }
-    c->a[c->n].key = key;
-    c->a[c->n].value = value;
-    c->n++;
-    return MHD_YES;
 }
 
 /* Whether Accept-Encoding allows gzip (a "gzip" or "*" token whose q is not 0). */
@@ -283,83 +685,163 @@ token_ok(const struct fs_http *h, struct MHD_Connection *c)
     return diff == 0;
 }
 
-static enum MHD_Result
-do_metrics(struct fs_http *h, struct MHD_Connection *c)
-{
-    struct fs_expo_http_count hc[H_COUNT * N_CODES];
-    size_t n = 0;
-    for (size_t i = 0; i < H_COUNT; i++)
-        for (size_t j = 0; j < N_CODES; j++)
-            hc[n++] = (struct fs_expo_http_count){
-                handler_names[i], status_codes[j],
-                atomic_load_explicit(&h->counts[i][j], memory_order_relaxed)};
-    struct slot *s = slot_get(h);
-    if (!s)
-        return reply_error(h, c, H_METRICS, 500, "out of memory", NULL);
-    if (fs_expo_render_ex(h->st, &s->plain, hc, n) != 0) {
-        slot_release(s);
-        return reply_error(h, c, H_METRICS, 500, "the exposition does not fit in memory", NULL);
-    }
-    bool gz = accepts_gzip(
-        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING));
-    if (gz && slot_gzip(s) != 0) {
-        slot_release(s);
-        return reply_error(h, c, H_METRICS, 500, "compression failed", NULL);
-    }
-    struct fs_buf *body = gz ? &s->gz : &s->plain;
-    struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback_cls(
-        body->len, body->data, slot_release, s);
-    if (!r) {
-        slot_release(s);
-        return MHD_NO;
-    }
-    common_headers(r, METRICS_CTYPE);
-    MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ACCEPT_ENCODING);
-    if (gz)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
-    enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
-    MHD_destroy_response(r);
-    count(h, H_METRICS, 200);
-    return ret;
-}
+/* ---- query workers ---- */
 
-static enum MHD_Result
-do_raw(struct fs_http *h, struct MHD_Connection *c, const struct args_ctx *args)
+static void
+run_raw(struct fs_http *h, struct req *r)
 {
-    struct fs_raw_query q;
     char err[512];
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t now = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-    if (fs_raw_query_parse(args->a, args->n, now, &q, err, sizeof err) != 0)
-        return reply_error(h, c, H_RAW, 400, err, NULL);
-    struct fs_buf b;
-    fs_buf_init(&b, MAX_JSON_BYTES);
-    int rc = fs_api_raw(h->st, &q, &b, err, sizeof err);
-    fs_raw_query_free(&q);
-    if (rc != 0) {
-        fs_buf_free(&b);
-        return reply_error(h, c, H_RAW, (unsigned)rc, err, NULL);
+    size_t take = raw_reserve(h);
+    if (!take) {
+        set_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+                  "too many /api/v1/raw answers are waiting to be sent; retry later");
+        return;
     }
-    return reply(h, c, H_RAW, 200, JSON_CTYPE, &b, NULL);
+    r->reserved = take;
+    fs_buf_init(&r->body, take);
+    r->q.deadline_mono_us = fs_monotonic_us() + h->raw_time_us;
+    int rc = fs_api_raw(h->st, &r->q, &r->body, err, sizeof err);
+    if (rc == FS_API_RAW_TOO_LARGE && take < h->raw_max) {
+        set_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+                  "answers waiting to be sent use the memory this one needs; retry later");
+        return;
+    }
+    if (rc != 0) {
+        set_error(r, rc == FS_API_RAW_TOO_LARGE ? MHD_HTTP_BAD_REQUEST : (unsigned)rc, err);
+        return;
+    }
+    /* Keep what the body holds, give back the rest. */
+    raw_unreserve(h, take - r->body.cap);
+    r->reserved = r->body.cap;
+    set_answer(r, MHD_HTTP_OK, JSON_CTYPE);
 }
 
-static enum MHD_Result
-handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-       const char *version, const char *upload_data, size_t *upload_data_size, void **req_cls)
+static void
+run_job(struct fs_http *h, struct req *r)
 {
-    (void)version;
-    (void)upload_data;
-    (void)upload_data_size;
-    struct fs_http *h = cls;
-    static int marker;
-    if (*req_cls == &marker) {
-        /* A body arrived although a response is already queued: discard it. */
-        *upload_data_size = 0;
+    const char *why = NULL;
+    switch (r->hd) {
+    case H_METRICS:
+        r->snap = snap_acquire(h, r->gz, &why);
+        if (!r->snap) {
+            set_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, why);
+            return;
+        }
+        set_answer(r, MHD_HTTP_OK, METRICS_CTYPE);
+        return;
+    case H_RAW:
+        run_raw(h, r);
+        return;
+    case H_TARGETS:
+        fs_buf_init(&r->body, MAX_JSON_BYTES);
+        if (fs_api_targets(h->st, &r->body) != 0)
+            set_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+        else
+            set_answer(r, MHD_HTTP_OK, JSON_CTYPE);
+        return;
+    case H_INDEX:
+        fs_buf_init(&r->body, MAX_JSON_BYTES);
+        if (fs_api_index_html(h->st, &r->body) != 0)
+            set_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+        else
+            set_answer(r, MHD_HTTP_OK, "text/html; charset=utf-8");
+        return;
+    default:
+        set_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "no worker for this handler");
+        return;
+    }
+}
+
+static void *
+worker_main(void *arg)
+{
+    struct fs_http *h = arg;
+    for (;;) {
+        pthread_mutex_lock(&h->queue_lock);
+        while (!h->queue_head && !(h->stopping && h->pending == 0))
+            pthread_cond_wait(&h->queue_cond, &h->queue_lock);
+        struct req *r = h->queue_head;
+        if (!r) {
+            pthread_mutex_unlock(&h->queue_lock);
+            return NULL;
+        }
+        h->queue_head = r->next;
+        if (!h->queue_head)
+            h->queue_tail = NULL;
+        h->pending--;
+        bool stopping = h->stopping;
+        pthread_cond_broadcast(&h->queue_cond);
+        pthread_mutex_unlock(&h->queue_lock);
+        if (stopping)
+            set_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "shutting down");
+        else
+            run_job(h, r);
+        MHD_resume_connection(r->c);
+    }
+}
+
+/* Suspends the connection and queues r for a worker; false when the queue is full or
+ * the endpoint is stopping (r is untouched then). */
+static bool
+submit_job(struct fs_http *h, struct req *r)
+{
+    pthread_mutex_lock(&h->queue_lock);
+    bool ok = !h->stopping && h->pending < MAX_QUEUED_JOBS;
+    if (ok)
+        h->pending++;
+    pthread_mutex_unlock(&h->queue_lock);
+    if (!ok)
+        return false;
+    r->state = RQ_JOB;
+    MHD_suspend_connection(r->c);
+    pthread_mutex_lock(&h->queue_lock);
+    r->next = NULL;
+    if (h->queue_tail)
+        h->queue_tail->next = r;
+    else
+        h->queue_head = r;
+    h->queue_tail = r;
+    pthread_cond_signal(&h->queue_cond);
+    pthread_mutex_unlock(&h->queue_lock);
+    return true;
+}
+
+/* ---- routing ---- */
+
+struct args_ctx {
+    struct fs_query_arg a[MAX_ARGS];
+    size_t n, bytes;
+    bool too_many, nul;
+};
+
+static enum MHD_Result
+args_cb(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size, const char *value,
+        size_t value_size)
+{
+    (void)kind;
+    struct args_ctx *c = cls;
+    c->bytes += key_size + 2 + value_size;
+    /* libmicrohttpd decodes %00 into the text; the C string would silently end there. */
+    if (strlen(key) != key_size || (value && strlen(value) != value_size))
+        c->nul = true;
+    if (c->n >= MAX_ARGS) {
+        c->too_many = true;
         return MHD_YES;
     }
-    *req_cls = &marker;
+    c->a[c->n].key = key;
+    c->a[c->n].value = value;
+    c->n++;
+    return MHD_YES;
+}
 
+enum route { ROUTE_ANSWER, ROUTE_EARLY, ROUTE_JOB };
+
+/* Decides r's fate from the request head: an answer (errors, /healthz), one sent at
+ * once before any body (ROUTE_EARLY), or a job for a worker once the request is read. */
+static enum route
+route(struct fs_http *h, struct req *r, const char *url, const char *method)
+{
+    struct MHD_Connection *c = r->c;
     enum handler hd = H_OTHER;
     if (strcmp(url, "/metrics") == 0)
         hd = H_METRICS;
@@ -371,64 +853,130 @@ handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
         hd = H_HEALTHZ;
     else if (strcmp(url, "/") == 0)
         hd = H_INDEX;
+    r->hd = hd;
 
     struct args_ctx args;
-    args.n = 0;
-    args.bytes = 0;
-    args.too_many = false;
-    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, args_cb, &args);
-    if (strlen(url) + args.bytes > MAX_URL_BYTES)
-        return reply_error(h, c, hd, MHD_HTTP_URI_TOO_LONG, "request URL too long", NULL);
-
+    memset(&args, 0, sizeof args);
+    MHD_get_connection_values_n(c, MHD_GET_ARGUMENT_KIND, args_cb, &args);
     const char *cl =
         MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     const char *te =
         MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
-    if ((cl && strtoull(cl, NULL, 10) > MAX_BODY_BYTES) || te)
-        return reply_error(h, c, hd, MHD_HTTP_CONTENT_TOO_LARGE, "request body too large", NULL);
-
-    if (hd == H_OTHER)
-        return reply_error(h, c, hd, MHD_HTTP_NOT_FOUND, "not found", NULL);
-    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
-        return reply_error(h, c, hd, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed",
-                           "GET, HEAD");
-    if (h->token && hd != H_HEALTHZ && !token_ok(h, c))
-        return reply_error(h, c, hd, MHD_HTTP_UNAUTHORIZED, "missing or wrong bearer token", NULL);
-    if (args.too_many)
-        return reply_error(h, c, hd, MHD_HTTP_BAD_REQUEST, "too many query parameters", NULL);
+    if ((cl && strtoull(cl, NULL, 10) > MAX_BODY_BYTES) || te) {
+        set_error(r, MHD_HTTP_CONTENT_TOO_LARGE, "request body too large");
+        return ROUTE_EARLY;
+    }
+    if (strlen(url) + args.bytes > MAX_URL_BYTES) {
+        set_error(r, MHD_HTTP_URI_TOO_LONG, "request URL too long");
+        return ROUTE_ANSWER;
+    }
+    if (hd == H_OTHER) {
+        set_error(r, MHD_HTTP_NOT_FOUND, "not found");
+        return ROUTE_ANSWER;
+    }
+    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
+        set_error(r, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed");
+        r->allow = "GET, HEAD";
+        return ROUTE_ANSWER;
+    }
+    if (h->token && hd != H_HEALTHZ && !token_ok(h, c)) {
+        set_error(r, MHD_HTTP_UNAUTHORIZED, "missing or wrong bearer token");
+        return ROUTE_ANSWER;
+    }
+    if (args.too_many) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "too many query parameters (at most %d)", MAX_ARGS);
+        set_error(r, MHD_HTTP_BAD_REQUEST, msg);
+        return ROUTE_ANSWER;
+    }
+    if (args.nul) {
+        set_error(r, MHD_HTTP_BAD_REQUEST, "NUL byte (%00) in a parameter");
+        return ROUTE_ANSWER;
+    }
     if (hd != H_RAW && args.n > 0) {
         char msg[160];
         snprintf(msg, sizeof msg, "unknown parameter \"%.64s\"", args.a[0].key);
-        return reply_error(h, c, hd, MHD_HTTP_BAD_REQUEST, msg, NULL);
+        set_error(r, MHD_HTTP_BAD_REQUEST, msg);
+        return ROUTE_ANSWER;
     }
+    if (hd == H_HEALTHZ) {
+        fs_buf_init(&r->body, 64);
+        fs_buf_puts(&r->body, "{\"status\":\"ok\"}\n");
+        set_answer(r, MHD_HTTP_OK, JSON_CTYPE);
+        return ROUTE_ANSWER;
+    }
+    if (hd == H_RAW) {
+        char err[512];
+        /* Parsing compiles the regexes, each bounded before compiling (selector.h). */
+        if (fs_raw_query_parse(args.a, args.n, fs_realtime_us(), &r->q, err, sizeof err) != 0) {
+            set_error(r, MHD_HTTP_BAD_REQUEST, err);
+            return ROUTE_ANSWER;
+        }
+        r->have_q = true;
+    }
+    if (hd == H_METRICS)
+        r->gz = accepts_gzip(
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING));
+    return ROUTE_JOB;
+}
 
-    struct fs_buf b;
-    switch (hd) {
-    case H_METRICS:
-        return do_metrics(h, c);
-    case H_RAW:
-        return do_raw(h, c, &args);
-    case H_TARGETS:
-        fs_buf_init(&b, MAX_JSON_BYTES);
-        if (fs_api_targets(h->st, &b) != 0) {
-            fs_buf_free(&b);
-            return reply_error(h, c, hd, 500, "out of memory", NULL);
-        }
-        return reply(h, c, hd, 200, JSON_CTYPE, &b, NULL);
-    case H_HEALTHZ:
-        fs_buf_init(&b, 64);
-        fs_buf_puts(&b, "{\"status\":\"ok\"}\n");
-        return reply(h, c, hd, 200, JSON_CTYPE, &b, NULL);
-    case H_INDEX:
-        fs_buf_init(&b, MAX_JSON_BYTES);
-        if (fs_api_index_html(h->st, &b) != 0) {
-            fs_buf_free(&b);
-            return reply_error(h, c, hd, 500, "out of memory", NULL);
-        }
-        return reply(h, c, hd, 200, "text/html; charset=utf-8", &b, NULL);
-    default:
-        return reply_error(h, c, hd, MHD_HTTP_NOT_FOUND, "not found", NULL);
+static enum MHD_Result
+handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+       const char *version, const char *upload_data, size_t *upload_data_size, void **req_cls)
+{
+    (void)version;
+    (void)upload_data;
+    struct fs_http *h = cls;
+    struct req *r = *req_cls;
+    if (!r) {
+        r = calloc(1, sizeof *r);
+        if (!r)
+            return MHD_NO;
+        r->h = h;
+        r->c = c;
+        fs_buf_init(&r->body, 0);
+        *req_cls = r;
+        enum route rt = route(h, r, url, method);
+        if (rt == ROUTE_EARLY)
+            return queue_answer(r);
+        r->state = rt == ROUTE_JOB ? RQ_TO_SUBMIT : RQ_READY;
+        return MHD_YES;
     }
+    if (*upload_data_size) {
+        *upload_data_size = 0; /* no endpoint takes a body: discard it */
+        return MHD_YES;
+    }
+    /* The request has been read whole (until now it ran against the head deadline,
+     * a trickled body included); answering now keeps the connection alive. */
+    conn_phase(h, c, PH_WORK);
+    if (r->state == RQ_TO_SUBMIT) {
+        if (submit_job(h, r))
+            return MHD_YES; /* r is the worker's until it resumes the connection */
+        set_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "too many queries waiting; retry later");
+    }
+    if (r->state == RQ_READY)
+        return queue_answer(r);
+    return MHD_YES;
+}
+
+static void
+req_done(void *cls, struct MHD_Connection *c, void **req_cls, enum MHD_RequestTerminationCode toe)
+{
+    (void)toe;
+    struct fs_http *h = cls;
+    struct req *r = *req_cls;
+    if (r) {
+        if (r->snap)
+            snap_release(r->snap);
+        raw_unreserve(h, r->reserved);
+        fs_buf_free(&r->body);
+        if (r->have_q)
+            fs_raw_query_free(&r->q);
+        free(r);
+        *req_cls = NULL;
+    }
+    /* The next request on a kept-alive connection has its own head deadline. */
+    conn_phase(h, c, PH_HEAD);
 }
 
 static char *
@@ -467,25 +1015,37 @@ fs_http_start(const struct fs_http_opts *o, struct fs_store *st, char *errbuf, s
         snprintf(errbuf, errlen, "out of memory");
         return NULL;
     }
-    pthread_mutex_init(&h->pool_lock, NULL);
+    pthread_mutex_init(&h->conn_lock, NULL);
+    pthread_mutex_init(&h->queue_lock, NULL);
+    pthread_mutex_init(&h->snap_lock, NULL);
+    pthread_mutex_init(&h->log_lock, NULL);
+    pthread_cond_init(&h->queue_cond, NULL);
+    pthread_cond_init(&h->snap_cond, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&h->sweep_cond, &ca);
+    pthread_condattr_destroy(&ca);
     h->st = st;
+    h->log_window_us = fs_monotonic_us();
     unsigned threads = o->threads ? o->threads : 2;
     unsigned maxconn = o->max_connections ? o->max_connections : 64;
     unsigned timeout = o->connection_timeout_s ? o->connection_timeout_s : 10;
     if (maxconn < threads)
         maxconn = threads;
-    h->n_slots = threads + 1;
-    h->slots = calloc(h->n_slots, sizeof *h->slots);
-    if (!h->slots) {
-        snprintf(errbuf, errlen, "out of memory");
-        goto fail;
-    }
-    for (size_t i = 0; i < h->n_slots; i++) {
-        h->slots[i].h = h;
-        h->slots[i].pooled = true;
-        fs_buf_init(&h->slots[i].plain, MAX_METRICS_BYTES);
-        fs_buf_init(&h->slots[i].gz, MAX_METRICS_BYTES);
-    }
+    h->head_timeout_us = (int64_t)(o->head_timeout_s ? o->head_timeout_s : 10) * 1000000;
+    h->response_timeout_us =
+        (int64_t)(o->response_timeout_s ? o->response_timeout_s : 60) * 1000000;
+    h->raw_time_us = (int64_t)(o->raw_time_limit_ms ? o->raw_time_limit_ms : 10000) * 1000;
+    h->share_us = o->metrics_share_ms > 0 ? (int64_t)o->metrics_share_ms * 1000 : 0;
+    h->raw_budget = o->raw_inflight_bytes ? o->raw_inflight_bytes : MAX_RAW_BYTES;
+    h->n_workers = o->query_threads ? o->query_threads : 2;
+    /* One answer may take the budget's share of one worker, so that every worker can
+     * render at once; a larger answer is the client's to narrow (400). */
+    h->raw_max = h->raw_budget / h->n_workers;
+    /* Keep an eighth of the connections (at least two) for newcomers. */
+    unsigned reserve = maxconn / 8 > 2 ? maxconn / 8 : 2;
+    h->soft_conn_limit = maxconn > reserve ? maxconn - reserve : 1;
     if (o->bearer_token && *o->bearer_token) {
         h->token = strdup(o->bearer_token);
         if (!h->token) {
@@ -494,6 +1054,24 @@ fs_http_start(const struct fs_http_opts *o, struct fs_store *st, char *errbuf, s
         }
         h->token_len = strlen(h->token);
     }
+
+    h->workers = calloc(h->n_workers, sizeof *h->workers);
+    if (!h->workers) {
+        snprintf(errbuf, errlen, "out of memory");
+        goto fail;
+    }
+    for (unsigned i = 0; i < h->n_workers; i++) {
+        if (pthread_create(&h->workers[i], NULL, worker_main, h) != 0) {
+            h->n_workers = i;
+            snprintf(errbuf, errlen, "cannot start the HTTP query threads");
+            goto fail;
+        }
+    }
+    if (pthread_create(&h->sweeper, NULL, sweeper_main, h) != 0) {
+        snprintf(errbuf, errlen, "cannot start the HTTP sweeper thread");
+        goto fail;
+    }
+    h->sweeper_started = true;
 
     const char *host = o->host && *o->host ? o->host : "127.0.0.1";
     struct addrinfo hints;
@@ -508,7 +1086,8 @@ fs_http_start(const struct fs_http_opts *o, struct fs_store *st, char *errbuf, s
         goto fail;
     }
 
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_AUTO;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_AUTO |
+                     MHD_ALLOW_SUSPEND_RESUME;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     bool tls = o->tls_cert_file && o->tls_key_file;
@@ -526,8 +1105,9 @@ fs_http_start(const struct fs_http_opts *o, struct fs_store *st, char *errbuf, s
         flags |= MHD_USE_TLS;
     }
 
-    /* Per client address: half the connections, so one scraper cannot take them all. */
-    unsigned per_ip = maxconn / 2 ? maxconn / 2 : 1;
+    /* Per client address: a quarter of the connections, so that one address (or two)
+     * cannot take them all. */
+    unsigned per_ip = maxconn / 4 ? maxconn / 4 : 1;
     struct MHD_OptionItem tls_opts[] = {
         {MHD_OPTION_HTTPS_MEM_KEY, 0, h->key},
         {MHD_OPTION_HTTPS_MEM_CERT, 0, h->cert},
@@ -535,11 +1115,12 @@ fs_http_start(const struct fs_http_opts *o, struct fs_store *st, char *errbuf, s
     };
     /* The logger goes first so that option errors are routed too. */
     h->d = MHD_start_daemon(
-        flags, 0, NULL, NULL, handle, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        flags, 0, NULL, NULL, handle, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
         MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE, threads,
         MHD_OPTION_CONNECTION_LIMIT, maxconn, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
-        MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)(64 * 1024), MHD_OPTION_ARRAY, tls ? tls_opts : &tls_opts[2], MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, POOL_BYTES,
+        MHD_OPTION_NOTIFY_CONNECTION, notify_conn, h, MHD_OPTION_NOTIFY_COMPLETED, req_done, h,
+        MHD_OPTION_ARRAY, tls ? tls_opts : &tls_opts[2], MHD_OPTION_END);
     if (!h->d) {
         snprintf(errbuf, errlen, "cannot listen on %s port %u (address in use, or bad TLS files?)",
                  host, (unsigned)o->port);
@@ -565,16 +1146,41 @@ fs_http_port(const struct fs_http *h)
     return h->port;
 }
 
+unsigned
+fs_http_open_connections(struct fs_http *h)
+{
+    pthread_mutex_lock(&h->conn_lock);
+    unsigned n = h->n_conns;
+    pthread_mutex_unlock(&h->conn_lock);
+    return n;
+}
+
 void
 fs_http_stop(struct fs_http *h)
 {
     if (!h)
         return;
+    /* Workers first: they answer what is queued ("shutting down") and resume every
+     * suspended connection, which libmicrohttpd needs before it can stop. */
+    pthread_mutex_lock(&h->queue_lock);
+    h->stopping = true;
+    pthread_cond_broadcast(&h->queue_cond);
+    pthread_mutex_unlock(&h->queue_lock);
+    for (unsigned i = 0; i < h->n_workers; i++)
+        pthread_join(h->workers[i], NULL);
+    free(h->workers);
     if (h->d)
-        MHD_stop_daemon(h->d); /* destroys responses, so every slot is released */
-    for (size_t i = 0; h->slots && i < h->n_slots; i++)
-        slot_clear(&h->slots[i]);
-    free(h->slots);
+        MHD_stop_daemon(h->d); /* destroys responses: every snapshot reference is released */
+    if (h->sweeper_started) {
+        pthread_mutex_lock(&h->conn_lock);
+        h->sweeper_stop = true;
+        pthread_cond_signal(&h->sweep_cond);
+        pthread_mutex_unlock(&h->conn_lock);
+        pthread_join(h->sweeper, NULL);
+    }
+    if (h->current && --h->current->refs == 0)
+        snap_retire(h, h->current);
+    snap_free(h->spare);
     if (h->token)
         explicit_bzero(h->token, h->token_len);
     free(h->token);
@@ -582,6 +1188,12 @@ fs_http_stop(struct fs_http *h)
     if (h->key)
         explicit_bzero(h->key, strlen(h->key));
     free(h->key);
-    pthread_mutex_destroy(&h->pool_lock);
+    pthread_cond_destroy(&h->sweep_cond);
+    pthread_cond_destroy(&h->queue_cond);
+    pthread_cond_destroy(&h->snap_cond);
+    pthread_mutex_destroy(&h->log_lock);
+    pthread_mutex_destroy(&h->snap_lock);
+    pthread_mutex_destroy(&h->queue_lock);
+    pthread_mutex_destroy(&h->conn_lock);
     free(h);
 }

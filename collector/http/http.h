@@ -3,9 +3,27 @@
  * accepted), /api/v1/raw, /api/v1/targets, /healthz and the HTML index at /.
  * Bad requests get a 4xx with {"status":"error","error":"..."}.
  *
- * Threads. libmicrohttpd runs its own bounded thread pool; handlers read the store
- * through its foreach calls, format into memory, and only then hand the buffer to
+ * Threads. libmicrohttpd's own small thread pool does only I/O and cheap answers
+ * (/healthz, errors), so /healthz keeps answering while queries run. /metrics,
+ * /api/v1/raw, /api/v1/targets and / are suspended and handed to a separate pool of
+ * query workers through a bounded queue (full: 503 with Retry-After). Handlers read the
+ * store through its foreach calls, format into memory, and only then hand the buffer to
  * libmicrohttpd, so no store lock is ever held while a client socket is written.
+ *
+ * Hostile clients. Every request (head and any body) must arrive whole within
+ * head_timeout_s of the connection's start (or of the previous response's end on a
+ * kept-alive connection), however slowly it trickles; every response must be sent
+ * within response_timeout_s.
+ * A sweeper thread closes connections past either deadline. One address may hold a
+ * quarter of the connections, and when the connections near max_connections the
+ * oldest one still waiting for its request head is closed to make room for the
+ * newcomer. /metrics renders at most one exposition at a time; scrapes that arrive
+ * during a render (or within metrics_share_ms of one) share its immutable buffer, and
+ * at most FS_HTTP_MAX_EXPOSITIONS buffers are alive: past that, slow scrapers holding
+ * them, a scrape gets the latest render instead of a new one. /api/v1/raw responses waiting to be
+ * sent hold at most raw_inflight_bytes in all (past it: 503 with Retry-After), and a
+ * query gives up after raw_time_limit_ms. Warnings from the HTTP layer are
+ * rate-limited: a few lines, then one summary line per 10 s with counts.
  */
 #ifndef FS_HTTP_H
 #define FS_HTTP_H
@@ -24,9 +42,19 @@ struct fs_http_opts {
     const char *tls_key_file;
     const char *bearer_token;      /**< if set, every request but /healthz needs it */
     unsigned max_connections;      /**< default 64 */
-    unsigned connection_timeout_s; /**< default 10 */
-    unsigned threads;              /**< default 2 */
+    unsigned connection_timeout_s; /**< idle timeout; default 10 */
+    unsigned threads;              /**< I/O threads; default 2 */
+    unsigned head_timeout_s;       /**< whole request (head, body); default 10 */
+    unsigned response_timeout_s;   /**< whole response; default 60 */
+    unsigned query_threads;        /**< query workers; default 2 */
+    size_t raw_inflight_bytes;     /**< /api/v1/raw bodies in memory at once; default 256 MiB */
+    unsigned raw_time_limit_ms;    /**< one /api/v1/raw query; default 10000 */
+    int metrics_share_ms;          /**< also share a render this young; default 0: only
+                                        scrapes that arrive during a render share it */
 };
+
+/** /metrics buffers alive at once (the current one, ones still being sent). */
+#define FS_HTTP_MAX_EXPOSITIONS 3
 
 /** Starts serving; NULL with errbuf filled (e.g. address in use). Strings are copied. */
 struct fs_http *fs_http_start(const struct fs_http_opts *o, struct fs_store *st, char *errbuf,
@@ -34,6 +62,9 @@ struct fs_http *fs_http_start(const struct fs_http_opts *o, struct fs_store *st,
 
 /** The bound port (useful with port 0). */
 uint16_t fs_http_port(const struct fs_http *h);
+
+/** Connections open right now (for tests and diagnostics). */
+unsigned fs_http_open_connections(struct fs_http *h);
 
 /** Stops serving and frees; accepts NULL. */
 void fs_http_stop(struct fs_http *h);

@@ -257,7 +257,14 @@ fs_store_new(const struct fs_ring_opts *ro, char *errbuf, size_t errlen)
     atomic_store(&st->retention_us, ro->retention_us);
     atomic_store(&st->series_limit, DEFAULT_SERIES_LIMIT);
     fs_store_set_clock(st, NULL);
-    pthread_rwlock_init(&st->lock, NULL);
+    /* Writers first: readers (HTTP queries, renders) come often and scan long, and with
+     * glibc's default they could keep a sink waiting forever. Nobody takes the read lock
+     * twice, which this kind requires. */
+    pthread_rwlockattr_t ra;
+    pthread_rwlockattr_init(&ra);
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&st->lock, &ra);
+    pthread_rwlockattr_destroy(&ra);
     pthread_mutex_init(&st->ring_lock, NULL);
     pthread_mutex_init(&st->retired_lock, NULL);
     return st;
@@ -1330,24 +1337,30 @@ shadowed(const struct fs_store *st, const struct fs_sink *s, enum fs_metric m, i
     return false;
 }
 
-void
-fs_store_foreach_series(struct fs_store *st, bool only_exported, fs_series_cb cb, void *arg)
+bool
+fs_store_foreach_series_chunk(struct fs_store *st, bool only_exported, uint64_t *cursor, size_t max,
+                              fs_series_cb cb, void *arg)
 {
     int64_t now = now_real(st);
+    size_t m = (size_t)(*cursor >> 32), i = (size_t)(*cursor & 0xffffffffu), seen = 0;
+    bool done = false;
     pthread_rwlock_rdlock(&st->lock);
-    for (int m = 0; m < FS_METRIC_COUNT; m++) {
+    for (; m < FS_METRIC_COUNT; m++, i = 0) {
         /* A sink's series of one metric are mostly adjacent: decide precedence once per
          * run of them rather than per series (it scans the target's other sources). */
         const struct fs_sink *memo_sink = NULL;
         bool memo_shadowed = false;
-        for (size_t i = 0; i < st->n_by_metric[m]; i++) {
+        for (; i < st->n_by_metric[m]; i++) {
+            if (seen++ == max)
+                goto out;
             const struct series *se = st->by_metric[m][i];
             struct fs_series_info in;
             in.ts_us = atomic_load_explicit(&se->ts_us, memory_order_acquire);
             uint64_t v = atomic_load_explicit(&se->value, memory_order_relaxed);
             if (se->sink != memo_sink) {
                 memo_sink = se->sink;
-                memo_shadowed = !se->sink->retired && shadowed(st, se->sink, m, now);
+                memo_shadowed =
+                    !se->sink->retired && shadowed(st, se->sink, (enum fs_metric)m, now);
             }
             /* a removed instance's series are history only: readable, never exported */
             in.exported = !se->sink->retired && fresh(se->sink, in.ts_us, now) && !memo_shadowed;
@@ -1365,12 +1378,24 @@ fs_store_foreach_series(struct fs_store *st, bool only_exported, fs_series_cb cb
             in.labels_text_len = se->labels_text_len;
             in.u = v;
             memcpy(&in.d, &v, sizeof in.d);
-            if (cb(arg, &in))
+            if (cb(arg, &in)) {
+                i++;
                 goto out;
+            }
         }
     }
+    done = true;
 out:
     pthread_rwlock_unlock(&st->lock);
+    *cursor = ((uint64_t)m << 32) | (uint64_t)i;
+    return done;
+}
+
+void
+fs_store_foreach_series(struct fs_store *st, bool only_exported, fs_series_cb cb, void *arg)
+{
+    uint64_t cursor = 0;
+    fs_store_foreach_series_chunk(st, only_exported, &cursor, SIZE_MAX, cb, arg);
 }
 
 long

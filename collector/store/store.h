@@ -61,6 +61,16 @@ typedef int (*fs_series_cb)(void *arg, const struct fs_series_info *s);
 void fs_store_foreach_series(struct fs_store *st, bool only_exported, fs_series_cb cb, void *arg);
 
 /**
+ * fs_store_foreach_series() in chunks, so that a long scan (a regex query) never holds
+ * the store's read lock for long and writers get in between chunks. Visits at most max
+ * series from *cursor (0 to begin), advances *cursor, and returns true once the
+ * iteration is complete (or false also when cb stopped it). Series removed between
+ * chunks may make a later series be skipped; none is visited twice.
+ */
+bool fs_store_foreach_series_chunk(struct fs_store *st, bool only_exported, uint64_t *cursor,
+                                   size_t max, fs_series_cb cb, void *arg);
+
+/**
  * Reads ring history of one series (see fs_ring_read), named by the (id, gen) pair a
  * fs_store_foreach_series callback saw. -1 if that series is gone, including when its
  * id now belongs to another series (swept, or removed and evicted, in between).

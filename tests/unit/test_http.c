@@ -13,15 +13,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <cmocka.h>
 
+#include "http/api.h"
 #include "http/http.h"
 #include "store/store.h"
 #include "synth.h"
+
+/* ASan keeps freed blocks in a quarantine (256 MB by default) that shows as RSS; the
+ * RSS bound of test_raw_nonreading_clients is about memory held, so keep it small. */
+const char *__asan_default_options(void);
+const char *
+__asan_default_options(void)
+{
+    return "quarantine_size_mb=4";
+}
 
 /* A fixed past time for ring samples (2024-12-02T09:00:00Z). */
 #define T0 1733130000000000LL
@@ -508,6 +521,619 @@ test_port_in_use(void **state)
     assert_non_null(strstr(err, "cannot listen"));
 }
 
+/* ---- hostile clients ---- */
+
+static double
+now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A TCP connection to 127.0.0.1:port from the loopback address src (127.0.0.0/8 all
+ * reach the host), so that tests can play several client addresses. */
+static int
+connect_from(const char *src, uint16_t port, int rcvbuf)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    if (rcvbuf)
+        assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf), 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    assert_int_equal(inet_pton(AF_INET, src, &a.sin_addr), 1);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    a.sin_port = htons(port);
+    assert_int_equal(inet_pton(AF_INET, "127.0.0.1", &a.sin_addr), 1);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    return fd;
+}
+
+/* Whether the server has closed fd (end of stream or reset), without blocking. */
+static bool
+closed_by_peer(int fd)
+{
+    char c[256];
+    for (;;) {
+        ssize_t n = recv(fd, c, sizeof c, MSG_DONTWAIT);
+        if (n == 0)
+            return true;
+        if (n < 0)
+            return errno != EAGAIN && errno != EWOULDBLOCK;
+    }
+}
+
+/* GET /healthz from src on a fresh connection; returns the seconds to a whole 200. */
+static double
+healthz_seconds(uint16_t port, const char *src)
+{
+    double t0 = now_s();
+    int fd = connect_from(src, port, 0);
+    const char *req = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    assert_int_equal(send(fd, req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
+    char buf[2048];
+    size_t len = 0;
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    while (len < sizeof buf - 1 && poll(&pfd, 1, 5000) == 1) {
+        ssize_t n = recv(fd, buf + len, sizeof buf - 1 - len, 0);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    buf[len] = '\0';
+    if (!strstr(buf, "HTTP/1.1 200") || !strstr(buf, "{\"status\":\"ok\"}"))
+        fail_msg("/healthz from %s: %s", src, buf);
+    return now_s() - t0;
+}
+
+struct trickler {
+    int fd;
+    double opened, closed; /* closed 0: still open */
+};
+
+/* Sends one more byte of an endless request head to every open trickler; notes which
+ * the server has closed. Returns how many are still open. */
+static size_t
+trickle(struct trickler *t, size_t n)
+{
+    size_t open = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (t[i].closed)
+            continue;
+        if (closed_by_peer(t[i].fd) || send(t[i].fd, "a", 1, MSG_NOSIGNAL) != 1) {
+            t[i].closed = now_s();
+            continue;
+        }
+        open++;
+    }
+    return open;
+}
+
+/* A connection that trickles its request head (or, with body, a whole head and then
+ * a body that never ends). */
+static struct trickler
+trickler_open(const char *src, uint16_t port, bool body)
+{
+    struct trickler t = {connect_from(src, port, 0), now_s(), 0};
+    const char *head = body ? "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 60000\r\n\r\n"
+                            : "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+    assert_int_equal(send(t.fd, head, strlen(head), MSG_NOSIGNAL), (ssize_t)strlen(head));
+    return t;
+}
+
+/*
+ * Slowloris: connections that trickle a request head (a byte every 100 ms, which resets
+ * any idle timeout) are closed by the whole-head deadline, /healthz keeps answering
+ * within a second meanwhile, and when trickling connections from many addresses fill
+ * the connection table the oldest make room for a newcomer.
+ */
+static void
+test_slowloris(void **state)
+{
+    struct fixture *f = *state;
+    char err[256];
+    const unsigned head_s = 2;
+    struct fs_http_opts o = {.host = "127.0.0.1",
+                             .max_connections = 16, /* 4 per address, 2 kept for newcomers */
+                             .head_timeout_s = head_s,
+                             .connection_timeout_s = 30};
+    struct fs_http *h = fs_http_start(&o, f->st, err, sizeof err);
+    if (!h)
+        fail_msg("fs_http_start: %s", err);
+    uint16_t port = fs_http_port(h);
+
+    /* Two trickling connections from 127.0.0.1, /healthz from the same address (the
+     * address may hold four). */
+    struct trickler t[16];
+    size_t n = 0;
+    for (; n < 2; n++)
+        t[n] = trickler_open("127.0.0.1", port, false);
+    t[n++] = trickler_open("127.0.0.5", port, true); /* the same with a body */
+    double worst = 0;
+    double start = now_s();
+    while (trickle(t, n) > 0) {
+        if (now_s() - start > head_s + 3)
+            fail_msg("trickling connections still open after %.1f s", now_s() - start);
+        double hz = healthz_seconds(port, "127.0.0.1");
+        worst = hz > worst ? hz : worst;
+        struct timespec pace = {0, 100 * 1000000L};
+        nanosleep(&pace, NULL); /* the attacker's pace, not a synchronisation */
+    }
+    for (size_t i = 0; i < n; i++) {
+        double held = t[i].closed - t[i].opened;
+        if (held < head_s - 0.5 || held > head_s + 1.5)
+            fail_msg("trickler %zu closed after %.2f s, deadline %u s", i, held, head_s);
+        close(t[i].fd);
+    }
+    if (worst >= 1.0)
+        fail_msg("/healthz took %.3f s under slowloris", worst);
+    print_message("slowloris: 3 trickling connections (one in its body) closed by the %u s "
+                  "request deadline; "
+                  "/healthz worst %.1f ms\n",
+                  head_s, worst * 1e3);
+
+    /* Sixteen from four addresses fill the table; newcomers still get in. */
+    char src[4][16];
+    n = 0;
+    for (int a = 0; a < 4; a++) {
+        snprintf(src[a], sizeof src[a], "127.0.0.%d", 10 + a);
+        for (int k = 0; k < 4; k++)
+            t[n++] = trickler_open(src[a], port, false);
+    }
+    /* The two over the soft limit have closed the two oldest. */
+    double t_full = now_s();
+    size_t open;
+    while ((open = trickle(t, n)) > 14) {
+        if (now_s() - t_full > 1.0)
+            fail_msg("%zu trickling connections still open, expected the oldest to make room",
+                     open);
+        struct timespec pace = {0, 20 * 1000000L};
+        nanosleep(&pace, NULL);
+    }
+    double hz = healthz_seconds(port, "127.0.0.3");
+    if (hz >= 1.0)
+        fail_msg("/healthz took %.3f s with the connection table full", hz);
+    open = trickle(t, n);
+    print_message("slowloris: table full (16): %zu of 16 trickling connections left open, "
+                  "/healthz from a new address %.1f ms\n",
+                  open, hz * 1e3);
+    for (size_t i = 0; i < n; i++)
+        close(t[i].fd);
+    fs_http_stop(h);
+}
+
+/* Keep-alive: curl (a real client) fetches three URLs over one connection. */
+static void
+test_keepalive(void **state)
+{
+    struct fixture *f = *state;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "curl -sv -o /dev/null -o /dev/null -o /dev/null http://127.0.0.1:%u/metrics "
+             "http://127.0.0.1:%u/healthz 'http://127.0.0.1:%u/api/v1/raw?match[]=up' 2>&1",
+             (unsigned)f->port, (unsigned)f->port, (unsigned)f->port);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char line[512];
+    int reused = 0, closes = 0, oks = 0;
+    while (fgets(line, sizeof line, p)) {
+        reused += strstr(line, "Re-using existing connection") != NULL;
+        closes += strncasecmp(line, "< Connection: close", 19) == 0;
+        oks += strncmp(line, "< HTTP/1.1 200", 14) == 0;
+    }
+    assert_int_equal(pclose(p), 0);
+    assert_int_equal(oks, 3);
+    assert_int_equal(reused, 2);
+    assert_int_equal(closes, 0);
+}
+
+/* %00 in any parameter is refused, not cut short; so are a thousand parameters. */
+static void
+test_nul_and_many_params(void **state)
+{
+    struct fixture *f = *state;
+    expect_error(get(f->port, "/api/v1/raw?match[]=fabric_x%00%7Bjunk"), 400, "NUL");
+    expect_error(get(f->port, "/api/v1/raw?match[]=up&start=1%00"), 400, "NUL");
+    expect_error(get(f->port, "/api/v1/raw?match[]%00x=up"), 400, "NUL");
+    /* The query-string parser (the fuzzers' way in) refuses it too. */
+    struct fs_raw_query q;
+    char err[256] = "";
+    const char *qs = "match[]=fabric_x%00%7Bjunk";
+    assert_int_equal(fs_raw_query_parse_string(qs, strlen(qs), T0, &q, err, sizeof err), -1);
+    assert_non_null(strstr(err, "NUL"));
+    char *u = malloc(16 * 1024);
+    strcpy(u, "/api/v1/raw?match[]=up");
+    for (int i = 0; i < 1000; i++)
+        sprintf(u + strlen(u), "&a%d=1", i);
+    expect_error(get(f->port, u), 400, "too many query parameters");
+    free(u);
+    /* Still serving. */
+    struct resp r = get(f->port, "/healthz");
+    assert_int_equal(r.status, 200);
+    resp_free(&r);
+}
+
+/* The regex, four times in one request, is refused fast over HTTP too. */
+static void
+test_costly_regex_http(void **state)
+{
+    struct fixture *f = *state;
+    const char *m = "match[]=%7B__name__%3D~%22(((((((a%7B9%7D)%7B9%7D)%7B9%7D)%7B9%7D)%7B9%7D)"
+                    "%7B9%7D)%7B9%7D)%22%7D";
+    char u[2048];
+    snprintf(u, sizeof u, "/api/v1/raw?%s&%s&%s&%s", m, m, m, m);
+    double t0 = now_s();
+    expect_error(get(f->port, u), 400, "too costly");
+    double dt = now_s() - t0;
+    if (dt >= 0.5)
+        fail_msg("refusal took %.3f s", dt);
+    print_message("costly regex x4 refused over HTTP in %.2f ms\n", dt * 1e3);
+    expect_error(get(f->port, "/api/v1/raw?match[]=%7Ba%3D~%22(a%2B)%2B%22%7D"), 400,
+                 "unbounded repetition");
+}
+
+/* Scrapes within the share window get the very same render (the request counter in
+ * it does not move), and a fresh one after. */
+static void
+test_metrics_shared(void **state)
+{
+    struct fixture *f = *state;
+    char err[256];
+    struct fs_http_opts o = {.host = "127.0.0.1", .metrics_share_ms = 60000};
+    struct fs_http *h = fs_http_start(&o, f->st, err, sizeof err);
+    if (!h)
+        fail_msg("fs_http_start: %s", err);
+    struct resp a = get(fs_http_port(h), "/metrics");
+    struct resp b = get(fs_http_port(h), "/metrics");
+    assert_int_equal(a.status, 200);
+    assert_int_equal(b.status, 200);
+    assert_int_equal(a.body_len, b.body_len);
+    assert_memory_equal(a.body, b.body, a.body_len);
+    assert_null(strstr(b.body, "handler=\"metrics\",code=\"200\"} 1\n"));
+    resp_free(&a);
+    resp_free(&b);
+    fs_http_stop(h);
+}
+
+#if defined(__SANITIZE_THREAD__)
+#define RSS_IS_MEANINGFUL 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RSS_IS_MEANINGFUL 0
+#endif
+#endif
+#ifndef RSS_IS_MEANINGFUL
+#define RSS_IS_MEANINGFUL 1
+#endif
+
+/* VmRSS of this process in bytes. */
+static size_t
+rss_bytes(void)
+{
+    FILE *fp = fopen("/proc/self/status", "r");
+    char line[256];
+    size_t kb = 0;
+    assert_non_null(fp);
+    while (fgets(line, sizeof line, fp))
+        if (sscanf(line, "VmRSS: %zu kB", &kb) == 1)
+            break;
+    fclose(fp);
+    return kb * 1024;
+}
+
+/*
+ * Sixty clients ask for a ~4 MB /api/v1/raw answer each and never read it. Without a
+ * bound that pins about 240 MB; with a 16 MiB in-flight budget most get 503 with
+ * Retry-After, RSS stays within the budget plus slack, and once the whole-response
+ * deadline closes the stuck ones the budget is free again.
+ */
+static void
+test_raw_nonreading_clients(void **state)
+{
+    struct fixture *f = *state;
+    char err[256];
+    /* One more series with 120k points (about 3.6 MB as JSON). */
+    struct fs_target_cfg t = f->t;
+    t.name = "bulk";
+    struct fs_sink *sk = fs_store_sink_add(f->st, &t, "snmp", 10 * 1000000LL);
+    assert_non_null(sk);
+    struct fs_label q[2] = {{"interface", "Eth9/9"}, {"tc", "1"}};
+    const int points = 120000;
+    for (int i = 0; i < points; i++) {
+        fs_sink_begin(sk, T0 + 10000000LL + (int64_t)i * 1000);
+        fs_sink_gauge(sk, FS_M_QUEUE_DEPTH, q, 2, (double)(i % 977) + 0.5);
+        fs_sink_end(sk);
+    }
+    const size_t budget = 16u << 20;
+    struct fs_http_opts o = {.host = "127.0.0.1",
+                             .max_connections = 256, /* 64 per address */
+                             .raw_inflight_bytes = budget,
+                             .response_timeout_s = 3};
+    struct fs_http *h = fs_http_start(&o, f->st, err, sizeof err);
+    if (!h)
+        fail_msg("fs_http_start: %s", err);
+    uint16_t port = fs_http_port(h);
+    const char *req =
+        "GET /api/v1/raw?match[]=fabric_queue_depth_bytes%7Btarget%3D%22bulk%22%7D"
+        "&start=1733130000&end=1733140000 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    /* Warm up: one whole answer, read, so allocator pools exist before measuring. */
+    struct resp w = http_raw(port, req, strlen(req));
+    assert_int_equal(w.status, 200);
+    size_t answer = w.body_len;
+    assert_true(answer > 3u << 20);
+    resp_free(&w);
+
+    size_t rss0 = rss_bytes();
+    enum { N = 60 };
+    int fds[N];
+    for (int i = 0; i < N; i++) {
+        fds[i] = connect_from("127.0.0.1", port, 4096);
+        assert_int_equal(send(fds[i], req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
+    }
+    /* /healthz does not queue behind the queries. */
+    double hz = healthz_seconds(port, "127.0.0.2");
+    if (hz >= 1.0)
+        fail_msg("/healthz took %.3f s with 60 queries pending", hz);
+    /* Wait (deadline 60 s) until every client has a status line it does not read. */
+    int ok = 0, busy = 0;
+    double t0 = now_s();
+    for (;;) {
+        ok = busy = 0;
+        for (int i = 0; i < N; i++) {
+            char head[64] = "";
+            ssize_t n = recv(fds[i], head, sizeof head - 1, MSG_PEEK | MSG_DONTWAIT);
+            if (n > 0 && strstr(head, "HTTP/1.1 200"))
+                ok++;
+            else if (n > 0 && strstr(head, "HTTP/1.1 503"))
+                busy++;
+        }
+        if (ok + busy == N)
+            break;
+        if (now_s() - t0 > 60)
+            fail_msg("after 60 s only %d of %d clients have an answer", ok + busy, N);
+        struct pollfd pfd[N];
+        for (int i = 0; i < N; i++)
+            pfd[i] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+        poll(pfd, N, 100);
+    }
+    size_t rss1 = rss_bytes();
+    size_t grew = rss1 > rss0 ? rss1 - rss0 : 0;
+    print_message("raw: 60 non-reading clients of a %.1f MB answer: %d answered 200, %d got 503; "
+                  "RSS %.1f -> %.1f MB (+%.1f MB, budget %zu MiB); /healthz meanwhile %.1f ms\n",
+                  (double)answer / 1e6, ok, busy, (double)rss0 / 1e6, (double)rss1 / 1e6,
+                  (double)grew / 1e6, budget >> 20, hz * 1e3);
+    assert_true(ok >= 1);
+    assert_true((size_t)ok * answer <= budget);
+    assert_true(busy >= N - (int)(budget / answer));
+    /* TSan's allocator keeps freed memory (and its shadow) resident: RSS says nothing
+     * about what is held there, so the bound is checked in the other builds only. */
+    if (!RSS_IS_MEANINGFUL)
+        print_message("raw: RSS bound not checked under ThreadSanitizer\n");
+    else if (grew > budget + (48u << 20))
+        fail_msg("RSS grew by %zu MB, over the %zu MiB budget + 48 MB", grew >> 20, budget >> 20);
+    /* The 503s say when to come back. */
+    for (int i = 0; i < N; i++) {
+        char head[512] = "";
+        ssize_t n = recv(fds[i], head, sizeof head - 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n > 0 && strstr(head, "HTTP/1.1 503")) {
+            for (char *c = head; *c; c++)
+                *c = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+            assert_non_null(strstr(head, "retry-after: "));
+            break;
+        }
+    }
+    /* The response deadline closes the stuck ones and frees the budget. */
+    t0 = now_s();
+    for (;;) {
+        struct resp r = http_raw(port, req, strlen(req));
+        int st = r.status;
+        resp_free(&r);
+        if (st == 200)
+            break;
+        assert_int_equal(st, 503);
+        if (now_s() - t0 > 15)
+            fail_msg("the budget is still taken 15 s later");
+        struct timespec pace = {0, 200 * 1000000L};
+        nanosleep(&pace, NULL); /* a client's retry pace */
+    }
+    for (int i = 0; i < N; i++)
+        close(fds[i]);
+    fs_http_stop(h);
+    fs_store_sink_remove(f->st, sk);
+}
+
+/*
+ * A raw query over more series than one scan chunk finds every one (the scan resumes
+ * where the last chunk ended), and one over its time limit gives up with 503.
+ */
+static void
+test_raw_scan_chunks_and_deadline(void **state)
+{
+    struct fixture *f = *state;
+    char err[256];
+    enum { TARGETS = 5, PER = 2000 };
+    struct fs_target_cfg t[TARGETS];
+    struct fs_sink *sk[TARGETS];
+    char names[TARGETS][16];
+    for (int k = 0; k < TARGETS; k++) {
+        t[k] = f->t;
+        snprintf(names[k], sizeof names[k], "many%d", k);
+        t[k].name = names[k];
+        sk[k] = fs_store_sink_add(f->st, &t[k], "snmp", 10 * 1000000LL);
+        assert_non_null(sk[k]);
+        fs_sink_begin(sk[k], fs_synth_now_us());
+        for (int i = 0; i < PER; i++) {
+            char ifname[16];
+            snprintf(ifname, sizeof ifname, "Eth%d/%d", k, i);
+            struct fs_label l[2] = {{"interface", ifname}, {"tc", "0"}};
+            fs_sink_gauge(sk[k], FS_M_QUEUE_DEPTH, l, 2, (double)i);
+        }
+        fs_sink_end(sk[k]);
+        fs_sink_done(sk[k], 0, FS_POLL_OK, NULL);
+    }
+    assert_true(TARGETS * PER > 2 * FS_RAW_SCAN_CHUNK);
+    struct resp r = get(f->port, "/api/v1/raw?match[]=fabric_queue_depth_bytes%7Btarget%3D~%22"
+                                 "many.%2A%22%7D");
+    json_object *o = parse_success(&r);
+    json_object *res = json_object_object_get(json_object_object_get(o, "data"), "result");
+    assert_int_equal(json_object_array_length(res), TARGETS * PER);
+    json_object_put(o);
+    resp_free(&r);
+
+    /* 1 ms is far less than regex-matching every series takes. */
+    struct fs_http_opts opt = {.host = "127.0.0.1", .raw_time_limit_ms = 1};
+    struct fs_http *h = fs_http_start(&opt, f->st, err, sizeof err);
+    if (!h)
+        fail_msg("fs_http_start: %s", err);
+    r = get(fs_http_port(h), "/api/v1/raw?match[]=%7Binterface%3D~%22Eth.%2A9.%2A%22%7D");
+    has_header(&r, "retry-after: ");
+    expect_error(r, 503, "took too long");
+    fs_http_stop(h);
+    for (int k = 0; k < TARGETS; k++)
+        fs_store_sink_remove(f->st, sk[k]);
+}
+
+/*
+ * Clients that drop their connection mid-request make libmicrohttpd warn once each:
+ * fifty of them log at most a handful of lines (the rest are counted for the
+ * sweeper's summary line). stderr is captured in a file for the count.
+ */
+static void
+test_warnings_rate_limited(void **state)
+{
+    struct fixture *f = *state;
+    char path[] = "/tmp/fs_http_log_XXXXXX";
+    int lf = mkstemp(path);
+    assert_true(lf >= 0);
+    fflush(stderr);
+    int saved = dup(2);
+    assert_true(saved >= 0);
+    assert_int_equal(dup2(lf, 2), 2);
+    /* One at a time: accepted (it is in the server's table), then reset; libmicrohttpd
+     * warns before it closes, so once the table is empty the warning is written (or
+     * counted). */
+    double t0 = now_s();
+    for (int i = 0; i < 50; i++) {
+        int fd = connect_from("127.0.0.1", f->port, 0);
+        const char *part = "GET /metrics HTTP/1.1\r\nHo";
+        assert_int_equal(send(fd, part, strlen(part), MSG_NOSIGNAL), (ssize_t)strlen(part));
+        for (unsigned want = 1;; want = 0) {
+            while (fs_http_open_connections(f->h) != want) {
+                if (now_s() - t0 > 20)
+                    fail_msg("connection %d: %u open, waiting for %u", i,
+                             fs_http_open_connections(f->h), want);
+                struct timespec pace = {0, 1000000L};
+                nanosleep(&pace, NULL);
+            }
+            if (!want)
+                break;
+            struct linger lg = {1, 0}; /* a reset, which libmicrohttpd reports */
+            setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+            close(fd);
+        }
+    }
+    fflush(stderr);
+    assert_int_equal(dup2(saved, 2), 2);
+    close(saved);
+    FILE *fp = fdopen(lf, "r");
+    assert_non_null(fp);
+    rewind(fp);
+    char line[1024];
+    int warns = 0;
+    while (fgets(line, sizeof line, fp))
+        warns += strstr(line, "level=warn") && strstr(line, "subsys=http");
+    fclose(fp);
+    unlink(path);
+    print_message("50 reset connections logged %d warning lines (%.0f ms)\n", warns,
+                  (now_s() - t0) * 1e3);
+    assert_true(warns >= 1);
+    assert_true(warns <= 6);
+}
+
+/*
+ * Sixty /metrics clients that never read: each would pin its own multi-megabyte
+ * exposition; at most FS_HTTP_MAX_EXPOSITIONS renders (plus one spare) are alive, so
+ * RSS grows by a few expositions, and every client still gets a 200.
+ */
+static void
+test_metrics_nonreading_clients(void **state)
+{
+    struct fixture *f = *state;
+    char err[256];
+    enum { TARGETS = 20, PER = 2000, N = 60 };
+    struct fs_target_cfg t[TARGETS];
+    struct fs_sink *sk[TARGETS];
+    char names[TARGETS][16];
+    for (int k = 0; k < TARGETS; k++) {
+        t[k] = f->t;
+        snprintf(names[k], sizeof names[k], "wide%d", k);
+        t[k].name = names[k];
+        sk[k] = fs_store_sink_add(f->st, &t[k], "snmp", 3600 * 1000000LL);
+        assert_non_null(sk[k]);
+        fs_sink_begin(sk[k], fs_synth_now_us());
+        for (int i = 0; i < PER; i++) {
+            char ifname[16];
+            snprintf(ifname, sizeof ifname, "Ethernet%d/%d", k, i);
+            struct fs_label l[2] = {{"interface", ifname}, {"tc", "0"}};
+            fs_sink_gauge(sk[k], FS_M_QUEUE_DEPTH, l, 2, (double)i + 0.25);
+        }
+        fs_sink_end(sk[k]);
+        fs_sink_done(sk[k], 0, FS_POLL_OK, NULL);
+    }
+    struct fs_http_opts o = {.host = "127.0.0.1", .max_connections = 256, .response_timeout_s = 30};
+    struct fs_http *h = fs_http_start(&o, f->st, err, sizeof err);
+    if (!h)
+        fail_msg("fs_http_start: %s", err);
+    uint16_t port = fs_http_port(h);
+    const char *req = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    struct resp w = http_raw(port, req, strlen(req));
+    assert_int_equal(w.status, 200);
+    size_t expo = w.body_len;
+    assert_true(expo > 3u << 20);
+    resp_free(&w);
+
+    size_t rss0 = rss_bytes();
+    int fds[N];
+    for (int i = 0; i < N; i++) {
+        fds[i] = connect_from("127.0.0.1", port, 4096);
+        assert_int_equal(send(fds[i], req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
+    }
+    double t0 = now_s();
+    for (;;) {
+        int ok = 0;
+        for (int i = 0; i < N; i++) {
+            char head[32] = "";
+            ssize_t n = recv(fds[i], head, sizeof head - 1, MSG_PEEK | MSG_DONTWAIT);
+            ok += n > 0 && strstr(head, "HTTP/1.1 200") != NULL;
+        }
+        if (ok == N)
+            break;
+        if (now_s() - t0 > 60)
+            fail_msg("after 60 s only %d of %d clients have a 200", ok, N);
+        struct pollfd pfd[N];
+        for (int i = 0; i < N; i++)
+            pfd[i] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+        poll(pfd, N, 100);
+    }
+    size_t rss1 = rss_bytes();
+    size_t grew = rss1 > rss0 ? rss1 - rss0 : 0;
+    size_t bound = (FS_HTTP_MAX_EXPOSITIONS + 1) * expo + (48u << 20);
+    print_message("metrics: 60 non-reading clients of a %.1f MB exposition: RSS %.1f -> %.1f MB "
+                  "(+%.1f MB; unshared would be %.0f MB)\n",
+                  (double)expo / 1e6, (double)rss0 / 1e6, (double)rss1 / 1e6, (double)grew / 1e6,
+                  (double)(N * expo) / 1e6);
+    if (!RSS_IS_MEANINGFUL)
+        print_message("metrics: RSS bound not checked under ThreadSanitizer\n");
+    else if (grew > bound)
+        fail_msg("RSS grew by %zu MB, over %zu MB", grew >> 20, bound >> 20);
+    for (int i = 0; i < N; i++)
+        close(fds[i]);
+    fs_http_stop(h);
+    for (int k = 0; k < TARGETS; k++)
+        fs_store_sink_remove(f->st, sk[k]);
+}
+
 int
 main(void)
 {
@@ -520,6 +1146,15 @@ main(void)
         cmocka_unit_test_setup_teardown(test_bearer, setup_token, teardown),
         cmocka_unit_test_setup_teardown(test_https, setup, teardown),
         cmocka_unit_test_setup_teardown(test_port_in_use, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_keepalive, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nul_and_many_params, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_costly_regex_http, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metrics_shared, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slowloris, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_raw_nonreading_clients, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metrics_nonreading_clients, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_raw_scan_chunks_and_deadline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_warnings_rate_limited, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -62,7 +63,11 @@ test_valid(void **state)
         "m{a=~\"[0-9]{1,3}\"}",
         "m{a=~\"[*+?]+\"}",
         "m{a=~\"[[:alpha:]]+x*\"}",
-        "m{a=~\"(a*)*\"}",
+        "m{a=~\"(a*b)c*\"}",
+        "m{a=~\"((a{9}){9}){9}\"}",
+        "m{a=~\"(x{2})*\"}",
+        "m{a=~\"a{,5}\"}",
+        "m{a=~\"(a?){50}\"}",
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
         fs_selector_free(parse_ok(ok[i]));
@@ -101,7 +106,14 @@ test_invalid(void **state)
     parse_bad("m{a=~\"a)(b\"}", "bad regex");
     parse_bad("m{a=~\"(a)\\\\1\"}", "back-references");
     parse_bad("m{a=~`(a)\\1`}", "back-references");
-    parse_bad("m{a=~\"((a{50}){50}){50}\"}", "bounded repetitions");
+    parse_bad("m{a=~\"((a{50}){50}){50}\"}", "too costly");
+    parse_bad("m{a=~\"(a*)*\"}", "unbounded repetition");
+    parse_bad("m{a=~\"(a+)+\"}", "unbounded repetition");
+    parse_bad("m{a=~\"(a|b*)+\"}", "unbounded repetition");
+    parse_bad("m{a=~\"(x+y){2,}\"}", "unbounded repetition");
+    parse_bad("m{a=~\"a{3,2}\"}", "malformed repetition");
+    parse_bad("m{a=~\"a{1001}\"}", "above 1000");
+    parse_bad("m{a=~\"a{0,600}\"}", "optional positions");
     parse_bad("m{a=~\"c++\"}", "nested repetition");
     parse_bad("m{a=~\"x*?\"}", "nested repetition");
     parse_bad("m{a=~\"x{2}*\"}", "nested repetition");
@@ -133,6 +145,62 @@ test_invalid(void **state)
     char err[128];
     assert_int_not_equal(fs_selector_parse("m{a=\"x\0y\"}", 11, &s, err, sizeof err), 0);
     assert_null(s);
+}
+
+/*
+ * Regexes that glibc's regcomp would spend seconds and gigabytes on are refused from
+ * their text alone: each refusal must come back well under 50 ms (a generous bound
+ * against a slow CI machine; the issue's nested-count example took 2.6 s to compile).
+ */
+static void
+test_costly_regex_refused_fast(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *sel, *why;
+    } bad[] = {
+        {"{__name__=~\"(((((((a{9}){9}){9}){9}){9}){9}){9})\"}", "too costly"},
+        {"{__name__=~\"((((a{1000}){1000}){1000}){1000})\"}", "too costly"},
+        {"m{a=~\"(a{99}){99}\"}", "too costly"},
+        {"m{a=~\"([a-z]{40}|[0-9]{40}){40}\"}", "too costly"},
+        {"m{a=~\"(a?){1000}a{1000}\"}", "too costly"},
+        {"m{a=~\"(a|b|c|d|e|f|g|h){300}\"}", "too costly"},
+        {"m{a=~\"(.?){300}\"}", "optional positions"},
+        {"m{a=~\"x{0,900}\"}", "optional positions"},
+        {"m{a=~\"(a+)+b\"}", "unbounded repetition"},
+        {"m{a=~\"((a*)*)*\"}", "unbounded repetition"},
+        {"m{a=~\"(.*.*)*x\"}", "unbounded repetition"},
+        {"m{a=~\"||||||||(||||||||){9}){9}){4})\"}", "unmatched )"},
+        {"m{a=~\"((||||||||){9}){9}\"}", "too costly"},
+        {"m{a=~\"(||||||||){9}\"}", "optional positions"},
+    };
+    double worst = 0;
+    char big[2048];
+    memset(big, 'a', sizeof big);
+    memcpy(big, "m{a=~\"", 6);
+    memcpy(big + sizeof big - 3, "\"}", 3);
+    for (size_t i = 0; i <= sizeof bad / sizeof bad[0]; i++) {
+        const char *sel = i < sizeof bad / sizeof bad[0] ? bad[i].sel : big;
+        const char *why = i < sizeof bad / sizeof bad[0] ? bad[i].why : "longer than";
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        parse_bad(sel, why);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+        if (ms >= 50.0)
+            fail_msg("refusing %.60s took %.1f ms", sel, ms);
+        worst = ms > worst ? ms : worst;
+    }
+    print_message("%zu costly regexes refused, the slowest in %.3f ms\n",
+                  sizeof bad / sizeof bad[0] + 1, worst);
+    /* Four of the issue's pathological selectors in one selector: the summed estimate
+     * refuses the combination even where each piece alone is allowed. */
+    char many[4096] = "m{";
+    for (int i = 0; i < 8; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "%sa%d=~\"(a?){50}x\"",
+                 i ? "," : "", i);
+    strcat(many, "}");
+    parse_bad(many, "KiB compiled");
 }
 
 static void
@@ -232,6 +300,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid),
         cmocka_unit_test(test_invalid),
+        cmocka_unit_test(test_costly_regex_refused_fast),
         cmocka_unit_test(test_unescape),
         cmocka_unit_test(test_match),
     };
