@@ -26,9 +26,10 @@ seterr(char *err, size_t len, const char *fmt, ...)
     va_end(ap);
 }
 
-/* "123.456789" (up to 9 fraction digits) -> ns; the end of the number in *end. */
+/* "123.456789" (up to 9 fraction digits; "123" too unless need_frac) -> ns; the end of
+   the number in *end. */
 static int
-parse_seconds(const char *s, const char **end, int64_t *ns)
+parse_seconds_ex(const char *s, const char **end, int64_t *ns, bool need_frac)
 {
     const char *p = s;
     int64_t sec = 0;
@@ -40,11 +41,19 @@ parse_seconds(const char *s, const char **end, int64_t *ns)
         p++;
         digits++;
     }
-    if (digits == 0 || *p != '.')
+    if (digits == 0)
         return -1;
-    p++;
     int64_t frac = 0;
     int fd = 0;
+    if (*p != '.') {
+        if (need_frac)
+            return -1;
+        *ns = sec * 1000000000LL;
+        if (end)
+            *end = p;
+        return 0;
+    }
+    p++;
     while (isdigit((unsigned char)*p)) {
         if (fd < 9) {
             frac = frac * 10 + (*p - '0');
@@ -62,14 +71,20 @@ parse_seconds(const char *s, const char **end, int64_t *ns)
     return 0;
 }
 
+static int
+parse_seconds(const char *s, const char **end, int64_t *ns)
+{
+    return parse_seconds_ex(s, end, ns, true);
+}
+
 int
 fs_perf_parse_reference_arg(const char *s, struct fs_perf_ref *ref)
 {
     const char *end;
     int64_t tod, clk;
-    if (parse_seconds(s, &end, &tod) != 0 || *end != '=')
+    if (parse_seconds_ex(s, &end, &tod, false) != 0 || *end != '=')
         return -1;
-    if (parse_seconds(end + 1, &end, &clk) != 0 || *end != '\0')
+    if (parse_seconds_ex(end + 1, &end, &clk, false) != 0 || *end != '\0')
         return -1;
     ref->known = true;
     ref->tod_ns = tod;
