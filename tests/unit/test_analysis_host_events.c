@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <pthread.h>
+#include <stdatomic.h>
 
 #include "analysis/host_events.h"
 
@@ -248,6 +250,75 @@ test_retention(void **state)
     fs_host_events_free(hs);
 }
 
+/* Writers, readers and expiry at once (run under TSan by `make test`): readers never see
+ * a half-stored post, the totals add up. */
+struct race {
+    struct fs_host_events *hs;
+    atomic_bool stop;
+    atomic_long bad;
+};
+
+static void *
+writer(void *arg)
+{
+    struct race *r = arg;
+    char err[256];
+    for (int i = 0; i < 200; i++) {
+        char *p = make_post(50, NOW + i * 1000);
+        if (fs_host_events_ingest(r->hs, p, strlen(p), NOW, NULL, err, sizeof err) != 0)
+            atomic_fetch_add(&r->bad, 1);
+        free(p);
+    }
+    return NULL;
+}
+
+static int
+count_cb(void *arg, const struct fs_host_event *e)
+{
+    size_t *n = arg;
+    if (strcmp(e->host, "h") == 0)
+        (*n)++;
+    return 0;
+}
+
+static void *
+reader(void *arg)
+{
+    struct race *r = arg;
+    while (!atomic_load(&r->stop)) {
+        size_t n = 0;
+        fs_host_events_foreach(r->hs, 0, INT64_MAX, "k", count_cb, &n);
+        if (n % 50 != 0) /* posts are stored whole */
+            atomic_fetch_add(&r->bad, 1);
+        fs_host_events_expire(r->hs, NOW);
+    }
+    return NULL;
+}
+
+static void
+test_concurrent_ingest_and_queries(void **state)
+{
+    (void)state;
+    struct race r = {.hs = new_store(256 << 10, 3600 * SEC)};
+    atomic_init(&r.stop, false);
+    atomic_init(&r.bad, 0);
+    pthread_t w[2], rd;
+    pthread_create(&rd, NULL, reader, &r);
+    for (int i = 0; i < 2; i++)
+        pthread_create(&w[i], NULL, writer, &r);
+    for (int i = 0; i < 2; i++)
+        pthread_join(w[i], NULL);
+    atomic_store(&r.stop, true);
+    pthread_join(rd, NULL);
+    assert_int_equal(atomic_load(&r.bad), 0);
+    struct fs_host_events_stats st;
+    fs_host_events_stats(r.hs, &st);
+    assert_int_equal(st.ingested_total, 2 * 200 * 50);
+    assert_int_equal(st.events + st.evicted_memory + st.evicted_retention, st.ingested_total);
+    assert_true(st.bytes <= 256 << 10);
+    fs_host_events_free(r.hs);
+}
+
 int
 main(void)
 {
@@ -256,6 +327,7 @@ main(void)
         cmocka_unit_test(test_bad_posts_store_nothing),
         cmocka_unit_test(test_size_limits),
         cmocka_unit_test(test_retention),
+        cmocka_unit_test(test_concurrent_ingest_and_queries),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
