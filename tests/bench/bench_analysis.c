@@ -15,6 +15,10 @@
  *     surging 2 s every 30 s, so generation is not timed and memory stays small; reading
  *     the samples out of the ring is not included (see ring_decode_msamples_per_s).
  *     Times are the thread's CPU time (the work is single-threaded).
+ *   BENCH import_nsys_mb_per_s: an Nsight Systems-shaped SQLite file (2026.4 columns)
+ *     with 400,000 kernels (a third NCCL, names through StringIds) and 100,000 NVTX
+ *     ranges (half NCCL-domain push/pop ranges), read by fs_import_nsys_read; file size
+ *     over wall time (the file is in the page cache after being written).
  */
 #include <math.h>
 #include <stdbool.h>
@@ -25,10 +29,14 @@
 #include <time.h>
 
 #include <json-c/json.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "analysis/correlate.h"
 #include "analysis/host_events.h"
 #include "analysis/incidents.h"
+#include "importers/import_nsys.h"
 
 /* The analysis is single-threaded: its CPU time, which on a 2-core machine shared with
    other builds is what the code costs (wall time there measures the neighbours too). */
@@ -237,6 +245,104 @@ bench_incidents_correlate(void)
     free(culprit);
 }
 
+/* ---- import-nsys ---- */
+
+static void
+sql(sqlite3 *db, const char *q)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(db, q, NULL, NULL, &msg) != SQLITE_OK) {
+        fprintf(stderr, "bench_analysis: sqlite: %s\n", msg);
+        exit(1);
+    }
+}
+
+static void
+bench_import_nsys(void)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/tmp/fs-bench-nsys-%d.sqlite", (int)getpid());
+    unlink(path);
+    sqlite3 *db;
+    if (sqlite3_open(path, &db) != SQLITE_OK)
+        exit(1);
+    sql(db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; BEGIN;"
+            "CREATE TABLE StringIds(id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);"
+            "CREATE TABLE TARGET_INFO_SESSION_START_TIME(utcEpochNs INTEGER, utcTime TEXT, "
+            "localTime TEXT);"
+            "INSERT INTO TARGET_INFO_SESSION_START_TIME VALUES(1796236354000000000,'','');"
+            "CREATE TABLE TARGET_INFO_SYSTEM_ENV(globalVid INTEGER, devStateName TEXT, name TEXT,"
+            " nameEnum INTEGER, value TEXT);"
+            "INSERT INTO TARGET_INFO_SYSTEM_ENV VALUES(1,'','Hostname',0,'gpu-node-1');"
+            "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(start INTEGER NOT NULL, end INTEGER NOT "
+            "NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER,"
+            " streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, demangledName "
+            "INTEGER NOT NULL, shortName INTEGER NOT NULL, mangledName INTEGER, launchType "
+            "INTEGER, gridX INTEGER, gridY INTEGER, gridZ INTEGER, blockX INTEGER, blockY "
+            "INTEGER, blockZ INTEGER, registersPerThread INTEGER, staticSharedMemory INTEGER, "
+            "dynamicSharedMemory INTEGER);"
+            "CREATE TABLE NVTX_EVENTS(start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT "
+            "NULL, rangeId INTEGER, category INTEGER, color INTEGER, text TEXT, globalTid "
+            "INTEGER, endGlobalTid INTEGER, textId INTEGER, domainId INTEGER);"
+            "INSERT INTO StringIds VALUES(1,'ncclDevKernel_AllReduce_Sum_bf16_RING_LL');"
+            "INSERT INTO StringIds VALUES(2,'ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_tn');"
+            "INSERT INTO StringIds VALUES(3,'void at::native::elementwise_kernel<128, 4>(int)');"
+            "INSERT INTO StringIds VALUES(4,'NCCL');"
+            "INSERT INTO StringIds VALUES(5,'ncclAllReduce');"
+            "INSERT INTO StringIds VALUES(6,'forward');"
+            "INSERT INTO NVTX_EVENTS(start,end,eventType,textId,domainId) VALUES(1,NULL,75,4,3);");
+    sqlite3_stmt *k, *nv;
+    sqlite3_prepare_v2(db,
+                       "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES(?,?,?,1,NULL,?,?,1,?,?,NULL,"
+                       "0,128,1,1,256,1,1,64,0,0)",
+                       -1, &k, NULL);
+    sqlite3_prepare_v2(db,
+                       "INSERT INTO NVTX_EVENTS(start,end,eventType,textId,domainId) "
+                       "VALUES(?,?,59,?,?)",
+                       -1, &nv, NULL);
+    for (int i = 0; i < 400000; i++) {
+        int64_t t = 60000000000LL + (int64_t)i * 250000;
+        int name = 1 + i % 3;
+        sqlite3_bind_int64(k, 1, t);
+        sqlite3_bind_int64(k, 2, t + 200000);
+        sqlite3_bind_int(k, 3, i % 8);
+        sqlite3_bind_int(k, 4, 7 + i % 4);
+        sqlite3_bind_int(k, 5, i);
+        sqlite3_bind_int(k, 6, name);
+        sqlite3_bind_int(k, 7, name);
+        sqlite3_step(k);
+        sqlite3_reset(k);
+    }
+    for (int i = 0; i < 100000; i++) {
+        int64_t t = 60000000000LL + (int64_t)i * 1000000;
+        sqlite3_bind_int64(nv, 1, t);
+        sqlite3_bind_int64(nv, 2, t + 300000);
+        sqlite3_bind_int(nv, 3, i % 2 ? 5 : 6);
+        sqlite3_bind_int(nv, 4, i % 2 ? 3 : 0);
+        sqlite3_step(nv);
+        sqlite3_reset(nv);
+    }
+    sqlite3_finalize(k);
+    sqlite3_finalize(nv);
+    sql(db, "COMMIT;");
+    sqlite3_close(db);
+    struct stat sb;
+    stat(path, &sb);
+    struct fs_imp_batch b = {0};
+    char err[512];
+    double a = now_s();
+    if (fs_import_nsys_read(path, NULL, &b, err, sizeof err) != 0) {
+        fprintf(stderr, "bench_analysis: %s\n", err);
+        exit(1);
+    }
+    double dt = now_s() - a;
+    fprintf(stderr, "# import-nsys: %.1f MB, %zu events in %.0f ms\n", (double)sb.st_size / 1e6,
+            b.n, dt * 1e3);
+    printf("BENCH import_nsys_mb_per_s %.1f MB/s\n", (double)sb.st_size / 1e6 / dt);
+    fs_imp_batch_free(&b);
+    unlink(path);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -245,5 +351,7 @@ main(int argc, char **argv)
         bench_host_events();
     if (!only || strcmp(only, "incidents") == 0)
         bench_incidents_correlate();
+    if (!only || strcmp(only, "import_nsys") == 0)
+        bench_import_nsys();
     return 0;
 }
