@@ -574,7 +574,8 @@ build_episodes(struct ctx *c, struct fs_incident_report *r)
     const struct fs_departures *d = c->d;
     c->pe_by_onset = malloc((c->n_pe ? c->n_pe : 1) * sizeof *c->pe_by_onset);
     int64_t *key = calloc(c->n_pe ? c->n_pe : 1, sizeof *key);
-    r->episodes = calloc(c->n_pe ? c->n_pe : 1, sizeof *r->episodes);
+    size_t cap = 256; /* episodes are far fewer than port episodes: grow as needed */
+    r->episodes = calloc(cap, sizeof *r->episodes);
     if (!c->pe_by_onset || !key || !r->episodes) {
         free(key);
         return -1;
@@ -593,6 +594,14 @@ build_episodes(struct ctx *c, struct fs_incident_report *r)
             const struct port_episode *pe = &c->pe[c->pe_by_onset[j]];
             n_runs += pe->run_hi - pe->run_lo;
             j++;
+        }
+        if (r->n_episodes == cap) {
+            void *p = realloc(r->episodes, cap * 2 * sizeof *r->episodes);
+            if (!p)
+                return -1;
+            r->episodes = p;
+            memset(r->episodes + cap, 0, cap * sizeof *r->episodes);
+            cap *= 2;
         }
         struct fs_episode *e = &r->episodes[r->n_episodes];
         e->members = calloc(n_runs, sizeof *e->members);
