@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "importers/correlate_cli.h"
 #include "importers/import_nccl_inspector.h"
 #include "importers/import_nsys.h"
 #include "importers/import_perf.h"
@@ -20,6 +21,8 @@ usage(FILE *f)
                "       fabricscope import-nccl-inspector --url URL [--host NAME] DIR\n"
                "           (importers: --token-file FILE or FABRICSCOPE_TOKEN for the bearer"
                " token)\n"
+               "       fabricscope correlate --url URL [--start T --end T --kind K --slow pNN]"
+               "   the table\n"
                "       fabricscope --version | --help\n"
                "Signals: SIGHUP reloads FILE (a bad file is refused and the running\n"
                "configuration stays), SIGTERM or SIGINT stops.\n");
@@ -74,6 +77,8 @@ main(int argc, char **argv)
         return fs_import_perf_main(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "import-nccl-inspector") == 0)
         return fs_import_nccl_inspector_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "correlate") == 0)
+        return fs_correlate_main(argc - 1, argv + 1);
 
     while ((c = getopt_long(argc, argv, "c:hV", opts, NULL)) != -1) {
         switch (c) {

@@ -140,6 +140,13 @@ request(struct fs_imp_client *c, const char *path, const char *body, size_t body
     return 0;
 }
 
+int
+fs_imp_client_get(struct fs_imp_client *c, const char *path, struct fs_buf *resp, long *status,
+                  char *err, size_t errlen)
+{
+    return request(c, path, NULL, 0, resp, status, err, errlen);
+}
+
 static int
 get_member_int(struct json_object *o, const char *key, int64_t *v)
 {

@@ -42,6 +42,14 @@ int fs_imp_client_open(struct fs_imp_client *c, const char *base_url, const char
                        char *err, size_t errlen);
 void fs_imp_client_close(struct fs_imp_client *c);
 
+/**
+ * GET base_url + path (path includes the query string, already escaped); the body goes
+ * to resp (caller-owned), the HTTP status to *status. 0, or -1 with err on a transport
+ * failure.
+ */
+int fs_imp_client_get(struct fs_imp_client *c, const char *path, struct fs_buf *resp, long *status,
+                      char *err, size_t errlen);
+
 /** Measures this host's clock minus the collector's. 0 or -1 with err. */
 int fs_imp_client_offset(struct fs_imp_client *c, int64_t *offset_ns, int64_t *uncertainty_ns,
                          char *err, size_t errlen);

@@ -16,6 +16,7 @@
 #include <json-c/json.h>
 
 #include "analysis/analysis_api.h"
+#include "importers/correlate_cli.h"
 #include "store/store.h"
 
 #define S 1000000LL
@@ -334,6 +335,17 @@ test_correlate(void **state)
     assert_int_equal(random_blamed, 0);
     assert_true(with_retransmit > 0);
     json_object_put(o);
+
+    /* The terminal table of `fabricscope correlate` from the same answer. */
+    char *table = NULL;
+    size_t table_len = 0;
+    FILE *mem = open_memstream(&table, &table_len);
+    assert_int_equal(fs_correlate_print(f->out.data, mem), 0);
+    fclose(mem);
+    assert_non_null(strstr(table, "tor1 Eth1/49 tc3 ECN surge during"));
+    assert_non_null(strstr(table, "AllReduce"));
+    free(table);
+    assert_int_equal(fs_correlate_print("{\"status\":\"error\"}", stderr), -1);
 
     /* Explicit windows, and bad parameters. */
     char w[80];
