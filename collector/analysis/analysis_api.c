@@ -701,6 +701,13 @@ other_cb(void *arg_, const struct fs_host_event *e)
 }
 
 static int
+cmp_i64_desc(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x > y ? -1 : x < y;
+}
+
+static int
 parse_slow(const char *s, double *pct, double *factor)
 {
     char *end;
@@ -825,9 +832,25 @@ fs_analysis_correlate(struct fs_analysis *a, struct fs_store *st,
             free(w);
             return error_doc(out, 500, "out of memory");
         }
-        /* The slowest first when there are more than MAX_WINDOWS. */
+        /* At most MAX_WINDOWS: the slowest, then back in time order. */
+        size_t n_slow = 0;
+        for (size_t i = 0; i < evs.n; i++)
+            n_slow += is_slow[i];
+        int64_t min_dur = INT64_MIN;
+        if (n_slow > MAX_WINDOWS) {
+            int64_t *sd = malloc(n_slow * sizeof *sd);
+            if (sd) {
+                size_t k = 0;
+                for (size_t i = 0; i < evs.n; i++)
+                    if (is_slow[i])
+                        sd[k++] = dur[i];
+                qsort(sd, n_slow, sizeof *sd, cmp_i64_desc);
+                min_dur = sd[MAX_WINDOWS - 1];
+                free(sd);
+            }
+        }
         for (size_t i = 0; i < evs.n && nw < MAX_WINDOWS; i++)
-            if (is_slow[i])
+            if (is_slow[i] && dur[i] >= min_dur)
                 w[nw++] = (struct fs_corr_window){evs.e[i].start_ns / 1000, evs.e[i].end_ns / 1000,
                                                   evs.e[i].unc_ns / 1000, i};
         free(dur);
