@@ -15,8 +15,9 @@
  *        start, end (unix seconds or RFC 3339; default the last 15 min), kind (host
  *        event kind prefix, default "nccl"), name (exact event name, optional),
  *        slow (pNN = above the NNth percentile of its (kind, name) durations, default
- *        p99; or Nx = above N times the median), window (repeatable "START,END": explain
- *        these windows instead of slow host events), top (1..5, default 5),
+ *        p99; or Nx = above N times the median; the slowest 1,000 at most), window
+ *        (repeatable "START,END": explain these windows instead of slow host events),
+ *        top (1..5, default 5),
  *        limit (events listed, default 200; the summary counts all).
  *   GET  /api/v1/incidents            fs_analysis_incidents
  *        start, end (default the last hour), limit (episodes listed, default 200).
