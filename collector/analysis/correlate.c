@@ -8,8 +8,8 @@
 void
 fs_corr_opts_default(struct fs_corr_opts *o)
 {
-    o->lead_us = 2000000;
-    o->lag_us = 2000000;
+    o->lead_us = 500000;
+    o->lag_us = 500000;
     o->top = FS_CORR_TOP;
 }
 

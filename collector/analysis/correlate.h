@@ -5,8 +5,10 @@
  *
  * A series is a suspect for a window [start, end] (collector axis) when one of its
  * departure runs (incidents.h) overlaps [start - lead - u, end + lag + u], where u is the
- * window's clock uncertainty plus the series' time uncertainty: a switch surge usually
- * starts a little before the collective stretches, and counters are read after the fact.
+ * window's clock uncertainty plus the series' time uncertainty. A counter's run already
+ * spans the whole polling interval in which it rose (from the previous sample), so lead
+ * and lag only absorb small effects (a surge building up just before the collective
+ * stretches); larger values blame ports for windows next to, not inside, a surge.
  * Suspects are ranked by peak departure (z); lag = run start - window start.
  *
  * Ownership: reports are freed with fs_corr_report_free; series indexes refer to the
@@ -31,8 +33,8 @@ struct fs_corr_window {
 };
 
 struct fs_corr_opts {
-    int64_t lead_us; /**< default 2 s */
-    int64_t lag_us;  /**< default 2 s */
+    int64_t lead_us; /**< default 0.5 s */
+    int64_t lag_us;  /**< default 0.5 s */
     size_t top;      /**< suspects kept per window, 1..FS_CORR_TOP, default 5 */
 };
 
