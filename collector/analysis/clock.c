@@ -1,13 +1,14 @@
 /* Clock offset estimation by interval intersection (see clock.h). */
 #include "analysis/clock.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 
 void
 fs_clock_filter_init(struct fs_clock_filter *f, int64_t resolution_us, int64_t window_us,
                      double max_drift_ppm)
 {
-    f->resolution_us = resolution_us < 1 ? 1 : resolution_us;
+    f->resolution_us = resolution_us < 0 ? 0 : resolution_us;
     f->window_us = window_us > 0 ? window_us : 1;
     f->max_drift_ppm = max_drift_ppm < 0 ? 0 : max_drift_ppm;
     f->n = 0;
@@ -44,6 +45,24 @@ fs_clock_filter_estimate(const struct fs_clock_filter *f, struct fs_clock_estima
     if (f->n == 0)
         return;
     const int64_t newest = nth_newest(f, 0)->local_hi_us;
+    int64_t res = f->resolution_us;
+    if (res == 0) {
+        static const int64_t guesses[] = {1000000, 100000, 10000, 1000};
+        res = 1;
+        for (size_t g = 0; g < sizeof guesses / sizeof guesses[0]; g++) {
+            bool all = true;
+            for (size_t i = 0; i < f->n && all; i++) {
+                const struct fs_clock_meas *m = nth_newest(f, i);
+                if (i > 0 && newest - m->local_lo_us > f->window_us)
+                    break;
+                all = m->device_us % guesses[g] == 0;
+            }
+            if (all) {
+                res = guesses[g];
+                break;
+            }
+        }
+    }
     /* Bounds in µs as doubles: the drift widening is fractional. */
     double lo = -1e300, hi = 1e300;
     for (size_t i = 0; i < f->n; i++) {
@@ -53,7 +72,7 @@ fs_clock_filter_estimate(const struct fs_clock_filter *f, struct fs_clock_estima
             break;
         double widen = (double)age * f->max_drift_ppm * 1e-6;
         double mlo = (double)(m->device_us - m->local_hi_us) - widen;
-        double mhi = (double)(m->device_us + f->resolution_us - m->local_lo_us) + widen;
+        double mhi = (double)(m->device_us + res - m->local_lo_us) + widen;
         double nlo = mlo > lo ? mlo : lo;
         double nhi = mhi < hi ? mhi : hi;
         /* Contradiction: the clock stepped (or drifted past the allowance) since this

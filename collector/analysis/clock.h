@@ -47,7 +47,8 @@ struct fs_clock_meas {
 };
 
 struct fs_clock_filter {
-    int64_t resolution_us; /**< device clock resolution: 1 (µs or finer) .. 1000000 (1 s) */
+    int64_t resolution_us; /**< device clock resolution: 1 (µs or finer) .. 1000000 (1 s);
+                                0 = guess it (see fs_clock_filter_init) */
     int64_t window_us;     /**< measurements older than this (vs the newest) are dropped */
     double max_drift_ppm;  /**< allowance for drift between device and collector */
     struct fs_clock_meas m[FS_CLOCK_WINDOW];
@@ -61,7 +62,13 @@ struct fs_clock_estimate {
     size_t used;            /**< measurements that contributed to the bound */
 };
 
-/** Prepares a filter (resolution_us >= 1, window_us > 0, max_drift_ppm >= 0). */
+/**
+ * Prepares a filter (resolution_us >= 0, window_us > 0, max_drift_ppm >= 0). With
+ * resolution_us 0 the resolution is guessed from the readings: the coarsest of 1 s,
+ * 100 ms, 10 ms and 1 ms that divides every device reading in the window, else 1 µs.
+ * A wrong guess can only be too coarse (a fine clock that happened to read round
+ * values), which widens the bound but keeps it honest.
+ */
 void fs_clock_filter_init(struct fs_clock_filter *f, int64_t resolution_us, int64_t window_us,
                           double max_drift_ppm);
 

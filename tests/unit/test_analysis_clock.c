@@ -158,6 +158,32 @@ test_step_drops_old(void **state)
     }
 }
 
+/* Resolution guessed from the readings: whole seconds are taken as a 1 s clock (honest),
+ * fine readings as a fine clock (tight). */
+static void
+test_guessed_resolution(void **state)
+{
+    (void)state;
+    rng_state = 13;
+    struct fs_clock_filter coarse, fine;
+    fs_clock_filter_init(&coarse, 0, 300 * 1000000LL, 0);
+    fs_clock_filter_init(&fine, 0, 300 * 1000000LL, 0);
+    struct fs_clock_estimate e;
+    int64_t t = 1796236354123456LL;
+    for (int i = 0; i < 60; i++) {
+        t += 1300000 + uni(0, 100000);
+        struct fs_clock_meas m = poll_device(t, 250000, 0, t, 1000000, 500, 3000);
+        fs_clock_filter_add(&coarse, &m);
+        fs_clock_filter_estimate(&coarse, &e);
+        assert_honest(&e, 250000);
+        m = poll_device(t, 250000, 0, t, 1, 500, 3000);
+        fs_clock_filter_add(&fine, &m);
+    }
+    fs_clock_filter_estimate(&fine, &e);
+    assert_honest(&e, 250000);
+    assert_true(e.uncertainty_us < 2000);
+}
+
 static void
 test_add_refuses_bad(void **state)
 {
@@ -215,6 +241,7 @@ main(void)
         cmocka_unit_test(test_drift_within_allowance),
         cmocka_unit_test(test_step_drops_old),
         cmocka_unit_test(test_add_refuses_bad),
+        cmocka_unit_test(test_guessed_resolution),
         cmocka_unit_test(test_ntp_best_round),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
