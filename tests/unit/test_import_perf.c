@@ -118,12 +118,66 @@ test_explicit_reference_and_errors(void **state)
     assert_int_equal(b.n, 0);
 }
 
+/* A real capture from this machine kind (perf 6.1, `perf record -k mono -e
+ * tcp:tcp_retransmit_skb -e net:net_dev_xmit -a`, `perf script --header`): a TCP stream
+ * in a network namespace with an nftables rule dropping 30% of its segments. The header
+ * carries the recorded command line over several lines, which are not samples. */
+static void
+test_real_capture(void **state)
+{
+    (void)state;
+    const char *src = getenv("FS_SOURCE_DIR");
+    char path[1024];
+    snprintf(path, sizeof path,
+             "%s/tests/fuzz/corpus/fuzz_perf_script/real_perf61_kmono_retransmits",
+             src ? src : ".");
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        fail_msg("cannot open %s (FS_SOURCE_DIR must point at the source tree)", path);
+    static char text[1 << 20];
+    size_t len = fread(text, 1, sizeof text, f);
+    fclose(f);
+    struct fs_imp_batch b = {0};
+    size_t skipped;
+    char err[256];
+    assert_int_equal(fs_import_perf_read(text, len, "h", NULL, &b, &skipped, err, sizeof err), 0);
+    size_t retrans = 0, xmit = 0;
+    /* # reference time: 2026-12-03 07:41:06.982196 = 1796283666.982196 (TOD) =
+       2839.640088043 (monotonic) */
+    const int64_t tod = 1796283666982196000LL, ref = 2839640088043LL;
+    for (size_t i = 0; i < b.n; i++) {
+        const struct fs_imp_event *e = &b.ev[i];
+        if (strcmp(e->kind, "perf.tcp_retransmit_skb") == 0) {
+            retrans++;
+            assert_string_equal(attr(e, "dport"), "5599");
+            assert_string_equal(attr(e, "saddr"), "127.0.0.1");
+            assert_non_null(attr(e, "sport"));
+            assert_string_equal(attr(e, "family"), "AF_INET");
+        } else if (strcmp(e->kind, "perf.net_dev_xmit") == 0) {
+            xmit++;
+            assert_string_equal(attr(e, "dev"), "lo");
+        }
+        /* All within the 2 s capture after the reference instant. */
+        assert_true(e->start_ns > tod && e->start_ns < tod + 3000000000LL);
+    }
+    assert_int_equal(retrans, 60);
+    assert_int_equal(xmit, 20);
+    /* The first retransmit: 2839.736078 on the monotonic axis. */
+    int64_t first = INT64_MAX;
+    for (size_t i = 0; i < b.n; i++)
+        if (strcmp(b.ev[i].kind, "perf.tcp_retransmit_skb") == 0 && b.ev[i].start_ns < first)
+            first = b.ev[i].start_ns;
+    assert_true(first == tod + (2839736078000LL - ref));
+    fs_imp_batch_free(&b);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_header_reference_and_fields),
         cmocka_unit_test(test_explicit_reference_and_errors),
+        cmocka_unit_test(test_real_capture),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
