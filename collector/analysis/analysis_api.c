@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "analysis/correlate.h"
 #include "analysis/incidents.h"
@@ -22,6 +23,7 @@
 #define MAX_MATCH 16
 #define MAX_OTHER_EVENTS 20
 #define MAX_SAMPLES_PER_SERIES (8u << 20)
+#define FS_ANALYSIS_SCAN_THREADS 4
 
 struct metric_port {
     char *target, *interface, *tc, *rule, *metric;
@@ -434,28 +436,33 @@ read_series(struct fs_store *st, const struct cand *c, int64_t from, int64_t to,
     return n;
 }
 
-/* Scans every analysed series of [start, end] (with baseline history before start). */
-static struct fs_departures *
-scan_store(struct fs_store *st, int64_t start, int64_t end, char *err, size_t errlen)
+/* One scanning thread's share of the candidates. */
+struct scan_part {
+    struct fs_store *st;
+    const struct cands *cs;
+    const struct uncs *u;
+    size_t from, to;
+    int64_t start, end;
+    struct fs_departures *d;
+    int rc;
+};
+
+static void *
+scan_part_run(void *arg_)
 {
-    struct cands cs = {0};
-    struct uncs u = {0};
+    struct scan_part *p = arg_;
     struct reader r = {0};
-    struct fs_departures *d = NULL;
-    fs_store_foreach_series(st, false, collect_cb, &cs);
-    fs_store_foreach_instance(st, unc_cb, &u);
-    if (cs.failed || u.failed)
-        goto fail;
-    d = fs_departures_new(NULL, start, end);
-    if (!d)
-        goto fail;
-    for (size_t i = 0; i < cs.n; i++) {
-        const struct cand *c = &cs.c[i];
+    p->rc = 0;
+    for (size_t i = p->from; i < p->to && p->rc == 0; i++) {
+        const struct cand *c = &p->cs->c[i];
         const int64_t *ts;
         const double *v;
-        long n = read_series(st, c, start - d->opts.baseline_window_us, end, &r, &ts, &v);
-        if (n < 0)
-            goto fail;
+        long n =
+            read_series(p->st, c, p->start - p->d->opts.baseline_window_us, p->end, &r, &ts, &v);
+        if (n < 0) {
+            p->rc = -1;
+            break;
+        }
         struct fs_an_series s = {
             .target = c->target,
             .interface = c->interface,
@@ -468,23 +475,91 @@ scan_store(struct fs_store *st, int64_t start, int64_t end, char *err, size_t er
             .v = v,
             .n = (size_t)n,
             .abs_floor = c->floor,
-            .time_uncertainty_us = unc_of(&u, c->target),
+            .time_uncertainty_us = unc_of(p->u, c->target),
         };
-        if (fs_departures_add(d, &s) != 0)
-            goto fail;
+        p->rc = fs_departures_add(p->d, &s);
     }
+    free_reader(&r);
+    return NULL;
+}
+
+/*
+ * Scans every analysed series of [start, end] (with baseline history before start), on
+ * up to FS_ANALYSIS_SCAN_THREADS threads: series are independent and the store allows
+ * concurrent readers. The parts are joined in order, so the result does not depend on
+ * the number of threads.
+ */
+static struct fs_departures *
+scan_store(struct fs_store *st, int64_t start, int64_t end, char *err, size_t errlen)
+{
+    struct cands cs = {0};
+    struct uncs u = {0};
+    struct fs_departures *d = NULL;
+    struct scan_part parts[FS_ANALYSIS_SCAN_THREADS];
+    pthread_t tids[FS_ANALYSIS_SCAN_THREADS];
+    size_t n_parts = 0;
+    bool ok = true;
+    fs_store_foreach_series(st, false, collect_cb, &cs);
+    fs_store_foreach_instance(st, unc_cb, &u);
+    if (cs.failed || u.failed)
+        goto fail;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t threads = cpus > 0 ? (size_t)cpus : 1;
+    if (threads > FS_ANALYSIS_SCAN_THREADS)
+        threads = FS_ANALYSIS_SCAN_THREADS;
+    if (threads > cs.n / 16 + 1) /* a handful of series: not worth a thread */
+        threads = cs.n / 16 + 1;
+    bool started[FS_ANALYSIS_SCAN_THREADS] = {false};
+    for (size_t t = 0; t < threads; t++) {
+        parts[t] = (struct scan_part){st,
+                                      &cs,
+                                      &u,
+                                      cs.n * t / threads,
+                                      cs.n * (t + 1) / threads,
+                                      start,
+                                      end,
+                                      fs_departures_new(NULL, start, end),
+                                      -1};
+        n_parts++;
+        if (!parts[t].d) {
+            ok = false;
+            break;
+        }
+    }
+    if (ok) {
+        for (size_t t = 1; t < n_parts; t++)
+            started[t] = pthread_create(&tids[t], NULL, scan_part_run, &parts[t]) == 0;
+        scan_part_run(&parts[0]);
+        for (size_t t = 1; t < n_parts; t++) {
+            if (started[t])
+                pthread_join(tids[t], NULL);
+            else
+                scan_part_run(&parts[t]); /* no thread to be had: do it here */
+        }
+    }
+    for (size_t t = 0; t < n_parts; t++)
+        ok = ok && parts[t].d && parts[t].rc == 0;
+    if (!ok)
+        goto fail;
+    d = parts[0].d;
+    parts[0].d = NULL;
+    for (size_t t = 1; t < n_parts; t++)
+        if (fs_departures_merge(d, parts[t].d) != 0)
+            goto fail;
     if (fs_departures_finish(d) != 0)
         goto fail;
+    for (size_t t = 0; t < n_parts; t++)
+        fs_departures_free(parts[t].d);
     free_cands(&cs);
     free_uncs(&u);
-    free_reader(&r);
     return d;
 fail:
     snprintf(err, errlen, "out of memory");
+    for (size_t t = 0; t < n_parts; t++)
+        fs_departures_free(parts[t].d);
     fs_departures_free(d);
     free_cands(&cs);
     free_uncs(&u);
-    free_reader(&r);
     return NULL;
 }
 

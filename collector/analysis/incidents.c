@@ -423,6 +423,46 @@ fs_an_order_by_key(const int64_t *key, size_t n, uint32_t *out)
 }
 
 int
+fs_departures_merge(struct fs_departures *dst, struct fs_departures *src)
+{
+    size_t ns = dst->n_series + src->n_series, nr = dst->n_runs + src->n_runs;
+    if (ns > dst->cap_series) {
+        void *p = realloc(dst->series, ns * sizeof *dst->series);
+        if (!p)
+            return -1;
+        dst->series = p;
+        dst->cap_series = ns;
+    }
+    if (nr > dst->cap_runs) {
+        void *p = realloc(dst->runs, nr * sizeof *dst->runs);
+        if (!p)
+            return -1;
+        dst->runs = p;
+        dst->cap_runs = nr;
+    }
+    uint32_t base = (uint32_t)dst->n_series;
+    memcpy(dst->series + dst->n_series, src->series, src->n_series * sizeof *src->series);
+    for (size_t i = 0; i < src->n_runs; i++) {
+        dst->runs[dst->n_runs + i] = src->runs[i];
+        dst->runs[dst->n_runs + i].series += base;
+    }
+    dst->n_series = ns;
+    dst->n_runs = nr;
+    if (src->max_run_us > dst->max_run_us)
+        dst->max_run_us = src->max_run_us;
+    if (src->max_time_uncertainty_us > dst->max_time_uncertainty_us)
+        dst->max_time_uncertainty_us = src->max_time_uncertainty_us;
+    dst->series_scanned += src->series_scanned;
+    dst->series_prefiltered += src->series_prefiltered;
+    /* The strings moved with the refs: src no longer owns them. */
+    src->n_series = 0;
+    src->n_runs = 0;
+    src->series_scanned = 0;
+    src->series_prefiltered = 0;
+    return 0;
+}
+
+int
 fs_departures_finish(struct fs_departures *d)
 {
     int64_t *key = calloc(d->n_runs ? d->n_runs : 1, sizeof *key);
@@ -661,13 +701,6 @@ struct fit {
     long last_k;
 };
 
-static int
-cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Inliers of t = a + k * period (k >= 0, one per k). */
 static size_t
 inliers(const struct occurrence *oc, size_t m, double a, double period, double tol, size_t *which,
@@ -730,8 +763,7 @@ fit_period(const struct occurrence *oc, size_t m, const struct fs_an_opts *o, st
         goto out;
     for (size_t i = 0; i + 1 < m; i++)
         diffs[i] = (double)(oc[i + 1].t - oc[i].t);
-    qsort(diffs, m - 1, sizeof *diffs, cmp_double);
-    double p0 = diffs[(m - 1) / 2];
+    double p0 = select_kth(diffs, m - 1, (m - 1) / 2); /* the median spacing */
     rc = 0;
     if (p0 <= 0)
         goto out;

@@ -131,6 +131,13 @@ struct fs_departures *fs_departures_new(const struct fs_an_opts *o, int64_t star
                                         int64_t end_us);
 /** Scans one series (samples outside the range are used for the baseline only). 0 or -1. */
 int fs_departures_add(struct fs_departures *d, const struct fs_an_series *s);
+/**
+ * Moves everything src found into dst (src is left empty; both must be unfinished and
+ * cover the same range). Lets several threads scan disjoint sets of series, each into
+ * its own object, and join the results. 0 or -1 (no memory; dst unchanged).
+ */
+int fs_departures_merge(struct fs_departures *dst, struct fs_departures *src);
+
 /** Orders the runs by start; call once after the last add. 0 or -1 (no memory). */
 int fs_departures_finish(struct fs_departures *d);
 

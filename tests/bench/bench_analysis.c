@@ -10,17 +10,22 @@
  *     of baseline history before the hour) over 100,000 series, 1,000 host windows for
  *     correlate. Both include the departure scan of every series (the dominant cost),
  *     then episode/recurrence finding or the ranking. Scaling: the series' values come
- *     from a pool of 512 pre-generated arrays (noisy rates, flat zeros, stray marks,
- *     noisy queue gauges, bursty busy ports) handed out in turn, plus one culprit port
- *     surging 2 s every 30 s, so generation is not timed and memory stays small; reading
- *     the samples out of the ring is not included (see ring_decode_msamples_per_s).
- *     Times are the thread's CPU time (the work is single-threaded).
+ *     from a pool of 500 pre-generated arrays (noisy rates, flat zeros, stray marks,
+ *     noisy queue gauges, bursty busy ports; the mix below) handed out in turn, plus one
+ *     culprit port surging 2 s every 30 s, so generation is not timed and memory stays
+ *     small; reading the samples out of the ring is not included (see
+ *     ring_decode_msamples_per_s). _stress_bursty20: the same with a fifth of all series
+ *     bursty.
+ *     The scan runs on 2 threads (the API scans on up to 4); the figures are wall time,
+ *     with the CPU time on stderr (this machine's 2 cores are shared, so wall time also
+ *     measures the neighbours).
  *   BENCH import_nsys_mb_per_s: an Nsight Systems-shaped SQLite file (2026.4 columns)
  *     with 400,000 kernels (a third NCCL, names through StringIds) and 100,000 NVTX
  *     ranges (half NCCL-domain push/pop ranges), read by fs_import_nsys_read; file size
  *     over wall time (the file is in the page cache after being written).
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,13 +43,11 @@
 #include "analysis/incidents.h"
 #include "importers/import_nsys.h"
 
-/* The analysis is single-threaded: its CPU time, which on a 2-core machine shared with
-   other builds is what the code costs (wall time there measures the neighbours too). */
 static double
-cpu_s(void)
+proc_cpu_s(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
@@ -117,7 +120,11 @@ bench_host_events(void)
 #define AN_T0 (1796236354LL * AN_S)
 #define AN_HIST 600
 #define AN_NPTS (3600 + AN_HIST)
-#define AN_POOL 512
+#define AN_POOL 500
+
+/* Class of each pool array: 0 noisy rate, 1 flat zero, 2 stray marks, 3 noisy gauge,
+   4 bursty (busy port). */
+static int an_cls[AN_POOL];
 
 static uint64_t an_rng = 20261203;
 
@@ -146,44 +153,84 @@ an_surge(int64_t t)
     return m < 2 * AN_S;
 }
 
-static struct fs_departures *
-an_scan(int64_t *ts, double *pool, double *culprit, double *scan_ms)
+struct scan_job {
+    int from, to;
+    const int64_t *ts;
+    const double *pool, *culprit;
+    struct fs_departures *d;
+    int rc;
+};
+
+static void *
+scan_part(void *arg)
 {
-    struct fs_departures *d =
-        fs_departures_new(NULL, AN_T0 + AN_HIST * AN_S, AN_T0 + (int64_t)AN_NPTS * AN_S);
-    double a = cpu_s();
+    struct scan_job *j = arg;
     char target[32], iface[32];
-    for (int k = 0; k < 100000; k++) {
+    for (int k = j->from; k < j->to && j->rc == 0; k++) {
         snprintf(target, sizeof target, "tor%d", 1 + k / 1000);
         snprintf(iface, sizeof iface, "Eth1/%d", 1 + (k / 16) % 64);
         bool is_culprit = k == 48 * 16;
         int p = k % AN_POOL;
-        bool gauge = p % 5 == 3;
+        bool gauge = !is_culprit && an_cls[p] == 3; /* the culprit is an ECN rate */
         struct fs_an_series s = {
             .target = target,
             .interface = iface,
             .metric = gauge ? "fabric_queue_depth_bytes" : "fabric_queue_ecn_marked_packets_total",
             .kind = gauge ? FS_AN_QUEUE : FS_AN_ECN,
             .is_rate = !gauge,
-            .ts_us = ts,
-            .v = is_culprit ? culprit : pool + (size_t)p * AN_NPTS,
+            .ts_us = j->ts,
+            .v = is_culprit ? j->culprit : j->pool + (size_t)p * AN_NPTS,
             .n = AN_NPTS,
             .abs_floor = gauge ? 10000 : 10,
             .time_uncertainty_us = 2000,
         };
-        if (fs_departures_add(d, &s) != 0) {
+        j->rc = fs_departures_add(j->d, &s);
+    }
+    return NULL;
+}
+
+/* The departure scan of 100,000 series on `threads` threads (as the API does). */
+static struct fs_departures *
+an_scan(int threads, int64_t *ts, double *pool, double *culprit, double *wall_ms, double *cpu_ms)
+{
+    struct scan_job jobs[8];
+    pthread_t tid[8];
+    double a = now_s(), c = proc_cpu_s();
+    for (int t = 0; t < threads; t++) {
+        jobs[t] = (struct scan_job){
+            100000 * t / threads, 100000 * (t + 1) / threads, ts, pool, culprit, NULL, 0};
+        jobs[t].d =
+            fs_departures_new(NULL, AN_T0 + AN_HIST * AN_S, AN_T0 + (int64_t)AN_NPTS * AN_S);
+        if (!jobs[t].d)
+            exit(1);
+        pthread_create(&tid[t], NULL, scan_part, &jobs[t]);
+    }
+    for (int t = 0; t < threads; t++)
+        pthread_join(tid[t], NULL);
+    struct fs_departures *d = jobs[0].d;
+    for (int t = 0; t < threads; t++) {
+        if (jobs[t].rc != 0 || (t > 0 && fs_departures_merge(d, jobs[t].d) != 0)) {
             fprintf(stderr, "bench_analysis: out of memory\n");
             exit(1);
         }
+        if (t > 0)
+            fs_departures_free(jobs[t].d);
     }
     if (fs_departures_finish(d) != 0)
         exit(1);
-    *scan_ms = (cpu_s() - a) * 1e3;
+    *wall_ms = (now_s() - a) * 1e3;
+    *cpu_ms = (proc_cpu_s() - c) * 1e3;
     return d;
 }
 
+/* Percent of series per class (noisy rate, zero, stray, noisy gauge, bursty). */
+struct an_mix {
+    const char *suffix;
+    int pct[5];
+};
+
 static void
-bench_incidents_correlate(void)
+bench_incidents_correlate(const struct an_mix *mix)
 {
     int64_t *ts = malloc(AN_NPTS * sizeof *ts);
     double *pool = malloc((size_t)AN_POOL * AN_NPTS * sizeof *pool);
@@ -193,8 +240,14 @@ bench_incidents_correlate(void)
     for (int i = 0; i < AN_NPTS; i++)
         ts[i] = AN_T0 + i * AN_S + (int64_t)(an_urand() * 20000);
     for (int p = 0; p < AN_POOL; p++) {
+        int q = p % 100, cls = 0, acc = 0;
+        for (cls = 0; cls < 4; cls++) {
+            acc += mix->pct[cls];
+            if (q < acc)
+                break;
+        }
+        an_cls[p] = cls;
         double *v = pool + (size_t)p * AN_NPTS;
-        int cls = p % 5;
         bool burst = false;
         for (int i = 0; i < AN_NPTS; i++) {
             if (cls == 4) /* busy port: bursts 2% of seconds, 1-5 s */
@@ -209,37 +262,47 @@ bench_incidents_correlate(void)
     for (int i = 0; i < AN_NPTS; i++)
         culprit[i] = 100 + 10 * an_gauss() + (an_surge(ts[i]) ? 5e4 : 0);
 
-    double scan_ms, scan2_ms;
-    struct fs_departures *d = an_scan(ts, pool, culprit, &scan_ms);
-    fprintf(stderr, "# scan: %zu series, %zu prefiltered, %zu departing, %zu runs, %.0f ms\n",
-            d->series_scanned, d->series_prefiltered, d->n_series, d->n_runs, scan_ms);
-    double a = cpu_s();
+    const int threads = 2;
+    double scan_ms, scan_cpu, scan2_ms, scan2_cpu;
+    struct fs_departures *d = an_scan(threads, ts, pool, culprit, &scan_ms, &scan_cpu);
+    fprintf(stderr,
+            "# scan: %zu series, %zu prefiltered, %zu departing, %zu runs, %.0f ms on %d "
+            "threads (%.0f ms CPU)\n",
+            d->series_scanned, d->series_prefiltered, d->n_series, d->n_runs, scan_ms, threads,
+            scan_cpu);
+    double a = now_s();
     struct fs_incident_report *r = NULL;
     if (fs_incidents_find(d, d->end_us, &r) != 0)
         exit(1);
-    double inc_ms = (cpu_s() - a) * 1e3;
-    fprintf(stderr, "# incidents: %zu episodes, %zu groups; top period %.3f s\n", r->n_episodes,
-            r->n_groups, r->n_groups ? r->groups[0].period_us / 1e6 : 0.0);
+    double inc_ms = (now_s() - a) * 1e3;
+    fprintf(stderr, "# incidents: %zu episodes, %zu groups; top period %.3f s; %.0f ms\n",
+            r->n_episodes, r->n_groups, r->n_groups ? r->groups[0].period_us / 1e6 : 0.0, inc_ms);
+    if (r->n_groups == 0 || fabs(r->groups[0].period_us - 30e6) > 1e6) {
+        fprintf(stderr, "bench_analysis: the 30 s recurrence was not found\n");
+        exit(1);
+    }
     fs_incident_report_free(r);
     fs_departures_free(d);
 
-    d = an_scan(ts, pool, culprit, &scan2_ms);
+    d = an_scan(threads, ts, pool, culprit, &scan2_ms, &scan2_cpu);
     struct fs_corr_window w[1000];
     for (int i = 0; i < 1000; i++) {
-        int64_t s = d->start_us + (int64_t)(an_urand() * 3590.0 * AN_S);
-        w[i] = (struct fs_corr_window){s, s + 250000, 50000, (size_t)i};
+        int64_t s0 = d->start_us + (int64_t)(an_urand() * 3590.0 * AN_S);
+        w[i] = (struct fs_corr_window){s0, s0 + 250000, 50000, (size_t)i};
     }
-    a = cpu_s();
+    a = now_s();
     struct fs_corr_report *cr = NULL;
     if (fs_correlate(d, w, 1000, NULL, &cr) != 0)
         exit(1);
-    double corr_ms = (cpu_s() - a) * 1e3;
+    double corr_ms = (now_s() - a) * 1e3;
     fprintf(stderr, "# correlate: %zu aggregates; ranking alone %.1f ms\n", cr->n_aggregates,
             corr_ms);
     fs_corr_report_free(cr);
     fs_departures_free(d);
-    printf("BENCH incidents_ms %.0f ms\n", scan_ms + inc_ms);
-    printf("BENCH correlate_ms %.0f ms\n", scan2_ms + corr_ms);
+    fprintf(stderr, "# CPU time: incidents %.0f ms, correlate %.0f ms\n", scan_cpu + inc_ms,
+            scan2_cpu + corr_ms);
+    printf("BENCH incidents_ms%s %.0f ms\n", mix->suffix, scan_ms + inc_ms);
+    printf("BENCH correlate_ms%s %.0f ms\n", mix->suffix, scan2_ms + corr_ms);
     free(ts);
     free(pool);
     free(culprit);
@@ -349,8 +412,16 @@ main(int argc, char **argv)
     const char *only = argc > 1 ? argv[1] : NULL;
     if (!only || strcmp(only, "host_events") == 0)
         bench_host_events();
-    if (!only || strcmp(only, "incidents") == 0)
-        bench_incidents_correlate();
+    /* The ring benchmark's fabric (tests/bench/README.md): a quarter of the ports busy,
+       and of an analysed port's ~50 series (ECN, depth, watermark, drops, PFC per TC or
+       priority) about 6 burst with it: ~3% bursty; most are flat. Then a stress mix with
+       a fifth of all series bursty (1.3 M departure runs in the hour). */
+    static const struct an_mix fabric = {"", {25, 45, 15, 12, 3}};
+    static const struct an_mix stress = {"_stress_bursty20", {20, 20, 20, 20, 20}};
+    if (!only || strcmp(only, "incidents") == 0) {
+        bench_incidents_correlate(&fabric);
+        bench_incidents_correlate(&stress);
+    }
     if (!only || strcmp(only, "import_nsys") == 0)
         bench_import_nsys();
     return 0;
