@@ -59,8 +59,7 @@ struct fs_analysis_arg {
 struct fs_analysis;
 
 /** Creates the analysis context with its host-event store; NULL with err on failure. */
-struct fs_analysis *fs_analysis_new(const struct fs_host_events_opts *o, char *err,
-                                    size_t errlen);
+struct fs_analysis *fs_analysis_new(const struct fs_host_events_opts *o, char *err, size_t errlen);
 void fs_analysis_free(struct fs_analysis *a);
 
 /** The host-event store (for reload of its bounds). */
@@ -73,9 +72,8 @@ struct fs_host_events *fs_analysis_host_events(struct fs_analysis *a);
 int fs_analysis_set_token(struct fs_analysis *a, const char *token);
 
 /** POST /api/v1/host-events. authorization is the request's header value or NULL. */
-int fs_analysis_post_host_events(struct fs_analysis *a, const char *authorization,
-                                 const char *body, size_t len, int64_t now_us,
-                                 struct fs_buf *out);
+int fs_analysis_post_host_events(struct fs_analysis *a, const char *authorization, const char *body,
+                                 size_t len, int64_t now_us, struct fs_buf *out);
 
 /** GET /api/v1/time. */
 int fs_analysis_time(int64_t receive_ns, struct fs_buf *out);
