@@ -33,6 +33,9 @@ struct metric_port {
 
 struct fs_analysis {
     struct fs_host_events *events;
+    pthread_mutex_t rules_lock;
+    struct fs_analysis_flow_rule *rules; /* names owned */
+    size_t n_rules;
     pthread_mutex_t token_lock;
     char *token;
     pthread_mutex_t run_lock; /* one heavy analysis at a time */
@@ -57,6 +60,7 @@ fs_analysis_new(const struct fs_host_events_opts *o, char *err, size_t errlen)
         return NULL;
     }
     pthread_mutex_init(&a->token_lock, NULL);
+    pthread_mutex_init(&a->rules_lock, NULL);
     pthread_mutex_init(&a->run_lock, NULL);
     pthread_mutex_init(&a->metrics_lock, NULL);
     return a;
@@ -86,6 +90,10 @@ fs_analysis_free(struct fs_analysis *a)
         free(a->token);
     }
     free_ports(a->ports, a->n_ports);
+    for (size_t i = 0; i < a->n_rules; i++)
+        free((char *)a->rules[i].name);
+    free(a->rules);
+    pthread_mutex_destroy(&a->rules_lock);
     pthread_mutex_destroy(&a->token_lock);
     pthread_mutex_destroy(&a->run_lock);
     pthread_mutex_destroy(&a->metrics_lock);
@@ -112,6 +120,35 @@ fs_analysis_set_token(struct fs_analysis *a, const char *token)
         memset(old, 0, strlen(old));
         free(old);
     }
+    return 0;
+}
+
+int
+fs_analysis_set_flow_rules(struct fs_analysis *a, const struct fs_analysis_flow_rule *rules,
+                           size_t n)
+{
+    struct fs_analysis_flow_rule *copy = calloc(n ? n : 1, sizeof *copy);
+    if (!copy)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        copy[i] = rules[i];
+        copy[i].name = strdup(rules[i].name ? rules[i].name : "");
+        if (!copy[i].name) {
+            for (size_t k = 0; k < i; k++)
+                free((char *)copy[k].name);
+            free(copy);
+            return -1;
+        }
+    }
+    pthread_mutex_lock(&a->rules_lock);
+    struct fs_analysis_flow_rule *old = a->rules;
+    size_t old_n = a->n_rules;
+    a->rules = copy;
+    a->n_rules = n;
+    pthread_mutex_unlock(&a->rules_lock);
+    for (size_t i = 0; i < old_n; i++)
+        free((char *)old[i].name);
+    free(old);
     return 0;
 }
 
@@ -739,7 +776,45 @@ struct other_ctx {
     struct fs_buf *out;
     const char *kind;
     size_t n;
+    const struct fs_analysis_flow_rule *rules; /* under rules_lock */
+    size_t n_rules;
 };
+
+static bool
+in_range(long v, uint16_t lo, uint16_t hi)
+{
+    return (lo == 0 && hi == 0) || (v >= lo && v <= hi);
+}
+
+/* The flow rules an event with sport/dport attrs falls under (protocol from its kind). */
+static void
+put_flow_rules(struct fs_buf *b, const struct other_ctx *o, const struct fs_host_event *e)
+{
+    long sport = -1, dport = -1;
+    for (uint32_t i = 0; i < e->n_attrs; i++) {
+        if (strcmp(e->attrs[i].key, "sport") == 0)
+            sport = strtol(e->attrs[i].value, NULL, 10);
+        else if (strcmp(e->attrs[i].key, "dport") == 0)
+            dport = strtol(e->attrs[i].value, NULL, 10);
+    }
+    if (sport < 0 && dport < 0)
+        return;
+    int proto = strstr(e->kind, "tcp") ? 1 : strstr(e->kind, "udp") ? 2 : 0;
+    fs_buf_puts(b, ",\"flow_rules\":[");
+    bool first = true;
+    for (size_t r = 0; r < o->n_rules; r++) {
+        const struct fs_analysis_flow_rule *fr = &o->rules[r];
+        if (fr->protocol != 0 && fr->protocol != proto)
+            continue;
+        if (!in_range(sport, fr->src_lo, fr->src_hi) || !in_range(dport, fr->dst_lo, fr->dst_hi))
+            continue;
+        if (!first)
+            fs_buf_puts(b, ",");
+        fs_buf_json_str(b, fr->name);
+        first = false;
+    }
+    fs_buf_puts(b, "]");
+}
 
 static int
 other_cb(void *arg_, const struct fs_host_event *e)
@@ -771,7 +846,9 @@ other_cb(void *arg_, const struct fs_host_event *e)
         else
             fs_buf_puts(b, e->attrs[i].value);
     }
-    fs_buf_puts(b, "}}");
+    fs_buf_puts(b, "}");
+    put_flow_rules(b, o, e);
+    fs_buf_puts(b, "}");
     return 0;
 }
 
@@ -1030,9 +1107,11 @@ fs_analysis_correlate(struct fs_analysis *a, struct fs_store *st,
                           (double)sp->lag_us / 1e3, (double)sp->uncertainty_us / 1e3);
         }
         fs_buf_puts(out, "],\"other_host_events\":[");
-        struct other_ctx oc = {out, kind, 0};
+        pthread_mutex_lock(&a->rules_lock);
+        struct other_ctx oc = {out, kind, 0, a->rules, a->n_rules};
         fs_host_events_foreach(a->events, (res->window.start_us - co.lead_us) * 1000,
                                (res->window.end_us + co.lag_us) * 1000, NULL, other_cb, &oc);
+        pthread_mutex_unlock(&a->rules_lock);
         fs_buf_printf(out, "],\"other_host_events_total\":%zu}", oc.n);
         if (out->overflow)
             break;

@@ -71,6 +71,23 @@ struct fs_host_events *fs_analysis_host_events(struct fs_analysis *a);
  */
 int fs_analysis_set_token(struct fs_analysis *a, const char *token);
 
+/** A flow rule as the analysis needs it (the daemon copies these from the config). */
+struct fs_analysis_flow_rule {
+    const char *name;
+    int protocol;            /**< 0 any, 1 TCP, 2 UDP (enum fs_proto) */
+    uint16_t src_lo, src_hi; /**< both 0: any */
+    uint16_t dst_lo, dst_hi; /**< both 0: any */
+};
+
+/**
+ * Sets the flow rules (copied) that host events with sport/dport attrs (perf
+ * retransmits, drops) are matched to in /api/v1/correlate's other_host_events: each
+ * such event lists the rules it falls under in "flow_rules". 0 or -1 (no memory).
+ * Thread-safe.
+ */
+int fs_analysis_set_flow_rules(struct fs_analysis *a, const struct fs_analysis_flow_rule *rules,
+                               size_t n);
+
 /** POST /api/v1/host-events. authorization is the request's header value or NULL. */
 int fs_analysis_post_host_events(struct fs_analysis *a, const char *authorization, const char *body,
                                  size_t len, int64_t now_us, struct fs_buf *out);

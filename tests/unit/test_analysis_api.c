@@ -289,6 +289,10 @@ test_correlate(void **state)
     char start[32], end[32];
     snprintf(start, sizeof start, "%lld", (long long)(f->t0_us / S));
     snprintf(end, sizeof end, "%lld", (long long)(f->now_us / S));
+    struct fs_analysis_flow_rule rules[] = {{"iperf", 1, 0, 0, 5201, 5201},
+                                            {"udp-any", 2, 0, 0, 0, 0},
+                                            {"high-src", 0, 30000, 40000, 0, 0}};
+    assert_int_equal(fs_analysis_set_flow_rules(f->an, rules, 3), 0);
     struct fs_analysis_arg args[] = {
         {"start", start}, {"end", end}, {"kind", "nccl"}, {"slow", "3x"}, {"limit", "1000"}};
     int rc = fs_analysis_correlate(f->an, f->st, args, 5, f->now_us, &f->out);
@@ -321,7 +325,14 @@ test_correlate(void **state)
         if (in_surge(f, s_us) || in_surge(f, s_us + 20000)) {
             surge++;
             named += first_is_culprit;
-            with_retransmit += json_object_get_int(get(e, "other_host_events_total")) > 0;
+            if (json_object_get_int(get(e, "other_host_events_total")) > 0) {
+                with_retransmit++;
+                /* 10.0.0.1:37208 -> 10.0.0.2:5201 over TCP: "iperf" and "high-src". */
+                struct json_object *fr = get(e, "other_host_events.0.flow_rules");
+                assert_int_equal(json_object_array_length(fr), 2);
+                assert_string_equal(json_object_get_string(get(fr, "0")), "iperf");
+                assert_string_equal(json_object_get_string(get(fr, "1")), "high-src");
+            }
         } else {
             random_n++;
             random_blamed += any_culprit;
@@ -388,6 +399,11 @@ test_incidents_and_metrics(void **state)
     assert_true(json_object_array_length(get(o, "data.episodes")) <= 5);
     json_object_put(o);
 
+    fs_buf_reset(&f->out);
+    assert_int_equal(fs_analysis_metrics(f->an, &f->out), 0);
+    assert_non_null(strstr(f->out.data, "fabricscope_incident_period_seconds{"));
+    /* The periodic refresh computes the same for the last hour. */
+    assert_int_equal(fs_analysis_refresh(f->an, f->st, f->now_us), 0);
     fs_buf_reset(&f->out);
     assert_int_equal(fs_analysis_metrics(f->an, &f->out), 0);
     assert_non_null(strstr(f->out.data, "fabricscope_incident_next_expected_timestamp_seconds{"
