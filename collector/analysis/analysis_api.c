@@ -24,6 +24,9 @@
 #define MAX_OTHER_EVENTS 20
 #define MAX_SAMPLES_PER_SERIES (8u << 20)
 #define FS_ANALYSIS_SCAN_THREADS 4
+/* Times beyond ±4e15 µs (about 1843..2096) are refused: host events are kept in ns and
+   µs * 1000 must not overflow. */
+#define MAX_TIME_US 4000000000000000LL
 
 struct metric_port {
     char *target, *interface, *tc, *rule, *metric;
@@ -225,6 +228,8 @@ parse_range(const struct fs_analysis_arg *args, size_t n, int64_t now_us, int64_
     *start = *end - dflt_us;
     if (s && fs_api_parse_time(s, start) != 0)
         return error_doc(out, 400, "start: cannot parse \"%.64s\" as unix seconds or RFC 3339", s);
+    if (*start < -MAX_TIME_US || *end > MAX_TIME_US)
+        return error_doc(out, 400, "start/end: outside 1843..2096");
     if (*start > *end)
         return error_doc(out, 400, "start is after end");
     if (*end - *start > max_us)
@@ -938,7 +943,8 @@ fs_analysis_correlate(struct fs_analysis *a, struct fs_store *st,
         memcpy(s1, v, (size_t)(comma - v));
         s1[comma - v] = '\0';
         snprintf(s2, sizeof s2, "%s", comma + 1);
-        if (fs_api_parse_time(s1, &ws) != 0 || fs_api_parse_time(s2, &we) != 0 || ws > we) {
+        if (fs_api_parse_time(s1, &ws) != 0 || fs_api_parse_time(s2, &we) != 0 || ws > we ||
+            ws < -MAX_TIME_US || we > MAX_TIME_US) {
             free(w);
             return error_doc(out, 400, "window \"%.64s\": want START,END with START <= END", v);
         }

@@ -241,6 +241,11 @@ parse_line(const char *line, size_t len, const char *host, const struct fs_perf_
         if (fs_imp_attr_str(e, key, val) != 0)
             return -1;
     }
+    /* The 5-tuple's protocol for tcp:* and udp:* tracepoints (kfree_skb's "protocol" is
+       an ethertype, so only added when the event names it). */
+    if ((strncmp(name, "tcp:", 4) == 0 || strncmp(name, "udp:", 4) == 0) &&
+        fs_imp_attr_str(e, "l4", strncmp(name, "tcp:", 4) == 0 ? "tcp" : "udp") != 0)
+        return -1;
     return 1;
 }
 

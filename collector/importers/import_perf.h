@@ -4,7 +4,8 @@
  * (tcp:tcp_retransmit_skb, skb:kfree_skb, net:net_dev_xmit, or any other) as instant
  * host events: kind "perf.<event>" (e.g. perf.tcp_retransmit_skb), name "<subsys>:<event>",
  * attrs comm, tid, cpu and the tracepoint's key=value fields (kfree_skb's "reason: X"
- * too), kernel pointers (0x...) left out. Field sets differ by kernel; every field found
+ * too), kernel pointers (0x...) left out, and l4 = tcp|udp for tcp:* and udp:* events
+ * (with saddr/daddr/sport/dport, the 5-tuple). Field sets differ by kernel; every field found
  * is kept, none is required.
  *
  * Line shape (perf script's default fields for tracepoints):

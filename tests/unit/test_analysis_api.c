@@ -374,6 +374,10 @@ test_correlate(void **state)
     assert_int_equal(fs_analysis_correlate(f->an, f->st, bad2, 1, f->now_us, &f->out), 400);
     struct fs_analysis_arg bad3[] = {{"start", "10"}, {"end", "5"}};
     assert_int_equal(fs_analysis_correlate(f->an, f->st, bad3, 2, f->now_us, &f->out), 400);
+    struct fs_analysis_arg bad4[] = {{"start", "99999999999"}, {"end", "99999999999"}};
+    assert_int_equal(fs_analysis_correlate(f->an, f->st, bad4, 2, f->now_us, &f->out), 400);
+    struct fs_analysis_arg bad5[] = {{"window", "-99999999999,1"}};
+    assert_int_equal(fs_analysis_correlate(f->an, f->st, bad5, 1, f->now_us, &f->out), 400);
 }
 
 static void

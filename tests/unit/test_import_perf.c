@@ -68,6 +68,7 @@ test_header_reference_and_fields(void **state)
     assert_string_equal(attr(e, "sport"), "37208");
     assert_string_equal(attr(e, "dport"), "5555");
     assert_string_equal(attr(e, "err"), "0");
+    assert_string_equal(attr(e, "l4"), "tcp");
     assert_null(attr(e, "skbaddr")); /* kernel pointers are left out */
     assert_string_equal(attr(&b.ev[1], "state"), "TCP_ESTABLISHED");
     assert_string_equal(attr(&b.ev[1], "tid"), "4242");
@@ -77,6 +78,7 @@ test_header_reference_and_fields(void **state)
     assert_string_equal(attr(e, "comm"), "Web Content");
     assert_string_equal(attr(e, "tid"), "777/778");
     assert_string_equal(attr(e, "reason"), "NETFILTER_DROP");
+    assert_null(attr(e, "l4"));
     assert_true(e->start_ns == tod + (1017500000001LL - ref));
     assert_string_equal(attr(&b.ev[3], "dev"), "eth0");
     assert_string_equal(attr(&b.ev[3], "comm"), "ksoftirqd/1");
