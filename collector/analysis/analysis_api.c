@@ -260,7 +260,7 @@ put_num(struct fs_buf *b, double v)
 /* ---- store feeding ---- */
 
 struct cand {
-    uint32_t id;
+    uint32_t id, gen; /* the (id, generation) pair fs_store_read() takes */
     char *target, *interface, *tc, *rule, *metric;
     enum fs_an_kind kind;
     bool counter;
@@ -314,6 +314,7 @@ collect_cb(void *arg_, const struct fs_series_info *s)
     }
     struct cand *c = &cs->c[cs->n++];
     c->id = s->id;
+    c->gen = s->gen;
     c->target = strdup(label(s, "target"));
     c->interface = strdup(label(s, "interface"));
     c->tc = strdup(label(s, "tc"));
@@ -433,7 +434,7 @@ read_series(struct fs_store *st, const struct cand *c, int64_t from, int64_t to,
             if (!r->smp)
                 return -1;
         }
-        n = fs_store_read(st, c->id, from, to, r->smp, r->cap, &trunc);
+        n = fs_store_read(st, c->id, c->gen, from, to, r->smp, r->cap, &trunc);
         if (n < 0)
             return 0; /* the series went away meanwhile */
         if (!trunc || r->cap >= MAX_SAMPLES_PER_SERIES)
