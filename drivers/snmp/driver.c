@@ -993,6 +993,9 @@ on_response(int op, netsnmp_session *sess, int reqid, netsnmp_pdu *pdu, void *ma
     bool report0 = reqid == 0 && pdu && pdu->command == SNMP_MSG_REPORT && t->reqid;
     if (!t->in_cycle || (reqid != t->reqid && !report0))
         return 1; /* a late answer to a cycle that already ended */
+    /* net-snmp retransmits (a retry of this very request): nothing ended. */
+    if (op == NETSNMP_CALLBACK_OP_RESEND)
+        return 1;
     t->reqid = 0;
     if (op == NETSNMP_CALLBACK_OP_TIMED_OUT) {
         cycle_end(t, FS_POLL_TIMEOUT,
@@ -1064,7 +1067,7 @@ static int
 on_discovery(int op, netsnmp_session *sess, int reqid, netsnmp_pdu *pdu, void *magic)
 {
     struct snmp_target *t = magic;
-    if (!t->in_cycle || reqid != t->reqid)
+    if (!t->in_cycle || reqid != t->reqid || op == NETSNMP_CALLBACK_OP_RESEND)
         return 1;
     t->reqid = 0;
     if (op == NETSNMP_CALLBACK_OP_TIMED_OUT) {
