@@ -211,14 +211,63 @@ fs_snmp_cell_bytes(const char *model)
     return 0;
 }
 
-/* Copies an agent's string as printable ASCII: label values and log lines stay clean
- * whatever bytes the device sends. */
+/* Length of the valid UTF-8 character at s (n bytes left), 0 if it is not one: no
+ * overlong forms, no surrogates, nothing past U+10FFFF, no C0/C1 control or DEL. */
+static size_t
+utf8_char_len(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    if (c >= 0x20 && c < 0x7f)
+        return 1;
+    size_t len;
+    unsigned cp;
+    if (c >= 0xc2 && c <= 0xdf) {
+        len = 2;
+        cp = c & 0x1f;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        cp = c & 0x0f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        cp = c & 0x07;
+    } else {
+        return 0;
+    }
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+        (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp < 0xa0))
+        return 0;
+    return len;
+}
+
+/* Copies an agent's string for labels and log lines: valid UTF-8 is kept (port names in
+ * any script), each invalid byte or control character becomes '?', and a string longer
+ * than cap - 1 bytes is cut between characters. */
 static void
 copy_clean(char *dst, size_t cap, const unsigned char *src, size_t n)
 {
     size_t o = 0;
-    for (size_t i = 0; i < n && o + 1 < cap; i++)
-        dst[o++] = (src[i] >= 0x20 && src[i] < 0x7f) ? (char)src[i] : '?';
+    for (size_t i = 0; i < n;) {
+        size_t l = utf8_char_len(src + i, n - i);
+        if (l == 0) {
+            if (o + 1 >= cap)
+                break;
+            dst[o++] = '?';
+            i++;
+            continue;
+        }
+        if (o + l >= cap)
+            break;
+        memcpy(dst + o, src + i, l);
+        o += l;
+        i += l;
+    }
     dst[o] = '\0';
 }
 
@@ -721,8 +770,12 @@ add_suffix(struct fs_snmp_ifent *en)
     char sfx[16];
     int sl = snprintf(sfx, sizeof(sfx), "#%u", en->ifindex);
     size_t room = sizeof(en->name) - 1 - (size_t)sl;
-    if (strlen(en->name) > room)
+    if (strlen(en->name) > room) {
+        /* cut between UTF-8 characters, not inside one */
+        while (room > 0 && ((unsigned char)en->name[room] & 0xc0) == 0x80)
+            room--;
         en->name[room] = '\0';
+    }
     strcat(en->name, sfx);
     en->dup = true;
 }

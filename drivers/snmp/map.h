@@ -86,8 +86,9 @@ struct fs_snmp_req_oid {
 struct fs_snmp_ifent {
     uint32_t ifindex;
     char ifindex_s[12];
-    /** The exported name: ifName, else ifDescr, else "if<N>", normalized (sink.h), printable
-     *  ASCII, unique in the map: "#<ifIndex>" is appended to every holder of a name but one. */
+    /** The exported name: ifName, else ifDescr, else "if<N>", normalized (sink.h), valid
+     *  UTF-8 without control characters, unique in the map: "#<ifIndex>" is appended to every
+     * holder of a name but one. */
     char name[FS_SNMP_NAME_MAX];
     char raw[FS_SNMP_NAME_MAX]; /**< ifName as received (cleaned), to notice a reassignment */
     char alias[FS_SNMP_ALIAS_MAX];

@@ -852,6 +852,39 @@ test_cut_map_walk_keeps_the_rest(void **state)
 }
 
 static void
+test_utf8_names_kept(void **state)
+{
+    (void)state;
+    struct fs_snmp_tmap tm;
+    struct fs_snmp_poll p = {0};
+    struct recorder *r = calloc(1, sizeof(*r));
+    struct fs_snmp_emit e = emitter(r);
+    char longname[128] = "";
+    for (int i = 0; i < 40; i++)
+        strcat(longname, "\xd0\x96"); /* 80 bytes of Cyrillic Zhe */
+    fs_snmp_tmap_init(&tm, -1);
+    const uint32_t idx[] = {1, 2, 3, 4};
+    const char *names[] = {"\xe7\xab\xaf\xe5\x8f\xa3"
+                           "1",
+                           "bad\xff\xc0\x80x", longname, longname};
+    fs_snmp_poll_reset(&p);
+    map_walk(&tm, &p, idx, names, 4);
+    fs_snmp_poll_finish(&tm, &p, &e);
+    assert_string_equal(name_of(&tm, 1), "\xe7\xab\xaf\xe5\x8f\xa3"
+                                         "1");       /* kept as sent */
+    assert_string_equal(name_of(&tm, 2), "bad???x"); /* invalid bytes, overlong NUL */
+    assert_int_equal(strlen(name_of(&tm, 3)), 62);   /* cut between characters */
+    /* the clash of the cut names is resolved, the suffix cut between characters too */
+    const char *n4 = name_of(&tm, 4);
+    assert_non_null(strstr(n4, "#4"));
+    assert_int_equal((strlen(n4) - 2) % 2, 0);
+    assert_string_not_equal(name_of(&tm, 3), n4);
+    fs_snmp_poll_free(&p);
+    fs_snmp_tmap_free(&tm);
+    free(r);
+}
+
+static void
 test_models(void **state)
 {
     (void)state;
@@ -878,6 +911,7 @@ main(void)
         cmocka_unit_test(test_interface_limit_is_a_truncation),
         cmocka_unit_test(test_line_rate_and_width_per_sample),
         cmocka_unit_test(test_cut_map_walk_keeps_the_rest),
+        cmocka_unit_test(test_utf8_names_kept),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
