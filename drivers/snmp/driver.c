@@ -154,6 +154,7 @@ struct snmp_drv {
     /* the preparation thread */
     pthread_t prep_thr;
     bool prep_started, prep_stop;
+    bool lib_ready; /* net-snmp is initialized (the driver thread did it); under plock */
     pthread_mutex_t plock;
     pthread_cond_t pcond;
     struct prep_job *prep_head; /* jobs to run, any order; each picks its not_before time */
@@ -424,6 +425,9 @@ prep_thread(void *arg)
 {
     struct snmp_drv *d = arg;
     pthread_mutex_lock(&d->plock);
+    /* Key derivation uses net-snmp's crypto: not before the library is set up. */
+    while (!d->prep_stop && !d->lib_ready)
+        pthread_cond_wait(&d->pcond, &d->plock);
     while (!d->prep_stop) {
         int64_t now = fs_monotonic_us(), next = INT64_MAX;
         struct prep_job *j = NULL;
@@ -1278,6 +1282,10 @@ drv_thread(void *arg)
     struct snmp_drv *d = arg;
     struct epoll_event evs[64];
     netsnmp_start();
+    pthread_mutex_lock(&d->plock);
+    d->lib_ready = true;
+    pthread_cond_broadcast(&d->pcond);
+    pthread_mutex_unlock(&d->plock);
     netsnmp_large_fd_set_init(&d->lfs, 1024);
     d->lfs_size = 1024;
     for (;;) {
