@@ -1002,9 +1002,13 @@ on_response(int op, netsnmp_session *sess, int reqid, netsnmp_pdu *pdu, void *ma
         return 1;
     t->reqid = 0;
     if (op == NETSNMP_CALLBACK_OP_TIMED_OUT) {
-        cycle_end(t, FS_POLL_TIMEOUT,
-                  t->tcfg->snmp->version == FS_SNMP_V3 ? "timeout"
-                                                       : "timeout (or wrong community)");
+        /* A table too slow for what is left of the cycle: keep what arrived. */
+        if (t->poll.n_pdus > 0)
+            cycle_end(t, FS_POLL_PARTIAL, "a request timed out: what arrived was kept");
+        else
+            cycle_end(t, FS_POLL_TIMEOUT,
+                      t->tcfg->snmp->version == FS_SNMP_V3 ? "timeout"
+                                                           : "timeout (or wrong community)");
         return 1;
     }
     if (op == NETSNMP_CALLBACK_OP_SEC_ERROR && pdu && pdu->command == SNMP_MSG_REPORT) {
@@ -1217,7 +1221,11 @@ handle_queue(struct snmp_drv *d)
                 cycle_begin(d, t, r->cycle_id, r->deadline_us);
             break;
         case RQ_CANCEL:
-            cycle_end(t, FS_POLL_TIMEOUT, "cancelled");
+            /* The scheduler cancels at the deadline: keep what arrived, as there. */
+            if (t->in_cycle && t->poll.n_pdus > 0)
+                cycle_end(t, FS_POLL_PARTIAL, "cancelled at the deadline: what arrived was kept");
+            else
+                cycle_end(t, FS_POLL_TIMEOUT, "cancelled");
             break;
         case RQ_PREPARED:
             if (t->in_cycle && t->wait_prep) {

@@ -1325,7 +1325,8 @@ fs_snmp_poll_finish(struct fs_snmp_tmap *tm, struct fs_snmp_poll *p, const struc
     if (p->have_descr)
         parse_descr(tm, p->descr);
     detect_qos_base(tm, p);
-    if (p->qos_walked) {
+    /* A QoS walk cut short proves nothing about the MIB being there. */
+    if (p->qos_walked && !(p->cut && p->phase == FS_SNMP_PH_QOS && p->qos_rows == 0)) {
         tm->qos_absent = p->qos_rows == 0;
         /* A switch without the QoS MIB is asked again only every 30 cycles. */
         tm->qos_skip = tm->qos_absent ? 30 : 0;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # fabricscope against hostile SNMP agents (tests/sim/hostile_snmp_agent.c), one agent per
-# misbehaviour, all polled by one daemon: duplicate interface names get series of their
+# misbehaviour, all polled by one daemon: cycles that reach their deadline in a slow
+# table keep what arrived; duplicate interface names get series of their
 # own; a renamed port (same ifIndex, ifTableLastChange unmoved) never lends its counters
 # to the old name; HC columns that come and go, a cleared 32-bit counter, an agent
 # restart and a device reboot leave every exposed counter monotonic with no phantom
@@ -30,7 +31,9 @@ declare -A OPTS=(
   [reqid]="--bad-reqid 3"
   [nonincr]="--nonincr"
   [endless]="--endless"
+  [slow]="--slow-vendor-ms 3000"
 )
+declare -A TIMEOUT=([slow]=700ms)
 declare -A APORT
 {
   echo "listen: 127.0.0.1:$HTTP"
@@ -42,7 +45,7 @@ declare -A APORT
     track $!
     echo "  - name: $n"
     echo "    address: 127.0.0.1"
-    echo "    snmp: { port: ${APORT[$n]}, community_file: $T/community, interval: 1s, timeout: 300ms, retries: 2 }"
+    echo "    snmp: { port: ${APORT[$n]}, community_file: $T/community, interval: 1s, timeout: ${TIMEOUT[$n]:-300ms}, retries: 2 }"
   done
   echo "  - name: nodns"
   echo "    address: does-not-resolve.invalid"
@@ -181,6 +184,18 @@ grep -q "^$(bytes endless Eth1/1 rx)" "$T/metrics-final.txt" || fail "no data fr
 p=$(metric "$T/metrics-final.txt" 'fabricscope_poll_errors_total{target="endless",source="snmp",kind="partial"}')
 [ "${p:-0}" -ge 2 ] || fail "endless table: partial cycles not counted (${p:-missing})"
 ok "wrong request ids, non-increasing OIDs, endless table: data keeps coming ($p partial cycles)"
+
+# --- a slow vendor table: cycles cut at the deadline commit what arrived ---
+p=$(metric "$T/metrics-final.txt" 'fabricscope_poll_errors_total{target="slow",source="snmp",kind="partial"}')
+[ "${p:-0}" -ge 2 ] || fail "slow table: no partial cycles counted (${p:-missing})"
+grep -q "^$(bytes slow Eth1/1 rx)" "$T/metrics-final.txt" || fail "slow table: no data kept from cut cycles"
+now=$(date +%s)
+curl -fsS --get "http://127.0.0.1:$HTTP/api/v1/raw" \
+  --data-urlencode 'match[]=fabric_device_uptime_seconds{target="slow"}' \
+  --data-urlencode "start=$((now - 8))" --data-urlencode "end=$((now + 1))" >"$T/raw-slow.json"
+n=$(jq '.data.result[0].values | length' "$T/raw-slow.json")
+[ "$n" -ge 4 ] || fail "slow table: only $n samples in 8 s"
+ok "slow table: $p cycles cut at the deadline, their data kept ($n uptime samples in 8 s)"
 
 # --- a name that does not resolve delays nobody ---
 e=$(M | awk '/^fabricscope_poll_errors_total\{target="nodns"/ {s += $2} END {print s + 0}')

@@ -26,6 +26,8 @@
  *   --nonincr           the ifHCOutOctets column answers the requested OID again
  *   --endless           the ifName column never ends (ghost rows from ifIndex 1000)
  *   --delay-ms D        every response is sent D ms late (a slow agent)
+ *   --slow-vendor-ms D  requests into the enterprise subtree (1.3.6.1.4.1: vendor tables
+ *                       such as MELLANOX-QOS-MIB) are answered D ms late (a slow table)
  * SIGUSR1 toggles --clear on demand: the first port's counters are cleared at once.
  */
 #include <errno.h>
@@ -74,7 +76,7 @@ static struct {
     bool dup_names, no_hr, nonincr, endless;
     double rename_every, hc_flap, clear_every, restart_every, reboot_every;
     unsigned bad_reqid;
-    unsigned delay_ms;
+    unsigned delay_ms, slow_vendor_ms;
 } opt;
 
 static struct ent tab[MAX_ENTS];
@@ -90,6 +92,30 @@ now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Responses held back (--delay-ms, --slow-vendor-ms): the agent keeps answering others. */
+#define MAX_LATE 256
+static struct {
+    double due;
+    netsnmp_session *s;
+    netsnmp_pdu *r;
+} late[MAX_LATE];
+static size_t n_late;
+
+static void
+send_due(void)
+{
+    double now = now_s();
+    for (size_t i = 0; i < n_late;) {
+        if (late[i].due <= now) {
+            if (snmp_send(late[i].s, late[i].r) == 0)
+                snmp_free_pdu(late[i].r);
+            late[i] = late[--n_late];
+        } else {
+            i++;
+        }
+    }
 }
 
 static void
@@ -438,8 +464,17 @@ on_pdu(int op, netsnmp_session *s, int reqid, netsnmp_pdu *pdu, void *magic)
     responses++;
     if (opt.bad_reqid && responses % opt.bad_reqid == 0)
         r->reqid += 1000; /* nobody asked for that */
-    if (opt.delay_ms)
-        usleep(opt.delay_ms * 1000);
+    static const oid o_enterprises[] = {1, 3, 6, 1, 4, 1};
+    double delay = opt.delay_ms / 1e3;
+    if (opt.slow_vendor_ms && pdu->variables &&
+        snmp_oid_compare(pdu->variables->name, pdu->variables->name_length, o_enterprises, 6) >= 0)
+        delay += opt.slow_vendor_ms / 1e3;
+    if (delay > 0 && n_late < MAX_LATE) { /* sent from the main loop when due */
+        late[n_late].due = now_s() + delay;
+        late[n_late].s = s;
+        late[n_late++].r = r;
+        return 1;
+    }
     if (snmp_send(s, r) == 0)
         snmp_free_pdu(r);
     return 1;
@@ -470,6 +505,7 @@ main(int argc, char **argv)
         {"nonincr", no_argument, NULL, 'n'},
         {"endless", no_argument, NULL, 'e'},
         {"delay-ms", required_argument, NULL, 'D'},
+        {"slow-vendor-ms", required_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     int port = 0, c;
@@ -518,6 +554,9 @@ main(int argc, char **argv)
         case 'D':
             opt.delay_ms = (unsigned)atoi(optarg);
             break;
+        case 'V':
+            opt.slow_vendor_ms = (unsigned)atoi(optarg);
+            break;
         default:
             usage();
         }
@@ -565,13 +604,18 @@ main(int argc, char **argv)
         struct timeval tv = {1, 0};
         FD_ZERO(&fs);
         snmp_select_info(&fds, &fs, &tv, &block);
-        tv.tv_sec = 1;
-        tv.tv_usec = 0;
+        double wait = 1.0, now = now_s();
+        for (size_t i = 0; i < n_late; i++)
+            if (late[i].due - now < wait)
+                wait = late[i].due - now > 0 ? late[i].due - now : 0;
+        tv.tv_sec = (time_t)wait;
+        tv.tv_usec = (suseconds_t)((wait - (double)tv.tv_sec) * 1e6);
         int n = select(fds, &fs, NULL, NULL, &tv);
         if (n > 0)
             snmp_read(&fs);
         else if (n < 0 && errno != EINTR)
             break;
+        send_due();
     }
     return 0;
 }
