@@ -500,13 +500,19 @@ check_name(struct fs_snmp_poll *p, const struct fs_snmp_tmap *tm, uint32_t ifind
     return 1;
 }
 
+static int
+cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* p->suspect is sorted when the cycle finishes (a switch may rename every port). */
 static bool
 is_suspect(const struct fs_snmp_poll *p, uint32_t ifindex)
 {
-    for (size_t i = 0; i < p->n_suspect; i++)
-        if (p->suspect[i] == ifindex)
-            return true;
-    return false;
+    return p->n_suspect &&
+           bsearch(&ifindex, p->suspect, p->n_suspect, sizeof(*p->suspect), cmp_u32);
 }
 
 static int
@@ -1336,6 +1342,8 @@ fs_snmp_poll_finish(struct fs_snmp_tmap *tm, struct fs_snmp_poll *p, const struc
 
     if (p->n_recs)
         qsort(p->recs, p->n_recs, sizeof(*p->recs), cmp_rec);
+    if (p->n_suspect)
+        qsort(p->suspect, p->n_suspect, sizeof(*p->suspect), cmp_u32);
     for (size_t i = 0; i < p->n_recs; i++) {
         const struct fs_snmp_rec *r = &p->recs[i];
         if (r->col != C_DISCTIME)
