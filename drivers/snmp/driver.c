@@ -80,6 +80,7 @@ struct prep_out {
  * config once target_remove returns, the job may outlive that while it runs). */
 struct prep_job {
     struct snmp_target *t; /* NULL once the target is removed; under plock */
+    char *name;            /* the target's, for log lines */
     char *address;
     uint16_t port;
     struct fs_snmp_cfg cfg; /* scalars only; the strings below are the job's own */
@@ -257,6 +258,7 @@ job_free(struct prep_job *j)
     if (!j)
         return;
     explicit_bzero(&j->out, sizeof(j->out));
+    free(j->name);
     free(j->address);
     free(j->user);
     secret_ref_free(&j->community);
@@ -277,11 +279,13 @@ job_new(const struct fs_target_cfg *tcfg)
     memset(&j->cfg.community, 0, sizeof(j->cfg.community));
     memset(&j->cfg.auth_password, 0, sizeof(j->cfg.auth_password));
     memset(&j->cfg.priv_password, 0, sizeof(j->cfg.priv_password));
+    j->name = strdup(tcfg->name ? tcfg->name : "?");
     j->address = strdup(tcfg->address);
     j->port = c->port ? c->port : 161;
     j->user = c->user ? strdup(c->user) : NULL;
     j->backoff_us = PREP_BACKOFF_MIN_US;
-    if (!j->address || (c->user && !j->user) || secret_ref_copy(&j->community, &c->community) ||
+    if (!j->name || !j->address || (c->user && !j->user) ||
+        secret_ref_copy(&j->community, &c->community) ||
         secret_ref_copy(&j->auth_pw, &c->auth_password) ||
         secret_ref_copy(&j->priv_pw, &c->priv_password)) {
         job_free(j);
@@ -465,6 +469,9 @@ prep_thread(void *arg)
         j->out = o;
         explicit_bzero(&o, sizeof(o));
         if (j->out.state == PREP_FAILED) {
+            /* Logged here, once per attempt; the cycles in between only report it. */
+            fs_log(FS_LOG_WARN, SUBSYS, "target %s: %s (tried again in %lld s)", j->name,
+                   j->out.err, (long long)(j->backoff_us / 1000000));
             j->not_before_us = fs_monotonic_us() + j->backoff_us;
             j->backoff_us =
                 j->backoff_us * 2 > PREP_BACKOFF_MAX_US ? PREP_BACKOFF_MAX_US : j->backoff_us * 2;
@@ -1162,7 +1169,6 @@ session_go(struct snmp_target *t)
             return;
         }
         if (st == PREP_FAILED) {
-            fs_log(FS_LOG_WARN, SUBSYS, "target %s: %s", t->tcfg->name, o.err);
             cycle_end(t, o.fail_kind, o.err);
             return;
         }
