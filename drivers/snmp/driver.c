@@ -154,7 +154,7 @@ struct snmp_drv {
     int lfs_size;
     /* the preparation thread */
     pthread_t prep_thr;
-    bool prep_started, prep_stop;
+    bool prep_started, prep_stop, prep_exited;
     bool lib_ready; /* net-snmp is initialized (the driver thread did it); under plock */
     pthread_mutex_t plock;
     pthread_cond_t pcond;
@@ -485,6 +485,8 @@ prep_thread(void *arg)
          * queues behind this, so the driver thread still has the target. */
         enqueue(d, RQ_PREPARED, j->t, 0, 0);
     }
+    d->prep_exited = true;
+    pthread_cond_broadcast(&d->pcond);
     pthread_mutex_unlock(&d->plock);
     return NULL;
 }
@@ -1400,12 +1402,26 @@ snmp_shutdown_drv(void *state)
     struct snmp_drv *d = state;
     if (!d)
         return;
+    bool left_behind = false;
     if (d->prep_started) {
+        /* A name lookup may take the resolver's whole timeout: shutdown waits 2 s for it
+         * at most, then leaves the thread (and d, which it uses) to the process's exit. */
+        int64_t until = fs_monotonic_us() + 2000000;
+        struct timespec ts = {.tv_sec = until / 1000000, .tv_nsec = (long)(until % 1000000) * 1000};
         pthread_mutex_lock(&d->plock);
         d->prep_stop = true;
         pthread_cond_broadcast(&d->pcond);
+        while (!d->prep_exited && pthread_cond_timedwait(&d->pcond, &d->plock, &ts) == 0)
+            ;
+        left_behind = !d->prep_exited;
         pthread_mutex_unlock(&d->plock);
-        pthread_join(d->prep_thr, NULL);
+        if (left_behind) {
+            fs_log(FS_LOG_WARN, SUBSYS,
+                   "a name lookup is still running at shutdown: not waited for");
+            pthread_detach(d->prep_thr);
+        } else {
+            pthread_join(d->prep_thr, NULL);
+        }
     }
     /* Every target was removed: no job is left (target_remove freed or detached them). */
     if (d->thr_started) {
@@ -1421,6 +1437,8 @@ snmp_shutdown_drv(void *state)
         close(d->evfd);
     pthread_mutex_destroy(&d->qlock);
     pthread_cond_destroy(&d->qcond);
+    if (left_behind)
+        return; /* the preparation thread still uses plock, pcond and d */
     pthread_mutex_destroy(&d->plock);
     pthread_cond_destroy(&d->pcond);
     free(d);
