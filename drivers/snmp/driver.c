@@ -13,10 +13,20 @@
  * retries are shrunk to fit the cycle's deadline, and the deadline itself ends the cycle
  * as a timeout, so a slow or dead switch never holds the others.
  *
- * Credentials are read from their files/variables on the driver thread when a session is
- * opened, turned into keys, and wiped; they are never logged.
+ * Everything slow that is not I/O with the switch happens off the driver thread, once per
+ * target and ahead of its first cycle: a small preparation thread reads the credentials,
+ * derives the SNMPv3 keys (a million hash rounds each) and resolves the address; the
+ * driver thread opens the session from the numeric address and the ready keys. A failure
+ * there (unknown host, missing secret) is retried with a doubling backoff (1 s .. 60 s);
+ * cycles in between end with its message. Credentials and keys are never logged and are
+ * wiped when the target goes.
+ *
+ * A cycle that reaches its deadline, a per-cycle bound or an unanswered request emits
+ * what arrived (FS_POLL_PARTIAL at the deadline or a bound); interfaces past
+ * FS_SNMP_MAX_IFS are a counted truncation, never a failure.
  */
 #include <errno.h>
+#include <netdb.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -42,10 +52,44 @@
 _Static_assert(sizeof(oid) == sizeof(unsigned long), "map.h passes OIDs as unsigned long");
 
 #define SUBSYS "snmp"
-#define MAX_COLS 24
+#define MAX_COLS 32
 #define MIN_TIMEOUT_US 20000
 
-enum rq_kind { RQ_CYCLE, RQ_CANCEL, RQ_REMOVE };
+enum rq_kind { RQ_CYCLE, RQ_CANCEL, RQ_REMOVE, RQ_PREPARED };
+
+#define PREP_BACKOFF_MIN_US 1000000
+#define PREP_BACKOFF_MAX_US 60000000
+
+enum prep_state { PREP_PENDING, PREP_READY, PREP_FAILED };
+
+/* What the preparation thread hands to the driver thread (secrets: wiped when freed). */
+struct prep_out {
+    enum prep_state state;
+    enum fs_poll_result fail_kind;
+    char err[200];
+    char peer[96]; /* "udp:192.0.2.1:161" / "udp6:[2001:db8::1]:161" */
+    char community[256];
+    u_char auth_key[USM_AUTH_KU_LEN];
+    size_t auth_key_len;
+    u_char priv_key[USM_PRIV_KU_LEN];
+    size_t priv_key_len;
+};
+
+/* One target's preparation: copies of the config it needs (the core may free the
+ * config once target_remove returns, the job may outlive that while it runs). */
+struct prep_job {
+    struct snmp_target *t; /* NULL once the target is removed; under plock */
+    char *name;            /* the target's, for log lines */
+    char *address;
+    uint16_t port;
+    struct fs_snmp_cfg cfg; /* scalars only; the strings below are the job's own */
+    struct fs_secret_ref community, auth_pw, priv_pw;
+    char *user;
+    bool queued, running;
+    int64_t not_before_us, backoff_us;
+    struct prep_job *next;
+    struct prep_out out; /* under plock */
+};
 
 struct rq {
     enum rq_kind kind;
@@ -74,7 +118,8 @@ struct snmp_target {
     int fd;
     bool v3_ready; /* engineID known and USM user created */
     bool in_cycle;
-    bool removed; /* set under drv->qlock */
+    bool removed;         /* set under drv->qlock */
+    bool removed_pending; /* RQ_REMOVE is being handled: nothing more goes to the sink */
     uint64_t cycle_id;
     int64_t start_us, deadline_us;
     int64_t timer_us; /* next retransmission/timeout check (monotonic) */
@@ -89,6 +134,8 @@ struct snmp_target {
     struct fs_snmp_tmap tm;
     struct fs_snmp_poll poll;
     struct snmp_target *anext, *aprev; /* active list (a cycle in flight) */
+    bool wait_prep;                    /* the cycle waits for the preparation thread */
+    struct prep_job *job;              /* under drv->plock; NULL after target_remove detached it */
 };
 
 struct snmp_drv {
@@ -102,6 +149,13 @@ struct snmp_drv {
     struct snmp_target *active;
     netsnmp_large_fd_set lfs;
     int lfs_size;
+    /* the preparation thread */
+    pthread_t prep_thr;
+    bool prep_started, prep_stop, prep_exited;
+    bool lib_ready; /* net-snmp is initialized (the driver thread did it); under plock */
+    pthread_mutex_t plock;
+    pthread_cond_t pcond;
+    struct prep_job *prep_head; /* jobs to run, any order; each picks its not_before time */
 };
 
 /* ---- net-snmp logging into fs_log ---- */
@@ -177,6 +231,262 @@ enqueue(struct snmp_drv *d, enum rq_kind k, struct snmp_target *t, uint64_t id, 
     return 0;
 }
 
+/* ---- preparation, off the driver thread ---- */
+
+static void
+secret_ref_free(struct fs_secret_ref *r)
+{
+    free(r->file);
+    free(r->env);
+    r->file = r->env = NULL;
+}
+
+static int
+secret_ref_copy(struct fs_secret_ref *dst, const struct fs_secret_ref *src)
+{
+    dst->file = src->file ? strdup(src->file) : NULL;
+    dst->env = src->env ? strdup(src->env) : NULL;
+    return (src->file && !dst->file) || (src->env && !dst->env) ? -1 : 0;
+}
+
+static void
+job_free(struct prep_job *j)
+{
+    if (!j)
+        return;
+    explicit_bzero(&j->out, sizeof(j->out));
+    free(j->name);
+    free(j->address);
+    free(j->user);
+    secret_ref_free(&j->community);
+    secret_ref_free(&j->auth_pw);
+    secret_ref_free(&j->priv_pw);
+    free(j);
+}
+
+static struct prep_job *
+job_new(const struct fs_target_cfg *tcfg, const struct fs_snmp_cfg *c)
+{
+    struct prep_job *j = calloc(1, sizeof(*j));
+    if (!j)
+        return NULL;
+    j->cfg = *c;
+    j->cfg.user = NULL;
+    memset(&j->cfg.community, 0, sizeof(j->cfg.community));
+    memset(&j->cfg.auth_password, 0, sizeof(j->cfg.auth_password));
+    memset(&j->cfg.priv_password, 0, sizeof(j->cfg.priv_password));
+    j->name = strdup(tcfg->name ? tcfg->name : "?");
+    j->address = strdup(tcfg->address);
+    j->port = c->port ? c->port : 161;
+    j->user = c->user ? strdup(c->user) : NULL;
+    j->backoff_us = PREP_BACKOFF_MIN_US;
+    if (!j->name || !j->address || (c->user && !j->user) ||
+        secret_ref_copy(&j->community, &c->community) ||
+        secret_ref_copy(&j->auth_pw, &c->auth_password) ||
+        secret_ref_copy(&j->priv_pw, &c->priv_password)) {
+        job_free(j);
+        return NULL;
+    }
+    return j;
+}
+
+/* Resolves the address once (getaddrinfo may wait seconds for DNS) into a numeric peer. */
+static int
+resolve_peer(const struct prep_job *j, struct prep_out *o)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_DGRAM}, *res = NULL;
+    char host[INET6_ADDRSTRLEN];
+    int rc = getaddrinfo(j->address, NULL, &hints, &res);
+    if (rc != 0 || !res) {
+        snprintf(o->err, sizeof(o->err), "cannot resolve %.100s: %s", j->address,
+                 rc ? gai_strerror(rc) : "no address");
+        o->fail_kind = FS_POLL_PROTOCOL;
+        if (res)
+            freeaddrinfo(res);
+        return -1;
+    }
+    rc = getnameinfo(res->ai_addr, res->ai_addrlen, host, sizeof(host), NULL, 0, NI_NUMERICHOST);
+    int family = res->ai_family;
+    freeaddrinfo(res);
+    if (rc != 0) {
+        snprintf(o->err, sizeof(o->err), "cannot resolve %.100s: %s", j->address, gai_strerror(rc));
+        o->fail_kind = FS_POLL_PROTOCOL;
+        return -1;
+    }
+    if (family == AF_INET6)
+        snprintf(o->peer, sizeof(o->peer), "udp6:[%s]:%u", host, j->port);
+    else
+        snprintf(o->peer, sizeof(o->peer), "udp:%s:%u", host, j->port);
+    return 0;
+}
+
+static const oid *auth_oid(enum fs_snmp_auth a, size_t *len);
+
+/* Reads the credentials and derives the v3 keys (Ku; localized per engine later). */
+static int
+derive_keys(const struct prep_job *j, struct prep_out *o)
+{
+    const struct fs_snmp_cfg *c = &j->cfg;
+    char secret[256];
+    int rc = -1;
+    secret[0] = '\0';
+    o->fail_kind = FS_POLL_AUTH;
+    if (c->version != FS_SNMP_V3) {
+        if (fs_secret_read(&j->community, o->community, sizeof(o->community), o->err,
+                           sizeof(o->err)) != 0)
+            goto out;
+        rc = 0;
+        goto out;
+    }
+    size_t alen = 0;
+    const oid *ap = auth_oid(c->auth_protocol, &alen);
+    if (!j->user || !*j->user) {
+        snprintf(o->err, sizeof(o->err), "snmp v3 needs a user");
+        goto out;
+    }
+    if ((c->auth_protocol == FS_AUTH_MD5 || c->auth_protocol == FS_AUTH_SHA ||
+         c->priv_protocol == FS_PRIV_DES) &&
+        !c->allow_weak_crypto) {
+        snprintf(o->err, sizeof(o->err),
+                 "weak SNMPv3 crypto (MD5, SHA-1 or DES) needs allow_weak_crypto: true");
+        goto out;
+    }
+    if (ap) {
+        if (fs_secret_read(&j->auth_pw, secret, sizeof(secret), o->err, sizeof(o->err)) != 0)
+            goto out;
+        if (strlen(secret) < 8) {
+            snprintf(o->err, sizeof(o->err), "the v3 auth password is shorter than 8 characters");
+            goto out;
+        }
+        o->auth_key_len = sizeof(o->auth_key);
+        if (generate_Ku(ap, (u_int)alen, (u_char *)secret, strlen(secret), o->auth_key,
+                        &o->auth_key_len) != SNMPERR_SUCCESS) {
+            snprintf(o->err, sizeof(o->err), "cannot derive the v3 auth key");
+            goto out;
+        }
+        explicit_bzero(secret, sizeof(secret));
+        if (c->priv_protocol != FS_PRIV_NONE) {
+            if (fs_secret_read(&j->priv_pw, secret, sizeof(secret), o->err, sizeof(o->err)) != 0)
+                goto out;
+            if (strlen(secret) < 8) {
+                snprintf(o->err, sizeof(o->err),
+                         "the v3 priv password is shorter than 8 characters");
+                goto out;
+            }
+            o->priv_key_len = sizeof(o->priv_key);
+            if (generate_Ku(ap, (u_int)alen, (u_char *)secret, strlen(secret), o->priv_key,
+                            &o->priv_key_len) != SNMPERR_SUCCESS) {
+                snprintf(o->err, sizeof(o->err), "cannot derive the v3 priv key");
+                goto out;
+            }
+        }
+    }
+    rc = 0;
+out:
+    explicit_bzero(secret, sizeof(secret));
+    return rc;
+}
+
+static void
+prep_run(const struct prep_job *j, struct prep_out *o)
+{
+    memset(o, 0, sizeof(*o));
+    if (derive_keys(j, o) != 0 || resolve_peer(j, o) != 0) {
+        char err[sizeof(o->err)];
+        enum fs_poll_result k = o->fail_kind;
+        memcpy(err, o->err, sizeof(err));
+        explicit_bzero(o, sizeof(*o));
+        memcpy(o->err, err, sizeof(err));
+        o->fail_kind = k;
+        o->state = PREP_FAILED;
+        return;
+    }
+    o->state = PREP_READY;
+}
+
+static void
+prep_unlink(struct snmp_drv *d, struct prep_job *j)
+{
+    for (struct prep_job **pp = &d->prep_head; *pp; pp = &(*pp)->next) {
+        if (*pp == j) {
+            *pp = j->next;
+            j->next = NULL;
+            j->queued = false;
+            return;
+        }
+    }
+}
+
+static int enqueue(struct snmp_drv *d, enum rq_kind k, struct snmp_target *t, uint64_t id,
+                   int64_t dl);
+
+static void *
+prep_thread(void *arg)
+{
+    struct snmp_drv *d = arg;
+    pthread_mutex_lock(&d->plock);
+    /* Key derivation uses net-snmp's crypto: not before the library is set up. */
+    while (!d->prep_stop && !d->lib_ready)
+        pthread_cond_wait(&d->pcond, &d->plock);
+    while (!d->prep_stop) {
+        int64_t now = fs_monotonic_us(), next = INT64_MAX;
+        struct prep_job *j = NULL;
+        for (struct prep_job *q = d->prep_head; q; q = q->next) {
+            if (q->not_before_us <= now) {
+                j = q;
+                break;
+            }
+            if (q->not_before_us < next)
+                next = q->not_before_us;
+        }
+        if (!j) {
+            if (next == INT64_MAX) {
+                pthread_cond_wait(&d->pcond, &d->plock);
+            } else {
+                /* pcond waits on CLOCK_MONOTONIC (see snmp_init) */
+                struct timespec ts = {.tv_sec = next / 1000000,
+                                      .tv_nsec = (long)(next % 1000000) * 1000};
+                pthread_cond_timedwait(&d->pcond, &d->plock, &ts);
+            }
+            continue;
+        }
+        prep_unlink(d, j);
+        j->running = true;
+        pthread_mutex_unlock(&d->plock);
+        struct prep_out o;
+        prep_run(j, &o);
+        pthread_mutex_lock(&d->plock);
+        j->running = false;
+        if (!j->t) { /* removed meanwhile */
+            explicit_bzero(&o, sizeof(o));
+            job_free(j);
+            continue;
+        }
+        j->out = o;
+        explicit_bzero(&o, sizeof(o));
+        if (j->out.state == PREP_FAILED) {
+            /* Logged here, once per attempt; the cycles in between only report it. */
+            fs_log(FS_LOG_WARN, SUBSYS, "target %s: %s (tried again in %lld s)", j->name,
+                   j->out.err, (long long)(j->backoff_us / 1000000));
+            j->not_before_us = fs_monotonic_us() + j->backoff_us;
+            j->backoff_us =
+                j->backoff_us * 2 > PREP_BACKOFF_MAX_US ? PREP_BACKOFF_MAX_US : j->backoff_us * 2;
+            j->next = d->prep_head;
+            d->prep_head = j;
+            j->queued = true;
+        } else {
+            j->backoff_us = PREP_BACKOFF_MIN_US;
+        }
+        /* Under plock: target_remove detaches under it first, and its RQ_REMOVE then
+         * queues behind this, so the driver thread still has the target. */
+        enqueue(d, RQ_PREPARED, j->t, 0, 0);
+    }
+    d->prep_exited = true;
+    pthread_cond_broadcast(&d->pcond);
+    pthread_mutex_unlock(&d->plock);
+    return NULL;
+}
+
 /* ---- sink adapter for map.c ---- */
 
 static void
@@ -215,6 +525,27 @@ em_end(void *arg)
     fs_sink_end(((struct snmp_target *)arg)->sink);
 }
 
+static void
+em_agent_restart(void *arg)
+{
+    struct snmp_target *t = arg;
+    fs_log(FS_LOG_INFO, SUBSYS, "target %s: the SNMP agent restarted (the device did not)",
+           t->tcfg->name);
+    fs_sink_agent_restart(t->sink);
+}
+
+static void
+em_max_rate(void *arg, const char *iface, double octets_per_s)
+{
+    fs_sink_set_max_rate(((struct snmp_target *)arg)->sink, iface, octets_per_s);
+}
+
+static void
+em_note(void *arg, const char *msg)
+{
+    fs_log(FS_LOG_WARN, SUBSYS, "target %s: %s", ((struct snmp_target *)arg)->tcfg->name, msg);
+}
+
 /* ---- cycles ---- */
 
 static void
@@ -242,23 +573,42 @@ active_del(struct snmp_drv *d, struct snmp_target *t)
 static void
 update_detail(struct snmp_target *t)
 {
-    char buf[512];
+    char buf[1024];
     fs_snmp_tmap_describe(&t->tm, buf, sizeof(buf));
     fs_sink_set_detail(t->sink, buf);
 }
 
-/* Ends the cycle in flight: emits the samples on success, reports the result. */
+/* Ends the cycle in flight: emits what arrived (all of it, or the part before the
+ * deadline, a bound or a failed request; not when the target goes), reports the result. */
 static void
 cycle_end(struct snmp_target *t, enum fs_poll_result r, const char *msg)
 {
+    char tmsg[160];
     if (!t->in_cycle)
         return;
     t->in_cycle = false;
+    t->wait_prep = false;
     t->reqid = 0;
     active_del(t->drv, t);
-    if (r == FS_POLL_OK) {
-        struct fs_snmp_emit e = {t, em_reset, em_begin, em_counter, em_gauge, em_end};
+    if (r != FS_POLL_OK)
+        fs_snmp_poll_cut(&t->poll);
+    if (!t->removed_pending && t->poll.n_pdus > 0) {
+        struct fs_snmp_emit e = {.arg = t,
+                                 .reset = em_reset,
+                                 .begin = em_begin,
+                                 .counter = em_counter,
+                                 .gauge = em_gauge,
+                                 .end = em_end,
+                                 .agent_restart = em_agent_restart,
+                                 .max_rate = em_max_rate,
+                                 .note = em_note};
         fs_snmp_poll_finish(&t->tm, &t->poll, &e);
+    }
+    if (r == FS_POLL_OK && t->poll.truncated) {
+        r = FS_POLL_PARTIAL;
+        snprintf(tmsg, sizeof(tmsg), "truncated at a bound (%u interfaces kept, at most %u)",
+                 (unsigned)t->tm.n_ifs, (unsigned)FS_SNMP_MAX_IFS);
+        msg = tmsg;
     }
     update_detail(t);
     uint64_t id = t->cycle_id;
@@ -306,21 +656,19 @@ auth_oid(enum fs_snmp_auth a, size_t *len)
     return NULL;
 }
 
-/* Opens the target's session (on the driver thread). errbuf never holds a secret. */
+/* Opens the target's session on the driver thread from what the preparation made: a
+ * numeric peer (no DNS here) and ready keys. errbuf never holds a secret. */
 static int
-open_session(struct snmp_target *t, char *errbuf, size_t errlen)
+open_session(struct snmp_target *t, const struct prep_out *po, char *errbuf, size_t errlen)
 {
     const struct fs_snmp_cfg *c = t->snmp;
     netsnmp_session s;
-    char peer[300], secret[256], secret2[256];
+    char peer[sizeof(po->peer)], community[sizeof(po->community)];
     int rc = -1;
 
-    secret[0] = secret2[0] = '\0';
     snmp_sess_init(&s);
-    if (strchr(t->tcfg->address, ':'))
-        snprintf(peer, sizeof(peer), "udp6:[%s]:%u", t->tcfg->address, c->port ? c->port : 161);
-    else
-        snprintf(peer, sizeof(peer), "udp:%s:%u", t->tcfg->address, c->port ? c->port : 161);
+    snprintf(peer, sizeof(peer), "%s", po->peer);
+    community[0] = '\0';
     s.peername = peer;
     s.timeout = (long)(c->timeout_us > 0 ? c->timeout_us : 2000000);
     s.retries = c->retries >= 0 ? c->retries : 1;
@@ -332,61 +680,28 @@ open_session(struct snmp_target *t, char *errbuf, size_t errlen)
         s.securityModel = SNMP_SEC_MODEL_USM;
         s.securityName = c->user;
         s.securityNameLen = c->user ? strlen(c->user) : 0;
-        if (!c->user || !*c->user) {
-            snprintf(errbuf, errlen, "snmp v3 needs a user");
-            goto out;
-        }
-        if ((c->auth_protocol == FS_AUTH_MD5 || c->auth_protocol == FS_AUTH_SHA ||
-             c->priv_protocol == FS_PRIV_DES) &&
-            !c->allow_weak_crypto) {
-            snprintf(errbuf, errlen,
-                     "weak SNMPv3 crypto (MD5, SHA-1 or DES) needs allow_weak_crypto: true");
-            goto out;
-        }
         if (!ap) {
             s.securityLevel = SNMP_SEC_LEVEL_NOAUTH;
         } else {
             s.securityAuthProto = (oid *)ap;
             s.securityAuthProtoLen = alen;
-            s.securityAuthKeyLen = USM_AUTH_KU_LEN;
-            if (fs_secret_read(&c->auth_password, secret, sizeof(secret), errbuf, errlen) != 0)
-                goto out;
-            if (strlen(secret) < 8) {
-                snprintf(errbuf, errlen, "the v3 auth password is shorter than 8 characters");
-                goto out;
-            }
-            if (generate_Ku(ap, (u_int)alen, (u_char *)secret, strlen(secret), s.securityAuthKey,
-                            &s.securityAuthKeyLen) != SNMPERR_SUCCESS) {
-                snprintf(errbuf, errlen, "cannot derive the v3 auth key");
-                goto out;
-            }
+            memcpy(s.securityAuthKey, po->auth_key, po->auth_key_len);
+            s.securityAuthKeyLen = po->auth_key_len;
             s.securityLevel = SNMP_SEC_LEVEL_AUTHNOPRIV;
             if (c->priv_protocol != FS_PRIV_NONE) {
                 s.securityPrivProto =
                     c->priv_protocol == FS_PRIV_DES ? usmDESPrivProtocol : usmAESPrivProtocol;
                 s.securityPrivProtoLen = USM_PRIV_PROTO_AES_LEN;
-                s.securityPrivKeyLen = USM_PRIV_KU_LEN;
-                if (fs_secret_read(&c->priv_password, secret2, sizeof(secret2), errbuf, errlen) !=
-                    0)
-                    goto out;
-                if (strlen(secret2) < 8) {
-                    snprintf(errbuf, errlen, "the v3 priv password is shorter than 8 characters");
-                    goto out;
-                }
-                if (generate_Ku(ap, (u_int)alen, (u_char *)secret2, strlen(secret2),
-                                s.securityPrivKey, &s.securityPrivKeyLen) != SNMPERR_SUCCESS) {
-                    snprintf(errbuf, errlen, "cannot derive the v3 priv key");
-                    goto out;
-                }
+                memcpy(s.securityPrivKey, po->priv_key, po->priv_key_len);
+                s.securityPrivKeyLen = po->priv_key_len;
                 s.securityLevel = SNMP_SEC_LEVEL_AUTHPRIV;
             }
         }
     } else {
         s.version = SNMP_VERSION_2c;
-        if (fs_secret_read(&c->community, secret, sizeof(secret), errbuf, errlen) != 0)
-            goto out;
-        s.community = (u_char *)secret;
-        s.community_len = strlen(secret);
+        snprintf(community, sizeof(community), "%s", po->community);
+        s.community = (u_char *)community;
+        s.community_len = strlen(community);
     }
     t->sessp = snmp_sess_open(&s);
     if (!t->sessp) {
@@ -413,8 +728,7 @@ open_session(struct snmp_target *t, char *errbuf, size_t errlen)
     rc = 0;
 out:
     /* Wipe what held secrets (also the copies inside the stack session). */
-    explicit_bzero(secret, sizeof(secret));
-    explicit_bzero(secret2, sizeof(secret2));
+    explicit_bzero(community, sizeof(community));
     explicit_bzero(s.securityAuthKey, sizeof(s.securityAuthKey));
     explicit_bzero(s.securityPrivKey, sizeof(s.securityPrivKey));
     return rc;
@@ -624,8 +938,16 @@ walk_response(struct snmp_target *t, netsnmp_pdu *pdu)
         }
         struct fs_snmp_vb vb;
         vb_convert(v, &vb);
-        if (fs_snmp_poll_add(&t->poll, &t->tm, &vb) < 0)
-            return -1;
+        int rc = fs_snmp_poll_add(&t->poll, &t->tm, &vb);
+        if (rc == -2) { /* past the interfaces kept: the rest of this column is unused */
+            w->done = true;
+            continue;
+        }
+        if (rc == -1) { /* a per-cycle bound: this phase ends here (counted truncation) */
+            for (size_t i = 0; i < t->ncols; i++)
+                t->cols[i].done = true;
+            return 0;
+        }
         memcpy(w->cur, v->name, v->name_length * sizeof(oid));
         w->cur_len = v->name_length;
         progress[act[k % nact]] = true;
@@ -677,10 +999,17 @@ on_response(int op, netsnmp_session *sess, int reqid, netsnmp_pdu *pdu, void *ma
     bool report0 = reqid == 0 && pdu && pdu->command == SNMP_MSG_REPORT && t->reqid;
     if (!t->in_cycle || (reqid != t->reqid && !report0))
         return 1; /* a late answer to a cycle that already ended */
+    /* net-snmp retransmits (a retry of this very request): nothing ended. */
+    if (op == NETSNMP_CALLBACK_OP_RESEND)
+        return 1;
     t->reqid = 0;
     if (op == NETSNMP_CALLBACK_OP_TIMED_OUT) {
-        cycle_end(t, FS_POLL_TIMEOUT,
-                  t->snmp->version == FS_SNMP_V3 ? "timeout" : "timeout (or wrong community)");
+        /* A table too slow for what is left of the cycle: keep what arrived. */
+        if (t->poll.n_pdus > 0)
+            cycle_end(t, FS_POLL_PARTIAL, "a request timed out: what arrived was kept");
+        else
+            cycle_end(t, FS_POLL_TIMEOUT,
+                      t->snmp->version == FS_SNMP_V3 ? "timeout" : "timeout (or wrong community)");
         return 1;
     }
     if (op == NETSNMP_CALLBACK_OP_SEC_ERROR && pdu && pdu->command == SNMP_MSG_REPORT) {
@@ -708,7 +1037,8 @@ on_response(int op, netsnmp_session *sess, int reqid, netsnmp_pdu *pdu, void *ma
         return 1;
     }
     if (++t->pdus > FS_SNMP_MAX_PDUS || fs_snmp_poll_pdu(&t->poll, fs_realtime_us()) != 0) {
-        cycle_end(t, FS_POLL_PARSE, "too many PDUs in one cycle");
+        t->poll.truncated = true;
+        cycle_end(t, FS_POLL_PARTIAL, "too many PDUs in one cycle: what arrived was kept");
         return 1;
     }
     if (pdu->errstat == SNMP_ERR_TOOBIG && t->ph != FS_SNMP_PH_SCALARS && t->reps > 1) {
@@ -733,7 +1063,7 @@ on_response(int op, netsnmp_session *sess, int reqid, netsnmp_pdu *pdu, void *ma
         return 1;
     }
     if (walk_response(t, pdu) != 0) {
-        cycle_end(t, FS_POLL_PARSE, "empty or oversized walk");
+        cycle_end(t, FS_POLL_PARSE, "empty walk response");
         return 1;
     }
     walk_continue(t);
@@ -746,7 +1076,7 @@ static int
 on_discovery(int op, netsnmp_session *sess, int reqid, netsnmp_pdu *pdu, void *magic)
 {
     struct snmp_target *t = magic;
-    if (!t->in_cycle || reqid != t->reqid)
+    if (!t->in_cycle || reqid != t->reqid || op == NETSNMP_CALLBACK_OP_RESEND)
         return 1;
     t->reqid = 0;
     if (op == NETSNMP_CALLBACK_OP_TIMED_OUT) {
@@ -808,10 +1138,59 @@ v3_discover(struct snmp_target *t)
     t->reqid = id;
 }
 
+/* Opens the session if needed (once the preparation is ready) and starts the walk; a
+ * cycle whose preparation is still running waits for RQ_PREPARED (or its deadline). */
+static void
+session_go(struct snmp_target *t)
+{
+    char err[256];
+    if (!t->sessp) {
+        struct prep_out o;
+        enum prep_state st = PREP_PENDING;
+        bool gone = false;
+        pthread_mutex_lock(&t->drv->plock);
+        if (!t->job)
+            gone = true;
+        else if ((st = t->job->out.state) != PREP_PENDING)
+            o = t->job->out;
+        pthread_mutex_unlock(&t->drv->plock);
+        if (gone) {
+            cycle_end(t, FS_POLL_TIMEOUT, "target removed");
+            return;
+        }
+        if (st == PREP_PENDING) {
+            t->wait_prep = true;
+            return;
+        }
+        if (st == PREP_FAILED) {
+            cycle_end(t, o.fail_kind, o.err);
+            return;
+        }
+        int rc = open_session(t, &o, err, sizeof(err));
+        explicit_bzero(&o, sizeof(o));
+        if (rc != 0) {
+            fs_log(FS_LOG_WARN, SUBSYS, "target %s: %s", t->tcfg->name, err);
+            cycle_end(t, FS_POLL_PROTOCOL, err);
+            return;
+        }
+        /* The session holds its own copy of the keys now. */
+        pthread_mutex_lock(&t->drv->plock);
+        if (t->job) {
+            explicit_bzero(t->job->out.community, sizeof(t->job->out.community));
+            explicit_bzero(t->job->out.auth_key, sizeof(t->job->out.auth_key));
+            explicit_bzero(t->job->out.priv_key, sizeof(t->job->out.priv_key));
+        }
+        pthread_mutex_unlock(&t->drv->plock);
+    }
+    if (!t->v3_ready)
+        v3_discover(t);
+    else
+        phase_begin(t);
+}
+
 static void
 cycle_begin(struct snmp_drv *d, struct snmp_target *t, uint64_t id, int64_t deadline)
 {
-    char err[256];
     t->cycle_id = id;
     t->deadline_us = deadline;
     t->start_us = fs_monotonic_us();
@@ -823,20 +1202,7 @@ cycle_begin(struct snmp_drv *d, struct snmp_target *t, uint64_t id, int64_t dead
     t->ph = FS_SNMP_PH_SCALARS;
     fs_snmp_poll_reset(&t->poll);
     active_add(d, t);
-    if (!t->sessp && open_session(t, err, sizeof(err)) != 0) {
-        fs_log(FS_LOG_WARN, SUBSYS, "target %s: %s", t->tcfg->name, err);
-        cycle_end(t,
-                  strstr(err, "password") || strstr(err, "user") || strstr(err, "crypto") ||
-                          strstr(err, "secret") || strstr(err, "community")
-                      ? FS_POLL_AUTH
-                      : FS_POLL_PROTOCOL,
-                  err);
-        return;
-    }
-    if (!t->v3_ready)
-        v3_discover(t);
-    else
-        phase_begin(t);
+    session_go(t);
 }
 
 static void
@@ -855,9 +1221,20 @@ handle_queue(struct snmp_drv *d)
                 cycle_begin(d, t, r->cycle_id, r->deadline_us);
             break;
         case RQ_CANCEL:
-            cycle_end(t, FS_POLL_TIMEOUT, "cancelled");
+            /* The scheduler cancels at the deadline: keep what arrived, as there. */
+            if (t->in_cycle && t->poll.n_pdus > 0)
+                cycle_end(t, FS_POLL_PARTIAL, "cancelled at the deadline: what arrived was kept");
+            else
+                cycle_end(t, FS_POLL_TIMEOUT, "cancelled");
+            break;
+        case RQ_PREPARED:
+            if (t->in_cycle && t->wait_prep) {
+                t->wait_prep = false;
+                session_go(t);
+            }
             break;
         case RQ_REMOVE:
+            t->removed_pending = true;
             cycle_end(t, FS_POLL_TIMEOUT, "target removed");
             close_session(t);
             pthread_mutex_lock(&d->qlock);
@@ -878,7 +1255,12 @@ check_timers(struct snmp_drv *d)
     for (struct snmp_target *t = d->active, *next; t; t = next) {
         next = t->anext;
         if (now >= t->deadline_us) {
-            cycle_end(t, FS_POLL_TIMEOUT, "cycle deadline passed");
+            if (t->wait_prep)
+                cycle_end(t, FS_POLL_TIMEOUT, "address or keys not ready (resolving)");
+            else if (t->poll.n_pdus > 0)
+                cycle_end(t, FS_POLL_PARTIAL, "cycle deadline passed: what arrived was kept");
+            else
+                cycle_end(t, FS_POLL_TIMEOUT, "cycle deadline passed");
         } else if (t->reqid && now >= t->timer_us) {
             /* net-snmp retransmits or reports the timeout through on_response(). */
             snmp_sess_timeout(t->sessp);
@@ -908,6 +1290,10 @@ drv_thread(void *arg)
     struct snmp_drv *d = arg;
     struct epoll_event evs[64];
     netsnmp_start();
+    pthread_mutex_lock(&d->plock);
+    d->lib_ready = true;
+    pthread_cond_broadcast(&d->pcond);
+    pthread_mutex_unlock(&d->plock);
     netsnmp_large_fd_set_init(&d->lfs, 1024);
     d->lfs_size = 1024;
     for (;;) {
@@ -969,6 +1355,12 @@ snmp_init(void **state, char *errbuf, size_t errlen)
     d->epfd = d->evfd = -1;
     pthread_mutex_init(&d->qlock, NULL);
     pthread_cond_init(&d->qcond, NULL);
+    pthread_mutex_init(&d->plock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&d->pcond, &ca);
+    pthread_condattr_destroy(&ca);
     raise_nofile();
     d->epfd = epoll_create1(EPOLL_CLOEXEC);
     d->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -982,6 +1374,11 @@ snmp_init(void **state, char *errbuf, size_t errlen)
         goto out;
     }
     d->thr_started = true;
+    if (pthread_create(&d->prep_thr, NULL, prep_thread, d) != 0) {
+        snprintf(errbuf, errlen, "cannot start the SNMP preparation thread");
+        goto out;
+    }
+    d->prep_started = true;
     *state = d;
     d = NULL;
     rc = FS_DRV_OK;
@@ -997,6 +1394,28 @@ snmp_shutdown_drv(void *state)
     struct snmp_drv *d = state;
     if (!d)
         return;
+    bool left_behind = false;
+    if (d->prep_started) {
+        /* A name lookup may take the resolver's whole timeout: shutdown waits 2 s for it
+         * at most, then leaves the thread (and d, which it uses) to the process's exit. */
+        int64_t until = fs_monotonic_us() + 2000000;
+        struct timespec ts = {.tv_sec = until / 1000000, .tv_nsec = (long)(until % 1000000) * 1000};
+        pthread_mutex_lock(&d->plock);
+        d->prep_stop = true;
+        pthread_cond_broadcast(&d->pcond);
+        while (!d->prep_exited && pthread_cond_timedwait(&d->pcond, &d->plock, &ts) == 0)
+            ;
+        left_behind = !d->prep_exited;
+        pthread_mutex_unlock(&d->plock);
+        if (left_behind) {
+            fs_log(FS_LOG_WARN, SUBSYS,
+                   "a name lookup is still running at shutdown: not waited for");
+            pthread_detach(d->prep_thr);
+        } else {
+            pthread_join(d->prep_thr, NULL);
+        }
+    }
+    /* Every target was removed: no job is left (target_remove freed or detached them). */
     if (d->thr_started) {
         pthread_mutex_lock(&d->qlock);
         d->stop = true;
@@ -1010,6 +1429,10 @@ snmp_shutdown_drv(void *state)
         close(d->evfd);
     pthread_mutex_destroy(&d->qlock);
     pthread_cond_destroy(&d->qcond);
+    if (left_behind)
+        return; /* the preparation thread still uses plock, pcond and d */
+    pthread_mutex_destroy(&d->plock);
+    pthread_cond_destroy(&d->pcond);
     free(d);
 }
 
@@ -1032,9 +1455,23 @@ snmp_target_add(void *state, const struct fs_target_cfg *tcfg, const void *dcfg,
     t->snmp = dcfg;
     t->sink = sink;
     t->fd = -1;
+    t->job = job_new(tcfg, t->snmp);
+    if (!t->job) {
+        free(t);
+        snprintf(errbuf, errlen, "out of memory");
+        return FS_DRV_ERR;
+    }
     atomic_init(&t->busy, false);
     fs_snmp_tmap_init(&t->tm, t->snmp->qos_index_base);
     update_detail(t);
+    /* Credentials, keys and the address are prepared off the driver thread, now. */
+    pthread_mutex_lock(&d->plock);
+    t->job->t = t;
+    t->job->queued = true;
+    t->job->next = d->prep_head;
+    d->prep_head = t->job;
+    pthread_cond_signal(&d->pcond);
+    pthread_mutex_unlock(&d->plock);
     *tstate = t;
     return FS_DRV_OK;
 }
@@ -1046,6 +1483,20 @@ snmp_target_remove(void *state, void *tstate)
     struct snmp_target *t = tstate;
     if (!t)
         return;
+    /* Detach the preparation: a job not running is freed here; a running one is freed by
+     * the preparation thread when it sees no target (it never touches t or tcfg). */
+    pthread_mutex_lock(&d->plock);
+    struct prep_job *j = t->job;
+    t->job = NULL;
+    if (j) {
+        j->t = NULL;
+        if (!j->running) {
+            if (j->queued)
+                prep_unlink(d, j);
+            job_free(j);
+        }
+    }
+    pthread_mutex_unlock(&d->plock);
     /* The thread drops the target (ends its cycle, closes its session, after which
      * net-snmp has no callback of it left) and flags it under qlock. Requests queued
      * before this one are handled first, so none can name t after it. */

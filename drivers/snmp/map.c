@@ -37,6 +37,7 @@ enum col {
     C_ADMIN,
     C_LASTCHANGE,
     C_HIGHSPEED,
+    C_SPEED,
     C_DISCTIME,
     C_PORT_TXWAIT,
     C_TC_UQDEPTH, /* first column indexed by (ifIndex, TC/priority) */
@@ -109,6 +110,7 @@ static const struct coldef cols[C_COUNT] = {
     [C_ADMIN] = {C_ADMIN, IFT(7)},
     [C_LASTCHANGE] = {C_LASTCHANGE, IFT(9)},
     [C_HIGHSPEED] = {C_HIGHSPEED, IFX(15)},
+    [C_SPEED] = {C_SPEED, IFT(5)},
     [C_DISCTIME] = {C_DISCTIME, IFX(19)},
     [C_PORT_TXWAIT] = {C_PORT_TXWAIT, QOS(5, T_QOS_PORT, 5)},
     [C_TC_UQDEPTH] = {C_TC_UQDEPTH, QOS(4, T_QOS_TC, 6)},
@@ -135,6 +137,7 @@ coldef_kind(int c)
     case C_DISCTIME:
         return VK_TICKS;
     case C_HIGHSPEED:
+    case C_SPEED:
     case C_TC_UQDEPTH:
         return VK_GAUGE;
     default:
@@ -147,6 +150,8 @@ static const unsigned long oid_sysdescr[] = {1, 3, 6, 1, 2, 1, 1, 1, 0};
 static const unsigned long oid_sysobjid[] = {1, 3, 6, 1, 2, 1, 1, 2, 0};
 static const unsigned long oid_sysuptime[] = {1, 3, 6, 1, 2, 1, 1, 3, 0};
 static const unsigned long oid_iftlc[] = {1, 3, 6, 1, 2, 1, 31, 1, 5, 0};
+/* HOST-RESOURCES-MIB hrSystemUptime: the host's uptime, which an agent restart leaves. */
+static const unsigned long oid_hrsysuptime[] = {1, 3, 6, 1, 2, 1, 25, 1, 1, 0};
 
 /* MELLANOX-PRODUCTS-MIB sysObjectIDs (switchXFamily = 1.3.6.1.4.1.33049.1.1.1). */
 static const unsigned long oid_switchx[] = {1, 3, 6, 1, 4, 1, 33049, 1, 1, 1};
@@ -206,14 +211,63 @@ fs_snmp_cell_bytes(const char *model)
     return 0;
 }
 
-/* Copies an agent's string as printable ASCII: label values and log lines stay clean
- * whatever bytes the device sends. */
+/* Length of the valid UTF-8 character at s (n bytes left), 0 if it is not one: no
+ * overlong forms, no surrogates, nothing past U+10FFFF, no C0/C1 control or DEL. */
+static size_t
+utf8_char_len(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    if (c >= 0x20 && c < 0x7f)
+        return 1;
+    size_t len;
+    unsigned cp;
+    if (c >= 0xc2 && c <= 0xdf) {
+        len = 2;
+        cp = c & 0x1f;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        cp = c & 0x0f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        cp = c & 0x07;
+    } else {
+        return 0;
+    }
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+        (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp < 0xa0))
+        return 0;
+    return len;
+}
+
+/* Copies an agent's string for labels and log lines: valid UTF-8 is kept (port names in
+ * any script), each invalid byte or control character becomes '?', and a string longer
+ * than cap - 1 bytes is cut between characters. */
 static void
 copy_clean(char *dst, size_t cap, const unsigned char *src, size_t n)
 {
     size_t o = 0;
-    for (size_t i = 0; i < n && o + 1 < cap; i++)
-        dst[o++] = (src[i] >= 0x20 && src[i] < 0x7f) ? (char)src[i] : '?';
+    for (size_t i = 0; i < n;) {
+        size_t l = utf8_char_len(src + i, n - i);
+        if (l == 0) {
+            if (o + 1 >= cap)
+                break;
+            dst[o++] = '?';
+            i++;
+            continue;
+        }
+        if (o + l >= cap)
+            break;
+        memcpy(dst + o, src + i, l);
+        o += l;
+        i += l;
+    }
     dst[o] = '\0';
 }
 
@@ -248,8 +302,11 @@ fs_snmp_poll_reset(struct fs_snmp_poll *p)
     p->n_srecs = 0;
     p->n_pdus = 0;
     p->cur_pdu = 0;
-    p->have_uptime = p->have_iftlc = p->have_descr = p->have_objid = false;
-    p->uptime = p->uptime_pdu = p->iftlc = 0;
+    p->have_uptime = p->have_iftlc = p->have_descr = p->have_objid = p->have_hrup = false;
+    p->uptime = p->uptime_pdu = p->iftlc = p->hrup = 0;
+    p->phase = FS_SNMP_PH_SCALARS;
+    p->cut = p->map_cut = p->truncated = p->map_limited = false;
+    p->n_suspect = 0;
     p->descr[0] = '\0';
     p->objid_len = 0;
     p->did_map = p->unknown_index = p->qos_walked = false;
@@ -267,7 +324,16 @@ fs_snmp_poll_free(struct fs_snmp_poll *p)
     free(p->recs);
     free(p->srecs);
     free(p->pdu_ts);
+    free(p->suspect);
     memset(p, 0, sizeof(*p));
+}
+
+void
+fs_snmp_poll_cut(struct fs_snmp_poll *p)
+{
+    p->cut = true;
+    if (p->did_map && p->phase == FS_SNMP_PH_IFMAP)
+        p->map_cut = true;
 }
 
 int
@@ -355,8 +421,10 @@ find_if(const struct fs_snmp_ifent *ifs, size_t n, uint32_t ifindex)
 static int
 add_rec(struct fs_snmp_poll *p, int col, uint32_t ifindex, uint32_t sub, uint64_t u, unsigned bits)
 {
-    if (p->n_recs >= FS_SNMP_MAX_RECS)
+    if (p->n_recs >= FS_SNMP_MAX_RECS) {
+        p->truncated = true;
         return -1;
+    }
     if (p->n_recs == p->cap_recs) {
         size_t ncap = p->cap_recs ? p->cap_recs * 2 : 1024;
         struct fs_snmp_rec *n = realloc(p->recs, ncap * sizeof(*n));
@@ -380,8 +448,10 @@ static int
 add_srec(struct fs_snmp_poll *p, int col, uint32_t ifindex, const unsigned char *s, size_t n)
 {
     size_t cap = col == C_IFALIAS ? FS_SNMP_ALIAS_MAX : FS_SNMP_NAME_MAX;
-    if (p->n_srecs >= 3 * FS_SNMP_MAX_IFS)
+    if (p->n_srecs >= 3 * FS_SNMP_MAX_IFS) {
+        p->truncated = p->map_limited = true;
         return -1;
+    }
     if (p->n_srecs == p->cap_srecs) {
         size_t ncap = p->cap_srecs ? p->cap_srecs * 2 : 256;
         struct fs_snmp_srec *ns = realloc(p->srecs, ncap * sizeof(*ns));
@@ -399,6 +469,50 @@ add_srec(struct fs_snmp_poll *p, int col, uint32_t ifindex, const unsigned char 
     p->srecs[p->n_srecs].s = copy;
     p->n_srecs++;
     return 1;
+}
+
+/* The ifName column walked with the data (no map walk yet in this cycle): an ifIndex
+ * that now carries another name was reassigned, maybe without ifTableLastChange moving;
+ * its rows must not count for the old port. The map is walked after the data. */
+static int
+check_name(struct fs_snmp_poll *p, const struct fs_snmp_tmap *tm, uint32_t ifindex,
+           const unsigned char *s, size_t n)
+{
+    char now[FS_SNMP_NAME_MAX];
+    copy_clean(now, sizeof(now), s, n);
+    const struct fs_snmp_ifent *e = tm ? find_if(tm->ifs, tm->n_ifs, ifindex) : NULL;
+    if (e && strcmp(e->raw, now) == 0)
+        return 1;
+    p->unknown_index = true;
+    if (!e)
+        return 1; /* a new ifIndex: its rows are dropped until the map has it */
+    if (p->n_suspect == p->cap_suspect) {
+        size_t ncap = p->cap_suspect ? p->cap_suspect * 2 : 16;
+        if (ncap > FS_SNMP_MAX_IFS)
+            return -1;
+        uint32_t *ns = realloc(p->suspect, ncap * sizeof(*ns));
+        if (!ns)
+            return -1;
+        p->suspect = ns;
+        p->cap_suspect = ncap;
+    }
+    p->suspect[p->n_suspect++] = ifindex;
+    return 1;
+}
+
+static int
+cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* p->suspect is sorted when the cycle finishes (a switch may rename every port). */
+static bool
+is_suspect(const struct fs_snmp_poll *p, uint32_t ifindex)
+{
+    return p->n_suspect &&
+           bsearch(&ifindex, p->suspect, p->n_suspect, sizeof(*p->suspect), cmp_u32);
 }
 
 static int
@@ -426,6 +540,13 @@ add_scalar(struct fs_snmp_poll *p, const struct fs_snmp_vb *vb)
             memcpy(p->objid, vb->oidv, vb->oidv_len * sizeof(*vb->oidv));
         p->objid_len = vb->oidv_len;
         p->have_objid = true;
+        return 1;
+    }
+    if (oid_equal(vb->oid, vb->oid_len, oid_hrsysuptime, 10)) {
+        if (vb->type != FS_VT_TIMETICKS || vb->u > 0xffffffffULL)
+            goto bad;
+        p->have_hrup = true;
+        p->hrup = (uint32_t)vb->u;
         return 1;
     }
     if (oid_equal(vb->oid, vb->oid_len, oid_iftlc, 10)) {
@@ -461,10 +582,17 @@ fs_snmp_poll_add(struct fs_snmp_poll *p, const struct fs_snmp_tmap *tm, const st
     if (!classify(vb->oid, vb->oid_len, &col, &ifindex, &sub))
         return 0;
 
+    /* Past the interfaces kept under FS_SNMP_MAX_IFS: nothing of that row is used. */
+    if (tm && tm->if_limited && !p->did_map && ifindex > tm->max_ifindex) {
+        p->truncated = true;
+        return -2;
+    }
     switch (coldef_kind(col)) {
     case VK_STRING:
         if (vb->type != FS_VT_OCTETS || (!vb->str && vb->str_len))
             goto bad;
+        if (col == C_IFNAME && !p->did_map)
+            return check_name(p, tm, ifindex, vb->str, vb->str_len);
         return add_srec(p, col, ifindex, vb->str, vb->str_len);
     case VK_COUNTER:
         if (vb->type == FS_VT_COUNTER32 && vb->u <= 0xffffffffULL)
@@ -547,15 +675,17 @@ fs_snmp_phase_oids(enum fs_snmp_phase ph, const struct fs_snmp_tmap *tm, struct 
                    struct fs_snmp_req_oid *out, size_t max)
 {
     size_t n = 0;
+    p->phase = ph;
     switch (ph) {
     case FS_SNMP_PH_SCALARS:
-        if (max < 4)
+        if (max < 5)
             return 0;
         out[0] = (struct fs_snmp_req_oid){oid_sysuptime, 9};
         out[1] = (struct fs_snmp_req_oid){oid_sysdescr, 9};
         out[2] = (struct fs_snmp_req_oid){oid_sysobjid, 9};
         out[3] = (struct fs_snmp_req_oid){oid_iftlc, 10};
-        return 4;
+        out[4] = (struct fs_snmp_req_oid){oid_hrsysuptime, 10};
+        return 5;
     case FS_SNMP_PH_IFMAP: {
         bool reboot = p->have_uptime && tm->uptime_known && p->uptime < tm->uptime;
         bool changed = p->have_iftlc && tm->iftlc_known && p->iftlc != tm->iftlc;
@@ -580,6 +710,8 @@ fs_snmp_phase_oids(enum fs_snmp_phase ph, const struct fs_snmp_tmap *tm, struct 
                 n = put_cols(out, n, max, C_HC_IN_OCT + i + TWIN_OFFSET);
         for (int c = C_IN_DISC; c <= C_DISCTIME; c++)
             n = put_cols(out, n, max, c);
+        if (!p->did_map)
+            n = put_cols(out, n, max, C_IFNAME);
         return n;
     case FS_SNMP_PH_IFFALLBACK: {
         size_t want = map_size(tm, p);
@@ -619,26 +751,131 @@ cmp_srec(const void *a, const void *b)
     return 0;
 }
 
-/* Builds the new ifIndex map from the strings of the IFMAP walk; keeps the
- * discontinuity state of interfaces that stay. */
 static int
-rebuild_map(struct fs_snmp_tmap *tm, struct fs_snmp_poll *p)
+cmp_ifent_name(const void *a, const void *b)
 {
+    const struct fs_snmp_ifent *x = *(const struct fs_snmp_ifent *const *)a;
+    const struct fs_snmp_ifent *y = *(const struct fs_snmp_ifent *const *)b;
+    int c = strcmp(x->name, y->name);
+    if (c)
+        return c;
+    return x->ifindex < y->ifindex ? -1 : x->ifindex > y->ifindex;
+}
+
+static int
+cmp_ifent_name_only(const void *a, const void *b)
+{
+    const struct fs_snmp_ifent *x = *(const struct fs_snmp_ifent *const *)a;
+    const struct fs_snmp_ifent *y = *(const struct fs_snmp_ifent *const *)b;
+    return strcmp(x->name, y->name);
+}
+
+static void
+add_suffix(struct fs_snmp_ifent *en)
+{
+    char sfx[16];
+    int sl = snprintf(sfx, sizeof(sfx), "#%u", en->ifindex);
+    size_t room = sizeof(en->name) - 1 - (size_t)sl;
+    if (strlen(en->name) > room) {
+        /* cut between UTF-8 characters, not inside one */
+        while (room > 0 && ((unsigned char)en->name[room] & 0xc0) == 0x80)
+            room--;
+        en->name[room] = '\0';
+    }
+    strcat(en->name, sfx);
+    en->dup = true;
+}
+
+/* Two ifIndexes must never share a series: of the holders of one name, the one that
+ * exported it plainly before keeps it (else the lowest ifIndex); the others get
+ * "#<ifIndex>" appended. Repeated in case a suffixed name meets a real one. */
+static void
+make_unique(struct fs_snmp_tmap *tm, struct fs_snmp_ifent *ifs, size_t n,
+            struct fs_snmp_ifent **order)
+{
+    size_t dups = 0;
+    for (int round = 0; round < 4; round++) {
+        bool clash = false;
+        for (size_t i = 0; i < n; i++)
+            order[i] = &ifs[i];
+        if (n)
+            qsort(order, n, sizeof(*order), cmp_ifent_name);
+        for (size_t i = 0; i < n;) {
+            size_t j = i + 1;
+            while (j < n && strcmp(order[j]->name, order[i]->name) == 0)
+                j++;
+            if (j - i > 1) {
+                clash = true;
+                size_t owner = i;
+                for (size_t m = i; m < j; m++) {
+                    const struct fs_snmp_ifent *old =
+                        find_if(tm->ifs, tm->n_ifs, order[m]->ifindex);
+                    if (old && !old->dup && strcmp(old->name, order[m]->name) == 0) {
+                        owner = m;
+                        break;
+                    }
+                }
+                for (size_t m = i; m < j; m++) {
+                    if (m == owner)
+                        continue;
+                    if (!order[m]->dup)
+                        dups++;
+                    add_suffix(order[m]);
+                }
+            }
+            i = j;
+        }
+        if (!clash)
+            break;
+    }
+    tm->dup_names = dups;
+}
+
+static const char *
+first_dup(const struct fs_snmp_ifent *ifs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ifs[i].dup)
+            return ifs[i].ifindex_s;
+    return "?";
+}
+
+/* Builds the new ifIndex map from the strings of the IFMAP walk; keeps the
+ * discontinuity state of interfaces that stay. A walk that was cut keeps the old entries
+ * past the last ifIndex it reached. Names are made unique; a name that moved (another
+ * ifIndex now exports it, or this ifIndex exports another) is a discontinuity for it. */
+static int
+rebuild_map(struct fs_snmp_tmap *tm, struct fs_snmp_poll *p, const struct fs_snmp_emit *e)
+{
+    struct fs_snmp_ifent *ifs = NULL;
+    const struct fs_snmp_ifent **by_name = NULL;
+    struct fs_snmp_ifent **order = NULL;
+    int rc = -1;
+
     if (p->n_srecs)
         qsort(p->srecs, p->n_srecs, sizeof(*p->srecs), cmp_srec);
-    size_t n = 0;
+    size_t walked = 0;
     for (size_t i = 0; i < p->n_srecs; i++)
         if (i == 0 || p->srecs[i].ifindex != p->srecs[i - 1].ifindex)
-            n++;
+            walked++;
+    uint32_t last_walked = p->n_srecs ? p->srecs[p->n_srecs - 1].ifindex : 0;
+    size_t kept_old = 0;
+    if (p->map_cut)
+        for (size_t i = 0; i < tm->n_ifs; i++)
+            kept_old += tm->ifs[i].ifindex > last_walked;
+    size_t total = walked + kept_old, n = total;
     if (n > FS_SNMP_MAX_IFS)
         n = FS_SNMP_MAX_IFS;
-    struct fs_snmp_ifent *ifs = calloc(n ? n : 1, sizeof(*ifs));
-    if (!ifs)
-        return -1;
+    ifs = calloc(n ? n : 1, sizeof(*ifs));
+    order = calloc(n ? n : 1, sizeof(*order));
+    by_name = calloc(tm->n_ifs ? tm->n_ifs : 1, sizeof(*by_name));
+    if (!ifs || !order || !by_name)
+        goto out;
     size_t k = 0;
+    char buf[FS_SNMP_NAME_MAX];
     for (size_t i = 0; i < p->n_srecs && k < n;) {
         uint32_t idx = p->srecs[i].ifindex;
-        struct fs_snmp_ifent *e = &ifs[k++];
+        struct fs_snmp_ifent *en = &ifs[k++];
         const char *name = NULL, *descr = NULL, *alias = NULL;
         for (; i < p->n_srecs && p->srecs[i].ifindex == idx; i++) {
             const char *s = p->srecs[i].s;
@@ -649,26 +886,86 @@ rebuild_map(struct fs_snmp_tmap *tm, struct fs_snmp_poll *p)
             else
                 alias = s;
         }
-        e->ifindex = idx;
-        snprintf(e->ifindex_s, sizeof(e->ifindex_s), "%u", idx);
+        en->ifindex = idx;
+        snprintf(en->ifindex_s, sizeof(en->ifindex_s), "%u", idx);
+        snprintf(en->raw, sizeof(en->raw), "%s", name ? name : "");
         if (name && *name)
-            snprintf(e->name, sizeof(e->name), "%s", name);
+            snprintf(buf, sizeof(buf), "%s", name);
         else if (descr && *descr)
-            snprintf(e->name, sizeof(e->name), "%s", descr);
+            snprintf(buf, sizeof(buf), "%s", descr);
         else
-            snprintf(e->name, sizeof(e->name), "if%u", idx);
-        snprintf(e->alias, sizeof(e->alias), "%s", alias ? alias : "");
-        const struct fs_snmp_ifent *old = find_if(tm->ifs, tm->n_ifs, idx);
-        if (old && strcmp(old->name, e->name) == 0) {
-            e->disc_known = old->disc_known;
-            e->disc_time = old->disc_time;
+            snprintf(buf, sizeof(buf), "if%u", idx);
+        /* The core normalizes too ("1/1" -> "Eth1/1"): collisions are judged on its names. */
+        fs_ifname_normalize(buf, en->name, sizeof(en->name));
+        snprintf(en->alias, sizeof(en->alias), "%s", alias ? alias : "");
+    }
+    for (size_t i = 0; i < tm->n_ifs && k < n; i++) {
+        if (p->map_cut && tm->ifs[i].ifindex > last_walked) {
+            ifs[k] = tm->ifs[i];
+            /* its name is decided again below */
+            if (ifs[k].dup) {
+                char *h = strrchr(ifs[k].name, '#');
+                if (h)
+                    *h = '\0';
+                ifs[k].dup = false;
+            }
+            k++;
         }
+    }
+    tm->if_limited = total > n || p->map_limited;
+    tm->max_ifindex = k ? ifs[k - 1].ifindex : 0;
+
+    make_unique(tm, ifs, k, order);
+
+    /* Old entries by exported name, to tell where a name was before. */
+    for (size_t i = 0; i < tm->n_ifs; i++)
+        by_name[i] = &tm->ifs[i];
+    if (tm->n_ifs)
+        qsort(by_name, tm->n_ifs, sizeof(*by_name), cmp_ifent_name_only);
+    size_t moved = 0;
+    for (size_t i = 0; i < k; i++) {
+        struct fs_snmp_ifent *en = &ifs[i];
+        const struct fs_snmp_ifent *old = find_if(tm->ifs, tm->n_ifs, en->ifindex);
+        struct fs_snmp_ifent key = {.ifindex = 0};
+        const struct fs_snmp_ifent *kp = &key;
+        snprintf(key.name, sizeof(key.name), "%s", en->name);
+        const struct fs_snmp_ifent **hit =
+            tm->n_ifs ? bsearch(&kp, by_name, tm->n_ifs, sizeof(*by_name), cmp_ifent_name_only)
+                      : NULL;
+        bool renamed = old && strcmp(old->name, en->name) != 0;
+        bool taken = hit && (*hit)->ifindex != en->ifindex;
+        if (old && !renamed) {
+            en->disc_known = old->disc_known;
+            en->disc_time = old->disc_time;
+        }
+        if (renamed || taken) {
+            moved++;
+            tm->resets_disc++;
+            e->reset(e->arg, FS_RESET_DISCONTINUITY, en->name);
+        }
+    }
+    tm->renames += moved;
+    if (e->note && tm->dup_names > tm->dup_logged) {
+        char msg[200];
+        snprintf(msg, sizeof(msg),
+                 "%zu interfaces share a name with another ifIndex (e.g. ifIndex %s): exported "
+                 "as <name>#<ifIndex>",
+                 tm->dup_names, first_dup(ifs, k));
+        e->note(e->arg, msg);
+        tm->dup_logged = tm->dup_names;
     }
     free(tm->ifs);
     tm->ifs = ifs;
     tm->n_ifs = k;
-    tm->map_valid = true;
-    return 0;
+    ifs = NULL;
+    /* A cut walk leaves the map to be walked again next cycle. */
+    tm->map_valid = !p->map_cut;
+    rc = 0;
+out:
+    free(ifs);
+    free(order);
+    free(by_name);
+    return rc;
 }
 
 static void
@@ -836,6 +1133,18 @@ pick(const struct row *r, int hc, uint64_t *u, unsigned *bits, uint32_t *pdu)
     return true;
 }
 
+/* The interface's line rate in octets/s from ifHighSpeed (Mb/s), else ifSpeed (b/s,
+ * which saturates at 2^32-1); 0 if unknown. */
+static double
+line_rate(const struct row *r)
+{
+    if (r->has[C_HIGHSPEED] && r->u[C_HIGHSPEED] > 0)
+        return (double)r->u[C_HIGHSPEED] * 1e6 / 8;
+    if (r->has[C_SPEED] && r->u[C_SPEED] > 0 && r->u[C_SPEED] < 0xffffffffULL)
+        return (double)r->u[C_SPEED] / 8;
+    return 0;
+}
+
 static void
 emit_if_row(const struct fs_snmp_tmap *tm, const struct row *r, const struct fs_snmp_ifent *e,
             uint32_t first_pdu, struct pendv *pv)
@@ -881,9 +1190,13 @@ emit_if_row(const struct fs_snmp_tmap *tm, const struct row *r, const struct fs_
         push_gauge(pv, r->pdu[C_OPER], FS_M_PORT_OPER_UP, e, -1, -1, r->u[C_OPER] == 1);
     if (r->has[C_ADMIN])
         push_gauge(pv, r->pdu[C_ADMIN], FS_M_PORT_ADMIN_UP, e, -1, -1, r->u[C_ADMIN] == 1);
-    if (r->has[C_HIGHSPEED])
+    if (r->has[C_HIGHSPEED] && r->u[C_HIGHSPEED] > 0)
         push_gauge(pv, r->pdu[C_HIGHSPEED], FS_M_PORT_SPEED, e, -1, -1,
                    (double)r->u[C_HIGHSPEED] * 1e6);
+    else if (r->has[C_SPEED])
+        push_gauge(pv, r->pdu[C_SPEED], FS_M_PORT_SPEED, e, -1, -1, (double)r->u[C_SPEED]);
+    else if (r->has[C_HIGHSPEED])
+        push_gauge(pv, r->pdu[C_HIGHSPEED], FS_M_PORT_SPEED, e, -1, -1, 0.0);
     /* mellanoxQoSPortTxWaitMicroseconds; the port table's "ticks" column is not used. */
     if (r->has[C_PORT_TXWAIT])
         push_counter(pv, r->pdu[C_PORT_TXWAIT], FS_M_PORT_TX_WAIT_SECONDS, e, -1, -1,
@@ -989,9 +1302,26 @@ fs_snmp_poll_finish(struct fs_snmp_tmap *tm, struct fs_snmp_poll *p, const struc
 {
     struct pendv pv = {0};
     size_t emitted = 0;
-    bool reboot = p->have_uptime && tm->uptime_known && p->uptime < tm->uptime;
+    bool uptime_back = p->have_uptime && tm->uptime_known && p->uptime < tm->uptime;
+    /* The agent restarted, the device did not: its own uptime went on. */
+    bool agent_only = uptime_back && p->have_hrup && tm->hrup_known && p->hrup >= tm->hrup;
 
-    if (p->did_map && rebuild_map(tm, p) != 0)
+    /* Reset evidence comes before the first batch (sink.h). */
+    if (uptime_back) {
+        if (agent_only) {
+            tm->agent_restarts++;
+            if (e->agent_restart)
+                e->agent_restart(e->arg);
+            e->reset(e->arg, FS_RESET_DISCONTINUITY, NULL);
+        } else {
+            tm->resets_reboot++;
+            e->reset(e->arg, FS_RESET_REBOOT, NULL);
+        }
+        /* ifCounterDiscontinuityTime restarts with sysUpTime: not a second reset. */
+        for (size_t i = 0; i < tm->n_ifs; i++)
+            tm->ifs[i].disc_known = false;
+    }
+    if (p->did_map && rebuild_map(tm, p, e) != 0)
         goto out;
     if (p->have_objid) {
         const char *model = fs_snmp_model_from_objid(p->objid, p->objid_len);
@@ -1001,7 +1331,8 @@ fs_snmp_poll_finish(struct fs_snmp_tmap *tm, struct fs_snmp_poll *p, const struc
     if (p->have_descr)
         parse_descr(tm, p->descr);
     detect_qos_base(tm, p);
-    if (p->qos_walked) {
+    /* A QoS walk cut short proves nothing about the MIB being there. */
+    if (p->qos_walked && !(p->cut && p->phase == FS_SNMP_PH_QOS && p->qos_rows == 0)) {
         tm->qos_absent = p->qos_rows == 0;
         /* A switch without the QoS MIB is asked again only every 30 cycles. */
         tm->qos_skip = tm->qos_absent ? 30 : 0;
@@ -1009,15 +1340,10 @@ fs_snmp_poll_finish(struct fs_snmp_tmap *tm, struct fs_snmp_poll *p, const struc
         tm->qos_skip--;
     }
 
-    /* Reset evidence comes before the first batch (sink.h). */
-    if (reboot) {
-        tm->resets_reboot++;
-        e->reset(e->arg, FS_RESET_REBOOT, NULL);
-        for (size_t i = 0; i < tm->n_ifs; i++)
-            tm->ifs[i].disc_known = false;
-    }
     if (p->n_recs)
         qsort(p->recs, p->n_recs, sizeof(*p->recs), cmp_rec);
+    if (p->n_suspect)
+        qsort(p->suspect, p->n_suspect, sizeof(*p->suspect), cmp_u32);
     for (size_t i = 0; i < p->n_recs; i++) {
         const struct fs_snmp_rec *r = &p->recs[i];
         if (r->col != C_DISCTIME)
@@ -1071,11 +1397,19 @@ fs_snmp_poll_finish(struct fs_snmp_tmap *tm, struct fs_snmp_poll *p, const struc
                 first_pdu = r->pdu;
         }
         const struct fs_snmp_ifent *ife = find_if(tm->ifs, tm->n_ifs, r0->ifindex);
+        /* Rows of an ifIndex whose name changed count only under a map walked since. */
+        if (ife &&
+            (p->did_map ? p->map_cut && is_suspect(p, r0->ifindex) : is_suspect(p, r0->ifindex)))
+            ife = NULL;
         if (ife) {
-            if (qos)
+            if (qos) {
                 emit_qos_row(tm, &row, ife, r0->sub, &pv);
-            else
+            } else {
+                double rate = line_rate(&row);
+                if (rate > 0 && e->max_rate)
+                    e->max_rate(e->arg, ife->name, rate);
                 emit_if_row(tm, &row, ife, first_pdu, &pv);
+            }
         }
         i = j;
     }
@@ -1098,6 +1432,11 @@ out:
         tm->uptime_known = true;
         tm->uptime = p->uptime;
     }
+    /* Judged only against the previous poll's value: unknown if it was missing. */
+    tm->hrup_known = p->have_hrup;
+    tm->hrup = p->hrup;
+    if (p->truncated)
+        tm->truncated_cycles++;
     if (p->have_iftlc) {
         tm->iftlc_known = true;
         tm->iftlc = p->iftlc;
@@ -1114,16 +1453,20 @@ fs_snmp_tmap_describe(const struct fs_snmp_tmap *tm, char *buf, size_t len)
 {
     if (!buf || len == 0)
         return 0;
-    int n = snprintf(buf, len,
-                     "\"qos_index_base\":%d,\"qos_index_base_config\":\"%s\",\"qos_mib\":%s,"
-                     "\"interfaces\":%zu,\"model\":\"%s\",\"queue_depth_unit\":\"%s\","
-                     "\"hc_fallback_mask\":%u,\"anomalies\":%llu,\"last_varbinds\":%llu,"
-                     "\"last_pdus\":%u",
-                     tm->qos_base, tm->qos_base_cfg < 0 ? "auto" : (tm->qos_base_cfg ? "1" : "0"),
-                     tm->qos_absent ? "false" : "true", tm->n_ifs, tm->model,
-                     tm->cell_bytes ? "bytes" : "cells", tm->fallback_mask,
-                     (unsigned long long)tm->anomalies, (unsigned long long)tm->last_varbinds,
-                     tm->last_pdus);
+    int n = snprintf(
+        buf, len,
+        "\"qos_index_base\":%d,\"qos_index_base_config\":\"%s\",\"qos_mib\":%s,"
+        "\"interfaces\":%zu,\"model\":\"%s\",\"queue_depth_unit\":\"%s\","
+        "\"hc_fallback_mask\":%u,\"anomalies\":%llu,\"last_varbinds\":%llu,"
+        "\"last_pdus\":%u,\"reboots\":%llu,\"agent_restarts\":%llu,"
+        "\"duplicate_names\":%zu,\"renamed_interfaces\":%llu,"
+        "\"interface_limit_reached\":%s,\"truncated_cycles\":%llu",
+        tm->qos_base, tm->qos_base_cfg < 0 ? "auto" : (tm->qos_base_cfg ? "1" : "0"),
+        tm->qos_absent ? "false" : "true", tm->n_ifs, tm->model, tm->cell_bytes ? "bytes" : "cells",
+        tm->fallback_mask, (unsigned long long)tm->anomalies, (unsigned long long)tm->last_varbinds,
+        tm->last_pdus, (unsigned long long)tm->resets_reboot,
+        (unsigned long long)tm->agent_restarts, tm->dup_names, (unsigned long long)tm->renames,
+        tm->if_limited ? "true" : "false", (unsigned long long)tm->truncated_cycles);
     if (n < 0) {
         buf[0] = '\0';
         return 0;

@@ -58,9 +58,10 @@ struct fs_snmp_vb {
 
 /** Walk phases of one cycle, in order; the driver walks the columns of each. */
 enum fs_snmp_phase {
-    FS_SNMP_PH_SCALARS = 0, /**< one GET: sysDescr, sysObjectID, sysUpTime, ifTableLastChange */
+    FS_SNMP_PH_SCALARS = 0, /**< one GET: sysDescr, sysObjectID, sysUpTime, ifTableLastChange,
+                               hrSystemUptime */
     FS_SNMP_PH_IFMAP,       /**< ifName, ifAlias, ifDescr (when the ifIndex map is refreshed) */
-    FS_SNMP_PH_IFDATA,      /**< counters and state of IF-MIB */
+    FS_SNMP_PH_IFDATA,      /**< counters and state of IF-MIB (and ifName, to check the map) */
     FS_SNMP_PH_IFFALLBACK,  /**< 32-bit columns for interfaces whose HC columns were missing */
     FS_SNMP_PH_QOS,         /**< MELLANOX-QOS-MIB */
     FS_SNMP_PH_COUNT
@@ -85,8 +86,13 @@ struct fs_snmp_req_oid {
 struct fs_snmp_ifent {
     uint32_t ifindex;
     char ifindex_s[12];
-    char name[FS_SNMP_NAME_MAX]; /**< ifName, else ifDescr, else "if<N>"; printable ASCII */
+    /** The exported name: ifName, else ifDescr, else "if<N>", normalized (sink.h), valid
+     *  UTF-8 without control characters, unique in the map: "#<ifIndex>" is appended to every
+     * holder of a name but one. */
+    char name[FS_SNMP_NAME_MAX];
+    char raw[FS_SNMP_NAME_MAX]; /**< ifName as received (cleaned), to notice a reassignment */
     char alias[FS_SNMP_ALIAS_MAX];
+    bool dup; /**< name carries the "#<ifIndex>" suffix */
     bool disc_known;
     uint32_t disc_time; /**< ifCounterDiscontinuityTime at the previous poll */
 };
@@ -98,6 +104,9 @@ struct fs_snmp_tmap {
     bool map_valid;
     bool uptime_known;
     uint32_t uptime; /**< sysUpTime of the previous poll (ticks) */
+    bool hrup_known;
+    uint32_t
+        hrup; /**< hrSystemUptime of the previous poll (ticks): the device's, not the agent's */
     bool iftlc_known;
     uint32_t iftlc;         /**< ifTableLastChange of the previous poll */
     int qos_base_cfg;       /**< -1 auto, 0 or 1 */
@@ -111,6 +120,13 @@ struct fs_snmp_tmap {
     uint64_t last_varbinds; /**< varbinds received in the last finished cycle */
     uint32_t last_pdus;     /**< PDUs received in the last finished cycle */
     uint64_t resets_reboot, resets_disc;
+    uint64_t agent_restarts; /**< sysUpTime went back while hrSystemUptime did not */
+    uint64_t renames;        /**< ifIndexes whose exported name changed between maps */
+    size_t dup_names;        /**< interfaces of the current map given a "#<ifIndex>" suffix */
+    size_t dup_logged;       /**< the most duplicates reported through note() so far */
+    bool if_limited;         /**< the map holds FS_SNMP_MAX_IFS interfaces and the agent has more */
+    uint32_t max_ifindex;    /**< the highest ifIndex kept when if_limited */
+    uint64_t truncated_cycles; /**< cycles that dropped data at a bound (counted truncation) */
 };
 
 /** One kept varbind of a cycle (internal to map.c, public for sizing). */
@@ -140,13 +156,21 @@ struct fs_snmp_poll {
     int64_t *pdu_ts;
     uint32_t n_pdus, cap_pdus;
     uint32_t cur_pdu;
-    bool have_uptime, have_iftlc, have_descr, have_objid;
-    uint32_t uptime, uptime_pdu, iftlc;
+    bool have_uptime, have_iftlc, have_descr, have_objid, have_hrup;
+    uint32_t uptime, uptime_pdu, iftlc, hrup;
     char descr[FS_SNMP_DESCR_MAX];
     unsigned long objid[FS_SNMP_OID_MAX];
     size_t objid_len;
-    bool did_map;       /**< the IFMAP phase ran in this cycle */
-    bool unknown_index; /**< a data row named an ifIndex the map does not have */
+    bool did_map;             /**< the IFMAP phase ran in this cycle */
+    bool unknown_index;       /**< a data row named an ifIndex the map does not have, or the ifName
+                                   checked with the data differs from the map's */
+    enum fs_snmp_phase phase; /**< the phase begun last */
+    bool cut;                 /**< the driver ended the cycle early (fs_snmp_poll_cut) */
+    bool map_cut;             /**< ... while the IFMAP walk was under way */
+    bool truncated;           /**< a bound dropped data in this cycle */
+    bool map_limited;         /**< the IFMAP walk stopped at its bound */
+    uint32_t *suspect;        /**< ifIndexes whose ifName no longer matches the map */
+    size_t n_suspect, cap_suspect;
     bool qos_walked;
     uint32_t qos_rows;
     uint64_t anomalies;
@@ -163,6 +187,10 @@ struct fs_snmp_emit {
                     unsigned bits, double scale);
     void (*gauge)(void *arg, enum fs_metric m, const struct fs_label *l, size_t n, double v);
     void (*end)(void *arg);
+    /* Optional (NULL: not called). */
+    void (*agent_restart)(void *arg); /**< fs_sink_agent_restart() */
+    void (*max_rate)(void *arg, const char *iface, double octets_per_s); /**< set_max_rate */
+    void (*note)(void *arg, const char *msg); /**< something worth one log line */
 };
 
 /** Initializes tm (qos_index_base from the config: -1 auto, 0 or 1). */
@@ -179,10 +207,15 @@ int fs_snmp_poll_pdu(struct fs_snmp_poll *p, int64_t ts_us);
 /**
  * Takes one varbind of the current PDU. Returns 1 if it belonged to a known column or
  * scalar and was kept, 0 if it was ignored (unknown OID, exception, wrong type: counted
- * in p->anomalies where it is the agent's fault), -1 when a bound was reached.
+ * in p->anomalies where it is the agent's fault), -1 when a per-cycle bound was reached
+ * (end the phase; the cycle is truncated), -2 when the row lies beyond the interfaces
+ * kept under FS_SNMP_MAX_IFS (end this column; truncated too).
  */
 int fs_snmp_poll_add(struct fs_snmp_poll *p, const struct fs_snmp_tmap *tm,
                      const struct fs_snmp_vb *vb);
+
+/** The driver ends the cycle before its last phase finished (deadline, timeout, bound). */
+void fs_snmp_poll_cut(struct fs_snmp_poll *p);
 
 /**
  * The OIDs to request in a phase (scalars for FS_SNMP_PH_SCALARS, column roots
@@ -196,7 +229,14 @@ size_t fs_snmp_phase_oids(enum fs_snmp_phase ph, const struct fs_snmp_tmap *tm,
 /**
  * Ends the cycle: updates tm (ifIndex map, QoS base, device identity, reset evidence) and
  * emits resets, then the samples batch by batch in PDU order. Returns the number of
- * samples emitted.
+ * samples emitted. Also for a cut cycle: what arrived is emitted (an IFMAP walk that was
+ * cut is merged into the old map, which is then walked again next cycle).
+ *
+ * Resets: sysUpTime going back is a device reboot (FS_RESET_REBOOT for the whole target)
+ * unless hrSystemUptime was read in both polls and did not go back: then only the agent
+ * restarted (agent_restart(), and a DISCONTINUITY for the whole target, so that counters
+ * that went down are rebased and the others continue). An ifIndex whose exported name
+ * changed, or a name that moved to another ifIndex, is a DISCONTINUITY for that name.
  */
 size_t fs_snmp_poll_finish(struct fs_snmp_tmap *tm, struct fs_snmp_poll *p,
                            const struct fs_snmp_emit *e);

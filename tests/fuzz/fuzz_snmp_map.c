@@ -2,13 +2,14 @@
  * libFuzzer target for the SNMP varbind -> sample mapping (drivers/snmp/map.c): whatever a
  * hostile agent could send. The input is a list of varbinds, each:
  *   byte 0      type (mod the number of fs_snmp_vt values)
- *   byte 1      OID root: 0-5 one of the walked tables/scalars, else raw sub-identifiers
+ *   byte 1      OID root: 0-6 one of the walked tables/scalars, else raw sub-identifiers
  *   byte 2      number of extra sub-identifiers (mod 24)
  *   4 bytes     each extra sub-identifier (little endian; 0xffffffff and 0 included)
  *   8 bytes     value (integer/counter)
  *   byte        string length (strings and OID values take the next bytes)
- * A 0xff type byte starts a new PDU; 0xfe ends the cycle and starts another on the same
- * per-target state (so reboot, discontinuity and map refresh paths run too).
+ * A 0xff type byte starts a new PDU; 0xfd cuts the cycle short (as at a deadline); 0xfe ends the
+ * cycle and starts another on the same per-target state (so reboot, discontinuity and map refresh
+ * paths run too).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -64,15 +65,36 @@ e_end(void *a)
     (void)a;
 }
 
-static const unsigned long roots[6][12] = {
+static void
+e_agent_restart(void *a)
+{
+    (void)a;
+}
+static void
+e_max_rate(void *a, const char *iface, double r)
+{
+    (void)a;
+    if (!iface || strlen(iface) >= FS_SNMP_NAME_MAX || !(r > 0))
+        abort();
+}
+static void
+e_note(void *a, const char *msg)
+{
+    (void)a;
+    if (!msg)
+        abort();
+}
+
+static const unsigned long roots[7][12] = {
     {1, 3, 6, 1, 2, 1, 2, 2, 1},
     {1, 3, 6, 1, 2, 1, 31, 1, 1, 1},
     {1, 3, 6, 1, 4, 1, 33049, 15, 1, 4, 1},
     {1, 3, 6, 1, 4, 1, 33049, 15, 1, 2, 1},
     {1, 3, 6, 1, 4, 1, 33049, 15, 1, 5, 1},
     {1, 3, 6, 1, 2, 1, 1},
+    {1, 3, 6, 1, 2, 1, 25, 1},
 };
-static const size_t root_len[6] = {9, 10, 11, 11, 11, 7};
+static const size_t root_len[7] = {9, 10, 11, 11, 11, 7, 8};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -81,7 +103,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct fs_snmp_tmap tm;
     struct fs_snmp_poll p = {0};
-    struct fs_snmp_emit e = {NULL, e_reset, e_begin, e_counter, e_gauge, e_end};
+    struct fs_snmp_emit e = {.reset = e_reset,
+                             .begin = e_begin,
+                             .counter = e_counter,
+                             .gauge = e_gauge,
+                             .end = e_end,
+                             .agent_restart = e_agent_restart,
+                             .max_rate = e_max_rate,
+                             .note = e_note};
     struct fs_snmp_req_oid req[32];
     unsigned long oidv[64], valoid[64];
     size_t i = 0;
@@ -99,6 +128,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fs_snmp_poll_pdu(&p, ts++);
             continue;
         }
+        if (t == 0xfd) { /* the driver cuts the cycle (deadline) */
+            fs_snmp_poll_cut(&p);
+            continue;
+        }
         if (t == 0xfe) {
             fs_snmp_poll_finish(&tm, &p, &e);
             fs_snmp_poll_reset(&p);
@@ -108,7 +141,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             continue;
         }
         size_t len = 0;
-        if (r < 6) {
+        if (r < 7) {
             memcpy(oidv, roots[r], root_len[r] * sizeof(unsigned long));
             len = root_len[r];
         }
@@ -138,7 +171,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             vb.oidv_len = k;
         }
         i += sl;
-        if (fs_snmp_poll_add(&p, &tm, &vb) < 0)
+        if (fs_snmp_poll_add(&p, &tm, &vb) == -1)
             break;
     }
     fs_snmp_poll_finish(&tm, &p, &e);

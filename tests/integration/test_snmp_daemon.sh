@@ -45,6 +45,7 @@ EOF
 C=$(cat "$SNMP_COMMUNITY_FILE")
 wd() { snmpget -v2c -c "$C" -Oqv "udp:127.0.0.1:$PORT" 1.3.6.1.6.3.15.1.1.5.0; }
 w0=$(wd)
+fs_started=$(date +%s)
 start_fabricscope "$T/fs.yaml"
 wait_http "http://127.0.0.1:$HTTP/healthz" 20
 M() { curl -fsS "http://127.0.0.1:$HTTP/metrics"; }
@@ -77,27 +78,36 @@ curl -fsS --get "http://127.0.0.1:$HTTP/api/v1/raw" \
 grep -q '"values"' "$T/raw.json" || fail "no raw samples: $(head -c 300 "$T/raw.json")"
 ok "/api/v1/targets shows the detected QoS index base; /api/v1/raw has samples"
 
+# wait_until SECONDS CMD...: runs CMD every 0.1 s until it succeeds; false at the deadline
+wait_until() {
+  local secs=$1
+  shift
+  for _ in $(seq $((secs * 10))); do "$@" && return 0; sleep 0.1; done
+  return 1
+}
+DEPTH='fabric_queue_depth_cells{target="tor1",pod="p1",role="tor",interface="Eth1/49",tc="3",source="snmp"}'
+congested() { d=$(metric "$DEPTH"); awk -v d="$d" 'BEGIN {exit !(d > 0)}'; }
 kill -USR2 "$SIM_PID"
-sleep 4
-d=$(metric 'fabric_queue_depth_cells{target="tor1",pod="p1",role="tor",interface="Eth1/49",tc="3",source="snmp"}')
-awk -v d="$d" 'BEGIN {exit !(d > 0)}' || fail "congestion not visible (depth $d)"
+wait_until 20 congested || fail "congestion not visible (depth $(metric "$DEPTH"))"
 ok "congestion visible: Eth1/49 TC 3 queue depth $d cells"
 
 before=$(metric 'fabric_port_bytes_total{target="tor1",pod="p1",role="tor",interface="Eth1/1",direction="rx",source="snmp"}')
+REBOOTS='fabricscope_counters_reset_total{target="tor1",pod="p1",role="tor",source="snmp",kind="reboot"}'
+rebooted() { r=$(metric "$REBOOTS"); [ "${r:-0}" -ge 1 ]; }
 kill -USR1 "$SIM_PID"
-sleep 3
+wait_until 20 rebooted || fail "reboot not counted"
 after=$(metric 'fabric_port_bytes_total{target="tor1",pod="p1",role="tor",interface="Eth1/1",direction="rx",source="snmp"}')
-M >"$T/m.txt"
-r=$(awk '/^fabricscope_counters?_resets?_total\{target="tor1",pod="p1",role="tor",source="snmp",kind="reboot"\}/ {print $2}' "$T/m.txt")
-[ "${r:-0}" -ge 1 ] || fail "reboot not counted"
 awk -v a="$before" -v b="$after" 'BEGIN {exit !(b >= a)}' || fail "counter went down across the reboot ($before -> $after)"
 ok "reboot counted, counter monotonic ($before -> $after)"
 
-# The wrong-password target: after ~10 s of 1 s intervals, auth errors are counted, the
+# The wrong-password target: over 10 s of 1 s intervals, auth errors are counted, the
 # scheduler backs off (fewer attempts than intervals) and each attempt cost the agent one
-# failed authentication, no more.
-sleep 3
-a=$(metric 'fabricscope_poll_errors_total{target="tor1-badpw",source="snmp",kind="auth"}')
+# failed authentication, no more. (The 10 s are the window measured, not a wait for
+# something to happen.)
+AUTHERR='fabricscope_poll_errors_total{target="tor1-badpw",source="snmp",kind="auth"}'
+window_done() { a=$(metric "$AUTHERR"); [ "${a:-0}" -ge 2 ] && [ $(($(date +%s) - fs_started)) -ge 10 ]; }
+wait_until 30 window_done || fail "auth errors not counted: $(metric "$AUTHERR")"
+a=$(metric "$AUTHERR")
 up=$(metric 'fabricscope_target_up{target="tor1-badpw",source="snmp"}')
 w1=$(wd)
 [ "${a:-0}" -ge 1 ] || fail "auth errors not counted"

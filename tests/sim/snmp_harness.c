@@ -294,7 +294,7 @@ main(int argc, char **argv)
         wall_sum += wall;
         if (wall > wall_max)
             wall_max = wall;
-        char detail[512];
+        char detail[2048];
         target0_detail(st, detail, sizeof(detail));
         const char *vb = strstr(detail, "\"last_varbinds\":");
         if (vb)
@@ -318,7 +318,7 @@ main(int argc, char **argv)
     double cpu = cpu_ms() - cpu0;
     if (print_metrics)
         fwrite(b.data, 1, b.len, stdout);
-    char detail[512];
+    char detail[2048];
     target0_detail(st, detail, sizeof(detail));
     printf("SUMMARY targets=%d polls=%d ok=%lu timeout=%lu auth=%lu protocol=%lu parse=%lu "
            "overruns=%lu wall_ms_avg=%.2f wall_ms_max=%.2f cpu_ms=%.1f varbinds=%lu\n",

@@ -92,7 +92,7 @@ EOF
 # them are left out, so the host's interfaces never mix with the simulated ones.
 EXCL=()
 if [ "$MODE" = sim ]; then
-  EXCL=(-I "-system_mib,ifTable,ifXTable,interfaces,ip,tcp,udp,icmp,ipAddressTable,inetNetToMediaTable,ipSystemStatsTable,ipv6InterfaceTable,hrSystem,hrStorage,hrDevice,hrSWRun,hrSWInstalled,hrFSTable,hrProcessorTable,hrNetworkTable,hrDiskStorageTable,hrPartitionTable,diskio,lmSensors,ucd_snmp,vmstat,memory,loadave,proc,disk_hw,disk,pass,pass_persist,extend,dlmod,ipCidrRouteTable,inetCidrRouteTable,ipForward,at,tcpTable,udpTable,tcpListenerTable,udpEndpointTable,ip6,etherlike,rmon,notification_log")
+  EXCL=(-I "-system_mib,ifTable,ifXTable,interfaces,ip,tcp,udp,icmp,ipAddressTable,inetNetToMediaTable,ipSystemStatsTable,ipv6InterfaceTable,hrSystem,hr_system,hrStorage,hrDevice,hrSWRun,hrSWInstalled,hrFSTable,hrProcessorTable,hrNetworkTable,hrDiskStorageTable,hrPartitionTable,diskio,lmSensors,ucd_snmp,vmstat,memory,loadave,proc,disk_hw,disk,pass,pass_persist,extend,dlmod,ipCidrRouteTable,inetCidrRouteTable,ipForward,at,tcpTable,udpTable,tcpListenerTable,udpEndpointTable,ip6,etherlike,rmon,notification_log")
 fi
 if ! SNMP_PERSISTENT_DIR=$DIR/persist MIBS="" "$SNMPD" -C -c "$DIR/snmpd.conf" \
   -p "$DIR/snmpd.pid" -Lf "$DIR/snmpd.log" "${EXCL[@]}"; then
