@@ -62,8 +62,11 @@ struct fs_gnmi_cfg {
     enum fs_gnmi_encoding encoding;
     enum fs_gnmi_list_mode list_mode;
     bool updates_only;
-    int64_t interval_us; /**< ONCE/POLL period and staleness base; default 10 s */
-    int64_t stall_us;    /**< no message for this long: reconnect; 0: derived */
+    int64_t interval_us;    /**< ONCE/POLL period and staleness base; default 10 s */
+    int64_t stall_us;       /**< no message for this long: reconnect; 0: derived from the
+                                 subscriptions (3 x the shortest sample/heartbeat period) */
+    int64_t backoff_min_us; /**< first reconnect delay; 0: 1 s */
+    int64_t backoff_max_us; /**< reconnect delay cap; 0: 30 s */
     struct fs_gnmi_subscription *subscriptions;
     size_t n_subscriptions;
     struct fs_gnmi_user_map *user_maps; /**< see map.h */
