@@ -21,7 +21,8 @@
 #include <unistd.h>
 
 /* config.h still declares the core's older struct fs_gnmi_cfg until the per-driver
- * config API lands (and fs_gnmi_subscription); keep them out of this file's way (the target config is not used). */
+ * config API lands (and fs_gnmi_subscription); keep them out of this file's way (the target config
+ * is not used). */
 #define fs_gnmi_cfg fs_gnmi_cfg_core_legacy
 #define fs_gnmi_subscription fs_gnmi_subscription_core_legacy
 #include "store/store.h"
