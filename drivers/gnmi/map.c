@@ -13,6 +13,7 @@
 #define KEY_MAX 4096 /* longest joined path kept; longer ones are rejected */
 #define JSON_MAX_DEPTH 16
 #define MAX_LABELS 4
+#define MAX_DELETES 64 /* deletes honoured per notification */
 
 /* ---- how a resolved path turns into samples ---- */
 
@@ -1082,6 +1083,11 @@ fs_gnmi_map_notification(struct fs_gnmi_map *m, const Gnmi__Notification *n, int
     }
     for (size_t i = 0; i < n->n_delete_; i++) {
         size_t len = plen;
+        /* Each delete scans the cache: bound the work one notification can cause. */
+        if (i >= MAX_DELETES) {
+            m->st.rejected += n->n_delete_ - i;
+            break;
+        }
         if (prefix_ok && key_path(m->key, &len, n->delete_[i], true))
             map_delete(m, len);
     }
