@@ -519,11 +519,15 @@ connect_channel(struct fs_gnmi_stream *s, const struct fs_gnmi_stream_opts *o, c
         snprintf(errbuf, errlen, "cannot create channel credentials");
         return false;
     }
-    grpc_arg args[2];
+    grpc_arg args[3];
     size_t n_args = 0;
     args[n_args].type = GRPC_ARG_INTEGER;
     args[n_args].key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
     args[n_args++].value.integer = MAX_RECV_BYTES;
+    /* One connection per target: a stall or reset of one never touches another. */
+    args[n_args].type = GRPC_ARG_INTEGER;
+    args[n_args].key = (char *)GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL;
+    args[n_args++].value.integer = 1;
     if (o->server_name && !o->insecure) {
         args[n_args].type = GRPC_ARG_STRING;
         args[n_args].key = (char *)GRPC_SSL_TARGET_NAME_OVERRIDE_ARG;

@@ -13,6 +13,13 @@
  *       [--backoff-ms MIN,MAX] [--updates-only]
  *       --path PATH[,sample|on_change|target_defined[,INTERVAL_MS[,HEARTBEAT_MS[,suppress]]]] ...
  *       [--duration-ms N] [--exit-after-syncs N] [--exit-after-downs N] [--no-samples]
+ *       [--targets N [--exit-when-all-synced]] [--latency]
+ * With --targets N, N targets (own channel, connection and sink each) stream from the same
+ * simulator; samples and events are those of the first; `rss_kib before=.. after=..` is
+ * the process RSS before adding them and once all are synced. --latency prints, for the
+ * first target, the time from a notification's arrival on the gRPC thread to its commit
+ * into the store (`internal`) and from the target's send timestamp to that commit
+ * (`e2e`; meaningful when the scenario's clock offset is 0), as medians and p99.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,14 +40,51 @@
 #include "util/clock.h"
 
 static bool print_samples = true;
-static int64_t dev_ns;
+static bool measure_latency;
+static int64_t dev_ns, recv_us_cur;
 static int64_t t0_mono;
+#define LAT_MAX 100000
+static int64_t lat_internal[LAT_MAX], lat_e2e[LAT_MAX];
+static size_t n_lat;
+
+static void
+tap_end(void *arg)
+{
+    (void)arg;
+    if (!measure_latency || n_lat >= LAT_MAX)
+        return;
+    int64_t now = fs_realtime_us();
+    lat_internal[n_lat] = now - recv_us_cur;
+    lat_e2e[n_lat] = now - dev_ns / 1000;
+    n_lat++;
+}
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static long
+rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib;
+}
 
 static void
 tap_begin(void *arg, int64_t recv_us, int64_t device_ns)
 {
     (void)arg;
-    (void)recv_us;
+    recv_us_cur = recv_us;
     dev_ns = device_ns;
 }
 
@@ -78,7 +122,7 @@ tap_gauge(void *arg, enum fs_metric m, const struct fs_label *l, size_t n, doubl
     printf("sample %lld %s %s %.17g\n", (long long)dev_ns, fs_metric_defs[m].name, lb, v);
 }
 
-static const struct fs_gnmi_emit tap = {tap_begin, tap_counter, tap_gauge, NULL, NULL};
+static const struct fs_gnmi_emit tap = {tap_begin, tap_counter, tap_gauge, NULL, tap_end};
 
 static int
 print_series(void *arg, const struct fs_series_info *s)
@@ -122,6 +166,8 @@ main(int argc, char **argv)
     fs_gnmi_cfg_defaults(cfg);
     int64_t duration_ms = 5000;
     uint64_t exit_syncs = 0, exit_downs = 0;
+    int n_targets = 1;
+    bool exit_all_synced = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -134,6 +180,12 @@ main(int argc, char **argv)
             cfg->updates_only = true;
         else if (strcmp(a, "--no-samples") == 0)
             print_samples = false;
+        else if (strcmp(a, "--latency") == 0)
+            measure_latency = true;
+        else if (strcmp(a, "--exit-when-all-synced") == 0)
+            exit_all_synced = true;
+        else if (ARG("--targets"))
+            n_targets = atoi(v) > 0 ? atoi(v) : 1;
         else if (ARG("--ca"))
             cfg->tls_ca_file = strdup(v);
         else if (ARG("--cert"))
@@ -198,21 +250,30 @@ main(int argc, char **argv)
     char err[512];
     struct fs_ring_opts ro = {.memory_limit = 64u << 20, .retention_us = 3600LL * 1000000};
     struct fs_store *st = fs_store_new(&ro, err, sizeof err);
-    struct fs_target_cfg tcfg = {0};
-    tcfg.name = "sim0";
-    tcfg.address = "127.0.0.1";
-    tcfg.staleness_intervals = 3;
-    struct fs_sink *sink = st ? fs_store_sink_add(st, &tcfg, "gnmi", cfg->interval_us) : NULL;
-    void *drv = NULL, *t = NULL;
-    if (!sink || fs_gnmi_init(&drv, err, sizeof err) != 0) {
+    struct fs_target_cfg *tcfgs = calloc((size_t)n_targets, sizeof *tcfgs);
+    struct fs_sink **sinks = calloc((size_t)n_targets, sizeof *sinks);
+    void **ts = calloc((size_t)n_targets, sizeof *ts);
+    char(*names)[16] = calloc((size_t)n_targets, sizeof *names);
+    void *drv = NULL;
+    if (!st || !tcfgs || !sinks || !ts || !names || fs_gnmi_init(&drv, err, sizeof err) != 0) {
         fprintf(stderr, "setup: %s\n", err);
         return 1;
     }
-    if (fs_gnmi_target_add(drv, "sim0", "127.0.0.1", cfg, sink, &tap, NULL, &t, err, sizeof err) !=
-        0) {
-        fprintf(stderr, "target_add: %s\n", err);
-        return 1;
+    long rss_before = rss_kib();
+    for (int i = 0; i < n_targets; i++) {
+        snprintf(names[i], sizeof names[i], "sim%d", i);
+        tcfgs[i].name = names[i];
+        tcfgs[i].address = "127.0.0.1";
+        tcfgs[i].staleness_intervals = 3;
+        sinks[i] = fs_store_sink_add(st, &tcfgs[i], "gnmi", cfg->interval_us);
+        if (!sinks[i] ||
+            fs_gnmi_target_add(drv, names[i], "127.0.0.1", cfg, sinks[i], i == 0 ? &tap : NULL,
+                               NULL, &ts[i], err, sizeof err) != 0) {
+            fprintf(stderr, "target_add: %s\n", err);
+            return 1;
+        }
     }
+    void *t = ts[0];
     struct fs_gnmi_target_stats prev = {0}, cur;
     prev.conn = -1;
     while (ms_now() < duration_ms) {
@@ -228,13 +289,42 @@ main(int argc, char **argv)
         prev = cur;
         if ((exit_syncs && cur.syncs >= exit_syncs) || (exit_downs && cur.downs >= exit_downs))
             break;
+        if (exit_all_synced) {
+            int synced = 0;
+            for (int i = 0; i < n_targets; i++) {
+                struct fs_gnmi_target_stats o;
+                fs_gnmi_target_get_stats(ts[i], &o);
+                synced += o.syncs > 0;
+            }
+            if (synced == n_targets) {
+                usleep(2000000); /* a couple of sample rounds at steady state */
+                break;
+            }
+        }
         usleep(10000);
     }
     fs_gnmi_target_get_stats(t, &cur);
     char desc[1024];
     fs_gnmi_target_describe(drv, t, desc, sizeof desc);
-    fs_gnmi_target_remove(drv, t);
+    long rss_after = rss_kib();
+    int all_synced = 0;
+    for (int i = 0; i < n_targets; i++) {
+        struct fs_gnmi_target_stats o;
+        fs_gnmi_target_get_stats(ts[i], &o);
+        all_synced += o.syncs > 0;
+        fs_gnmi_target_remove(drv, ts[i]);
+    }
     fs_gnmi_shutdown(drv);
+    printf("rss_kib before=%ld after=%ld targets=%d synced=%d\n", rss_before, rss_after, n_targets,
+           all_synced);
+    if (n_lat > 0) {
+        qsort(lat_internal, n_lat, sizeof *lat_internal, cmp_i64);
+        qsort(lat_e2e, n_lat, sizeof *lat_e2e, cmp_i64);
+        printf("latency n=%zu internal_p50_us=%lld internal_p99_us=%lld e2e_p50_us=%lld "
+               "e2e_p99_us=%lld\n",
+               n_lat, (long long)lat_internal[n_lat / 2], (long long)lat_internal[n_lat * 99 / 100],
+               (long long)lat_e2e[n_lat / 2], (long long)lat_e2e[n_lat * 99 / 100]);
+    }
     fs_store_foreach_series(st, false, print_series, NULL);
     printf("stats attempts=%llu downs=%llu syncs=%llu notifications=%llu updates=%llu "
            "mapped=%llu unmapped=%llu rejected=%llu encoding=%s\n",
@@ -244,8 +334,13 @@ main(int argc, char **argv)
            (unsigned long long)cur.map.unmapped, (unsigned long long)cur.map.rejected,
            cur.encoding);
     printf("describe {%s}\n", desc);
-    fs_store_sink_remove(st, sink);
+    for (int i = 0; i < n_targets; i++)
+        fs_store_sink_remove(st, sinks[i]);
     fs_store_free(st);
+    free(tcfgs);
+    free(sinks);
+    free(ts);
+    free(names);
     fs_gnmi_cfg_free(cfg);
     return 0;
 }

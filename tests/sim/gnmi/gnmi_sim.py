@@ -375,6 +375,8 @@ def main():
     ap.add_argument("--password-file")
     ap.add_argument("--encodings", default="PROTO,JSON_IETF,JSON")
     ap.add_argument("--control", help="fault-injection command file (see above)")
+    ap.add_argument("--max-workers", type=int, default=64,
+                    help="concurrent RPCs (each open stream holds one thread)")
     args = ap.parse_args()
     load_messages(args.gen_dir, os.path.abspath(args.proto_dir))
     args.encodings_list = [g.Encoding.Value(e) for e in args.encodings.split(",")]
@@ -393,7 +395,8 @@ def main():
             tgt.subscribe, request_deserializer=g.SubscribeRequest.FromString,
             response_serializer=g.SubscribeResponse.SerializeToString),
     })
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=64))
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=args.max_workers),
+                         maximum_concurrent_rpcs=args.max_workers)
     server.add_generic_rpc_handlers((handler,))
     addr = "127.0.0.1:%d" % args.port
     if args.tls_cert:
