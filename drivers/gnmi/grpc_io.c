@@ -1,6 +1,8 @@
 /* gNMI over the gRPC C core (see grpc_io.h). Every gRPC call of the driver is here. */
 #include "grpc_io.h"
 
+#include "arena.h"
+
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
@@ -68,6 +70,7 @@ struct fs_gnmi_io {
     bool stop;
     struct fs_gnmi_stream *incoming; /* started, not yet seen by the thread */
     struct fs_gnmi_stream *streams;  /* I/O thread only */
+    struct fs_gnmi_arena arena;      /* I/O thread only: received messages are unpacked here */
 };
 
 /* ---- gRPC's own log ---- */
@@ -451,8 +454,9 @@ on_recv(struct fs_gnmi_stream *s, bool ok)
     grpc_slice sl = read_all(s->recv_buf);
     grpc_byte_buffer_destroy(s->recv_buf);
     s->recv_buf = NULL;
-    Gnmi__SubscribeResponse *r =
-        gnmi__subscribe_response__unpack(NULL, GRPC_SLICE_LENGTH(sl), GRPC_SLICE_START_PTR(sl));
+    struct fs_gnmi_arena *arena = &s->io->arena;
+    Gnmi__SubscribeResponse *r = gnmi__subscribe_response__unpack(&arena->pa, GRPC_SLICE_LENGTH(sl),
+                                                                  GRPC_SLICE_START_PTR(sl));
     grpc_slice_unref(sl);
     if (!s->streaming) {
         s->streaming = true;
@@ -461,13 +465,14 @@ on_recv(struct fs_gnmi_stream *s, bool ok)
             s->cb.state(s->arg, FS_GNMI_CONN_STREAMING, FS_POLL_OK, NULL);
     }
     if (!r) {
+        fs_gnmi_arena_reset(arena);
         grpc_call_cancel(s->call, NULL);
         s->cancelled = true;
         s->cancel_reason = "undecodable SubscribeResponse";
         return;
     }
     s->cb.response(s->arg, r, recv_us);
-    gnmi__subscribe_response__free_unpacked(r, NULL);
+    fs_gnmi_arena_reset(arena); /* drops r whole */
     if (!s->cancelled && !s->status_done)
         arm_recv(s);
 }
@@ -711,12 +716,14 @@ fs_gnmi_io_new(struct fs_gnmi_io **out, char *errbuf, size_t errlen)
     gpr_set_log_function(grpc_log_route);
     grpc_init();
     io->cq = grpc_completion_queue_create_for_next(NULL);
+    fs_gnmi_arena_init(&io->arena, 256 << 10, 16 << 20);
     pthread_mutex_init(&io->lock, NULL);
     pthread_cond_init(&io->cond, NULL);
     if (!io->cq || pthread_create(&io->thread, NULL, io_thread, io) != 0) {
         snprintf(errbuf, errlen, "cannot start the gRPC thread");
         if (io->cq)
             grpc_completion_queue_destroy(io->cq);
+        fs_gnmi_arena_fini(&io->arena);
         pthread_mutex_destroy(&io->lock);
         pthread_cond_destroy(&io->cond);
         free(io);
@@ -737,6 +744,7 @@ fs_gnmi_io_free(struct fs_gnmi_io *io)
     pthread_mutex_unlock(&io->lock);
     pthread_join(io->thread, NULL);
     grpc_completion_queue_destroy(io->cq);
+    fs_gnmi_arena_fini(&io->arena);
     pthread_mutex_destroy(&io->lock);
     pthread_cond_destroy(&io->cond);
     free(io);
