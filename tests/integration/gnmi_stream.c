@@ -27,14 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* config.h still declares the core's older struct fs_gnmi_cfg until the per-driver
- * config API lands (and fs_gnmi_subscription); keep them out of this file's way (the target config
- * is not used). */
-#define fs_gnmi_cfg fs_gnmi_cfg_core_legacy
-#define fs_gnmi_subscription fs_gnmi_subscription_core_legacy
 #include "store/store.h"
-#undef fs_gnmi_cfg
-#undef fs_gnmi_subscription
 
 #include "gnmi/gnmi.h"
 #include "util/clock.h"
