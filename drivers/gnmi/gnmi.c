@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "driver.h"
 #include "grpc_io.h"
 #include "util/log.h"
 
@@ -35,6 +36,8 @@ struct fs_gnmi_target {
     enum fs_gnmi_list_mode list_mode;
     bool updates_only;
 
+    int64_t detail_us; /* when the detail was last published (I/O thread only) */
+
     /* state shown to other threads */
     pthread_mutex_t lock;
     struct fs_gnmi_target_stats st;
@@ -42,6 +45,18 @@ struct fs_gnmi_target {
 
 static const char *const enc_names[] = {"auto", "PROTO", "JSON", "JSON_IETF"};
 static const char *const conn_names[] = {"connecting", "streaming", "down", "done"};
+
+/* How often the counts shown in /api/v1/targets are refreshed while updates flow. */
+#define DETAIL_EVERY_US 1000000
+
+/* Shows the stream's state and counts in /api/v1/targets (the sink copies them). */
+static void
+publish_detail(struct fs_gnmi_target *t)
+{
+    char buf[1024];
+    if (fs_gnmi_target_describe(t->drv, t, buf, sizeof buf) > 0)
+        fs_sink_set_detail(t->sink, buf);
+}
 
 /* ---- secrets and files ---- */
 
@@ -71,7 +86,7 @@ read_file(const char *path, size_t max, const char *what, char *errbuf, size_t e
 
 /* Reads a secret (trailing newlines stripped); errors name the source, never the content. */
 static char *
-read_secret(const struct fs_gnmi_secret *ref, char *errbuf, size_t errlen)
+read_secret(const struct fs_secret_ref *ref, char *errbuf, size_t errlen)
 {
     char *v = NULL;
     if (ref->file) {
@@ -247,6 +262,10 @@ on_response(void *arg, const Gnmi__SubscribeResponse *r, int64_t recv_us)
         pthread_mutex_lock(&t->lock);
         t->st.map = *fs_gnmi_map_get_stats(t->map);
         pthread_mutex_unlock(&t->lock);
+        if (recv_us - t->detail_us >= DETAIL_EVERY_US) {
+            t->detail_us = recv_us;
+            publish_detail(t);
+        }
         break;
     case GNMI__SUBSCRIBE_RESPONSE__RESPONSE_SYNC_RESPONSE:
         if (!r->sync_response)
@@ -258,6 +277,7 @@ on_response(void *arg, const Gnmi__SubscribeResponse *r, int64_t recv_us)
         pthread_mutex_unlock(&t->lock);
         if (first)
             fs_log(FS_LOG_INFO, "gnmi", "%s: synced", t->name);
+        publish_detail(t);
         fs_sink_done(t->sink, 0, FS_POLL_OK, "synced");
         break;
     case GNMI__SUBSCRIBE_RESPONSE__RESPONSE_ERROR:
@@ -283,6 +303,7 @@ on_state(void *arg, enum fs_gnmi_conn st, enum fs_poll_result r, const char *msg
         snprintf(t->st.last_error, sizeof t->st.last_error, "%s", msg ? msg : "");
     }
     pthread_mutex_unlock(&t->lock);
+    publish_detail(t);
     if (st == FS_GNMI_CONN_DOWN) {
         fs_log(FS_LOG_WARN, "gnmi", "%s: stream down: %s", t->name, msg ? msg : "");
         fs_sink_done(t->sink, 0, r, msg);
@@ -335,28 +356,6 @@ target_free(struct fs_gnmi_target *t)
     free(t->name);
     pthread_mutex_destroy(&t->lock);
     free(t);
-}
-
-/* The shortest period at which the subscriptions promise traffic, times three. */
-static int64_t
-derive_stall(const struct fs_gnmi_cfg *c)
-{
-    if (c->stall_us > 0)
-        return c->stall_us;
-    if (c->list_mode != FS_GNMI_LIST_STREAM)
-        return 3 * (c->interval_us > 1000000 ? c->interval_us : 1000000);
-    int64_t best = 0;
-    for (size_t i = 0; i < c->n_subscriptions; i++) {
-        const struct fs_gnmi_subscription *s = &c->subscriptions[i];
-        int64_t p = s->heartbeat_us > 0                                       ? s->heartbeat_us
-                    : s->mode == FS_GNMI_SUB_SAMPLE && !s->suppress_redundant ? s->interval_us
-                                                                              : 0;
-        if (p > 0 && (best == 0 || p < best))
-            best = p;
-    }
-    if (best == 0)
-        return 0; /* ON_CHANGE without heartbeats: silence is normal */
-    return 3 * best > 1000000 ? 3 * best : 1000000;
 }
 
 int
@@ -433,7 +432,7 @@ fs_gnmi_target_add(void *state, const char *name, const char *address,
     bool v6 = strchr(address, ':') && address[0] != '[';
     snprintf(target, sizeof target, v6 ? "[%s]:%u" : "%s:%u", address,
              cfg->port ? cfg->port : 9339);
-    int64_t interval = cfg->interval_us > 0 ? cfg->interval_us : 10000000;
+    int64_t interval = fs_gnmi_cfg_interval(cfg);
     struct fs_gnmi_stream_opts so = {
         .target = target,
         .insecure = cfg->insecure,
@@ -443,7 +442,7 @@ fs_gnmi_target_add(void *state, const char *name, const char *address,
         .server_name = cfg->tls_server_name,
         .username = cfg->username,
         .password = password,
-        .stall_us = derive_stall(cfg),
+        .stall_us = fs_gnmi_cfg_stall(cfg),
         .backoff_min_us = cfg->backoff_min_us,
         .backoff_max_us = cfg->backoff_max_us,
         .poll_us = cfg->list_mode == FS_GNMI_LIST_POLL ? interval : 0,
@@ -512,3 +511,42 @@ fs_gnmi_target_describe(void *state, void *tstate, char *buf, size_t len)
         return 0;
     return (size_t)n < len ? (size_t)n : (len ? len - 1 : 0);
 }
+
+/* ---- struct fs_driver (drivers/driver.h) ---- */
+
+static int
+gnmi_target_add(void *state, const struct fs_target_cfg *tcfg, const void *dcfg,
+                struct fs_sink *sink, void **tstate, char *errbuf, size_t errlen)
+{
+    return fs_gnmi_target_add(state, tcfg->name, tcfg->address, dcfg, sink, NULL, NULL, tstate,
+                              errbuf, errlen) == 0
+               ? FS_DRV_OK
+               : FS_DRV_ERR;
+}
+
+static int
+gnmi_init(void **state, char *errbuf, size_t errlen)
+{
+    return fs_gnmi_init(state, errbuf, errlen) == 0 ? FS_DRV_OK : FS_DRV_ERR;
+}
+
+const struct fs_driver fs_driver_gnmi = {
+    .api_version = FS_DRIVER_API_VERSION,
+    .block =
+        {
+            .name = "gnmi",
+            .default_rank = 10,
+            .yang_module = fs_gnmi_yang_module,
+            .config_build = fs_gnmi_config_build,
+            .config_free = fs_gnmi_config_free,
+            .config_equal = fs_gnmi_config_equal,
+            .config_interval = fs_gnmi_config_interval,
+        },
+    .kind = FS_DRIVER_STREAM,
+    .init = gnmi_init,
+    .shutdown = fs_gnmi_shutdown,
+    .target_add = gnmi_target_add,
+    .target_remove = fs_gnmi_target_remove,
+    .cycle_start = NULL,
+    .cycle_cancel = NULL,
+};

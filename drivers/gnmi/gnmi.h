@@ -1,13 +1,7 @@
 /*
- * The gNMI driver's entry points, shaped like struct fs_driver's operations so the
- * integrator can wire them into drivers/driver.h (kind: streaming; no cycle_start):
- *
- *   init            -> fs_gnmi_init
- *   shutdown        -> fs_gnmi_shutdown
- *   target_add      -> fs_gnmi_target_add(state, tcfg->name, tcfg->address, <gnmi cfg>,
- *                                         sink, NULL, NULL, tstate, errbuf, errlen)
- *   target_remove   -> fs_gnmi_target_remove
- *   target_describe -> fs_gnmi_target_describe
+ * The gNMI driver: `const struct fs_driver fs_driver_gnmi` (kind FS_DRIVER_STREAM, block
+ * "gnmi", listed in drivers/registry.c) wraps the entry points below, which tools and
+ * tests also call directly (with a tap that sees every sample).
  *
  * A target's stream reports through its sink: one batch per Notification (stamped with
  * the arrival time; the device timestamp goes to fs_sink_clock), fs_sink_done(OK,
@@ -43,7 +37,9 @@ int fs_gnmi_target_add(void *state, const char *name, const char *address,
 /** Stops the target's stream; no callback for it runs after return. */
 void fs_gnmi_target_remove(void *state, void *tstate);
 
-/** JSON members (no braces) describing the stream, for /api/v1/targets. */
+/** JSON members (no braces) describing the stream; the driver also publishes them as the
+ *  sink's detail (/api/v1/targets) at each state change, sync, and once a second while
+ *  updates flow. */
 size_t fs_gnmi_target_describe(void *state, void *tstate, char *buf, size_t len);
 
 /** A consistent copy of a target's counts. */

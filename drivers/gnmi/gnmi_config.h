@@ -1,6 +1,7 @@
 /*
- * The gNMI driver's own configuration block (`gnmi:` under a target), built by the
- * driver's config_build callback from the validated configuration tree.
+ * The gNMI driver's own configuration block (`gnmi:` under a target, described by
+ * fabricscope-gnmi.yang), built by fs_gnmi_config_build() from the validated
+ * configuration tree (the block API of config/block.h).
  *
  * Ownership: fs_gnmi_cfg_free() frees the struct and every string and array in it
  * (all malloc'd). Secrets are never stored here, only where to read them.
@@ -12,13 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config/block.h"
 #include "map.h"
-
-/** Where a secret comes from: exactly one of file/env is set. */
-struct fs_gnmi_secret {
-    char *file;
-    char *env;
-};
 
 /** Requested encoding; AUTO lets Capabilities choose (PROTO, else JSON_IETF, else JSON). */
 enum fs_gnmi_encoding {
@@ -56,13 +52,13 @@ struct fs_gnmi_cfg {
     char *tls_ca_file;   /**< NULL: the system's roots */
     char *tls_cert_file; /**< client certificate (mTLS), optional */
     char *tls_key_file;
-    char *tls_server_name; /**< name checked in the certificate instead of the address */
-    char *username;        /**< NULL: no credentials metadata */
-    struct fs_gnmi_secret password;
+    char *tls_server_name;         /**< name checked in the certificate instead of the address */
+    char *username;                /**< NULL: no credentials metadata */
+    struct fs_secret_ref password; /**< file or env; both NULL: empty password */
     enum fs_gnmi_encoding encoding;
     enum fs_gnmi_list_mode list_mode;
     bool updates_only;
-    int64_t interval_us;    /**< ONCE/POLL period and staleness base; default 10 s */
+    int64_t interval_us;    /**< the `interval` key; 0: not given (fs_gnmi_cfg_interval) */
     int64_t stall_us;       /**< no message for this long: reconnect; 0: derived from the
                                  subscriptions (3 x the shortest sample/heartbeat period) */
     int64_t backoff_min_us; /**< first reconnect delay; 0: 1 s */
@@ -81,5 +77,27 @@ void fs_gnmi_cfg_defaults(struct fs_gnmi_cfg *c);
 
 /** Frees c and everything it owns; accepts NULL. */
 void fs_gnmi_cfg_free(struct fs_gnmi_cfg *c);
+
+/**
+ * The target's cadence in µs: the `interval` key when given; otherwise ONCE/POLL 10 s,
+ * and STREAM the longest period a subscription promises (its heartbeat, else its sample
+ * interval), or 10 min when one promises none (ON_CHANGE, TARGET_DEFINED or
+ * suppress_redundant without a heartbeat) so that unchanging values do not go stale.
+ * The store measures staleness in it; ONCE/POLL snapshot that often.
+ */
+int64_t fs_gnmi_cfg_interval(const struct fs_gnmi_cfg *c);
+
+/** The stall bound in µs: stall_us when set; otherwise 3 x the shortest promised period
+ *  (ONCE/POLL: 3 x the interval), at least 1 s; 0 (none) when nothing is promised. */
+int64_t fs_gnmi_cfg_stall(const struct fs_gnmi_cfg *c);
+
+/** fabricscope-gnmi.yang, embedded at build time (fs_driver_yang of drivers/CMakeLists.txt). */
+extern const char fs_gnmi_yang_module[];
+
+/* The block operations (struct fs_cfg_block_ops of config/block.h). */
+int fs_gnmi_config_build(const struct lyd_node *block, void **dcfg, struct fs_cfg_errs *errs);
+void fs_gnmi_config_free(void *dcfg);
+bool fs_gnmi_config_equal(const void *a, const void *b);
+int64_t fs_gnmi_config_interval(const void *dcfg);
 
 #endif
