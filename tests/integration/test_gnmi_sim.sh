@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The gNMI driver against the gNMI target simulator (tests/sim/gnmi/gnmi_sim.py, Debian's
 # python3-grpcio) over real gRPC on loopback, through build/tests/fs-gnmi-stream (driver +
-# real store, no daemon: the driver is registered with the daemon by the integrator).
+# real store, no daemon, a tap that prints every sample; test_gnmi_daemon.sh runs the same
+# driver inside fabricscope).
 # Checked: values equal the scenario exactly (uint64 past 2^53, PROTO and JSON_IETF),
 # TLS with a server-name override, a wrong CA refused, wrong credentials an auth error
 # retried with backoff, Capabilities choosing the encoding, POLL, ONCE, ON_CHANGE with
