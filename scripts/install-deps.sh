@@ -12,6 +12,8 @@ PACKAGES=(
   # tests
   libcmocka-dev prometheus snmpd snmp prometheus-snmp-exporter curl jq procps util-linux iproute2
   ca-certificates
+  # gNMI driver (gRPC C core, protobuf-c) and its simulator (Debian python3 grpcio/protobuf, openssl)
+  libgrpc-dev protobuf-c-compiler libprotobuf-c-dev libprotobuf-dev protobuf-compiler python3-grpcio python3-protobuf openssl
 )
 
 missing=()

@@ -232,8 +232,9 @@ test_examples_validate(void **state)
     char dir[1024], path[1200];
     size_t n, len;
     char **files;
-    const char *must_have[] = {"demo.yaml",    "single-tor.yaml", "nccl-flow-rules.yaml",
-                               "snmp-v3.yaml", "gnmi-tls.yaml",   "full.yaml"};
+    const char *must_have[] = {"demo.yaml",        "single-tor.yaml", "nccl-flow-rules.yaml",
+                               "snmp-v3.yaml",     "gnmi-tls.yaml",   "full.yaml",
+                               "gnmi-cumulus.yaml"};
 
     snprintf(dir, sizeof(dir), "%s/config", src_dir());
     files = yaml_files(dir, &n);
@@ -275,12 +276,15 @@ test_demo_contents(void **state)
     char path[1200];
     struct fs_config *cfg = NULL;
     char *errors = NULL;
-    const struct fs_driver *snmp = fs_driver_find("snmp");
+    const struct fs_driver *snmp = fs_driver_find("snmp"), *gnmi = fs_driver_find("gnmi");
     snprintf(path, sizeof(path), "%s/config/demo.yaml", src_dir());
-    if (!snmp) {
-        /* A build without the SNMP driver refuses the demo, saying why. */
+    if (!snmp || !gnmi) {
+        /* A build without the SNMP or the gNMI driver refuses the demo, saying why. */
         assert_int_not_equal(fs_config_load(path, &opts, &cfg, &errors), 0);
-        assert_non_null(strstr(errors, ".snmp: this build has no snmp driver\n"));
+        if (!snmp)
+            assert_non_null(strstr(errors, ".snmp: this build has no snmp driver\n"));
+        if (!gnmi)
+            assert_non_null(strstr(errors, ".gnmi: this build has no gnmi driver\n"));
         free(errors);
         return;
     }
@@ -288,13 +292,19 @@ test_demo_contents(void **state)
         fail_msg("%s", errors);
     assert_string_equal(cfg->listen_host, "127.0.0.1");
     assert_int_equal(cfg->listen_port, 9464);
-    assert_int_equal(cfg->n_targets, 1);
+    assert_int_equal(cfg->n_targets, 2);
     assert_string_equal(cfg->targets[0].name, "sim-tor1");
     assert_string_equal(cfg->targets[0].address, "127.0.0.1");
     /* Its one block is the SNMP driver's, polled every second (interval: 1s). */
     assert_int_equal(cfg->targets[0].n_blocks, 1);
     assert_ptr_equal(cfg->targets[0].blocks[0].ops, &snmp->block);
     assert_int_equal(snmp->block.config_interval(cfg->targets[0].blocks[0].cfg), 1000000);
+    /* The gNMI switch: one gnmi block whose slowest subscription promises a value every
+     * second (queues at 100 ms, interface counters at 1 s). */
+    assert_string_equal(cfg->targets[1].name, "sim-leaf1");
+    assert_int_equal(cfg->targets[1].n_blocks, 1);
+    assert_ptr_equal(cfg->targets[1].blocks[0].ops, &gnmi->block);
+    assert_int_equal(gnmi->block.config_interval(cfg->targets[1].blocks[0].cfg), 1000000);
     assert_true(cfg->n_flow_rules >= 1);
     fs_config_free(cfg);
 }

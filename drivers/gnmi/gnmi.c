@@ -1,0 +1,552 @@
+/* The gNMI driver: configuration -> stream, responses -> mapping -> sink (see gnmi.h). */
+#include "gnmi.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+#include "grpc_io.h"
+#include "util/log.h"
+
+#define SECRET_MAX 4096
+#define PEM_MAX (1 << 20)
+
+struct fs_gnmi {
+    struct fs_gnmi_io *io;
+};
+
+struct fs_gnmi_target {
+    struct fs_gnmi *drv;
+    char *name;
+    struct fs_sink *sink;
+    struct fs_gnmi_stream *stream;
+    struct fs_gnmi_map *map;
+    struct fs_gnmi_sink_arg sa;
+    const struct fs_gnmi_emit *tap;
+    void *tap_arg;
+
+    /* what every attempt subscribes to (copied from the config) */
+    Gnmi__Path **paths;
+    struct fs_gnmi_subscription *subs; /* path strings not kept: paths[] has them */
+    size_t n_subs;
+    enum fs_gnmi_encoding enc_cfg;
+    enum fs_gnmi_list_mode list_mode;
+    bool updates_only;
+
+    int64_t detail_us; /* when the detail was last published (I/O thread only) */
+
+    /* state shown to other threads */
+    pthread_mutex_t lock;
+    struct fs_gnmi_target_stats st;
+};
+
+static const char *const enc_names[] = {"auto", "PROTO", "JSON", "JSON_IETF"};
+static const char *const conn_names[] = {"connecting", "streaming", "down", "done"};
+
+/* How often the counts shown in /api/v1/targets are refreshed while updates flow. */
+#define DETAIL_EVERY_US 1000000
+
+/* Shows the stream's state and counts in /api/v1/targets (the sink copies them). */
+static void
+publish_detail(struct fs_gnmi_target *t)
+{
+    char buf[1024];
+    if (fs_gnmi_target_describe(t->drv, t, buf, sizeof buf) > 0)
+        fs_sink_set_detail(t->sink, buf);
+}
+
+/* ---- secrets and files ---- */
+
+static char *
+read_file(const char *path, size_t max, const char *what, char *errbuf, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(errbuf, errlen, "cannot read %s file %s: %s", what, path, strerror(errno));
+        return NULL;
+    }
+    char *buf = malloc(max + 1);
+    size_t n = buf ? fread(buf, 1, max + 1, f) : 0;
+    bool err = ferror(f) != 0;
+    fclose(f);
+    if (!buf || err || n > max) {
+        snprintf(errbuf, errlen, "cannot read %s file %s (%s)", what, path,
+                 !buf  ? "out of memory"
+                 : err ? "read error"
+                       : "too large");
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+/* Reads a secret (trailing newlines stripped); errors name the source, never the content. */
+static char *
+read_secret(const struct fs_secret_ref *ref, char *errbuf, size_t errlen)
+{
+    char *v = NULL;
+    if (ref->file) {
+        v = read_file(ref->file, SECRET_MAX, "password", errbuf, errlen);
+    } else if (ref->env) {
+        const char *e = getenv(ref->env);
+        if (!e) {
+            snprintf(errbuf, errlen, "environment variable %s is not set", ref->env);
+            return NULL;
+        }
+        v = strdup(e);
+    } else {
+        return strdup("");
+    }
+    if (!v)
+        return NULL;
+    size_t l = strlen(v);
+    while (l > 0 && (v[l - 1] == '\n' || v[l - 1] == '\r'))
+        v[--l] = '\0';
+    return v;
+}
+
+static void
+wipe_free(char *s)
+{
+    if (!s)
+        return;
+    volatile char *p = s;
+    while (*p)
+        *p++ = '\0';
+    free(s);
+}
+
+/* ---- subscribe request ---- */
+
+static Gnmi__Encoding
+choose_encoding(const struct fs_gnmi_target *t, const Gnmi__CapabilityResponse *caps)
+{
+    switch (t->enc_cfg) {
+    case FS_GNMI_ENC_PROTO:
+        return GNMI__ENCODING__PROTO;
+    case FS_GNMI_ENC_JSON:
+        return GNMI__ENCODING__JSON;
+    case FS_GNMI_ENC_JSON_IETF:
+        return GNMI__ENCODING__JSON_IETF;
+    case FS_GNMI_ENC_AUTO:
+        break;
+    }
+    if (!caps)
+        return GNMI__ENCODING__PROTO;
+    static const Gnmi__Encoding pref[] = {GNMI__ENCODING__PROTO, GNMI__ENCODING__JSON_IETF,
+                                          GNMI__ENCODING__JSON};
+    for (size_t p = 0; p < 3; p++)
+        for (size_t i = 0; i < caps->n_supported_encodings; i++)
+            if (caps->supported_encodings[i] == pref[p])
+                return pref[p];
+    return GNMI__ENCODING__PROTO;
+}
+
+static int
+build_request(void *arg, const Gnmi__CapabilityResponse *caps, ProtobufCBinaryData *out)
+{
+    struct fs_gnmi_target *t = arg;
+    Gnmi__Encoding enc = choose_encoding(t, caps);
+    Gnmi__SubscriptionList sl = GNMI__SUBSCRIPTION_LIST__INIT;
+    Gnmi__Subscription *subs = calloc(t->n_subs, sizeof *subs);
+    Gnmi__Subscription **sp = calloc(t->n_subs, sizeof *sp);
+    if (!subs || !sp) {
+        free(subs);
+        free(sp);
+        return -1;
+    }
+    for (size_t i = 0; i < t->n_subs; i++) {
+        const struct fs_gnmi_subscription *c = &t->subs[i];
+        gnmi__subscription__init(&subs[i]);
+        subs[i].path = t->paths[i];
+        subs[i].mode = c->mode == FS_GNMI_SUB_ON_CHANGE ? GNMI__SUBSCRIPTION_MODE__ON_CHANGE
+                       : c->mode == FS_GNMI_SUB_TARGET_DEFINED
+                           ? GNMI__SUBSCRIPTION_MODE__TARGET_DEFINED
+                           : GNMI__SUBSCRIPTION_MODE__SAMPLE;
+        subs[i].sample_interval = c->interval_us > 0 ? (uint64_t)c->interval_us * 1000 : 0;
+        subs[i].heartbeat_interval = c->heartbeat_us > 0 ? (uint64_t)c->heartbeat_us * 1000 : 0;
+        subs[i].suppress_redundant = c->suppress_redundant;
+        sp[i] = &subs[i];
+    }
+    sl.n_subscription = t->n_subs;
+    sl.subscription = sp;
+    sl.mode = t->list_mode == FS_GNMI_LIST_ONCE   ? GNMI__SUBSCRIPTION_LIST__MODE__ONCE
+              : t->list_mode == FS_GNMI_LIST_POLL ? GNMI__SUBSCRIPTION_LIST__MODE__POLL
+                                                  : GNMI__SUBSCRIPTION_LIST__MODE__STREAM;
+    sl.encoding = enc;
+    sl.updates_only = t->updates_only;
+    Gnmi__SubscribeRequest req = GNMI__SUBSCRIBE_REQUEST__INIT;
+    req.request_case = GNMI__SUBSCRIBE_REQUEST__REQUEST_SUBSCRIBE;
+    req.subscribe = &sl;
+    out->len = gnmi__subscribe_request__get_packed_size(&req);
+    out->data = malloc(out->len ? out->len : 1);
+    if (out->data)
+        gnmi__subscribe_request__pack(&req, out->data);
+    free(subs);
+    free(sp);
+    pthread_mutex_lock(&t->lock);
+    t->st.encoding = enc == GNMI__ENCODING__JSON_IETF ? "JSON_IETF"
+                     : enc == GNMI__ENCODING__JSON    ? "JSON"
+                                                      : "PROTO";
+    pthread_mutex_unlock(&t->lock);
+    return out->data ? 0 : -1;
+}
+
+/* ---- responses ---- */
+
+/* The sink emitter plus the tap. */
+static void
+tee_begin(void *arg, int64_t recv_us, int64_t device_ns)
+{
+    struct fs_gnmi_target *t = arg;
+    fs_gnmi_sink_emit.begin(&t->sa, recv_us, device_ns);
+    if (t->tap->begin)
+        t->tap->begin(t->tap_arg, recv_us, device_ns);
+}
+
+static void
+tee_counter(void *arg, enum fs_metric m, const struct fs_label *l, size_t n, uint64_t raw,
+            double scale)
+{
+    struct fs_gnmi_target *t = arg;
+    fs_gnmi_sink_emit.counter(&t->sa, m, l, n, raw, scale);
+    if (t->tap->counter)
+        t->tap->counter(t->tap_arg, m, l, n, raw, scale);
+}
+
+static void
+tee_gauge(void *arg, enum fs_metric m, const struct fs_label *l, size_t n, double v)
+{
+    struct fs_gnmi_target *t = arg;
+    fs_gnmi_sink_emit.gauge(&t->sa, m, l, n, v);
+    if (t->tap->gauge)
+        t->tap->gauge(t->tap_arg, m, l, n, v);
+}
+
+static void
+tee_deleted(void *arg, enum fs_metric m, const struct fs_label *l, size_t n)
+{
+    struct fs_gnmi_target *t = arg;
+    if (t->tap->deleted)
+        t->tap->deleted(t->tap_arg, m, l, n);
+}
+
+static void
+tee_end(void *arg)
+{
+    struct fs_gnmi_target *t = arg;
+    fs_gnmi_sink_emit.end(&t->sa);
+    if (t->tap->end)
+        t->tap->end(t->tap_arg);
+}
+
+static const struct fs_gnmi_emit tee_emit = {tee_begin, tee_counter, tee_gauge, tee_deleted,
+                                             tee_end};
+
+static void
+on_response(void *arg, const Gnmi__SubscribeResponse *r, int64_t recv_us)
+{
+    struct fs_gnmi_target *t = arg;
+    switch (r->response_case) {
+    case GNMI__SUBSCRIBE_RESPONSE__RESPONSE_UPDATE:
+        if (!r->update)
+            break;
+        if (t->tap)
+            fs_gnmi_map_notification(t->map, r->update, recv_us, &tee_emit, t);
+        else
+            fs_gnmi_map_notification(t->map, r->update, recv_us, &fs_gnmi_sink_emit, &t->sa);
+        pthread_mutex_lock(&t->lock);
+        t->st.map = *fs_gnmi_map_get_stats(t->map);
+        pthread_mutex_unlock(&t->lock);
+        if (recv_us - t->detail_us >= DETAIL_EVERY_US) {
+            t->detail_us = recv_us;
+            publish_detail(t);
+        }
+        break;
+    case GNMI__SUBSCRIBE_RESPONSE__RESPONSE_SYNC_RESPONSE:
+        if (!r->sync_response)
+            break;
+        pthread_mutex_lock(&t->lock);
+        bool first = !t->st.synced;
+        t->st.synced = true;
+        t->st.syncs++;
+        pthread_mutex_unlock(&t->lock);
+        if (first)
+            fs_log(FS_LOG_INFO, "gnmi", "%s: synced", t->name);
+        publish_detail(t);
+        fs_sink_done(t->sink, 0, FS_POLL_OK, "synced");
+        break;
+    case GNMI__SUBSCRIBE_RESPONSE__RESPONSE_ERROR:
+        fs_log(FS_LOG_WARN, "gnmi", "%s: target sent an error response (code %u)", t->name,
+               r->error ? r->error->code : 0);
+        break;
+    default:
+        break;
+    }
+}
+
+static void
+on_state(void *arg, enum fs_gnmi_conn st, enum fs_poll_result r, const char *msg)
+{
+    struct fs_gnmi_target *t = arg;
+    pthread_mutex_lock(&t->lock);
+    t->st.conn = (int)st;
+    if (st == FS_GNMI_CONN_CONNECTING)
+        t->st.attempts++;
+    if (st == FS_GNMI_CONN_DOWN) {
+        t->st.downs++;
+        t->st.synced = false;
+        snprintf(t->st.last_error, sizeof t->st.last_error, "%s", msg ? msg : "");
+    }
+    pthread_mutex_unlock(&t->lock);
+    publish_detail(t);
+    if (st == FS_GNMI_CONN_DOWN) {
+        fs_log(FS_LOG_WARN, "gnmi", "%s: stream down: %s", t->name, msg ? msg : "");
+        fs_sink_done(t->sink, 0, r, msg);
+    } else if (st == FS_GNMI_CONN_STREAMING) {
+        fs_log(FS_LOG_DEBUG, "gnmi", "%s: stream open", t->name);
+    }
+}
+
+static const struct fs_gnmi_stream_cb stream_cb = {build_request, on_response, on_state};
+
+/* ---- driver operations ---- */
+
+int
+fs_gnmi_init(void **state, char *errbuf, size_t errlen)
+{
+    struct fs_gnmi *d = calloc(1, sizeof *d);
+    if (!d) {
+        snprintf(errbuf, errlen, "out of memory");
+        return -1;
+    }
+    if (fs_gnmi_io_new(&d->io, errbuf, errlen) != 0) {
+        free(d);
+        return -1;
+    }
+    *state = d;
+    return 0;
+}
+
+void
+fs_gnmi_shutdown(void *state)
+{
+    struct fs_gnmi *d = state;
+    if (!d)
+        return;
+    fs_gnmi_io_free(d->io);
+    free(d);
+}
+
+static void
+target_free(struct fs_gnmi_target *t)
+{
+    if (!t)
+        return;
+    for (size_t i = 0; t->paths && i < t->n_subs; i++)
+        if (t->paths[i])
+            protobuf_c_message_free_unpacked(&t->paths[i]->base, NULL);
+    free(t->paths);
+    free(t->subs);
+    fs_gnmi_map_free(t->map);
+    free(t->name);
+    pthread_mutex_destroy(&t->lock);
+    free(t);
+}
+
+int
+fs_gnmi_target_add(void *state, const char *name, const char *address,
+                   const struct fs_gnmi_cfg *cfg, struct fs_sink *sink,
+                   const struct fs_gnmi_emit *tap, void *tap_arg, void **tstate, char *errbuf,
+                   size_t errlen)
+{
+    struct fs_gnmi *d = state;
+    int rc = -1;
+    char *password = NULL, *ca = NULL, *cert = NULL, *key = NULL;
+    *tstate = NULL;
+    struct fs_gnmi_target *t = calloc(1, sizeof *t);
+    if (!t) {
+        snprintf(errbuf, errlen, "out of memory");
+        return -1;
+    }
+    pthread_mutex_init(&t->lock, NULL);
+    t->drv = d;
+    t->sink = sink;
+    t->tap = tap;
+    t->tap_arg = tap_arg;
+    t->name = strdup(name);
+    t->enc_cfg = cfg->encoding;
+    t->list_mode = cfg->list_mode;
+    t->updates_only = cfg->updates_only;
+    t->st.encoding = enc_names[cfg->encoding];
+    if (cfg->n_subscriptions == 0) {
+        snprintf(errbuf, errlen, "no subscriptions");
+        goto done;
+    }
+    t->paths = calloc(cfg->n_subscriptions, sizeof *t->paths);
+    t->subs = calloc(cfg->n_subscriptions, sizeof *t->subs);
+    if (!t->name || !t->paths || !t->subs) {
+        snprintf(errbuf, errlen, "out of memory");
+        goto done;
+    }
+    t->n_subs = cfg->n_subscriptions;
+    for (size_t i = 0; i < cfg->n_subscriptions; i++) {
+        t->subs[i] = cfg->subscriptions[i];
+        t->subs[i].path = NULL;
+        if (fs_gnmi_path_parse(cfg->subscriptions[i].path, &t->paths[i], errbuf, errlen) != 0)
+            goto done;
+    }
+    struct fs_gnmi_map_opts mo = {cfg->user_maps, cfg->n_user_maps, cfg->acl_rules,
+                                  cfg->n_acl_rules, 0};
+    if (!(t->map = fs_gnmi_map_new(&mo, errbuf, errlen)))
+        goto done;
+    t->sa.sink = sink;
+    /* A notification's timestamp is at most one sample interval old at arrival. */
+    int64_t window = 0;
+    for (size_t i = 0; i < cfg->n_subscriptions; i++)
+        if (cfg->subscriptions[i].interval_us > window)
+            window = cfg->subscriptions[i].interval_us;
+    t->sa.clock_window_us = window > 0 ? window : 1000000;
+
+    if (cfg->username && !(password = read_secret(&cfg->password, errbuf, errlen)))
+        goto done;
+    if (!cfg->insecure) {
+        if (cfg->tls_ca_file && !(ca = read_file(cfg->tls_ca_file, PEM_MAX, "CA", errbuf, errlen)))
+            goto done;
+        if (cfg->tls_cert_file &&
+            !(cert = read_file(cfg->tls_cert_file, PEM_MAX, "certificate", errbuf, errlen)))
+            goto done;
+        if (cfg->tls_key_file &&
+            !(key = read_file(cfg->tls_key_file, PEM_MAX, "key", errbuf, errlen)))
+            goto done;
+        if ((cert != NULL) != (key != NULL)) {
+            snprintf(errbuf, errlen, "a client certificate needs both tls cert and key files");
+            goto done;
+        }
+    }
+    char target[300];
+    bool v6 = strchr(address, ':') && address[0] != '[';
+    snprintf(target, sizeof target, v6 ? "[%s]:%u" : "%s:%u", address,
+             cfg->port ? cfg->port : 9339);
+    int64_t interval = fs_gnmi_cfg_interval(cfg);
+    struct fs_gnmi_stream_opts so = {
+        .target = target,
+        .insecure = cfg->insecure,
+        .ca_pem = ca,
+        .cert_pem = cert,
+        .key_pem = key,
+        .server_name = cfg->tls_server_name,
+        .username = cfg->username,
+        .password = password,
+        .stall_us = fs_gnmi_cfg_stall(cfg),
+        .backoff_min_us = cfg->backoff_min_us,
+        .backoff_max_us = cfg->backoff_max_us,
+        .poll_us = cfg->list_mode == FS_GNMI_LIST_POLL ? interval : 0,
+        .reopen_us = cfg->list_mode == FS_GNMI_LIST_ONCE ? interval : 0,
+    };
+    if (fs_gnmi_stream_start(d->io, &so, &stream_cb, t, &t->stream, errbuf, errlen) != 0)
+        goto done;
+    *tstate = t;
+    rc = 0;
+done:
+    wipe_free(password);
+    wipe_free(key);
+    free(ca);
+    free(cert);
+    if (rc != 0)
+        target_free(t);
+    return rc;
+}
+
+void
+fs_gnmi_target_remove(void *state, void *tstate)
+{
+    struct fs_gnmi *d = state;
+    struct fs_gnmi_target *t = tstate;
+    if (!t)
+        return;
+    fs_gnmi_stream_stop(d->io, t->stream);
+    target_free(t);
+}
+
+void
+fs_gnmi_target_get_stats(void *tstate, struct fs_gnmi_target_stats *out)
+{
+    struct fs_gnmi_target *t = tstate;
+    pthread_mutex_lock(&t->lock);
+    *out = t->st;
+    pthread_mutex_unlock(&t->lock);
+}
+
+size_t
+fs_gnmi_target_describe(void *state, void *tstate, char *buf, size_t len)
+{
+    (void)state;
+    struct fs_gnmi_target_stats s;
+    fs_gnmi_target_get_stats(tstate, &s);
+    char err[2 * sizeof s.last_error];
+    size_t o = 0;
+    for (const char *p = s.last_error; *p && o + 2 < sizeof err; p++) {
+        if (*p == '"' || *p == '\\')
+            err[o++] = '\\';
+        err[o++] = *p;
+    }
+    err[o] = '\0';
+    int n = snprintf(buf, len,
+                     "\"gnmi_state\":\"%s\",\"synced\":%s,\"encoding\":\"%s\",\"attempts\":%llu,"
+                     "\"downs\":%llu,\"syncs\":%llu,\"notifications\":%llu,\"updates\":%llu,"
+                     "\"mapped\":%llu,\"unmapped\":%llu,\"rejected\":%llu,\"deletes\":%llu,"
+                     "\"last_device_ts_ns\":%lld,\"last_error\":\"%s\"",
+                     conn_names[s.conn & 3], s.synced ? "true" : "false", s.encoding,
+                     (unsigned long long)s.attempts, (unsigned long long)s.downs,
+                     (unsigned long long)s.syncs, (unsigned long long)s.map.notifications,
+                     (unsigned long long)s.map.updates, (unsigned long long)s.map.mapped,
+                     (unsigned long long)s.map.unmapped, (unsigned long long)s.map.rejected,
+                     (unsigned long long)s.map.deletes, (long long)s.map.last_device_ns, err);
+    if (n < 0)
+        return 0;
+    return (size_t)n < len ? (size_t)n : (len ? len - 1 : 0);
+}
+
+/* ---- struct fs_driver (drivers/driver.h) ---- */
+
+static int
+gnmi_target_add(void *state, const struct fs_target_cfg *tcfg, const void *dcfg,
+                struct fs_sink *sink, void **tstate, char *errbuf, size_t errlen)
+{
+    return fs_gnmi_target_add(state, tcfg->name, tcfg->address, dcfg, sink, NULL, NULL, tstate,
+                              errbuf, errlen) == 0
+               ? FS_DRV_OK
+               : FS_DRV_ERR;
+}
+
+static int
+gnmi_init(void **state, char *errbuf, size_t errlen)
+{
+    return fs_gnmi_init(state, errbuf, errlen) == 0 ? FS_DRV_OK : FS_DRV_ERR;
+}
+
+const struct fs_driver fs_driver_gnmi = {
+    .api_version = FS_DRIVER_API_VERSION,
+    .block =
+        {
+            .name = "gnmi",
+            .default_rank = 10,
+            .yang_module = fs_gnmi_yang_module,
+            .config_build = fs_gnmi_config_build,
+            .config_free = fs_gnmi_config_free,
+            .config_equal = fs_gnmi_config_equal,
+            .config_interval = fs_gnmi_config_interval,
+        },
+    .kind = FS_DRIVER_STREAM,
+    .init = gnmi_init,
+    .shutdown = fs_gnmi_shutdown,
+    .target_add = gnmi_target_add,
+    .target_remove = fs_gnmi_target_remove,
+    .cycle_start = NULL,
+    .cycle_cancel = NULL,
+};

@@ -1,0 +1,56 @@
+/*
+ * The gNMI driver: `const struct fs_driver fs_driver_gnmi` (kind FS_DRIVER_STREAM, block
+ * "gnmi", listed in drivers/registry.c) wraps the entry points below, which tools and
+ * tests also call directly (with a tap that sees every sample).
+ *
+ * A target's stream reports through its sink: one batch per Notification (stamped with
+ * the arrival time; the device timestamp goes to fs_sink_clock), fs_sink_done(OK,
+ * "synced") at each sync_response, and fs_sink_done(<kind>, reason) whenever the stream
+ * goes down (then it reconnects with backoff). No sample is invented across a gap.
+ *
+ * Ownership: the driver copies what it needs from cfg, address and name; the sink must
+ * stay valid until fs_gnmi_target_remove() returns. Secrets (password file/env, TLS key)
+ * are read at target_add and never logged.
+ */
+#ifndef FS_GNMI_H
+#define FS_GNMI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gnmi_config.h"
+#include "map.h"
+#include "store/sink.h"
+
+int fs_gnmi_init(void **state, char *errbuf, size_t errlen);
+void fs_gnmi_shutdown(void *state);
+
+/**
+ * Adds a target and starts its stream at once. tap (may be NULL) receives every sample
+ * as well, on the driver's thread: for tests and diagnostics.
+ */
+int fs_gnmi_target_add(void *state, const char *name, const char *address,
+                       const struct fs_gnmi_cfg *cfg, struct fs_sink *sink,
+                       const struct fs_gnmi_emit *tap, void *tap_arg, void **tstate, char *errbuf,
+                       size_t errlen);
+
+/** Stops the target's stream; no callback for it runs after return. */
+void fs_gnmi_target_remove(void *state, void *tstate);
+
+/** JSON members (no braces) describing the stream; the driver also publishes them as the
+ *  sink's detail (/api/v1/targets) at each state change, sync, and once a second while
+ *  updates flow. */
+size_t fs_gnmi_target_describe(void *state, void *tstate, char *buf, size_t len);
+
+/** A consistent copy of a target's counts. */
+struct fs_gnmi_target_stats {
+    int conn; /**< enum fs_gnmi_conn of grpc_io.h */
+    bool synced;
+    const char *encoding;
+    uint64_t attempts, downs, syncs;
+    struct fs_gnmi_map_stats map;
+    char last_error[256];
+};
+void fs_gnmi_target_get_stats(void *tstate, struct fs_gnmi_target_stats *out);
+
+#endif

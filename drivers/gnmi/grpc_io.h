@@ -1,0 +1,82 @@
+/*
+ * gNMI over the gRPC C core: the only part of the driver that calls gRPC.
+ *
+ * One struct fs_gnmi_io owns a completion queue and the thread that blocks in it (gRPC
+ * delivers messages only while a thread waits in grpc_completion_queue_next). Each
+ * stream is one target's connection: a channel, then per attempt a Capabilities call
+ * followed by the bidirectional Subscribe call. After any end or error the stream waits
+ * (exponential backoff with jitter and a cap) and tries again; a stream that receives
+ * nothing for stall_us is cancelled and retried the same way.
+ *
+ * Callbacks run on the I/O thread, one at a time, with decoded protobuf-c messages that
+ * are valid only during the call. Credentials travel as call metadata and are never
+ * logged or reported.
+ *
+ * Ownership: fs_gnmi_io_new/_free; a stream from fs_gnmi_stream_start is freed by
+ * fs_gnmi_stream_stop, after which no callback of it runs. Options are copied.
+ */
+#ifndef FS_GNMI_GRPC_IO_H
+#define FS_GNMI_GRPC_IO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gnmi.pb-c.h"
+#include "store/sink.h"
+
+struct fs_gnmi_io;
+struct fs_gnmi_stream;
+
+enum fs_gnmi_conn {
+    FS_GNMI_CONN_CONNECTING = 0, /**< Capabilities / Subscribe started */
+    FS_GNMI_CONN_STREAMING,      /**< the Subscribe call is open (first response seen) */
+    FS_GNMI_CONN_DOWN,           /**< the attempt ended; a retry is scheduled */
+    FS_GNMI_CONN_DONE,           /**< ONCE: the stream ended normally; reopened later */
+};
+
+struct fs_gnmi_stream_cb {
+    /**
+     * Builds the packed SubscribeRequest for this attempt; caps is the target's
+     * CapabilityResponse, NULL if Capabilities failed or is not implemented. *out gets a
+     * malloc'd buffer (the I/O layer frees it). Returns 0, or -1 to give the attempt up.
+     */
+    int (*subscribe_request)(void *arg, const Gnmi__CapabilityResponse *caps,
+                             ProtobufCBinaryData *out);
+    /** One SubscribeResponse, received at recv_us (CLOCK_REALTIME µs). */
+    void (*response)(void *arg, const Gnmi__SubscribeResponse *r, int64_t recv_us);
+    /** The connection changed state; r and msg say why when it went down. */
+    void (*state)(void *arg, enum fs_gnmi_conn st, enum fs_poll_result r, const char *msg);
+};
+
+struct fs_gnmi_stream_opts {
+    const char *target;      /**< "host:port" */
+    bool insecure;           /**< plaintext */
+    const char *ca_pem;      /**< NULL: the system's roots */
+    const char *cert_pem;    /**< client certificate chain (mTLS), or NULL */
+    const char *key_pem;     /**< its key */
+    const char *server_name; /**< name to check in the server certificate, or NULL */
+    const char *username;    /**< NULL: no credentials metadata */
+    const char *password;
+    int64_t stall_us;       /**< 0: no stall detection */
+    int64_t backoff_min_us; /**< first retry delay; 0: 1 s */
+    int64_t backoff_max_us; /**< cap; 0: 30 s */
+    int64_t poll_us;        /**< POLL mode: send a Poll this often; 0: never */
+    int64_t reopen_us;      /**< ONCE mode: reopen this long after a normal end */
+};
+
+/** Initialises gRPC and starts the I/O thread. Returns 0, or -1 with errbuf filled. */
+int fs_gnmi_io_new(struct fs_gnmi_io **out, char *errbuf, size_t errlen);
+
+/** Stops the thread and shuts gRPC down; every stream must have been stopped. */
+void fs_gnmi_io_free(struct fs_gnmi_io *io);
+
+/** Starts a stream (it connects at once). Returns 0, or -1 with errbuf filled. */
+int fs_gnmi_stream_start(struct fs_gnmi_io *io, const struct fs_gnmi_stream_opts *o,
+                         const struct fs_gnmi_stream_cb *cb, void *arg, struct fs_gnmi_stream **out,
+                         char *errbuf, size_t errlen);
+
+/** Cancels and frees a stream; returns once none of its callbacks can run any more. */
+void fs_gnmi_stream_stop(struct fs_gnmi_io *io, struct fs_gnmi_stream *s);
+
+#endif

@@ -1,0 +1,1246 @@
+/* gNMI Notification -> samples (see map.h). */
+#include "map.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PATH_MAX_ELEMS 64
+#define KEY_MAX 4096 /* longest joined path kept; longer ones are rejected */
+#define JSON_MAX_DEPTH 16
+#define MAX_LABELS 4
+#define MAX_DELETES 64 /* deletes honoured per notification */
+
+/* ---- how a resolved path turns into samples ---- */
+
+enum vkind {
+    VK_UNMAPPED = 0,
+    VK_COUNTER, /* u64 exact, times scale */
+    VK_GAUGE,   /* double times scale */
+    VK_UPDOWN,  /* "UP" -> 1, anything else -> 0 (oper/admin status) */
+};
+
+/* Where a label value comes from (built-in rules). */
+enum lsrc {
+    LS_NONE = 0,
+    LS_FIXED,      /* arg is the value */
+    LS_KEY,        /* first key of element `arg` ("elem") or named key ("elem.key") */
+    LS_KEY_DIGITS, /* trailing digits of that key's value ("UC3" -> "3") */
+    LS_LEAF_DIGIT, /* the single digit in the leaf name ("in-pfc3-packets" -> "3") */
+    LS_ACL,        /* flow rule of (acl set name, entry sequence-id) through the ACL map */
+    LS_ANYKEY,     /* user mappings: key named `arg` on any element */
+};
+
+struct lspec {
+    const char *label;
+    enum lsrc src;
+    const char *arg;
+};
+
+struct brule {
+    const char *path; /* element names joined by '/'; '#' in the leaf matches one digit */
+    enum fs_metric m;
+    enum vkind kind;
+    double scale;
+    struct lspec l[MAX_LABELS];
+};
+
+#define IFC "interfaces/interface/state/counters/"
+#define QS "qos/interfaces/interface/output/queues/queue/state/"
+#define SP "qos/interfaces/interface/switch-priority/state/"
+#define L_IF                                                                                       \
+    {                                                                                              \
+        "interface", LS_KEY, "interface"                                                           \
+    }
+#define L_RX                                                                                       \
+    {                                                                                              \
+        "direction", LS_FIXED, "rx"                                                                \
+    }
+#define L_TX                                                                                       \
+    {                                                                                              \
+        "direction", LS_FIXED, "tx"                                                                \
+    }
+#define L_TC                                                                                       \
+    {                                                                                              \
+        "tc", LS_KEY_DIGITS, "queue"                                                               \
+    }
+#define L_PRIO                                                                                     \
+    {                                                                                              \
+        "priority", LS_KEY_DIGITS, "switch-priority"                                               \
+    }
+#define L_RULE                                                                                     \
+    {                                                                                              \
+        "rule", LS_ACL, NULL                                                                       \
+    }
+
+/* The built-in table: OpenConfig interfaces/qos/acl and the Cumulus (NVUE) additions. */
+static const struct brule builtin_rules[] = {
+    {IFC "in-octets", FS_M_PORT_BYTES, VK_COUNTER, 1, {L_IF, L_RX}},
+    {IFC "out-octets", FS_M_PORT_BYTES, VK_COUNTER, 1, {L_IF, L_TX}},
+    {IFC "in-pkts", FS_M_PORT_PACKETS, VK_COUNTER, 1, {L_IF, L_RX}},
+    {IFC "out-pkts", FS_M_PORT_PACKETS, VK_COUNTER, 1, {L_IF, L_TX}},
+    {IFC "in-discards", FS_M_PORT_DISCARDS, VK_COUNTER, 1, {L_IF, L_RX}},
+    {IFC "out-discards", FS_M_PORT_DISCARDS, VK_COUNTER, 1, {L_IF, L_TX}},
+    {IFC "in-errors", FS_M_PORT_ERRORS, VK_COUNTER, 1, {L_IF, L_RX}},
+    {IFC "out-errors", FS_M_PORT_ERRORS, VK_COUNTER, 1, {L_IF, L_TX}},
+    {IFC "ecn-marked-pkts", FS_M_PORT_ECN_MARKED, VK_COUNTER, 1, {L_IF}},
+    {IFC "carrier-transitions", FS_M_PORT_OPER_CHANGES, VK_COUNTER, 1, {L_IF}},
+    {"interfaces/interface/state/oper-status", FS_M_PORT_OPER_UP, VK_UPDOWN, 1, {L_IF}},
+    {"interfaces/interface/state/admin-status", FS_M_PORT_ADMIN_UP, VK_UPDOWN, 1, {L_IF}},
+    {"interfaces/interface/state/high-speed", FS_M_PORT_SPEED, VK_GAUGE, 1e6, {L_IF}},
+    /* Cumulus nvidia-if-ethernet-ext: per-priority PFC frames in the leaf name. */
+    {"interfaces/interface/ethernet/state/counters/in-pfc#-packets",
+     FS_M_PFC_PAUSE_FRAMES,
+     VK_COUNTER,
+     1,
+     {L_IF, L_RX, {"priority", LS_LEAF_DIGIT, NULL}}},
+    {"interfaces/interface/ethernet/state/counters/out-pfc#-packets",
+     FS_M_PFC_PAUSE_FRAMES,
+     VK_COUNTER,
+     1,
+     {L_IF, L_TX, {"priority", LS_LEAF_DIGIT, NULL}}},
+    {QS "transmit-pkts", FS_M_QUEUE_TX_PACKETS, VK_COUNTER, 1, {L_IF, L_TC}},
+    {QS "transmit-octets", FS_M_QUEUE_TX_BYTES, VK_COUNTER, 1, {L_IF, L_TC}},
+    {QS "ecn-marked-pkts", FS_M_QUEUE_ECN_MARKED, VK_COUNTER, 1, {L_IF, L_TC}},
+    {QS "wred-dropped-pkts", FS_M_QUEUE_WRED_DROPPED, VK_COUNTER, 1, {L_IF, L_TC}},
+    {QS "no-buffer-uc-dropped-pkts", FS_M_QUEUE_NO_BUFFER_DROPPED, VK_COUNTER, 1, {L_IF, L_TC}},
+    {QS "instant-queue-len", FS_M_QUEUE_DEPTH, VK_GAUGE, 1, {L_IF, L_TC}},
+    {QS "max-queue-len", FS_M_QUEUE_DEPTH_MAX, VK_GAUGE, 1, {L_IF, L_TC}},
+    {SP "counters/in-pause-pkts", FS_M_PFC_PAUSE_FRAMES, VK_COUNTER, 1, {L_IF, L_RX, L_PRIO}},
+    {SP "counters/out-pause-pkts", FS_M_PFC_PAUSE_FRAMES, VK_COUNTER, 1, {L_IF, L_TX, L_PRIO}},
+    /* Pause durations are taken as microseconds (the NVUE CLI's unit). */
+    {SP "in-pause-duration", FS_M_PFC_PAUSE_SECONDS, VK_COUNTER, 1e-6, {L_IF, L_RX, L_PRIO}},
+    {SP "out-pause-duration", FS_M_PFC_PAUSE_SECONDS, VK_COUNTER, 1e-6, {L_IF, L_TX, L_PRIO}},
+    {SP "counters/in-pause-duration",
+     FS_M_PFC_PAUSE_SECONDS,
+     VK_COUNTER,
+     1e-6,
+     {L_IF, L_RX, L_PRIO}},
+    {SP "counters/out-pause-duration",
+     FS_M_PFC_PAUSE_SECONDS,
+     VK_COUNTER,
+     1e-6,
+     {L_IF, L_TX, L_PRIO}},
+    {"acl/acl-sets/acl-set/acl-entries/acl-entry/state/matched-packets",
+     FS_M_FLOW_RULE_PACKETS,
+     VK_COUNTER,
+     1,
+     {L_RULE}},
+    {"acl/acl-sets/acl-set/acl-entries/acl-entry/state/matched-octets",
+     FS_M_FLOW_RULE_BYTES,
+     VK_COUNTER,
+     1,
+     {L_RULE}},
+    {"acl/interfaces/interface/ingress-acl-sets/ingress-acl-set/acl-entries/acl-entry/state/"
+     "matched-packets",
+     FS_M_FLOW_RULE_PACKETS,
+     VK_COUNTER,
+     1,
+     {L_RULE}},
+    {"acl/interfaces/interface/ingress-acl-sets/ingress-acl-set/acl-entries/acl-entry/state/"
+     "matched-octets",
+     FS_M_FLOW_RULE_BYTES,
+     VK_COUNTER,
+     1,
+     {L_RULE}},
+    {"acl/interfaces/interface/egress-acl-sets/egress-acl-set/acl-entries/acl-entry/state/"
+     "matched-packets",
+     FS_M_FLOW_RULE_PACKETS,
+     VK_COUNTER,
+     1,
+     {L_RULE}},
+    {"acl/interfaces/interface/egress-acl-sets/egress-acl-set/acl-entries/acl-entry/state/"
+     "matched-octets",
+     FS_M_FLOW_RULE_BYTES,
+     VK_COUNTER,
+     1,
+     {L_RULE}},
+};
+#define N_BUILTIN (sizeof builtin_rules / sizeof builtin_rules[0])
+
+/* A rule split into element names, built once per map. */
+struct crule {
+    char **names;
+    size_t n_names;
+    enum fs_metric m;
+    enum vkind kind;
+    double scale;
+    struct lspec l[MAX_LABELS];
+    size_t n_labels;
+};
+
+/* A resolved path: what the cache holds. key, label values live in the same allocation. */
+struct rentry {
+    uint64_t hash;
+    uint32_t key_len;
+    uint8_t kind; /* enum vkind */
+    uint8_t n_labels;
+    bool deleted;
+    enum fs_metric m;
+    double scale;
+    struct fs_label labels[MAX_LABELS];
+    char key[]; /* key_len bytes, then NUL, then the label values */
+};
+
+/* A path element as seen during resolution (protobuf or a JSON member name). */
+struct pview {
+    const char *name;
+    Gnmi__PathElem__KeyEntry **keys;
+    size_t n_keys;
+};
+
+struct fs_gnmi_map {
+    struct crule *rules; /* built-in first, then the user's */
+    size_t n_rules;
+    struct fs_gnmi_acl_rule *acl;
+    size_t n_acl;
+    char **owned; /* strings copied from the options */
+    size_t n_owned;
+    struct rentry **slots;
+    size_t n_slots; /* power of two */
+    size_t cache_max;
+    struct fs_gnmi_map_stats st;
+    json_tokener *tok;
+    char key[KEY_MAX + 64]; /* scratch: the joined path being looked up */
+    struct pview views[PATH_MAX_ELEMS];
+    const char *json_names[JSON_MAX_DEPTH];
+    /* the notification being mapped */
+    const struct fs_gnmi_emit *e;
+    void *arg;
+    bool begun;
+    int64_t recv_us, device_ns;
+};
+
+/* ---- small helpers ---- */
+
+static const char *
+strip_module(const char *name)
+{
+    /* JSON_IETF and some targets qualify names: "openconfig-interfaces:interfaces". */
+    const char *c = strchr(name, ':');
+    return c ? c + 1 : name;
+}
+
+static uint64_t
+hash_bytes(const char *p, size_t n)
+{
+    uint64_t h = 0x243f6a8885a308d3ull ^ n;
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+        h ^= h >> 29;
+        p += 8;
+        n -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, p, n);
+    h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 32;
+    return h;
+}
+
+int
+fs_gnmi_metric_by_name(const char *name)
+{
+    for (int i = 0; i < FS_METRIC_COUNT; i++)
+        if (strcmp(fs_metric_defs[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+static char *
+own(struct fs_gnmi_map *m, const char *s)
+{
+    char **grown = realloc(m->owned, (m->n_owned + 1) * sizeof *grown);
+    if (!grown)
+        return NULL;
+    m->owned = grown;
+    char *c = strdup(s ? s : "");
+    if (c)
+        m->owned[m->n_owned++] = c;
+    return c;
+}
+
+/* Splits "a/b/c" (leading '/' and [keys] ignored, module prefixes stripped). */
+static int
+split_path(struct fs_gnmi_map *m, const char *path, struct crule *r)
+{
+    char buf[1024];
+    size_t o = 0;
+    int depth = 0;
+    r->names = NULL;
+    r->n_names = 0;
+    for (const char *p = path;; p++) {
+        if (*p == '[')
+            depth++;
+        else if (*p == ']' && depth > 0)
+            depth--;
+        else if ((*p == '/' || *p == '\0') && depth == 0) {
+            if (o > 0) {
+                buf[o] = '\0';
+                char **grown = realloc(r->names, (r->n_names + 1) * sizeof *grown);
+                if (!grown)
+                    return -1;
+                r->names = grown;
+                char *nm = own(m, strip_module(buf));
+                if (!nm)
+                    return -1;
+                r->names[r->n_names++] = nm;
+                o = 0;
+            }
+            if (*p == '\0')
+                break;
+        } else if (depth == 0) {
+            if (o + 1 >= sizeof buf)
+                return -1;
+            buf[o++] = *p;
+        }
+    }
+    return r->n_names > 0 && r->n_names <= PATH_MAX_ELEMS ? 0 : -1;
+}
+
+static bool
+metric_has_label(enum fs_metric mt, const char *label)
+{
+    const struct fs_metric_def *d = &fs_metric_defs[mt];
+    for (size_t i = 0; i < d->n_labels; i++)
+        if (strcmp(d->labels[i], label) == 0)
+            return true;
+    return false;
+}
+
+/* ---- construction ---- */
+
+struct fs_gnmi_map *
+fs_gnmi_map_new(const struct fs_gnmi_map_opts *o, char *errbuf, size_t errlen)
+{
+    static const struct fs_gnmi_map_opts none;
+    if (!o)
+        o = &none;
+    struct fs_gnmi_map *m = calloc(1, sizeof *m);
+    if (!m) {
+        snprintf(errbuf, errlen, "out of memory");
+        return NULL;
+    }
+    m->cache_max = o->cache_max ? o->cache_max : 65536;
+    m->n_slots = 1024;
+    m->slots = calloc(m->n_slots, sizeof *m->slots);
+    m->tok = json_tokener_new_ex(JSON_MAX_DEPTH * 2);
+    m->rules = calloc(N_BUILTIN + o->n_user_maps, sizeof *m->rules);
+    m->acl = calloc(o->n_acl_rules + 1, sizeof *m->acl);
+    if (!m->slots || !m->tok || !m->rules || !m->acl) {
+        snprintf(errbuf, errlen, "out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < N_BUILTIN; i++) {
+        const struct brule *b = &builtin_rules[i];
+        struct crule *r = &m->rules[m->n_rules++];
+        if (split_path(m, b->path, r) != 0) {
+            snprintf(errbuf, errlen, "out of memory");
+            goto fail;
+        }
+        r->m = b->m;
+        r->kind = b->kind;
+        r->scale = b->scale;
+        for (size_t j = 0; j < MAX_LABELS && b->l[j].label; j++)
+            r->l[r->n_labels++] = b->l[j];
+    }
+    for (size_t i = 0; i < o->n_user_maps; i++) {
+        const struct fs_gnmi_user_map *u = &o->user_maps[i];
+        struct crule *r = &m->rules[m->n_rules++];
+        int mt = u->metric ? fs_gnmi_metric_by_name(u->metric) : -1;
+        if (mt < 0) {
+            snprintf(errbuf, errlen, "mapping %zu: unknown metric %s", i,
+                     u->metric ? u->metric : "(none)");
+            goto fail;
+        }
+        if (!u->pattern || split_path(m, u->pattern, r) != 0) {
+            snprintf(errbuf, errlen, "mapping %zu: bad path pattern", i);
+            goto fail;
+        }
+        r->m = (enum fs_metric)mt;
+        r->kind = u->type == FS_GNMI_GAUGE ? VK_GAUGE : VK_COUNTER;
+        if ((fs_metric_defs[mt].type == FS_MT_COUNTER) != (r->kind == VK_COUNTER)) {
+            snprintf(errbuf, errlen, "mapping %zu: %s is a %s", i, u->metric,
+                     fs_metric_defs[mt].type_name);
+            goto fail;
+        }
+        r->scale = u->scale > 0 ? u->scale : 1.0;
+        if (u->n_labels > MAX_LABELS) {
+            snprintf(errbuf, errlen, "mapping %zu: more than %d labels", i, MAX_LABELS);
+            goto fail;
+        }
+        for (size_t j = 0; j < u->n_labels; j++) {
+            const struct fs_gnmi_label_src *ls = &u->labels[j];
+            if (!ls->label || !metric_has_label(r->m, ls->label)) {
+                snprintf(errbuf, errlen, "mapping %zu: %s has no label %s", i, u->metric,
+                         ls->label ? ls->label : "(none)");
+                goto fail;
+            }
+            struct lspec *l = &r->l[r->n_labels++];
+            l->label = own(m, ls->label);
+            l->src = ls->key ? LS_ANYKEY : LS_FIXED;
+            l->arg = own(m, ls->key ? ls->key : ls->value);
+            if (!l->label || !l->arg) {
+                snprintf(errbuf, errlen, "out of memory");
+                goto fail;
+            }
+        }
+    }
+    for (size_t i = 0; i < o->n_acl_rules; i++) {
+        const struct fs_gnmi_acl_rule *a = &o->acl_rules[i];
+        m->acl[i].acl_name = own(m, a->acl_name);
+        m->acl[i].rule = own(m, a->rule);
+        m->acl[i].sequence_id = a->sequence_id;
+        if (!m->acl[i].acl_name || !m->acl[i].rule) {
+            snprintf(errbuf, errlen, "out of memory");
+            goto fail;
+        }
+        m->n_acl++;
+    }
+    return m;
+fail:
+    fs_gnmi_map_free(m);
+    return NULL;
+}
+
+void
+fs_gnmi_map_free(struct fs_gnmi_map *m)
+{
+    if (!m)
+        return;
+    for (size_t i = 0; m->slots && i < m->n_slots; i++)
+        free(m->slots[i]);
+    free(m->slots);
+    for (size_t i = 0; m->rules && i < m->n_rules; i++)
+        free(m->rules[i].names);
+    free(m->rules);
+    for (size_t i = 0; i < m->n_owned; i++)
+        free(m->owned[i]);
+    free(m->owned);
+    free(m->acl);
+    if (m->tok)
+        json_tokener_free(m->tok);
+    free(m);
+}
+
+const struct fs_gnmi_map_stats *
+fs_gnmi_map_get_stats(const struct fs_gnmi_map *m)
+{
+    return &m->st;
+}
+
+/* ---- the joined path (cache key) ----
+ * origin, then per element \x01 name and per key \x02 key \x03 value. Control bytes
+ * keep "a/b" as a name apart from two elements; keys stay in wire order. */
+
+static bool
+key_put(char *k, size_t *len, char tag, const char *s)
+{
+    size_t n = strlen(s);
+    if (*len + n + 1 > KEY_MAX)
+        return false;
+    k[(*len)++] = tag;
+    memcpy(k + *len, s, n);
+    *len += n;
+    return true;
+}
+
+static bool
+key_elem(char *k, size_t *len, const Gnmi__PathElem *pe)
+{
+    if (!pe || !key_put(k, len, '\x01', pe->name ? pe->name : ""))
+        return false;
+    for (size_t j = 0; j < pe->n_key; j++) {
+        const Gnmi__PathElem__KeyEntry *ke = pe->key[j];
+        if (!ke || !key_put(k, len, '\x02', ke->key ? ke->key : "") ||
+            !key_put(k, len, '\x03', ke->value ? ke->value : ""))
+            return false;
+    }
+    return true;
+}
+
+static bool
+key_path(char *k, size_t *len, const Gnmi__Path *p, bool with_origin)
+{
+    if (!p)
+        return true;
+    if (with_origin && p->origin && p->origin[0] && !key_put(k, len, '\x04', p->origin))
+        return false;
+    for (size_t i = 0; i < p->n_elem; i++)
+        if (!key_elem(k, len, p->elem[i]))
+            return false;
+    return true;
+}
+
+/* ---- resolution (cache misses only) ---- */
+
+static const char *
+view_key(const struct pview *v, const char *keyname)
+{
+    for (size_t j = 0; j < v->n_keys; j++)
+        if (v->keys[j] && v->keys[j]->key && (!keyname || strcmp(v->keys[j]->key, keyname) == 0))
+            return v->keys[j]->value ? v->keys[j]->value : "";
+    return NULL;
+}
+
+static const char *
+elem_key(const struct pview *vs, size_t n, const char *arg)
+{
+    char elem[64];
+    const char *dot = strchr(arg, '.');
+    size_t el = dot ? (size_t)(dot - arg) : strlen(arg);
+    if (el >= sizeof elem)
+        return NULL;
+    memcpy(elem, arg, el);
+    elem[el] = '\0';
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(strip_module(vs[i].name), elem) == 0)
+            return view_key(&vs[i], dot ? dot + 1 : NULL);
+    return NULL;
+}
+
+static bool
+leaf_match(const char *pat, const char *name, char *digit)
+{
+    for (; *pat; pat++, name++) {
+        if (*pat == '#') {
+            if (!isdigit((unsigned char)*name))
+                return false;
+            *digit = *name;
+        } else if (*pat != *name)
+            return false;
+    }
+    return *name == '\0';
+}
+
+static const char *
+acl_rule(const struct fs_gnmi_map *m, const struct pview *vs, size_t n)
+{
+    const char *set = elem_key(vs, n, "acl-set.name");
+    if (!set)
+        set = elem_key(vs, n, "ingress-acl-set.set-name");
+    if (!set)
+        set = elem_key(vs, n, "egress-acl-set.set-name");
+    const char *seq = elem_key(vs, n, "acl-entry.sequence-id");
+    if (!set || !seq)
+        return NULL;
+    char *end;
+    errno = 0;
+    long long sq = strtoll(seq, &end, 10);
+    if (errno || end == seq || *end)
+        return NULL;
+    for (size_t i = 0; i < m->n_acl; i++)
+        if (strcmp(m->acl[i].acl_name, set) == 0 &&
+            (m->acl[i].sequence_id < 0 || m->acl[i].sequence_id == sq))
+            return m->acl[i].rule;
+    return NULL;
+}
+
+/* Matches the rules against the path; fills the entry's metric/kind and label values. */
+static bool
+resolve(const struct fs_gnmi_map *m, const struct pview *vs, size_t n, const struct crule **out,
+        const char *vals[MAX_LABELS], char digits[MAX_LABELS][24])
+{
+    for (size_t ri = 0; ri < m->n_rules; ri++) {
+        const struct crule *r = &m->rules[ri];
+        if (r->n_names != n)
+            continue;
+        char leafdigit = 0;
+        size_t i;
+        for (i = 0; i < n; i++) {
+            const char *nm = strip_module(vs[i].name);
+            if (i + 1 == n && strchr(r->names[i], '#')) {
+                if (!leaf_match(r->names[i], nm, &leafdigit))
+                    break;
+            } else if (strcmp(r->names[i], "*") != 0 && strcmp(r->names[i], nm) != 0)
+                break;
+        }
+        if (i != n)
+            continue;
+        bool ok = true;
+        for (size_t j = 0; j < r->n_labels && ok; j++) {
+            const struct lspec *l = &r->l[j];
+            const char *v = NULL;
+            switch (l->src) {
+            case LS_FIXED:
+                v = l->arg;
+                break;
+            case LS_KEY:
+                v = elem_key(vs, n, l->arg);
+                break;
+            case LS_KEY_DIGITS: {
+                const char *k = elem_key(vs, n, l->arg);
+                if (k) {
+                    size_t kl = strlen(k), s = kl;
+                    while (s > 0 && isdigit((unsigned char)k[s - 1]))
+                        s--;
+                    if (s < kl && kl - s < sizeof digits[j]) {
+                        memcpy(digits[j], k + s, kl - s);
+                        digits[j][kl - s] = '\0';
+                        v = digits[j];
+                    }
+                }
+                break;
+            }
+            case LS_LEAF_DIGIT:
+                if (leafdigit) {
+                    digits[j][0] = leafdigit;
+                    digits[j][1] = '\0';
+                    v = digits[j];
+                }
+                break;
+            case LS_ACL:
+                v = acl_rule(m, vs, n);
+                break;
+            case LS_ANYKEY:
+                for (size_t e = 0; e < n && !v; e++)
+                    v = view_key(&vs[e], l->arg);
+                break;
+            case LS_NONE:
+                break;
+            }
+            ok = v != NULL && v[0] != '\0';
+            vals[j] = v;
+        }
+        if (!ok)
+            return false; /* the path matched but lacks a label: not mappable */
+        *out = r;
+        return true;
+    }
+    return false;
+}
+
+static struct rentry *
+make_entry(const struct fs_gnmi_map *m, const char *key, size_t key_len, uint64_t h,
+           const struct pview *vs, size_t n)
+{
+    const struct crule *r = NULL;
+    const char *vals[MAX_LABELS] = {0};
+    char digits[MAX_LABELS][24];
+    bool mapped = resolve(m, vs, n, &r, vals, digits);
+    size_t extra = 0;
+    if (mapped)
+        for (size_t j = 0; j < r->n_labels; j++)
+            extra += strlen(vals[j]) + 1;
+    struct rentry *e = calloc(1, sizeof *e + key_len + 1 + extra);
+    if (!e)
+        return NULL;
+    e->hash = h;
+    e->key_len = (uint32_t)key_len;
+    memcpy(e->key, key, key_len);
+    e->key[key_len] = '\0';
+    if (!mapped)
+        return e; /* kind VK_UNMAPPED */
+    e->kind = (uint8_t)r->kind;
+    e->m = r->m;
+    e->scale = r->scale;
+    char *p = e->key + key_len + 1;
+    for (size_t j = 0; j < r->n_labels; j++) {
+        size_t l = strlen(vals[j]);
+        memcpy(p, vals[j], l + 1);
+        e->labels[j].name = r->l[j].label;
+        e->labels[j].value = p;
+        p += l + 1;
+    }
+    e->n_labels = (uint8_t)r->n_labels;
+    return e;
+}
+
+static void
+cache_grow(struct fs_gnmi_map *m)
+{
+    size_t ns = m->n_slots * 2;
+    struct rentry **s = calloc(ns, sizeof *s);
+    if (!s)
+        return; /* keep the current table; inserts stop at its load limit */
+    for (size_t i = 0; i < m->n_slots; i++) {
+        struct rentry *e = m->slots[i];
+        if (!e)
+            continue;
+        size_t j = e->hash & (ns - 1);
+        while (s[j])
+            j = (j + 1) & (ns - 1);
+        s[j] = e;
+    }
+    free(m->slots);
+    m->slots = s;
+    m->n_slots = ns;
+}
+
+/* Finds the entry of key (m->key[0..len)); on a miss resolves it from the views. The
+ * returned entry is owned by the cache, or by *tmp (caller frees) when the cache is full. */
+static struct rentry *
+lookup(struct fs_gnmi_map *m, size_t len, size_t n_views, struct rentry **tmp)
+{
+    uint64_t h = hash_bytes(m->key, len);
+    size_t mask = m->n_slots - 1, i = h & mask;
+    for (struct rentry *e; (e = m->slots[i]) != NULL; i = (i + 1) & mask)
+        if (e->hash == h && e->key_len == len && memcmp(e->key, m->key, len) == 0)
+            return e;
+    struct rentry *e = make_entry(m, m->key, len, h, m->views, n_views);
+    if (!e)
+        return NULL;
+    if (m->st.cache_entries >= m->cache_max) {
+        m->st.cache_overflow++;
+        *tmp = e;
+        return e;
+    }
+    m->slots[i] = e;
+    m->st.cache_entries++;
+    if (m->st.cache_entries * 2 > m->n_slots)
+        cache_grow(m);
+    return e;
+}
+
+/* ---- values ---- */
+
+enum vtype { V_NONE = 0, V_U64, V_I64, V_DBL, V_STR, V_BOOL };
+struct val {
+    enum vtype t;
+    uint64_t u;
+    int64_t i;
+    double d;
+    const char *s;
+};
+
+static bool
+parse_u64(const char *s, uint64_t *out)
+{
+    if (!s || !isdigit((unsigned char)s[0]))
+        return false;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end)
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool
+val_u64(const struct val *v, uint64_t *out)
+{
+    switch (v->t) {
+    case V_U64:
+        *out = v->u;
+        return true;
+    case V_I64:
+        if (v->i < 0)
+            return false;
+        *out = (uint64_t)v->i;
+        return true;
+    case V_DBL:
+        if (!(v->d >= 0 && v->d < 18446744073709551616.0) || v->d != floor(v->d))
+            return false;
+        *out = (uint64_t)v->d;
+        return true;
+    case V_STR:
+        return parse_u64(v->s, out);
+    default:
+        return false;
+    }
+}
+
+static bool
+val_double(const struct val *v, double *out)
+{
+    switch (v->t) {
+    case V_U64:
+        *out = (double)v->u;
+        return true;
+    case V_I64:
+        *out = (double)v->i;
+        return true;
+    case V_DBL:
+        *out = v->d;
+        return isfinite(v->d);
+    case V_BOOL:
+        *out = v->u ? 1 : 0;
+        return true;
+    case V_STR: {
+        if (!v->s || !v->s[0])
+            return false;
+        char *end;
+        errno = 0;
+        double d = strtod(v->s, &end);
+        if (errno || *end || !isfinite(d))
+            return false;
+        *out = d;
+        return true;
+    }
+    default:
+        return false;
+    }
+}
+
+static bool
+val_updown(const struct val *v, double *out)
+{
+    if (v->t == V_STR) {
+        *out = strcmp(strip_module(v->s), "UP") == 0 ? 1 : 0;
+        return true;
+    }
+    if (v->t == V_BOOL) {
+        *out = v->u ? 1 : 0;
+        return true;
+    }
+    return false;
+}
+
+static void
+begin_batch(struct fs_gnmi_map *m)
+{
+    if (m->begun)
+        return;
+    m->begun = true;
+    if (m->e->begin)
+        m->e->begin(m->arg, m->recv_us, m->device_ns);
+}
+
+static void
+emit_value(struct fs_gnmi_map *m, struct rentry *e, const struct val *v)
+{
+    if (e->kind == VK_UNMAPPED) {
+        m->st.unmapped++;
+        return;
+    }
+    uint64_t u;
+    double d;
+    switch ((enum vkind)e->kind) {
+    case VK_COUNTER:
+        if (!val_u64(v, &u))
+            goto rejected;
+        begin_batch(m);
+        if (m->e->counter)
+            m->e->counter(m->arg, e->m, e->labels, e->n_labels, u, e->scale);
+        break;
+    case VK_GAUGE:
+        if (!val_double(v, &d))
+            goto rejected;
+        begin_batch(m);
+        if (m->e->gauge)
+            m->e->gauge(m->arg, e->m, e->labels, e->n_labels, d * e->scale);
+        break;
+    case VK_UPDOWN:
+        if (!val_updown(v, &d))
+            goto rejected;
+        begin_batch(m);
+        if (m->e->gauge)
+            m->e->gauge(m->arg, e->m, e->labels, e->n_labels, d);
+        break;
+    default:
+        goto rejected;
+    }
+    e->deleted = false;
+    m->st.mapped++;
+    return;
+rejected:
+    m->st.rejected++;
+}
+
+/* Resolves m->key[0..len) with n_views views and emits v. */
+static void
+map_leaf(struct fs_gnmi_map *m, size_t len, size_t n_views, const struct val *v)
+{
+    struct rentry *tmp = NULL;
+    struct rentry *e = lookup(m, len, n_views, &tmp);
+    if (!e) {
+        m->st.rejected++;
+        return;
+    }
+    emit_value(m, e, v);
+    free(tmp);
+}
+
+static void
+json_to_val(json_object *jo, struct val *v)
+{
+    memset(v, 0, sizeof *v);
+    switch (json_object_get_type(jo)) {
+    case json_type_int: {
+        int64_t i = json_object_get_int64(jo);
+        if (i < 0) {
+            v->t = V_I64;
+            v->i = i;
+        } else {
+            v->t = V_U64;
+            v->u = json_object_get_uint64(jo);
+        }
+        break;
+    }
+    case json_type_double:
+        v->t = V_DBL;
+        v->d = json_object_get_double(jo);
+        break;
+    case json_type_boolean:
+        v->t = V_BOOL;
+        v->u = json_object_get_boolean(jo) ? 1 : 0;
+        break;
+    case json_type_string:
+        v->t = V_STR;
+        v->s = json_object_get_string(jo);
+        break;
+    default:
+        v->t = V_NONE;
+        break;
+    }
+}
+
+/* A JSON value at m->key[0..len): leaves map one by one, containers extend the path. */
+static void
+map_json(struct fs_gnmi_map *m, json_object *jo, size_t len, size_t n_views, int depth)
+{
+    if (json_object_get_type(jo) != json_type_object) {
+        struct val v;
+        json_to_val(jo, &v);
+        if (v.t == V_NONE) {
+            m->st.rejected++; /* arrays (JSON lists need their keys) and null */
+            return;
+        }
+        map_leaf(m, len, n_views, &v);
+        return;
+    }
+    if (depth >= JSON_MAX_DEPTH || n_views >= PATH_MAX_ELEMS) {
+        m->st.rejected++;
+        return;
+    }
+    json_object_object_foreach(jo, name, child)
+    {
+        size_t l = len;
+        if (!key_put(m->key, &l, '\x01', name)) {
+            m->st.rejected++;
+            continue;
+        }
+        m->views[n_views] = (struct pview){name, NULL, 0};
+        map_json(m, child, l, n_views + 1, depth + 1);
+    }
+}
+
+static void
+map_json_bytes(struct fs_gnmi_map *m, const ProtobufCBinaryData *b, size_t len, size_t n_views)
+{
+    if (!b->data || b->len == 0 || b->len > INT32_MAX) {
+        m->st.rejected++;
+        return;
+    }
+    json_tokener_reset(m->tok);
+    json_object *jo = json_tokener_parse_ex(m->tok, (const char *)b->data, (int)b->len);
+    /* A bare number at the end of the bytes is complete only once the tokener sees a
+     * terminator: hand it the NUL the wire form lacks. */
+    if (!jo && json_tokener_get_error(m->tok) == json_tokener_continue)
+        jo = json_tokener_parse_ex(m->tok, "", 1);
+    if (!jo) {
+        m->st.rejected++;
+        return;
+    }
+    map_json(m, jo, len, n_views, 0);
+    json_object_put(jo);
+}
+
+static void
+map_typed(struct fs_gnmi_map *m, const Gnmi__TypedValue *tv, size_t len, size_t n_views)
+{
+    struct val v = {0};
+    switch (tv->value_case) {
+    case GNMI__TYPED_VALUE__VALUE_UINT_VAL:
+        v.t = V_U64;
+        v.u = tv->uint_val;
+        break;
+    case GNMI__TYPED_VALUE__VALUE_INT_VAL:
+        v.t = V_I64;
+        v.i = tv->int_val;
+        break;
+    case GNMI__TYPED_VALUE__VALUE_DOUBLE_VAL:
+        v.t = V_DBL;
+        v.d = tv->double_val;
+        break;
+    case GNMI__TYPED_VALUE__VALUE_FLOAT_VAL:
+        v.t = V_DBL;
+        v.d = tv->float_val;
+        break;
+    case GNMI__TYPED_VALUE__VALUE_BOOL_VAL:
+        v.t = V_BOOL;
+        v.u = tv->bool_val ? 1 : 0;
+        break;
+    case GNMI__TYPED_VALUE__VALUE_STRING_VAL:
+        v.t = V_STR;
+        v.s = tv->string_val ? tv->string_val : "";
+        break;
+    case GNMI__TYPED_VALUE__VALUE_ASCII_VAL:
+        v.t = V_STR;
+        v.s = tv->ascii_val ? tv->ascii_val : "";
+        break;
+    case GNMI__TYPED_VALUE__VALUE_DECIMAL_VAL:
+        if (!tv->decimal_val || tv->decimal_val->precision > 18)
+            break;
+        if (tv->decimal_val->precision == 0) {
+            v.t = V_I64;
+            v.i = tv->decimal_val->digits;
+        } else {
+            v.t = V_DBL;
+            v.d = (double)tv->decimal_val->digits / pow(10, tv->decimal_val->precision);
+        }
+        break;
+    case GNMI__TYPED_VALUE__VALUE_JSON_VAL:
+        map_json_bytes(m, &tv->json_val, len, n_views);
+        return;
+    case GNMI__TYPED_VALUE__VALUE_JSON_IETF_VAL:
+        map_json_bytes(m, &tv->json_ietf_val, len, n_views);
+        return;
+    default:
+        break;
+    }
+    if (v.t == V_NONE) {
+        /* A value of no usable type is rejected if its path is mapped, else unmapped. */
+        struct rentry *tmp = NULL;
+        struct rentry *e = lookup(m, len, n_views, &tmp);
+        if (e && e->kind == VK_UNMAPPED)
+            m->st.unmapped++;
+        else
+            m->st.rejected++;
+        free(tmp);
+        return;
+    }
+    map_leaf(m, len, n_views, &v);
+}
+
+/* Adds the views of a path after n existing ones; false if too deep. */
+static bool
+add_views(struct fs_gnmi_map *m, const Gnmi__Path *p, size_t *n)
+{
+    if (!p)
+        return true;
+    for (size_t i = 0; i < p->n_elem; i++) {
+        const Gnmi__PathElem *pe = p->elem[i];
+        if (*n >= PATH_MAX_ELEMS)
+            return false;
+        m->views[(*n)++] = (struct pview){pe->name ? pe->name : "", pe->key, pe->n_key};
+    }
+    return true;
+}
+
+/* Marks every cached mapped path under the deleted path (key[0..len)) deleted. */
+static void
+map_delete(struct fs_gnmi_map *m, size_t len)
+{
+    for (size_t i = 0; i < m->n_slots; i++) {
+        struct rentry *e = m->slots[i];
+        if (!e || e->kind == VK_UNMAPPED || e->deleted || e->key_len < len ||
+            memcmp(e->key, m->key, len) != 0)
+            continue;
+        char next = e->key_len > len ? e->key[len] : '\0';
+        if (next != '\0' && next != '\x01' && next != '\x02')
+            continue; /* "/a/bc" is not under "/a/b" */
+        e->deleted = true;
+        m->st.deletes++;
+        begin_batch(m);
+        if (m->e->deleted)
+            m->e->deleted(m->arg, e->m, e->labels, e->n_labels);
+    }
+}
+
+void
+fs_gnmi_map_notification(struct fs_gnmi_map *m, const Gnmi__Notification *n, int64_t recv_us,
+                         const struct fs_gnmi_emit *e, void *arg)
+{
+    m->st.notifications++;
+    m->e = e;
+    m->arg = arg;
+    m->begun = false;
+    m->recv_us = recv_us;
+    m->device_ns = n->timestamp;
+    if (n->timestamp > 0)
+        m->st.last_device_ns = n->timestamp;
+
+    /* The prefix's part of the key and views, shared by every update. */
+    size_t plen = 0, pviews = 0;
+    bool prefix_ok = key_path(m->key, &plen, n->prefix, true) && add_views(m, n->prefix, &pviews);
+
+    for (size_t i = 0; i < n->n_update; i++) {
+        const Gnmi__Update *u = n->update[i];
+        m->st.updates++;
+        size_t len = plen, nv = pviews;
+        if (!prefix_ok || !u || !u->path ||
+            !key_path(m->key, &len, u->path,
+                      !(n->prefix && n->prefix->origin && n->prefix->origin[0])) ||
+            !add_views(m, u->path, &nv) || nv == 0) {
+            m->st.rejected++;
+            continue;
+        }
+        if (u->val)
+            map_typed(m, u->val, len, nv);
+        else if (u->value && (u->value->type == GNMI__ENCODING__JSON ||
+                              u->value->type == GNMI__ENCODING__JSON_IETF))
+            map_json_bytes(m, &u->value->value, len, nv);
+        else
+            m->st.rejected++;
+    }
+    for (size_t i = 0; i < n->n_delete_; i++) {
+        size_t len = plen;
+        /* Each delete scans the cache: bound the work one notification can cause. */
+        if (i >= MAX_DELETES) {
+            m->st.rejected += n->n_delete_ - i;
+            break;
+        }
+        if (prefix_ok && key_path(m->key, &len, n->delete_[i], true))
+            map_delete(m, len);
+    }
+    if (m->begun && e->end)
+        e->end(arg);
+}
+
+/* ---- the sink emitter ---- */
+
+static void
+sink_begin(void *arg, int64_t recv_us, int64_t device_ns)
+{
+    struct fs_gnmi_sink_arg *a = arg;
+    fs_sink_begin(a->sink, recv_us);
+    /* One clock measurement per second is plenty: the core keeps the tightest. */
+    if (device_ns > 0 && recv_us - a->last_clock_us >= 1000000) {
+        a->last_clock_us = recv_us;
+        int64_t w = a->clock_window_us > 0 ? a->clock_window_us : 1000000;
+        fs_sink_clock(a->sink, device_ns / 1000, recv_us - w, recv_us);
+    }
+}
+
+static void
+sink_counter(void *arg, enum fs_metric mt, const struct fs_label *l, size_t n, uint64_t raw,
+             double scale)
+{
+    struct fs_gnmi_sink_arg *a = arg;
+    if (scale == 1.0)
+        fs_sink_counter(a->sink, mt, l, n, raw, 64);
+    else
+        fs_sink_counter_scaled(a->sink, mt, l, n, raw, 64, scale);
+}
+
+static void
+sink_gauge(void *arg, enum fs_metric mt, const struct fs_label *l, size_t n, double v)
+{
+    struct fs_gnmi_sink_arg *a = arg;
+    fs_sink_gauge(a->sink, mt, l, n, v);
+}
+
+static void
+sink_end(void *arg)
+{
+    struct fs_gnmi_sink_arg *a = arg;
+    fs_sink_end(a->sink);
+}
+
+/* Deletes: the sink has no call to retire a series at once; a deleted path stops being
+ * reported, so its series goes stale after the target's staleness bound. */
+const struct fs_gnmi_emit fs_gnmi_sink_emit = {sink_begin, sink_counter, sink_gauge, NULL,
+                                               sink_end};
+
+/* ---- path strings (config subscriptions, user patterns) ---- */
+
+/* Reads one token up to an unescaped character of `stops` into a new string. */
+static char *
+path_token(const char **pp, const char *stops)
+{
+    const char *p = *pp;
+    size_t cap = strlen(p) + 1, o = 0;
+    char *t = malloc(cap);
+    if (!t)
+        return NULL;
+    while (*p && !strchr(stops, *p)) {
+        if (*p == '\\' && p[1])
+            p++;
+        t[o++] = *p++;
+    }
+    t[o] = '\0';
+    *pp = p;
+    return t;
+}
+
+int
+fs_gnmi_path_parse(const char *s, Gnmi__Path **out, char *errbuf, size_t errlen)
+{
+    int rc = -1;
+    *out = NULL;
+    Gnmi__Path *path = malloc(sizeof *path);
+    if (!path) {
+        snprintf(errbuf, errlen, "out of memory");
+        return -1;
+    }
+    gnmi__path__init(path);
+    const char *p = s;
+    const char *colon = strchr(s, ':'), *slash = strchr(s, '/');
+    if (colon && (!slash || colon < slash) && colon > s) {
+        path->origin = strndup(s, (size_t)(colon - s));
+        if (!path->origin)
+            goto oom;
+        p = colon + 1;
+    }
+    while (*p) {
+        if (*p == '/') {
+            p++;
+            continue;
+        }
+        Gnmi__PathElem **ge = realloc(path->elem, (path->n_elem + 1) * sizeof *ge);
+        if (!ge)
+            goto oom;
+        path->elem = ge;
+        Gnmi__PathElem *pe = malloc(sizeof *pe);
+        if (!pe)
+            goto oom;
+        gnmi__path_elem__init(pe);
+        path->elem[path->n_elem++] = pe;
+        if (!(pe->name = path_token(&p, "/[")))
+            goto oom;
+        if (!pe->name[0]) {
+            snprintf(errbuf, errlen, "empty element name in path %s", s);
+            goto done;
+        }
+        while (*p == '[') {
+            p++;
+            Gnmi__PathElem__KeyEntry **gk = realloc(pe->key, (pe->n_key + 1) * sizeof *gk);
+            if (!gk)
+                goto oom;
+            pe->key = gk;
+            Gnmi__PathElem__KeyEntry *ke = malloc(sizeof *ke);
+            if (!ke)
+                goto oom;
+            gnmi__path_elem__key_entry__init(ke);
+            pe->key[pe->n_key++] = ke;
+            ke->key = path_token(&p, "=]");
+            if (!ke->key)
+                goto oom;
+            if (*p != '=' || !ke->key[0]) {
+                snprintf(errbuf, errlen, "key without name=value in path %s", s);
+                ke->value = NULL;
+                goto done;
+            }
+            p++;
+            if (!(ke->value = path_token(&p, "]")))
+                goto oom;
+            if (*p != ']') {
+                snprintf(errbuf, errlen, "unterminated key in path %s", s);
+                goto done;
+            }
+            p++;
+        }
+        if (*p && *p != '/') {
+            snprintf(errbuf, errlen, "unexpected '%c' in path %s", *p, s);
+            goto done;
+        }
+    }
+    rc = 0;
+    *out = path;
+    path = NULL;
+    goto done;
+oom:
+    snprintf(errbuf, errlen, "out of memory");
+done:
+    if (path)
+        protobuf_c_message_free_unpacked(&path->base, NULL);
+    return rc;
+}

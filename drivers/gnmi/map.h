@@ -1,0 +1,131 @@
+/*
+ * gNMI Notification -> normalized samples: the pure half of the gNMI driver.
+ *
+ * No I/O and no gRPC here: the driver hands every decoded Notification (protobuf-c)
+ * to fs_gnmi_map_notification(), which joins prefix and path, resolves the joined path
+ * to a catalogue metric and labels (built-in OpenConfig/Cumulus table, then the user's
+ * mappings), decodes the value (PROTO typed values, JSON and JSON_IETF through json-c)
+ * and reports the samples through an emitter (one batch per notification).
+ *
+ * Resolution is cached per target: the joined path is hashed and looked up, so a steady
+ * stream costs one hash, one lookup and one compare per update. Unmapped paths are
+ * cached too. The cache is bounded (a hostile target may send endless distinct paths):
+ * when full, paths are resolved without being cached and counted in cache_overflow.
+ *
+ * Everything a target sends is untrusted: any value type for any path, paths of any
+ * depth, keys with any bytes, JSON of any shape. Bad values are counted as rejected and
+ * skipped; nothing here fails.
+ *
+ * Ownership. struct fs_gnmi_map belongs to the caller (fs_gnmi_map_new/_free); it copies
+ * what it needs from the options. Label strings handed to the emitter belong to the map
+ * and are valid only during the call. Not thread-safe: one map per target, one thread.
+ */
+#ifndef FS_GNMI_MAP_H
+#define FS_GNMI_MAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gnmi.pb-c.h"
+#include "metrics_catalogue.h"
+#include "store/sink.h"
+
+/** ACL entry -> flow rule (labels `rule` of fabric_flow_rule_*_total). */
+struct fs_gnmi_acl_rule {
+    char *acl_name;      /**< the ACL set's name as the target reports it */
+    int64_t sequence_id; /**< the entry's sequence-id; -1: every entry of the set */
+    char *rule;          /**< flow rule name (config flow_rules[].name) */
+};
+
+/** A label of a user mapping: taken from a path key, or fixed. */
+struct fs_gnmi_label_src {
+    char *label; /**< catalogue label name of the metric, e.g. "interface" */
+    char *key;   /**< path key name whose value is the label ("name"), or NULL */
+    char *value; /**< fixed value when key is NULL */
+};
+
+enum fs_gnmi_value_type { FS_GNMI_COUNTER = 0, FS_GNMI_GAUGE };
+
+/** A user mapping: path pattern -> catalogue metric. */
+struct fs_gnmi_user_map {
+    char *pattern; /**< "/interfaces/interface/state/counters/in-fcs-errors"; keys in the
+                        pattern are ignored, an element `*` matches any one element */
+    char *metric;  /**< catalogue metric name, e.g. "fabric_port_errors_total" */
+    enum fs_gnmi_value_type type;
+    double scale; /**< 0 means 1 */
+    struct fs_gnmi_label_src *labels;
+    size_t n_labels;
+};
+
+struct fs_gnmi_map_opts {
+    const struct fs_gnmi_user_map *user_maps;
+    size_t n_user_maps;
+    const struct fs_gnmi_acl_rule *acl_rules;
+    size_t n_acl_rules;
+    size_t cache_max; /**< resolved paths kept; 0: 65536 */
+};
+
+/** Per-target counts (monotonic). */
+struct fs_gnmi_map_stats {
+    uint64_t notifications;
+    uint64_t updates;  /**< Update messages received */
+    uint64_t mapped;   /**< values reported as samples */
+    uint64_t unmapped; /**< values of paths no mapping covers (dropped) */
+    uint64_t rejected; /**< values that could not be decoded for their mapping */
+    uint64_t deletes;  /**< series marked deleted */
+    uint64_t cache_overflow;
+    size_t cache_entries;
+    int64_t last_device_ns; /**< timestamp of the latest notification (device clock) */
+};
+
+/**
+ * Where samples go. begin/end bracket one notification that has updates or deletes.
+ * device_ns is the notification's timestamp (device clock, 0 if absent). deleted is
+ * called for each mapped series whose path the target deleted. Any member may be NULL.
+ */
+struct fs_gnmi_emit {
+    void (*begin)(void *arg, int64_t recv_us, int64_t device_ns);
+    void (*counter)(void *arg, enum fs_metric m, const struct fs_label *labels, size_t n,
+                    uint64_t raw, double scale);
+    void (*gauge)(void *arg, enum fs_metric m, const struct fs_label *labels, size_t n,
+                  double value);
+    void (*deleted)(void *arg, enum fs_metric m, const struct fs_label *labels, size_t n);
+    void (*end)(void *arg);
+};
+
+/**
+ * The emitter that writes into a sink (arg: struct fs_gnmi_sink_arg *): batches via
+ * fs_sink_begin/end stamped with the receive time, counters as 64-bit, and the device
+ * timestamp as a clock measurement (fs_sink_clock) bounded by [recv - clock_window, recv].
+ */
+extern const struct fs_gnmi_emit fs_gnmi_sink_emit;
+struct fs_gnmi_sink_arg {
+    struct fs_sink *sink;
+    int64_t clock_window_us; /**< how old a notification's timestamp may be at arrival */
+    int64_t last_clock_us;   /**< internal: clock reported at most once per second */
+};
+
+/** Creates a map; NULL with errbuf filled on a bad option (unknown metric or label). */
+struct fs_gnmi_map *fs_gnmi_map_new(const struct fs_gnmi_map_opts *o, char *errbuf, size_t errlen);
+
+void fs_gnmi_map_free(struct fs_gnmi_map *m);
+
+/** Maps one notification received at recv_us (CLOCK_REALTIME µs). */
+void fs_gnmi_map_notification(struct fs_gnmi_map *m, const Gnmi__Notification *n, int64_t recv_us,
+                              const struct fs_gnmi_emit *e, void *arg);
+
+const struct fs_gnmi_map_stats *fs_gnmi_map_get_stats(const struct fs_gnmi_map *m);
+
+/**
+ * Parses a gNMI path string ("origin:/a/b[k=v][k2=*]/c"; `\` escapes `]`, `[`, `/`, `=`
+ * and `\` inside names and key values) into *out (caller frees with
+ * protobuf_c_message_free_unpacked(&out->base, NULL)). An origin is recognised only
+ * before the first '/'. Returns 0, or -1 with errbuf filled.
+ */
+int fs_gnmi_path_parse(const char *s, Gnmi__Path **out, char *errbuf, size_t errlen);
+
+/** Looks a catalogue metric up by name; -1 if none. */
+int fs_gnmi_metric_by_name(const char *name);
+
+#endif

@@ -1,0 +1,339 @@
+/*
+ * fs-gnmi-stream: drives the gNMI driver (drivers/gnmi/gnmi.h) against a real target
+ * over real gRPC, without the daemon: one target, a real store behind its sink.
+ * Prints, line-buffered, for the integration test to check:
+ *   sample <device_ts_ns> <metric> <labels> <value>     every sample (tap), raw counters
+ *   event <ms> <what> ...                               streaming/sync/down/done changes
+ *   store <metric> <labels> <value>                     latest values in the store at exit
+ *   stats <key=value ...>                               the driver's counts at exit
+ *
+ *   fs-gnmi-stream --port P [--insecure | --ca F [--cert F --key F] [--server-name N]]
+ *       [--username U --password-file F] [--mode stream|once|poll]
+ *       [--encoding auto|proto|json|json_ietf] [--interval-ms N] [--stall-ms N]
+ *       [--backoff-ms MIN,MAX] [--updates-only]
+ *       --path PATH[,sample|on_change|target_defined[,INTERVAL_MS[,HEARTBEAT_MS[,suppress]]]] ...
+ *       [--duration-ms N] [--exit-after-syncs N] [--exit-after-downs N] [--no-samples]
+ *       [--targets N [--exit-when-all-synced]] [--latency]
+ * With --targets N, N targets (own channel, connection and sink each) stream from the same
+ * simulator; samples and events are those of the first; `rss_kib before=.. after=..` is
+ * the process RSS before adding them and once all are synced. --latency prints, for the
+ * first target, the time from a notification's arrival on the gRPC thread to its commit
+ * into the store (`internal`) and from the target's send timestamp to that commit
+ * (`e2e`; meaningful when the scenario's clock offset is 0), as medians and p99.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store/store.h"
+
+#include "gnmi/gnmi.h"
+#include "util/clock.h"
+
+static bool print_samples = true;
+static bool measure_latency;
+static int64_t dev_ns, recv_us_cur;
+static int64_t t0_mono;
+#define LAT_MAX 100000
+static int64_t lat_internal[LAT_MAX], lat_e2e[LAT_MAX];
+static size_t n_lat;
+
+static void
+tap_end(void *arg)
+{
+    (void)arg;
+    if (!measure_latency || n_lat >= LAT_MAX)
+        return;
+    int64_t now = fs_realtime_us();
+    lat_internal[n_lat] = now - recv_us_cur;
+    lat_e2e[n_lat] = now - dev_ns / 1000;
+    n_lat++;
+}
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static long
+rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+static void
+tap_begin(void *arg, int64_t recv_us, int64_t device_ns)
+{
+    (void)arg;
+    recv_us_cur = recv_us;
+    dev_ns = device_ns;
+}
+
+static void
+labels_str(char *buf, size_t len, const struct fs_label *l, size_t n)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && o < len; i++)
+        o += (size_t)snprintf(buf + o, len - o, "%s%s=%s", i ? "," : "", l[i].name, l[i].value);
+}
+
+static void
+tap_counter(void *arg, enum fs_metric m, const struct fs_label *l, size_t n, uint64_t raw,
+            double scale)
+{
+    (void)arg;
+    (void)scale;
+    if (!print_samples)
+        return;
+    char lb[256];
+    labels_str(lb, sizeof lb, l, n);
+    printf("sample %lld %s %s %llu\n", (long long)dev_ns, fs_metric_defs[m].name, lb,
+           (unsigned long long)raw);
+}
+
+static void
+tap_gauge(void *arg, enum fs_metric m, const struct fs_label *l, size_t n, double v)
+{
+    (void)arg;
+    if (!print_samples)
+        return;
+    char lb[256];
+    labels_str(lb, sizeof lb, l, n);
+    printf("sample %lld %s %s %.17g\n", (long long)dev_ns, fs_metric_defs[m].name, lb, v);
+}
+
+static const struct fs_gnmi_emit tap = {tap_begin, tap_counter, tap_gauge, NULL, tap_end};
+
+static int
+print_series(void *arg, const struct fs_series_info *s)
+{
+    (void)arg;
+    char lb[512];
+    size_t o = 0;
+    lb[0] = '\0';
+    for (size_t i = 0; i < s->n_labels && o < sizeof lb; i++) {
+        if (strcmp(s->labels[i].name, "target") == 0 || strcmp(s->labels[i].name, "source") == 0)
+            continue;
+        o += (size_t)snprintf(lb + o, sizeof lb - o, "%s%s=%s", o ? "," : "", s->labels[i].name,
+                              s->labels[i].value);
+    }
+    if (s->counter)
+        printf("store %s %s %llu\n", s->name, lb, (unsigned long long)s->u);
+    else
+        printf("store %s %s %.17g\n", s->name, lb, s->d);
+    return 0;
+}
+
+static int64_t
+ms_now(void)
+{
+    return (fs_monotonic_us() - t0_mono) / 1000;
+}
+
+static void
+usage(void)
+{
+    fprintf(stderr, "usage: see the comment at the top of tests/integration/gnmi_stream.c\n");
+    exit(2);
+}
+
+int
+main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    t0_mono = fs_monotonic_us();
+    struct fs_gnmi_cfg *cfg = calloc(1, sizeof *cfg);
+    fs_gnmi_cfg_defaults(cfg);
+    int64_t duration_ms = 5000;
+    uint64_t exit_syncs = 0, exit_downs = 0;
+    int n_targets = 1;
+    bool exit_all_synced = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define ARG(name) (strcmp(a, name) == 0 && v && (i++, 1))
+        if (ARG("--port"))
+            cfg->port = (uint16_t)atoi(v);
+        else if (strcmp(a, "--insecure") == 0)
+            cfg->insecure = true;
+        else if (strcmp(a, "--updates-only") == 0)
+            cfg->updates_only = true;
+        else if (strcmp(a, "--no-samples") == 0)
+            print_samples = false;
+        else if (strcmp(a, "--latency") == 0)
+            measure_latency = true;
+        else if (strcmp(a, "--exit-when-all-synced") == 0)
+            exit_all_synced = true;
+        else if (ARG("--targets"))
+            n_targets = atoi(v) > 0 ? atoi(v) : 1;
+        else if (ARG("--ca"))
+            cfg->tls_ca_file = strdup(v);
+        else if (ARG("--cert"))
+            cfg->tls_cert_file = strdup(v);
+        else if (ARG("--key"))
+            cfg->tls_key_file = strdup(v);
+        else if (ARG("--server-name"))
+            cfg->tls_server_name = strdup(v);
+        else if (ARG("--username"))
+            cfg->username = strdup(v);
+        else if (ARG("--password-file"))
+            cfg->password.file = strdup(v);
+        else if (ARG("--mode"))
+            cfg->list_mode = strcmp(v, "once") == 0   ? FS_GNMI_LIST_ONCE
+                             : strcmp(v, "poll") == 0 ? FS_GNMI_LIST_POLL
+                                                      : FS_GNMI_LIST_STREAM;
+        else if (ARG("--encoding"))
+            cfg->encoding = strcmp(v, "proto") == 0       ? FS_GNMI_ENC_PROTO
+                            : strcmp(v, "json") == 0      ? FS_GNMI_ENC_JSON
+                            : strcmp(v, "json_ietf") == 0 ? FS_GNMI_ENC_JSON_IETF
+                                                          : FS_GNMI_ENC_AUTO;
+        else if (ARG("--interval-ms"))
+            cfg->interval_us = atoll(v) * 1000;
+        else if (ARG("--stall-ms"))
+            cfg->stall_us = atoll(v) * 1000;
+        else if (ARG("--backoff-ms")) {
+            cfg->backoff_min_us = atoll(v) * 1000;
+            const char *c = strchr(v, ',');
+            cfg->backoff_max_us = c ? atoll(c + 1) * 1000 : cfg->backoff_min_us;
+        } else if (ARG("--path")) {
+            cfg->subscriptions = realloc(cfg->subscriptions,
+                                         (cfg->n_subscriptions + 1) * sizeof *cfg->subscriptions);
+            struct fs_gnmi_subscription *s = &cfg->subscriptions[cfg->n_subscriptions++];
+            memset(s, 0, sizeof *s);
+            char *copy = strdup(v), *save = NULL;
+            s->path = strdup(strtok_r(copy, ",", &save));
+            char *f;
+            if ((f = strtok_r(NULL, ",", &save)))
+                s->mode = strcmp(f, "on_change") == 0        ? FS_GNMI_SUB_ON_CHANGE
+                          : strcmp(f, "target_defined") == 0 ? FS_GNMI_SUB_TARGET_DEFINED
+                                                             : FS_GNMI_SUB_SAMPLE;
+            if ((f = strtok_r(NULL, ",", &save)))
+                s->interval_us = atoll(f) * 1000;
+            if ((f = strtok_r(NULL, ",", &save)))
+                s->heartbeat_us = atoll(f) * 1000;
+            if ((f = strtok_r(NULL, ",", &save)))
+                s->suppress_redundant = strcmp(f, "suppress") == 0;
+            free(copy);
+        } else if (ARG("--duration-ms"))
+            duration_ms = atoll(v);
+        else if (ARG("--exit-after-syncs"))
+            exit_syncs = (uint64_t)atoll(v);
+        else if (ARG("--exit-after-downs"))
+            exit_downs = (uint64_t)atoll(v);
+        else
+            usage();
+#undef ARG
+    }
+    if (!cfg->port || !cfg->n_subscriptions)
+        usage();
+
+    char err[512];
+    struct fs_ring_opts ro = {.memory_limit = 64u << 20, .retention_us = 3600LL * 1000000};
+    struct fs_store *st = fs_store_new(&ro, err, sizeof err);
+    struct fs_target_cfg *tcfgs = calloc((size_t)n_targets, sizeof *tcfgs);
+    struct fs_sink **sinks = calloc((size_t)n_targets, sizeof *sinks);
+    void **ts = calloc((size_t)n_targets, sizeof *ts);
+    char(*names)[16] = calloc((size_t)n_targets, sizeof *names);
+    void *drv = NULL;
+    if (!st || !tcfgs || !sinks || !ts || !names || fs_gnmi_init(&drv, err, sizeof err) != 0) {
+        fprintf(stderr, "setup: %s\n", err);
+        return 1;
+    }
+    long rss_before = rss_kib();
+    for (int i = 0; i < n_targets; i++) {
+        snprintf(names[i], sizeof names[i], "sim%d", i);
+        tcfgs[i].name = names[i];
+        tcfgs[i].address = "127.0.0.1";
+        tcfgs[i].staleness_intervals = 3;
+        sinks[i] = fs_store_sink_add(st, &tcfgs[i], "gnmi", fs_gnmi_cfg_interval(cfg));
+        if (!sinks[i] ||
+            fs_gnmi_target_add(drv, names[i], "127.0.0.1", cfg, sinks[i], i == 0 ? &tap : NULL,
+                               NULL, &ts[i], err, sizeof err) != 0) {
+            fprintf(stderr, "target_add: %s\n", err);
+            return 1;
+        }
+    }
+    void *t = ts[0];
+    struct fs_gnmi_target_stats prev = {0}, cur;
+    prev.conn = -1;
+    while (ms_now() < duration_ms) {
+        fs_gnmi_target_get_stats(t, &cur);
+        if (cur.conn != prev.conn)
+            printf("event %lld conn %s\n", (long long)ms_now(),
+                   (const char *[]){"connecting", "streaming", "down", "done"}[cur.conn & 3]);
+        if (cur.syncs != prev.syncs)
+            printf("event %lld sync %llu\n", (long long)ms_now(), (unsigned long long)cur.syncs);
+        if (cur.downs != prev.downs)
+            printf("event %lld down %llu %s\n", (long long)ms_now(), (unsigned long long)cur.downs,
+                   cur.last_error);
+        prev = cur;
+        if ((exit_syncs && cur.syncs >= exit_syncs) || (exit_downs && cur.downs >= exit_downs))
+            break;
+        if (exit_all_synced) {
+            int synced = 0;
+            for (int i = 0; i < n_targets; i++) {
+                struct fs_gnmi_target_stats o;
+                fs_gnmi_target_get_stats(ts[i], &o);
+                synced += o.syncs > 0;
+            }
+            if (synced == n_targets) {
+                usleep(2000000); /* a couple of sample rounds at steady state */
+                break;
+            }
+        }
+        usleep(10000);
+    }
+    fs_gnmi_target_get_stats(t, &cur);
+    char desc[1024];
+    fs_gnmi_target_describe(drv, t, desc, sizeof desc);
+    long rss_after = rss_kib();
+    int all_synced = 0;
+    for (int i = 0; i < n_targets; i++) {
+        struct fs_gnmi_target_stats o;
+        fs_gnmi_target_get_stats(ts[i], &o);
+        all_synced += o.syncs > 0;
+        fs_gnmi_target_remove(drv, ts[i]);
+    }
+    fs_gnmi_shutdown(drv);
+    printf("rss_kib before=%ld after=%ld targets=%d synced=%d\n", rss_before, rss_after, n_targets,
+           all_synced);
+    if (n_lat > 0) {
+        qsort(lat_internal, n_lat, sizeof *lat_internal, cmp_i64);
+        qsort(lat_e2e, n_lat, sizeof *lat_e2e, cmp_i64);
+        printf("latency n=%zu internal_p50_us=%lld internal_p99_us=%lld e2e_p50_us=%lld "
+               "e2e_p99_us=%lld\n",
+               n_lat, (long long)lat_internal[n_lat / 2], (long long)lat_internal[n_lat * 99 / 100],
+               (long long)lat_e2e[n_lat / 2], (long long)lat_e2e[n_lat * 99 / 100]);
+    }
+    fs_store_foreach_series(st, false, print_series, NULL);
+    printf("stats attempts=%llu downs=%llu syncs=%llu notifications=%llu updates=%llu "
+           "mapped=%llu unmapped=%llu rejected=%llu encoding=%s\n",
+           (unsigned long long)cur.attempts, (unsigned long long)cur.downs,
+           (unsigned long long)cur.syncs, (unsigned long long)cur.map.notifications,
+           (unsigned long long)cur.map.updates, (unsigned long long)cur.map.mapped,
+           (unsigned long long)cur.map.unmapped, (unsigned long long)cur.map.rejected,
+           cur.encoding);
+    printf("describe {%s}\n", desc);
+    for (int i = 0; i < n_targets; i++)
+        fs_store_sink_remove(st, sinks[i]);
+    fs_store_free(st);
+    free(tcfgs);
+    free(sinks);
+    free(ts);
+    free(names);
+    fs_gnmi_cfg_free(cfg);
+    return 0;
+}

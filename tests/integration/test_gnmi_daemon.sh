@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# fabricscope itself (the registered gNMI driver, no scheduler entry) subscribed to the gNMI
+# target simulator (tests/sim/gnmi/gnmi_sim.py, Debian's python3-grpcio) over real gRPC
+# with TLS and credentials on loopback. Checked: --check-config accepts the block; queue
+# depth and ECN series with source="gnmi" in /metrics (the ECN counter exactly past 2^53);
+# fabricscope_target_up{source="gnmi"} 1; the stream's state in /api/v1/targets; after the
+# simulator is killed the target goes down, and after it is restarted the stream resumes
+# and /api/v1/raw shows the gap: no sample stamped while the target was away.
+source "$(dirname "$0")/lib.sh"
+
+PY=/usr/bin/python3 # Debian's python3-grpcio/python3-protobuf live there, not in pyenv
+SIMPY=$FS_SOURCE_DIR/tests/sim/gnmi/gnmi_sim.py
+[ -x "$FABRICSCOPE" ] || fail "build fabricscope first"
+$PY -c 'import grpc, google.protobuf' || fail "python3-grpcio / python3-protobuf missing"
+
+cd "$T"
+ec="-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+openssl req -x509 $ec -keyout ca.key -out ca.pem -days 2 -subj /CN=fs-test-ca 2>/dev/null
+openssl req $ec -keyout srv.key -out srv.csr -subj /CN=gnmi-sim 2>/dev/null
+printf 'subjectAltName=DNS:gnmi-sim.test,IP:127.0.0.1\n' >san.ext
+openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 2 \
+  -extfile san.ext 2>/dev/null
+printf 's3cret-gnmi-pw\n' >pw.txt
+# Counters start past 2^53 (not representable as a double); a surge on Eth1/2 tc 3.
+BASE=9007199254740993
+boot=$(($(date +%s) - 100))
+cat >scenario.json <<JSON
+{"ports": 4, "counter_base": $BASE, "clock_offset_ms": 0, "boot_epoch_s": $boot,
+ "congestion": {"port": 2, "tc": 3, "period_s": 4, "duration_s": 2, "phase_s": 0}}
+JSON
+
+SIM_PORT=$(free_tcp_port)
+start_sim() {
+  rm -f "$T/sim.port"
+  $PY "$SIMPY" --gen-dir "$T/gen" --scenario "$T/scenario.json" --port "$SIM_PORT" \
+    --port-file "$T/sim.port" --tls-cert srv.pem --tls-key srv.key --username monitor \
+    --password-file pw.txt >>"$T/sim.log" 2>&1 &
+  SIM_PID=$!
+  track "$SIM_PID"
+  wait_for 20 "the gNMI simulator listens" test -s "$T/sim.port"
+}
+start_sim
+
+HTTP=$(free_tcp_port)
+cat >fs.yaml <<EOF
+listen: 127.0.0.1:$HTTP
+targets:
+  - name: sim1
+    address: 127.0.0.1
+    labels: { role: leaf }
+    gnmi:
+      port: $SIM_PORT
+      tls: { ca_file: $T/ca.pem, server_name: gnmi-sim.test }
+      username: monitor
+      password_file: $T/pw.txt
+      encoding: proto
+      backoff_min: 200ms
+      backoff_max: 1s
+      subscriptions:
+        - { path: "/qos/interfaces/interface[interface-id=*]/output/queues", mode: sample, interval: 200ms }
+        - { path: "/interfaces/interface[name=*]/state/counters", mode: sample, interval: 500ms }
+EOF
+"$FABRICSCOPE" --check-config fs.yaml >check.out 2>&1 || fail "config refused: $(cat check.out)"
+start_fabricscope "$T/fs.yaml"
+wait_http "http://127.0.0.1:$HTTP/healthz" 20
+M() { curl -fsS "http://127.0.0.1:$HTTP/metrics" >"$T/m.txt"; }
+L='target="sim1",role="leaf"'
+DEPTH="fabric_queue_depth_bytes{$L,interface=\"Eth1/2\",tc=\"3\",source=\"gnmi\"}"
+ECN="fabric_queue_ecn_marked_packets_total{$L,interface=\"Eth1/2\",tc=\"3\",source=\"gnmi\"}"
+UP="fabricscope_target_up{$L,source=\"gnmi\"}"
+has() { M && grep -qF "$1" "$T/m.txt"; }
+value() { awk -v k="$1" 'index($0, k " ") == 1 {print $2; exit}' "$T/m.txt"; }
+
+wait_for 20 "queue depth from gNMI in /metrics" has "$DEPTH "
+wait_for 20 "queue ECN from gNMI in /metrics" has "$ECN "
+wait_for 20 "target up over gNMI" has "$UP 1"
+grep -q '^fabric_port_bytes_total{target="sim1",role="leaf",interface="Eth1/1",direction="rx",source="gnmi"} ' m.txt ||
+  fail "interface counters missing: $(grep -c source=\"gnmi\" m.txt) gnmi series"
+! grep -q 'source="snmp"' m.txt || fail "a source nobody configured"
+ecn=$(value "$ECN")
+# Exact past 2^53: the exposition prints the 64-bit count, not a rounded double.
+$PY -c "import sys; v=int(sys.argv[1]); sys.exit(0 if v >= $BASE and v - $BASE < 10**12 else 1)" "$ecn" ||
+  fail "ECN counter $ecn is not the scenario's count past 2^53"
+ok "/metrics: queue depth, ECN (exact: $ecn) and port counters with source=\"gnmi\"; target up"
+
+curl -fsS "http://127.0.0.1:$HTTP/api/v1/targets" >targets.json
+$PY - targets.json <<'PY' || fail "stream state not in /api/v1/targets: $(head -c 600 targets.json)"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+def walk(o):
+    if isinstance(o, dict):
+        yield o
+        for v in o.values():
+            yield from walk(v)
+    elif isinstance(o, list):
+        for v in o:
+            yield from walk(v)
+t = [o for o in walk(doc) if o.get("gnmi_state") is not None]
+assert t, "no gnmi_state member"
+t = t[0]
+assert t["gnmi_state"] == "streaming" and t["synced"] is True and t["encoding"] == "PROTO", t
+PY
+ok "/api/v1/targets: streaming, synced, PROTO"
+
+# raw_at_least N: the queue depth series holds at least N raw samples.
+raw_at_least() {
+  curl -fsS --get "http://127.0.0.1:$HTTP/api/v1/raw" --data-urlencode "match[]=$DEPTH" \
+    --data-urlencode "start=$(($(date +%s) - 600))" --data-urlencode "end=$(($(date +%s) + 1))" >"$T/rawn.json" &&
+    $PY -c 'import json, sys; r = json.load(open(sys.argv[1]))["data"]["result"]; sys.exit(not (r and len(r[0]["values"]) >= int(sys.argv[2])))' "$T/rawn.json" "$1"
+}
+wait_for 20 "5 raw samples of the queue depth (200 ms sampling)" raw_at_least 5
+
+# --- the target goes away for a while, then comes back on the same port
+n_before=$($PY -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["data"]["result"][0]["values"]))' rawn.json)
+kill "$SIM_PID"
+wait "$SIM_PID" 2>/dev/null || true
+t_gone=$(date +%s%N)
+wait_for 20 "target down after the simulator died" has "$UP 0"
+# Stay away long enough that a sample invented across the gap could not hide in jitter.
+t_back_min=$((t_gone + 2000000000))
+while [ "$(date +%s%N)" -lt "$t_back_min" ]; do sleep 0.1; done
+start_sim
+t_back=$(date +%s%N)
+wait_for 30 "target up again after the restart" has "$UP 1"
+ecn2_ok() { M && awk -v k="$ECN" -v e="$ecn" 'index($0, k " ") == 1 {exit !($2 > e)}' "$T/m.txt"; }
+wait_for 20 "ECN counter moves again after the restart" ecn2_ok
+wait_for 20 "3 more raw samples after the restart" raw_at_least $((n_before + 3))
+grep -q 'gnmi.*sim1.*stream down' fabricscope.log || fail "the stream's end was not logged"
+ok "simulator restart: target went down, stream resumed ($(grep -c 'stream down' fabricscope.log) down(s) logged)"
+
+# /api/v1/raw: the queue depth series has samples on both sides of the gap and none in it.
+start=$(((t_gone / 1000000000) - 30))
+curl -fsS --get "http://127.0.0.1:$HTTP/api/v1/raw" --data-urlencode "match[]=$DEPTH" \
+  --data-urlencode "start=$start" --data-urlencode "end=$(($(date +%s) + 1))" >raw.json
+$PY - raw.json "$t_gone" "$t_back" <<'PY' || fail "gap not visible in /api/v1/raw: $(head -c 400 raw.json)"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+gone, back = int(sys.argv[2]) / 1e9, int(sys.argv[3]) / 1e9
+res = doc["data"]["result"]
+assert len(res) == 1, f"{len(res)} series"
+ts = sorted(float(v[0]) for v in res[0]["values"])
+before = [t for t in ts if t < gone]
+inside = [t for t in ts if gone <= t < back]
+after = [t for t in ts if t >= back]
+assert len(before) >= 5 and len(after) >= 3, (len(before), len(after))
+assert not inside, f"{len(inside)} samples stamped while the target was away: {inside[:3]}"
+step = after[0] - before[-1]
+assert step >= back - gone, step
+print(f"gap {step:.2f} s", file=sys.stderr)
+PY
+ok "/api/v1/raw: the gap is a gap ($(((t_back - t_gone) / 1000000)) ms away, no sample in it)"
+! grep -qF "s3cret-gnmi-pw" fabricscope.log m.txt targets.json || fail "the password leaked"
+ok "no secret in the log or the API"

@@ -1,0 +1,432 @@
+#!/usr/bin/python3
+"""A gNMI target (test code, never shipped) serving the shared scenario over real gRPC.
+
+Runs on Debian's python3-grpcio and python3-protobuf. The Python message module is
+generated at start from schemas/gnmi/gnmi.proto with `protoc --python_out` into --gen-dir
+(the test's scratch dir), and the service is registered with a generic handler.
+
+Serves Capabilities and Subscribe (STREAM with SAMPLE / ON_CHANGE / TARGET_DEFINED,
+heartbeats and suppress_redundant; ONCE; POLL), PROTO, JSON and JSON_IETF encodings,
+plaintext or TLS (optionally requiring a client certificate), and a username/password
+check on the call metadata. Counters come from tests/sim/scenario.py; notification
+timestamps are the device clock (scenario clock_offset_ms) in ns, and every value of a
+notification is computed at exactly the time its timestamp states, so a checker can
+recompute it (see sample_time()).
+
+Fault injection: write a command into the --control file (it is consumed):
+  reset         end every open Subscribe with UNAVAILABLE
+  stall SECS    send nothing (no updates, no heartbeats) for SECS on every open stream
+  malformed N   the next N notifications carry values of the wrong type / broken JSON
+A server restart is a real one: the test kills the process and starts it again.
+
+Log lines (stderr) a test may wait for: "listening PORT", "subscribe mode=.. enc=..",
+"poll", "auth-failed", "stream-end".
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from concurrent import futures
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # tests/sim: scenario.py
+import scenario as scn  # noqa: E402
+
+import grpc  # noqa: E402
+
+g = None  # the generated gnmi_pb2 module
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def load_messages(gen_dir, proto_dir):
+    global g
+    os.makedirs(gen_dir, exist_ok=True)
+    subprocess.run(["protoc", "--python_out=" + gen_dir, "-I" + proto_dir,
+                    os.path.join(proto_dir, "gnmi.proto")], check=True)
+    sys.path.insert(0, gen_dir)
+    import gnmi_pb2
+    g = gnmi_pb2
+
+
+# ---- the data tree: leaves of the scenario ----
+
+class Leaf:
+    """One leaf: its notification group (prefix), relative path, and value function."""
+    __slots__ = ("group", "rel", "full", "fn", "kind")
+
+    def __init__(self, group, rel, fn, kind):
+        self.group = group  # (prefix string, prefix elems)
+        self.rel = rel      # list of (name, {keys})
+        self.full = group[1] + rel
+        self.fn = fn        # t -> value
+        self.kind = kind    # "u64", "gauge", "enum"
+
+
+def elems(s):
+    out = []
+    for part in s.strip("/").split("/"):
+        name, _, rest = part.partition("[")
+        keys = {}
+        if rest:
+            for kv in ("[" + rest).strip("[]").split("]["):
+                k, v = kv.split("=", 1)
+                keys[k] = v
+        out.append((name, keys))
+    return out
+
+
+def build_leaves(sc):
+    leaves = []
+    for p in range(1, sc.ports + 1):
+        ifn = sc.port_name(p)
+        grp = ("/interfaces/interface[name=%s]/state" % ifn,
+               [("interfaces", {}), ("interface", {"name": ifn}), ("state", {})])
+        for rel, fn, kind in [
+            ("counters/in-octets", lambda t, p=p: sc.port_octets(p, t), "u64"),
+            ("counters/out-octets", lambda t, p=p: sc.port_octets(p, t), "u64"),
+            ("counters/in-pkts", lambda t, p=p: sc.port_ucast_pkts(p, t), "u64"),
+            ("counters/out-pkts", lambda t, p=p: sc.port_ucast_pkts(p, t), "u64"),
+            ("counters/ecn-marked-pkts", lambda t, p=p: sc.port_ecn_marked(p, t), "u64"),
+            ("oper-status", lambda t: "UP", "enum"),
+        ]:
+            leaves.append(Leaf(grp, elems(rel), fn, kind))
+        qgrp = ("/qos/interfaces/interface[interface-id=%s]/output/queues" % ifn,
+                [("qos", {}), ("interfaces", {}), ("interface", {"interface-id": ifn}),
+                 ("output", {}), ("queues", {})])
+        for tc in range(8):
+            for leaf, fn, kind in [
+                ("transmit-pkts", lambda t, p=p, tc=tc: sc.tc_tx_pkts(p, tc, t), "u64"),
+                ("transmit-octets", lambda t, p=p, tc=tc: sc.tc_tx_octets(p, tc, t), "u64"),
+                ("ecn-marked-pkts", lambda t, p=p, tc=tc: sc.tc_ecn_marked(p, tc, t), "u64"),
+                ("wred-dropped-pkts", lambda t, p=p, tc=tc: sc.tc_wred_dropped(p, tc, t), "u64"),
+                ("no-buffer-uc-dropped-pkts",
+                 lambda t, p=p, tc=tc: sc.tc_no_buffer_dropped(p, tc, t), "u64"),
+                ("instant-queue-len", lambda t, p=p, tc=tc: sc.queue_depth_bytes(p, tc, t),
+                 "gauge"),
+            ]:
+                leaves.append(Leaf(qgrp, [("queue", {"name": str(tc)}), ("state", {}),
+                                          (leaf, {})], fn, kind))
+        pgrp = ("/qos/interfaces/interface[interface-id=%s]" % ifn,
+                [("qos", {}), ("interfaces", {}), ("interface", {"interface-id": ifn})])
+        for prio in range(8):
+            sp = ("switch-priority", {"priority": str(prio)})
+            leaves.append(Leaf(pgrp, [sp, ("state", {}), ("counters", {}), ("in-pause-pkts", {})],
+                               lambda t, p=p, pr=prio: sc.pfc_rx_pause_frames(p, pr, t), "u64"))
+            leaves.append(Leaf(pgrp, [sp, ("state", {}), ("in-pause-duration", {})],
+                               lambda t, p=p, pr=prio: sc.pfc_rx_pause_us(p, pr, t), "u64"))
+    return leaves
+
+
+def strip_module(n):
+    return n.split(":", 1)[-1]
+
+
+def path_matches(sub, full):
+    """A subscription path (list of (name, keys)) selects leaves under it."""
+    if len(sub) > len(full):
+        return False
+    for (sn, sk), (fn, fk) in zip(sub, full):
+        if strip_module(sn) != fn and sn != "*":
+            return False
+        for k, v in sk.items():
+            if v != "*" and fk.get(k) != v:
+                return False
+    return True
+
+
+def proto_path_elems(p):
+    return [(e.name, dict(e.key)) for e in p.elem] if p is not None else []
+
+
+# ---- timing ----
+
+def sample_time(sc, ts_ns):
+    """Seconds since boot that a notification stamped ts_ns (device clock) describes.
+    Integer arithmetic first, so a checker gets bit-identical floats."""
+    offset_ns = int(round(sc.clock_offset_ms * 1e6))
+    boot_ns = int(round(sc.boot_epoch_s * 1e9))
+    return max(0.0, (ts_ns - offset_ns - boot_ns) / 1e9)
+
+
+class Control:
+    def __init__(self, path):
+        self.path = path
+        self.lock = threading.Lock()
+        self.reset_gen = 0
+        self.stall_until = 0.0
+        self.malformed = 0
+
+    def poll(self):
+        if not self.path or not os.path.exists(self.path):
+            return
+        with self.lock:
+            try:
+                with open(self.path) as f:
+                    cmds = f.read().split("\n")
+                os.unlink(self.path)
+            except OSError:
+                return
+            for c in cmds:
+                w = c.split()
+                if not w:
+                    continue
+                log("control", c)
+                if w[0] == "reset":
+                    self.reset_gen += 1
+                elif w[0] == "stall":
+                    self.stall_until = time.time() + float(w[1])
+                elif w[0] == "malformed":
+                    self.malformed += int(w[1])
+
+    def take_malformed(self):
+        with self.lock:
+            if self.malformed > 0:
+                self.malformed -= 1
+                return True
+            return False
+
+
+class Target:
+    def __init__(self, args, sc):
+        self.args = args
+        self.sc = sc
+        self.leaves = build_leaves(sc)
+        self.ctl = Control(args.control)
+        threading.Thread(target=self._control_loop, daemon=True).start()
+
+    def _control_loop(self):
+        while True:
+            self.ctl.poll()
+            time.sleep(0.05)
+
+    def check_auth(self, context):
+        if not self.args.username:
+            return
+        md = dict(context.invocation_metadata())
+        if md.get("username") != self.args.username or md.get("password") != self.args.password:
+            log("auth-failed")
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "bad username or password")
+
+    # ---- RPCs ----
+
+    def capabilities(self, req, context):
+        self.check_auth(context)
+        r = g.CapabilityResponse(gNMI_version="0.10.0")
+        for name in ("openconfig-interfaces", "openconfig-qos"):
+            r.supported_models.add(name=name, organization="OpenConfig working group",
+                                   version="1.0.0")
+        r.supported_encodings.extend(self.args.encodings_list)
+        return r
+
+    def value(self, leaf, t, enc, bad):
+        v = leaf.fn(t)
+        tv = g.TypedValue()
+        if bad:
+            if enc == g.PROTO:
+                tv.string_val = "not-a-number"
+            else:
+                tv.json_ietf_val = b'{"broken":'
+            return tv
+        if enc == g.PROTO:
+            if leaf.kind == "enum":
+                tv.string_val = v
+            else:
+                tv.uint_val = v
+        elif enc == g.JSON_IETF:
+            # RFC 7951: 64-bit integers are strings; enums are module-qualified.
+            tv.json_ietf_val = json.dumps(
+                "openconfig-interfaces:" + v if leaf.kind == "enum" else str(v)).encode()
+        else:
+            tv.json_val = json.dumps(v).encode()
+        return tv
+
+    def notifications(self, sel, enc, only_changed=None):
+        """Notifications (one per group) of the selected leaves, stamped now."""
+        ts_ns = time.time_ns() + int(round(self.sc.clock_offset_ms * 1e6))
+        t = sample_time(self.sc, ts_ns)
+        bad = self.ctl.take_malformed()
+        out, cur = [], None
+        for leaf in sel:
+            if only_changed is not None:
+                v = leaf.fn(t)
+                if only_changed.get(id(leaf)) == v:
+                    continue
+                only_changed[id(leaf)] = v
+            if cur is None or cur[0] is not leaf.group:
+                n = g.Notification(timestamp=ts_ns)
+                for name, keys in leaf.group[1]:
+                    n.prefix.elem.add(name=name, key=keys)
+                cur = (leaf.group, n)
+                out.append(n)
+            u = cur[1].update.add()
+            for name, keys in leaf.rel:
+                u.path.elem.add(name=name, key=keys)
+            u.val.CopyFrom(self.value(leaf, t, enc, bad))
+        return out
+
+    def subscribe(self, request_iterator, context):
+        self.check_auth(context)
+        try:
+            first = next(request_iterator)
+        except StopIteration:
+            return
+        if first.WhichOneof("request") != "subscribe":
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "first request must be subscribe")
+        sl = first.subscribe
+        enc = sl.encoding
+        if enc not in self.args.encodings_list:
+            context.abort(grpc.StatusCode.UNIMPLEMENTED, "encoding %d not supported" % enc)
+        mode = g.SubscriptionList.Mode.Name(sl.mode)
+        log("subscribe mode=%s enc=%s updates_only=%s paths=%s" % (
+            mode, g.Encoding.Name(enc), sl.updates_only,
+            ",".join("/".join(e.name for e in s.path.elem) + ":" +
+                     g.SubscriptionMode.Name(s.mode) for s in sl.subscription)))
+        prefix = proto_path_elems(sl.prefix) if sl.HasField("prefix") else []
+        subs = []
+        for s in sl.subscription:
+            full = prefix + proto_path_elems(s.path)
+            sel = [lf for lf in self.leaves if path_matches(full, lf.full)]
+            subs.append((s, sel))
+        every = [lf for _, sel in subs for lf in sel]
+        if sl.mode == g.SubscriptionList.ONCE:
+            for n in self.notifications(every, enc):
+                yield g.SubscribeResponse(update=n)
+            yield g.SubscribeResponse(sync_response=True)
+            log("stream-end once")
+            return
+        if sl.mode == g.SubscriptionList.POLL:
+            for n in self.notifications(every, enc):
+                yield g.SubscribeResponse(update=n)
+            yield g.SubscribeResponse(sync_response=True)
+            for req in request_iterator:
+                if req.WhichOneof("request") == "poll":
+                    log("poll")
+                    for n in self.notifications(every, enc):
+                        yield g.SubscribeResponse(update=n)
+                    yield g.SubscribeResponse(sync_response=True)
+            log("stream-end poll")
+            return
+        yield from self.stream(context, subs, enc, sl.updates_only)
+
+    def stream(self, context, subs, enc, updates_only):
+        gen = self.ctl.reset_gen
+        now = time.time()
+        state = []
+        for s, sel in subs:
+            m = s.mode
+            interval = s.sample_interval / 1e9 if s.sample_interval else 1.0
+            if m == g.ON_CHANGE:
+                interval = 0.1  # how often changes are looked for
+            hb = s.heartbeat_interval / 1e9 if s.heartbeat_interval else 0.0
+            last = {}
+            state.append({"s": s, "sel": sel, "interval": interval, "hb": hb,
+                          "next": now + interval, "next_hb": now + hb if hb else None,
+                          "last": last,
+                          "changes": m == g.ON_CHANGE or s.suppress_redundant})
+            if not updates_only:
+                for n in self.notifications(sel, enc, last):
+                    yield g.SubscribeResponse(update=n)
+        yield g.SubscribeResponse(sync_response=True)
+        while context.is_active():
+            if self.ctl.reset_gen != gen:
+                log("stream-end reset")
+                context.abort(grpc.StatusCode.UNAVAILABLE, "injected stream reset")
+            now = time.time()
+            if now < self.ctl.stall_until:
+                time.sleep(0.02)
+                continue
+            for st in state:
+                if st["next_hb"] is not None and now >= st["next_hb"]:
+                    st["next_hb"] = now + st["hb"]
+                    st["next"] = now + st["interval"]
+                    st["last"].clear()  # a heartbeat resends every value
+                    for n in self.notifications(st["sel"], enc, st["last"]):
+                        yield g.SubscribeResponse(update=n)
+                elif now >= st["next"]:
+                    st["next"] += st["interval"]
+                    if st["next"] < now:
+                        st["next"] = now + st["interval"]
+                    only = st["last"] if st["changes"] else None
+                    for n in self.notifications(st["sel"], enc, only):
+                        yield g.SubscribeResponse(update=n)
+            wake = min([st["next"] for st in state] +
+                       [st["next_hb"] for st in state if st["next_hb"]] + [now + 0.05])
+            time.sleep(max(0.0, min(0.05, wake - time.time())))
+        log("stream-end client")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--port-file", help="write the bound port here once listening")
+    ap.add_argument("--scenario", help="scenario JSON (tests/sim/scenario.py)")
+    ap.add_argument("--gen-dir", required=True, help="scratch dir for gnmi_pb2.py")
+    ap.add_argument("--proto-dir", default=os.path.join(HERE, "..", "..", "..", "schemas", "gnmi"))
+    ap.add_argument("--tls-cert")
+    ap.add_argument("--tls-key")
+    ap.add_argument("--client-ca", help="require client certificates signed by this CA")
+    ap.add_argument("--username")
+    ap.add_argument("--password-file")
+    ap.add_argument("--encodings", default="PROTO,JSON_IETF,JSON")
+    ap.add_argument("--control", help="fault-injection command file (see above)")
+    ap.add_argument("--max-workers", type=int, default=64,
+                    help="concurrent RPCs (each open stream holds one thread)")
+    args = ap.parse_args()
+    load_messages(args.gen_dir, os.path.abspath(args.proto_dir))
+    args.encodings_list = [g.Encoding.Value(e) for e in args.encodings.split(",")]
+    args.password = None
+    if args.password_file:
+        with open(args.password_file) as f:
+            args.password = f.read().strip()
+    sc = scn.Scenario(args.scenario)
+    tgt = Target(args, sc)
+
+    handler = grpc.method_handlers_generic_handler("gnmi.gNMI", {
+        "Capabilities": grpc.unary_unary_rpc_method_handler(
+            tgt.capabilities, request_deserializer=g.CapabilityRequest.FromString,
+            response_serializer=g.CapabilityResponse.SerializeToString),
+        "Subscribe": grpc.stream_stream_rpc_method_handler(
+            tgt.subscribe, request_deserializer=g.SubscribeRequest.FromString,
+            response_serializer=g.SubscribeResponse.SerializeToString),
+    })
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=args.max_workers),
+                         maximum_concurrent_rpcs=args.max_workers)
+    server.add_generic_rpc_handlers((handler,))
+    addr = "127.0.0.1:%d" % args.port
+    if args.tls_cert:
+        with open(args.tls_key, "rb") as f:
+            key = f.read()
+        with open(args.tls_cert, "rb") as f:
+            cert = f.read()
+        ca = None
+        if args.client_ca:
+            with open(args.client_ca, "rb") as f:
+                ca = f.read()
+        creds = grpc.ssl_server_credentials([(key, cert)], root_certificates=ca,
+                                            require_client_auth=ca is not None)
+        port = server.add_secure_port(addr, creds)
+    else:
+        port = server.add_insecure_port(addr)
+    if port == 0:
+        log("cannot listen on", addr)
+        sys.exit(1)
+    server.start()
+    if args.port_file:
+        with open(args.port_file + ".tmp", "w") as f:
+            f.write("%d\n" % port)
+        os.rename(args.port_file + ".tmp", args.port_file)
+    log("listening", port)
+    try:
+        server.wait_for_termination()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,616 @@
+/*
+ * gNMI Notification -> samples (drivers/gnmi/map.c): joined paths, keys, origin, the
+ * built-in table, PROTO/JSON/JSON_IETF values (uint64 exact past 2^53), deletes, the
+ * ACL map, user mappings, the resolution cache, hostile values, and the sink emitter
+ * into a real store (device clock measurement included).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "gnmi/map.h"
+#include "store/store.h"
+
+/* ---- a recording emitter ---- */
+
+#define MAX_REC 64
+struct rec {
+    enum fs_metric m;
+    char labels[160];
+    bool counter, deleted;
+    uint64_t u;
+    double d, scale;
+};
+struct recorder {
+    struct rec r[MAX_REC];
+    size_t n;
+    int begins, ends;
+    int64_t recv_us, device_ns;
+};
+
+static void
+join_labels(char *buf, size_t len, const struct fs_label *l, size_t n)
+{
+    buf[0] = '\0';
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++)
+        o += (size_t)snprintf(buf + o, len - o, "%s%s=%s", i ? "," : "", l[i].name, l[i].value);
+}
+
+static void
+r_begin(void *arg, int64_t recv_us, int64_t device_ns)
+{
+    struct recorder *r = arg;
+    r->begins++;
+    r->recv_us = recv_us;
+    r->device_ns = device_ns;
+}
+
+static struct rec *
+r_add(struct recorder *r, enum fs_metric m, const struct fs_label *l, size_t n)
+{
+    assert_true(r->n < MAX_REC);
+    struct rec *x = &r->r[r->n++];
+    memset(x, 0, sizeof *x);
+    x->m = m;
+    join_labels(x->labels, sizeof x->labels, l, n);
+    return x;
+}
+
+static void
+r_counter(void *arg, enum fs_metric m, const struct fs_label *l, size_t n, uint64_t raw,
+          double scale)
+{
+    struct rec *x = r_add(arg, m, l, n);
+    x->counter = true;
+    x->u = raw;
+    x->scale = scale;
+}
+
+static void
+r_gauge(void *arg, enum fs_metric m, const struct fs_label *l, size_t n, double v)
+{
+    r_add(arg, m, l, n)->d = v;
+}
+
+static void
+r_deleted(void *arg, enum fs_metric m, const struct fs_label *l, size_t n)
+{
+    r_add(arg, m, l, n)->deleted = true;
+}
+
+static void
+r_end(void *arg)
+{
+    ((struct recorder *)arg)->ends++;
+}
+
+static const struct fs_gnmi_emit rec_emit = {r_begin, r_counter, r_gauge, r_deleted, r_end};
+
+static const struct rec *
+find(const struct recorder *r, enum fs_metric m, const char *labels)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (r->r[i].m == m && strcmp(r->r[i].labels, labels) == 0)
+            return &r->r[i];
+    return NULL;
+}
+
+/* ---- building notifications ---- */
+
+static Gnmi__Path *
+path(const char *s)
+{
+    char err[128];
+    Gnmi__Path *p = NULL;
+    assert_int_equal(fs_gnmi_path_parse(s, &p, err, sizeof err), 0);
+    return p;
+}
+
+static Gnmi__Notification *
+notif(const char *prefix, int64_t ts)
+{
+    Gnmi__Notification *n = calloc(1, sizeof *n);
+    gnmi__notification__init(n);
+    n->timestamp = ts;
+    if (prefix)
+        n->prefix = path(prefix);
+    return n;
+}
+
+static Gnmi__TypedValue *
+add_update(Gnmi__Notification *n, const char *p)
+{
+    n->update = realloc(n->update, (n->n_update + 1) * sizeof *n->update);
+    Gnmi__Update *u = malloc(sizeof *u);
+    gnmi__update__init(u);
+    u->path = path(p);
+    u->val = malloc(sizeof *u->val);
+    gnmi__typed_value__init(u->val);
+    n->update[n->n_update++] = u;
+    return u->val;
+}
+
+static void
+add_uint(Gnmi__Notification *n, const char *p, uint64_t v)
+{
+    Gnmi__TypedValue *tv = add_update(n, p);
+    tv->value_case = GNMI__TYPED_VALUE__VALUE_UINT_VAL;
+    tv->uint_val = v;
+}
+
+static void
+add_int(Gnmi__Notification *n, const char *p, int64_t v)
+{
+    Gnmi__TypedValue *tv = add_update(n, p);
+    tv->value_case = GNMI__TYPED_VALUE__VALUE_INT_VAL;
+    tv->int_val = v;
+}
+
+static void
+add_str(Gnmi__Notification *n, const char *p, const char *v)
+{
+    Gnmi__TypedValue *tv = add_update(n, p);
+    tv->value_case = GNMI__TYPED_VALUE__VALUE_STRING_VAL;
+    tv->string_val = strdup(v);
+}
+
+static void
+add_json(Gnmi__Notification *n, const char *p, const char *json, bool ietf)
+{
+    Gnmi__TypedValue *tv = add_update(n, p);
+    ProtobufCBinaryData b = {strlen(json), (uint8_t *)strdup(json)};
+    if (ietf) {
+        tv->value_case = GNMI__TYPED_VALUE__VALUE_JSON_IETF_VAL;
+        tv->json_ietf_val = b;
+    } else {
+        tv->value_case = GNMI__TYPED_VALUE__VALUE_JSON_VAL;
+        tv->json_val = b;
+    }
+}
+
+static void
+add_delete(Gnmi__Notification *n, const char *p)
+{
+    n->delete_ = realloc(n->delete_, (n->n_delete_ + 1) * sizeof *n->delete_);
+    n->delete_[n->n_delete_++] = path(p);
+}
+
+static void
+notif_free(Gnmi__Notification *n)
+{
+    protobuf_c_message_free_unpacked(&n->base, NULL);
+}
+
+static struct fs_gnmi_map *
+map_new(const struct fs_gnmi_map_opts *o)
+{
+    char err[256] = "";
+    struct fs_gnmi_map *m = fs_gnmi_map_new(o, err, sizeof err);
+    if (!m)
+        fail_msg("fs_gnmi_map_new: %s", err);
+    return m;
+}
+
+/* ---- tests ---- */
+
+static void
+test_path_parse(void **state)
+{
+    (void)state;
+    Gnmi__Path *p = path("openconfig:/interfaces/interface[name=Eth1\\/1]/state/counters");
+    assert_string_equal(p->origin, "openconfig");
+    assert_int_equal(p->n_elem, 4);
+    assert_string_equal(p->elem[1]->name, "interface");
+    assert_int_equal(p->elem[1]->n_key, 1);
+    assert_string_equal(p->elem[1]->key[0]->key, "name");
+    assert_string_equal(p->elem[1]->key[0]->value, "Eth1/1");
+    protobuf_c_message_free_unpacked(&p->base, NULL);
+    p = path("/a/b[x=1][y=*]");
+    assert_string_equal(p->origin, "");
+    assert_int_equal(p->elem[1]->n_key, 2);
+    assert_string_equal(p->elem[1]->key[1]->value, "*");
+    protobuf_c_message_free_unpacked(&p->base, NULL);
+    char err[128];
+    Gnmi__Path *bad = NULL;
+    assert_int_equal(fs_gnmi_path_parse("/a/b[x=1", &bad, err, sizeof err), -1);
+    assert_null(bad);
+    assert_int_equal(fs_gnmi_path_parse("/a/b[=1]", &bad, err, sizeof err), -1);
+    assert_int_equal(fs_gnmi_path_parse("/a/b[x]", &bad, err, sizeof err), -1);
+}
+
+static void
+test_proto_queue_counters(void **state)
+{
+    (void)state;
+    struct fs_gnmi_map *m = map_new(NULL);
+    struct recorder r = {0};
+    const uint64_t big = (1ull << 53) + 1;
+    /* Prefix and path joined; the key name differs (interface-id vs name) by model. */
+    Gnmi__Notification *n =
+        notif("/qos/interfaces/interface[interface-id=Eth1/49]/output/queues", 1700000000123456789);
+    add_uint(n, "queue[name=3]/state/ecn-marked-pkts", big);
+    add_uint(n, "queue[name=UC3]/state/transmit-pkts", UINT64_MAX);
+    add_uint(n, "queue[name=3]/state/instant-queue-len", 12000000);
+    add_uint(n, "queue[name=3]/state/wred-dropped-pkts", big + 2);
+    add_uint(n, "queue[name=3]/state/no-buffer-uc-dropped-pkts", 7);
+    add_uint(n, "queue[name=3]/state/transmit-octets", 123);
+    add_uint(n, "queue[name=3]/state/max-queue-len", 99);
+    fs_gnmi_map_notification(m, n, 42, &rec_emit, &r);
+    assert_int_equal(r.begins, 1);
+    assert_int_equal(r.ends, 1);
+    assert_int_equal(r.recv_us, 42);
+    assert_int_equal(r.device_ns, 1700000000123456789);
+    const struct rec *x = find(&r, FS_M_QUEUE_ECN_MARKED, "interface=Eth1/49,tc=3");
+    assert_non_null(x);
+    assert_true(x->counter);
+    assert_true(x->u == big);
+    x = find(&r, FS_M_QUEUE_TX_PACKETS, "interface=Eth1/49,tc=3");
+    assert_non_null(x);
+    assert_true(x->u == UINT64_MAX);
+    x = find(&r, FS_M_QUEUE_DEPTH, "interface=Eth1/49,tc=3");
+    assert_non_null(x);
+    assert_false(x->counter);
+    assert_true(x->d == 12000000.0);
+    assert_non_null(find(&r, FS_M_QUEUE_WRED_DROPPED, "interface=Eth1/49,tc=3"));
+    assert_non_null(find(&r, FS_M_QUEUE_NO_BUFFER_DROPPED, "interface=Eth1/49,tc=3"));
+    assert_non_null(find(&r, FS_M_QUEUE_TX_BYTES, "interface=Eth1/49,tc=3"));
+    assert_non_null(find(&r, FS_M_QUEUE_DEPTH_MAX, "interface=Eth1/49,tc=3"));
+    const struct fs_gnmi_map_stats *st = fs_gnmi_map_get_stats(m);
+    assert_int_equal(st->updates, 7);
+    assert_int_equal(st->mapped, 7);
+    assert_int_equal(st->cache_entries, 7);
+    /* The same paths again hit the cache: no new entries, same results. */
+    r.n = 0;
+    fs_gnmi_map_notification(m, n, 43, &rec_emit, &r);
+    assert_int_equal(st->cache_entries, 7);
+    assert_int_equal(r.n, 7);
+    assert_true(find(&r, FS_M_QUEUE_ECN_MARKED, "interface=Eth1/49,tc=3")->u == big);
+    notif_free(n);
+    fs_gnmi_map_free(m);
+}
+
+static void
+test_interfaces_origin_and_modules(void **state)
+{
+    (void)state;
+    struct fs_gnmi_map *m = map_new(NULL);
+    struct recorder r = {0};
+    Gnmi__Notification *n = notif("openconfig:/openconfig-interfaces:interfaces", 0);
+    add_uint(n, "interface[name=Eth1/1]/state/counters/in-octets", 1000);
+    add_uint(n, "interface[name=Eth1/1]/state/counters/out-pkts", 10);
+    add_str(n, "interface[name=Eth1/1]/state/oper-status", "UP");
+    add_str(n, "interface[name=Eth1/2]/state/oper-status", "DOWN");
+    add_uint(n, "interface[name=Eth1/1]/ethernet/state/counters/in-pfc5-packets", 55);
+    fs_gnmi_map_notification(m, n, 1, &rec_emit, &r);
+    assert_int_equal(r.n, 5);
+    assert_true(find(&r, FS_M_PORT_BYTES, "interface=Eth1/1,direction=rx")->u == 1000);
+    assert_true(find(&r, FS_M_PORT_PACKETS, "interface=Eth1/1,direction=tx")->u == 10);
+    assert_true(find(&r, FS_M_PORT_OPER_UP, "interface=Eth1/1")->d == 1.0);
+    assert_true(find(&r, FS_M_PORT_OPER_UP, "interface=Eth1/2")->d == 0.0);
+    assert_true(find(&r, FS_M_PFC_PAUSE_FRAMES, "interface=Eth1/1,direction=rx,priority=5")->u ==
+                55);
+    /* The same path under another origin is another cache entry (origin is kept). */
+    Gnmi__Notification *n2 = notif("/interfaces", 0);
+    add_uint(n2, "interface[name=Eth1/1]/state/counters/in-octets", 2000);
+    fs_gnmi_map_notification(m, n2, 2, &rec_emit, &r);
+    assert_int_equal(fs_gnmi_map_get_stats(m)->cache_entries, 6);
+    notif_free(n);
+    notif_free(n2);
+    fs_gnmi_map_free(m);
+}
+
+static void
+test_pfc_switch_priority(void **state)
+{
+    (void)state;
+    struct fs_gnmi_map *m = map_new(NULL);
+    struct recorder r = {0};
+    Gnmi__Notification *n = notif("/qos/interfaces/interface[interface-id=Eth1/49]", 0);
+    add_uint(n, "switch-priority[priority=3]/state/counters/in-pause-pkts", 500);
+    add_uint(n, "switch-priority[priority=3]/state/counters/out-pause-pkts", 4);
+    add_uint(n, "switch-priority[priority=3]/state/in-pause-duration", 50000);
+    fs_gnmi_map_notification(m, n, 1, &rec_emit, &r);
+    assert_true(find(&r, FS_M_PFC_PAUSE_FRAMES, "interface=Eth1/49,direction=rx,priority=3")->u ==
+                500);
+    assert_true(find(&r, FS_M_PFC_PAUSE_FRAMES, "interface=Eth1/49,direction=tx,priority=3")->u ==
+                4);
+    const struct rec *x =
+        find(&r, FS_M_PFC_PAUSE_SECONDS, "interface=Eth1/49,direction=rx,priority=3");
+    assert_non_null(x);
+    assert_true(x->u == 50000);
+    assert_true(x->scale == 1e-6);
+    notif_free(n);
+    fs_gnmi_map_free(m);
+}
+
+static void
+test_json_ietf_container_and_strings(void **state)
+{
+    (void)state;
+    struct fs_gnmi_map *m = map_new(NULL);
+    struct recorder r = {0};
+    Gnmi__Notification *n = notif(NULL, 5);
+    /* RFC 7951: 64-bit numbers as strings, members qualified by their module. */
+    add_json(n, "/interfaces/interface[name=Eth1/3]/state",
+             "{\"openconfig-interfaces:counters\":{\"in-octets\":\"9007199254740993\","
+             "\"out-octets\":5,\"openconfig-if-ext:mystery\":1},\"oper-status\":"
+             "\"openconfig-interfaces:UP\"}",
+             true);
+    add_json(n, "/interfaces/interface[name=Eth1/3]/state/counters/in-errors",
+             "18446744073709551615", false);
+    add_json(n, "/interfaces/interface[name=Eth1/3]/state/counters/out-errors", "12.0", false);
+    fs_gnmi_map_notification(m, n, 1, &rec_emit, &r);
+    assert_true(find(&r, FS_M_PORT_BYTES, "interface=Eth1/3,direction=rx")->u ==
+                9007199254740993ull);
+    assert_true(find(&r, FS_M_PORT_BYTES, "interface=Eth1/3,direction=tx")->u == 5);
+    assert_true(find(&r, FS_M_PORT_OPER_UP, "interface=Eth1/3")->d == 1.0);
+    assert_true(find(&r, FS_M_PORT_ERRORS, "interface=Eth1/3,direction=rx")->u == UINT64_MAX);
+    assert_true(find(&r, FS_M_PORT_ERRORS, "interface=Eth1/3,direction=tx")->u == 12);
+    const struct fs_gnmi_map_stats *st = fs_gnmi_map_get_stats(m);
+    assert_int_equal(st->mapped, 5);
+    assert_int_equal(st->unmapped, 1); /* mystery */
+    notif_free(n);
+    fs_gnmi_map_free(m);
+}
+
+static void
+test_hostile_values(void **state)
+{
+    (void)state;
+    struct fs_gnmi_map *m = map_new(NULL);
+    struct recorder r = {0};
+    Gnmi__Notification *n = notif("/interfaces/interface[name=Eth1/4]/state/counters", 0);
+    add_str(n, "in-octets", "12abc");
+    add_int(n, "out-octets", -5);
+    add_json(n, "in-pkts", "{\"broken\":", true);
+    add_json(n, "out-pkts", "[1,2,3]", false);
+    add_str(n, "in-discards", "-1");
+    add_update(n, "out-discards"); /* no value at all */
+    add_uint(n, "nothing-we-know", 3);
+    add_uint(n, "in-errors", 9); /* good values around bad ones still arrive */
+    fs_gnmi_map_notification(m, n, 1, &rec_emit, &r);
+    const struct fs_gnmi_map_stats *st = fs_gnmi_map_get_stats(m);
+    assert_int_equal(st->rejected, 6);
+    assert_int_equal(st->unmapped, 1);
+    assert_int_equal(st->mapped, 1);
+    assert_int_equal(r.n, 1);
+    assert_true(find(&r, FS_M_PORT_ERRORS, "interface=Eth1/4,direction=rx")->u == 9);
+    notif_free(n);
+
+    /* A path without the key a label needs is not mappable. */
+    n = notif(NULL, 0);
+    add_uint(n, "/qos/interfaces/interface/output/queues/queue[name=3]/state/transmit-pkts", 1);
+    add_uint(n,
+             "/qos/interfaces/interface[name=Eth1/1]/output/queues/queue[name=best]/state/"
+             "transmit-pkts",
+             1);
+    fs_gnmi_map_notification(m, n, 1, &rec_emit, &r);
+    assert_int_equal(st->unmapped, 3);
+    notif_free(n);
+    fs_gnmi_map_free(m);
+}
+
+static void
+test_deletes(void **state)
+{
+    (void)state;
+    struct fs_gnmi_map *m = map_new(NULL);
+    struct recorder r = {0};
+    Gnmi__Notification *n = notif("/interfaces", 0);
+    add_uint(n, "interface[name=Eth1/1]/state/counters/in-octets", 1);
+    add_uint(n, "interface[name=Eth1/1]/state/counters/out-octets", 1);
+    add_uint(n, "interface[name=Eth1/10]/state/counters/in-octets", 1);
+    fs_gnmi_map_notification(m, n, 1, &rec_emit, &r);
+    notif_free(n);
+    r.n = 0;
+    n = notif("/interfaces", 0);
+    add_delete(n, "interface[name=Eth1/1]");
+    fs_gnmi_map_notification(m, n, 2, &rec_emit, &r);
+    assert_int_equal(r.n, 2); /* Eth1/10 is not under Eth1/1 */
+    assert_true(find(&r, FS_M_PORT_BYTES, "interface=Eth1/1,direction=rx")->deleted);
+    assert_true(find(&r, FS_M_PORT_BYTES, "interface=Eth1/1,direction=tx")->deleted);
+    assert_int_equal(fs_gnmi_map_get_stats(m)->deletes, 2);
+    /* Deleting again reports nothing new; an update brings the series back. */
+    r.n = 0;
+    fs_gnmi_map_notification(m, n, 3, &rec_emit, &r);
+    assert_int_equal(r.n, 0);
+    notif_free(n);
+    n = notif("/interfaces", 0);
+    add_uint(n, "interface[name=Eth1/1]/state/counters/in-octets", 2);
+    add_delete(n, "interface[name=Eth1/1]/state/counters/in-octets");
+    fs_gnmi_map_notification(m, n, 4, &rec_emit, &r);
+    assert_int_equal(r.n, 2);
+    assert_false(r.r[0].deleted);
+    assert_true(r.r[1].deleted);
+    notif_free(n);
+    fs_gnmi_map_free(m);
+}
+
+static void
+test_acl_map(void **state)
+{
+    (void)state;
+    struct fs_gnmi_acl_rule acl[] = {{"ROCE", 10, "roce_cnp"}, {"ALL", -1, "everything"}};
+    struct fs_gnmi_map_opts o = {.acl_rules = acl, .n_acl_rules = 2};
+    struct fs_gnmi_map *m = map_new(&o);
+    struct recorder r = {0};
+    Gnmi__Notification *n = notif("/acl/acl-sets", 0);
+    add_uint(n,
+             "acl-set[name=ROCE][type=ACL_IPV4]/acl-entries/acl-entry[sequence-id=10]/state/"
+             "matched-packets",
+             77);
+    add_uint(n,
+             "acl-set[name=ROCE][type=ACL_IPV4]/acl-entries/acl-entry[sequence-id=20]/state/"
+             "matched-packets",
+             1);
+    add_uint(n,
+             "acl-set[name=ALL][type=ACL_IPV4]/acl-entries/acl-entry[sequence-id=5]/state/"
+             "matched-octets",
+             900);
+    fs_gnmi_map_notification(m, n, 1, &rec_emit, &r);
+    assert_int_equal(r.n, 2);
+    assert_true(find(&r, FS_M_FLOW_RULE_PACKETS, "rule=roce_cnp")->u == 77);
+    assert_true(find(&r, FS_M_FLOW_RULE_BYTES, "rule=everything")->u == 900);
+    assert_int_equal(fs_gnmi_map_get_stats(m)->unmapped, 1);
+    notif_free(n);
+    fs_gnmi_map_free(m);
+}
+
+static void
+test_user_maps(void **state)
+{
+    (void)state;
+    struct fs_gnmi_label_src ls[] = {{"interface", "name", NULL}, {"direction", NULL, "rx"}};
+    struct fs_gnmi_user_map um = {"/interfaces/interface/ethernet/state/counters/in-fcs-errors",
+                                  "fabric_port_errors_total",
+                                  FS_GNMI_COUNTER,
+                                  0,
+                                  ls,
+                                  2};
+    struct fs_gnmi_map_opts o = {.user_maps = &um, .n_user_maps = 1};
+    struct fs_gnmi_map *m = map_new(&o);
+    struct recorder r = {0};
+    Gnmi__Notification *n = notif(NULL, 0);
+    add_uint(n, "/interfaces/interface[name=Eth1/7]/ethernet/state/counters/in-fcs-errors", 3);
+    fs_gnmi_map_notification(m, n, 1, &rec_emit, &r);
+    assert_true(find(&r, FS_M_PORT_ERRORS, "interface=Eth1/7,direction=rx")->u == 3);
+    notif_free(n);
+    fs_gnmi_map_free(m);
+
+    char err[256];
+    um.metric = "no_such_metric";
+    assert_null(fs_gnmi_map_new(&o, err, sizeof err));
+    assert_non_null(strstr(err, "no_such_metric"));
+    um.metric = "fabric_queue_depth_bytes"; /* a gauge mapped as a counter */
+    assert_null(fs_gnmi_map_new(&o, err, sizeof err));
+    um.metric = "fabric_port_errors_total";
+    ls[1].label = "tc"; /* not a label of that metric */
+    assert_null(fs_gnmi_map_new(&o, err, sizeof err));
+}
+
+static void
+test_cache_bounded(void **state)
+{
+    (void)state;
+    struct fs_gnmi_map_opts o = {.cache_max = 16};
+    struct fs_gnmi_map *m = map_new(&o);
+    struct recorder r = {0};
+    for (int i = 0; i < 40; i++) {
+        char p[128];
+        snprintf(p, sizeof p, "/interfaces/interface[name=Eth1/%d]/state/counters/in-octets", i);
+        Gnmi__Notification *n = notif(NULL, 0);
+        add_uint(n, p, (uint64_t)i);
+        r.n = 0;
+        fs_gnmi_map_notification(m, n, 1, &rec_emit, &r);
+        assert_int_equal(r.n, 1); /* still mapped past the bound, just not cached */
+        notif_free(n);
+    }
+    const struct fs_gnmi_map_stats *st = fs_gnmi_map_get_stats(m);
+    assert_int_equal(st->cache_entries, 16);
+    assert_int_equal(st->cache_overflow, 24);
+    fs_gnmi_map_free(m);
+}
+
+/* ---- the sink emitter into a real store ---- */
+
+struct found {
+    uint64_t u;
+    int hits;
+};
+
+static int
+find_series(void *arg, const struct fs_series_info *s)
+{
+    struct found *f = arg;
+    if (s->metric != FS_M_QUEUE_ECN_MARKED)
+        return 0;
+    for (size_t i = 0; i < s->n_labels; i++)
+        if (strcmp(s->labels[i].name, "tc") == 0 && strcmp(s->labels[i].value, "3") == 0) {
+            f->u = s->u;
+            f->hits++;
+        }
+    return 0;
+}
+
+struct clock_seen {
+    bool known;
+    double offset;
+};
+
+static int
+find_clock(void *arg, const struct fs_instance_info *in)
+{
+    struct clock_seen *c = arg;
+    c->known = in->clock_known;
+    c->offset = in->clock_offset_seconds;
+    return 0;
+}
+
+static void
+test_sink_emitter_store(void **state)
+{
+    (void)state;
+    char err[256];
+    struct fs_ring_opts ro = {0};
+    ro.memory_limit = 16 << 20;
+    ro.retention_us = 3600LL * 1000000;
+    struct fs_store *st = fs_store_new(&ro, err, sizeof err);
+    assert_non_null(st);
+    struct fs_target_cfg tcfg = {0};
+    tcfg.name = "leaf1";
+    tcfg.address = "127.0.0.1";
+    tcfg.staleness_intervals = 3;
+    struct fs_sink *sink = fs_store_sink_add(st, &tcfg, "gnmi", 1000000);
+    assert_non_null(sink);
+    struct fs_gnmi_map *m = map_new(NULL);
+    struct fs_gnmi_sink_arg a = {.sink = sink, .clock_window_us = 100000};
+    const uint64_t big = (1ull << 53) + 12345;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    /* The device's clock runs 2.5 s ahead. */
+    Gnmi__Notification *n =
+        notif("/qos/interfaces/interface[interface-id=Eth1/49]", (now + 2500000) * 1000);
+    add_uint(n, "output/queues/queue[name=3]/state/ecn-marked-pkts", big);
+    fs_gnmi_map_notification(m, n, now, &fs_gnmi_sink_emit, &a);
+    notif_free(n);
+    struct found f = {0};
+    fs_store_foreach_series(st, false, find_series, &f);
+    assert_int_equal(f.hits, 1);
+    assert_true(f.u == big);
+    struct clock_seen c = {0};
+    fs_store_foreach_instance(st, find_clock, &c);
+    assert_true(c.known);
+    /* The device sampled within the window before arrival: 2.5 s +- 0.05 s. */
+    assert_true(c.offset > 2.449 && c.offset < 2.551);
+    fs_gnmi_map_free(m);
+    fs_store_sink_remove(st, sink);
+    fs_store_free(st);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_path_parse),
+        cmocka_unit_test(test_proto_queue_counters),
+        cmocka_unit_test(test_interfaces_origin_and_modules),
+        cmocka_unit_test(test_pfc_switch_priority),
+        cmocka_unit_test(test_json_ietf_container_and_strings),
+        cmocka_unit_test(test_hostile_values),
+        cmocka_unit_test(test_deletes),
+        cmocka_unit_test(test_acl_map),
+        cmocka_unit_test(test_user_maps),
+        cmocka_unit_test(test_cache_bounded),
+        cmocka_unit_test(test_sink_emitter_store),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
