@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cluster.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "driver.h"
@@ -73,7 +74,18 @@ struct daemon {
     struct drv_slot slots[MAX_DRIVERS];
     struct instance *insts;
     struct cfg_ref *current;
+    struct fs_cluster *cluster; /* shard and external labels, read by the HTTP side */
+    struct fs_shard override;   /* --shard; count 0: the configuration's shard block */
+    int64_t store_created_us;
 };
+
+/* Whether this instance polls t (its shard owns it). */
+static bool
+target_mine(const struct daemon *d, const struct fs_config *c, const struct fs_target_cfg *t)
+{
+    struct fs_shard s = fs_shard_effective(c, &d->override);
+    return fs_shard_mine(&s, t->name);
+}
 
 /* Whether the core can use drv; a driver it cannot use is logged once per process. */
 static bool
@@ -272,6 +284,8 @@ instance_remove(struct daemon *d, struct instance *in)
 static void
 target_add_all(struct daemon *d, const struct fs_target_cfg *t, struct cfg_ref *ref)
 {
+    if (!target_mine(d, ref->cfg, t))
+        return; /* another shard polls it */
     for (size_t i = 0; i < t->n_blocks; i++) {
         const struct fs_driver *drv = fs_driver_of_block(t->blocks[i].ops);
         if (!drv)
@@ -340,6 +354,8 @@ http_start(struct daemon *d, struct cfg_ref *ref)
         .port = c->listen_port,
         .tls_cert_file = c->http_tls_cert_file,
         .tls_key_file = c->http_tls_key_file,
+        .cluster = d->cluster,
+        .store_created_us = d->store_created_us,
     };
     int rc = -1;
     ref->refs++;
@@ -452,6 +468,8 @@ apply_reload(struct daemon *d, struct fs_config *ncfg)
         struct instance *in = *pp;
         const struct fs_target_cfg *nt = find_target(ncfg, in->tcfg->name);
         before++;
+        if (nt && !target_mine(d, ncfg, nt))
+            nt = NULL; /* resharded: another instance polls it now */
         if (nt && fs_target_cfg_equal(in->tcfg, nt)) {
             if (!in->slot || (in->entry && fs_sched_failures(d->sched, in->entry) > 0)) {
                 instance_stop(d, in);
@@ -469,6 +487,11 @@ apply_reload(struct daemon *d, struct fs_config *ncfg)
     }
     for (size_t i = 0; i < ncfg->n_targets; i++)
         target_add_all(d, &ncfg->targets[i], nref);
+    struct fs_shard shard = fs_shard_effective(ncfg, &d->override);
+    if (fs_cluster_update(d->cluster, ncfg, &shard) != 0)
+        fs_log(FS_LOG_ERROR, "config",
+               "out of memory: /api/v1/targets and the external "
+               "labels keep the previous configuration's");
 
     struct fs_ring_opts ro = {.memory_limit = ncfg->memory_limit,
                               .retention_us = ncfg->retention_us};
@@ -530,6 +553,12 @@ shutdown_guard_start(void)
 int
 fs_daemon_run(const char *config_path)
 {
+    return fs_daemon_run_shard(config_path, NULL);
+}
+
+int
+fs_daemon_run_shard(const char *config_path, const struct fs_shard *shard)
+{
     struct daemon d;
     struct fs_config *cfg = NULL;
     char err[256] = "";
@@ -537,8 +566,19 @@ fs_daemon_run(const char *config_path)
     sigset_t set;
 
     memset(&d, 0, sizeof d);
+    if (shard)
+        d.override = *shard;
     if (load_config(config_path, &cfg, stderr) != 0)
         return 2;
+    struct fs_shard eff = fs_shard_effective(cfg, &d.override);
+    d.cluster = fs_cluster_new();
+    if (!d.cluster || fs_cluster_update(d.cluster, cfg, &eff) != 0) {
+        fs_log(FS_LOG_ERROR, "main", "out of memory");
+        fs_cluster_free(d.cluster);
+        fs_config_free(cfg);
+        return 1;
+    }
+    d.store_created_us = fs_realtime_us();
 
     /* Signals are taken by this thread alone (sigwait); every thread started from here on
      * inherits the blocked mask. */
@@ -554,6 +594,7 @@ fs_daemon_run(const char *config_path)
     if (!d.store) {
         fs_log(FS_LOG_ERROR, "main", "cannot create the store: %s", err);
         fs_config_free(cfg);
+        fs_cluster_free(d.cluster);
         return 1;
     }
     fs_store_set_series_limit(d.store, cfg->max_series_per_target);
@@ -575,8 +616,12 @@ fs_daemon_run(const char *config_path)
         fs_log(FS_LOG_ERROR, "http", "no HTTP endpoint; retried on the next reload (SIGHUP)");
     for (size_t i = 0; i < cfg->n_targets; i++)
         target_add_all(&d, &cfg->targets[i], d.current);
-    fs_log(FS_LOG_INFO, "main", "fabricscope %s running with %s (%zu targets)", FS_VERSION,
-           config_path, cfg->n_targets);
+    if (eff.count > 1)
+        fs_log(FS_LOG_INFO, "main", "fabricscope %s running with %s (shard %u of %u)", FS_VERSION,
+               config_path, eff.index, eff.count);
+    else
+        fs_log(FS_LOG_INFO, "main", "fabricscope %s running with %s (%zu targets)", FS_VERSION,
+               config_path, cfg->n_targets);
 
     for (;;) {
         int sig = 0;
@@ -617,6 +662,7 @@ out:
     atomic_store(&shutdown_step, "freeing the store");
     fs_store_free(d.store);
     cfg_unref(d.current);
+    fs_cluster_free(d.cluster);
     return rc;
 }
 

@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 
+#include "cluster.h"
 #include "config/config.h"
 
 /** The config options listing the drivers this build has. */
@@ -18,6 +19,10 @@ int fs_check_config(const char *path, FILE *out, FILE *err);
 
 /** Runs until SIGTERM/SIGINT. Returns the process exit code (0, 1 runtime error, 2 bad config). */
 int fs_daemon_run(const char *config_path);
+
+/** fs_daemon_run() polling only the targets of shard (--shard I/N), which overrides
+ *  the configuration's shard block at start and on every reload; NULL: as configured. */
+int fs_daemon_run_shard(const char *config_path, const struct fs_shard *shard);
 
 /**
  * Polls one target once with every driver it has a block for, then prints what would

@@ -60,12 +60,13 @@ cmd_probe(int argc, char **argv)
 int
 main(int argc, char **argv)
 {
-    static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
-                                         {"check-config", required_argument, NULL, 'C'},
-                                         {"version", no_argument, NULL, 'V'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'}, {"check-config", required_argument, NULL, 'C'},
+        {"version", no_argument, NULL, 'V'},      {"help", no_argument, NULL, 'h'},
+        {"shard", required_argument, NULL, 's'},  {NULL, 0, NULL, 0}};
     const char *cfg = NULL;
+    struct fs_shard shard = {0, 0};
+    char err[160];
     int c;
 
     /* Subcommands come first so each can have its own options. */
@@ -80,13 +81,19 @@ main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "correlate") == 0)
         return fs_correlate_main(argc - 1, argv + 1);
 
-    while ((c = getopt_long(argc, argv, "c:hV", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "c:hVs:", opts, NULL)) != -1) {
         switch (c) {
         case 'c':
             cfg = optarg;
             break;
         case 'C':
             return fs_check_config(optarg, stdout, stderr);
+        case 's':
+            if (fs_shard_parse(optarg, &shard, err, sizeof err) != 0) {
+                fprintf(stderr, "fabricscope: %s\n", err);
+                return 2;
+            }
+            break;
         case 'V':
             printf("fabricscope %s\n", FS_VERSION);
             return 0;
@@ -107,5 +114,5 @@ main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    return fs_daemon_run(cfg);
+    return fs_daemon_run_shard(cfg, shard.count ? &shard : NULL);
 }

@@ -70,9 +70,14 @@ struct fs_config {
     uint16_t listen_port; /**< default 9464 */
     char *http_tls_cert_file, *http_tls_key_file;
     struct fs_secret_ref http_bearer_token;
-    uint64_t memory_limit;          /**< bytes; default 256 MiB */
-    int64_t retention_us;           /**< default 1 h */
-    uint64_t max_series_per_target; /**< storage.max_series_per_target; default 50000 */
+    uint64_t memory_limit;             /**< bytes; default 256 MiB */
+    int64_t retention_us;              /**< default 1 h */
+    uint64_t max_series_per_target;    /**< storage.max_series_per_target; default 50000 */
+    uint32_t shard_index, shard_count; /**< shard: {index, count}; count 0: no shard block
+                                            (every target is polled) */
+    struct fs_kv *external_labels;     /**< external_labels, sorted by key (remote_write and
+                                            /metrics add them to every series) */
+    size_t n_external_labels;
     struct fs_flow_rule *flow_rules;
     size_t n_flow_rules;
     struct fs_target_cfg *targets;

@@ -333,6 +333,55 @@ build_storage(const struct lyd_node *tree, struct fs_config *cfg, struct fs_cfg_
     cfg->max_series_per_target = (uint64_t)fs_cfg_long(n, "max_series_per_target", 50000);
 }
 
+/* shard and external_labels: an external label may not repeat a target's static label
+ * (the series would carry the name twice). */
+static int
+build_cluster(const struct lyd_node *tree, struct fs_config *cfg, struct fs_cfg_errs *errs)
+{
+    const struct lyd_node *sh = fs_cfg_child(tree, "shard");
+    size_t i = 0;
+
+    if (sh) {
+        cfg->shard_index = (uint32_t)fs_cfg_long(sh, "index", 0);
+        cfg->shard_count = (uint32_t)fs_cfg_long(sh, "count", 1);
+        if (cfg->shard_index >= cfg->shard_count)
+            fs_cfg_node_err(errs, fs_cfg_kid(sh, "index"), false,
+                            "%u is not below shard.count (%u)", cfg->shard_index, cfg->shard_count);
+    }
+    cfg->n_external_labels = count_named(tree, "external_labels");
+    if (!cfg->n_external_labels)
+        return 0;
+    cfg->external_labels = calloc(cfg->n_external_labels, sizeof(*cfg->external_labels));
+    if (!cfg->external_labels) {
+        cfg->n_external_labels = 0;
+        return -1;
+    }
+    for (const struct lyd_node *n = tree; n && i < cfg->n_external_labels; n = n->next) {
+        if (!n->schema || strcmp(n->schema->name, "external_labels"))
+            continue;
+        const char *v = fs_cfg_cval(n, "value");
+        if (fs_cfg_strdup(&cfg->external_labels[i].key, n, "name") ||
+            dup_str(&cfg->external_labels[i].value, v ? v : ""))
+            return -1;
+        i++;
+        for (const struct lyd_node *t = tree; t; t = t->next) {
+            if (!t->schema || strcmp(t->schema->name, "targets"))
+                continue;
+            for (const struct lyd_node *l = NULL; (l = fs_cfg_next(t, l, "labels"));) {
+                const char *ln = fs_cfg_cval(l, "name");
+                if (ln && !strcmp(ln, cfg->external_labels[i - 1].key))
+                    fs_cfg_node_err(errs, n, true,
+                                    "is also a static label of target %s: a series would "
+                                    "carry it twice",
+                                    fs_cfg_cval(t, "name"));
+            }
+        }
+    }
+    cfg->n_external_labels = i;
+    qsort(cfg->external_labels, cfg->n_external_labels, sizeof(*cfg->external_labels), kv_cmp);
+    return 0;
+}
+
 int
 fs_cfg_model_build(const struct lyd_node *tree, const struct fs_config_opts *opts,
                    struct fs_config *cfg, struct fs_cfg_errs *errs)
@@ -350,6 +399,8 @@ fs_cfg_model_build(const struct lyd_node *tree, const struct fs_config_opts *opt
             return -1;
     }
     build_storage(tree, cfg, errs);
+    if (build_cluster(tree, cfg, errs))
+        return -1;
     cfg->n_flow_rules = count_named(tree, "flow_rules");
     cfg->n_targets = count_named(tree, "targets");
     if (cfg->n_flow_rules &&
@@ -425,6 +476,11 @@ fs_config_free(struct fs_config *cfg)
     for (size_t i = 0; i < cfg->n_flow_rules; i++)
         free(cfg->flow_rules[i].name);
     free(cfg->flow_rules);
+    for (size_t i = 0; i < cfg->n_external_labels; i++) {
+        free(cfg->external_labels[i].key);
+        free(cfg->external_labels[i].value);
+    }
+    free(cfg->external_labels);
     for (size_t i = 0; i < cfg->n_targets; i++)
         target_free(&cfg->targets[i]);
     free(cfg->targets);

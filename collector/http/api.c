@@ -586,6 +586,7 @@ jtime_unix(int64_t us)
 
 struct targets_ctx {
     json_object *arr;
+    struct fs_shard shard;
 };
 
 static int
@@ -598,6 +599,9 @@ targets_cb(void *arg, const struct fs_instance_info *in)
     json_object_object_add(o, "source", json_object_new_string(in->source));
     json_object_object_add(o, "address", json_object_new_string(in->address ? in->address : ""));
     json_object_object_add(o, "state", json_object_new_string(in->state_name));
+    json_object_object_add(o, "shard",
+                           json_object_new_uint64(fs_shard_owner(in->target, c->shard.count)));
+    json_object_object_add(o, "polled", json_object_new_boolean(true));
     if (in->last_poll_us) {
         fs_api_format_rfc3339(in->last_poll_us, ts, sizeof ts);
         json_object_object_add(o, "last_poll", json_object_new_string(ts));
@@ -654,13 +658,30 @@ targets_cb(void *arg, const struct fs_instance_info *in)
     return 0;
 }
 
-int
-fs_api_targets(struct fs_store *st, struct fs_buf *out)
+/* A configured target another shard polls: named, with its owner, and nothing else. */
+static int
+other_shard_cb(void *arg, const char *target, uint32_t owner, bool mine)
 {
-    struct targets_ctx c = {json_object_new_array()};
+    struct targets_ctx *c = arg;
+    if (mine)
+        return 0;
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "target", json_object_new_string(target));
+    json_object_object_add(o, "state", json_object_new_string("other shard"));
+    json_object_object_add(o, "shard", json_object_new_uint64(owner));
+    json_object_object_add(o, "polled", json_object_new_boolean(false));
+    json_object_array_add(c->arr, o);
+    return 0;
+}
+
+int
+fs_api_targets(struct fs_store *st, struct fs_cluster *cl, struct fs_buf *out)
+{
+    struct targets_ctx c = {json_object_new_array(), fs_cluster_shard(cl)};
     if (!c.arr)
         return -1;
     fs_store_foreach_instance(st, targets_cb, &c);
+    fs_cluster_foreach_target(cl, other_shard_cb, &c);
     fs_buf_puts(out, "{\"status\":\"success\",\"data\":");
     fs_buf_puts(out, json_object_to_json_string_ext(c.arr, JSON_C_TO_STRING_PLAIN |
                                                                JSON_C_TO_STRING_NOSLASHESCAPE));

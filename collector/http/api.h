@@ -21,6 +21,7 @@
 
 #include "util/buf.h"
 #include "http/selector.h"
+#include "cluster.h"
 #include "store/store.h"
 
 #define FS_RAW_MAX_MATCH 16
@@ -79,8 +80,13 @@ void fs_api_format_rfc3339(int64_t ts_us, char *out, size_t len);
 int fs_api_raw(struct fs_store *st, const struct fs_raw_query *q, struct fs_buf *out, char *err,
                size_t errlen);
 
-/** Appends {"status":"success","data":[ one object per target x driver ]}; 0 or -1. */
-int fs_api_targets(struct fs_store *st, struct fs_buf *out);
+/**
+ * Appends {"status":"success","data":[ one object per target x driver this instance
+ * polls (with "shard": its owner and "polled": true), then one per configured target
+ * another shard polls ("polled": false, "state": "other shard") ]}; 0 or -1.
+ * cl may be NULL (not sharded).
+ */
+int fs_api_targets(struct fs_store *st, struct fs_cluster *cl, struct fs_buf *out);
 
 /** Appends the HTML index page (targets with state, links). 0 or -1. */
 int fs_api_index_html(struct fs_store *st, struct fs_buf *out);

@@ -1,7 +1,7 @@
 /*
- * Prometheus text format 0.0.4. Stored series are written straight from the store's
- * iteration (name and the pre-rendered label text are copied, the value formatted in
- * place), so a render into a buffer that has already grown allocates nothing.
+ * Prometheus text format 0.0.4, or OpenMetrics 1.0 when asked. Stored series are written straight
+ * from the store's iteration (name and the pre-rendered label text are copied, the value formatted
+ * in place), so a render into a buffer that has already grown allocates nothing.
  */
 #include "http/expo.h"
 
@@ -126,32 +126,71 @@ is_self_metric(enum fs_metric m)
     }
 }
 
-/* # HELP and # TYPE; HELP text escapes backslash and newline as the format requires. */
-static void
-family_header(struct fs_buf *out, enum fs_metric m)
+/* What one render writes: the format and the labels every series gets. */
+struct expo {
+    struct fs_buf *out;
+    bool om;         /* OpenMetrics 1.0 rather than text 0.0.4 */
+    const char *ext; /* external label text `a="x"`, "" for none */
+    size_t ext_len;
+};
+
+static bool
+is_counter(enum fs_metric m)
 {
+    return !strcmp(fs_metric_defs[m].type_name, "counter");
+}
+
+/* OpenMetrics names a counter family without its _total suffix (the samples keep it). */
+static size_t
+family_name_len(const struct expo *x, enum fs_metric m)
+{
+    const char *n = fs_metric_defs[m].name;
+    size_t len = strlen(n);
+    if (x->om && is_counter(m) && len > 6 && !strcmp(n + len - 6, "_total"))
+        len -= 6;
+    return len;
+}
+
+/* # HELP and # TYPE. HELP escapes backslash and newline (and in OpenMetrics, where an
+ * unescaped double quote is not allowed, that too). */
+static void
+family_header(struct expo *x, enum fs_metric m)
+{
+    struct fs_buf *out = x->out;
     const struct fs_metric_def *d = &fs_metric_defs[m];
+    size_t nl = family_name_len(x, m);
     fs_buf_puts(out, "# HELP ");
-    fs_buf_puts(out, d->name);
+    fs_buf_append(out, d->name, nl);
     fs_buf_append(out, " ", 1);
     const char *run = d->help, *p = d->help;
     for (; *p; p++) {
-        if (*p != '\\' && *p != '\n')
+        if (*p != '\\' && *p != '\n' && !(x->om && *p == '"'))
             continue;
         fs_buf_append(out, run, (size_t)(p - run));
-        fs_buf_puts(out, *p == '\\' ? "\\\\" : "\\n");
+        fs_buf_puts(out, *p == '\\' ? "\\\\" : *p == '"' ? "\\\"" : "\\n");
         run = p + 1;
     }
     fs_buf_append(out, run, (size_t)(p - run));
     fs_buf_puts(out, "\n# TYPE ");
-    fs_buf_puts(out, d->name);
+    fs_buf_append(out, d->name, nl);
     fs_buf_append(out, " ", 1);
     fs_buf_puts(out, d->type_name);
     fs_buf_append(out, "\n", 1);
 }
 
+/* `{` + the external labels + `}`: for a sample with no labels of its own. */
+static void
+ext_only(struct expo *x)
+{
+    if (!x->ext_len)
+        return;
+    fs_buf_append(x->out, "{", 1);
+    fs_buf_append(x->out, x->ext, x->ext_len);
+    fs_buf_append(x->out, "}", 1);
+}
+
 struct series_ctx {
-    struct fs_buf *out;
+    struct expo *x;
     int cur;
     size_t name_len[FS_METRIC_COUNT];
 };
@@ -161,23 +200,28 @@ static int
 series_cb(void *arg, const struct fs_series_info *s)
 {
     struct series_ctx *c = arg;
-    struct fs_buf *out = c->out;
+    struct expo *x = c->x;
+    struct fs_buf *out = x->out;
     if (is_self_metric(s->metric))
         return 0;
     if ((int)s->metric != c->cur) {
-        family_header(out, s->metric);
+        family_header(x, s->metric);
         c->cur = (int)s->metric;
     }
     size_t nl = c->name_len[s->metric];
-    if (!fs_buf_reserve(out, nl + s->labels_text_len + 40))
+    if (!fs_buf_reserve(out, nl + s->labels_text_len + x->ext_len + 41))
         return 1;
     char *p = out->data + out->len;
     memcpy(p, s->name, nl);
     p += nl;
-    if (s->labels_text_len) {
+    if (s->labels_text_len || x->ext_len) {
         *p++ = '{';
         memcpy(p, s->labels_text, s->labels_text_len);
         p += s->labels_text_len;
+        if (s->labels_text_len && x->ext_len)
+            *p++ = ',';
+        memcpy(p, x->ext, x->ext_len);
+        p += x->ext_len;
         *p++ = '}';
     }
     *p++ = ' ';
@@ -203,6 +247,18 @@ put_label(struct fs_buf *out, bool *first, const char *name, const char *value)
     fs_buf_append(out, "=\"", 2);
     fs_buf_prom_label_value(out, value);
     fs_buf_append(out, "\"", 1);
+}
+
+/* Closes a label set opened by the caller: the external labels, then `}`. */
+static void
+labels_close(struct expo *x, bool first)
+{
+    if (x->ext_len) {
+        if (!first)
+            fs_buf_append(x->out, ",", 1);
+        fs_buf_append(x->out, x->ext, x->ext_len);
+    }
+    fs_buf_append(x->out, "}", 1);
 }
 
 /* `name{target="t",<static labels>,source="s"` (no closing brace: callers add more). */
@@ -239,7 +295,7 @@ put_double_line(struct fs_buf *out, double v)
 }
 
 struct inst_ctx {
-    struct fs_buf *out;
+    struct expo *x;
     enum fs_metric m;
     size_t n;
 };
@@ -253,18 +309,30 @@ count_cb(void *arg, const struct fs_instance_info *in)
     return 0;
 }
 
+/* One labelled instance sample: name{instance labels[,extra=value]<,external>} v. */
+static void
+inst_u64(struct expo *x, const char *name, const struct fs_instance_info *in, const char *extra,
+         const char *extra_value, uint64_t v)
+{
+    bool first;
+    inst_open(x->out, name, in, &first);
+    if (extra)
+        put_label(x->out, &first, extra, extra_value);
+    labels_close(x, first);
+    put_u64_line(x->out, v);
+}
+
 static int
 inst_cb(void *arg, const struct fs_instance_info *in)
 {
     struct inst_ctx *c = arg;
-    struct fs_buf *out = c->out;
+    struct expo *x = c->x;
+    struct fs_buf *out = x->out;
     const char *name = fs_metric_defs[c->m].name;
     bool first;
     switch (c->m) {
     case FS_M_TARGET_UP:
-        inst_open(out, name, in, &first);
-        fs_buf_append(out, "}", 1);
-        put_u64_line(out, in->state == FS_INST_UP ? 1 : 0);
+        inst_u64(x, name, in, NULL, NULL, in->state == FS_INST_UP ? 1 : 0);
         break;
     case FS_M_POLL_DURATION: {
         char bname[160];
@@ -275,51 +343,37 @@ inst_cb(void *arg, const struct fs_instance_info *in)
                 fs_expo_format_double(le, fs_poll_bucket_bounds[b]);
             else
                 strcpy(le, "+Inf");
-            inst_open(out, bname, in, &first);
-            put_label(out, &first, "le", le);
-            fs_buf_append(out, "}", 1);
-            put_u64_line(out, in->poll_hist[b]);
+            inst_u64(x, bname, in, "le", le, in->poll_hist[b]);
         }
         snprintf(bname, sizeof bname, "%s_sum", name);
         inst_open(out, bname, in, &first);
-        fs_buf_append(out, "}", 1);
+        labels_close(x, first);
         put_double_line(out, in->poll_sum_seconds);
         snprintf(bname, sizeof bname, "%s_count", name);
-        inst_open(out, bname, in, &first);
-        fs_buf_append(out, "}", 1);
-        put_u64_line(out, in->poll_count);
+        inst_u64(x, bname, in, NULL, NULL, in->poll_count);
         break;
     }
     case FS_M_POLL_ERRORS:
-        for (size_t k = 0; k < FS_POLL_ERROR_KINDS; k++) {
-            inst_open(out, name, in, &first);
-            put_label(out, &first, "kind", fs_poll_error_kind_names[k]);
-            fs_buf_append(out, "}", 1);
-            put_u64_line(out, in->poll_errors[k]);
-        }
+        for (size_t k = 0; k < FS_POLL_ERROR_KINDS; k++)
+            inst_u64(x, name, in, "kind", fs_poll_error_kind_names[k], in->poll_errors[k]);
         break;
     case FS_M_COUNTER_RESETS:
-        for (size_t k = 0; k < FS_RESET_KIND_COUNT; k++) {
-            inst_open(out, name, in, &first);
-            put_label(out, &first, "kind", fs_reset_kind_names[k]);
-            fs_buf_append(out, "}", 1);
-            put_u64_line(out, in->counter_resets[k]);
-        }
+        for (size_t k = 0; k < FS_RESET_KIND_COUNT; k++)
+            inst_u64(x, name, in, "kind", fs_reset_kind_names[k], in->counter_resets[k]);
         break;
     case FS_M_AGENT_RESTARTS:
     case FS_M_CLOCK_STEPS:
     case FS_M_SERIES_LIMIT_DROPPED:
-        inst_open(out, name, in, &first);
-        fs_buf_append(out, "}", 1);
-        put_u64_line(out, c->m == FS_M_AGENT_RESTARTS ? in->agent_restarts
-                          : c->m == FS_M_CLOCK_STEPS  ? in->clock_steps
-                                                      : in->series_limit_dropped);
+        inst_u64(x, name, in, NULL, NULL,
+                 c->m == FS_M_AGENT_RESTARTS ? in->agent_restarts
+                 : c->m == FS_M_CLOCK_STEPS  ? in->clock_steps
+                                             : in->series_limit_dropped);
         break;
     case FS_M_TARGET_CLOCK_OFFSET:
         if (!in->clock_known)
             break;
         inst_open(out, name, in, &first);
-        fs_buf_append(out, "}", 1);
+        labels_close(x, first);
         put_double_line(out, in->clock_offset_seconds);
         break;
     default:
@@ -329,52 +383,112 @@ inst_cb(void *arg, const struct fs_instance_info *in)
 }
 
 static void
-instance_family(struct fs_store *st, struct fs_buf *out, enum fs_metric m)
+instance_family(struct fs_store *st, struct expo *x, enum fs_metric m)
 {
-    struct inst_ctx c = {out, m, 0};
+    struct inst_ctx c = {x, m, 0};
     /* A family without samples gets no HELP/TYPE either. */
     fs_store_foreach_instance(st, count_cb, &c);
     if (c.n == 0)
         return;
-    family_header(out, m);
+    family_header(x, m);
     fs_store_foreach_instance(st, inst_cb, &c);
 }
 
+/* The _created sample of a counter sample just written (OpenMetrics only, and only
+ * when its creation time is known): family name + "_created", the same labels. */
 static void
-scalar_u64(struct fs_buf *out, enum fs_metric m, uint64_t v)
+put_created(struct expo *x, enum fs_metric m, const char *labels, const char *created)
 {
-    family_header(out, m);
-    fs_buf_puts(out, fs_metric_defs[m].name);
-    put_u64_line(out, v);
+    if (!x->om || !created || !created[0])
+        return;
+    fs_buf_append(x->out, fs_metric_defs[m].name, family_name_len(x, m));
+    fs_buf_puts(x->out, "_created");
+    fs_buf_puts(x->out, labels);
+    fs_buf_append(x->out, " ", 1);
+    fs_buf_puts(x->out, created);
+    fs_buf_append(x->out, "\n", 1);
+}
+
+static void
+scalar_u64(struct expo *x, enum fs_metric m, uint64_t v, const char *created)
+{
+    struct fs_buf lb;
+    family_header(x, m);
+    fs_buf_puts(x->out, fs_metric_defs[m].name);
+    ext_only(x);
+    put_u64_line(x->out, v);
+    if (!x->om || !created || !created[0])
+        return;
+    fs_buf_init(&lb, 64 * 1024);
+    if (x->ext_len)
+        fs_buf_printf(&lb, "{%.*s}", (int)x->ext_len, x->ext);
+    put_created(x, m, lb.data ? lb.data : "", created);
+    fs_buf_free(&lb);
+}
+
+/* A sample with one label of its own (and the external ones). */
+static void
+labelled_u64(struct expo *x, enum fs_metric m, const char *labels_text, uint64_t v,
+             const char *created)
+{
+    struct fs_buf lb;
+    fs_buf_init(&lb, 64 * 1024);
+    fs_buf_printf(&lb, "{%s%s%.*s}", labels_text, x->ext_len ? "," : "", (int)x->ext_len, x->ext);
+    fs_buf_puts(x->out, fs_metric_defs[m].name);
+    fs_buf_puts(x->out, lb.data ? lb.data : "{}");
+    put_u64_line(x->out, v);
+    put_created(x, m, lb.data ? lb.data : "{}", created);
+    fs_buf_free(&lb);
+}
+
+static void
+format_unix(char *buf, size_t len, int64_t us)
+{
+    if (us <= 0)
+        buf[0] = '\0';
+    else
+        snprintf(buf, len, "%lld.%06lld", (long long)(us / 1000000), (long long)(us % 1000000));
 }
 
 int
-fs_expo_render_ex(struct fs_store *st, struct fs_buf *out, const struct fs_expo_http_count *hc,
-                  size_t n_hc)
+fs_expo_render_opts(struct fs_store *st, struct fs_buf *out, const struct fs_expo_opts *o)
 {
+    static const struct fs_expo_opts none;
+    char store_created[48], http_created[48];
     struct series_ctx sc;
-    sc.out = out;
+    struct expo x;
+
+    if (!o)
+        o = &none;
+    format_unix(store_created, sizeof store_created, o->store_created_us);
+    format_unix(http_created, sizeof http_created, o->http_created_us);
+    x.out = out;
+    x.om = o->openmetrics;
+    x.ext = o->external_labels ? o->external_labels : "";
+    x.ext_len = strlen(x.ext);
+
+    sc.x = &x;
     sc.cur = -1;
     for (size_t m = 0; m < FS_METRIC_COUNT; m++)
         sc.name_len[m] = strlen(fs_metric_defs[m].name);
     fs_store_foreach_series(st, true, series_cb, &sc);
 
-    instance_family(st, out, FS_M_TARGET_UP);
-    instance_family(st, out, FS_M_POLL_DURATION);
-    instance_family(st, out, FS_M_POLL_ERRORS);
-    instance_family(st, out, FS_M_COUNTER_RESETS);
-    instance_family(st, out, FS_M_AGENT_RESTARTS);
-    instance_family(st, out, FS_M_CLOCK_STEPS);
-    instance_family(st, out, FS_M_SERIES_LIMIT_DROPPED);
-    instance_family(st, out, FS_M_TARGET_CLOCK_OFFSET);
+    instance_family(st, &x, FS_M_TARGET_UP);
+    instance_family(st, &x, FS_M_POLL_DURATION);
+    instance_family(st, &x, FS_M_POLL_ERRORS);
+    instance_family(st, &x, FS_M_COUNTER_RESETS);
+    instance_family(st, &x, FS_M_AGENT_RESTARTS);
+    instance_family(st, &x, FS_M_CLOCK_STEPS);
+    instance_family(st, &x, FS_M_SERIES_LIMIT_DROPPED);
+    instance_family(st, &x, FS_M_TARGET_CLOCK_OFFSET);
 
     struct fs_ring_stats rs;
     uint64_t limit = 0;
     memset(&rs, 0, sizeof rs);
     fs_store_ring_stats(st, &rs, &limit);
-    scalar_u64(out, FS_M_RING_SAMPLES, rs.samples);
-    scalar_u64(out, FS_M_RING_BYTES, rs.bytes);
-    scalar_u64(out, FS_M_RING_LIMIT_BYTES, limit);
+    scalar_u64(&x, FS_M_RING_SAMPLES, rs.samples, NULL);
+    scalar_u64(&x, FS_M_RING_BYTES, rs.bytes, NULL);
+    scalar_u64(&x, FS_M_RING_LIMIT_BYTES, limit, NULL);
     double retention = 0;
     if (rs.oldest_ts_us > 0) {
         struct timespec ts;
@@ -382,43 +496,54 @@ fs_expo_render_ex(struct fs_store *st, struct fs_buf *out, const struct fs_expo_
         int64_t now = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
         retention = now > rs.oldest_ts_us ? (double)(now - rs.oldest_ts_us) / 1e6 : 0;
     }
-    family_header(out, FS_M_RING_RETENTION);
+    family_header(&x, FS_M_RING_RETENTION);
     fs_buf_puts(out, fs_metric_defs[FS_M_RING_RETENTION].name);
+    ext_only(&x);
     put_double_line(out, retention);
-    family_header(out, FS_M_RING_EVICTED);
-    fs_buf_puts(out, fs_metric_defs[FS_M_RING_EVICTED].name);
-    fs_buf_puts(out, "{reason=\"memory\"}");
-    put_u64_line(out, rs.evicted_memory);
-    fs_buf_puts(out, fs_metric_defs[FS_M_RING_EVICTED].name);
-    fs_buf_puts(out, "{reason=\"retention\"}");
-    put_u64_line(out, rs.evicted_retention);
-    scalar_u64(out, FS_M_RING_REFUSED, rs.refused_memory);
-    scalar_u64(out, FS_M_SERIES, rs.series);
+    family_header(&x, FS_M_RING_EVICTED);
+    labelled_u64(&x, FS_M_RING_EVICTED, "reason=\"memory\"", rs.evicted_memory, store_created);
+    labelled_u64(&x, FS_M_RING_EVICTED, "reason=\"retention\"", rs.evicted_retention,
+                 store_created);
+    scalar_u64(&x, FS_M_RING_REFUSED, rs.refused_memory, store_created);
+    scalar_u64(&x, FS_M_SERIES, rs.series, NULL);
 
     bool any = false;
-    for (size_t i = 0; i < n_hc; i++) {
-        if (hc[i].n == 0)
+    for (size_t i = 0; i < o->n_hc; i++) {
+        const struct fs_expo_http_count *hc = &o->hc[i];
+        if (hc->n == 0)
             continue;
         if (!any)
-            family_header(out, FS_M_HTTP_REQUESTS);
+            family_header(&x, FS_M_HTTP_REQUESTS);
         any = true;
+        struct fs_buf lb;
         bool first = true;
-        fs_buf_puts(out, fs_metric_defs[FS_M_HTTP_REQUESTS].name);
-        fs_buf_append(out, "{", 1);
-        put_label(out, &first, "handler", hc[i].handler);
         char code[24];
-        code[fs_expo_format_u64(code, hc[i].code)] = '\0';
-        put_label(out, &first, "code", code);
-        fs_buf_append(out, "}", 1);
-        put_u64_line(out, hc[i].n);
+        fs_buf_init(&lb, 64 * 1024);
+        put_label(&lb, &first, "handler", hc->handler);
+        code[fs_expo_format_u64(code, hc->code)] = '\0';
+        put_label(&lb, &first, "code", code);
+        labelled_u64(&x, FS_M_HTTP_REQUESTS, lb.data ? lb.data : "", hc->n, http_created);
+        fs_buf_free(&lb);
     }
 
-    family_header(out, FS_M_BUILD_INFO);
+    family_header(&x, FS_M_BUILD_INFO);
     fs_buf_puts(out, fs_metric_defs[FS_M_BUILD_INFO].name);
     fs_buf_puts(out, "{version=\"");
     fs_buf_prom_label_value(out, FS_VERSION);
-    fs_buf_puts(out, "\"} 1\n");
+    fs_buf_puts(out, "\"");
+    labels_close(&x, false);
+    fs_buf_puts(out, " 1\n");
+    if (x.om)
+        fs_buf_puts(out, "# EOF\n");
     return out->overflow ? -1 : 0;
+}
+
+int
+fs_expo_render_ex(struct fs_store *st, struct fs_buf *out, const struct fs_expo_http_count *hc,
+                  size_t n_hc)
+{
+    struct fs_expo_opts o = {.hc = hc, .n_hc = n_hc};
+    return fs_expo_render_opts(st, out, &o);
 }
 
 int

@@ -27,6 +27,29 @@ struct fs_expo_http_count {
 int fs_expo_render_ex(struct fs_store *st, struct fs_buf *out, const struct fs_expo_http_count *hc,
                       size_t n_hc);
 
+/** Content types of the two formats. */
+#define FS_EXPO_TEXT_CTYPE "text/plain; version=0.0.4; charset=utf-8"
+#define FS_EXPO_OPENMETRICS_CTYPE "application/openmetrics-text; version=1.0.0; charset=utf-8"
+
+/** How to render. Zeroed: text 0.0.4, no external labels, no HTTP counts. */
+struct fs_expo_opts {
+    const struct fs_expo_http_count *hc; /**< HTTP request counts (n == 0 skipped) */
+    size_t n_hc;
+    const char *external_labels; /**< `a="x",b="y"` (escaped) added to every sample, or NULL */
+    bool openmetrics;            /**< OpenMetrics 1.0: counter families named without
+                                      _total, _created where known, # EOF at the end */
+    int64_t store_created_us;    /**< realtime µs the store began (the _created of the
+                                      ring's counters); 0: unknown, no _created */
+    int64_t http_created_us;     /**< the same for fabricscope_http_requests_total */
+};
+
+/**
+ * Renders /metrics into out (appending) as o says. Counters of switches and of
+ * targets have no _created (when they began is not known); fabricscope's process
+ * counters have one when o gives their start. Returns 0, or -1 if out overflowed.
+ */
+int fs_expo_render_opts(struct fs_store *st, struct fs_buf *out, const struct fs_expo_opts *o);
+
 /**
  * Formats a gauge value as Prometheus spells it (NaN, +Inf, -Inf, else the shortest
  * text that reads back to the same double). out needs 32 bytes; returns the length.

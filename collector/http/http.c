@@ -49,7 +49,6 @@
 #define LOG_WINDOW_US (10 * 1000000LL)
 #define LOG_BURST 5 /* lines per window before the rest are only counted */
 #define RETRY_AFTER_S "2"
-#define METRICS_CTYPE "text/plain; version=0.0.4; charset=utf-8"
 #define JSON_CTYPE "application/json"
 
 enum handler { H_METRICS, H_RAW, H_TARGETS, H_HEALTHZ, H_INDEX, H_OTHER, H_COUNT };
@@ -69,6 +68,7 @@ struct snapshot {
     pthread_mutex_t gz_lock;
     z_stream zs;
     bool zinit, gz_done;
+    bool om;         /* OpenMetrics rather than text 0.0.4 */
     int64_t made_us; /* monotonic */
     unsigned refs;
 };
@@ -104,6 +104,7 @@ struct req {
     size_t reserved;       /* raw budget held by body */
     struct snapshot *snap; /* /metrics: a reference, or NULL */
     bool gz;
+    bool om; /* /metrics: the client prefers OpenMetrics */
     struct fs_raw_query q;
     bool have_q;
 };
@@ -118,6 +119,8 @@ struct held_body {
 struct fs_http {
     struct MHD_Daemon *d;
     struct fs_store *st;
+    struct fs_cluster *cluster;                /* not owned */
+    int64_t store_created_us, http_created_us; /* realtime */
     char *token;
     size_t token_len;
     char *cert, *key;
@@ -433,10 +436,12 @@ out:
 
 /* Renders a new exposition into s (outside every lock but the store's own). */
 static int
-snap_render(struct fs_http *h, struct snapshot *s)
+snap_render(struct fs_http *h, struct snapshot *s, bool om)
 {
     struct fs_expo_http_count hc[H_COUNT * N_CODES];
+    struct fs_buf ext;
     size_t n = 0;
+    int rc;
     for (size_t i = 0; i < H_COUNT; i++)
         for (size_t j = 0; j < N_CODES; j++)
             hc[n++] = (struct fs_expo_http_count){
@@ -445,16 +450,29 @@ snap_render(struct fs_http *h, struct snapshot *s)
     fs_buf_reset(&s->plain);
     fs_buf_reset(&s->gz);
     s->gz_done = false;
-    return fs_expo_render_ex(h->st, &s->plain, hc, n);
+    s->om = om;
+    fs_buf_init(&ext, 1u << 20);
+    fs_buf_puts(&ext, "");
+    fs_cluster_labels_text(h->cluster, &ext);
+    struct fs_expo_opts o = {.hc = hc,
+                             .n_hc = n,
+                             .external_labels = ext.overflow ? NULL : ext.data,
+                             .openmetrics = om,
+                             .store_created_us = h->store_created_us,
+                             .http_created_us = h->http_created_us};
+    rc = fs_expo_render_opts(h->st, &s->plain, &o);
+    fs_buf_free(&ext);
+    return rc;
 }
 
 /*
  * A reference to an exposition: the current one if it is young enough or a render is
  * not allowed (FS_HTTP_MAX_EXPOSITIONS alive), else a fresh render. One render at a
- * time; requests arriving meanwhile wait for it and share it.
+ * time; requests arriving meanwhile wait for it and share it. Only a render in the
+ * asked format is shared (om); past the limit a scrape gets a fresh one of its format.
  */
 static struct snapshot *
-snap_acquire(struct fs_http *h, bool gz, const char **why)
+snap_acquire(struct fs_http *h, bool gz, bool om, const char **why)
 {
     struct snapshot *s = NULL;
     pthread_mutex_lock(&h->snap_lock);
@@ -464,8 +482,9 @@ snap_acquire(struct fs_http *h, bool gz, const char **why)
     int64_t now = fs_monotonic_us();
     struct snapshot *cur = h->current;
     bool rendered_meanwhile = h->render_gen != gen;
-    if (cur && (rendered_meanwhile || now - cur->made_us < h->share_us ||
-                h->n_snaps >= FS_HTTP_MAX_EXPOSITIONS)) {
+    if (cur && cur->om == om &&
+        (rendered_meanwhile || now - cur->made_us < h->share_us ||
+         h->n_snaps >= FS_HTTP_MAX_EXPOSITIONS)) {
         cur->refs++;
         s = cur;
         pthread_mutex_unlock(&h->snap_lock);
@@ -483,7 +502,7 @@ snap_acquire(struct fs_http *h, bool gz, const char **why)
         fs_buf_init(&s->plain, MAX_METRICS_BYTES);
         fs_buf_init(&s->gz, MAX_METRICS_BYTES);
     }
-    bool ok = s && snap_render(h, s) == 0;
+    bool ok = s && snap_render(h, s, om) == 0;
     *why = s ? "the exposition does not fit in memory" : "out of memory";
 
     pthread_mutex_lock(&h->snap_lock);
@@ -668,6 +687,62 @@ accepts_gzip(const char *ae)
     return false;
 }
 
+/* The q of one Accept element's parameters (p after the media range): 1 unless q=. */
+static double
+accept_q(const char *p, const char *end)
+{
+    double q = 1.0;
+    while (p < end) {
+        if (*p == ';') {
+            const char *k = p + 1;
+            while (k < end && *k == ' ')
+                k++;
+            if (k + 1 < end && (k[0] == 'q' || k[0] == 'Q') && k[1] == '=')
+                q = strtod(k + 2, NULL);
+        }
+        p++;
+    }
+    return q;
+}
+
+bool
+fs_http_prefers_openmetrics(const char *accept)
+{
+    double q_om = 0, q_text = 0, q_any = 0;
+    bool text_named = false;
+    const char *p = accept;
+    if (!p)
+        return false;
+    while (*p) {
+        while (*p == ' ' || *p == '\t' || *p == ',')
+            p++;
+        const char *el = p, *end = strchr(p, ',');
+        if (!end)
+            end = p + strlen(p);
+        const char *mt_end = el;
+        while (mt_end < end && *mt_end != ';' && *mt_end != ' ' && *mt_end != '\t')
+            mt_end++;
+        size_t ml = (size_t)(mt_end - el);
+        double q = accept_q(mt_end, end);
+        if (ml == 28 && strncasecmp(el, "application/openmetrics-text", 28) == 0) {
+            if (q > q_om)
+                q_om = q;
+        } else if (ml == 10 && strncasecmp(el, "text/plain", 10) == 0) {
+            text_named = true;
+            if (q > q_text)
+                q_text = q;
+        } else if ((ml == 3 && strncmp(el, "*/*", 3) == 0) ||
+                   (ml == 6 && strncasecmp(el, "text/*", 6) == 0)) {
+            if (q > q_any)
+                q_any = q;
+        }
+        p = end;
+    }
+    if (!text_named)
+        q_text = q_any;
+    return q_om > 0 && q_om >= q_text;
+}
+
 static bool
 token_ok(const struct fs_http *h, struct MHD_Connection *c)
 {
@@ -722,19 +797,19 @@ run_job(struct fs_http *h, struct req *r)
     const char *why = NULL;
     switch (r->hd) {
     case H_METRICS:
-        r->snap = snap_acquire(h, r->gz, &why);
+        r->snap = snap_acquire(h, r->gz, r->om, &why);
         if (!r->snap) {
             set_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, why);
             return;
         }
-        set_answer(r, MHD_HTTP_OK, METRICS_CTYPE);
+        set_answer(r, MHD_HTTP_OK, r->om ? FS_EXPO_OPENMETRICS_CTYPE : FS_EXPO_TEXT_CTYPE);
         return;
     case H_RAW:
         run_raw(h, r);
         return;
     case H_TARGETS:
         fs_buf_init(&r->body, MAX_JSON_BYTES);
-        if (fs_api_targets(h->st, &r->body) != 0)
+        if (fs_api_targets(h->st, h->cluster, &r->body) != 0)
             set_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
         else
             set_answer(r, MHD_HTTP_OK, JSON_CTYPE);
@@ -914,9 +989,12 @@ route(struct fs_http *h, struct req *r, const char *url, const char *method)
         }
         r->have_q = true;
     }
-    if (hd == H_METRICS)
+    if (hd == H_METRICS) {
         r->gz = accepts_gzip(
             MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING));
+        r->om = fs_http_prefers_openmetrics(
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT));
+    }
     return ROUTE_JOB;
 }
 
@@ -1027,6 +1105,9 @@ fs_http_start(const struct fs_http_opts *o, struct fs_store *st, char *errbuf, s
     pthread_cond_init(&h->sweep_cond, &ca);
     pthread_condattr_destroy(&ca);
     h->st = st;
+    h->cluster = o->cluster;
+    h->store_created_us = o->store_created_us;
+    h->http_created_us = fs_realtime_us();
     h->log_window_us = fs_monotonic_us();
     unsigned threads = o->threads ? o->threads : 2;
     unsigned maxconn = o->max_connections ? o->max_connections : 64;

@@ -1,7 +1,7 @@
 /*
- * The HTTP endpoint (libmicrohttpd): /metrics (Prometheus text 0.0.4, gzip when
- * accepted), /api/v1/raw, /api/v1/targets, /healthz and the HTML index at /.
- * Bad requests get a 4xx with {"status":"error","error":"..."}.
+ * The HTTP endpoint (libmicrohttpd): /metrics (Prometheus text 0.0.4, or OpenMetrics
+ * 1.0 when the Accept header prefers it; gzip when accepted), /api/v1/raw, /api/v1/targets,
+ * /healthz and the HTML index at /. Bad requests get a 4xx with {"status":"error","error":"..."}.
  *
  * Threads. libmicrohttpd's own small thread pool does only I/O and cheap answers
  * (/healthz, errors), so /healthz keeps answering while queries run. /metrics,
@@ -28,9 +28,11 @@
 #ifndef FS_HTTP_H
 #define FS_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cluster.h"
 #include "store/store.h"
 
 struct fs_http;
@@ -51,6 +53,11 @@ struct fs_http_opts {
     unsigned raw_time_limit_ms;    /**< one /api/v1/raw query; default 10000 */
     int metrics_share_ms;          /**< also share a render this young; default 0: only
                                         scrapes that arrive during a render share it */
+    struct fs_cluster *cluster;    /**< shard and external labels for /metrics and
+                                        /api/v1/targets; not owned, outlives the endpoint;
+                                        NULL: not sharded, no external labels */
+    int64_t store_created_us;      /**< realtime µs the store began (OpenMetrics _created
+                                        of its counters); 0: unknown */
 };
 
 /** /metrics buffers alive at once (the current one, ones still being sent). */
@@ -65,6 +72,11 @@ uint16_t fs_http_port(const struct fs_http *h);
 
 /** Connections open right now (for tests and diagnostics). */
 unsigned fs_http_open_connections(struct fs_http *h);
+
+/** Whether an Accept header value asks for OpenMetrics over text 0.0.4: an
+ *  application/openmetrics-text range with a q above 0 and at least text/plain's
+ *  (or, text/plain unlisted, that of a wildcard range). NULL: no. */
+bool fs_http_prefers_openmetrics(const char *accept);
 
 /** Stops serving and frees; accepts NULL. */
 void fs_http_stop(struct fs_http *h);

@@ -1303,12 +1303,10 @@ drv_thread(void *arg)
         if (stop)
             break;
         int n = epoll_wait(d->epfd, evs, 64, next_wait_ms(d));
+        bool queued = false;
         for (int i = 0; i < n; i++) {
             if (evs[i].data.ptr == NULL) {
-                uint64_t v;
-                ssize_t r = read(d->evfd, &v, sizeof(v));
-                (void)r;
-                handle_queue(d);
+                queued = true;
                 continue;
             }
             struct snmp_target *t = evs[i].data.ptr;
@@ -1318,6 +1316,15 @@ drv_thread(void *arg)
             snmp_sess_read2(t->sessp, &d->lfs);
             if (t->fd >= 0)
                 NETSNMP_LARGE_FD_CLR(t->fd, &d->lfs);
+        }
+        /* The queue last: a removal it handles lets the remover free the target, and
+         * later events of this batch may still point at it (level-triggered epoll
+         * reports the sockets again on the next wait). */
+        if (queued) {
+            uint64_t v;
+            ssize_t r = read(d->evfd, &v, sizeof(v));
+            (void)r;
+            handle_queue(d);
         }
         check_timers(d);
     }

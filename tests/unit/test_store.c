@@ -853,7 +853,7 @@ test_removed_target_readers(void **state)
     fs_buf_free(&out);
 
     fs_buf_init(&out, 1 << 20);
-    assert_int_equal(fs_api_targets(f->st, &out), 0);
+    assert_int_equal(fs_api_targets(f->st, NULL, &out), 0);
     assert_null(strstr(out.data, "\"tor1\""));
     assert_non_null(strstr(out.data, "interface limit reached"));
     assert_non_null(strstr(out.data, "\"partial\":1"));
