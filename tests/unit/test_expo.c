@@ -1,7 +1,9 @@
 /*
  * Prometheus exposition: exact lines for counters (full uint64 range) and gauges
  * (shortest round-trip, NaN/Inf), HELP/TYPE, self metrics with static labels, and
- * `promtool check metrics` with no warning at all.
+ * `promtool check metrics` with no warning at all. OpenMetrics: counter families named
+ * without _total, _created where known, # EOF, external labels on every sample, the
+ * Accept negotiation, and a strict OpenMetrics parser (python3-prometheus-client's).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -16,6 +18,7 @@
 #include <cmocka.h>
 
 #include "http/expo.h"
+#include "http/http.h"
 #include "store/store.h"
 #include "synth.h"
 
@@ -335,6 +338,167 @@ test_promtool(void **state)
         fail_msg("promtool check metrics (exit %d):\n%s", rc, text);
 }
 
+/* Writes text to a temporary file and runs cmd on it (%s: the path); returns the exit
+ * status, the output in out. */
+static int
+run_on(const char *text, size_t len, const char *cmdfmt, char *out, size_t outlen)
+{
+    char path[] = "/tmp/fs_expo_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, len), (ssize_t)len);
+    close(fd);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, cmdfmt, path);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, outlen - 1, p);
+    out[n] = '\0';
+    int rc = pclose(p);
+    unlink(path);
+    return rc;
+}
+
+static void
+render_om(struct fixture *f, bool om)
+{
+    struct fs_expo_http_count hc[] = {{"metrics", 200, 3}};
+    struct fs_expo_opts o = {.hc = hc,
+                             .n_hc = 1,
+                             .external_labels = "replica=\"a\",dc=\"x\\\"y\"",
+                             .openmetrics = om,
+                             .store_created_us = 1700000000500000LL,
+                             .http_created_us = 1700000001000000LL};
+    assert_int_equal(fs_expo_render_opts(f->st, &f->out, &o), 0);
+}
+
+static void
+test_openmetrics_lines(void **state)
+{
+    struct fixture *f = *state;
+    feed(f);
+    render_om(f, true);
+    const char *o = f->out.data;
+    const char *lb = "target=\"tor1\",pod=\"p\\\"1\",rack=\"r12\"";
+    const char *ext = "replica=\"a\",dc=\"x\\\"y\"";
+    char line[512];
+
+    /* Counter families are named without _total; their samples keep it. */
+    has_line(o, "# HELP fabric_port_bytes Octets received (rx) or sent (tx) on the port.");
+    has_line(o, "# TYPE fabric_port_bytes counter");
+    lacks(o, "# TYPE fabric_port_bytes_total");
+    snprintf(line, sizeof line,
+             "fabric_port_bytes_total{%s,interface=\"Eth1/1\",direction=\"rx\",source=\"snmp\",%s} "
+             "18446744073709551615",
+             lb, ext);
+    has_line(o, line);
+    /* A switch counter's start is unknown: no _created for it. */
+    lacks(o, "fabric_port_bytes_created");
+    lacks(o, "fabric_pfc_pause_seconds_created");
+    has_line(o, "# TYPE fabric_queue_depth_bytes gauge");
+    /* fabricscope's own counters: their start is known. */
+    has_line(o, "# TYPE fabricscope_ring_evicted_samples counter");
+    snprintf(line, sizeof line,
+             "fabricscope_ring_evicted_samples_created{reason=\"memory\",%s} 1700000000.500000",
+             ext);
+    has_line(o, line);
+    snprintf(line, sizeof line, "fabricscope_ring_refused_samples_created{%s} 1700000000.500000",
+             ext);
+    has_line(o, line);
+    snprintf(line, sizeof line,
+             "fabricscope_http_requests_created{handler=\"metrics\",code=\"200\",%s} "
+             "1700000001.000000",
+             ext);
+    has_line(o, line);
+    snprintf(line, sizeof line, "fabricscope_build_info{version=\"%s\",%s} 1", FS_VERSION, ext);
+    has_line(o, line);
+    snprintf(line, sizeof line, "fabricscope_ring_samples{%s} ", ext);
+    assert_non_null(strstr(o, line));
+    /* Exactly one # EOF, at the very end. */
+    size_t len = f->out.len;
+    assert_true(len > 6 && !strcmp(o + len - 6, "# EOF\n"));
+    assert_ptr_equal(strstr(o, "# EOF"), o + len - 6);
+    /* Every sample carries the external labels. */
+    for (const char *p = o; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t ll = nl ? (size_t)(nl - p) : strlen(p);
+        if (*p != '#') {
+            char l[2048];
+            snprintf(l, sizeof l, "%.*s", (int)ll, p);
+            if (!strstr(l, ext))
+                fail_msg("sample without the external labels: %s", l);
+        }
+        p += ll + (nl ? 1 : 0);
+    }
+
+    /* The text format of the same: _total family names, no _created, no # EOF. */
+    fs_buf_reset(&f->out);
+    render_om(f, false);
+    o = f->out.data;
+    has_line(o, "# TYPE fabric_port_bytes_total counter");
+    lacks(o, "_created");
+    lacks(o, "# EOF");
+    snprintf(line, sizeof line, "fabricscope_ring_refused_samples_total{%s} 0", ext);
+    has_line(o, line);
+}
+
+/* The OpenMetrics output of many series passes a strict OpenMetrics parser, and the
+ * text output with external labels stays promtool-clean. */
+static void
+test_openmetrics_parsers(void **state)
+{
+    struct fixture *f = *state;
+    feed(f);
+    struct fs_synth *sy = fs_synth_new(f->st, "leaf", 3, 4, 1000000);
+    assert_non_null(sy);
+    fs_synth_poll(sy, fs_synth_now_us(), 1);
+    render_om(f, true);
+    char text[8192];
+    int rc = run_on(f->out.data, f->out.len,
+                    "/usr/bin/python3 -c 'import sys\n"
+                    "from prometheus_client.openmetrics.parser import "
+                    "text_string_to_metric_families as p\n"
+                    "fams = list(p(open(sys.argv[1]).read()))\n"
+                    "c = [f for f in fams if f.type == \"counter\"]\n"
+                    "assert c and all(not f.name.endswith(\"_total\") for f in c), c\n"
+                    "print(len(fams), \"families\", file=sys.stderr)' %s 2>&1",
+                    text, sizeof text);
+    if (rc != 0)
+        fail_msg("strict OpenMetrics parser (exit %d):\n%s", rc, text);
+    print_message("%s", text);
+
+    fs_buf_reset(&f->out);
+    render_om(f, false);
+    fs_synth_free(sy);
+    rc = run_on(f->out.data, f->out.len, "promtool check metrics < %s 2>&1", text, sizeof text);
+    if (rc != 0 || text[0])
+        fail_msg("promtool check metrics (exit %d):\n%s", rc, text);
+}
+
+/* Which format a scraper's Accept header gets. */
+static void
+test_accept(void **state)
+{
+    (void)state;
+    /* Prometheus 2.x's scrape header. */
+    assert_true(fs_http_prefers_openmetrics(
+        "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;"
+        "q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"));
+    assert_true(fs_http_prefers_openmetrics("application/openmetrics-text"));
+    assert_true(fs_http_prefers_openmetrics("Application/OpenMetrics-Text; version=1.0.0"));
+    assert_false(fs_http_prefers_openmetrics(NULL));
+    assert_false(fs_http_prefers_openmetrics(""));
+    assert_false(fs_http_prefers_openmetrics("*/*"));
+    assert_false(fs_http_prefers_openmetrics("text/plain"));
+    assert_false(fs_http_prefers_openmetrics("text/plain;version=0.0.4"));
+    /* Prometheus with the text format preferred. */
+    assert_false(fs_http_prefers_openmetrics(
+        "text/plain;version=0.0.4;q=1,application/openmetrics-text;version=1.0.0;q=0.5"));
+    assert_false(fs_http_prefers_openmetrics("application/openmetrics-text;q=0,text/plain"));
+    assert_true(fs_http_prefers_openmetrics("text/plain;q=0.2, application/openmetrics-text"));
+    assert_true(fs_http_prefers_openmetrics("*/*;q=0.1,application/openmetrics-text;q=0.3"));
+}
+
 int
 main(void)
 {
@@ -344,6 +508,9 @@ main(void)
         cmocka_unit_test_setup_teardown(test_http_counts, setup, teardown),
         cmocka_unit_test(test_format_double),
         cmocka_unit_test_setup_teardown(test_promtool, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_openmetrics_lines, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_openmetrics_parsers, setup, teardown),
+        cmocka_unit_test(test_accept),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
