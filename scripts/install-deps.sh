@@ -10,7 +10,7 @@ PACKAGES=(
   libsnmp-dev
   libsqlite3-dev libcurl4-openssl-dev  # importers: Nsight Systems SQLite exports, posting to the collector
   # tests
-  python3-prometheus-client  # ops: a strict OpenMetrics parser for the exposition tests
+  python3-prometheus-client python3-yaml  # ops: strict OpenMetrics parser; YAML checks of alerts and compose
   libcmocka-dev prometheus snmpd snmp prometheus-snmp-exporter curl jq procps util-linux iproute2
   ca-certificates
   # gNMI driver (gRPC C core, protobuf-c) and its simulator (Debian python3 grpcio/protobuf, openssl)
