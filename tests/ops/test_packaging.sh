@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Packaging, checked offline (no Docker engine, no systemd as PID 1 on the build
+# machines):
+# - docker/fabricscope.service: systemd-analyze verify says nothing (every key known,
+#   every command executable), the hardening asked for is there, and
+#   systemd-analyze security rates its exposure "OK" (at most 2.0 of 10).
+# - docker/Dockerfile: multi-stage on bookworm, non-root, its build stage runs
+#   scripts/install-deps.sh, and its runtime stage installs exactly the Debian packages
+#   of the libraries build/fabricscope links (sanitizer and libc aside).
+# - docker/compose.yaml: parses, has its services, and mounts only files that exist.
+source "$(dirname "$0")/../integration/lib.sh"
+D=$FS_SOURCE_DIR/docker
+PY=/usr/bin/python3
+[ -x "$FABRICSCOPE" ] || fail "build fabricscope first"
+
+# ---- systemd ----
+UNIT=$D/fabricscope.service
+for want in '^User=fabricscope$' '^ProtectSystem=strict$' '^NoNewPrivileges=yes$' \
+  '^CapabilityBoundingSet=$' '^AmbientCapabilities=$' '^ExecReload=/bin/kill -HUP \$MAINPID$' \
+  '^ProtectHome=yes$' '^PrivateTmp=yes$'; do
+  grep -qE "$want" "$UNIT" || fail "fabricscope.service lacks $want"
+done
+grep -q '^u fabricscope ' "$D/fabricscope.sysusers" || fail "no sysusers entry for the user"
+# verify needs the commands to exist: the unit as shipped, with the built binary.
+mkdir -p "$T/unit"
+sed "s|/usr/bin/fabricscope|$FABRICSCOPE|g" "$UNIT" >"$T/unit/fabricscope.service"
+out=$(cd "$T/unit" && systemd-analyze verify fabricscope.service 2>&1) || fail "systemd-analyze verify: $out"
+[ -z "$out" ] || fail "systemd-analyze verify complained: $out"
+sec=$(cd "$T/unit" && systemd-analyze security --offline=true fabricscope.service 2>&1) ||
+  fail "systemd-analyze security: $sec"
+score=$(sed -n 's/.*Overall exposure level for fabricscope.service: \([0-9.]*\).*/\1/p' <<<"$sec")
+[ -n "$score" ] || fail "no exposure score: $sec"
+awk -v s="$score" 'BEGIN { exit !(s <= 2.0) }' || fail "exposure $score > 2.0"
+ok "fabricscope.service: verify clean, hardening present, exposure $score (systemd-analyze security)"
+
+# ---- Dockerfile ----
+DF=$D/Dockerfile
+grep -qE '^FROM debian:bookworm AS build$' "$DF" || fail "build stage is not debian:bookworm"
+grep -qE '^FROM debian:bookworm-slim AS runtime$' "$DF" || fail "runtime stage is not bookworm-slim"
+grep -qE '^RUN scripts/install-deps.sh' "$DF" || fail "build stage does not run scripts/install-deps.sh"
+grep -qE '^COPY --from=build /src/build/fabricscope /usr/bin/fabricscope$' "$DF" || fail "binary not copied from the build stage"
+user=$(awk '/^FROM .* AS runtime/{r=1} r && /^USER /{u=$2} END{print u}' "$DF")
+[ -n "$user" ] && [ "$user" != root ] && [ "$user" != 0 ] || fail "runtime stage runs as '${user:-root}'"
+# The runtime packages listed: the lines of the apt-get install of the runtime stage.
+awk '/^FROM .* AS runtime/{r=1} r && /apt-get install/{i=1; next} i && /&&/{i=0} i {print $1}' "$DF" |
+  tr -d '\\' | grep . | sort -u >"$T/docker-runtime.txt"
+# The packages of the libraries the binary links (NEEDED), resolved by dpkg.
+for lib in $(readelf -d "$FABRICSCOPE" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+  path=$(ldd "$FABRICSCOPE" | awk -v l="$lib" '$1 == l {print $3}')
+  [ -n "$path" ] || fail "ldd does not resolve $lib"
+  real=$(readlink -f "$path")
+  pkg=$(dpkg -S "$real" 2>/dev/null || dpkg -S "${real#/usr}" 2>/dev/null || dpkg -S "/usr$real" 2>/dev/null) ||
+    fail "no Debian package owns $real"
+  echo "${pkg%%:*}"
+done | sort -u | grep -vxE 'libasan[0-9]+|libubsan[0-9]+|libtsan[0-9]+|libc6|libgcc-s1|libstdc\+\+6' >"$T/needed.txt"
+# ca-certificates: TLS to gNMI targets and remote_write receivers verifies against it.
+missing=$(comm -23 "$T/needed.txt" <(grep -vx ca-certificates "$T/docker-runtime.txt"))
+extra=$(comm -13 "$T/needed.txt" <(grep -vx ca-certificates "$T/docker-runtime.txt"))
+[ -z "$missing" ] || fail "Dockerfile runtime stage lacks: $(echo $missing)"
+[ -z "$extra" ] || fail "Dockerfile runtime stage installs what fabricscope does not link: $(echo $extra)"
+grep -qx ca-certificates "$T/docker-runtime.txt" || fail "no ca-certificates in the runtime stage"
+ok "Dockerfile: multi-stage bookworm, user $user, runtime packages = the binary's libraries ($(wc -l <"$T/needed.txt"))"
+
+# ---- compose ----
+"$PY" - "$D/compose.yaml" "$D" <<'PY' || fail "compose.yaml"
+import os, sys, yaml
+path, base = sys.argv[1], sys.argv[2]
+c = yaml.safe_load(open(path))
+svcs = c["services"]
+want = {"gnmi-sim", "fabricscope", "prometheus", "grafana"}
+assert want <= set(svcs), f"services: {sorted(svcs)}"
+for name, s in svcs.items():
+    assert "image" in s or "build" in s, f"{name}: neither image nor build"
+    if "build" in s:
+        ctx = os.path.normpath(os.path.join(base, s["build"]["context"]))
+        df = os.path.join(ctx, s["build"]["dockerfile"])
+        assert os.path.isfile(df), f"{name}: no {df}"
+        target = s["build"].get("target")
+        assert target is None or f" AS {target}\n" in open(df).read(), f"{name}: no stage {target}"
+    for d in s.get("depends_on", []):
+        assert d in svcs, f"{name} depends on unknown {d}"
+    for v in s.get("volumes", []):
+        src = v.split(":")[0]
+        if src.startswith("."):
+            p = os.path.normpath(os.path.join(base, src))
+            if src == "./grafana" and not os.path.exists(p):
+                # The dashboard (docker/grafana/) is delivered by the dashboard work of
+                # the same issue; said out loud, not skipped silently.
+                print("NOTE: docker/grafana/ (the dashboard) is not in this tree yet")
+                continue
+            assert os.path.exists(p), f"{name}: mounts {src}, which does not exist"
+print("compose: services", " ".join(sorted(svcs)))
+PY
+"$FABRICSCOPE" --check-config "$D/fabricscope.yaml" >/dev/null || fail "docker/fabricscope.yaml refused"
+# The demo's Prometheus configuration, with the rule file where compose mounts it from.
+sed "s|/etc/prometheus/alerts.yml|$FS_SOURCE_DIR/config/alerts.yml|" "$D/prometheus.yml" >"$T/prometheus.yml"
+out=$(promtool check config "$T/prometheus.yml" 2>&1) || fail "promtool check config: $out"
+ok "compose.yaml parses, its services, stages and mounts exist; its fabricscope config is valid"
