@@ -9,9 +9,11 @@
 #   of the libraries build/fabricscope links (sanitizer and libc aside).
 # - docker/compose.yaml: parses, has its services, and mounts only files that exist.
 source "$(dirname "$0")/../integration/lib.sh"
+FS_SOURCE_DIR=$(readlink -f "$FS_SOURCE_DIR")
 D=$FS_SOURCE_DIR/docker
 PY=/usr/bin/python3
 [ -x "$FABRICSCOPE" ] || fail "build fabricscope first"
+FABRICSCOPE=$(readlink -f "$FABRICSCOPE") # systemd wants an absolute path
 
 # ---- systemd ----
 UNIT=$D/fabricscope.service
