@@ -9,23 +9,50 @@
 #include "importers/import_nsys.h"
 #include "importers/import_perf.h"
 
+/* Every flag and subcommand; tests/ops/test_help.sh checks that each option the sources
+ * define is named here. */
 static void
 usage(FILE *f)
 {
-    fprintf(f, "usage: fabricscope -c FILE                 run the collector\n"
-               "       fabricscope --check-config FILE     validate FILE (exit 0 good, 2 bad)\n"
-               "       fabricscope probe -c FILE TARGET    poll one target once and print it\n"
-               "       fabricscope import-nsys REPORT.sqlite --url URL [--host NAME]\n"
-               "       fabricscope import-perf --url URL --host NAME [--reference TOD=CLOCK|now]"
-               " < perf-script.txt\n"
-               "       fabricscope import-nccl-inspector --url URL [--host NAME] DIR\n"
-               "           (importers: --token-file FILE or FABRICSCOPE_TOKEN for the bearer"
-               " token)\n"
-               "       fabricscope correlate --url URL [--start T --end T --kind K --slow pNN]"
-               "   the table\n"
-               "       fabricscope --version | --help\n"
-               "Signals: SIGHUP reloads FILE (a bad file is refused and the running\n"
-               "configuration stays), SIGTERM or SIGINT stops.\n");
+    fprintf(
+        f,
+        "usage: fabricscope -c FILE [--shard INDEX/COUNT]   run the collector\n"
+        "       fabricscope --check-config FILE             validate FILE and exit\n"
+        "       fabricscope SUBCOMMAND [OPTIONS]            see below\n"
+        "       fabricscope --version | --help\n"
+        "\n"
+        "Collector options:\n"
+        "  -c, --config FILE         the YAML configuration (docs/configuration.md)\n"
+        "      --check-config FILE   print every problem of FILE as FILE:LINE:COL: key: reason;\n"
+        "                            exit 0 when good, 2 when bad\n"
+        "      --shard INDEX/COUNT   poll only the targets shard INDEX of COUNT owns (0-based);\n"
+        "                            overrides the file's shard: {index, count} at start and on\n"
+        "                            every reload\n"
+        "  -V, --version             print the version\n"
+        "  -h, --help                print this help\n"
+        "\n"
+        "Subcommands:\n"
+        "  probe -c FILE TARGET      poll TARGET of FILE once with each of its drivers, print\n"
+        "                            what /metrics would carry and each driver's state; exit 0\n"
+        "                            all good, 1 a driver failed, 2 bad file or unknown target\n"
+        "  import-nsys REPORT.sqlite --url URL [--host NAME] [--token-file FILE]\n"
+        "                            post the NCCL kernels of an Nsight Systems SQLite export\n"
+        "                            (nsys export --type sqlite) to the collector at URL\n"
+        "  import-perf --url URL --host NAME [--reference TOD=CLOCK|now] [--token-file FILE]\n"
+        "                            post `perf script` output read from stdin; --reference\n"
+        "                            ties perf's clock to time of day\n"
+        "  import-nccl-inspector --url URL [--host NAME] [--token-file FILE] DIR\n"
+        "                            post the NCCL Inspector plugin's JSON-lines logs of DIR\n"
+        "  correlate --url URL [--start T] [--end T] [--kind K] [--slow pNN|Nx]\n"
+        "            [--window START,END]... [--token-file FILE]\n"
+        "                            print GET /api/v1/correlate as a table: the suspects,\n"
+        "                            then each slow event with its top suspect\n"
+        "  Each subcommand takes --help. Importers read the collector's bearer token from\n"
+        "  --token-file FILE or the FABRICSCOPE_TOKEN environment variable.\n"
+        "\n"
+        "Signals: SIGHUP reloads FILE (a bad file is refused and the running configuration\n"
+        "stays; `systemctl reload` sends it), SIGTERM or SIGINT stops (a second one, or 15 s,\n"
+        "ends a stuck shutdown).\n");
 }
 
 static int
