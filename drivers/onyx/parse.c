@@ -355,6 +355,7 @@ onyx_json_span(const char *text, size_t len, size_t *start, size_t *end)
     size_t pos = 0, ll, lstart;
     const char *ls;
     bool have = false;
+    *start = *end = 0;
     while (lstart = pos, onyx_next_line(text, len, &pos, &ls, &ll)) {
         if (ll == 0)
             continue;
