@@ -6,9 +6,10 @@
  * Session: connect/handshake/host key/auth/shell (ssh.c) -> wait for the first prompt,
  * learn its `<host> [<tag>: <role>] ` prefix -> `enable` (answering the password prompt
  * when an enable password is configured) -> `no cli session paging enable` -> ready. The
- * shell is kept across cycles; any failure closes it and the next connect waits for a
- * backoff (1 s doubling to 60 s, reset by a good cycle), and cycles in between fail fast
- * with the last error instead of reconnecting (no retry storm).
+ * shell is kept across cycles; any failure closes it. The first failure of a working
+ * session lets the next cycle reconnect at once; failing to connect or log in, or failing
+ * again, arms a backoff (1 s doubling to 60 s, reset by a good cycle), and cycles in
+ * between fail fast with the last error instead of reconnecting (no retry storm).
  *
  * Cycle: commands are written in batches (all at once, the shell reads them in turn) and
  * the output is split at each line that starts with the learned prompt prefix; the first
@@ -201,6 +202,8 @@ close_session(struct onyx_target *t)
     t->rx_len = 0;
     t->tx_len = 0;
     t->esc_len = 0;
+    t->resp_start = 0;
+    t->echo_skipped = false;
     t->enable_pw_sent = false;
 }
 
@@ -223,11 +226,16 @@ finish_cycle(struct onyx_target *t, enum fs_poll_result r, const char *msg)
 static void
 fail_session(struct onyx_target *t, enum fs_poll_result r, const char *msg)
 {
+    bool was_up = t->ss == SS_READY || t->ss == SS_BUSY;
     close_session(t);
     t->fail_count++;
     int64_t b = 1000000LL << (t->fail_count - 1 < 6 ? t->fail_count - 1 : 6);
     if (b > BACKOFF_MAX_US)
         b = BACKOFF_MAX_US;
+    /* A working session that broke (hung command, dropped connection) is reopened by the
+     * next cycle at once; failing to open one, or breaking again, backs off. */
+    if (was_up && t->fail_count == 1)
+        b = 0;
     t->next_connect_us = fs_monotonic_us() + b;
     t->last_fail = r;
     snprintf(t->last_fail_msg, sizeof(t->last_fail_msg), "%s", msg);
@@ -453,7 +461,12 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
                        kind_names[c->kind], err);
             t->lacks[c->kind] = true;
         } else {
-            fs_log(FS_LOG_DEBUG, SUBSYS, "target %s: `%s`: %s", t->name, c->text, err);
+            /* The command exists but failed: the cycle did not get what it asked for. */
+            if (t->result == FS_POLL_OK) {
+                t->result = FS_POLL_PROTOCOL;
+                snprintf(t->msg, sizeof(t->msg), "`%s`: %.150s", c->text, err);
+            }
+            fs_log(FS_LOG_WARN, SUBSYS, "target %s: `%s`: %s", t->name, c->text, err);
         }
         update_detail(t);
         return;

@@ -8,6 +8,7 @@
  *                [--targets N] [--polls K] [--interval-ms I] [--timeout-ms T]
  *                [--deadline-ms D] [--flow-rule NAME:udp|tcp|any:LO[-HI][:TC]]...
  *                [--grep RE] [--print-metrics] [--transcript FILE] [--wait-file F]
+ *                [--back-to-back]
  *
  * Every interval it starts one cycle on each target (deadline D, default 90 % of the
  * interval) and waits for all of them. After each poll it prints
@@ -15,6 +16,7 @@
  * and, with --grep, the /metrics lines matching RE prefixed with `poll K `.
  * --wait-file F: before each poll after the first, waits until F exists and then deletes
  * it, so a test can change the simulated switch between polls without sleeping.
+ * --back-to-back: each poll starts as soon as the previous one ended.
  * At the end: `SUMMARY ...` (results by kind, wall time per poll, process CPU time per
  * poll) and `DETAIL {...}` (target 0's driver detail).
  */
@@ -127,32 +129,24 @@ parse_rule(const char *s, struct fs_flow_rule *r)
 int
 main(int argc, char **argv)
 {
-    static const struct option lo[] = {{"port", 1, 0, 'p'},
-                                       {"address", 1, 0, 'a'},
-                                       {"user", 1, 0, 'u'},
-                                       {"password-file", 1, 0, 'w'},
-                                       {"key-file", 1, 0, 'k'},
-                                       {"known-hosts", 1, 0, 'K'},
-                                       {"accept-new", 0, 0, 'N'},
-                                       {"enable-password-file", 1, 0, 'e'},
-                                       {"targets", 1, 0, 'n'},
-                                       {"polls", 1, 0, 'c'},
-                                       {"interval-ms", 1, 0, 'i'},
-                                       {"timeout-ms", 1, 0, 't'},
-                                       {"deadline-ms", 1, 0, 'D'},
-                                       {"flow-rule", 1, 0, 'f'},
-                                       {"grep", 1, 0, 'g'},
-                                       {"print-metrics", 0, 0, 'M'},
-                                       {"transcript", 1, 0, 'T'},
-                                       {"wait-file", 1, 0, 'W'},
-                                       {0, 0, 0, 0}};
+    static const struct option lo[] = {
+        {"port", 1, 0, 'p'},         {"address", 1, 0, 'a'},
+        {"user", 1, 0, 'u'},         {"password-file", 1, 0, 'w'},
+        {"key-file", 1, 0, 'k'},     {"known-hosts", 1, 0, 'K'},
+        {"accept-new", 0, 0, 'N'},   {"enable-password-file", 1, 0, 'e'},
+        {"targets", 1, 0, 'n'},      {"polls", 1, 0, 'c'},
+        {"interval-ms", 1, 0, 'i'},  {"timeout-ms", 1, 0, 't'},
+        {"deadline-ms", 1, 0, 'D'},  {"flow-rule", 1, 0, 'f'},
+        {"grep", 1, 0, 'g'},         {"print-metrics", 0, 0, 'M'},
+        {"transcript", 1, 0, 'T'},   {"wait-file", 1, 0, 'W'},
+        {"back-to-back", 0, 0, 'B'}, {0, 0, 0, 0}};
     struct fs_onyx_cfg cfg;
     fs_onyx_cfg_defaults(&cfg);
     cfg.interval_us = 1000000;
     const char *address = "127.0.0.1", *grep = NULL, *transcript = NULL, *wait_file = NULL;
     int ntargets = 1, polls = 3, c;
     int64_t deadline_us = 0;
-    bool print_metrics = false;
+    bool print_metrics = false, back_to_back = false;
     struct fs_flow_rule rules[8];
     size_t nrules = 0;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -214,6 +208,9 @@ main(int argc, char **argv)
             break;
         case 'W':
             wait_file = optarg;
+            break;
+        case 'B':
+            back_to_back = true;
             break;
         default:
             fprintf(stderr, "fs-onyx-poll: bad arguments (see the source header)\n");
@@ -321,7 +318,7 @@ main(int argc, char **argv)
         fflush(stdout);
         int64_t next = t0 + cfg.interval_us;
         int64_t now = mono_us();
-        if (k < polls && next > now && !wait_file)
+        if (k < polls && next > now && !wait_file && !back_to_back)
             usleep((useconds_t)(next - now));
     }
     double cpu = cpu_ms() - (polls > 1 ? cpu_after_first : cpu0);

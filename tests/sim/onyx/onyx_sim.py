@@ -81,7 +81,11 @@ class Sim:
             return
         try:
             m = os.stat(self.path).st_mtime_ns
-        except OSError:
+            open(self.path).close()
+        except OSError as e:
+            if self.sc is None:  # never answer with made-up numbers
+                sys.stderr.write("onyx_sim: cannot read the scenario %s: %s\n" % (self.path, e))
+                sys.exit(1)
             return
         if m == self.mtime:
             return

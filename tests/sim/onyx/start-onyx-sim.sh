@@ -105,6 +105,9 @@ chmod 0644 "$SCENARIO"
 if ! id "$USERNAME" >/dev/null 2>&1; then
   useradd --system --no-create-home --home-dir /tmp --shell /bin/sh "$USERNAME"
 fi
+# The simulator runs as that user: it must be able to read the scenario (tests rewrite it).
+su -s /bin/sh -c "test -r '$SCENARIO'" "$USERNAME" ||
+  { echo "start-onyx-sim.sh: $USERNAME cannot read $SCENARIO (directory permissions)" >&2; exit 1; }
 PASSWORD=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
 # The user is shared by concurrent tests: keep the password of the first one alive.
 PWFILE=/run/fabricscope-onyx-sim.$USERNAME.pw
