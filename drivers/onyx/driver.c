@@ -218,8 +218,9 @@ finish_cycle(struct onyx_target *t, enum fs_poll_result r, const char *msg)
         t->cycles_ok++;
     }
     update_detail(t);
-    fs_sink_done(t->sink, t->cycle_id, r, msg && msg[0] ? msg : NULL);
+    /* Not busy before done: the done callback may start the next cycle at once. */
     atomic_store(&t->busy, false);
+    fs_sink_done(t->sink, t->cycle_id, r, msg && msg[0] ? msg : NULL);
 }
 
 /* Any failure of the session: close it, arm the backoff, end the cycle with r. */
@@ -371,7 +372,7 @@ set_parse_error(struct onyx_target *t, const struct cmd *c, const char *err)
 {
     if (t->result == FS_POLL_OK) {
         t->result = FS_POLL_PARSE;
-        snprintf(t->msg, sizeof(t->msg), "%s: %s", c->text, err);
+        snprintf(t->msg, sizeof(t->msg), "%s: %.150s", c->text, err);
     }
     fs_log(FS_LOG_WARN, SUBSYS, "target %s: `%s`: %s", t->name, c->text, err);
 }

@@ -8,7 +8,7 @@
  *                [--targets N] [--polls K] [--interval-ms I] [--timeout-ms T]
  *                [--deadline-ms D] [--flow-rule NAME:udp|tcp|any:LO[-HI][:TC]]...
  *                [--grep RE] [--print-metrics] [--transcript FILE] [--wait-file F]
- *                [--back-to-back]
+ *                [--back-to-back] [--render-each]
  *
  * Every interval it starts one cycle on each target (deadline D, default 90 % of the
  * interval) and waits for all of them. After each poll it prints
@@ -16,7 +16,8 @@
  * and, with --grep, the /metrics lines matching RE prefixed with `poll K `.
  * --wait-file F: before each poll after the first, waits until F exists and then deletes
  * it, so a test can change the simulated switch between polls without sleeping.
- * --back-to-back: each poll starts as soon as the previous one ended.
+ * --back-to-back: each poll starts as soon as the previous one ended. --render-each: renders
+ * /metrics after every poll (as a scrape would; always done with --grep).
  * At the end: `SUMMARY ...` (results by kind, wall time per poll, process CPU time per
  * poll) and `DETAIL {...}` (target 0's driver detail).
  */
@@ -129,24 +130,34 @@ parse_rule(const char *s, struct fs_flow_rule *r)
 int
 main(int argc, char **argv)
 {
-    static const struct option lo[] = {
-        {"port", 1, 0, 'p'},         {"address", 1, 0, 'a'},
-        {"user", 1, 0, 'u'},         {"password-file", 1, 0, 'w'},
-        {"key-file", 1, 0, 'k'},     {"known-hosts", 1, 0, 'K'},
-        {"accept-new", 0, 0, 'N'},   {"enable-password-file", 1, 0, 'e'},
-        {"targets", 1, 0, 'n'},      {"polls", 1, 0, 'c'},
-        {"interval-ms", 1, 0, 'i'},  {"timeout-ms", 1, 0, 't'},
-        {"deadline-ms", 1, 0, 'D'},  {"flow-rule", 1, 0, 'f'},
-        {"grep", 1, 0, 'g'},         {"print-metrics", 0, 0, 'M'},
-        {"transcript", 1, 0, 'T'},   {"wait-file", 1, 0, 'W'},
-        {"back-to-back", 0, 0, 'B'}, {0, 0, 0, 0}};
+    static const struct option lo[] = {{"port", 1, 0, 'p'},
+                                       {"address", 1, 0, 'a'},
+                                       {"user", 1, 0, 'u'},
+                                       {"password-file", 1, 0, 'w'},
+                                       {"key-file", 1, 0, 'k'},
+                                       {"known-hosts", 1, 0, 'K'},
+                                       {"accept-new", 0, 0, 'N'},
+                                       {"enable-password-file", 1, 0, 'e'},
+                                       {"targets", 1, 0, 'n'},
+                                       {"polls", 1, 0, 'c'},
+                                       {"interval-ms", 1, 0, 'i'},
+                                       {"timeout-ms", 1, 0, 't'},
+                                       {"deadline-ms", 1, 0, 'D'},
+                                       {"flow-rule", 1, 0, 'f'},
+                                       {"grep", 1, 0, 'g'},
+                                       {"print-metrics", 0, 0, 'M'},
+                                       {"transcript", 1, 0, 'T'},
+                                       {"wait-file", 1, 0, 'W'},
+                                       {"back-to-back", 0, 0, 'B'},
+                                       {"render-each", 0, 0, 'R'},
+                                       {0, 0, 0, 0}};
     struct fs_onyx_cfg cfg;
     fs_onyx_cfg_defaults(&cfg);
     cfg.interval_us = 1000000;
     const char *address = "127.0.0.1", *grep = NULL, *transcript = NULL, *wait_file = NULL;
     int ntargets = 1, polls = 3, c;
     int64_t deadline_us = 0;
-    bool print_metrics = false, back_to_back = false;
+    bool print_metrics = false, back_to_back = false, render_each = false;
     struct fs_flow_rule rules[8];
     size_t nrules = 0;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -211,6 +222,9 @@ main(int argc, char **argv)
             break;
         case 'B':
             back_to_back = true;
+            break;
+        case 'R':
+            render_each = true;
             break;
         default:
             fprintf(stderr, "fs-onyx-poll: bad arguments (see the source header)\n");
@@ -303,8 +317,10 @@ main(int argc, char **argv)
         } else {
             cpu_after_first = cpu_ms();
         }
-        fs_buf_reset(&b);
-        fs_expo_render(st, &b);
+        if (render_each || grep || (print_metrics && k == polls)) {
+            fs_buf_reset(&b);
+            fs_expo_render(st, &b);
+        }
         char msg[512] = "";
         {
             /* the cycle's message as the store keeps it is internal; the driver's log has
