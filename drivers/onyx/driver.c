@@ -33,6 +33,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "flowrules.h"
 #include "onyx_driver.h"
 #include "parse.h"
 #include "ssh.h"
@@ -45,7 +46,20 @@
 #define SECRET_MAX 512
 #define BACKOFF_MAX_US 60000000LL
 
-enum cmd_kind { K_CLOCK, K_VERSION, K_IFACES, K_TC, K_PFC, K_CC, K_FLOWS, K_WJH, K_COUNT };
+enum cmd_kind {
+    K_CLOCK,
+    K_VERSION,
+    K_IFACES,
+    K_TC,
+    K_PFC,
+    K_CC,
+    K_FLOWS,
+    K_WJH,
+    K_RUNCFG,
+    K_CONFIG,
+    K_ROLLBACK,
+    K_COUNT
+};
 static const char *const kind_names[K_COUNT] = {
     "show clock",
     "show version",
@@ -55,6 +69,9 @@ static const char *const kind_names[K_COUNT] = {
     "show interfaces ethernet <port> congestion-control",
     "show telemetry flows",
     "show what-just-happened",
+    "show running-config",
+    "flow rule configuration",
+    "flow rule rollback",
 };
 
 struct cmd {
@@ -110,6 +127,10 @@ struct onyx_target {
     char **ports;
     size_t nports;
     char profile[160];
+    bool rules_checked; /* this session compared the running config with the flow rules */
+    bool config_failed, config_in_flight;
+    struct onyx_plan plan; /* I/O thread writes it under detail_lock */
+    bool plan_ready;       /* under detail_lock */
     uint64_t sessions, cycles_ok;
     struct onyx_samples samples;
 };
@@ -205,6 +226,8 @@ close_session(struct onyx_target *t)
     t->resp_start = 0;
     t->echo_skipped = false;
     t->enable_pw_sent = false;
+    t->rules_checked = false; /* a new session checks the running config again */
+    t->config_in_flight = false;
 }
 
 static void
@@ -326,6 +349,68 @@ build_batch1(struct onyx_target *t)
         else
             queue_cmd(t, K_WJH, "show what-just-happened");
     }
+    if ((t->cfg.apply_flow_rules || t->cfg.plan_only) && !t->rules_checked)
+        queue_cmd(t, K_RUNCFG, "show running-config");
+}
+
+/* The running config arrived: queue what makes it hold the flow rules (apply_flow_rules). */
+static void
+plan_flow_rules(struct onyx_target *t, const char *text, size_t len)
+{
+    char err[256];
+    struct onyx_plan plan;
+    int prc =
+        onyx_flow_plan(t->cfg.flow_rules, t->cfg.n_flow_rules, text, len, &plan, err, sizeof(err));
+    pthread_mutex_lock(&t->detail_lock);
+    onyx_plan_free(&t->plan);
+    if (prc == 0)
+        t->plan = plan;
+    t->plan_ready = false;
+    pthread_mutex_unlock(&t->detail_lock);
+    if (prc != 0) {
+        fs_log(FS_LOG_ERROR, SUBSYS, "target %s: flow rules: %s", t->name, err);
+        t->rules_checked = true; /* the configuration is wrong, not the switch: no retry */
+        return;
+    }
+    pthread_mutex_lock(&t->detail_lock);
+    t->plan_ready = true;
+    pthread_mutex_unlock(&t->detail_lock);
+    if (t->cfg.plan_only) {
+        t->rules_checked = true;
+        return;
+    }
+    if (t->plan.n == 0) {
+        t->rules_checked = true;
+        fs_log(FS_LOG_INFO, SUBSYS, "target %s: flow rule ACLs already in place", t->name);
+        return;
+    }
+    fs_log(FS_LOG_INFO, SUBSYS, "target %s: applying %zu flow rule configuration commands", t->name,
+           t->plan.n);
+    t->config_failed = false;
+    t->config_in_flight = true;
+    queue_cmd(t, K_CONFIG, "configure terminal");
+    for (size_t i = 0; i < t->plan.n; i++)
+        queue_cmd(t, K_CONFIG, "%s", t->plan.cmds[i]);
+    queue_cmd(t, K_CONFIG, "exit");
+}
+
+/* After the configuration commands ran: done, or undo what this session added. */
+static void
+finish_flow_rules(struct onyx_target *t)
+{
+    t->config_in_flight = false;
+    if (!t->config_failed) {
+        t->rules_checked = true;
+        fs_log(FS_LOG_INFO, SUBSYS, "target %s: flow rule ACLs applied", t->name);
+        return;
+    }
+    fs_log(FS_LOG_ERROR, SUBSYS, "target %s: flow rule configuration failed; rolling back",
+           t->name);
+    t->rules_checked = true; /* no retry storm: the next session checks again */
+    queue_cmd(t, K_ROLLBACK, "configure terminal");
+    for (size_t i = 0; i < t->plan.n_rollback; i++)
+        queue_cmd(t, K_ROLLBACK, "%s", t->plan.rollback[i]);
+    queue_cmd(t, K_ROLLBACK, "exit");
 }
 
 static void
@@ -448,6 +533,23 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
 {
     char err[256];
     onyx_samples_clear(&t->samples);
+    if (c->kind == K_CONFIG || c->kind == K_ROLLBACK) {
+        if (onyx_error_line(text, len, err, sizeof(err))) {
+            fs_log(FS_LOG_ERROR, SUBSYS, "target %s: `%s`: %s", t->name, c->text, err);
+            if (c->kind == K_CONFIG && !t->config_failed) {
+                t->config_failed = true;
+                if (t->result == FS_POLL_OK) {
+                    t->result = FS_POLL_PROTOCOL;
+                    snprintf(t->msg, sizeof(t->msg), "flow rules: `%.60s`: %.120s", c->text, err);
+                }
+            }
+        }
+        return;
+    }
+    if (c->kind == K_RUNCFG && !onyx_error_line(text, len, err, sizeof(err))) {
+        plan_flow_rules(t, text, len);
+        return;
+    }
     if (onyx_error_line(text, len, err, sizeof(err))) {
         bool unknown = strstr(err, "Unrecognized") || strstr(err, "Invalid command") ||
                        strstr(err, "nknown command");
@@ -532,6 +634,9 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
         rc = onyx_parse_wjh(text, len, wjh_record, &a, err, sizeof(err)) < 0 ? -1 : 0;
         break;
     }
+    case K_RUNCFG:
+    case K_CONFIG:
+    case K_ROLLBACK:
     case K_COUNT:
         break;
     }
@@ -587,6 +692,13 @@ process_responses(struct onyx_target *t)
     memmove(t->rx, t->rx + t->resp_start, t->rx_len - t->resp_start);
     t->rx_len -= t->resp_start;
     t->resp_start = 0;
+    if (t->config_in_flight) {
+        bool pending = false;
+        for (size_t i = t->done; i < t->nq; i++)
+            pending = pending || t->q[i].kind == K_CONFIG;
+        if (!pending)
+            finish_flow_rules(t);
+    }
     if (t->sent < t->nq) {
         send_batch(t);
         return;
@@ -867,6 +979,7 @@ target_free(struct onyx_target *t)
     free(t->tx);
     free(t->q);
     onyx_samples_free(&t->samples);
+    onyx_plan_free(&t->plan);
     fs_onyx_cfg_free(&t->cfg);
     pthread_mutex_destroy(&t->detail_lock);
     free(t->name);
@@ -887,12 +1000,18 @@ update_detail(struct onyx_target *t)
     snprintf(
         d, sizeof(d),
         "\"cli_session\":\"%s\",\"cli_release\":\"%s\",\"cli_interfaces_form\":\"%s\","
-        "\"cli_dropped_commands\":[%s],\"cli_ecn_profile\":\"%s\",\"cli_sessions_opened\":%llu",
+        "\"cli_dropped_commands\":[%s],\"cli_ecn_profile\":\"%s\",\"cli_sessions_opened\":%llu,"
+        "\"cli_flow_rules\":\"%s\"",
         t->ss == SS_DOWN                          ? "down"
         : (t->ss == SS_READY || t->ss == SS_BUSY) ? "up"
                                                   : "opening",
         t->release, t->json_ifaces_lacking ? "text" : "json", dropped, t->profile,
-        (unsigned long long)t->sessions);
+        (unsigned long long)t->sessions,
+        !t->cfg.apply_flow_rules ? "not applied (apply_flow_rules off)"
+        : t->config_in_flight    ? "applying"
+        : !t->rules_checked      ? "not checked"
+        : t->config_failed       ? "failed, rolled back"
+                                 : "in place");
     pthread_mutex_lock(&t->detail_lock);
     bool changed = strcmp(d, t->detail) != 0;
     if (changed)
@@ -1189,6 +1308,30 @@ fs_onyx_target_describe(void *state, void *tstate, char *buf, size_t len)
     int w = snprintf(buf, len, "%s", t->detail);
     pthread_mutex_unlock(&t->detail_lock);
     return w < 0 ? 0 : ((size_t)w < len ? (size_t)w : len - 1);
+}
+
+int
+fs_onyx_target_plan(void *state, void *tstate, char *buf, size_t len)
+{
+    (void)state;
+    struct onyx_target *t = tstate;
+    int rc = -1;
+    size_t o = 0;
+    if (len == 0)
+        return -1;
+    buf[0] = '\0';
+    pthread_mutex_lock(&t->detail_lock);
+    if (t->plan_ready) {
+        rc = 0;
+        if (t->plan.n > 0)
+            o += (size_t)snprintf(buf + o, len - o, "configure terminal\n");
+        for (size_t i = 0; i < t->plan.n && o < len; i++)
+            o += (size_t)snprintf(buf + o, len - o, "%s\n", t->plan.cmds[i]);
+        if (t->plan.n > 0 && o < len)
+            snprintf(buf + o, len - o, "exit\n");
+    }
+    pthread_mutex_unlock(&t->detail_lock);
+    return rc;
 }
 
 void

@@ -34,7 +34,8 @@ struct fs_onyx_cfg {
     struct fs_secret_ref enable_password; /**< answered when `enable` asks; may be unset */
     int64_t interval_us;                  /**< default 5 s */
     int64_t timeout_us; /**< no progress for this long ends a command as a timeout; default 10 s */
-    bool apply_flow_rules;   /**< install the flow rules' ACLs (plan-flow-rules shows them) */
+    bool apply_flow_rules; /**< install the flow rules' ACLs (plan-flow-rules shows them) */
+    bool plan_only; /**< read the running config and plan, never configure (plan-flow-rules) */
     size_t max_output_bytes; /**< per command batch; default 16 MiB; beyond it: protocol error */
     struct fs_flow_rule *flow_rules; /**< copied in (names owned) */
     size_t n_flow_rules;

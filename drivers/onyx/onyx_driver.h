@@ -42,6 +42,14 @@ void fs_onyx_cycle_cancel(void *state, void *tstate);
  */
 size_t fs_onyx_target_describe(void *state, void *tstate, char *buf, size_t len);
 /**
+ * The flow-rule plan computed from the running config of the last session (cfg.plan_only
+ * or apply_flow_rules): the configuration commands, one per line, "" when nothing is to
+ * change. -1 (buf "") if no running config was read yet: the caller then says it could
+ * not read it and may show onyx_flow_plan(rules, NULL) as the offline plan.
+ */
+int fs_onyx_target_plan(void *state, void *tstate, char *buf, size_t len);
+
+/**
  * Copies every byte received from and sent to the target's shell into f (cleaned of
  * escapes; sent lines prefixed "<<< "), for `probe --transcript`. NULL stops. The caller
  * keeps f open until it sets NULL or removes the target.

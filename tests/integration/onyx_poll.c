@@ -8,7 +8,7 @@
  *                [--targets N] [--polls K] [--interval-ms I] [--timeout-ms T]
  *                [--deadline-ms D] [--flow-rule NAME:udp|tcp|any:LO[-HI][:TC]]...
  *                [--grep RE] [--print-metrics] [--transcript FILE] [--wait-file F]
- *                [--back-to-back] [--render-each]
+ *                [--back-to-back] [--render-each] [--apply-flow-rules] [--plan]
  *
  * Every interval it starts one cycle on each target (deadline D, default 90 % of the
  * interval) and waits for all of them. After each poll it prints
@@ -18,6 +18,8 @@
  * it, so a test can change the simulated switch between polls without sleeping.
  * --back-to-back: each poll starts as soon as the previous one ended. --render-each: renders
  * /metrics after every poll (as a scrape would; always done with --grep).
+ * --plan: reads the running config and prints the flow-rule plan (PLAN ... END PLAN),
+ * touching nothing; --apply-flow-rules: installs the flow rules' ACLs.
  * At the end: `SUMMARY ...` (results by kind, wall time per poll, process CPU time per
  * poll) and `DETAIL {...}` (target 0's driver detail).
  */
@@ -150,6 +152,8 @@ main(int argc, char **argv)
                                        {"wait-file", 1, 0, 'W'},
                                        {"back-to-back", 0, 0, 'B'},
                                        {"render-each", 0, 0, 'R'},
+                                       {"apply-flow-rules", 0, 0, 'A'},
+                                       {"plan", 0, 0, 'L'},
                                        {0, 0, 0, 0}};
     struct fs_onyx_cfg cfg;
     fs_onyx_cfg_defaults(&cfg);
@@ -225,6 +229,12 @@ main(int argc, char **argv)
             break;
         case 'R':
             render_each = true;
+            break;
+        case 'A':
+            cfg.apply_flow_rules = true;
+            break;
+        case 'L':
+            cfg.plan_only = true;
             break;
         default:
             fprintf(stderr, "fs-onyx-poll: bad arguments (see the source header)\n");
@@ -348,6 +358,13 @@ main(int argc, char **argv)
            ntargets, polls, results[0], results[1], results[2], results[3], results[4],
            wall_sum / 1e3 / later, wall_max / 1e3, cpu / later / ntargets);
     printf("DETAIL {%s}\n", detail);
+    if (cfg.plan_only) {
+        char plan[8192];
+        if (fs_onyx_target_plan(ds, ts[0], plan, sizeof(plan)) == 0)
+            printf("PLAN\n%sEND PLAN\n", plan);
+        else
+            printf("PLAN could not read the running config\n");
+    }
     for (int i = 0; i < ntargets; i++) {
         fs_onyx_target_remove(ds, ts[i]);
         fs_store_sink_remove(st, sinks[i]);

@@ -12,7 +12,9 @@ in the layout of the configured release (before / from 3.6.6000).
 Counters come from tests/sim/scenario.py (the scenario shared with the SNMP simulator), so
 one simulated switch polled over SNMP and CLI gives the same numbers.
 
-Usage: onyx_sim.py [SCENARIO.json]   (or ONYX_SIM_SCENARIO=path)
+Usage: onyx_sim.py [SCENARIO.json [STATE.json]]   (or ONYX_SIM_SCENARIO=path)
+STATE.json (optional) keeps the configuration (ACLs) across sessions, as a switch's
+running configuration outlives an SSH session.
 
 Scenario keys read here in addition to scenario.py's (all optional):
   hostname          default "switch-sim"
@@ -21,9 +23,9 @@ Scenario keys read here in addition to scenario.py's (all optional):
   page_lines        pager page size (default 24)
   flow_rules        rows of `show telemetry flows`: [{name, protocol, dst_lo, dst_hi, tc}]
                     (default one rule "nccl", udp 4791, tc = the congestion tc)
-  onyx_faults       {"hang": CMD, "drop": CMD, "malformed": CMD}: a command starting with
-                    CMD never answers / closes the connection halfway through its output /
-                    gets a garbled counter line. The scenario file is re-read whenever it
+  onyx_faults       {"hang": CMD, "drop": CMD, "malformed": CMD, "reject": CMD}: a command
+                    starting with CMD never answers / closes the connection halfway through
+                    its output / gets a garbled line / (configuration) fails with a `%` line. The scenario file is re-read whenever it
                     changes, so a test adds and removes faults (and reboots the switch by
                     moving boot_epoch_s) while sessions stay open.
 
@@ -59,8 +61,9 @@ def release_tuple(r):
 
 
 class Sim:
-    def __init__(self, path):
+    def __init__(self, path, state_path=None):
         self.path = path
+        self.state_path = state_path
         self.mtime = None
         self.default_boot = time.time()
         self.raw = {}
@@ -70,6 +73,10 @@ class Sim:
         self.submode = None  # ACL name in `(config ipv4 access-list X)`
         self.paging = True
         self.acls = {}  # name -> {seq: rule text}
+        if state_path and os.path.exists(state_path):
+            with open(state_path) as f:
+                d = json.load(f)
+            self.acls = {n: {int(k): v for k, v in r.items()} for n, r in d.get("acls", {}).items()}
         self.inbuf = b""
         self.tty = False
 
@@ -277,11 +284,30 @@ class Sim:
                 return
             return self.show(w[1:], " ".join(w[1:]), json_print)
         if self.mode == "config":
+            if self.fault("reject", cmd):
+                self.write("% Command rejected (simulated failure)\n")
+                return
             return self.config(w, cmd)
         return self.unrecognized(cmd)
 
     # ---- configuration (ACLs) ----
+    def save(self):
+        if not self.state_path:
+            return
+        tmp = self.state_path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"acls": self.acls}, f)
+        os.replace(tmp, self.state_path)
+
     def config(self, w, cmd):
+        before = json.dumps(self.acls, sort_keys=True)
+        try:
+            return self.config_cmd(w, cmd)
+        finally:
+            if json.dumps(self.acls, sort_keys=True) != before:
+                self.save()
+
+    def config_cmd(self, w, cmd):
         if self.submode:
             if w[0] == "seq-number" and len(w) >= 3:
                 self.acls[self.submode][int(w[1])] = " ".join(w[2:])
@@ -547,7 +573,7 @@ class Sim:
 
 def main():
     path = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("ONYX_SIM_SCENARIO")
-    sim = Sim(path)
+    sim = Sim(path, sys.argv[2] if len(sys.argv) > 2 else None)
     try:
         sim.run()
     except (BrokenPipeError, OSError):

@@ -13,7 +13,7 @@
 # keyboard-interactive and publickey all accepted). Default port: a free one.
 # Writes DIR/env.sh for the caller to source:
 #   ONYX_SSH_PORT ONYX_SSH_USER ONYX_PASSWORD_FILE ONYX_KEY_FILE ONYX_KNOWN_HOSTS
-#   ONYX_SCENARIO SSHD_PID ONYX_HOSTKEY_FP
+#   ONYX_SCENARIO SSHD_PID ONYX_HOSTKEY_FP ONYX_STATE (the switch's ACLs, JSON)
 # ONYX_KNOWN_HOSTS lists the host key as "[127.0.0.1]:PORT <type> <key>".
 set -euo pipefail
 
@@ -119,6 +119,12 @@ fi
 echo "$USERNAME:$PASSWORD" | chpasswd
 (umask 077; printf '%s\n' "$PASSWORD" > "$DIR/password")
 
+# The simulated switch's configuration (ACLs) outlives sessions: kept in a directory the
+# user may write.
+mkdir -p "$DIR/state"
+chown "$USERNAME" "$DIR/state"
+rm -f "$DIR/state/config.json"
+
 rm -f "$DIR/client_key" "$DIR/client_key.pub" "$DIR/hostkey" "$DIR/hostkey.pub"
 ssh-keygen -q -t ed25519 -N '' -f "$DIR/client_key"
 ssh-keygen -q -t "$KEYTYPE" -N '' -f "$DIR/hostkey"
@@ -153,7 +159,7 @@ AllowTcpForwarding no
 AllowAgentForwarding no
 PermitTTY yes
 LogLevel VERBOSE
-ForceCommand /usr/bin/python3 $HERE/onyx_sim.py $SCENARIO
+ForceCommand /usr/bin/python3 $HERE/onyx_sim.py $SCENARIO $DIR/state/config.json
 EOF
 
 stop_dir "$DIR"
@@ -168,4 +174,5 @@ ONYX_KNOWN_HOSTS=$DIR/known_hosts
 ONYX_SCENARIO=$SCENARIO
 SSHD_PID=$(cat "$DIR/sshd.pid")
 ONYX_HOSTKEY_FP=$FP
+ONYX_STATE=$DIR/state/config.json
 EOF
