@@ -371,10 +371,10 @@ onyx_json_span(const char *text, size_t len, size_t *start, size_t *end)
     /* A one-line document ("[]", "{...}") starts and ends on the same line. */
     if (*end <= *start) {
         size_t p = *start;
-        const char *l2;
-        size_t n2;
-        onyx_next_line(text, len, &p, &l2, &n2);
-        *end = *start + n2;
+        const char *l2 = NULL;
+        size_t n2 = 0;
+        if (onyx_next_line(text, len, &p, &l2, &n2))
+            *end = *start + n2;
     }
     return true;
 }

@@ -34,15 +34,16 @@ start_sim() {
 # next one 8 s away; counters start at 2^53 + 1 to catch any double on the way.
 BASE=9007199254740993
 SCEN=$T/scenario.json
-write_scenario() { # write_scenario BOOT_EPOCH [FAULTS_JSON]
-  local faults=${2:-}
+write_scenario() { # write_scenario BOOT_EPOCH [FAULTS_JSON [LACKS_JSON]]
+  local faults=${2:-} lacks=${3:-}
   [ -n "$faults" ] || faults='{}'
-  $PY - "$SCEN" "$1" "$faults" <<'EOF'
+  [ -n "$lacks" ] || lacks='[]'
+  $PY - "$SCEN" "$1" "$faults" "$lacks" <<'EOF'
 import json, sys
 path, boot, faults = sys.argv[1], float(sys.argv[2]), json.loads(sys.argv[3])
 d = {"ports": 64, "boot_epoch_s": boot, "counter_base": 2**53 + 1, "clock_offset_ms": 0,
      "congestion": {"port": 49, "tc": 3, "period_s": 30, "duration_s": 2, "phase_s": 10},
-     "onyx_faults": faults}
+     "onyx_faults": faults, "onyx_lacks": json.loads(sys.argv[4])}
 tmp = path + ".tmp"
 with open(tmp, "w") as f:
     json.dump(d, f)
@@ -186,6 +187,24 @@ b1=$(val "$T/reboot.out" 1 'port_bytes_total.*Eth1/2"')
 b2=$(val "$T/reboot.out" 2 'port_bytes_total.*Eth1/2"')
 $PY -c "import sys; sys.exit(0 if int('$b2') >= int('$b1') else 1)" || fail "exposed counter went down: $b1 -> $b2"
 ok "reboot is a reset (kind=reboot), exposed counters stay monotonic"
+
+# ---------------------------------------------------------------- capabilities
+# A model without `show telemetry flows`: dropped once (detail, one log line), and the
+# per-rule drops come from What-Just-Happened records matched against the rule.
+write_scenario "$BOOT" '{}' '["show telemetry flows"]'
+poll "$T/lacks.out" --password-file "$T/main/password" --polls 3 --back-to-back \
+  --flow-rule nccl:udp:4791:3 --grep 'flow_rule_dropped|wred_dropped.*Eth1/49",tc="3"' ||
+  fail "polls of a model without telemetry flows failed: $(grep result "$T/lacks.out")"
+write_scenario "$BOOT"
+grep -q '"cli_dropped_commands":\["show telemetry flows"\]' "$T/lacks.out" || fail "dropped command not reported"
+[ "$(grep -c 'not supported' "$T/lacks.log")" = 1 ] || fail "the missing command was not reported exactly once"
+w=$(val "$T/lacks.out" 3 'wred_dropped.*Eth1/49",tc="3"')
+f=$(val "$T/lacks.out" 3 'flow_rule_dropped_packets_total.*rule="nccl",reason="WRED"')
+[ -n "$f" ] || fail "no WJH-based flow rule drops: $(grep flow_rule "$T/lacks.out")"
+# the same poll, ms apart: equal unless a surge (1000 drops/s) runs between the commands
+$PY -c "import sys; d=abs(int('$w') - $BASE - int('$f')); sys.exit(0 if d <= 50 else 1)" ||
+  fail "WJH drops $f vs WRED counter $w"
+ok "a missing command is dropped and reported once; flow-rule drops from WJH records"
 
 # ---------------------------------------------------------------- host keys
 # accept-new records an unknown host, then a changed key is refused anyway.

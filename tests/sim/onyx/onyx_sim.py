@@ -23,6 +23,7 @@ Scenario keys read here in addition to scenario.py's (all optional):
   page_lines        pager page size (default 24)
   flow_rules        rows of `show telemetry flows`: [{name, protocol, dst_lo, dst_hi, tc}]
                     (default one rule "nccl", udp 4791, tc = the congestion tc)
+  onyx_lacks        [CMD, ...]: commands this model lacks (answered `% Unrecognized command`)
   onyx_faults       {"hang": CMD, "drop": CMD, "malformed": CMD, "reject": CMD}: a command
                     starting with CMD never answers / closes the connection halfway through
                     its output / gets a garbled line / (configuration) fails with a `%` line. The scenario file is re-read whenever it
@@ -224,6 +225,11 @@ class Sim:
                 continue
             if self.fault("hang", cmd):
                 self.hang()
+            lacking = [p for p in self.opt("onyx_lacks", []) if cmd.startswith(p)]
+            if lacking:  # a command this model does not have
+                words = cmd.split()
+                self.unrecognized(" ".join(words[1:]) if words[0] == "show" else cmd)
+                continue
             try:
                 self.dispatch(cmd)
             except SystemExit:
