@@ -712,7 +712,7 @@ static void
 process_setup(struct onyx_target *t)
 {
     size_t st = 0;
-    if (t->ss == SS_BANNER && t->rx_len > 0 && strstr(t->rx, "wizard") &&
+    if (t->ss == SS_BANNER && t->rx_len >= 2 && strstr(t->rx, "wizard") &&
         t->rx[t->rx_len - 1] == ' ' && t->rx[t->rx_len - 2] == '?') {
         t->rx_len = 0;
         send_text(t, "no", false);
