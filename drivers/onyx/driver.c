@@ -33,6 +33,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "clock_est.h"
 #include "flowrules.h"
 #include "onyx_driver.h"
 #include "parse.h"
@@ -124,6 +125,7 @@ struct onyx_target {
     bool json_ifaces_lacking;
     char release[32];
     double last_uptime;
+    struct onyx_clock_est clock;
     char **ports;
     size_t nports;
     char profile[160];
@@ -580,10 +582,13 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
         int64_t dev_us, res_us;
         rc = onyx_parse_clock(text, len, &dev_us, &res_us, err, sizeof(err));
         if (rc == 0) {
-            /* A clock printed in whole seconds read s at some instant of [lo, hi]: the
-             * device's time was in [s, s + res) then, so the instant at which it read
-             * exactly s lies in [lo - res, hi]. */
-            fs_sink_clock(t->sink, dev_us, t->batch_lo_us - (res_us > 1 ? res_us : 0), now_real);
+            /* Second-edge detection across polls (clock_est.h): the offset interval of
+             * this reading intersected with the previous ones, reported as "the device
+             * read dev_us while our clock was in [dev_us - off_hi, dev_us - off_lo]". */
+            int64_t off_lo, off_hi;
+            onyx_clock_est_add(&t->clock, dev_us, res_us, t->batch_lo_us, now_real, &off_lo,
+                               &off_hi);
+            fs_sink_clock(t->sink, dev_us, dev_us - off_hi, dev_us - off_lo);
         }
         break;
     }

@@ -41,7 +41,7 @@ write_scenario() { # write_scenario BOOT_EPOCH [FAULTS_JSON [LACKS_JSON]]
   $PY - "$SCEN" "$1" "$faults" "$lacks" <<'EOF'
 import json, sys
 path, boot, faults = sys.argv[1], float(sys.argv[2]), json.loads(sys.argv[3])
-d = {"ports": 64, "boot_epoch_s": boot, "counter_base": 2**53 + 1, "clock_offset_ms": 0,
+d = {"ports": 64, "boot_epoch_s": boot, "counter_base": 2**53 + 1, "clock_offset_ms": 2500,
      "congestion": {"port": 49, "tc": 3, "period_s": 30, "duration_s": 2, "phase_s": 10},
      "onyx_faults": faults, "onyx_lacks": json.loads(sys.argv[4])}
 tmp = path + ".tmp"
@@ -72,7 +72,7 @@ result() { awk -v p="$2" '$1=="poll" && $2==p {sub("result=","",$3); print $3; e
 t_before=$($PY -c 'import time; print(time.time())')
 poll "$T/values.out" --password-file "$T/main/password" --polls 2 --interval-ms 1000 \
   --flow-rule nccl:udp:4791:3 --transcript "$T/transcript.txt" \
-  --grep 'Eth1/(1|2|49)"|fabric_device|flow_rule|resets?_total|poll_errors' ||
+  --grep 'Eth1/(1|2|49)"|fabric_device|flow_rule|resets?_total|poll_errors|clock_offset' ||
   { tail -3 "$T/values.out" >&2; fail "polls of the healthy simulator failed"; }
 t_after=$($PY -c 'import time; print(time.time())')
 O=$T/values.out
@@ -111,6 +111,11 @@ grep -q '"cli_ecn_profile":"tc 3 ECN absolute min 500 KB max 1550 KB"' "$O" || f
 grep -q '"cli_sessions_opened":1' "$O" || fail "the shell was not reused across polls"
 grep -q '<<< no cli session paging enable' "$T/transcript.txt" || fail "paging not disabled"
 ok "port counters within the scenario's bounds, device info, one persistent shell, transcript"
+# `show clock` prints whole seconds: the offset is known to within its second (or better)
+v=$(val "$O" 2 '^fabricscope_target_clock_offset_seconds')
+$PY -c "import sys; sys.exit(0 if abs(float('$v') - 2.5) <= 1.0 else 1)" ||
+  fail "clock offset $v, scenario 2.5 s"
+ok "clock offset from show clock ($v s, scenario 2.5 s)"
 
 # ---------------------------------------------------------------- auth methods
 start_sim kbd --auth-methods keyboard-interactive
