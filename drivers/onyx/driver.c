@@ -126,6 +126,9 @@ struct onyx_target {
     char release[32];
     double last_uptime;
     struct onyx_clock_est clock;
+    bool one_at_a_time; /* the CLI pages despite paging off: no pipelining (the pager would eat
+                           commands) */
+    bool pager_broke;   /* this batch's stream was corrupted by the pager */
     char **ports;
     size_t nports;
     char profile[160];
@@ -418,7 +421,8 @@ finish_flow_rules(struct onyx_target *t)
 static void
 send_batch(struct onyx_target *t)
 {
-    size_t end = t->sent + MAX_BATCH < t->nq ? t->sent + MAX_BATCH : t->nq;
+    size_t max = t->one_at_a_time ? 1 : MAX_BATCH;
+    size_t end = t->sent + max < t->nq ? t->sent + max : t->nq;
     for (size_t i = t->sent; i < end; i++)
         send_text(t, t->q[i].text, false);
     t->batch_end = end;
@@ -452,6 +456,21 @@ emit(struct onyx_target *t, int64_t ts)
             fs_sink_counter_scaled(t->sink, x->metric, l, x->n_labels, x->raw, 64, x->scale);
     }
     fs_sink_end(t->sink);
+}
+
+/* Whether a response holds a pager prompt line (`lines 1-24 ...`). */
+static bool
+has_pager_line(const char *text, size_t len)
+{
+    const char *p = text, *end = text + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        if (onyx_pager_at_end(p, n, NULL))
+            return true;
+        p = nl ? nl + 1 : end;
+    }
+    return false;
 }
 
 static void
@@ -535,6 +554,17 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
 {
     char err[256];
     onyx_samples_clear(&t->samples);
+    if (!t->one_at_a_time && has_pager_line(text, len)) {
+        /* The pager took the next pipelined command as its key: this batch's stream is
+         * garbage. From now on one command at a time, the pager answered with a space. */
+        fs_log(FS_LOG_WARN, SUBSYS,
+               "target %s: the CLI pages despite `no cli session paging enable`; sending "
+               "one command at a time from now on",
+               t->name);
+        t->one_at_a_time = true;
+        t->pager_broke = true;
+        return;
+    }
     if (c->kind == K_CONFIG || c->kind == K_ROLLBACK) {
         if (onyx_error_line(text, len, err, sizeof(err))) {
             fs_log(FS_LOG_ERROR, SUBSYS, "target %s: `%s`: %s", t->name, c->text, err);
@@ -682,6 +712,12 @@ process_responses(struct onyx_target *t)
             return;
         const struct cmd *c = &t->q[t->done];
         handle_response(t, c, t->rx + t->resp_start, end - t->resp_start, fs_realtime_us());
+        if (t->pager_broke) {
+            t->pager_broke = false;
+            fail_session(t, FS_POLL_PROTOCOL,
+                         "the CLI pages despite paging off (pager ate a command)");
+            return;
+        }
         t->done++;
         t->resp_start = end;
         t->echo_skipped = false;
@@ -1006,7 +1042,7 @@ update_detail(struct onyx_target *t)
         d, sizeof(d),
         "\"cli_session\":\"%s\",\"cli_release\":\"%s\",\"cli_interfaces_form\":\"%s\","
         "\"cli_dropped_commands\":[%s],\"cli_ecn_profile\":\"%s\",\"cli_sessions_opened\":%llu,"
-        "\"cli_flow_rules\":\"%s\"",
+        "\"cli_flow_rules\":\"%s\",\"cli_pipelining\":%s",
         t->ss == SS_DOWN                          ? "down"
         : (t->ss == SS_READY || t->ss == SS_BUSY) ? "up"
                                                   : "opening",
@@ -1016,7 +1052,8 @@ update_detail(struct onyx_target *t)
         : t->config_in_flight    ? "applying"
         : !t->rules_checked      ? "not checked"
         : t->config_failed       ? "failed, rolled back"
-                                 : "in place");
+                                 : "in place",
+        t->one_at_a_time ? "false" : "true");
     pthread_mutex_lock(&t->detail_lock);
     bool changed = strcmp(d, t->detail) != 0;
     if (changed)

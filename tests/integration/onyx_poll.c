@@ -9,6 +9,7 @@
  *                [--deadline-ms D] [--flow-rule NAME:udp|tcp|any:LO[-HI][:TC]]...
  *                [--grep RE] [--print-metrics] [--transcript FILE] [--wait-file F]
  *                [--back-to-back] [--render-each] [--apply-flow-rules] [--plan]
+ *                [--max-output-bytes N]
  *
  * Every interval it starts one cycle on each target (deadline D, default 90 % of the
  * interval) and waits for all of them. After each poll it prints
@@ -154,6 +155,7 @@ main(int argc, char **argv)
                                        {"render-each", 0, 0, 'R'},
                                        {"apply-flow-rules", 0, 0, 'A'},
                                        {"plan", 0, 0, 'L'},
+                                       {"max-output-bytes", 1, 0, 'O'},
                                        {0, 0, 0, 0}};
     struct fs_onyx_cfg cfg;
     fs_onyx_cfg_defaults(&cfg);
@@ -235,6 +237,9 @@ main(int argc, char **argv)
             break;
         case 'L':
             cfg.plan_only = true;
+            break;
+        case 'O':
+            cfg.max_output_bytes = (size_t)atoll(optarg);
             break;
         default:
             fprintf(stderr, "fs-onyx-poll: bad arguments (see the source header)\n");

@@ -31,7 +31,7 @@ start_sim() {
 }
 
 # A scenario whose congestion surges have run 3 times (6 s of surge) before "now", the
-# next one 8 s away; counters start at 2^53 + 1 to catch any double on the way.
+# next one 18 s away; counters start at 2^53 + 1 to catch any double on the way.
 BASE=9007199254740993
 SCEN=$T/scenario.json
 write_scenario() { # write_scenario BOOT_EPOCH [FAULTS_JSON [LACKS_JSON]]
@@ -51,7 +51,7 @@ import os
 os.replace(tmp, path)
 EOF
 }
-BOOT=$($PY -c 'import time; print(time.time() - 92)')
+BOOT=$($PY -c 'import time; print(time.time() - 82)')
 write_scenario "$BOOT"
 start_sim main
 MAIN_PORT=$ONYX_SSH_PORT
@@ -175,6 +175,43 @@ sync_poll malformed '{"malformed": "show interfaces ethernet 1/7"}' --grep 'ecn_
 [ -n "$(val "$T/malformed.out" 1 'Eth1/8"')" ] || fail "malformed: other ports' samples lost"
 [ "$(result "$T/malformed.out" 2)" = ok ] || fail "after malformed: poll 2 $(result "$T/malformed.out" 2)"
 ok "a malformed line is a parse error of that cycle only"
+
+sync_poll flood '{"flood": "show interfaces ethernet counters tc 2"}' --max-output-bytes 2000000
+[ "$(result "$T/flood.out" 1)" = protocol ] || fail "runaway output: poll 1 $(result "$T/flood.out" 1)"
+grep -q 'runaway output' "$T/flood.log" || fail "runaway output not named"
+[ "$(result "$T/flood.out" 2)" = ok ] || fail "after the runaway output: poll 2 $(result "$T/flood.out" 2)"
+ok "a runaway output is bounded (protocol error), the next cycle recovers"
+
+# ---------------------------------------------------------------- pager
+# A CLI that keeps paging after `no cli session paging enable`: the driver pages through.
+$PY -c '
+import json, os, sys
+d = json.load(open(sys.argv[1])); d["onyx_paging_sticky"] = True
+json.dump(d, open(sys.argv[1] + ".tmp", "w")); os.replace(sys.argv[1] + ".tmp", sys.argv[1])
+' "$SCEN"
+# The first cycle finds out (the pager takes a pipelined command as its key: that cycle is
+# lost); from then on commands go one at a time and the pager is answered.
+tp0=$($PY -c 'import time; print(time.time())')
+poll "$T/pager.out" --password-file "$T/main/password" --polls 3 --back-to-back \
+  --transcript "$T/pager.transcript" --grep 'ecn_marked_packets_total.*Eth1/49"' || true
+grep -q 'lines 1-24 ' "$T/pager.transcript" || fail "the simulator did not page"
+[ "$(result "$T/pager.out" 1)" = protocol ] || fail "pager: poll 1 $(result "$T/pager.out" 1)"
+for k in 2 3; do
+  [ "$(result "$T/pager.out" $k)" = ok ] || fail "pager: poll $k $(result "$T/pager.out" $k)"
+done
+tp1=$($PY -c 'import time; print(time.time())')
+v=$(val "$T/pager.out" 3 'Eth1/49"')
+$PY - "$SCEN" "$v" "$tp0" "$tp1" "$FS_SOURCE_DIR" <<'EOF' || fail "ECN through the pager: $v"
+import sys
+sys.path.insert(0, sys.argv[5] + "/tests/sim")
+from scenario import Scenario
+sc = Scenario(sys.argv[1])
+v, t0, t1 = int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+sys.exit(0 if sc.port_ecn_marked(49, sc.since_boot(t0)) <= v <= sc.port_ecn_marked(49, sc.since_boot(t1)) else 1)
+EOF
+grep -q '"cli_pipelining":false' "$T/pager.out" || fail "pipelining not reported off"
+write_scenario "$BOOT"
+ok "a CLI that keeps paging: one lost cycle, then one command at a time through the pager"
 
 # ---------------------------------------------------------------- reboot
 rm -f "$T/reboot.go"

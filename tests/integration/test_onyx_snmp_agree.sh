@@ -16,10 +16,10 @@ START=$FS_SOURCE_DIR/tests/sim/onyx/start-onyx-sim.sh
 PY=/usr/bin/python3
 chmod 0711 "$T"
 SCEN=$T/scenario.json
-# three surges done (6 s), the next 8 s away; counters from 2^53 + 1
+# three surges done (6 s), the next 18 s away; counters from 2^53 + 1
 $PY - "$SCEN" <<'EOF'
 import json, sys, time
-json.dump({"ports": 64, "boot_epoch_s": time.time() - 92, "counter_base": 2**53 + 1,
+json.dump({"ports": 64, "boot_epoch_s": time.time() - 82, "counter_base": 2**53 + 1,
            "congestion": {"port": 49, "tc": 3, "period_s": 30, "duration_s": 2, "phase_s": 10}},
           open(sys.argv[1], "w"))
 EOF

@@ -24,9 +24,11 @@ Scenario keys read here in addition to scenario.py's (all optional):
   flow_rules        rows of `show telemetry flows`: [{name, protocol, dst_lo, dst_hi, tc}]
                     (default one rule "nccl", udp 4791, tc = the congestion tc)
   onyx_lacks        [CMD, ...]: commands this model lacks (answered `% Unrecognized command`)
-  onyx_faults       {"hang": CMD, "drop": CMD, "malformed": CMD, "reject": CMD}: a command
-                    starting with CMD never answers / closes the connection halfway through
-                    its output / gets a garbled line / (configuration) fails with a `%` line. The scenario file is re-read whenever it
+  onyx_faults       {"hang": CMD, "drop": CMD, "malformed": CMD, "reject": CMD, "flood": CMD}:
+                    a command starting with CMD never answers / closes the connection halfway
+                    through its output / gets a garbled line / (configuration) fails with a
+                    `%` line / prints without end.
+  onyx_paging_sticky  true: `no cli session paging enable` leaves paging on The scenario file is re-read whenever it
                     changes, so a test adds and removes faults (and reboots the switch by
                     moving boot_epoch_s) while sessions stay open.
 
@@ -183,6 +185,10 @@ class Sim:
             lines.pop()
         if self.fault("malformed", cmd) and lines:
             lines.insert(len(lines) // 2, "  12x34\x07\x00 ]]} packets %%% \x1b[7m")
+        if self.fault("flood", cmd):  # a runaway output: never ends
+            line = "  0                    flood packets\n" * 1000
+            while True:
+                self.write(line)
         if self.fault("drop", cmd):
             self.write("\n".join(lines[: len(lines) // 2]) + "\n")
             os._exit(0)
@@ -275,7 +281,8 @@ class Sim:
             self.mode = "config"
             return
         if cmd == "no cli session paging enable":
-            self.paging = False
+            # onyx_paging_sticky: a CLI that keeps paging anyway (the pager must be handled)
+            self.paging = bool(self.opt("onyx_paging_sticky", False))
             return
         if cmd == "cli session paging enable":
             self.paging = True
