@@ -12,10 +12,16 @@
 #ifdef FS_HAVE_SNMP
 extern const struct fs_driver fs_driver_snmp;
 #endif
+#ifdef FS_HAVE_ONYX
+extern const struct fs_driver fs_driver_onyx;
+#endif
 
 const struct fs_driver *const fs_builtin_drivers[] = {
 #ifdef FS_HAVE_SNMP
     &fs_driver_snmp,
+#endif
+#ifdef FS_HAVE_ONYX
+    &fs_driver_onyx,
 #endif
     NULL,
 };
@@ -23,7 +29,7 @@ const struct fs_driver *const fs_builtin_drivers[] = {
 const size_t fs_builtin_driver_count =
     sizeof(fs_builtin_drivers) / sizeof(fs_builtin_drivers[0]) - 1;
 
-/* gnmi (drivers/gnmi) and cli (drivers/onyx) are known but not built yet. */
+/* gnmi (drivers/gnmi) is known but not built yet. */
 const char *const fs_known_driver_names[] = {"gnmi", "cli", "snmp"};
 
 const size_t fs_known_driver_count =

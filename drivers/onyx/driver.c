@@ -38,7 +38,7 @@
 #include "onyx_driver.h"
 #include "parse.h"
 #include "ssh.h"
-#include "store/store.h"
+#include "store/sink.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -1233,10 +1233,10 @@ fs_onyx_shutdown(void *state)
     free(d);
 }
 
-int
-fs_onyx_target_add(void *state, const char *name, const char *address,
-                   const struct fs_onyx_cfg *cfg, struct fs_sink *sink, void **tstate, char *errbuf,
-                   size_t errlen)
+static int
+target_add(void *state, const char *name, const char *address, const struct fs_onyx_cfg *cfg,
+           const struct fs_flow_rule *rules, size_t n_rules, struct fs_sink *sink, void **tstate,
+           char *errbuf, size_t errlen)
 {
     struct onyx_drv *d = state;
     if (!cfg->username || !address) {
@@ -1248,7 +1248,7 @@ fs_onyx_target_add(void *state, const char *name, const char *address,
         return FS_DRV_ERR;
     }
     struct onyx_target *t = calloc(1, sizeof(*t));
-    if (!t || fs_onyx_cfg_copy(cfg, &t->cfg) != 0) {
+    if (!t || fs_onyx_cfg_copy(cfg, rules, n_rules, &t->cfg) != 0) {
         free(t);
         snprintf(errbuf, errlen, "out of memory");
         return FS_DRV_ERR;
@@ -1287,6 +1287,15 @@ fs_onyx_target_add(void *state, const char *name, const char *address,
     enqueue(d, r);
     *tstate = t;
     return FS_DRV_OK;
+}
+
+int
+fs_onyx_target_add(void *state, const char *name, const char *address,
+                   const struct fs_onyx_cfg *cfg, struct fs_sink *sink, void **tstate, char *errbuf,
+                   size_t errlen)
+{
+    return target_add(state, name, address, cfg, cfg->flow_rules, cfg->n_flow_rules, sink, tstate,
+                      errbuf, errlen);
 }
 
 void
@@ -1386,40 +1395,87 @@ fs_onyx_set_transcript(void *state, void *tstate, FILE *f)
     pthread_mutex_unlock(&t->detail_lock);
 }
 
-/* ---------------- today's driver.h vtable ---------------- */
+/* ---------------- the driver.h vtable ---------------- */
 
 static int
-vt_init(void **state, char *errbuf, size_t errlen)
+vt_target_add(void *state, const struct fs_target_cfg *tcfg, const void *dcfg, struct fs_sink *sink,
+              void **tstate, char *errbuf, size_t errlen)
 {
-    return fs_onyx_init(state, errbuf, errlen);
+    return target_add(state, tcfg->name, tcfg->address, dcfg, tcfg->flow_rules, tcfg->n_flow_rules,
+                      sink, tstate, errbuf, errlen);
+}
+
+static void
+vt_plan_mode(void *state, void *tstate)
+{
+    (void)state;
+    struct onyx_target *t = tstate;
+    /* Before the first cycle: the request queue's lock orders this before the I/O
+     * thread's reads of cfg. */
+    t->cfg.plan_only = true;
 }
 
 static int
-vt_target_add(void *state, const struct fs_target_cfg *tcfg, struct fs_sink *sink, void **tstate,
-              char *errbuf, size_t errlen)
+vt_plan(void *state, void *tstate, FILE *out, char *errbuf, size_t errlen)
 {
-    struct fs_onyx_cfg cfg;
-    if (!tcfg->cli) {
-        snprintf(errbuf, errlen, "target %s has no cli block", tcfg->name);
-        return FS_DRV_ERR;
+    struct onyx_target *t = tstate;
+    struct onyx_plan plan = {0};
+    size_t len = 64u << 10;
+    char *buf = malloc(len);
+    int rc = -1;
+
+    if (!buf) {
+        snprintf(errbuf, errlen, "out of memory");
+        return -1;
     }
-    if (fs_onyx_cfg_from_cli(tcfg->cli, NULL, 0, &cfg, errbuf, errlen) != 0)
-        return FS_DRV_ERR;
-    int rc =
-        fs_onyx_target_add(state, tcfg->name, tcfg->address, &cfg, sink, tstate, errbuf, errlen);
-    fs_onyx_cfg_free(&cfg);
+    if (t->cfg.n_flow_rules == 0) {
+        fprintf(out, "# %s: no flow_rules configured: nothing to install\n", t->name);
+        rc = 0;
+    } else if (fs_onyx_target_plan(state, tstate, buf, len) == 0) {
+        if (buf[0])
+            fprintf(out, "# %s: against its running configuration\n%s", t->name, buf);
+        else
+            fprintf(out,
+                    "# %s: its running configuration already holds the flow rules: "
+                    "nothing to send\n",
+                    t->name);
+        rc = 0;
+    } else if (onyx_flow_plan(t->cfg.flow_rules, t->cfg.n_flow_rules, NULL, 0, &plan, errbuf,
+                              errlen) == 0) {
+        fprintf(out,
+                "# %s: could not read the running configuration; the plan if none of the "
+                "project's ACLs exist yet:\nconfigure terminal\n",
+                t->name);
+        for (size_t i = 0; i < plan.n; i++)
+            fprintf(out, "%s\n", plan.cmds[i]);
+        fprintf(out, "exit\n");
+        onyx_plan_free(&plan);
+        rc = 1;
+    }
+    free(buf);
     return rc;
 }
 
 const struct fs_driver fs_driver_onyx = {
-    .name = "cli",
     .api_version = FS_DRIVER_API_VERSION,
+    .block =
+        {
+            .name = "cli",
+            .default_rank = FS_ONYX_DEFAULT_RANK,
+            .yang_module = fs_onyx_yang_module,
+            .config_build = fs_onyx_config_build,
+            .config_free = fs_onyx_config_free,
+            .config_equal = fs_onyx_config_equal,
+            .config_interval = fs_onyx_config_interval,
+        },
     .kind = FS_DRIVER_POLL,
-    .init = vt_init,
+    .init = fs_onyx_init,
     .shutdown = fs_onyx_shutdown,
     .target_add = vt_target_add,
     .target_remove = fs_onyx_target_remove,
     .cycle_start = fs_onyx_cycle_start,
     .cycle_cancel = fs_onyx_cycle_cancel,
-    .target_describe = fs_onyx_target_describe,
+    .target_transcript = fs_onyx_set_transcript,
+    .target_plan_mode = vt_plan_mode,
+    .target_plan = vt_plan,
 };

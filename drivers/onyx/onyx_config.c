@@ -31,7 +31,8 @@ dup_str(char **dst, const char *src)
 static int
 dup_ref(struct fs_secret_ref *dst, const struct fs_secret_ref *src)
 {
-    if (dup_str(&dst->file, src->file) < 0 || dup_str(&dst->env, src->env) < 0)
+    if (dup_str(&dst->file, src->file) < 0 || dup_str(&dst->env, src->env) < 0 ||
+        dup_str(&dst->key, src->key) < 0)
         return -1;
     return 0;
 }
@@ -57,29 +58,8 @@ dup_rules(struct fs_onyx_cfg *dst, const struct fs_flow_rule *rules, size_t n)
 }
 
 int
-fs_onyx_cfg_from_cli(const struct fs_cli_cfg *cli, const struct fs_flow_rule *rules, size_t n_rules,
-                     struct fs_onyx_cfg *out, char *errbuf, size_t errlen)
-{
-    fs_onyx_cfg_defaults(out);
-    if (cli->port)
-        out->port = cli->port;
-    if (cli->interval_us > 0)
-        out->interval_us = cli->interval_us;
-    if (cli->timeout_us > 0)
-        out->timeout_us = cli->timeout_us;
-    out->apply_flow_rules = cli->apply_flow_rules;
-    if (dup_str(&out->username, cli->username) < 0 || dup_ref(&out->password, &cli->password) < 0 ||
-        dup_str(&out->key_file, cli->key_file) < 0 ||
-        dup_str(&out->known_hosts, cli->known_hosts) < 0 || dup_rules(out, rules, n_rules) < 0) {
-        fs_onyx_cfg_free(out);
-        snprintf(errbuf, errlen, "out of memory");
-        return -1;
-    }
-    return 0;
-}
-
-int
-fs_onyx_cfg_copy(const struct fs_onyx_cfg *src, struct fs_onyx_cfg *dst)
+fs_onyx_cfg_copy(const struct fs_onyx_cfg *src, const struct fs_flow_rule *rules, size_t n_rules,
+                 struct fs_onyx_cfg *dst)
 {
     *dst = *src;
     /* nothing of src may be freed through dst if a copy below fails */
@@ -92,7 +72,7 @@ fs_onyx_cfg_copy(const struct fs_onyx_cfg *src, struct fs_onyx_cfg *dst)
         dup_str(&dst->key_file, src->key_file) < 0 ||
         dup_str(&dst->known_hosts, src->known_hosts) < 0 ||
         dup_ref(&dst->enable_password, &src->enable_password) < 0 ||
-        dup_rules(dst, src->flow_rules, src->n_flow_rules) < 0) {
+        dup_rules(dst, rules, n_rules) < 0) {
         fs_onyx_cfg_free(dst);
         return -1;
     }
@@ -103,12 +83,10 @@ void
 fs_onyx_cfg_free(struct fs_onyx_cfg *c)
 {
     free(c->username);
-    free(c->password.file);
-    free(c->password.env);
+    fs_cfg_secret_ref_free(&c->password);
     free(c->key_file);
     free(c->known_hosts);
-    free(c->enable_password.file);
-    free(c->enable_password.env);
+    fs_cfg_secret_ref_free(&c->enable_password);
     for (size_t i = 0; i < c->n_flow_rules; i++)
         free(c->flow_rules[i].name);
     free(c->flow_rules);

@@ -1,8 +1,7 @@
 /*
  * The ONYX CLI driver's own configuration: one struct per target, built from the
- * validated configuration tree by the driver's config_build callback (once driver.h
- * gives drivers their own config blocks), or today from struct fs_cli_cfg
- * (fs_onyx_cfg_from_cli). target_add receives it.
+ * target's validated `cli:` block by fs_onyx_config_build (config.c, the block's
+ * config_build); target_add receives it and adds the configuration's flow rules.
  *
  * Ownership: every pointer member is owned by the struct and freed by fs_onyx_cfg_free();
  * the driver copies what it keeps, so the caller may free the struct after target_add.
@@ -21,8 +20,8 @@ enum fs_onyx_host_key_policy {
     FS_ONYX_HOSTKEY_ACCEPT_NEW, /**< record an unknown host's key; a changed key is still refused */
 };
 
-/** Default source precedence rank of the CLI driver (lower wins): gNMI 0, CLI 1, SNMP 2. */
-#define FS_ONYX_DEFAULT_RANK 1
+/** Default source precedence rank of the CLI driver (lower wins): gNMI 10, CLI 20, SNMP 30. */
+#define FS_ONYX_DEFAULT_RANK 20
 
 struct fs_onyx_cfg {
     uint16_t port;                 /**< default 22 */
@@ -37,7 +36,8 @@ struct fs_onyx_cfg {
     bool apply_flow_rules; /**< install the flow rules' ACLs (plan-flow-rules shows them) */
     bool plan_only; /**< read the running config and plan, never configure (plan-flow-rules) */
     size_t max_output_bytes; /**< per command batch; default 16 MiB; beyond it: protocol error */
-    struct fs_flow_rule *flow_rules; /**< copied in (names owned) */
+    struct fs_flow_rule *flow_rules; /**< owned (names too) in the driver's copy; not set by
+                                          config_build (the rules come with the target) */
     size_t n_flow_rules;
 };
 
@@ -45,16 +45,22 @@ struct fs_onyx_cfg {
 void fs_onyx_cfg_defaults(struct fs_onyx_cfg *c);
 
 /**
- * Builds the driver config from today's struct fs_cli_cfg and the global flow rules
- * (may be NULL/0). Returns 0, or -1 with errbuf (no memory).
+ * Deep copy (the driver keeps one per target), with rules (n_rules of them, may be
+ * NULL/0) as its flow rules instead of src's. 0, or -1 (no memory; dst zeroed).
  */
-int fs_onyx_cfg_from_cli(const struct fs_cli_cfg *cli, const struct fs_flow_rule *rules,
-                         size_t n_rules, struct fs_onyx_cfg *out, char *errbuf, size_t errlen);
-
-/** Deep copy (the driver keeps one per target). */
-int fs_onyx_cfg_copy(const struct fs_onyx_cfg *src, struct fs_onyx_cfg *dst);
+int fs_onyx_cfg_copy(const struct fs_onyx_cfg *src, const struct fs_flow_rule *rules,
+                     size_t n_rules, struct fs_onyx_cfg *dst);
 
 /** Frees the members (not the struct itself). Accepts a zeroed struct. */
 void fs_onyx_cfg_free(struct fs_onyx_cfg *c);
+
+/* The block's operations (struct fs_cfg_block_ops, config/block.h); config.c. The
+ * value built is a malloc'd struct fs_onyx_cfg, freed by fs_onyx_config_free. */
+struct lyd_node;
+struct fs_cfg_errs;
+int fs_onyx_config_build(const struct lyd_node *block, void **dcfg, struct fs_cfg_errs *errs);
+void fs_onyx_config_free(void *dcfg);
+bool fs_onyx_config_equal(const void *a, const void *b);
+int64_t fs_onyx_config_interval(const void *dcfg);
 
 #endif

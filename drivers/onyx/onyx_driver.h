@@ -1,10 +1,11 @@
 /*
  * The ONYX CLI driver (SSH): entry points.
  *
- * The functions below are the driver; fs_driver_onyx is its vtable for today's driver.h
- * (name "cli", target_add builds a struct fs_onyx_cfg from tcfg->cli, without flow
- * rules). Once driver.h passes each driver its own config struct, the vtable's
- * target_add becomes fs_onyx_target_add with the struct that config_build made.
+ * The functions below are the driver; fs_driver_onyx (block "cli", registered in
+ * drivers/registry.c) is its driver.h vtable: its target_add takes the struct
+ * fs_onyx_cfg that config_build made plus the configuration's flow rules from the
+ * target. The test harnesses (tests/integration/onyx_poll.c) call the functions
+ * directly with a struct they fill.
  *
  * Threads: one I/O thread (started by fs_onyx_init) runs every target's SSH session with
  * epoll; the functions below may be called from any thread and hand the work over.
@@ -23,11 +24,13 @@
 #include "store/sink.h"
 
 extern const struct fs_driver fs_driver_onyx;
+/** The block's YANG module (fabricscope-cli.yang, embedded at build time). */
+extern const char fs_onyx_yang_module[];
 
 int fs_onyx_init(void **state, char *errbuf, size_t errlen);
 void fs_onyx_shutdown(void *state);
 
-/** Adds a target: no I/O until its first cycle. */
+/** Adds a target with cfg's flow rules: no I/O until its first cycle. */
 int fs_onyx_target_add(void *state, const char *name, const char *address,
                        const struct fs_onyx_cfg *cfg, struct fs_sink *sink, void **tstate,
                        char *errbuf, size_t errlen);
