@@ -89,8 +89,9 @@ struct onyx_target {
     struct fs_sink *sink;
     atomic_bool busy;
     pthread_mutex_t detail_lock;
-    char detail[1024]; /* under detail_lock */
-    FILE *transcript;  /* under detail_lock */
+    char detail[1024];        /* under detail_lock */
+    FILE *transcript;         /* under detail_lock */
+    bool transcript_mid_line; /* under detail_lock: the last byte written was not a newline */
 
     /* --- I/O thread only --- */
     bool removed;
@@ -189,9 +190,14 @@ transcript_write(struct onyx_target *t, const char *pre, const char *data, size_
 {
     pthread_mutex_lock(&t->detail_lock);
     if (t->transcript) {
+        /* A sent line starts a line of its own (after a prompt it would not). */
+        if (pre && t->transcript_mid_line)
+            fputc('\n', t->transcript);
         if (pre)
             fputs(pre, t->transcript);
         fwrite(data, 1, n, t->transcript);
+        if (n > 0)
+            t->transcript_mid_line = data[n - 1] != '\n';
         fflush(t->transcript);
     }
     pthread_mutex_unlock(&t->detail_lock);
