@@ -31,10 +31,7 @@ fs_onyx_config_build(const struct lyd_node *n, void **dcfg, struct fs_cfg_errs *
     v = fs_cfg_cval(n, "host_key_policy");
     c->host_key_policy =
         v && !strcmp(v, "accept-new") ? FS_ONYX_HOSTKEY_ACCEPT_NEW : FS_ONYX_HOSTKEY_STRICT;
-    if ((leaf = fs_cfg_kid(n, "interval")) && c->interval_us <= 0)
-        fs_cfg_node_err(errs, leaf, false, "the poll interval must be more than 0");
-    if ((leaf = fs_cfg_kid(n, "timeout")) && c->timeout_us <= 0)
-        fs_cfg_node_err(errs, leaf, false, "the command timeout must be more than 0");
+    /* Durations of 0 are refused by the walker already. */
     if ((leaf = fs_cfg_kid(n, "max_output"))) {
         if (fs_parse_size(fs_cfg_value(leaf), &bytes) != 0 || bytes < MIN_OUTPUT_BYTES)
             fs_cfg_node_err(errs, leaf, false,
