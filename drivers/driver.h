@@ -139,6 +139,7 @@ struct fs_driver {
      * Puts the target in plan mode: its next cycle also reads what the driver needs to
      * plan the configuration it would install on the device (e.g. the running
      * configuration) and changes nothing there, whatever the driver's block says.
+     * Set together with target_plan (fs_driver_check()).
      */
     void (*target_plan_mode)(void *state, void *tstate);
 

@@ -1014,6 +1014,14 @@ test_bom_and_utf8(void **state)
     free(e);
 }
 
+/* A driver that would offer target_plan_mode without target_plan. */
+static void
+plan_mode_only(void *state, void *tstate)
+{
+    (void)state;
+    (void)tstate;
+}
+
 /* The daemon refuses a driver written for another driver API, with the reason. */
 static void
 test_driver_api_version(void **state)
@@ -1037,6 +1045,14 @@ test_driver_api_version(void **state)
     other.block.name = "SNMP";
     assert_int_equal(fs_driver_check(&other, why, sizeof(why)), -1);
     assert_string_equal(why, "driver \"SNMP\": a name is [a-z][a-z0-9_]*");
+    /* The optional plan operations come as a pair. */
+    other = *snmp;
+    other.target_plan_mode = plan_mode_only;
+    assert_int_equal(fs_driver_check(&other, why, sizeof(why)), -1);
+    assert_string_equal(why, "driver snmp: target_plan_mode and target_plan go together");
+    /* Every driver of this build passes. */
+    for (size_t i = 0; i < fs_builtin_driver_count; i++)
+        assert_int_equal(fs_driver_check(fs_builtin_drivers[i], why, sizeof(why)), 0);
     /* The registry's view: every known name, the built ones resolvable. */
     assert_ptr_equal(fs_driver_of_block(&snmp->block), snmp);
     assert_null(fs_driver_of_block(&test_cli));
