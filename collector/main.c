@@ -5,6 +5,10 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "importers/correlate_cli.h"
+#include "importers/import_nccl_inspector.h"
+#include "importers/import_nsys.h"
+#include "importers/import_perf.h"
 
 static void
 usage(FILE *f)
@@ -18,6 +22,14 @@ usage(FILE *f)
             "       fabricscope plan-flow-rules -c FILE [TARGET]\n"
             "                                           print the configuration commands that\n"
             "                                           would install the flow rules (sends none)\n"
+            "       fabricscope import-nsys REPORT.sqlite --url URL [--host NAME]\n"
+            "       fabricscope import-perf --url URL --host NAME [--reference TOD=CLOCK|now]"
+            " < perf-script.txt\n"
+            "       fabricscope import-nccl-inspector --url URL [--host NAME] DIR\n"
+            "           (importers: --token-file FILE or FABRICSCOPE_TOKEN for the bearer"
+            " token)\n"
+            "       fabricscope correlate --url URL [--start T --end T --kind K --slow pNN]"
+            "   the table\n"
             "       fabricscope --version | --help\n"
             "Signals: SIGHUP reloads FILE (a bad file is refused and the running\n"
             "configuration stays), SIGTERM or SIGINT stops.\n");
@@ -83,6 +95,14 @@ main(int argc, char **argv)
     /* Subcommands come first so each can have its own options. */
     if (argc > 1 && (strcmp(argv[1], "probe") == 0 || strcmp(argv[1], "plan-flow-rules") == 0))
         return cmd_target(argv[1], argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "import-nsys") == 0)
+        return fs_import_nsys_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "import-perf") == 0)
+        return fs_import_perf_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "import-nccl-inspector") == 0)
+        return fs_import_nccl_inspector_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "correlate") == 0)
+        return fs_correlate_main(argc - 1, argv + 1);
 
     while ((c = getopt_long(argc, argv, "c:hV", opts, NULL)) != -1) {
         switch (c) {

@@ -1,0 +1,1630 @@
+/* The analysis endpoints (see analysis_api.h). */
+#include "analysis/analysis_api.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analysis/correlate.h"
+#include "analysis/incidents.h"
+#include "analysis/trace.h"
+#include "http/api.h"
+#include "http/selector.h"
+
+#define US 1000000LL
+#define MAX_WINDOWS 1000
+#define MAX_MATCH 16
+#define MAX_OTHER_EVENTS 20
+#define MAX_SAMPLES_PER_SERIES (8u << 20)
+#define FS_ANALYSIS_SCAN_THREADS 4
+/* Times beyond ±4e15 µs (about 1843..2096) are refused: host events are kept in ns and
+   µs * 1000 must not overflow. */
+#define MAX_TIME_US 4000000000000000LL
+
+struct metric_port {
+    char *target, *interface, *tc, *rule, *metric;
+    double period_s, spread_s;
+    double next_s;
+};
+
+struct fs_analysis {
+    struct fs_host_events *events;
+    pthread_mutex_t rules_lock;
+    struct fs_analysis_flow_rule *rules; /* names owned */
+    size_t n_rules;
+    pthread_mutex_t token_lock;
+    char *token;
+    pthread_mutex_t run_lock; /* one heavy analysis at a time */
+    pthread_mutex_t metrics_lock;
+    struct metric_port *ports;
+    size_t n_ports;
+};
+
+/* ---- context ---- */
+
+struct fs_analysis *
+fs_analysis_new(const struct fs_host_events_opts *o, char *err, size_t errlen)
+{
+    struct fs_analysis *a = calloc(1, sizeof *a);
+    if (!a) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    a->events = fs_host_events_new(o, err, errlen);
+    if (!a->events) {
+        free(a);
+        return NULL;
+    }
+    pthread_mutex_init(&a->token_lock, NULL);
+    pthread_mutex_init(&a->rules_lock, NULL);
+    pthread_mutex_init(&a->run_lock, NULL);
+    pthread_mutex_init(&a->metrics_lock, NULL);
+    return a;
+}
+
+static void
+free_ports(struct metric_port *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(p[i].target);
+        free(p[i].interface);
+        free(p[i].tc);
+        free(p[i].rule);
+        free(p[i].metric);
+    }
+    free(p);
+}
+
+void
+fs_analysis_free(struct fs_analysis *a)
+{
+    if (!a)
+        return;
+    fs_host_events_free(a->events);
+    if (a->token) {
+        memset(a->token, 0, strlen(a->token));
+        free(a->token);
+    }
+    free_ports(a->ports, a->n_ports);
+    for (size_t i = 0; i < a->n_rules; i++)
+        free((char *)a->rules[i].name);
+    free(a->rules);
+    pthread_mutex_destroy(&a->rules_lock);
+    pthread_mutex_destroy(&a->token_lock);
+    pthread_mutex_destroy(&a->run_lock);
+    pthread_mutex_destroy(&a->metrics_lock);
+    free(a);
+}
+
+struct fs_host_events *
+fs_analysis_host_events(struct fs_analysis *a)
+{
+    return a->events;
+}
+
+int
+fs_analysis_set_token(struct fs_analysis *a, const char *token)
+{
+    char *copy = NULL;
+    if (token && *token && !(copy = strdup(token)))
+        return -1;
+    pthread_mutex_lock(&a->token_lock);
+    char *old = a->token;
+    a->token = copy;
+    pthread_mutex_unlock(&a->token_lock);
+    if (old) {
+        memset(old, 0, strlen(old));
+        free(old);
+    }
+    return 0;
+}
+
+int
+fs_analysis_set_flow_rules(struct fs_analysis *a, const struct fs_analysis_flow_rule *rules,
+                           size_t n)
+{
+    struct fs_analysis_flow_rule *copy = calloc(n ? n : 1, sizeof *copy);
+    if (!copy)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        copy[i] = rules[i];
+        copy[i].name = strdup(rules[i].name ? rules[i].name : "");
+        if (!copy[i].name) {
+            for (size_t k = 0; k < i; k++)
+                free((char *)copy[k].name);
+            free(copy);
+            return -1;
+        }
+    }
+    pthread_mutex_lock(&a->rules_lock);
+    struct fs_analysis_flow_rule *old = a->rules;
+    size_t old_n = a->n_rules;
+    a->rules = copy;
+    a->n_rules = n;
+    pthread_mutex_unlock(&a->rules_lock);
+    for (size_t i = 0; i < old_n; i++)
+        free((char *)old[i].name);
+    free(old);
+    return 0;
+}
+
+/* ---- helpers ---- */
+
+static int error_doc(struct fs_buf *out, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int
+error_doc(struct fs_buf *out, int status, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fs_buf_reset(out);
+    fs_buf_puts(out, "{\"status\":\"error\",\"error\":");
+    fs_buf_json_str(out, msg);
+    fs_buf_puts(out, "}");
+    return status;
+}
+
+static int
+overflow_doc(struct fs_buf *out)
+{
+    out->overflow = false;
+    return error_doc(out, 413, "the answer is larger than the response limit; narrow the range");
+}
+
+static const char *
+arg(const struct fs_analysis_arg *args, size_t n, const char *key)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(args[i].key, key) == 0)
+            return args[i].value ? args[i].value : "";
+    return NULL;
+}
+
+static bool
+arg_known(const char *key, const char *const *known)
+{
+    for (size_t i = 0; known[i]; i++)
+        if (strcmp(key, known[i]) == 0)
+            return true;
+    return false;
+}
+
+/* Unknown parameters are errors (a typo must not silently change the answer). */
+static int
+check_args(const struct fs_analysis_arg *args, size_t n, const char *const *known, const char *rep,
+           struct fs_buf *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!arg_known(args[i].key, known))
+            return error_doc(out, 400, "unknown parameter \"%.64s\"", args[i].key);
+        if (rep && strcmp(args[i].key, rep) == 0)
+            continue;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(args[i].key, args[j].key) == 0)
+                return error_doc(out, 400, "parameter \"%.64s\" given twice", args[i].key);
+    }
+    return 0;
+}
+
+static int
+parse_range(const struct fs_analysis_arg *args, size_t n, int64_t now_us, int64_t dflt_us,
+            int64_t max_us, int64_t *start, int64_t *end, struct fs_buf *out)
+{
+    const char *s = arg(args, n, "start"), *e = arg(args, n, "end");
+    *end = now_us;
+    if (e && fs_api_parse_time(e, end) != 0)
+        return error_doc(out, 400, "end: cannot parse \"%.64s\" as unix seconds or RFC 3339", e);
+    *start = *end - dflt_us;
+    if (s && fs_api_parse_time(s, start) != 0)
+        return error_doc(out, 400, "start: cannot parse \"%.64s\" as unix seconds or RFC 3339", s);
+    if (*start < -MAX_TIME_US || *end > MAX_TIME_US)
+        return error_doc(out, 400, "start/end: outside 1843..2096");
+    if (*start > *end)
+        return error_doc(out, 400, "start is after end");
+    if (*end - *start > max_us)
+        return error_doc(out, 400, "the range is longer than %lld s", (long long)(max_us / US));
+    return 0;
+}
+
+static void
+put_time(struct fs_buf *b, int64_t us)
+{
+    int64_t s = us / US, f = us % US;
+    if (f < 0) {
+        s--;
+        f += US;
+    }
+    fs_buf_printf(b, "%" PRId64 ".%06" PRId64, s, f);
+}
+
+static void
+put_num(struct fs_buf *b, double v)
+{
+    if (!isfinite(v))
+        fs_buf_puts(b, "null");
+    else
+        fs_buf_printf(b, "%.6g", v);
+}
+
+/* ---- store feeding ---- */
+
+struct cand {
+    uint32_t id, gen; /* the (id, generation) pair fs_store_read() takes */
+    char *target, *interface, *tc, *rule, *metric;
+    enum fs_an_kind kind;
+    bool counter;
+    double scale, floor;
+};
+
+struct cands {
+    struct cand *c;
+    size_t n, cap;
+    bool failed;
+    struct fs_selector **sel; /* when set: any matching series, else the classified ones */
+    size_t n_sel;
+};
+
+static const char *
+label(const struct fs_series_info *s, const char *name)
+{
+    for (size_t i = 0; i < s->n_labels; i++)
+        if (strcmp(s->labels[i].name, name) == 0)
+            return s->labels[i].value;
+    return "";
+}
+
+static int
+collect_cb(void *arg_, const struct fs_series_info *s)
+{
+    struct cands *cs = arg_;
+    enum fs_an_kind kind = FS_AN_OTHER;
+    bool counter = s->counter;
+    double floor = 0;
+    bool classified = fs_an_classify(s->name, &kind, &counter, &floor);
+    if (cs->n_sel) {
+        bool any = false;
+        for (size_t i = 0; i < cs->n_sel && !any; i++)
+            any = fs_selector_match(cs->sel[i], s->name, s->labels, s->n_labels);
+        if (!any)
+            return 0;
+        counter = s->counter;
+    } else if (!classified) {
+        return 0;
+    }
+    if (cs->n == cs->cap) {
+        size_t cap = cs->cap ? cs->cap * 2 : 256;
+        void *p = realloc(cs->c, cap * sizeof *cs->c);
+        if (!p) {
+            cs->failed = true;
+            return 1;
+        }
+        cs->c = p;
+        cs->cap = cap;
+    }
+    struct cand *c = &cs->c[cs->n++];
+    c->id = s->id;
+    c->gen = s->gen;
+    c->target = strdup(label(s, "target"));
+    c->interface = strdup(label(s, "interface"));
+    c->tc = strdup(label(s, "tc"));
+    c->rule = strdup(label(s, "rule"));
+    c->metric = strdup(s->name);
+    c->kind = kind;
+    c->counter = counter;
+    c->scale = s->scale > 0 ? s->scale : 1.0;
+    c->floor = floor;
+    if (!c->target || !c->interface || !c->tc || !c->rule || !c->metric) {
+        cs->failed = true;
+        return 1;
+    }
+    return 0;
+}
+
+static void
+free_cands(struct cands *cs)
+{
+    for (size_t i = 0; i < cs->n; i++) {
+        free(cs->c[i].target);
+        free(cs->c[i].interface);
+        free(cs->c[i].tc);
+        free(cs->c[i].rule);
+        free(cs->c[i].metric);
+    }
+    free(cs->c);
+}
+
+struct target_unc {
+    char *target;
+    int64_t unc_us;
+};
+
+struct uncs {
+    struct target_unc *t;
+    size_t n;
+    bool failed;
+};
+
+static int
+unc_cb(void *arg_, const struct fs_instance_info *in)
+{
+    struct uncs *u = arg_;
+    int64_t v = in->last_duration_us / 2;
+    if (in->clock_known && in->clock_uncertainty_seconds * 1e6 > (double)v)
+        v = (int64_t)(in->clock_uncertainty_seconds * 1e6);
+    for (size_t i = 0; i < u->n; i++)
+        if (strcmp(u->t[i].target, in->target) == 0) {
+            if (v > u->t[i].unc_us)
+                u->t[i].unc_us = v;
+            return 0;
+        }
+    void *p = realloc(u->t, (u->n + 1) * sizeof *u->t);
+    if (!p) {
+        u->failed = true;
+        return 1;
+    }
+    u->t = p;
+    u->t[u->n].target = strdup(in->target);
+    u->t[u->n].unc_us = v;
+    if (!u->t[u->n++].target) {
+        u->failed = true;
+        return 1;
+    }
+    return 0;
+}
+
+static int64_t
+unc_of(const struct uncs *u, const char *target)
+{
+    for (size_t i = 0; i < u->n; i++)
+        if (strcmp(u->t[i].target, target) == 0)
+            return u->t[i].unc_us;
+    return 0;
+}
+
+static void
+free_uncs(struct uncs *u)
+{
+    for (size_t i = 0; i < u->n; i++)
+        free(u->t[i].target);
+    free(u->t);
+}
+
+/* Reusable read buffers. */
+struct reader {
+    struct fs_ring_sample *smp;
+    size_t cap;
+    int64_t *ts, *rts;
+    uint64_t *u;
+    double *v;
+    size_t vcap;
+};
+
+static void
+free_reader(struct reader *r)
+{
+    free(r->smp);
+    free(r->ts);
+    free(r->rts);
+    free(r->u);
+    free(r->v);
+}
+
+/* Reads one candidate into (ts, v) (rates for counters); returns samples or -1 (memory). */
+static long
+read_series(struct fs_store *st, const struct cand *c, int64_t from, int64_t to, struct reader *r,
+            const int64_t **ts_out, const double **v_out)
+{
+    bool trunc = false;
+    long n;
+    for (;;) {
+        if (r->cap == 0) {
+            r->cap = 8192;
+            r->smp = malloc(r->cap * sizeof *r->smp);
+            if (!r->smp)
+                return -1;
+        }
+        n = fs_store_read(st, c->id, c->gen, from, to, r->smp, r->cap, &trunc);
+        if (n < 0)
+            return 0; /* the series went away meanwhile */
+        if (!trunc || r->cap >= MAX_SAMPLES_PER_SERIES)
+            break;
+        free(r->smp);
+        r->cap *= 4;
+        r->smp = malloc(r->cap * sizeof *r->smp);
+        if (!r->smp) {
+            r->cap = 0;
+            return -1;
+        }
+    }
+    if ((size_t)n > r->vcap) {
+        free(r->ts);
+        free(r->rts);
+        free(r->u);
+        free(r->v);
+        r->vcap = (size_t)n;
+        r->ts = malloc(r->vcap * sizeof *r->ts);
+        r->rts = malloc(r->vcap * sizeof *r->rts);
+        r->u = malloc(r->vcap * sizeof *r->u);
+        r->v = malloc(r->vcap * sizeof *r->v);
+        if (!r->ts || !r->rts || !r->u || !r->v) {
+            r->vcap = 0;
+            return -1;
+        }
+    }
+    for (long i = 0; i < n; i++) {
+        r->ts[i] = r->smp[i].ts_us;
+        if (c->counter)
+            r->u[i] = r->smp[i].v.u;
+        else
+            r->v[i] = r->smp[i].v.d;
+    }
+    if (c->counter) {
+        n = (long)fs_an_counter_rates(r->ts, r->u, (size_t)n, c->scale, r->rts, r->v);
+        *ts_out = r->rts;
+    } else {
+        *ts_out = r->ts;
+    }
+    *v_out = r->v;
+    return n;
+}
+
+/* One scanning thread's share of the candidates. */
+struct scan_part {
+    struct fs_store *st;
+    const struct cands *cs;
+    const struct uncs *u;
+    size_t from, to;
+    int64_t start, end;
+    struct fs_departures *d;
+    int rc;
+};
+
+static void *
+scan_part_run(void *arg_)
+{
+    struct scan_part *p = arg_;
+    struct reader r = {0};
+    p->rc = 0;
+    for (size_t i = p->from; i < p->to && p->rc == 0; i++) {
+        const struct cand *c = &p->cs->c[i];
+        const int64_t *ts;
+        const double *v;
+        long n =
+            read_series(p->st, c, p->start - p->d->opts.baseline_window_us, p->end, &r, &ts, &v);
+        if (n < 0) {
+            p->rc = -1;
+            break;
+        }
+        struct fs_an_series s = {
+            .target = c->target,
+            .interface = c->interface,
+            .tc = c->tc,
+            .rule = c->rule,
+            .metric = c->metric,
+            .kind = c->kind,
+            .is_rate = c->counter,
+            .ts_us = ts,
+            .v = v,
+            .n = (size_t)n,
+            .abs_floor = c->floor,
+            .time_uncertainty_us = unc_of(p->u, c->target),
+        };
+        p->rc = fs_departures_add(p->d, &s);
+    }
+    free_reader(&r);
+    return NULL;
+}
+
+/*
+ * Scans every analysed series of [start, end] (with baseline history before start), on
+ * up to FS_ANALYSIS_SCAN_THREADS threads: series are independent and the store allows
+ * concurrent readers. The parts are joined in order, so the result does not depend on
+ * the number of threads.
+ */
+static struct fs_departures *
+scan_store(struct fs_store *st, int64_t start, int64_t end, char *err, size_t errlen)
+{
+    struct cands cs = {0};
+    struct uncs u = {0};
+    struct fs_departures *d = NULL;
+    struct scan_part parts[FS_ANALYSIS_SCAN_THREADS];
+    pthread_t tids[FS_ANALYSIS_SCAN_THREADS];
+    size_t n_parts = 0;
+    bool ok = true;
+    fs_store_foreach_series(st, false, collect_cb, &cs);
+    fs_store_foreach_instance(st, unc_cb, &u);
+    if (cs.failed || u.failed)
+        goto fail;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t threads = cpus > 0 ? (size_t)cpus : 1;
+    if (threads > FS_ANALYSIS_SCAN_THREADS)
+        threads = FS_ANALYSIS_SCAN_THREADS;
+    if (threads > cs.n / 16 + 1) /* a handful of series: not worth a thread */
+        threads = cs.n / 16 + 1;
+    bool started[FS_ANALYSIS_SCAN_THREADS] = {false};
+    for (size_t t = 0; t < threads; t++) {
+        parts[t] = (struct scan_part){st,
+                                      &cs,
+                                      &u,
+                                      cs.n * t / threads,
+                                      cs.n * (t + 1) / threads,
+                                      start,
+                                      end,
+                                      fs_departures_new(NULL, start, end),
+                                      -1};
+        n_parts++;
+        if (!parts[t].d) {
+            ok = false;
+            break;
+        }
+    }
+    if (ok) {
+        for (size_t t = 1; t < n_parts; t++)
+            started[t] = pthread_create(&tids[t], NULL, scan_part_run, &parts[t]) == 0;
+        scan_part_run(&parts[0]);
+        for (size_t t = 1; t < n_parts; t++) {
+            if (started[t])
+                pthread_join(tids[t], NULL);
+            else
+                scan_part_run(&parts[t]); /* no thread to be had: do it here */
+        }
+    }
+    for (size_t t = 0; t < n_parts; t++)
+        ok = ok && parts[t].d && parts[t].rc == 0;
+    if (!ok)
+        goto fail;
+    d = parts[0].d;
+    parts[0].d = NULL;
+    for (size_t t = 1; t < n_parts; t++)
+        if (fs_departures_merge(d, parts[t].d) != 0)
+            goto fail;
+    if (fs_departures_finish(d) != 0)
+        goto fail;
+    for (size_t t = 0; t < n_parts; t++)
+        fs_departures_free(parts[t].d);
+    free_cands(&cs);
+    free_uncs(&u);
+    return d;
+fail:
+    snprintf(err, errlen, "out of memory");
+    for (size_t t = 0; t < n_parts; t++)
+        fs_departures_free(parts[t].d);
+    fs_departures_free(d);
+    free_cands(&cs);
+    free_uncs(&u);
+    return NULL;
+}
+
+static void
+put_series_ref(struct fs_buf *b, const struct fs_an_series_ref *s)
+{
+    fs_buf_puts(b, "\"target\":");
+    fs_buf_json_str(b, s->target);
+    fs_buf_puts(b, ",\"interface\":");
+    fs_buf_json_str(b, s->interface);
+    fs_buf_puts(b, ",\"tc\":");
+    fs_buf_json_str(b, s->tc);
+    fs_buf_puts(b, ",\"rule\":");
+    fs_buf_json_str(b, s->rule);
+    fs_buf_puts(b, ",\"metric\":");
+    fs_buf_json_str(b, s->metric);
+    fs_buf_printf(b, ",\"kind\":\"%s\"", fs_an_kind_name(s->kind));
+}
+
+/* "tor1 Eth1/49 tc3" */
+static void
+port_text(char *out, size_t len, const struct fs_an_series_ref *s)
+{
+    snprintf(out, len, "%s%s%s%s%s%s%s", s->target, s->interface[0] ? " " : "", s->interface,
+             s->tc[0] ? " tc" : "", s->tc, s->rule[0] ? " rule " : "", s->rule);
+}
+
+static void
+put_kinds(struct fs_buf *b, unsigned kinds)
+{
+    fs_buf_puts(b, "[");
+    bool first = true;
+    for (int k = 0; k < FS_AN_KIND_COUNT; k++)
+        if (kinds & (1u << k)) {
+            fs_buf_printf(b, "%s\"%s\"", first ? "" : ",", fs_an_kind_name((enum fs_an_kind)k));
+            first = false;
+        }
+    fs_buf_puts(b, "]");
+}
+
+/* ---- POST /api/v1/host-events and GET /api/v1/time ---- */
+
+/* Constant-time comparison: the token must not leak through timing. */
+static bool
+token_equal(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    unsigned char diff = (unsigned char)(la != lb);
+    for (size_t i = 0; i < la; i++)
+        diff |= (unsigned char)(a[i] ^ b[i < lb ? i : 0]);
+    return diff == 0;
+}
+
+int
+fs_analysis_post_host_events(struct fs_analysis *a, const char *authorization, const char *body,
+                             size_t len, int64_t now_us, struct fs_buf *out)
+{
+    pthread_mutex_lock(&a->token_lock);
+    bool configured = a->token != NULL;
+    bool ok = false;
+    if (configured && authorization && strncmp(authorization, "Bearer ", 7) == 0) {
+        const char *t = authorization + 7;
+        while (*t == ' ')
+            t++;
+        ok = token_equal(t, a->token);
+    }
+    pthread_mutex_unlock(&a->token_lock);
+    if (!configured)
+        return error_doc(out, 403,
+                         "posting host events is disabled: no bearer token is configured "
+                         "(host_events: { bearer_token_file: ... })");
+    if (!ok)
+        return error_doc(out, 401, "missing or wrong bearer token");
+    char err[256];
+    size_t stored = 0;
+    int rc = fs_host_events_ingest(a->events, body, len, now_us * 1000, &stored, err, sizeof err);
+    if (rc != 0)
+        return error_doc(out, rc, "%s", err);
+    fs_buf_reset(out);
+    fs_buf_printf(out, "{\"status\":\"success\",\"data\":{\"stored\":%zu}}", stored);
+    return 200;
+}
+
+int
+fs_analysis_time(int64_t receive_ns, struct fs_buf *out)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t send_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    fs_buf_reset(out);
+    fs_buf_printf(out, "{\"receive_ns\":%" PRId64 ",\"send_ns\":%" PRId64 "}", receive_ns, send_ns);
+    return 200;
+}
+
+/* ---- GET /api/v1/correlate ---- */
+
+struct ev_copy {
+    char *host, *kind, *name;
+    int64_t start_ns, end_ns, off_ns, unc_ns;
+    size_t group;
+};
+
+struct ev_list {
+    struct ev_copy *e;
+    size_t n, cap;
+    bool failed;
+    const char *name; /* filter */
+    /* (kind, name) groups for the percentile */
+    char **gkeys;
+    size_t n_groups;
+};
+
+static int
+copy_ev_cb(void *arg_, const struct fs_host_event *e)
+{
+    struct ev_list *l = arg_;
+    if (e->end_ns <= e->start_ns) /* instants have no duration to be slow */
+        return 0;
+    if (l->name && strcmp(e->name, l->name) != 0)
+        return 0;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 1024;
+        void *p = realloc(l->e, cap * sizeof *l->e);
+        if (!p) {
+            l->failed = true;
+            return 1;
+        }
+        l->e = p;
+        l->cap = cap;
+    }
+    struct ev_copy *c = &l->e[l->n];
+    c->host = strdup(e->host);
+    c->kind = strdup(e->kind);
+    c->name = strdup(e->name);
+    c->start_ns = e->start_ns;
+    c->end_ns = e->end_ns;
+    c->off_ns = e->host_offset_ns;
+    c->unc_ns = e->host_offset_uncertainty_ns;
+    l->n++;
+    if (!c->host || !c->kind || !c->name) {
+        l->failed = true;
+        return 1;
+    }
+    /* Group id by (kind, name): linear over the distinct pairs, which are few. */
+    size_t g;
+    for (g = 0; g < l->n_groups; g++)
+        if (strcmp(l->gkeys[2 * g], e->kind) == 0 && strcmp(l->gkeys[2 * g + 1], e->name) == 0)
+            break;
+    if (g == l->n_groups) {
+        void *p = realloc(l->gkeys, (l->n_groups + 1) * 2 * sizeof *l->gkeys);
+        if (!p) {
+            l->failed = true;
+            return 1;
+        }
+        l->gkeys = p;
+        l->gkeys[2 * g] = c->kind;
+        l->gkeys[2 * g + 1] = c->name;
+        l->n_groups++;
+    }
+    c->group = g;
+    return 0;
+}
+
+static void
+free_ev_list(struct ev_list *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->e[i].host);
+        free(l->e[i].kind);
+        free(l->e[i].name);
+    }
+    free(l->e);
+    free(l->gkeys);
+}
+
+struct other_ctx {
+    struct fs_buf *out;
+    const char *kind;
+    size_t n;
+    const struct fs_analysis_flow_rule *rules; /* under rules_lock */
+    size_t n_rules;
+};
+
+static bool
+in_range(long v, uint16_t lo, uint16_t hi)
+{
+    return (lo == 0 && hi == 0) || (v >= lo && v <= hi);
+}
+
+/* The flow rules an event with sport/dport attrs falls under (protocol from its kind). */
+static void
+put_flow_rules(struct fs_buf *b, const struct other_ctx *o, const struct fs_host_event *e)
+{
+    long sport = -1, dport = -1;
+    for (uint32_t i = 0; i < e->n_attrs; i++) {
+        if (strcmp(e->attrs[i].key, "sport") == 0)
+            sport = strtol(e->attrs[i].value, NULL, 10);
+        else if (strcmp(e->attrs[i].key, "dport") == 0)
+            dport = strtol(e->attrs[i].value, NULL, 10);
+    }
+    if (sport < 0 && dport < 0)
+        return;
+    int proto = strstr(e->kind, "tcp") ? 1 : strstr(e->kind, "udp") ? 2 : 0;
+    fs_buf_puts(b, ",\"flow_rules\":[");
+    bool first = true;
+    for (size_t r = 0; r < o->n_rules; r++) {
+        const struct fs_analysis_flow_rule *fr = &o->rules[r];
+        if (fr->protocol != 0 && fr->protocol != proto)
+            continue;
+        if (!in_range(sport, fr->src_lo, fr->src_hi) || !in_range(dport, fr->dst_lo, fr->dst_hi))
+            continue;
+        if (!first)
+            fs_buf_puts(b, ",");
+        fs_buf_json_str(b, fr->name);
+        first = false;
+    }
+    fs_buf_puts(b, "]");
+}
+
+static int
+other_cb(void *arg_, const struct fs_host_event *e)
+{
+    struct other_ctx *o = arg_;
+    if (fs_host_event_kind_matches(e->kind, o->kind))
+        return 0;
+    if (o->n++ >= MAX_OTHER_EVENTS)
+        return 0;
+    struct fs_buf *b = o->out;
+    fs_buf_puts(b, o->n > 1 ? ",{\"host\":" : "{\"host\":");
+    fs_buf_json_str(b, e->host);
+    fs_buf_puts(b, ",\"kind\":");
+    fs_buf_json_str(b, e->kind);
+    fs_buf_puts(b, ",\"name\":");
+    fs_buf_json_str(b, e->name);
+    fs_buf_puts(b, ",\"start\":");
+    put_time(b, e->start_ns / 1000);
+    fs_buf_puts(b, ",\"end\":");
+    put_time(b, e->end_ns / 1000);
+    fs_buf_puts(b, ",\"attrs\":{");
+    for (uint32_t i = 0; i < e->n_attrs; i++) {
+        if (i)
+            fs_buf_puts(b, ",");
+        fs_buf_json_str(b, e->attrs[i].key);
+        fs_buf_puts(b, ":");
+        if (e->attrs[i].is_string)
+            fs_buf_json_str(b, e->attrs[i].value);
+        else
+            fs_buf_puts(b, e->attrs[i].value);
+    }
+    fs_buf_puts(b, "}");
+    put_flow_rules(b, o, e);
+    fs_buf_puts(b, "}");
+    return 0;
+}
+
+static int
+cmp_i64_desc(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x > y ? -1 : x < y;
+}
+
+static int
+parse_slow(const char *s, double *pct, double *factor)
+{
+    char *end;
+    *pct = 0;
+    *factor = 0;
+    if (s[0] == 'p') {
+        *pct = strtod(s + 1, &end);
+        return (*end == '\0' && *pct > 0 && *pct < 100) ? 0 : -1;
+    }
+    *factor = strtod(s, &end);
+    return (end != s && end[0] == 'x' && end[1] == '\0' && *factor > 0) ? 0 : -1;
+}
+
+int
+fs_analysis_correlate(struct fs_analysis *a, struct fs_store *st,
+                      const struct fs_analysis_arg *args, size_t n, int64_t now_us,
+                      struct fs_buf *out)
+{
+    static const char *const known[] = {"start",  "end", "kind",  "name", "slow",
+                                        "window", "top", "limit", NULL};
+    int rc = check_args(args, n, known, "window", out);
+    if (rc)
+        return rc;
+    int64_t start, end;
+    if ((rc = parse_range(args, n, now_us, 15 * 60 * US, 24 * 3600 * US, &start, &end, out)))
+        return rc;
+    const char *kind = arg(args, n, "kind");
+    if (!kind || !*kind)
+        kind = "nccl";
+    const char *slow = arg(args, n, "slow");
+    if (!slow)
+        slow = "p99";
+    double pct, factor;
+    if (parse_slow(slow, &pct, &factor) != 0)
+        return error_doc(out, 400, "slow: want pNN (0 < NN < 100) or Nx (N > 0), not \"%.32s\"",
+                         slow);
+    struct fs_corr_opts co;
+    fs_corr_opts_default(&co);
+    const char *top = arg(args, n, "top");
+    if (top) {
+        char *e;
+        long t = strtol(top, &e, 10);
+        if (*e || t < 1 || t > FS_CORR_TOP)
+            return error_doc(out, 400, "top: want 1..%d", FS_CORR_TOP);
+        co.top = (size_t)t;
+    }
+    size_t limit = 200;
+    const char *lim = arg(args, n, "limit");
+    if (lim) {
+        char *e;
+        long l = strtol(lim, &e, 10);
+        if (*e || l < 0 || l > 100000)
+            return error_doc(out, 400, "limit: want 0..100000");
+        limit = (size_t)l;
+    }
+    /* Explicit windows, or the slow host events of the range. */
+    struct fs_corr_window *w = malloc(MAX_WINDOWS * sizeof *w);
+    struct ev_list evs = {0};
+    evs.name = arg(args, n, "name");
+    size_t nw = 0, considered = 0;
+    bool explicit = false;
+    if (!w)
+        return error_doc(out, 500, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(args[i].key, "window") != 0)
+            continue;
+        explicit = true;
+        const char *v = args[i].value ? args[i].value : "";
+        const char *comma = strchr(v, ',');
+        char s1[64], s2[64];
+        int64_t ws, we;
+        if (!comma || (size_t)(comma - v) >= sizeof s1 || strlen(comma + 1) >= sizeof s2) {
+            free(w);
+            return error_doc(out, 400, "window: want START,END");
+        }
+        memcpy(s1, v, (size_t)(comma - v));
+        s1[comma - v] = '\0';
+        snprintf(s2, sizeof s2, "%s", comma + 1);
+        if (fs_api_parse_time(s1, &ws) != 0 || fs_api_parse_time(s2, &we) != 0 || ws > we ||
+            ws < -MAX_TIME_US || we > MAX_TIME_US) {
+            free(w);
+            return error_doc(out, 400, "window \"%.64s\": want START,END with START <= END", v);
+        }
+        if (nw == MAX_WINDOWS) {
+            free(w);
+            return error_doc(out, 400, "more than %d windows", MAX_WINDOWS);
+        }
+        w[nw] = (struct fs_corr_window){ws, we, 0, nw};
+        nw++;
+        if (ws < start)
+            start = ws;
+        if (we > end)
+            end = we;
+    }
+    if (!explicit) {
+        fs_host_events_foreach(a->events, start * 1000, end * 1000, kind, copy_ev_cb, &evs);
+        if (evs.failed) {
+            free_ev_list(&evs);
+            free(w);
+            return error_doc(out, 500, "out of memory");
+        }
+        considered = evs.n;
+        int64_t *dur = malloc((evs.n ? evs.n : 1) * sizeof *dur);
+        size_t *grp = malloc((evs.n ? evs.n : 1) * sizeof *grp);
+        bool *is_slow = malloc((evs.n ? evs.n : 1) * sizeof *is_slow);
+        if (!dur || !grp || !is_slow) {
+            free(dur);
+            free(grp);
+            free(is_slow);
+            free_ev_list(&evs);
+            free(w);
+            return error_doc(out, 500, "out of memory");
+        }
+        for (size_t i = 0; i < evs.n; i++) {
+            dur[i] = evs.e[i].end_ns - evs.e[i].start_ns;
+            grp[i] = evs.e[i].group;
+        }
+        if (fs_corr_mark_slow(dur, grp, evs.n, pct, factor, is_slow) != 0) {
+            free(dur);
+            free(grp);
+            free(is_slow);
+            free_ev_list(&evs);
+            free(w);
+            return error_doc(out, 500, "out of memory");
+        }
+        /* At most MAX_WINDOWS: the slowest, then back in time order. */
+        size_t n_slow = 0;
+        for (size_t i = 0; i < evs.n; i++)
+            n_slow += is_slow[i];
+        int64_t min_dur = INT64_MIN;
+        if (n_slow > MAX_WINDOWS) {
+            int64_t *sd = malloc(n_slow * sizeof *sd);
+            if (sd) {
+                size_t k = 0;
+                for (size_t i = 0; i < evs.n; i++)
+                    if (is_slow[i])
+                        sd[k++] = dur[i];
+                qsort(sd, n_slow, sizeof *sd, cmp_i64_desc);
+                min_dur = sd[MAX_WINDOWS - 1];
+                free(sd);
+            }
+        }
+        for (size_t i = 0; i < evs.n && nw < MAX_WINDOWS; i++)
+            if (is_slow[i] && dur[i] >= min_dur)
+                w[nw++] = (struct fs_corr_window){evs.e[i].start_ns / 1000, evs.e[i].end_ns / 1000,
+                                                  evs.e[i].unc_ns / 1000, i};
+        free(dur);
+        free(grp);
+        free(is_slow);
+    }
+    pthread_mutex_lock(&a->run_lock);
+    char err[128];
+    struct fs_departures *d = scan_store(st, start - co.lead_us, end + co.lag_us, err, sizeof err);
+    struct fs_corr_report *r = NULL;
+    if (!d || fs_correlate(d, w, nw, &co, &r) != 0) {
+        pthread_mutex_unlock(&a->run_lock);
+        fs_departures_free(d);
+        free_ev_list(&evs);
+        free(w);
+        return error_doc(out, 500, "out of memory");
+    }
+    pthread_mutex_unlock(&a->run_lock);
+
+    /* The name the summary speaks of: the slow events' common name, if they share one. */
+    const char *subject = explicit ? "windows" : NULL;
+    for (size_t i = 0; !explicit && i < nw; i++) {
+        const char *nm = evs.e[w[i].ref].name;
+        if (!subject)
+            subject = nm;
+        else if (strcmp(subject, nm) != 0) {
+            subject = "events";
+            break;
+        }
+    }
+    if (!subject)
+        subject = "events";
+
+    fs_buf_reset(out);
+    fs_buf_puts(out, "{\"status\":\"success\",\"data\":{\"start\":");
+    put_time(out, start);
+    fs_buf_puts(out, ",\"end\":");
+    put_time(out, end);
+    fs_buf_puts(out, ",\"kind\":");
+    fs_buf_json_str(out, kind);
+    fs_buf_puts(out, ",\"slow\":");
+    fs_buf_json_str(out, explicit ? "windows" : slow);
+    fs_buf_printf(out,
+                  ",\"events_considered\":%zu,\"windows\":%zu,\"series_scanned\":%zu,"
+                  "\"series_departing\":%zu,\"summary\":[",
+                  considered, nw, d->series_scanned, d->n_series);
+    for (size_t i = 0; i < r->n_aggregates && i < 20; i++) {
+        const struct fs_corr_aggregate *ag = &r->aggregates[i];
+        const struct fs_an_series_ref *s = &d->series[ag->series];
+        char port[600], text[1024];
+        port_text(port, sizeof port, s);
+        snprintf(text, sizeof text, "%s %s during %zu of %zu slow %s", port,
+                 fs_an_kind_phrase(s->kind), ag->in_top, nw, subject);
+        fs_buf_puts(out, i ? ",{" : "{");
+        put_series_ref(out, s);
+        fs_buf_printf(out, ",\"first\":%zu,\"in_top\":%zu,\"of\":%zu,\"max_z\":", ag->first,
+                      ag->in_top, nw);
+        put_num(out, ag->max_z);
+        fs_buf_puts(out, ",\"text\":");
+        fs_buf_json_str(out, text);
+        fs_buf_puts(out, "}");
+    }
+    fs_buf_puts(out, "],\"events\":[");
+    for (size_t i = 0; i < r->n_results && i < limit; i++) {
+        const struct fs_corr_result *res = &r->results[i];
+        fs_buf_puts(out, i ? ",{" : "{");
+        if (!explicit) {
+            const struct ev_copy *e = &evs.e[res->window.ref];
+            fs_buf_puts(out, "\"host\":");
+            fs_buf_json_str(out, e->host);
+            fs_buf_puts(out, ",\"kind\":");
+            fs_buf_json_str(out, e->kind);
+            fs_buf_puts(out, ",\"name\":");
+            fs_buf_json_str(out, e->name);
+            /* start_ns/end_ns: the collector's axis; host_start_ns: as the host posted it. */
+            fs_buf_printf(out,
+                          ",\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64
+                          ",\"host_start_ns\":%" PRId64 ",\"duration_ms\":%.3f,"
+                          "\"host_offset_ns\":%" PRId64 ",\"host_offset_uncertainty_ns\":%" PRId64
+                          ",",
+                          e->start_ns, e->end_ns, e->start_ns + e->off_ns,
+                          (double)(e->end_ns - e->start_ns) / 1e6, e->off_ns, e->unc_ns);
+        }
+        fs_buf_puts(out, "\"start\":");
+        put_time(out, res->window.start_us);
+        fs_buf_puts(out, ",\"end\":");
+        put_time(out, res->window.end_us);
+        fs_buf_puts(out, ",\"suspects\":[");
+        for (size_t k = 0; k < res->n_top; k++) {
+            const struct fs_corr_suspect *sp = &res->top[k];
+            fs_buf_puts(out, k ? ",{" : "{");
+            put_series_ref(out, &d->series[sp->series]);
+            fs_buf_puts(out, ",\"peak\":");
+            put_num(out, sp->peak_value);
+            fs_buf_puts(out, ",\"baseline\":");
+            put_num(out, sp->baseline);
+            fs_buf_puts(out, ",\"z\":");
+            put_num(out, sp->peak_z);
+            fs_buf_puts(out, ",\"peak_time\":");
+            put_time(out, sp->peak_us);
+            fs_buf_printf(out, ",\"lag_ms\":%.3f,\"clock_uncertainty_ms\":%.3f}",
+                          (double)sp->lag_us / 1e3, (double)sp->uncertainty_us / 1e3);
+        }
+        fs_buf_puts(out, "],\"other_host_events\":[");
+        pthread_mutex_lock(&a->rules_lock);
+        struct other_ctx oc = {out, kind, 0, a->rules, a->n_rules};
+        fs_host_events_foreach(a->events, (res->window.start_us - co.lead_us) * 1000,
+                               (res->window.end_us + co.lag_us) * 1000, NULL, other_cb, &oc);
+        pthread_mutex_unlock(&a->rules_lock);
+        fs_buf_printf(out, "],\"other_host_events_total\":%zu}", oc.n);
+        if (out->overflow)
+            break;
+    }
+    fs_buf_printf(out, "],\"events_listed\":%zu}}", r->n_results < limit ? r->n_results : limit);
+    fs_corr_report_free(r);
+    fs_departures_free(d);
+    free_ev_list(&evs);
+    free(w);
+    if (out->overflow)
+        return overflow_doc(out);
+    return 200;
+}
+
+/* ---- GET /api/v1/incidents and metrics ---- */
+
+static void
+put_recurrence_text(char *text, size_t len, const struct fs_departures *d,
+                    const struct fs_recurrence *g)
+{
+    char port[600];
+    port_text(port, sizeof port, &d->series[g->series[0]]);
+    size_t o = (size_t)snprintf(text, len, "every %.3g s ± %.2g s on %s (", g->period_us / 1e6,
+                                g->spread_us / 1e6, port);
+    bool first = true;
+    for (int k = 0; k < FS_AN_KIND_COUNT && o < len; k++)
+        if (g->kinds & (1u << k)) {
+            o += (size_t)snprintf(text + o, len - o, "%s%s", first ? "" : ", ",
+                                  fs_an_kind_phrase((enum fs_an_kind)k));
+            first = false;
+        }
+    if (o < len)
+        snprintf(text + o, len - o, ")");
+}
+
+static int
+remember_metrics(struct fs_analysis *a, const struct fs_departures *d,
+                 const struct fs_incident_report *r)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < r->n_groups; i++)
+        total += r->groups[i].n_series;
+    struct metric_port *p = calloc(total ? total : 1, sizeof *p);
+    if (!p)
+        return -1;
+    size_t k = 0;
+    int rc = 0;
+    for (size_t i = 0; i < r->n_groups; i++) {
+        const struct fs_recurrence *g = &r->groups[i];
+        for (size_t j = 0; j < g->n_series; j++, k++) {
+            const struct fs_an_series_ref *s = &d->series[g->series[j]];
+            p[k].target = strdup(s->target);
+            p[k].interface = strdup(s->interface);
+            p[k].tc = strdup(s->tc);
+            p[k].rule = strdup(s->rule);
+            p[k].metric = strdup(s->metric);
+            p[k].period_s = g->period_us / 1e6;
+            p[k].spread_s = g->spread_us / 1e6;
+            p[k].next_s = (double)g->next_us / 1e6;
+            if (!p[k].target || !p[k].interface || !p[k].tc || !p[k].rule || !p[k].metric)
+                rc = -1;
+        }
+    }
+    if (rc != 0) {
+        free_ports(p, k);
+        return -1;
+    }
+    pthread_mutex_lock(&a->metrics_lock);
+    struct metric_port *old = a->ports;
+    size_t old_n = a->n_ports;
+    a->ports = p;
+    a->n_ports = k;
+    pthread_mutex_unlock(&a->metrics_lock);
+    free_ports(old, old_n);
+    return 0;
+}
+
+int
+fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
+                      const struct fs_analysis_arg *args, size_t n, int64_t now_us,
+                      struct fs_buf *out)
+{
+    static const char *const known[] = {"start", "end", "limit", NULL};
+    int rc = check_args(args, n, known, NULL, out);
+    if (rc)
+        return rc;
+    int64_t start, end;
+    if ((rc = parse_range(args, n, now_us, 3600 * US, 7 * 24 * 3600 * US, &start, &end, out)))
+        return rc;
+    size_t limit = 200;
+    const char *lim = arg(args, n, "limit");
+    if (lim) {
+        char *e;
+        long l = strtol(lim, &e, 10);
+        if (*e || l < 0 || l > 100000)
+            return error_doc(out, 400, "limit: want 0..100000");
+        limit = (size_t)l;
+    }
+    pthread_mutex_lock(&a->run_lock);
+    char err[128];
+    struct fs_departures *d = scan_store(st, start, end, err, sizeof err);
+    struct fs_incident_report *r = NULL;
+    /* The next occurrence is predicted after the range's end, or now if that is later. */
+    int64_t after = end > now_us ? end : now_us;
+    if (!d || fs_incidents_find(d, after, &r) != 0) {
+        pthread_mutex_unlock(&a->run_lock);
+        fs_departures_free(d);
+        return error_doc(out, 500, "out of memory");
+    }
+    pthread_mutex_unlock(&a->run_lock);
+    if (end >= now_us - 60 * US)
+        (void)remember_metrics(a, d, r);
+
+    fs_buf_reset(out);
+    fs_buf_puts(out, "{\"status\":\"success\",\"data\":{\"start\":");
+    put_time(out, start);
+    fs_buf_puts(out, ",\"end\":");
+    put_time(out, end);
+    fs_buf_printf(out, ",\"series_scanned\":%zu,\"series_departing\":%zu,\"recurring\":[",
+                  d->series_scanned, d->n_series);
+    for (size_t i = 0; i < r->n_groups; i++) {
+        const struct fs_recurrence *g = &r->groups[i];
+        char text[1024];
+        put_recurrence_text(text, sizeof text, d, g);
+        fs_buf_puts(out, i ? ",{\"series\":[" : "{\"series\":[");
+        for (size_t j = 0; j < g->n_series && j < 64; j++) {
+            fs_buf_puts(out, j ? ",{" : "{");
+            put_series_ref(out, &d->series[g->series[j]]);
+            fs_buf_puts(out, "}");
+        }
+        fs_buf_puts(out, "],\"kinds\":");
+        put_kinds(out, g->kinds);
+        fs_buf_printf(out, ",\"occurrences\":%zu,\"period_s\":%.6f,\"spread_s\":%.6f,\"first\":",
+                      g->occurrences, g->period_us / 1e6, g->spread_us / 1e6);
+        put_time(out, g->first_us);
+        fs_buf_puts(out, ",\"last\":");
+        put_time(out, g->last_us);
+        fs_buf_puts(out, ",\"next_expected\":");
+        put_time(out, g->next_us);
+        fs_buf_printf(
+            out, ",\"next_expected_in_s\":%.3f,\"text\":", (double)(g->next_us - now_us) / 1e6);
+        fs_buf_json_str(out, text);
+        fs_buf_puts(out, "}");
+    }
+    fs_buf_printf(out, "],\"episodes_total\":%zu,\"episodes\":[", r->n_episodes);
+    /* The most recent episodes. */
+    size_t first = r->n_episodes > limit ? r->n_episodes - limit : 0;
+    for (size_t i = first; i < r->n_episodes; i++) {
+        const struct fs_episode *e = &r->episodes[i];
+        fs_buf_puts(out, i > first ? ",{\"start\":" : "{\"start\":");
+        put_time(out, e->start_us);
+        fs_buf_puts(out, ",\"end\":");
+        put_time(out, e->end_us);
+        fs_buf_puts(out, ",\"peak_z\":");
+        put_num(out, e->peak_z);
+        fs_buf_puts(out, ",\"kinds\":");
+        put_kinds(out, e->kinds);
+        fs_buf_printf(out, ",\"series_total\":%zu,\"series\":[", e->n_members);
+        for (size_t j = 0; j < e->n_members && j < 10; j++) {
+            fs_buf_puts(out, j ? ",{" : "{");
+            put_series_ref(out, &d->series[e->members[j].series]);
+            fs_buf_puts(out, ",\"z\":");
+            put_num(out, e->members[j].peak_z);
+            fs_buf_puts(out, "}");
+        }
+        fs_buf_puts(out, "]}");
+        if (out->overflow)
+            break;
+    }
+    fs_buf_puts(out, "]}}");
+    fs_incident_report_free(r);
+    fs_departures_free(d);
+    if (out->overflow)
+        return overflow_doc(out);
+    return 200;
+}
+
+int
+fs_analysis_refresh(struct fs_analysis *a, struct fs_store *st, int64_t now_us)
+{
+    pthread_mutex_lock(&a->run_lock);
+    char err[128];
+    struct fs_departures *d = scan_store(st, now_us - 3600 * US, now_us, err, sizeof err);
+    struct fs_incident_report *r = NULL;
+    int rc = -1;
+    if (d && fs_incidents_find(d, now_us, &r) == 0)
+        rc = remember_metrics(a, d, r);
+    pthread_mutex_unlock(&a->run_lock);
+    fs_incident_report_free(r);
+    fs_departures_free(d);
+    return rc;
+}
+
+static void
+put_port_labels(struct fs_buf *b, const struct metric_port *p)
+{
+    fs_buf_puts(b, "{target=\"");
+    fs_buf_prom_label_value(b, p->target);
+    fs_buf_puts(b, "\",interface=\"");
+    fs_buf_prom_label_value(b, p->interface);
+    fs_buf_puts(b, "\",tc=\"");
+    fs_buf_prom_label_value(b, p->tc);
+    fs_buf_puts(b, "\",rule=\"");
+    fs_buf_prom_label_value(b, p->rule);
+    fs_buf_puts(b, "\",metric=\"");
+    fs_buf_prom_label_value(b, p->metric);
+    fs_buf_puts(b, "\"}");
+}
+
+int
+fs_analysis_metrics(struct fs_analysis *a, struct fs_buf *out)
+{
+    struct fs_host_events_stats s;
+    fs_host_events_stats(a->events, &s);
+    fs_buf_printf(out,
+                  "# HELP fabricscope_host_events Host events held.\n"
+                  "# TYPE fabricscope_host_events gauge\n"
+                  "fabricscope_host_events %" PRIu64 "\n"
+                  "# HELP fabricscope_host_events_bytes Memory the host events hold.\n"
+                  "# TYPE fabricscope_host_events_bytes gauge\n"
+                  "fabricscope_host_events_bytes %" PRIu64 "\n"
+                  "# HELP fabricscope_host_events_limit_bytes The host-event memory limit.\n"
+                  "# TYPE fabricscope_host_events_limit_bytes gauge\n"
+                  "fabricscope_host_events_limit_bytes %" PRIu64 "\n"
+                  "# HELP fabricscope_host_events_ingested_total Host events accepted.\n"
+                  "# TYPE fabricscope_host_events_ingested_total counter\n"
+                  "fabricscope_host_events_ingested_total %" PRIu64 "\n"
+                  "# HELP fabricscope_host_events_rejected_posts_total Host-event posts refused.\n"
+                  "# TYPE fabricscope_host_events_rejected_posts_total counter\n"
+                  "fabricscope_host_events_rejected_posts_total %" PRIu64 "\n"
+                  "# HELP fabricscope_host_events_evicted_total Host events dropped, by reason.\n"
+                  "# TYPE fabricscope_host_events_evicted_total counter\n"
+                  "fabricscope_host_events_evicted_total{reason=\"memory\"} %" PRIu64 "\n"
+                  "fabricscope_host_events_evicted_total{reason=\"retention\"} %" PRIu64 "\n",
+                  s.events, s.bytes, s.memory_limit, s.ingested_total, s.rejected_total,
+                  s.evicted_memory, s.evicted_retention);
+    pthread_mutex_lock(&a->metrics_lock);
+    static const char *const names[3] = {"fabricscope_incident_period_seconds",
+                                         "fabricscope_incident_period_spread_seconds",
+                                         "fabricscope_incident_next_expected_timestamp_seconds"};
+    static const char *const helps[3] = {
+        "Period of a recurring switch-side incident on the port.",
+        "RMS deviation of the occurrences from the fitted period.",
+        "When the next occurrence of the recurring incident is expected (unix seconds)."};
+    for (int m = 0; m < 3; m++) {
+        fs_buf_printf(out, "# HELP %s %s\n# TYPE %s gauge\n", names[m], helps[m], names[m]);
+        for (size_t i = 0; i < a->n_ports; i++) {
+            fs_buf_puts(out, names[m]);
+            put_port_labels(out, &a->ports[i]);
+            double v = m == 0   ? a->ports[i].period_s
+                       : m == 1 ? a->ports[i].spread_s
+                                : a->ports[i].next_s;
+            fs_buf_printf(out, " %.6f\n", v);
+        }
+    }
+    pthread_mutex_unlock(&a->metrics_lock);
+    return out->overflow ? -1 : 0;
+}
+
+/* ---- GET /api/v1/export/trace ---- */
+
+struct trace_ev_ctx {
+    struct fs_trace *t;
+    int64_t max_unc_ns;
+    bool failed;
+    struct fs_buf args;
+};
+
+static int
+trace_ev_cb(void *arg_, const struct fs_host_event *e)
+{
+    struct trace_ev_ctx *c = arg_;
+    char process[FS_HOST_EVENTS_MAX_STR + 8];
+    snprintf(process, sizeof process, "host %s", e->host);
+    if (e->host_offset_uncertainty_ns > c->max_unc_ns)
+        c->max_unc_ns = e->host_offset_uncertainty_ns;
+    int rc;
+    if (e->end_ns > e->start_ns) {
+        rc = fs_trace_slice(c->t, process, e->kind, e->name, e->start_ns, e->end_ns, e->attrs,
+                            e->n_attrs);
+    } else {
+        fs_buf_reset(&c->args);
+        fs_buf_puts(&c->args, "{");
+        for (uint32_t i = 0; i < e->n_attrs; i++) {
+            if (i)
+                fs_buf_puts(&c->args, ",");
+            fs_buf_json_str(&c->args, e->attrs[i].key);
+            fs_buf_puts(&c->args, ":");
+            if (e->attrs[i].is_string)
+                fs_buf_json_str(&c->args, e->attrs[i].value);
+            else
+                fs_buf_puts(&c->args, e->attrs[i].value);
+        }
+        fs_buf_puts(&c->args, "}");
+        rc = fs_trace_instant(c->t, process, e->name, e->start_ns,
+                              c->args.overflow ? NULL : c->args.data);
+    }
+    if (rc != 0) {
+        c->failed = true;
+        return 1;
+    }
+    return 0;
+}
+
+struct sel_set {
+    struct fs_selector *sel[MAX_MATCH];
+    size_t n;
+};
+
+static void
+free_sels(struct sel_set *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        fs_selector_free(s->sel[i]);
+}
+
+/* Host events copied out of the store (its read lock is not held while the trace is
+   written), sorted by start: slices of one track must come in start order. */
+struct ev_copies {
+    struct fs_host_event *e;
+    size_t n, cap;
+    bool failed;
+};
+
+static char *
+dup_str(const char *s, bool *failed)
+{
+    char *d = strdup(s);
+    if (!d)
+        *failed = true;
+    return d;
+}
+
+static int
+ev_copy_cb(void *arg_, const struct fs_host_event *e)
+{
+    struct ev_copies *l = arg_;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 1024;
+        void *p = realloc(l->e, cap * sizeof *l->e);
+        if (!p) {
+            l->failed = true;
+            return 1;
+        }
+        l->e = p;
+        l->cap = cap;
+    }
+    struct fs_host_event *c = &l->e[l->n++];
+    *c = *e;
+    c->host = dup_str(e->host, &l->failed);
+    c->kind = dup_str(e->kind, &l->failed);
+    c->name = dup_str(e->name, &l->failed);
+    c->attrs = NULL;
+    struct fs_host_attr *attrs = calloc(e->n_attrs ? e->n_attrs : 1, sizeof *attrs);
+    if (!attrs) {
+        c->n_attrs = 0;
+        l->failed = true;
+        return 1;
+    }
+    for (uint32_t i = 0; i < e->n_attrs; i++) {
+        attrs[i].key = dup_str(e->attrs[i].key, &l->failed);
+        attrs[i].value = dup_str(e->attrs[i].value, &l->failed);
+        attrs[i].is_string = e->attrs[i].is_string;
+    }
+    c->attrs = attrs;
+    return l->failed ? 1 : 0;
+}
+
+static void
+free_ev_copies(struct ev_copies *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        struct fs_host_event *e = &l->e[i];
+        free((char *)e->host);
+        free((char *)e->kind);
+        free((char *)e->name);
+        for (uint32_t k = 0; e->attrs && k < e->n_attrs; k++) {
+            free((char *)e->attrs[k].key);
+            free((char *)e->attrs[k].value);
+        }
+        free((struct fs_host_attr *)e->attrs);
+    }
+    free(l->e);
+}
+
+static int
+cmp_ev_start(const void *a, const void *b)
+{
+    const struct fs_host_event *x = a, *y = b;
+    return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
+}
+
+int
+fs_analysis_export_trace(struct fs_analysis *a, struct fs_store *st,
+                         const struct fs_analysis_arg *args, size_t n, int64_t now_us,
+                         struct fs_buf *out)
+{
+    static const char *const known[] = {"start", "end", "match[]", NULL};
+    int rc = check_args(args, n, known, "match[]", out);
+    if (rc)
+        return rc;
+    int64_t start, end;
+    if ((rc = parse_range(args, n, now_us, 5 * 60 * US, 6 * 3600 * US, &start, &end, out)))
+        return rc;
+    struct sel_set sels = {0};
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(args[i].key, "match[]") != 0)
+            continue;
+        char err[256];
+        const char *v = args[i].value ? args[i].value : "";
+        if (sels.n == MAX_MATCH) {
+            free_sels(&sels);
+            return error_doc(out, 400, "more than %d match[]", MAX_MATCH);
+        }
+        if (fs_selector_parse(v, strlen(v), &sels.sel[sels.n], err, sizeof err) != 0) {
+            free_sels(&sels);
+            return error_doc(out, 400, "match[]: %s", err);
+        }
+        sels.n++;
+    }
+    pthread_mutex_lock(&a->run_lock);
+    fs_buf_reset(out);
+    struct fs_trace *t = fs_trace_new(out, start * 1000);
+    struct cands cs = {0};
+    cs.sel = sels.sel;
+    cs.n_sel = sels.n;
+    struct reader r = {0};
+    struct fs_departures *d = NULL;
+    struct fs_incident_report *rep = NULL;
+    struct trace_ev_ctx tc = {.t = t};
+    struct ev_copies evl = {0};
+    fs_buf_init(&tc.args, 64 << 10);
+    bool oom = !t;
+    if (!oom) {
+        fs_store_foreach_series(st, false, collect_cb, &cs);
+        oom = cs.failed;
+    }
+    /* Counter tracks, one per series: "<interface> tc<tc> <metric>[/s]". */
+    for (size_t i = 0; !oom && i < cs.n; i++) {
+        const struct cand *c = &cs.c[i];
+        const int64_t *ts;
+        const double *v;
+        long m = read_series(st, c, start, end, &r, &ts, &v);
+        if (m < 0) {
+            oom = true;
+            break;
+        }
+        if (m == 0)
+            continue;
+        char process[300], track[700];
+        snprintf(process, sizeof process, "switch %s", c->target);
+        const char *short_metric =
+            strncmp(c->metric, "fabric_", 7) == 0 ? c->metric + 7 : c->metric;
+        snprintf(track, sizeof track, "%s%s%s%s%s%s%s%s", c->interface, c->tc[0] ? " tc" : "",
+                 c->tc, c->rule[0] ? " rule " : "", c->rule,
+                 c->interface[0] || c->rule[0] ? " " : "", short_metric, c->counter ? "/s" : "");
+        if (fs_trace_counter(t, process, track, ts, v, (size_t)m) != 0)
+            break;
+    }
+    /* Incidents of the range as instants on their switches. */
+    if (!oom && !out->overflow) {
+        char err[128];
+        d = scan_store(st, start, end, err, sizeof err);
+        if (!d || fs_incidents_find(d, end, &rep) != 0)
+            oom = true;
+        for (size_t i = 0; !oom && rep && i < rep->n_episodes; i++) {
+            const struct fs_episode *e = &rep->episodes[i];
+            for (size_t j = 0; j < e->n_members && j < 10; j++) {
+                const struct fs_an_series_ref *s = &d->series[e->members[j].series];
+                char process[300], name[700], argsj[1024];
+                snprintf(process, sizeof process, "switch %s", s->target);
+                port_text(name, sizeof name, s);
+                size_t l = strlen(name);
+                snprintf(name + l, sizeof name - l, " %s", fs_an_kind_phrase(s->kind));
+                snprintf(argsj, sizeof argsj, "{\"z\":%.3g,\"episode_end_us\":%" PRId64 "}",
+                         e->members[j].peak_z, e->end_us);
+                if (fs_trace_instant(t, process, name, e->members[j].start_us * 1000, argsj) != 0)
+                    break;
+            }
+        }
+    }
+    /* Host events as slices (instants for zero-length ones), in start order. */
+    if (!oom && !out->overflow) {
+        fs_host_events_foreach(a->events, start * 1000, end * 1000, NULL, ev_copy_cb, &evl);
+        if (evl.failed)
+            oom = true;
+        else {
+            qsort(evl.e, evl.n, sizeof *evl.e, cmp_ev_start);
+            for (size_t i = 0; i < evl.n && !tc.failed; i++)
+                trace_ev_cb(&tc, &evl.e[i]);
+        }
+    }
+    pthread_mutex_unlock(&a->run_lock);
+    free_ev_copies(&evl);
+    char extra[128];
+    snprintf(extra, sizeof extra, "\"host_clock_uncertainty_ns_max\":%" PRId64, tc.max_unc_ns);
+    int frc = t ? fs_trace_finish(t, extra) : -1;
+    fs_buf_free(&tc.args);
+    fs_incident_report_free(rep);
+    fs_departures_free(d);
+    free_cands(&cs);
+    free_reader(&r);
+    free_sels(&sels);
+    if (oom)
+        return error_doc(out, 500, "out of memory");
+    if (frc != 0)
+        return overflow_doc(out);
+    return 200;
+}

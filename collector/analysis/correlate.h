@@ -1,0 +1,88 @@
+/*
+ * Correlation: for each slow host event (or explicit window), which switch series
+ * departed from their own baseline in that window, ranked; then per series across all
+ * events ("tor1 Eth1/49 ECN surge during 14 of 15 slow AllReduces").
+ *
+ * A series is a suspect for a window [start, end] (collector axis) when one of its
+ * departure runs (incidents.h) overlaps [start - lead - u, end + lag + u], where u is the
+ * window's clock uncertainty plus the series' time uncertainty. A counter's run already
+ * spans the whole polling interval in which it rose (from the previous sample), so lead
+ * and lag only absorb small effects (a surge building up just before the collective
+ * stretches); larger values blame ports for windows next to, not inside, a surge.
+ * Suspects are ranked by peak departure (z); lag = run start - window start.
+ *
+ * Ownership: reports are freed with fs_corr_report_free; series indexes refer to the
+ * fs_departures object they were computed from (keep it alive). Threads: none.
+ */
+#ifndef FS_ANALYSIS_CORRELATE_H
+#define FS_ANALYSIS_CORRELATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/incidents.h"
+
+#define FS_CORR_TOP 5
+
+/** A window to explain: a host event on the collector axis, or one given by the user. */
+struct fs_corr_window {
+    int64_t start_us, end_us;
+    int64_t uncertainty_us; /**< the host offset's uncertainty (0 for user windows) */
+    size_t ref;             /**< the caller's index (e.g. into its event copy) */
+};
+
+struct fs_corr_opts {
+    int64_t lead_us; /**< default 0.5 s */
+    int64_t lag_us;  /**< default 0.5 s */
+    size_t top;      /**< suspects kept per window, 1..FS_CORR_TOP, default 5 */
+};
+
+void fs_corr_opts_default(struct fs_corr_opts *o);
+
+struct fs_corr_suspect {
+    uint32_t series;
+    double peak_z, peak_value, baseline;
+    int64_t peak_us;
+    int64_t lag_us;         /**< run start minus window start */
+    int64_t uncertainty_us; /**< window's plus series' time uncertainty */
+};
+
+struct fs_corr_result {
+    struct fs_corr_window window;
+    struct fs_corr_suspect top[FS_CORR_TOP];
+    size_t n_top;
+};
+
+struct fs_corr_aggregate {
+    uint32_t series;
+    size_t first;  /**< windows where it ranked first */
+    size_t in_top; /**< windows where it was a suspect */
+    double max_z;
+};
+
+struct fs_corr_report {
+    struct fs_corr_result *results; /**< one per window, in input order */
+    size_t n_results;
+    struct fs_corr_aggregate *aggregates; /**< most `first` first, then in_top */
+    size_t n_aggregates;
+};
+
+/**
+ * Ranks suspects for each window. d must be finished. Returns 0 with *out (free with
+ * fs_corr_report_free) or -1 on no memory.
+ */
+int fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size_t n,
+                 const struct fs_corr_opts *o, struct fs_corr_report **out);
+void fs_corr_report_free(struct fs_corr_report *r);
+
+/**
+ * Marks the slow ones among n durations that belong to groups (group[i] is any id, e.g.
+ * an index per (kind, name)): slow when above the given percentile (0 < pct < 100) of
+ * its group's durations, or, when factor > 0, above factor times the group's median.
+ * Groups of fewer than 2 events have no slow ones. Returns 0 or -1 on no memory.
+ */
+int fs_corr_mark_slow(const int64_t *duration, const size_t *group, size_t n, double pct,
+                      double factor, bool *slow);
+
+#endif

@@ -1,0 +1,125 @@
+/*
+ * Host events: time ranges and instants reported by hosts (NCCL kernels and NVTX ranges
+ * from Nsight Systems, perf tracepoints, NCCL Inspector records, or any client), kept
+ * in a bounded store beside the ring and placed on the collector's clock.
+ *
+ * Body of POST /api/v1/host-events (JSON, at most FS_HOST_EVENTS_MAX_BODY bytes):
+ *
+ *   {"host_offset_ns": <int>,               host clock minus collector clock, measured by
+ *                                           the poster (e.g. NTP-style against
+ *                                           GET /api/v1/time)
+ *    "host_offset_uncertainty_ns": <int>=0>, half width of that measurement's bound
+ *    "events": [                            1 .. FS_HOST_EVENTS_MAX_PER_POST items
+ *      {"host": "gpu-node-3",               1..FS_HOST_EVENTS_MAX_STR bytes each
+ *       "kind": "nccl.kernel",              dotted family, e.g. nccl.kernel, nccl.nvtx,
+ *                                           nccl.inspector, perf.tcp_retransmit_skb
+ *       "name": "AllReduce",
+ *       "start": <int>,                     ns since the Unix epoch, HOST clock
+ *       "end": <int>,                       optional (absent = instant); end >= start,
+ *                                           end - start <= FS_HOST_EVENTS_MAX_DURATION_NS
+ *       "attrs": {"k": "v" | number | bool} optional, at most FS_HOST_EVENTS_MAX_ATTRS,
+ *                                           keys <= FS_HOST_EVENTS_MAX_KEY bytes, values
+ *                                           <= FS_HOST_EVENTS_MAX_STR bytes
+ *      }, ...]}
+ *
+ * Unknown members are errors (a typo must not be silently ignored). Validation is item
+ * by item; the first bad item is reported by index ("events[12].end: before start") and
+ * then nothing of the post is stored (all or nothing). Stored times are on the
+ * collector's axis: collector_ns = host_ns - host_offset_ns; the offset and its
+ * uncertainty stay with each event.
+ *
+ * Bounds. memory_limit caps the bytes held (events, strings, attrs); retention caps age
+ * (by end time, against the `now` of the next ingest or fs_host_events_expire). The
+ * oldest posts go first. A single post larger than the whole limit is refused (413).
+ *
+ * Threads. A rwlock: ingest and expire write, queries read (callbacks run under the read
+ * lock: copy what you keep, do no I/O on a client socket).
+ *
+ * Ownership. The store owns every event; pointers handed to callbacks are valid only
+ * during the callback.
+ */
+#ifndef FS_HOST_EVENTS_H
+#define FS_HOST_EVENTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FS_HOST_EVENTS_MAX_BODY (32u << 20)
+#define FS_HOST_EVENTS_MAX_PER_POST 200000
+#define FS_HOST_EVENTS_MAX_STR 256
+#define FS_HOST_EVENTS_MAX_KEY 64
+#define FS_HOST_EVENTS_MAX_ATTRS 16
+#define FS_HOST_EVENTS_MAX_DURATION_NS (24LL * 3600 * 1000000000LL)
+
+struct fs_host_attr {
+    const char *key;
+    const char *value;
+    bool is_string; /**< false: value is the JSON text of a number or bool */
+};
+
+struct fs_host_event {
+    const char *host, *kind, *name;
+    int64_t start_ns, end_ns; /**< collector axis; end == start for instants */
+    int64_t host_offset_ns;   /**< host minus collector, as posted */
+    int64_t host_offset_uncertainty_ns;
+    const struct fs_host_attr *attrs;
+    uint32_t n_attrs;
+};
+
+struct fs_host_events_opts {
+    uint64_t memory_limit; /**< bytes, > 0 */
+    int64_t retention_ns;  /**< > 0 */
+};
+
+struct fs_host_events_stats {
+    uint64_t events;            /**< events held */
+    uint64_t bytes;             /**< memory held */
+    uint64_t posts;             /**< posts held */
+    uint64_t ingested_total;    /**< events accepted since creation */
+    uint64_t rejected_total;    /**< posts refused (bad body, too large) since creation */
+    uint64_t evicted_memory;    /**< events dropped for the memory limit */
+    uint64_t evicted_retention; /**< events dropped for age */
+    uint64_t memory_limit;
+    int64_t retention_ns;
+};
+
+struct fs_host_events;
+
+/** Creates a store; NULL with errbuf filled on bad options or no memory. Caller frees. */
+struct fs_host_events *fs_host_events_new(const struct fs_host_events_opts *o, char *errbuf,
+                                          size_t errlen);
+/** Frees the store; accepts NULL. */
+void fs_host_events_free(struct fs_host_events *hs);
+/** Changes the bounds (reload); applied at the next ingest or expire. */
+void fs_host_events_set_opts(struct fs_host_events *hs, const struct fs_host_events_opts *o);
+
+/**
+ * Parses, validates and stores one POST body. now_ns is the collector's realtime (for
+ * retention). On success returns 0 and *stored (may be NULL) = events stored. On failure
+ * returns an HTTP status (400 malformed or invalid, 413 too large, 500 no memory) with
+ * errbuf naming the problem (and the item index); nothing is stored.
+ */
+int fs_host_events_ingest(struct fs_host_events *hs, const char *body, size_t len, int64_t now_ns,
+                          size_t *stored, char *errbuf, size_t errlen);
+
+/** Drops what retention no longer allows at now_ns. */
+void fs_host_events_expire(struct fs_host_events *hs, int64_t now_ns);
+
+/** Called per event; return non-zero to stop. */
+typedef int (*fs_host_event_cb)(void *arg, const struct fs_host_event *ev);
+
+/**
+ * Calls cb for every event overlapping [start_ns, end_ns] (collector axis) whose kind
+ * matches kind_prefix (NULL or "" = all; "nccl" matches "nccl" and "nccl.*"), in post
+ * order, oldest post first.
+ */
+void fs_host_events_foreach(struct fs_host_events *hs, int64_t start_ns, int64_t end_ns,
+                            const char *kind_prefix, fs_host_event_cb cb, void *arg);
+
+/** True when kind equals prefix or starts with prefix followed by '.'. */
+bool fs_host_event_kind_matches(const char *kind, const char *prefix);
+
+void fs_host_events_stats(struct fs_host_events *hs, struct fs_host_events_stats *out);
+
+#endif

@@ -1,0 +1,964 @@
+/* Departures from baseline, episodes and recurrences (see incidents.h). */
+#include "analysis/incidents.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const kind_phrases[FS_AN_KIND_COUNT] = {"ECN surge", "queue high water",
+                                                           "drop burst", "PFC storm", "departure"};
+static const char *const kind_names[FS_AN_KIND_COUNT] = {"ecn", "queue", "drop", "pfc", "other"};
+
+const char *
+fs_an_kind_phrase(enum fs_an_kind k)
+{
+    return (unsigned)k < FS_AN_KIND_COUNT ? kind_phrases[k] : "departure";
+}
+
+const char *
+fs_an_kind_name(enum fs_an_kind k)
+{
+    return (unsigned)k < FS_AN_KIND_COUNT ? kind_names[k] : "other";
+}
+
+bool
+fs_an_classify(const char *metric, enum fs_an_kind *kind, bool *counter, double *abs_floor)
+{
+    /* Floors: a few packets (or pause frames) per second, 10 kB of queue, 1 ms of pause
+       per second. Below these a change is not worth an engineer's attention. */
+    static const struct {
+        const char *name;
+        enum fs_an_kind kind;
+        bool counter;
+        double floor;
+    } table[] = {
+        {"fabric_port_ecn_marked_packets_total", FS_AN_ECN, true, 10},
+        {"fabric_queue_ecn_marked_packets_total", FS_AN_ECN, true, 10},
+        {"fabric_flow_rule_ecn_marked_packets_total", FS_AN_ECN, true, 10},
+        {"fabric_queue_depth_bytes", FS_AN_QUEUE, false, 10000},
+        {"fabric_queue_depth_max_bytes", FS_AN_QUEUE, false, 10000},
+        {"fabric_queue_depth_cells", FS_AN_QUEUE, false, 100},
+        {"fabric_queue_wred_dropped_packets_total", FS_AN_DROP, true, 1},
+        {"fabric_queue_no_buffer_dropped_packets_total", FS_AN_DROP, true, 1},
+        {"fabric_port_discards_total", FS_AN_DROP, true, 1},
+        {"fabric_flow_rule_dropped_packets_total", FS_AN_DROP, true, 1},
+        {"fabric_pfc_pause_frames_total", FS_AN_PFC, true, 10},
+        {"fabric_pfc_pause_seconds_total", FS_AN_PFC, true, 0.001},
+        {"fabric_port_tx_wait_seconds_total", FS_AN_PFC, true, 0.001},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        if (strcmp(metric, table[i].name) == 0) {
+            *kind = table[i].kind;
+            *counter = table[i].counter;
+            *abs_floor = table[i].floor;
+            return true;
+        }
+    }
+    return false;
+}
+
+size_t
+fs_an_counter_rates(const int64_t *ts_us, const uint64_t *u, size_t n, double scale,
+                    int64_t *out_ts, double *out_v)
+{
+    size_t m = 0;
+    for (size_t i = 1; i < n; i++) {
+        int64_t dt = ts_us[i] - ts_us[i - 1];
+        if (dt <= 0)
+            continue;
+        double inc = u[i] >= u[i - 1] ? (double)(u[i] - u[i - 1]) : 0.0;
+        out_ts[m] = ts_us[i];
+        out_v[m] = inc * scale * 1e6 / (double)dt;
+        m++;
+    }
+    return m;
+}
+
+void
+fs_an_opts_default(struct fs_an_opts *o)
+{
+    o->z_threshold = 6;
+    o->prefilter = 0.75;
+    o->rel_floor = 0.05;
+    o->baseline_window_us = 600 * 1000000LL;
+    o->baseline_step_us = 600 * 1000000LL;
+    o->merge_gap_us = 2 * 1000000LL;
+    o->max_period_spread = 0.1;
+    o->min_occurrences = 3;
+}
+
+/* ---- robust statistics ---- */
+
+/* k-th smallest of a[0..n-1] (reorders a). */
+static double
+select_kth(double *a, size_t n, size_t k)
+{
+    size_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        double pivot = a[lo + (hi - lo) / 2];
+        size_t i = lo, j = hi;
+        while (i <= j) {
+            while (a[i] < pivot)
+                i++;
+            while (a[j] > pivot)
+                j--;
+            if (i <= j) {
+                double t = a[i];
+                a[i] = a[j];
+                a[j] = t;
+                i++;
+                if (j == 0)
+                    break;
+                j--;
+            }
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            return a[k];
+    }
+    return a[k];
+}
+
+/* Median and scale of v[from..to) from at most FS_AN_BASELINE_SAMPLES strided samples. */
+static void
+baseline(const double *v, size_t from, size_t to, double rel_floor, double abs_floor,
+         double *median, double *scale)
+{
+    double tmp[FS_AN_BASELINE_SAMPLES];
+    size_t n = to - from, m = 0;
+    size_t stride =
+        n > FS_AN_BASELINE_SAMPLES ? (n + FS_AN_BASELINE_SAMPLES - 1) / FS_AN_BASELINE_SAMPLES : 1;
+    for (size_t i = from; i < to && m < FS_AN_BASELINE_SAMPLES; i += stride)
+        if (isfinite(v[i]))
+            tmp[m++] = v[i];
+    if (m == 0) {
+        *median = 0;
+        *scale = abs_floor > 0 ? abs_floor : 1e-12;
+        return;
+    }
+    double med = select_kth(tmp, m, m / 2);
+    for (size_t i = 0; i < m; i++)
+        tmp[i] = fabs(tmp[i] - med);
+    double mad = select_kth(tmp, m, m / 2);
+    double s = 1.4826 * mad;
+    double r = rel_floor * fabs(med);
+    if (r > s)
+        s = r;
+    if (abs_floor > s)
+        s = abs_floor;
+    if (s <= 0)
+        s = 1e-12;
+    *median = med;
+    *scale = s;
+}
+
+/* First index with ts >= t. */
+static size_t
+lower_bound(const int64_t *ts, size_t n, int64_t t)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ts[mid] < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* ---- departures ---- */
+
+struct fs_departures *
+fs_departures_new(const struct fs_an_opts *o, int64_t start_us, int64_t end_us)
+{
+    struct fs_departures *d = calloc(1, sizeof *d);
+    if (!d)
+        return NULL;
+    if (o)
+        d->opts = *o;
+    else
+        fs_an_opts_default(&d->opts);
+    d->start_us = start_us;
+    d->end_us = end_us;
+    return d;
+}
+
+void
+fs_departures_free(struct fs_departures *d)
+{
+    if (!d)
+        return;
+    for (size_t i = 0; i < d->n_series; i++) {
+        struct fs_an_series_ref *r = &d->series[i];
+        free((char *)r->target);
+        free((char *)r->interface);
+        free((char *)r->tc);
+        free((char *)r->rule);
+        free((char *)r->metric);
+    }
+    free(d->series);
+    free(d->runs);
+    free(d);
+}
+
+static char *
+dup_or_empty(const char *s)
+{
+    return strdup(s ? s : "");
+}
+
+static int
+remember_series(struct fs_departures *d, const struct fs_an_series *s, uint32_t *idx)
+{
+    if (d->n_series == d->cap_series) {
+        size_t cap = d->cap_series ? d->cap_series * 2 : 64;
+        void *p = realloc(d->series, cap * sizeof *d->series);
+        if (!p)
+            return -1;
+        d->series = p;
+        d->cap_series = cap;
+    }
+    struct fs_an_series_ref *r = &d->series[d->n_series];
+    r->target = dup_or_empty(s->target);
+    r->interface = dup_or_empty(s->interface);
+    r->tc = dup_or_empty(s->tc);
+    r->rule = dup_or_empty(s->rule);
+    r->metric = dup_or_empty(s->metric);
+    r->kind = s->kind;
+    r->time_uncertainty_us = s->time_uncertainty_us;
+    if (s->time_uncertainty_us > d->max_time_uncertainty_us)
+        d->max_time_uncertainty_us = s->time_uncertainty_us;
+    *idx = (uint32_t)d->n_series++;
+    if (!r->target || !r->interface || !r->tc || !r->rule || !r->metric)
+        return -1;
+    return 0;
+}
+
+static int
+push_run(struct fs_departures *d, const struct fs_departure *run)
+{
+    if (d->n_runs == d->cap_runs) {
+        size_t cap = d->cap_runs ? d->cap_runs * 2 : 256;
+        void *p = realloc(d->runs, cap * sizeof *d->runs);
+        if (!p)
+            return -1;
+        d->runs = p;
+        d->cap_runs = cap;
+    }
+    d->runs[d->n_runs++] = *run;
+    if (run->end_us - run->start_us > d->max_run_us)
+        d->max_run_us = run->end_us - run->start_us;
+    return 0;
+}
+
+/* Minimum and maximum of v[from..to) (to > from). Four independent accumulators: a single
+   one makes the loop as slow as the compare's latency, and this loop reads every sample
+   of every series. NaNs are ignored. */
+static void
+min_max(const double *v, size_t from, size_t to, double *mn, double *mx)
+{
+    double a0 = -INFINITY, a1 = -INFINITY, a2 = -INFINITY, a3 = -INFINITY;
+    double b0 = INFINITY, b1 = INFINITY, b2 = INFINITY, b3 = INFINITY;
+    size_t i = from;
+    for (; i + 4 <= to; i += 4) {
+        a0 = v[i] > a0 ? v[i] : a0;
+        a1 = v[i + 1] > a1 ? v[i + 1] : a1;
+        a2 = v[i + 2] > a2 ? v[i + 2] : a2;
+        a3 = v[i + 3] > a3 ? v[i + 3] : a3;
+        b0 = v[i] < b0 ? v[i] : b0;
+        b1 = v[i + 1] < b1 ? v[i + 1] : b1;
+        b2 = v[i + 2] < b2 ? v[i + 2] : b2;
+        b3 = v[i + 3] < b3 ? v[i + 3] : b3;
+    }
+    for (; i < to; i++) {
+        a0 = v[i] > a0 ? v[i] : a0;
+        b0 = v[i] < b0 ? v[i] : b0;
+    }
+    a0 = a1 > a0 ? a1 : a0;
+    a2 = a3 > a2 ? a3 : a2;
+    b0 = b1 < b0 ? b1 : b0;
+    b2 = b3 < b2 ? b3 : b2;
+    *mx = a2 > a0 ? a2 : a0;
+    *mn = b2 < b0 ? b2 : b0;
+}
+
+int
+fs_departures_add(struct fs_departures *d, const struct fs_an_series *s)
+{
+    const struct fs_an_opts *o = &d->opts;
+    const int64_t *ts = s->ts_us;
+    const double *v = s->v;
+    size_t n = s->n;
+    if (n < 3)
+        return 0;
+    d->series_scanned++;
+    size_t first = lower_bound(ts, n, d->start_us);
+    size_t last = lower_bound(ts, n, d->end_us + 1); /* exclusive */
+    if (first >= last)
+        return 0;
+
+    /* Whole-range prefilter: a series whose whole swing stays under the threshold times
+       its floor cannot depart (the scale is never below the floor); otherwise compare
+       its maximum with one whole-range baseline. */
+    double med, scale;
+    double vmax, vmin;
+    min_max(v, first, last, &vmin, &vmax);
+    if (first > 0) {
+        double hmin, hmax;
+        min_max(v, 0, first, &hmin, &hmax);
+        if (hmin < vmin)
+            vmin = hmin;
+    }
+    if (s->abs_floor > 0 && vmax - vmin < o->z_threshold * s->abs_floor) {
+        d->series_prefiltered++;
+        return 0;
+    }
+    baseline(v, 0, n, o->rel_floor, s->abs_floor, &med, &scale);
+    if ((vmax - med) / scale < o->prefilter * o->z_threshold) {
+        d->series_prefiltered++;
+        return 0;
+    }
+
+    bool have_idx = false;
+    uint32_t idx = 0;
+    bool open = false;
+    struct fs_departure run = {0};
+    int64_t step = o->baseline_step_us > 0 ? o->baseline_step_us : 300 * 1000000LL;
+    size_t i = first;
+    while (i < last) {
+        int64_t bs = d->start_us + ((ts[i] - d->start_us) / step) * step;
+        size_t bend = lower_bound(ts, n, bs + step);
+        if (bend > last)
+            bend = last;
+        size_t w0 = lower_bound(ts, n, bs - o->baseline_window_us);
+        size_t w1 = lower_bound(ts, n, bs);
+        if (w1 - w0 < 8) { /* nothing before: use the window after */
+            w0 = w1;
+            w1 = lower_bound(ts, n, bs + o->baseline_window_us);
+        }
+        if (w1 - w0 < 3) {
+            i = bend;
+            continue;
+        }
+        baseline(v, w0, w1, o->rel_floor, s->abs_floor, &med, &scale);
+        double inv = 1.0 / scale;
+        for (; i < bend; i++) {
+            double z = (v[i] - med) * inv;
+            if (z > 1e9)
+                z = 1e9;
+            if (z >= o->z_threshold) {
+                int64_t t0 = ts[i];
+                if (s->is_rate)
+                    t0 = i > 0 ? ts[i - 1] : ts[i] - (ts[1] - ts[0]);
+                if (!open) {
+                    open = true;
+                    run.start_us = t0;
+                    run.onset_us = i > 0 ? ts[i - 1] + (ts[i] - ts[i - 1]) / 2 : ts[i];
+                    run.peak_z = -1;
+                }
+                run.end_us = ts[i];
+                if (z > run.peak_z) {
+                    run.peak_z = z;
+                    run.peak_value = v[i];
+                    run.baseline = med;
+                    run.peak_us = s->is_rate ? t0 + (ts[i] - t0) / 2 : ts[i];
+                }
+            } else if (open) {
+                open = false;
+                if (!have_idx) {
+                    if (remember_series(d, s, &idx) != 0)
+                        return -1;
+                    have_idx = true;
+                }
+                run.series = idx;
+                if (push_run(d, &run) != 0)
+                    return -1;
+            }
+        }
+    }
+    if (open) {
+        if (!have_idx && remember_series(d, s, &idx) != 0)
+            return -1;
+        run.series = idx;
+        if (push_run(d, &run) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int
+fs_an_order_by_key(const int64_t *key, size_t n, uint32_t *out)
+{
+    if (n == 0)
+        return 0;
+    int64_t mn = key[0], mx = key[0];
+    for (size_t i = 1; i < n; i++) {
+        if (key[i] < mn)
+            mn = key[i];
+        if (key[i] > mx)
+            mx = key[i];
+    }
+    uint64_t range = (uint64_t)mx - (uint64_t)mn;
+    uint32_t *tmp = malloc(n * sizeof *tmp);
+    if (!tmp)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        out[i] = (uint32_t)i;
+    for (unsigned shift = 0; shift < 64 && (shift == 0 || (range >> shift) != 0); shift += 11) {
+        size_t count[2049] = {0};
+        for (size_t i = 0; i < n; i++)
+            count[((((uint64_t)key[out[i]] - (uint64_t)mn) >> shift) & 2047) + 1]++;
+        for (size_t b = 1; b <= 2048; b++)
+            count[b] += count[b - 1];
+        for (size_t i = 0; i < n; i++)
+            tmp[count[(((uint64_t)key[out[i]] - (uint64_t)mn) >> shift) & 2047]++] = out[i];
+        memcpy(out, tmp, n * sizeof *out);
+    }
+    free(tmp);
+    return 0;
+}
+
+int
+fs_departures_merge(struct fs_departures *dst, struct fs_departures *src)
+{
+    size_t ns = dst->n_series + src->n_series, nr = dst->n_runs + src->n_runs;
+    if (ns > dst->cap_series) {
+        void *p = realloc(dst->series, ns * sizeof *dst->series);
+        if (!p)
+            return -1;
+        dst->series = p;
+        dst->cap_series = ns;
+    }
+    if (nr > dst->cap_runs) {
+        void *p = realloc(dst->runs, nr * sizeof *dst->runs);
+        if (!p)
+            return -1;
+        dst->runs = p;
+        dst->cap_runs = nr;
+    }
+    uint32_t base = (uint32_t)dst->n_series;
+    memcpy(dst->series + dst->n_series, src->series, src->n_series * sizeof *src->series);
+    for (size_t i = 0; i < src->n_runs; i++) {
+        dst->runs[dst->n_runs + i] = src->runs[i];
+        dst->runs[dst->n_runs + i].series += base;
+    }
+    dst->n_series = ns;
+    dst->n_runs = nr;
+    if (src->max_run_us > dst->max_run_us)
+        dst->max_run_us = src->max_run_us;
+    if (src->max_time_uncertainty_us > dst->max_time_uncertainty_us)
+        dst->max_time_uncertainty_us = src->max_time_uncertainty_us;
+    dst->series_scanned += src->series_scanned;
+    dst->series_prefiltered += src->series_prefiltered;
+    /* The strings moved with the refs: src no longer owns them. */
+    src->n_series = 0;
+    src->n_runs = 0;
+    src->series_scanned = 0;
+    src->series_prefiltered = 0;
+    return 0;
+}
+
+int
+fs_departures_finish(struct fs_departures *d)
+{
+    int64_t *key = calloc(d->n_runs ? d->n_runs : 1, sizeof *key);
+    uint32_t *order = malloc((d->n_runs ? d->n_runs : 1) * sizeof *order);
+    struct fs_departure *sorted = malloc((d->n_runs ? d->n_runs : 1) * sizeof *sorted);
+    int rc = -1;
+    if (!key || !order || !sorted)
+        goto out;
+    for (size_t i = 0; i < d->n_runs; i++)
+        key[i] = d->runs[i].start_us;
+    if (fs_an_order_by_key(key, d->n_runs, order) != 0)
+        goto out;
+    /* Stored in start order: window look-ups then read memory in sequence. */
+    for (size_t i = 0; i < d->n_runs; i++)
+        sorted[i] = d->runs[order[i]];
+    free(d->runs);
+    d->runs = sorted;
+    d->cap_runs = d->n_runs ? d->n_runs : 1;
+    sorted = NULL;
+    d->finished = true;
+    rc = 0;
+out:
+    free(key);
+    free(order);
+    free(sorted);
+    return rc;
+}
+
+/* ---- episodes and recurrences ----
+ *
+ * Runs are first merged per series into series episodes ("port episodes" below: the
+ * unit that recurs); those whose onsets fall within merge_gap of the first one of a
+ * cluster form one episode. Clustering by onset rather than by overlap keeps a fabric
+ * full of unrelated bursts from chaining into one endless episode. Recurrence is looked
+ * for per series over its own episodes; series that recur in the same episodes become
+ * one group (with their ports). */
+
+void
+fs_incident_report_free(struct fs_incident_report *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n_episodes; i++)
+        free(r->episodes[i].members);
+    for (size_t i = 0; i < r->n_groups; i++) {
+        free(r->groups[i].series);
+        free(r->groups[i].episodes);
+    }
+    free(r->episodes);
+    free(r->groups);
+    free(r);
+}
+
+struct port_run {
+    uint32_t port;
+    uint32_t run;
+};
+
+struct port_episode {
+    uint32_t port;
+    int64_t onset_us, start_us, end_us;
+    size_t run_lo, run_hi; /* range in the port-sorted runs */
+    size_t episode;        /* cluster it joined */
+};
+
+struct ctx {
+    const struct fs_departures *d;
+    uint32_t *port_of;  /* per series */
+    uint32_t *port_rep; /* a series of each port */
+    size_t n_ports;
+    struct port_run *pr;     /* runs sorted by (port, start) */
+    struct port_episode *pe; /* by port, then onset */
+    size_t n_pe;
+    uint32_t *pe_by_onset; /* indexes into pe */
+};
+
+static int
+cmp_member_z(const void *a, const void *b)
+{
+    const struct fs_episode_member *x = a, *y = b;
+    if (x->peak_z != y->peak_z)
+        return x->peak_z > y->peak_z ? -1 : 1;
+    return x->series < y->series ? -1 : x->series > y->series;
+}
+
+/* Units of recurrence (one per series, see above) and their episodes. */
+static int
+build_ports(struct ctx *c)
+{
+    const struct fs_departures *d = c->d;
+    size_t ns = d->n_series;
+    c->port_of = malloc((ns ? ns : 1) * sizeof *c->port_of);
+    c->port_rep = malloc((ns ? ns : 1) * sizeof *c->port_rep);
+    c->pr = malloc((d->n_runs ? d->n_runs : 1) * sizeof *c->pr);
+    c->pe = malloc((d->n_runs ? d->n_runs : 1) * sizeof *c->pe);
+    if (!c->port_of || !c->port_rep || !c->pr || !c->pe)
+        return -1;
+    for (size_t i = 0; i < ns; i++) {
+        c->port_of[i] = (uint32_t)i;
+        c->port_rep[i] = (uint32_t)i;
+    }
+    c->n_ports = ns;
+    /* Runs grouped by series, by start within one (a stable sort of the start order). */
+    int64_t *key = calloc(d->n_runs ? d->n_runs : 1, sizeof *key);
+    uint32_t *order = malloc((d->n_runs ? d->n_runs : 1) * sizeof *order);
+    if (!key || !order) {
+        free(key);
+        free(order);
+        return -1;
+    }
+    for (size_t i = 0; i < d->n_runs; i++)
+        key[i] = d->runs[i].series;
+    int rc = fs_an_order_by_key(key, d->n_runs, order);
+    free(key);
+    if (rc != 0) {
+        free(order);
+        return -1;
+    }
+    for (size_t i = 0; i < d->n_runs; i++)
+        c->pr[i] = (struct port_run){c->port_of[d->runs[order[i]].series], order[i]};
+    free(order);
+    for (size_t i = 0; i < d->n_runs;) {
+        const struct fs_departure *r0 = &d->runs[c->pr[i].run];
+        struct port_episode *pe = &c->pe[c->n_pe++];
+        pe->port = c->pr[i].port;
+        pe->onset_us = r0->onset_us;
+        pe->start_us = r0->start_us;
+        pe->end_us = r0->end_us;
+        pe->run_lo = i;
+        size_t j = i + 1;
+        while (j < d->n_runs && c->pr[j].port == pe->port &&
+               d->runs[c->pr[j].run].start_us <= pe->end_us + d->opts.merge_gap_us) {
+            const struct fs_departure *r = &d->runs[c->pr[j].run];
+            if (r->end_us > pe->end_us)
+                pe->end_us = r->end_us;
+            if (r->onset_us < pe->onset_us)
+                pe->onset_us = r->onset_us;
+            j++;
+        }
+        pe->run_hi = j;
+        i = j;
+    }
+    return 0;
+}
+
+static int
+build_episodes(struct ctx *c, struct fs_incident_report *r)
+{
+    const struct fs_departures *d = c->d;
+    c->pe_by_onset = malloc((c->n_pe ? c->n_pe : 1) * sizeof *c->pe_by_onset);
+    int64_t *key = calloc(c->n_pe ? c->n_pe : 1, sizeof *key);
+    size_t cap = 256; /* episodes are far fewer than port episodes: grow as needed */
+    r->episodes = calloc(cap, sizeof *r->episodes);
+    if (!c->pe_by_onset || !key || !r->episodes) {
+        free(key);
+        return -1;
+    }
+    for (size_t i = 0; i < c->n_pe; i++)
+        key[i] = c->pe[i].onset_us;
+    int rc = fs_an_order_by_key(key, c->n_pe, c->pe_by_onset);
+    free(key);
+    if (rc != 0)
+        return -1;
+    for (size_t i = 0; i < c->n_pe;) {
+        const struct port_episode *first = &c->pe[c->pe_by_onset[i]];
+        size_t j = i, n_runs = 0;
+        while (j < c->n_pe &&
+               c->pe[c->pe_by_onset[j]].onset_us <= first->onset_us + d->opts.merge_gap_us) {
+            const struct port_episode *pe = &c->pe[c->pe_by_onset[j]];
+            n_runs += pe->run_hi - pe->run_lo;
+            j++;
+        }
+        if (r->n_episodes == cap) {
+            void *p = realloc(r->episodes, cap * 2 * sizeof *r->episodes);
+            if (!p)
+                return -1;
+            r->episodes = p;
+            memset(r->episodes + cap, 0, cap * sizeof *r->episodes);
+            cap *= 2;
+        }
+        struct fs_episode *e = &r->episodes[r->n_episodes];
+        e->members = calloc(n_runs, sizeof *e->members);
+        if (!e->members)
+            return -1;
+        e->start_us = INT64_MAX;
+        e->end_us = INT64_MIN;
+        for (size_t k = i; k < j; k++) {
+            struct port_episode *pe = &c->pe[c->pe_by_onset[k]];
+            pe->episode = r->n_episodes;
+            if (pe->start_us < e->start_us)
+                e->start_us = pe->start_us;
+            if (pe->end_us > e->end_us)
+                e->end_us = pe->end_us;
+            size_t port_first = e->n_members; /* a port's series are only its own */
+            for (size_t q = pe->run_lo; q < pe->run_hi; q++) {
+                const struct fs_departure *run = &d->runs[c->pr[q].run];
+                size_t m = port_first;
+                while (m < e->n_members && e->members[m].series != run->series)
+                    m++;
+                if (m == e->n_members) {
+                    e->n_members++;
+                    e->members[m].series = run->series;
+                    e->members[m].peak_z = run->peak_z;
+                    e->members[m].start_us = run->start_us;
+                    e->members[m].onset_us = run->onset_us;
+                } else {
+                    if (run->peak_z > e->members[m].peak_z)
+                        e->members[m].peak_z = run->peak_z;
+                    if (run->onset_us < e->members[m].onset_us)
+                        e->members[m].onset_us = run->onset_us;
+                    if (run->start_us < e->members[m].start_us)
+                        e->members[m].start_us = run->start_us;
+                }
+                if (run->peak_z > e->peak_z)
+                    e->peak_z = run->peak_z;
+                e->kinds |= 1u << d->series[run->series].kind;
+            }
+        }
+        if (e->n_members > 1)
+            qsort(e->members, e->n_members, sizeof *e->members, cmp_member_z);
+        r->n_episodes++;
+        i = j;
+    }
+    return 0;
+}
+
+struct occurrence {
+    int64_t t;
+    size_t episode;
+};
+
+struct fit {
+    double a, period, spread;
+    size_t n;      /* inliers */
+    size_t *which; /* indexes into the occurrences; owned */
+    long last_k;
+};
+
+/* Inliers of t = a + k * period (k >= 0, one per k). */
+static size_t
+inliers(const struct occurrence *oc, size_t m, double a, double period, double tol, size_t *which,
+        long *ks)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < m; i++) {
+        long k = lround(((double)oc[i].t - a) / period);
+        if (k < 0 || fabs((double)oc[i].t - a - (double)k * period) > tol)
+            continue;
+        if (n > 0 && k == ks[n - 1])
+            continue;
+        which[n] = i;
+        ks[n] = k;
+        n++;
+    }
+    return n;
+}
+
+/* Least squares of t = a + k * period. */
+static void
+lsq(const struct occurrence *oc, const size_t *which, const long *ks, size_t n, double *a,
+    double *period, double *rms)
+{
+    double t0 = (double)oc[which[0]].t;
+    double sk = 0, st = 0, skk = 0, skt = 0;
+    for (size_t i = 0; i < n; i++) {
+        double k = (double)ks[i], t = (double)oc[which[i]].t - t0;
+        sk += k;
+        st += t;
+        skk += k * k;
+        skt += k * t;
+    }
+    double nn = (double)n, den = nn * skk - sk * sk;
+    if (den != 0)
+        *period = (nn * skt - sk * st) / den;
+    *a = (st - *period * sk) / nn + t0;
+    double ss = 0;
+    for (size_t i = 0; i < n; i++) {
+        double res = (double)oc[which[i]].t - *a - (double)ks[i] * *period;
+        ss += res * res;
+    }
+    *rms = sqrt(ss / nn);
+}
+
+/* Fits a period to occurrence times (ascending). fit->n = 0 when none fits: too few
+   inliers, too much spread, or too many expected occurrences missing (random bursts fit
+   some grid by chance but leave most of its slots empty). */
+static int
+fit_period(const struct occurrence *oc, size_t m, const struct fs_an_opts *o, struct fit *fit)
+{
+    memset(fit, 0, sizeof *fit);
+    if (m < 2)
+        return 0;
+    int rc = -1;
+    double *diffs = malloc((m - 1) * sizeof *diffs);
+    size_t *which = malloc(m * sizeof *which), *best = malloc(m * sizeof *best);
+    long *ks = malloc(m * sizeof *ks), *best_ks = malloc(m * sizeof *best_ks);
+    if (!diffs || !which || !best || !ks || !best_ks)
+        goto out;
+    for (size_t i = 0; i + 1 < m; i++)
+        diffs[i] = (double)(oc[i + 1].t - oc[i].t);
+    double p0 = select_kth(diffs, m - 1, (m - 1) / 2); /* the median spacing */
+    rc = 0;
+    if (p0 <= 0)
+        goto out;
+    size_t nbest = 0;
+    for (size_t anchor = 0; anchor < m && anchor < 5; anchor++) {
+        size_t ni =
+            inliers(oc + anchor, m - anchor, (double)oc[anchor].t, p0, 0.25 * p0, which, ks);
+        if (ni > nbest) {
+            nbest = ni;
+            for (size_t i = 0; i < ni; i++) {
+                best[i] = which[i] + anchor;
+                best_ks[i] = ks[i];
+            }
+        }
+    }
+    if (nbest < 2)
+        goto out;
+    double a, period = p0, rms;
+    lsq(oc, best, best_ks, nbest, &a, &period, &rms);
+    if (period <= 0)
+        goto out;
+    /* Tighten to the allowed spread and refit. */
+    double tol = o->max_period_spread * period;
+    size_t n = inliers(oc, m, a, period, tol, best, best_ks);
+    if (n < 2 || n < o->min_occurrences)
+        goto out;
+    lsq(oc, best, best_ks, n, &a, &period, &rms);
+    long slots = best_ks[n - 1] - best_ks[0] + 1;
+    if (period <= 0 || rms > o->max_period_spread * period || (double)n < 0.8 * (double)slots)
+        goto out;
+    fit->a = a;
+    fit->period = period;
+    fit->spread = rms;
+    fit->n = n;
+    fit->last_k = best_ks[n - 1];
+    fit->which = best;
+    best = NULL;
+out:
+    free(diffs);
+    free(which);
+    free(best);
+    free(ks);
+    free(best_ks);
+    return rc;
+}
+
+static int
+cmp_group(const void *a, const void *b)
+{
+    const struct fs_recurrence *x = a, *y = b;
+    if (x->occurrences != y->occurrences)
+        return x->occurrences > y->occurrences ? -1 : 1;
+    return x->first_us < y->first_us ? -1 : x->first_us > y->first_us;
+}
+
+static size_t
+common_episodes(const size_t *a, size_t na, const size_t *b, size_t nb)
+{
+    size_t i = 0, j = 0, c = 0;
+    while (i < na && j < nb) {
+        if (a[i] == b[j]) {
+            c++;
+            i++;
+            j++;
+        } else if (a[i] < b[j])
+            i++;
+        else
+            j++;
+    }
+    return c;
+}
+
+static int
+cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int
+find_groups(struct ctx *c, struct fs_incident_report *r, int64_t now_us)
+{
+    const struct fs_departures *d = c->d;
+    struct occurrence *oc = malloc((c->n_pe ? c->n_pe : 1) * sizeof *oc);
+    if (!oc)
+        return -1;
+    size_t cap = 0;
+    /* c->pe is sorted by port, then start: each port's episodes are contiguous. */
+    for (size_t i = 0; i < c->n_pe;) {
+        size_t j = i;
+        while (j < c->n_pe && c->pe[j].port == c->pe[i].port)
+            j++;
+        size_t m = j - i;
+        uint32_t port = c->pe[i].port;
+        for (size_t k = 0; k < m; k++) {
+            oc[k].t = c->pe[i + k].onset_us;
+            oc[k].episode = c->pe[i + k].episode;
+        }
+        i = j;
+        if (m < d->opts.min_occurrences)
+            continue;
+        struct fit fit = {0};
+        if (fit_period(oc, m, &d->opts, &fit) != 0)
+            goto fail;
+        if (fit.n == 0)
+            continue;
+        if (r->n_groups == cap) {
+            cap = cap ? cap * 2 : 16;
+            void *np = realloc(r->groups, cap * sizeof *r->groups);
+            if (!np) {
+                free(fit.which);
+                goto fail;
+            }
+            r->groups = np;
+        }
+        struct fs_recurrence *g = &r->groups[r->n_groups++];
+        memset(g, 0, sizeof *g);
+        g->episodes = malloc(fit.n * sizeof *g->episodes);
+        g->series = malloc((d->n_series ? d->n_series : 1) * sizeof *g->series);
+        if (!g->episodes || !g->series) {
+            free(fit.which);
+            goto fail;
+        }
+        for (size_t k = 0; k < fit.n; k++) {
+            g->episodes[k] = oc[fit.which[k]].episode;
+            g->kinds |= r->episodes[g->episodes[k]].kinds;
+        }
+        qsort(g->episodes, fit.n, sizeof *g->episodes, cmp_size);
+        g->occurrences = fit.n;
+        /* The port's series, strongest first: as they rank in its first episode. */
+        for (size_t s = 0; s < d->n_series; s++)
+            if (c->port_of[s] == port)
+                g->series[g->n_series++] = (uint32_t)s;
+        g->period_us = fit.period;
+        g->spread_us = fit.spread;
+        g->first_us = oc[fit.which[0]].t;
+        g->last_us = oc[fit.which[fit.n - 1]].t;
+        double next = fit.a + (double)(fit.last_k + 1) * fit.period;
+        while (next <= (double)now_us)
+            next += fit.period;
+        g->next_us = (int64_t)llround(next);
+        free(fit.which);
+    }
+    /* Ports that recur in the same episodes are one group. */
+    for (size_t a = 0; a < r->n_groups; a++) {
+        for (size_t b = a + 1; b < r->n_groups;) {
+            struct fs_recurrence *ga = &r->groups[a], *gb = &r->groups[b];
+            size_t cm =
+                common_episodes(ga->episodes, ga->occurrences, gb->episodes, gb->occurrences);
+            size_t smaller = ga->occurrences < gb->occurrences ? ga->occurrences : gb->occurrences;
+            if (cm * 5 >= smaller * 4) {
+                if (gb->occurrences > ga->occurrences) {
+                    struct fs_recurrence t = *ga;
+                    *ga = *gb;
+                    *gb = t;
+                }
+                for (size_t k = 0; k < gb->n_series; k++)
+                    ga->series[ga->n_series++] = gb->series[k];
+                ga->kinds |= gb->kinds;
+                free(gb->series);
+                free(gb->episodes);
+                r->groups[b] = r->groups[--r->n_groups];
+            } else {
+                b++;
+            }
+        }
+    }
+    if (r->n_groups > 1)
+        qsort(r->groups, r->n_groups, sizeof *r->groups, cmp_group);
+    free(oc);
+    return 0;
+fail:
+    free(oc);
+    return -1;
+}
+
+int
+fs_incidents_find(const struct fs_departures *d, int64_t now_us, struct fs_incident_report **out)
+{
+    struct ctx c = {.d = d};
+    int rc = -1;
+    struct fs_incident_report *r = calloc(1, sizeof *r);
+    if (!r)
+        return -1;
+    if (build_ports(&c) != 0 || build_episodes(&c, r) != 0 || find_groups(&c, r, now_us) != 0)
+        goto out;
+    *out = r;
+    r = NULL;
+    rc = 0;
+out:
+    fs_incident_report_free(r);
+    free(c.port_of);
+    free(c.port_rep);
+    free(c.pr);
+    free(c.pe);
+    free(c.pe_by_onset);
+    return rc;
+}

@@ -1,0 +1,195 @@
+/*
+ * Switch-side episodes without any host data: departures of each series from its own
+ * baseline, merged across series into episodes, grouped when they recur, with the
+ * period, its spread and the next expected time.
+ *
+ * Input. The caller pushes series one at a time (fs_departures_add) as arrays of
+ * timestamps (collector-axis µs, ascending) and values; counters are given as rates
+ * (fs_an_counter_rates converts raw samples). A series' arrays are only read during the
+ * call, so a feeder can reuse one buffer for every series (e.g. reading the store series
+ * by series with fs_store_read). Only series with departures are remembered (their
+ * labels copied), so memory follows the number of departures, not of series.
+ *
+ * Baseline. Per series, the median and MAD of the samples in the trailing
+ * baseline_window before each block of baseline_step (the first block uses the window
+ * after it when nothing precedes it), from at most FS_AN_BASELINE_SAMPLES evenly strided
+ * samples (64: the median and MAD to within ~15%, which the threshold of 6 absorbs). The scale is
+ * max(1.4826 MAD, rel_floor * |median|, the series' abs_floor); a sample departs when (value -
+ * median) / scale >= z_threshold (upward only: surges, high water, bursts, storms). A series whose
+ * whole swing (max - min) is under z_threshold * abs_floor, or whose departure from one whole-range
+ * baseline never reaches prefilter * z_threshold, is skipped without the block analysis (this is
+ * what keeps 100,000 series within budget; a surge that is small against the whole
+ * range's spread but large against a quiet stretch can be missed).
+ *
+ * Time. A rate sample covers (previous timestamp, timestamp]; a departure run of rates
+ * starts at the previous sample's timestamp. Gauges are instants.
+ *
+ * Ownership. fs_departures_new returns an object the caller frees with
+ * fs_departures_free; reports are freed with fs_incident_report_free. Strings in them
+ * are owned by the departures object (keep it alive while using a report).
+ * Threads: none inside; objects belong to one caller.
+ */
+#ifndef FS_ANALYSIS_INCIDENTS_H
+#define FS_ANALYSIS_INCIDENTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FS_AN_BASELINE_SAMPLES 64
+
+/** What a series measures, for naming episodes. */
+enum fs_an_kind {
+    FS_AN_ECN = 0, /**< ECN-marked packets rate: "ECN surge" */
+    FS_AN_QUEUE,   /**< queue depth / watermark: "queue high water" */
+    FS_AN_DROP,    /**< drops and discards rate: "drop burst" */
+    FS_AN_PFC,     /**< PFC pause frames / time, TX wait: "PFC storm" */
+    FS_AN_OTHER,
+    FS_AN_KIND_COUNT
+};
+
+/** "ECN surge", "queue high water", "drop burst", "PFC storm", "departure". */
+const char *fs_an_kind_phrase(enum fs_an_kind k);
+/** "ecn", "queue", "drop", "pfc", "other". */
+const char *fs_an_kind_name(enum fs_an_kind k);
+
+/**
+ * Classifies a catalogue metric name: true for the metrics the analysis looks at, with
+ * their kind, whether the series is a counter (analyse its rate) and a floor for the
+ * scale (in the metric's unit per second for counters) so that a series that is flat
+ * zero does not turn one stray packet into an infinite departure.
+ */
+bool fs_an_classify(const char *metric, enum fs_an_kind *kind, bool *counter, double *abs_floor);
+
+/** One series handed to the analysis (all pointers the caller's, read during the call). */
+struct fs_an_series {
+    const char *target, *interface, *tc, *rule; /**< NULL when the series has none */
+    const char *metric;
+    enum fs_an_kind kind;
+    bool is_rate; /**< v[i] is a rate over (ts[i-1], ts[i]] */
+    const int64_t *ts_us;
+    const double *v;
+    size_t n;
+    double abs_floor;            /**< scale floor (see above); <= 0 means tiny */
+    int64_t time_uncertainty_us; /**< how well ts places a value on the collector axis */
+};
+
+/**
+ * Turns raw counter samples (monotonic, as the store keeps them) into rates per second
+ * times scale: out_ts[i] = ts[i+1], out_v[i] = (u[i+1] - u[i]) * scale / dt. Returns
+ * n - 1 (0 when n < 2). Samples with dt <= 0 are skipped; a decrease gives rate 0.
+ */
+size_t fs_an_counter_rates(const int64_t *ts_us, const uint64_t *u, size_t n, double scale,
+                           int64_t *out_ts, double *out_v);
+
+struct fs_an_opts {
+    double z_threshold;         /**< default 6 */
+    double prefilter;           /**< fraction of z_threshold, default 0.75 */
+    double rel_floor;           /**< default 0.05 */
+    int64_t baseline_window_us; /**< default 600 s */
+    int64_t baseline_step_us;   /**< default 600 s */
+    int64_t merge_gap_us;       /**< runs closer than this form one episode, default 2 s */
+    double max_period_spread;   /**< recurring if spread <= this * period, default 0.1 */
+    size_t min_occurrences;     /**< default 3 */
+};
+
+void fs_an_opts_default(struct fs_an_opts *o);
+
+/** A remembered series (one that departed at least once). */
+struct fs_an_series_ref {
+    const char *target, *interface, *tc, *rule, *metric; /**< "" when absent */
+    enum fs_an_kind kind;
+    int64_t time_uncertainty_us;
+};
+
+/** A departure run of one series. */
+struct fs_departure {
+    uint32_t series; /**< index into fs_departures' series */
+    int64_t start_us, end_us, peak_us;
+    int64_t onset_us;  /**< best estimate of when it began: midway between the last
+                            sample before it and its first sample (for recurrences) */
+    double peak_z;     /**< (peak - baseline) / scale, capped at 1e9 */
+    double peak_value; /**< the value at the peak (rate per second for counters) */
+    double baseline;   /**< the median it departed from */
+};
+
+struct fs_departures {
+    struct fs_an_opts opts;
+    int64_t start_us, end_us;
+    struct fs_an_series_ref *series;
+    size_t n_series, cap_series;
+    struct fs_departure *runs; /**< by start after fs_departures_finish */
+    size_t n_runs, cap_runs;
+    int64_t max_time_uncertainty_us; /**< largest of the remembered series' */
+    int64_t max_run_us;              /**< longest run, for window look-ups */
+    size_t series_scanned, series_prefiltered;
+    bool finished;
+};
+
+/** Creates an empty set for the range [start_us, end_us]; NULL on no memory. */
+struct fs_departures *fs_departures_new(const struct fs_an_opts *o, int64_t start_us,
+                                        int64_t end_us);
+/** Scans one series (samples outside the range are used for the baseline only). 0 or -1. */
+int fs_departures_add(struct fs_departures *d, const struct fs_an_series *s);
+/**
+ * Moves everything src found into dst (src is left empty; both must be unfinished and
+ * cover the same range). Lets several threads scan disjoint sets of series, each into
+ * its own object, and join the results. 0 or -1 (no memory; dst unchanged).
+ */
+int fs_departures_merge(struct fs_departures *dst, struct fs_departures *src);
+
+/** Orders the runs by start; call once after the last add. 0 or -1 (no memory). */
+int fs_departures_finish(struct fs_departures *d);
+
+/**
+ * Fills out[0..n) with 0..n-1 ordered by key (ascending, stable): an LSD radix sort, as
+ * run and episode counts reach millions. 0 or -1 on no memory.
+ */
+int fs_an_order_by_key(const int64_t *key, size_t n, uint32_t *out);
+void fs_departures_free(struct fs_departures *d);
+
+/** One port (or flow rule) taking part in an episode. */
+struct fs_episode_member {
+    uint32_t series;
+    double peak_z;
+    int64_t start_us, onset_us;
+};
+
+struct fs_episode {
+    int64_t start_us, end_us;
+    double peak_z;
+    unsigned kinds;                    /**< bit (1 << fs_an_kind) per kind seen */
+    struct fs_episode_member *members; /**< strongest first */
+    size_t n_members;
+};
+
+/** A recurring group: the ports (series) that depart together periodically. */
+struct fs_recurrence {
+    uint32_t *series; /**< the group's series, strongest first */
+    size_t n_series;
+    size_t occurrences; /**< episodes that fit the period */
+    size_t *episodes;   /**< their indexes, ascending */
+    double period_us;
+    double spread_us; /**< RMS of the occurrences' residuals from the fitted period */
+    int64_t first_us, last_us;
+    int64_t next_us; /**< first predicted occurrence after the range's end */
+    unsigned kinds;
+};
+
+struct fs_incident_report {
+    struct fs_episode *episodes; /**< by start */
+    size_t n_episodes;
+    struct fs_recurrence *groups; /**< most occurrences first */
+    size_t n_groups;
+};
+
+/**
+ * Merges the departures into episodes and finds the recurring groups. now_us is the
+ * time after which the next occurrence is predicted (usually the range's end).
+ * Returns 0 with *out set (free with fs_incident_report_free), or -1 on no memory.
+ */
+int fs_incidents_find(const struct fs_departures *d, int64_t now_us,
+                      struct fs_incident_report **out);
+void fs_incident_report_free(struct fs_incident_report *r);
+
+#endif

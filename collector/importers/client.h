@@ -1,0 +1,71 @@
+/*
+ * The importers' side of the collector's HTTP API:
+ *
+ *   GET  /api/v1/time         -> {"receive_ns":<int>,"send_ns":<int>}: the collector's
+ *                                CLOCK_REALTIME when the request arrived and when the
+ *                                answer was written (ns since the epoch)
+ *   POST /api/v1/host-events  <- the body of analysis/host_events.h, with
+ *                                "Authorization: Bearer <token>"
+ *
+ * The host offset is measured with an NTP-style exchange over FS_IMP_TIME_ROUNDS
+ * requests on one kept-alive connection (t1/t4 from this host's CLOCK_REALTIME), the
+ * minimum-delay round kept (analysis/clock.h). Events are posted in batches of
+ * FS_IMP_BATCH events; a refused batch stops the import with the server's error.
+ *
+ * Ownership: a client owns its curl handle and copies of the URL and token
+ * (fs_imp_client_close). Threads: one client per thread.
+ */
+#ifndef FS_IMP_CLIENT_H
+#define FS_IMP_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "importers/events.h"
+
+#define FS_IMP_TIME_ROUNDS 8
+#define FS_IMP_BATCH 5000
+
+struct fs_imp_client {
+    void *curl;
+    char *base_url; /**< without a trailing '/' */
+    char *auth_header;
+};
+
+/**
+ * Prepares a client for base_url ("http://host:port"). The bearer token comes from
+ * token_file when not NULL, else from the FABRICSCOPE_TOKEN environment variable, else
+ * none (the collector then refuses the post with its own error). 0 or -1 with err.
+ */
+int fs_imp_client_open(struct fs_imp_client *c, const char *base_url, const char *token_file,
+                       char *err, size_t errlen);
+void fs_imp_client_close(struct fs_imp_client *c);
+
+/**
+ * GET base_url + path (path includes the query string, already escaped); the body goes
+ * to resp (caller-owned), the HTTP status to *status. 0, or -1 with err on a transport
+ * failure.
+ */
+int fs_imp_client_get(struct fs_imp_client *c, const char *path, struct fs_buf *resp, long *status,
+                      char *err, size_t errlen);
+
+/** Measures this host's clock minus the collector's. 0 or -1 with err. */
+int fs_imp_client_offset(struct fs_imp_client *c, int64_t *offset_ns, int64_t *uncertainty_ns,
+                         char *err, size_t errlen);
+
+/**
+ * Posts all events of b in batches (with the given offset). *posted = events the
+ * collector accepted. 0 or -1 with err (including the collector's error text).
+ */
+int fs_imp_client_post(struct fs_imp_client *c, const struct fs_imp_batch *b, int64_t offset_ns,
+                       int64_t uncertainty_ns, size_t *posted, char *err, size_t errlen);
+
+/**
+ * The usual end of an importer: measure the offset, post, print a one-line summary to
+ * out. Returns the process exit code (0 ok, 1 failure with the reason on err_out).
+ */
+int fs_imp_client_run(const char *url, const char *token_file, const struct fs_imp_batch *b,
+                      const char *what, FILE *out, FILE *err_out);
+
+#endif

@@ -1,0 +1,389 @@
+/* perf script text reader (see import_perf.h). This is tool output, not a standard
+ * format, so it is read here by hand, tolerantly. */
+#include "importers/import_perf.h"
+
+#include <ctype.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "importers/client.h"
+
+#define MAX_TOKENS 96
+
+static void seterr(char *err, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+seterr(char *err, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, len, fmt, ap);
+    va_end(ap);
+}
+
+/* "123.456789" (up to 9 fraction digits; "123" too unless need_frac) -> ns; the end of
+   the number in *end. */
+static int
+parse_seconds_ex(const char *s, const char **end, int64_t *ns, bool need_frac)
+{
+    const char *p = s;
+    int64_t sec = 0;
+    int digits = 0;
+    while (isdigit((unsigned char)*p)) {
+        if (sec > 100000000000LL)
+            return -1;
+        sec = sec * 10 + (*p - '0');
+        p++;
+        digits++;
+    }
+    if (digits == 0)
+        return -1;
+    int64_t frac = 0;
+    int fd = 0;
+    if (*p != '.') {
+        if (need_frac)
+            return -1;
+        *ns = sec * 1000000000LL;
+        if (end)
+            *end = p;
+        return 0;
+    }
+    p++;
+    while (isdigit((unsigned char)*p)) {
+        if (fd < 9) {
+            frac = frac * 10 + (*p - '0');
+            fd++;
+        }
+        p++;
+    }
+    if (fd == 0)
+        return -1;
+    for (; fd < 9; fd++)
+        frac *= 10;
+    *ns = sec * 1000000000LL + frac;
+    if (end)
+        *end = p;
+    return 0;
+}
+
+static int
+parse_seconds(const char *s, const char **end, int64_t *ns)
+{
+    return parse_seconds_ex(s, end, ns, true);
+}
+
+int
+fs_perf_parse_reference_arg(const char *s, struct fs_perf_ref *ref)
+{
+    const char *end;
+    int64_t tod, clk;
+    if (parse_seconds_ex(s, &end, &tod, false) != 0 || *end != '=')
+        return -1;
+    if (parse_seconds_ex(end + 1, &end, &clk, false) != 0 || *end != '\0')
+        return -1;
+    ref->known = true;
+    ref->tod_ns = tod;
+    ref->clock_ns = clk;
+    return 0;
+}
+
+/* "# reference time: <date> = <S.U> (TOD) = <S.N> (<clock>)" */
+static void
+header_reference(const char *line, size_t len, struct fs_perf_ref *ref)
+{
+    char buf[512];
+    if (len >= sizeof buf)
+        return;
+    memcpy(buf, line, len);
+    buf[len] = '\0';
+    if (!strstr(buf, "reference time:"))
+        return;
+    char *tod = strstr(buf, " = ");
+    if (!tod)
+        return;
+    const char *end;
+    int64_t t, c;
+    if (parse_seconds(tod + 3, &end, &t) != 0 || strncmp(end, " (TOD) = ", 9) != 0)
+        return;
+    if (parse_seconds(end + 9, &end, &c) != 0 || *end != ' ')
+        return;
+    ref->known = true;
+    ref->tod_ns = t;
+    ref->clock_ns = c;
+}
+
+static bool
+is_pointer(const char *v)
+{
+    return v[0] == '0' && v[1] == 'x' && strlen(v) >= 10;
+}
+
+struct token {
+    const char *s;
+    size_t n;
+};
+
+static bool
+tok_eq(const struct token *t, const char *s)
+{
+    return t->n == strlen(s) && memcmp(t->s, s, t->n) == 0;
+}
+
+/* One sample line; 1 = event added, 0 = not a sample, -1 = no memory. */
+static int
+parse_line(const char *line, size_t len, const char *host, const struct fs_perf_ref *ref,
+           struct fs_imp_batch *b)
+{
+    struct token tk[MAX_TOKENS];
+    size_t nt = 0;
+    for (size_t i = 0; i < len && nt < MAX_TOKENS;) {
+        while (i < len && (line[i] == ' ' || line[i] == '\t'))
+            i++;
+        if (i >= len)
+            break;
+        size_t j = i;
+        while (j < len && line[j] != ' ' && line[j] != '\t')
+            j++;
+        tk[nt++] = (struct token){line + i, j - i};
+        i = j;
+    }
+    /* The time token "<sec>.<frac>:" followed by "<subsys>:<event>:". */
+    size_t ti;
+    int64_t t_ns = 0;
+    for (ti = 1; ti + 1 < nt; ti++) {
+        const struct token *t = &tk[ti], *e = &tk[ti + 1];
+        if (t->n < 4 || t->s[t->n - 1] != ':' || !isdigit((unsigned char)t->s[0]))
+            continue;
+        char tb[40];
+        if (t->n >= sizeof tb)
+            continue;
+        memcpy(tb, t->s, t->n - 1);
+        tb[t->n - 1] = '\0';
+        const char *end;
+        if (parse_seconds(tb, &end, &t_ns) != 0 || *end != '\0')
+            continue;
+        const char *colon = memchr(e->s, ':', e->n);
+        if (e->n < 4 || e->s[e->n - 1] != ':' || !colon || colon == e->s ||
+            colon >= e->s + e->n - 2)
+            continue;
+        break;
+    }
+    if (ti + 1 >= nt)
+        return 0;
+    /* Before the time: [cpu] (optional), tid[/tid], comm (the rest). */
+    size_t k = ti;
+    char cpu[16] = "", tid[32] = "";
+    if (k > 0 && tk[k - 1].n >= 3 && tk[k - 1].s[0] == '[' && tk[k - 1].s[tk[k - 1].n - 1] == ']' &&
+        tk[k - 1].n < sizeof cpu + 2) {
+        memcpy(cpu, tk[k - 1].s + 1, tk[k - 1].n - 2);
+        cpu[tk[k - 1].n - 2] = '\0';
+        k--;
+    }
+    if (k > 0 && isdigit((unsigned char)tk[k - 1].s[0]) && tk[k - 1].n < sizeof tid) {
+        memcpy(tid, tk[k - 1].s, tk[k - 1].n);
+        tid[tk[k - 1].n] = '\0';
+        k--;
+    }
+    char comm[FS_HOST_EVENTS_MAX_STR + 1] = "";
+    if (k > 0) {
+        size_t cl = (size_t)(tk[k - 1].s + tk[k - 1].n - tk[0].s);
+        if (cl > FS_HOST_EVENTS_MAX_STR)
+            cl = FS_HOST_EVENTS_MAX_STR;
+        memcpy(comm, tk[0].s, cl);
+        comm[cl] = '\0';
+    }
+    const struct token *ev = &tk[ti + 1];
+    char name[128], kind[160];
+    size_t en = ev->n - 1 < sizeof name - 1 ? ev->n - 1 : sizeof name - 1;
+    memcpy(name, ev->s, en);
+    name[en] = '\0';
+    const char *ev_name = strchr(name, ':');
+    if (!ev_name || !ev_name[1])
+        return 0;
+    snprintf(kind, sizeof kind, "perf.%s", ev_name + 1);
+    int64_t wall = ref->tod_ns + (t_ns - ref->clock_ns);
+    struct fs_imp_event *e = fs_imp_add(b, host, kind, name, wall, wall);
+    if (!e)
+        return -1;
+    if ((comm[0] && fs_imp_attr_str(e, "comm", comm) != 0) ||
+        (tid[0] && fs_imp_attr_str(e, "tid", tid) != 0) ||
+        (cpu[0] && fs_imp_attr_int(e, "cpu", atoi(cpu)) != 0))
+        return -1;
+    /* key=value fields; "reason: X" (kfree_skb) is the one with a colon. */
+    for (size_t i = ti + 2; i < nt; i++) {
+        char key[FS_HOST_EVENTS_MAX_KEY + 1], val[FS_HOST_EVENTS_MAX_STR + 1];
+        const struct token *t = &tk[i];
+        const char *eq = memchr(t->s, '=', t->n);
+        if (tok_eq(t, "reason:") && i + 1 < nt) {
+            snprintf(key, sizeof key, "reason");
+            size_t vl = tk[i + 1].n < FS_HOST_EVENTS_MAX_STR ? tk[i + 1].n : FS_HOST_EVENTS_MAX_STR;
+            memcpy(val, tk[i + 1].s, vl);
+            val[vl] = '\0';
+            i++;
+        } else if (eq && eq > t->s && (size_t)(eq - t->s) <= FS_HOST_EVENTS_MAX_KEY) {
+            size_t kl = (size_t)(eq - t->s), vl = t->n - kl - 1;
+            if (vl > FS_HOST_EVENTS_MAX_STR)
+                vl = FS_HOST_EVENTS_MAX_STR;
+            memcpy(key, t->s, kl);
+            key[kl] = '\0';
+            memcpy(val, eq + 1, vl);
+            val[vl] = '\0';
+        } else {
+            continue;
+        }
+        if (is_pointer(val) || !val[0])
+            continue;
+        if (fs_imp_attr_str(e, key, val) != 0)
+            return -1;
+    }
+    /* The 5-tuple's protocol for tcp:* and udp:* tracepoints (kfree_skb's "protocol" is
+       an ethertype, so only added when the event names it). */
+    if ((strncmp(name, "tcp:", 4) == 0 || strncmp(name, "udp:", 4) == 0) &&
+        fs_imp_attr_str(e, "l4", strncmp(name, "tcp:", 4) == 0 ? "tcp" : "udp") != 0)
+        return -1;
+    return 1;
+}
+
+int
+fs_import_perf_read(const char *text, size_t len, const char *host, const struct fs_perf_ref *given,
+                    struct fs_imp_batch *b, size_t *skipped, char *err, size_t errlen)
+{
+    struct fs_perf_ref ref = {0};
+    *skipped = 0;
+    /* The header comes first; find the reference before reading samples. */
+    if (given && given->known) {
+        ref = *given;
+    } else {
+        for (size_t i = 0; i < len;) {
+            const char *nl = memchr(text + i, '\n', len - i);
+            size_t l = nl ? (size_t)(nl - (text + i)) : len - i;
+            if (l > 0 && text[i] == '#')
+                header_reference(text + i, l, &ref);
+            i += l + 1;
+        }
+    }
+    if (!ref.known) {
+        seterr(err, errlen,
+               "no \"# reference time\" header: record with `perf record -k mono` and run "
+               "`perf script --header`, or give --reference TOD=CLOCK or --reference now");
+        return -1;
+    }
+    size_t lines = 0, events = 0;
+    for (size_t i = 0; i < len;) {
+        const char *nl = memchr(text + i, '\n', len - i);
+        size_t l = nl ? (size_t)(nl - (text + i)) : len - i;
+        const char *line = text + i;
+        i += l + 1;
+        size_t a = 0;
+        while (a < l && (line[a] == ' ' || line[a] == '\t' || line[a] == '\r'))
+            a++;
+        if (a == l || line[a] == '#')
+            continue;
+        lines++;
+        int r = parse_line(line, l, host, &ref, b);
+        if (r < 0) {
+            seterr(err, errlen, "out of memory");
+            return -1;
+        }
+        if (r == 0)
+            (*skipped)++;
+        else
+            events++;
+    }
+    if (lines > 0 && events == 0) {
+        seterr(err, errlen, "none of %zu lines is a perf script tracepoint sample", lines);
+        return -1;
+    }
+    return 0;
+}
+
+int
+fs_import_perf_main(int argc, char **argv)
+{
+    static const struct option opts[] = {{"url", required_argument, NULL, 'u'},
+                                         {"host", required_argument, NULL, 'H'},
+                                         {"reference", required_argument, NULL, 'r'},
+                                         {"token-file", required_argument, NULL, 't'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *url = NULL, *host = NULL, *token = NULL;
+    struct fs_perf_ref ref = {0};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "u:H:r:t:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'u':
+            url = optarg;
+            break;
+        case 'H':
+            host = optarg;
+            break;
+        case 't':
+            token = optarg;
+            break;
+        case 'r':
+            if (strcmp(optarg, "now") == 0) {
+                struct timespec rt, mt;
+                clock_gettime(CLOCK_REALTIME, &rt);
+                clock_gettime(CLOCK_MONOTONIC, &mt);
+                ref.known = true;
+                ref.tod_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
+                ref.clock_ns = (int64_t)mt.tv_sec * 1000000000 + mt.tv_nsec;
+            } else if (fs_perf_parse_reference_arg(optarg, &ref) != 0) {
+                fprintf(stderr, "fabricscope import-perf: --reference wants TOD=CLOCK (seconds, "
+                                "e.g. 1796236354.802946=1016.124836457) or now\n");
+                return 2;
+            }
+            break;
+        case 'h':
+            printf("usage: fabricscope import-perf --url URL --host NAME [--reference "
+                   "TOD=CLOCK|now] [--token-file FILE] < perf-script.txt\n");
+            return 0;
+        default:
+            return 2;
+        }
+    }
+    if (!url || !host || optind != argc) {
+        fprintf(stderr,
+                "fabricscope import-perf: needs --url URL and --host NAME, text on stdin\n");
+        return 2;
+    }
+    /* Read all of stdin (perf script output of a capture: megabytes, not gigabytes). */
+    struct fs_buf in;
+    fs_buf_init(&in, (size_t)1 << 30);
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0)
+        if (!fs_buf_append(&in, chunk, n))
+            break;
+    if (in.overflow) {
+        fprintf(stderr, "fabricscope import-perf: input larger than 1 GiB\n");
+        fs_buf_free(&in);
+        return 1;
+    }
+    struct fs_imp_batch b = {0};
+    char err[512];
+    size_t skipped = 0;
+    int rc;
+    if (fs_import_perf_read(in.data ? in.data : "", in.len, host, &ref, &b, &skipped, err,
+                            sizeof err) != 0) {
+        fprintf(stderr, "fabricscope import-perf: %s\n", err);
+        rc = 1;
+    } else if (b.n == 0) {
+        fprintf(stderr, "fabricscope import-perf: no samples on stdin\n");
+        rc = 1;
+    } else {
+        if (skipped)
+            fprintf(stderr, "fabricscope import-perf: %zu lines were not samples, skipped\n",
+                    skipped);
+        rc = fs_imp_client_run(url, token, &b, "import-perf", stdout, stderr);
+    }
+    fs_imp_batch_free(&b);
+    fs_buf_free(&in);
+    return rc;
+}

@@ -1,0 +1,284 @@
+/* Departures, episodes, recurrences and correlation on synthetic fabrics: one port
+ * surges for 2 s every 30 s among many noisy series; slow host windows during the
+ * surges must name it, windows elsewhere must not. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "analysis/correlate.h"
+#include "analysis/incidents.h"
+
+#define S 1000000LL
+#define T0 (1796236354LL * S)
+#define HIST (300 * S)  /* baseline history before the range */
+#define RANGE (600 * S) /* analysed range */
+#define NPTS ((HIST + RANGE) / S)
+#define PHASE (7300000LL) /* first surge at T0 + HIST + 7.3 s */
+#define PERIOD (30 * S)
+
+static uint64_t rng_state;
+
+static double
+urand(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (double)(z >> 11) / 9007199254740992.0;
+}
+
+static double
+gauss(void)
+{
+    double u = urand(), v = urand();
+    return sqrt(-2 * log(u + 1e-300)) * cos(2 * M_PI * v);
+}
+
+static bool
+in_surge(int64_t t)
+{
+    int64_t rel = t - (T0 + HIST + PHASE);
+    if (rel < -HIST)
+        return false;
+    int64_t m = ((rel % PERIOD) + PERIOD) % PERIOD;
+    return m < 2 * S;
+}
+
+/* Decoy bursts: non-periodic, on tor2 Eth1/3. */
+static const int64_t decoy_at[] = {41 * S, 95 * S, 230 * S, 244 * S, 402 * S, 555 * S};
+
+static bool
+in_decoy(int64_t t)
+{
+    for (size_t i = 0; i < sizeof decoy_at / sizeof decoy_at[0]; i++) {
+        int64_t s = T0 + HIST + decoy_at[i];
+        if (t >= s && t < s + 3 * S)
+            return true;
+    }
+    return false;
+}
+
+struct fixture {
+    int64_t ts[NPTS];
+    double v[NPTS];
+    struct fs_departures *d;
+};
+
+static void
+feed(struct fs_departures *d, int64_t *ts, double *v, const char *target, const char *iface,
+     const char *metric, enum fs_an_kind kind, bool rate, double floor)
+{
+    struct fs_an_series s = {.target = target,
+                             .interface = iface,
+                             .metric = metric,
+                             .kind = kind,
+                             .is_rate = rate,
+                             .ts_us = ts,
+                             .v = v,
+                             .n = NPTS,
+                             .abs_floor = floor,
+                             .time_uncertainty_us = 2000};
+    assert_int_equal(fs_departures_add(d, &s), 0);
+}
+
+static void
+build(struct fixture *f)
+{
+    rng_state = 42;
+    f->d = fs_departures_new(NULL, T0 + HIST, T0 + HIST + RANGE);
+    assert_non_null(f->d);
+    char target[32], iface[32];
+    for (int i = 0; i < NPTS; i++) /* 1 s polls with up to 20 ms of jitter */
+        f->ts[i] = T0 + i * S + (int64_t)(urand() * 20000);
+    for (int k = 0; k < 2000; k++) {
+        snprintf(target, sizeof target, "tor%d", 1 + k / 64);
+        snprintf(iface, sizeof iface, "Eth1/%d", 1 + k % 64);
+        if (strcmp(target, "tor1") == 0 && strcmp(iface, "Eth1/49") == 0)
+            continue;
+        int cls = k % 4;
+        for (int i = 0; i < NPTS; i++) {
+            double x = cls == 0   ? 1000 + 50 * gauss()
+                       : cls == 1 ? 0
+                       : cls == 2 ? fabs(2e5 + 2e4 * gauss())
+                                  : (urand() < 0.01 ? 5 : 0); /* stray marks */
+            if (strcmp(target, "tor2") == 0 && strcmp(iface, "Eth1/3") == 0 && in_decoy(f->ts[i]))
+                x += 5e5;
+            f->v[i] = x;
+        }
+        feed(f->d, f->ts, f->v, target, iface,
+             cls == 2 ? "fabric_queue_depth_bytes" : "fabric_queue_ecn_marked_packets_total",
+             cls == 2 ? FS_AN_QUEUE : FS_AN_ECN, cls != 2, cls == 2 ? 10000 : 10);
+    }
+    /* The culprit: ECN marks and queue depth on tor1 Eth1/49. A rate sample at ts[i]
+       covers (ts[i-1], ts[i]]; it carries the surge when the surge overlaps it. */
+    for (int i = 0; i < NPTS; i++) {
+        bool hit = in_surge(f->ts[i]) || (i > 0 && in_surge(f->ts[i - 1] + S / 2));
+        f->v[i] = 100 + 10 * gauss() + (hit ? 5e4 : 0);
+    }
+    feed(f->d, f->ts, f->v, "tor1", "Eth1/49", "fabric_queue_ecn_marked_packets_total", FS_AN_ECN,
+         true, 10);
+    for (int i = 0; i < NPTS; i++)
+        f->v[i] = fabs(5e3 + 1e3 * gauss()) + (in_surge(f->ts[i]) ? 8e6 : 0);
+    feed(f->d, f->ts, f->v, "tor1", "Eth1/49", "fabric_queue_depth_bytes", FS_AN_QUEUE, false,
+         10000);
+    assert_int_equal(fs_departures_finish(f->d), 0);
+}
+
+static int
+setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof *f);
+    build(f);
+    *state = f;
+    return 0;
+}
+
+static int
+teardown(void **state)
+{
+    struct fixture *f = *state;
+    fs_departures_free(f->d);
+    free(f);
+    return 0;
+}
+
+static bool
+is_culprit(const struct fs_departures *d, uint32_t s)
+{
+    return strcmp(d->series[s].target, "tor1") == 0 &&
+           strcmp(d->series[s].interface, "Eth1/49") == 0;
+}
+
+static void
+test_recurring_surge_period_and_next(void **state)
+{
+    struct fixture *f = *state;
+    struct fs_incident_report *r = NULL;
+    int64_t now = T0 + HIST + RANGE;
+    assert_int_equal(fs_incidents_find(f->d, now, &r), 0);
+    assert_true(r->n_episodes >= 20);
+    assert_true(r->n_groups >= 1);
+    const struct fs_recurrence *g = &r->groups[0];
+    bool culprit = false;
+    for (size_t i = 0; i < g->n_series; i++)
+        culprit |= is_culprit(f->d, g->series[i]);
+    assert_true(culprit);
+    for (size_t i = 0; i < g->n_series; i++) /* and only the culprit's port */
+        assert_true(is_culprit(f->d, g->series[i]));
+    print_message("period %.3f s ± %.3f s over %zu occurrences, %zu episodes, %zu groups\n",
+                  g->period_us / 1e6, g->spread_us / 1e6, g->occurrences, r->n_episodes,
+                  r->n_groups);
+    assert_true(fabs(g->period_us - (double)PERIOD) <= 1e6);
+    assert_true(g->occurrences >= 18);
+    /* The next surge after `now`. */
+    int64_t first = T0 + HIST + PHASE, next = first;
+    while (next <= now)
+        next += PERIOD;
+    print_message("next predicted %+.3f s from the truth\n", (double)(g->next_us - next) / 1e6);
+    assert_true(llabs(g->next_us - next) <= S);
+    assert_true(g->kinds & (1u << FS_AN_ECN));
+    assert_true(g->kinds & (1u << FS_AN_QUEUE));
+    /* The decoy is not a recurring group. */
+    for (size_t k = 0; k < r->n_groups; k++)
+        for (size_t i = 0; i < r->groups[k].n_series; i++) {
+            const struct fs_an_series_ref *s = &f->d->series[r->groups[k].series[i]];
+            assert_false(strcmp(s->target, "tor2") == 0 && strcmp(s->interface, "Eth1/3") == 0);
+        }
+    fs_incident_report_free(r);
+}
+
+static void
+test_correlate_names_culprit_only_during_surges(void **state)
+{
+    struct fixture *f = *state;
+    struct fs_corr_window w[40];
+    size_t n = 0;
+    /* One slow window inside each surge, and random ones away from surges and decoys. */
+    for (int k = 0; k < 19; k++) {
+        int64_t s = T0 + HIST + PHASE + k * PERIOD + 300000;
+        w[n++] = (struct fs_corr_window){s, s + 1200000, 5000, (size_t)k};
+    }
+    size_t n_surge = n;
+    rng_state = 9;
+    while (n < 35) {
+        int64_t s = T0 + HIST + 10 * S + (int64_t)(urand() * (double)(RANGE - 20 * S));
+        bool near = false;
+        for (int64_t t = s - 6 * S; t <= s + 8 * S; t += S / 4)
+            near |= in_surge(t) || in_decoy(t);
+        if (near)
+            continue;
+        w[n] = (struct fs_corr_window){s, s + 1200000, 5000, n};
+        n++;
+    }
+    struct fs_corr_report *r = NULL;
+    assert_int_equal(fs_correlate(f->d, w, n, NULL, &r), 0);
+    assert_int_equal(r->n_results, n);
+    size_t named = 0;
+    for (size_t i = 0; i < n_surge; i++) {
+        if (r->results[i].n_top > 0 && is_culprit(f->d, r->results[i].top[0].series))
+            named++;
+        if (r->results[i].n_top > 0) {
+            int64_t lag = r->results[i].top[0].lag_us;
+            assert_true(lag > -3 * S && lag < 3 * S);
+        }
+    }
+    print_message("culprit first in %zu of %zu surge windows\n", named, n_surge);
+    assert_true(named * 10 >= n_surge * 9);
+    for (size_t i = n_surge; i < n; i++)
+        for (size_t k = 0; k < r->results[i].n_top; k++)
+            assert_false(is_culprit(f->d, r->results[i].top[k].series));
+    assert_true(r->n_aggregates >= 1);
+    assert_true(is_culprit(f->d, r->aggregates[0].series));
+    assert_true(r->aggregates[0].first >= named);
+    fs_corr_report_free(r);
+}
+
+static void
+test_counter_rates_and_slow_marking(void **state)
+{
+    (void)state;
+    int64_t ts[4] = {0, 1000000, 1000000, 3000000};
+    uint64_t u[4] = {10, 110, 110, 50}; /* a duplicate timestamp, then a decrease */
+    int64_t ots[4];
+    double ov[4];
+    assert_int_equal(fs_an_counter_rates(ts, u, 4, 1.0, ots, ov), 2);
+    assert_true(ots[0] == 1000000 && ov[0] == 100.0);
+    assert_true(ots[1] == 3000000 && ov[1] == 0.0);
+
+    int64_t dur[10] = {10, 11, 10, 12, 10, 50, 10, 11, 300, 10};
+    size_t grp[10] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 0};
+    bool slow[10];
+    assert_int_equal(fs_corr_mark_slow(dur, grp, 10, 80, 0, slow), 0);
+    for (int i = 0; i < 10; i++) /* only 50 is above p80 (12) of group 0; group 1 is too small */
+        assert_int_equal(slow[i], i == 5);
+    assert_int_equal(fs_corr_mark_slow(dur, grp, 10, 0, 1.15, slow), 0);
+    for (int i = 0; i < 10; i++) /* above 1.15 x median (10) */
+        assert_int_equal(slow[i], i == 3 || i == 5);
+    enum fs_an_kind k;
+    bool counter;
+    double floor;
+    assert_true(fs_an_classify("fabric_pfc_pause_frames_total", &k, &counter, &floor));
+    assert_int_equal(k, FS_AN_PFC);
+    assert_true(counter);
+    assert_false(fs_an_classify("fabric_port_bytes_total", &k, &counter, &floor));
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_recurring_surge_period_and_next, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_correlate_names_culprit_only_during_surges, setup,
+                                        teardown),
+        cmocka_unit_test(test_counter_rates_and_slow_marking),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
