@@ -605,6 +605,7 @@ out:
     atomic_store(&shutdown_step, "removing targets");
     for (struct instance *in = d.insts; in; in = in->next)
         atomic_fetch_add(&shutdown_total, 1);
+    fs_log(FS_LOG_INFO, "main", "shutdown: removing %zu targets", atomic_load(&shutdown_total));
     while (d.insts) {
         struct instance *in = d.insts;
         d.insts = in->next;
