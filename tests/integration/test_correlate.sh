@@ -8,7 +8,8 @@
 # /api/v1/incidents finds the period, /api/v1/export/trace is valid trace JSON,
 # `fabricscope import-perf` posts perf retransmits that land in a surge window matched
 # to a flow rule, and bad posts (no token configured, wrong token, oversized,
-# malformed, half-valid) each get their error and store nothing.
+# malformed, half-valid) each get their error and store nothing; `fabricscope correlate`
+# prints the table naming the culprit.
 # Prints BENCH correlate_time_to_culprit_s (from the last surge's end until both
 # /correlate for that window and /incidents name tor1 Eth1/49).
 source "$(dirname "$0")/lib.sh"
@@ -150,6 +151,12 @@ print("surge-time slow events: %d, Eth1/49 first for %d; random slow events: %d,
       % (len(surge), hits, len(rand), wrong, top["text"]))
 PYEOF
 ok "/correlate ranks tor1 Eth1/49 first for the surge-time slow events, not the random ones; host offset -40 ms +- 5 ms"
+
+# The same answer as a table, for a terminal (`fabricscope correlate`).
+"$FABRICSCOPE" correlate --url "$URL" --start "$T0" --slow 2x >"$T/table.txt" 2>&1 ||
+  fail "fabricscope correlate: $(cat "$T/table.txt")"
+grep -q 'tor1 Eth1/49' "$T/table.txt" || fail "the table does not name tor1 Eth1/49: $(head -20 "$T/table.txt")"
+ok "fabricscope correlate prints the table naming tor1 Eth1/49"
 
 # Incidents: the period (8 s, within 1 s) and the next surge.
 curl -fsS "$URL/api/v1/incidents" >"$T/inc.json" || fail "incidents"
