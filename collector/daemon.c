@@ -725,8 +725,6 @@ out:
      * the threads that served them, then the data. */
     atomic_store(&shutdown_step, "stopping the HTTP endpoint");
     http_stop(&d);
-    atomic_store(&shutdown_step, "stopping the analysis");
-    analysis_stop(&d);
     atomic_store(&shutdown_step, "removing targets");
     for (struct instance *in = d.insts; in; in = in->next)
         atomic_fetch_add(&shutdown_total, 1);
@@ -739,6 +737,9 @@ out:
     atomic_store(&shutdown_step, "stopping the scheduler and the drivers");
     fs_sched_free(d.sched);
     slots_shutdown(d.slots);
+    /* The endpoint that borrowed it is gone; its refresher reads the store. */
+    atomic_store(&shutdown_step, "stopping the analysis");
+    analysis_stop(&d);
     atomic_store(&shutdown_step, "freeing the store");
     fs_store_free(d.store);
     cfg_unref(d.current);
