@@ -1,5 +1,6 @@
 /* fabricscope: argument parsing only; everything else is in the fs_core library. */
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,9 +33,14 @@ usage(FILE *f)
         "  -h, --help                print this help\n"
         "\n"
         "Subcommands:\n"
-        "  probe -c FILE TARGET      poll TARGET of FILE once with each of its drivers, print\n"
+        "  probe -c FILE TARGET [--transcript]\n"
+        "                            poll TARGET of FILE once with each of its drivers, print\n"
         "                            what /metrics would carry and each driver's state; exit 0\n"
-        "                            all good, 1 a driver failed, 2 bad file or unknown target\n"
+        "                            all good, 1 a driver failed, 2 bad file or unknown target;\n"
+        "                            --transcript: also each driver's raw exchange\n"
+        "  plan-flow-rules -c FILE [TARGET]\n"
+        "                            print the configuration commands that would install the\n"
+        "                            flow rules on TARGET (or every target); sends none\n"
         "  import-nsys REPORT.sqlite --url URL [--host NAME] [--token-file FILE]\n"
         "                            post the NCCL kernels of an Nsight Systems SQLite export\n"
         "                            (nsys export --type sqlite) to the collector at URL\n"
@@ -55,12 +61,16 @@ usage(FILE *f)
         "ends a stuck shutdown).\n");
 }
 
+/* `probe` (takes TARGET and --transcript) and `plan-flow-rules` (TARGET optional). */
 static int
-cmd_probe(int argc, char **argv)
+cmd_target(const char *cmd, int argc, char **argv)
 {
     static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+                                         {"transcript", no_argument, NULL, 'T'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
+    bool probe = strcmp(cmd, "probe") == 0;
+    struct fs_probe_opts po = {.transcript = false};
     const char *cfg = NULL;
     int c;
     optind = 1;
@@ -69,6 +79,13 @@ cmd_probe(int argc, char **argv)
         case 'c':
             cfg = optarg;
             break;
+        case 'T':
+            if (probe) {
+                po.transcript = true;
+                break;
+            }
+            fprintf(stderr, "fabricscope %s: --transcript is an option of probe\n", cmd);
+            return 2;
         case 'h':
             usage(stdout);
             return 0;
@@ -77,11 +94,17 @@ cmd_probe(int argc, char **argv)
             return 2;
         }
     }
-    if (!cfg || optind != argc - 1) {
+    if (probe && (!cfg || optind != argc - 1)) {
         fprintf(stderr, "fabricscope probe: needs -c FILE and one TARGET\n");
         return 2;
     }
-    return fs_probe(cfg, argv[optind], stdout, stderr);
+    if (!probe && (!cfg || optind < argc - 1)) {
+        fprintf(stderr, "fabricscope plan-flow-rules: needs -c FILE and at most one TARGET\n");
+        return 2;
+    }
+    if (probe)
+        return fs_probe(cfg, argv[optind], &po, stdout, stderr);
+    return fs_plan_flow_rules(cfg, optind < argc ? argv[optind] : NULL, stdout, stderr);
 }
 
 int
@@ -97,8 +120,8 @@ main(int argc, char **argv)
     int c;
 
     /* Subcommands come first so each can have its own options. */
-    if (argc > 1 && strcmp(argv[1], "probe") == 0)
-        return cmd_probe(argc - 1, argv + 1);
+    if (argc > 1 && (strcmp(argv[1], "probe") == 0 || strcmp(argv[1], "plan-flow-rules") == 0))
+        return cmd_target(argv[1], argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "import-nsys") == 0)
         return fs_import_nsys_main(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "import-perf") == 0)

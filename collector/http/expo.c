@@ -112,6 +112,17 @@ is_self_metric(enum fs_metric m)
     case FS_M_SERIES_LIMIT_DROPPED:
     case FS_M_RING_REFUSED:
     case FS_M_TARGET_CLOCK_OFFSET:
+    case FS_M_TARGET_CLOCK_UNCERTAINTY:
+    case FS_M_TARGET_CLOCK_OFFSET_EXCEEDED:
+    case FS_M_HOST_EVENTS:
+    case FS_M_HOST_EVENTS_BYTES:
+    case FS_M_HOST_EVENTS_LIMIT_BYTES:
+    case FS_M_HOST_EVENTS_INGESTED:
+    case FS_M_HOST_EVENTS_REJECTED_POSTS:
+    case FS_M_HOST_EVENTS_EVICTED:
+    case FS_M_INCIDENT_PERIOD:
+    case FS_M_INCIDENT_PERIOD_SPREAD:
+    case FS_M_INCIDENT_NEXT_EXPECTED:
     case FS_M_RING_SAMPLES:
     case FS_M_RING_BYTES:
     case FS_M_RING_LIMIT_BYTES:
@@ -300,11 +311,19 @@ struct inst_ctx {
     size_t n;
 };
 
+/* The clock families have a sample only for targets whose clock a driver measured. */
+static bool
+is_clock_metric(enum fs_metric m)
+{
+    return m == FS_M_TARGET_CLOCK_OFFSET || m == FS_M_TARGET_CLOCK_UNCERTAINTY ||
+           m == FS_M_TARGET_CLOCK_OFFSET_EXCEEDED;
+}
+
 static int
 count_cb(void *arg, const struct fs_instance_info *in)
 {
     struct inst_ctx *c = arg;
-    if (c->m != FS_M_TARGET_CLOCK_OFFSET || in->clock_known)
+    if (!is_clock_metric(c->m) || in->clock_known)
         c->n++;
     return 0;
 }
@@ -370,11 +389,18 @@ inst_cb(void *arg, const struct fs_instance_info *in)
                                              : in->series_limit_dropped);
         break;
     case FS_M_TARGET_CLOCK_OFFSET:
+    case FS_M_TARGET_CLOCK_UNCERTAINTY:
         if (!in->clock_known)
             break;
         inst_open(out, name, in, &first);
         labels_close(x, first);
-        put_double_line(out, in->clock_offset_seconds);
+        put_double_line(out, c->m == FS_M_TARGET_CLOCK_OFFSET ? in->clock_offset_seconds
+                                                              : in->clock_uncertainty_seconds);
+        break;
+    case FS_M_TARGET_CLOCK_OFFSET_EXCEEDED:
+        if (!in->clock_known)
+            break;
+        inst_u64(x, name, in, NULL, NULL, in->clock_offset_exceeded ? 1 : 0);
         break;
     default:
         break;
@@ -481,6 +507,8 @@ fs_expo_render_opts(struct fs_store *st, struct fs_buf *out, const struct fs_exp
     instance_family(st, &x, FS_M_CLOCK_STEPS);
     instance_family(st, &x, FS_M_SERIES_LIMIT_DROPPED);
     instance_family(st, &x, FS_M_TARGET_CLOCK_OFFSET);
+    instance_family(st, &x, FS_M_TARGET_CLOCK_UNCERTAINTY);
+    instance_family(st, &x, FS_M_TARGET_CLOCK_OFFSET_EXCEEDED);
 
     struct fs_ring_stats rs;
     uint64_t limit = 0;
@@ -533,8 +561,124 @@ fs_expo_render_opts(struct fs_store *st, struct fs_buf *out, const struct fs_exp
     fs_buf_puts(out, "\"");
     labels_close(&x, false);
     fs_buf_puts(out, " 1\n");
-    if (x.om)
+    if (!o->no_eof)
+        return fs_expo_end(out, o);
+    return out->overflow ? -1 : 0;
+}
+
+int
+fs_expo_end(struct fs_buf *out, const struct fs_expo_opts *o)
+{
+    if (o && o->openmetrics)
         fs_buf_puts(out, "# EOF\n");
+    return out->overflow ? -1 : 0;
+}
+
+/* Writes one sample line "name{labels} value" (or "name value") with the external
+ * labels added to its label set. The value is the text after the last space (no
+ * timestamps are written), so spaces inside label values do not matter. */
+static void
+adapt_sample(const char *line, size_t len, const struct expo *x)
+{
+    const char *sp = memrchr(line, ' ', len);
+    size_t left = sp ? (size_t)(sp - line) : len;
+    if (!x->ext_len || !sp) {
+        fs_buf_append(x->out, line, len);
+    } else if (left > 0 && line[left - 1] == '}') {
+        fs_buf_append(x->out, line, left - 1);
+        if (left < 2 || line[left - 2] != '{')
+            fs_buf_append(x->out, ",", 1);
+        fs_buf_append(x->out, x->ext, x->ext_len);
+        fs_buf_append(x->out, line + left - 1, len - (left - 1));
+    } else {
+        fs_buf_append(x->out, line, left);
+        ext_only((struct expo *)x);
+        fs_buf_append(x->out, line + left, len - left);
+    }
+    fs_buf_append(x->out, "\n", 1);
+}
+
+/* "# HELP name text" / "# TYPE name type" of a family, named the OpenMetrics way for a
+ * counter (without _total) and with a double quote in HELP escaped, which OpenMetrics
+ * requires and text 0.0.4 does not. */
+static void
+adapt_header(const struct expo *x, const char *help, size_t help_len, const char *type,
+             size_t type_len)
+{
+    const char *tname = type + 7, *tsp = memchr(tname, ' ', type_len - 7);
+    size_t nl = tsp ? (size_t)(tsp - tname) : type_len - 7;
+    const char *kind = tsp ? tsp + 1 : "";
+    size_t kl = tsp ? type_len - 7 - nl - 1 : 0;
+    size_t fam = nl;
+    if (x->om && kl == 7 && !memcmp(kind, "counter", 7) && nl > 6 &&
+        !memcmp(tname + nl - 6, "_total", 6))
+        fam -= 6;
+    if (help) {
+        const char *htext = help + 7 + nl;
+        size_t hl = help_len - 7 - nl;
+        fs_buf_puts(x->out, "# HELP ");
+        fs_buf_append(x->out, tname, fam);
+        for (size_t i = 0; i < hl; i++) {
+            if (x->om && htext[i] == '"')
+                fs_buf_append(x->out, "\\\"", 2);
+            else
+                fs_buf_append(x->out, htext + i, 1);
+        }
+        fs_buf_append(x->out, "\n", 1);
+    }
+    fs_buf_puts(x->out, "# TYPE ");
+    fs_buf_append(x->out, tname, fam);
+    fs_buf_append(x->out, " ", 1);
+    if (x->om && kl == 7 && !memcmp(kind, "untyped", 7))
+        fs_buf_puts(x->out, "unknown");
+    else
+        fs_buf_append(x->out, kind, kl);
+    fs_buf_append(x->out, "\n", 1);
+}
+
+int
+fs_expo_adapt_text(const char *text, size_t len, const struct fs_expo_opts *o, struct fs_buf *out)
+{
+    struct expo x = {out, o && o->openmetrics, "", 0};
+    const char *help = NULL;
+    size_t help_len = 0;
+
+    if (o && o->external_labels) {
+        x.ext = o->external_labels;
+        x.ext_len = strlen(x.ext);
+    }
+    for (const char *p = text, *end = text + len; p < end;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t ll = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        const char *line = p;
+        p += ll + (nl ? 1 : 0);
+        if (help && !(ll > 7 && !memcmp(line, "# TYPE ", 7))) {
+            /* A HELP without its TYPE: as it is. */
+            fs_buf_append(out, help, help_len);
+            fs_buf_append(out, "\n", 1);
+            help = NULL;
+        }
+        if (ll == 0)
+            continue;
+        if (ll > 7 && !memcmp(line, "# HELP ", 7)) {
+            help = line;
+            help_len = ll;
+        } else if (ll > 7 && !memcmp(line, "# TYPE ", 7)) {
+            adapt_header(&x, help, help_len, line, ll);
+            help = NULL;
+        } else if (line[0] == '#') {
+            if (!x.om) { /* OpenMetrics has no free comments */
+                fs_buf_append(out, line, ll);
+                fs_buf_append(out, "\n", 1);
+            }
+        } else {
+            adapt_sample(line, ll, &x);
+        }
+    }
+    if (help) {
+        fs_buf_append(out, help, help_len);
+        fs_buf_append(out, "\n", 1);
+    }
     return out->overflow ? -1 : 0;
 }
 

@@ -41,6 +41,8 @@ struct fs_expo_opts {
     int64_t store_created_us;    /**< realtime µs the store began (the _created of the
                                       ring's counters); 0: unknown, no _created */
     int64_t http_created_us;     /**< the same for fabricscope_http_requests_total */
+    bool no_eof;                 /**< leave out OpenMetrics' # EOF: more families follow (see
+                                      fs_expo_adapt_text()), then fs_expo_end() */
 };
 
 /**
@@ -49,6 +51,17 @@ struct fs_expo_opts {
  * counters have one when o gives their start. Returns 0, or -1 if out overflowed.
  */
 int fs_expo_render_opts(struct fs_store *st, struct fs_buf *out, const struct fs_expo_opts *o);
+
+/**
+ * Appends families that another part of fabricscope rendered as text 0.0.4 (one family
+ * after another, HELP before TYPE, no timestamps: e.g. fs_analysis_metrics()) in the
+ * format o asks for, with o's external labels on every sample. Returns 0 or -1 (overflow).
+ */
+int fs_expo_adapt_text(const char *text, size_t len, const struct fs_expo_opts *o,
+                       struct fs_buf *out);
+
+/** Ends an exposition rendered with no_eof: # EOF for OpenMetrics. 0 or -1 (overflow). */
+int fs_expo_end(struct fs_buf *out, const struct fs_expo_opts *o);
 
 /**
  * Formats a gauge value as Prometheus spells it (NaN, +Inf, -Inf, else the shortest

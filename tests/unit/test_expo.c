@@ -180,8 +180,16 @@ test_lines(void **state)
     snprintf(line, sizeof line,
              "fabricscope_counters_reset_total{%s,source=\"snmp\",kind=\"cleared\"} 0", lb);
     has_line(o, line);
+    /* The device read 1000250 (µs resolution) while our clock was in [1000000, 1000100]:
+     * the offset is within [150, 251] µs, reported as its midpoint ± half width. */
     snprintf(line, sizeof line,
-             "fabricscope_target_clock_offset_seconds{%s,source=\"snmp\"} 0.0002", lb);
+             "fabricscope_target_clock_offset_seconds{%s,source=\"snmp\"} 0.000201", lb);
+    has_line(o, line);
+    snprintf(line, sizeof line,
+             "fabricscope_target_clock_uncertainty_seconds{%s,source=\"snmp\"} 5.1e-05", lb);
+    has_line(o, line);
+    snprintf(line, sizeof line, "fabricscope_target_clock_offset_exceeded{%s,source=\"snmp\"} 0",
+             lb);
     has_line(o, line);
     has_line(o, "# TYPE fabricscope_ring_samples gauge");
     has_line(o, "fabricscope_ring_limit_bytes 16777216");
@@ -209,6 +217,8 @@ test_no_clock_no_offset(void **state)
     fs_sink_done(f->sink, 0, FS_POLL_TIMEOUT, "no answer");
     assert_int_equal(fs_expo_render(f->st, &f->out), 0);
     lacks(f->out.data, "fabricscope_target_clock_offset_seconds");
+    lacks(f->out.data, "fabricscope_target_clock_uncertainty_seconds");
+    lacks(f->out.data, "fabricscope_target_clock_offset_exceeded");
     has_line(f->out.data, "fabricscope_target_up{target=\"tor1\",pod=\"p\\\"1\",rack=\"r12\","
                           "source=\"snmp\"} 0");
     has_line(f->out.data, "fabricscope_poll_errors_total{target=\"tor1\",pod=\"p\\\"1\","
@@ -475,6 +485,55 @@ test_openmetrics_parsers(void **state)
         fail_msg("promtool check metrics (exit %d):\n%s", rc, text);
 }
 
+/* Families rendered elsewhere as text 0.0.4 (the analysis metrics) carried over: the
+ * OpenMetrics way with the external labels, and unchanged but for the labels in text. */
+static void
+test_adapt_text(void **state)
+{
+    struct fixture *f = *state;
+    const char *in =
+        "# HELP fabricscope_host_events_evicted_total Events dropped; \"reason\" says why.\n"
+        "# TYPE fabricscope_host_events_evicted_total counter\n"
+        "fabricscope_host_events_evicted_total{reason=\"memory\"} 3\n"
+        "fabricscope_host_events_evicted_total{reason=\"a b} c\"} 4\n"
+        "# HELP fabricscope_host_events Events held.\n"
+        "# TYPE fabricscope_host_events gauge\n"
+        "fabricscope_host_events 12\n"
+        "fabricscope_host_events{} 13\n";
+    struct fs_expo_opts o = {.external_labels = "replica=\"a\"", .openmetrics = true};
+    assert_int_equal(fs_expo_adapt_text(in, strlen(in), &o, &f->out), 0);
+    assert_int_equal(fs_expo_end(&f->out, &o), 0);
+    const char *t = f->out.data;
+    has_line(t, "# HELP fabricscope_host_events_evicted Events dropped; \\\"reason\\\" says why.");
+    has_line(t, "# TYPE fabricscope_host_events_evicted counter");
+    has_line(t, "fabricscope_host_events_evicted_total{reason=\"memory\",replica=\"a\"} 3");
+    has_line(t, "fabricscope_host_events_evicted_total{reason=\"a b} c\",replica=\"a\"} 4");
+    has_line(t, "# TYPE fabricscope_host_events gauge");
+    has_line(t, "fabricscope_host_events{replica=\"a\"} 12");
+    has_line(t, "fabricscope_host_events{replica=\"a\"} 13");
+    has_line(t, "# EOF");
+    char text[4096];
+    int rc = run_on(f->out.data, f->out.len,
+                    "/usr/bin/python3 -c 'import sys\n"
+                    "from prometheus_client.openmetrics.parser import "
+                    "text_string_to_metric_families as p\n"
+                    "list(p(open(sys.argv[1]).read()))' %s 2>&1",
+                    text, sizeof text);
+    if (rc != 0)
+        fail_msg("strict OpenMetrics parser (exit %d):\n%s\n---\n%s", rc, text, t);
+
+    fs_buf_reset(&f->out);
+    o.openmetrics = false;
+    assert_int_equal(fs_expo_adapt_text(in, strlen(in), &o, &f->out), 0);
+    assert_int_equal(fs_expo_end(&f->out, &o), 0);
+    t = f->out.data;
+    has_line(t, "# TYPE fabricscope_host_events_evicted_total counter");
+    has_line(t,
+             "# HELP fabricscope_host_events_evicted_total Events dropped; \"reason\" says why.");
+    has_line(t, "fabricscope_host_events{replica=\"a\"} 12");
+    lacks(t, "# EOF");
+}
+
 /* Which format a scraper's Accept header gets. */
 static void
 test_accept(void **state)
@@ -510,6 +569,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_promtool, setup, teardown),
         cmocka_unit_test_setup_teardown(test_openmetrics_lines, setup, teardown),
         cmocka_unit_test_setup_teardown(test_openmetrics_parsers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_adapt_text, setup, teardown),
         cmocka_unit_test(test_accept),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
