@@ -1135,9 +1135,15 @@ sink_end(void *arg)
     fs_sink_end(a->sink);
 }
 
-/* Deletes: the sink has no call to retire a series at once; a deleted path stops being
- * reported, so its series goes stale after the target's staleness bound. */
-const struct fs_gnmi_emit fs_gnmi_sink_emit = {sink_begin, sink_counter, sink_gauge, NULL,
+/* A deleted path's series leaves the exposition at once; its history stays. */
+static void
+sink_deleted(void *arg, enum fs_metric mt, const struct fs_label *l, size_t n)
+{
+    struct fs_gnmi_sink_arg *a = arg;
+    fs_sink_retire(a->sink, mt, l, n);
+}
+
+const struct fs_gnmi_emit fs_gnmi_sink_emit = {sink_begin, sink_counter, sink_gauge, sink_deleted,
                                                sink_end};
 
 /* ---- path strings (config subscriptions, user patterns) ---- */

@@ -70,7 +70,8 @@ struct fs_gnmi_map_opts {
 struct fs_gnmi_map_stats {
     uint64_t notifications;
     uint64_t updates;  /**< Update messages received */
-    uint64_t mapped;   /**< values reported as samples */
+    uint64_t mapped;   /**< values reported as samples of a mapped metric */
+    uint64_t exposed;  /**< unmapped numeric values exported as fabric_gnmi_value */
     uint64_t unmapped; /**< values of paths no mapping covers (dropped) */
     uint64_t rejected; /**< values that could not be decoded for their mapping */
     uint64_t deletes;  /**< series marked deleted */
@@ -96,7 +97,8 @@ struct fs_gnmi_emit {
 
 /**
  * The emitter that writes into a sink (arg: struct fs_gnmi_sink_arg *): batches via
- * fs_sink_begin/end stamped with the receive time, counters as 64-bit, and the device
+ * fs_sink_begin/end stamped with the receive time, counters as 64-bit, deleted series
+ * retired at once (fs_sink_retire: no longer exported, history kept), and the device
  * timestamp as a clock measurement (fs_sink_clock) bounded by [recv - clock_window, recv].
  */
 extern const struct fs_gnmi_emit fs_gnmi_sink_emit;
