@@ -468,8 +468,9 @@ fs_gnmi_target_add(void *state, const char *name, const char *address,
         if (fs_gnmi_path_parse(cfg->subscriptions[i].path, &t->paths[i], errbuf, errlen) != 0)
             goto done;
     }
-    struct fs_gnmi_map_opts mo = {cfg->user_maps, cfg->n_user_maps, cfg->acl_rules,
-                                  cfg->n_acl_rules, 0};
+    struct fs_gnmi_map_opts mo = {
+        cfg->user_maps,      cfg->n_user_maps, cfg->acl_rules, cfg->n_acl_rules, 0,
+        cfg->expose_unmapped};
     if (!(t->map = fs_gnmi_map_new(&mo, errbuf, errlen)))
         goto done;
     t->sa.sink = sink;

@@ -22,6 +22,7 @@ enum vkind {
     VK_COUNTER, /* u64 exact, times scale */
     VK_GAUGE,   /* double times scale */
     VK_UPDOWN,  /* "UP" -> 1, anything else -> 0 (oper/admin status) */
+    VK_GENERIC, /* unmapped, exposed as fabric_gnmi_value{path} (expose_unmapped) */
 };
 
 /* Where a label value comes from (built-in rules). */
@@ -203,6 +204,7 @@ struct fs_gnmi_map {
     struct rentry **slots;
     size_t n_slots; /* power of two */
     size_t cache_max;
+    bool expose_unmapped;
     struct fs_gnmi_map_stats st;
     json_tokener *tok;
     char key[KEY_MAX + 64]; /* scratch: the joined path being looked up */
@@ -328,6 +330,7 @@ fs_gnmi_map_new(const struct fs_gnmi_map_opts *o, char *errbuf, size_t errlen)
         return NULL;
     }
     m->cache_max = o->cache_max ? o->cache_max : 65536;
+    m->expose_unmapped = o->expose_unmapped;
     m->n_slots = 1024;
     m->slots = calloc(m->n_slots, sizeof *m->slots);
     m->tok = json_tokener_new_ex(JSON_MAX_DEPTH * 2);
@@ -616,6 +619,63 @@ resolve(const struct fs_gnmi_map *m, const struct pview *vs, size_t n, const str
     return false;
 }
 
+/*
+ * Renders a joined path (the cache key) as a gNMI path string for fabric_gnmi_value's
+ * path label: "origin:/a/b[k=v]/c", module prefixes of element names dropped (so PROTO
+ * and JSON_IETF give the same label), ']' and '\\' in key values escaped. out must hold
+ * 2 * len + 2 bytes. Returns the length.
+ */
+static size_t
+render_path(const char *key, size_t len, char *out)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < len;) {
+        char tag = key[i++];
+        size_t end = i;
+        while (end < len && (unsigned char)key[end] > 0x04)
+            end++;
+        const char *seg = key + i;
+        size_t sl = end - i;
+        switch (tag) {
+        case '\x04':
+            memcpy(out + o, seg, sl);
+            o += sl;
+            out[o++] = ':';
+            break;
+        case '\x01': {
+            const char *c = memchr(seg, ':', sl);
+            if (c) {
+                sl -= (size_t)(c + 1 - seg);
+                seg = c + 1;
+            }
+            out[o++] = '/';
+            memcpy(out + o, seg, sl);
+            o += sl;
+            break;
+        }
+        case '\x02':
+            out[o++] = '[';
+            memcpy(out + o, seg, sl);
+            o += sl;
+            out[o++] = '=';
+            break;
+        case '\x03':
+            for (size_t j = 0; j < sl; j++) {
+                if (seg[j] == ']' || seg[j] == '\\')
+                    out[o++] = '\\';
+                out[o++] = seg[j];
+            }
+            out[o++] = ']';
+            break;
+        default:
+            break;
+        }
+        i = end;
+    }
+    out[o] = '\0';
+    return o;
+}
+
 static struct rentry *
 make_entry(const struct fs_gnmi_map *m, const char *key, size_t key_len, uint64_t h,
            const struct pview *vs, size_t n)
@@ -624,6 +684,23 @@ make_entry(const struct fs_gnmi_map *m, const char *key, size_t key_len, uint64_
     const char *vals[MAX_LABELS] = {0};
     char digits[MAX_LABELS][24];
     bool mapped = resolve(m, vs, n, &r, vals, digits);
+    if (!mapped && m->expose_unmapped) {
+        struct rentry *e = calloc(1, sizeof *e + key_len + 1 + 2 * key_len + 2);
+        if (!e)
+            return NULL;
+        e->hash = h;
+        e->key_len = (uint32_t)key_len;
+        memcpy(e->key, key, key_len);
+        e->key[key_len] = '\0';
+        char *p = e->key + key_len + 1;
+        render_path(key, key_len, p);
+        e->kind = VK_GENERIC;
+        e->m = FS_M_GNMI_VALUE;
+        e->scale = 1.0;
+        e->labels[0] = (struct fs_label){"path", p};
+        e->n_labels = 1;
+        return e;
+    }
     size_t extra = 0;
     if (mapped)
         for (size_t j = 0; j < r->n_labels; j++)
@@ -808,6 +885,21 @@ emit_value(struct fs_gnmi_map *m, struct rentry *e, const struct val *v)
 {
     if (e->kind == VK_UNMAPPED) {
         m->st.unmapped++;
+        return;
+    }
+    if (e->kind == VK_GENERIC) {
+        double g;
+        /* numbers (also in strings, as JSON_IETF sends 64-bit ones) and booleans; other
+         * strings (enums, names) have no number to show: dropped, counted unmapped */
+        if (!val_double(v, &g)) {
+            m->st.unmapped++;
+            return;
+        }
+        begin_batch(m);
+        if (m->e->gauge)
+            m->e->gauge(m->arg, e->m, e->labels, e->n_labels, g);
+        e->deleted = false;
+        m->st.exposed++;
         return;
     }
     uint64_t u;
@@ -1000,7 +1092,7 @@ map_typed(struct fs_gnmi_map *m, const Gnmi__TypedValue *tv, size_t len, size_t 
         /* A value of no usable type is rejected if its path is mapped, else unmapped. */
         struct rentry *tmp = NULL;
         struct rentry *e = lookup(m, len, n_views, &tmp);
-        if (e && e->kind == VK_UNMAPPED)
+        if (e && (e->kind == VK_UNMAPPED || e->kind == VK_GENERIC))
             m->st.unmapped++;
         else
             m->st.rejected++;

@@ -64,6 +64,11 @@ struct fs_gnmi_map_opts {
     const struct fs_gnmi_acl_rule *acl_rules;
     size_t n_acl_rules;
     size_t cache_max; /**< resolved paths kept; 0: 65536 */
+    /** Unmapped numeric values (numbers, numeric strings, booleans as 1/0) go out as the
+     *  gauge fabric_gnmi_value{path="origin:/a/b[k=v]/c"} (module prefixes dropped)
+     *  instead of being dropped; other strings are still dropped (counted unmapped).
+     *  The store's per-target series limit bounds how many paths become series. */
+    bool expose_unmapped;
 };
 
 /** Per-target counts (monotonic). */
