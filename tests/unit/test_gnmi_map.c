@@ -435,6 +435,77 @@ test_deletes(void **state)
     fs_gnmi_map_free(m);
 }
 
+/* JSON lists (arrays of objects): each entry is the list element with the entry's keys,
+ * inferred as OpenConfig keeps them (scalar members repeated in config/state, else the
+ * only scalar member); the same series as the PROTO path with [key=value]. Leaf-lists,
+ * entries whose key cannot be told and lists under a keyed element are rejected. */
+static void
+test_json_lists(void **state)
+{
+    (void)state;
+    struct fs_gnmi_acl_rule acl[] = {{"RDMA", 10, "nccl"}};
+    struct fs_gnmi_map_opts o = {.acl_rules = acl, .n_acl_rules = 1};
+    struct fs_gnmi_map *m = map_new(&o);
+    struct recorder r = {0};
+    Gnmi__Notification *n = notif(NULL, 0);
+    add_json(n, "/interfaces",
+             "{\"openconfig-interfaces:interface\":["
+             "{\"name\":\"Eth1/1\",\"config\":{\"name\":\"Eth1/1\",\"mtu\":9216},"
+             "\"state\":{\"name\":\"Eth1/1\",\"counters\":{\"in-octets\":\"9007199254740993\"}}},"
+             "{\"name\":\"Eth1/2\",\"state\":{\"counters\":{\"out-octets\":\"6\"}}}]}",
+             true);
+    /* the update path names the list itself */
+    add_json(n, "/qos/interfaces/interface[interface-id=Eth1/1]/output/queues/queue",
+             "[{\"name\":\"UC3\",\"state\":{\"name\":\"UC3\",\"transmit-pkts\":\"7\"}}]", true);
+    /* composite keys (name, type) and a numeric key */
+    add_json(n, "/acl/acl-sets",
+             "{\"acl-set\":[{\"name\":\"RDMA\",\"type\":\"ACL_IPV4\",\"config\":{\"name\":"
+             "\"RDMA\",\"type\":\"ACL_IPV4\"},\"acl-entries\":{\"acl-entry\":[{\"sequence-id\":10,"
+             "\"state\":{\"sequence-id\":10,\"matched-packets\":\"99\"}}]}}]}",
+             false);
+    fs_gnmi_map_notification(m, n, 1, &rec_emit, &r);
+    notif_free(n);
+    assert_true(find(&r, FS_M_PORT_BYTES, "interface=Eth1/1,direction=rx")->u ==
+                9007199254740993ull);
+    assert_true(find(&r, FS_M_PORT_BYTES, "interface=Eth1/2,direction=tx")->u == 6);
+    assert_true(find(&r, FS_M_QUEUE_TX_PACKETS, "interface=Eth1/1,tc=3")->u == 7);
+    assert_true(find(&r, FS_M_FLOW_RULE_PACKETS, "rule=nccl")->u == 99);
+    const struct fs_gnmi_map_stats *st = fs_gnmi_map_get_stats(m);
+    assert_int_equal(st->mapped, 4);
+    assert_int_equal(st->rejected, 0);
+    /* the same leaf by PROTO path hits the entry the JSON list resolved (one cache key) */
+    size_t cached = st->cache_entries;
+    n = notif(NULL, 0);
+    add_uint(n, "/interfaces/interface[name=Eth1/1]/state/counters/in-octets", 1);
+    fs_gnmi_map_notification(m, n, 2, &rec_emit, &r);
+    notif_free(n);
+    assert_int_equal(st->cache_entries, cached);
+    /* a delete by plain path reaches what came as a JSON_IETF list entry */
+    r.n = 0;
+    n = notif(NULL, 0);
+    add_delete(n, "/interfaces/interface[name=Eth1/2]");
+    fs_gnmi_map_notification(m, n, 2, &rec_emit, &r);
+    notif_free(n);
+    assert_int_equal(r.n, 1);
+    assert_true(find(&r, FS_M_PORT_BYTES, "interface=Eth1/2,direction=tx")->deleted);
+    /* rejected: a leaf-list, an entry with two scalars of which none is repeated, an
+     * entry with no scalar, a list under an element that already has keys */
+    uint64_t rej = st->rejected;
+    n = notif(NULL, 0);
+    add_json(n, "/interfaces/interface[name=Eth1/1]/state/counters/in-octets", "[1,2,3]", false);
+    add_json(n, "/interfaces",
+             "{\"interface\":[{\"name\":\"Eth1/5\",\"description\":\"x\",\"state\":{}},"
+             "{\"state\":{\"name\":\"Eth1/6\"}},"
+             "{\"name\":\"Eth1/7\",\"state\":{\"name\":\"Eth1/7\",\"counters\":{\"in-pkts\":1}}}]}",
+             false);
+    add_json(n, "/interfaces/interface[name=Eth1/1]", "[{\"name\":\"Eth1/1\"}]", false);
+    fs_gnmi_map_notification(m, n, 3, &rec_emit, &r);
+    notif_free(n);
+    assert_int_equal(st->rejected - rej, 4);
+    assert_non_null(find(&r, FS_M_PORT_PACKETS, "interface=Eth1/7,direction=rx"));
+    fs_gnmi_map_free(m);
+}
+
 static void
 test_acl_map(void **state)
 {
@@ -747,6 +818,7 @@ main(void)
         cmocka_unit_test(test_json_ietf_container_and_strings),
         cmocka_unit_test(test_hostile_values),
         cmocka_unit_test(test_deletes),
+        cmocka_unit_test(test_json_lists),
         cmocka_unit_test(test_acl_map),
         cmocka_unit_test(test_user_maps),
         cmocka_unit_test(test_cache_bounded),
