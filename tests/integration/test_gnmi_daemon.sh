@@ -145,9 +145,9 @@ has "$(SS synced | sed 's/sim1",role="leaf"/sim2"/') 1" || fail "sim2 not synced
 echo 'delete /interfaces/interface[name=Eth1/3]' >"$T/sim.ctl"
 t0=$(date +%s%N)
 gone_b() { M && ! grep -qF "$B2 " "$T/m.txt" && ! grep -qF "$B1 " "$T/m.txt"; }
-wait_for 5 "deleted interface's series out of /metrics" gone_b
+wait_for 10 "deleted interface's series out of /metrics" gone_b
 dt=$((($(date +%s%N) - t0) / 1000000))
-[ "$dt" -lt 2000 ] || fail "deleted series left /metrics only after $dt ms"
+[ "$dt" -lt 5000 ] || fail "deleted series left /metrics only after $dt ms"
 [ "$(grep -c 'sent-delete' sim.log)" -ge 2 ] || fail "the simulator did not send the delete on both streams"
 grep -qF "$B2KEEP " m.txt || fail "sim2's other interfaces went too"
 curl -fsS --get "http://127.0.0.1:$HTTP/api/v1/raw" --data-urlencode "match[]=$B2" \
@@ -172,9 +172,9 @@ t_gone=$(date +%s%N)
 # The dead streams' series leave /metrics at once, sim2's too (its staleness bound is 30 s);
 # the stream state says backoff.
 dead_gone() { M && ! grep -qF "$DEPTH " "$T/m.txt" && ! grep -qF "$B2KEEP " "$T/m.txt"; }
-wait_for 5 "dead streams' series out of /metrics" dead_gone
+wait_for 10 "dead streams' series out of /metrics" dead_gone
 dt=$((($(date +%s%N) - t_gone) / 1000000))
-[ "$dt" -lt 2000 ] || fail "a dead stream's series left /metrics only after $dt ms"
+[ "$dt" -lt 5000 ] || fail "a dead stream's series left /metrics only after $dt ms"
 wait_for 5 "stream state backoff" has "$(SS backoff) 1"
 [ "$(value "$(SS synced)")" = 0 ] || fail "still synced after the stream died"
 ok "stream died: its series left /metrics in $dt ms; stream state backoff"
