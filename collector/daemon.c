@@ -276,6 +276,7 @@ instance_add(struct daemon *d, const struct fs_target_cfg *t, const struct fs_ta
         free(in);
         return NULL;
     }
+    fs_store_sink_set_streaming(in->sink, drv->kind == FS_DRIVER_STREAM);
     in->ref = ref;
     ref->refs++;
     instance_start(d, in);

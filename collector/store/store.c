@@ -90,7 +90,11 @@ struct series {
     double max_per_s;         /* plausible increase per second; 0 unknown */
     uint64_t batch_seq;       /* batch that last carried it, to merge duplicates */
     size_t batch_idx;
-    bool doomed;       /* marked for deletion by a sweep */
+    bool doomed; /* marked for deletion by a sweep */
+    /* fs_sink_retire: not exported until its next sample; retire_seq is the batch that
+     * retired it, so a later sample of the same batch wins and an earlier one does not */
+    _Atomic bool gone;
+    uint64_t retire_seq;
     const char *iface; /* the interface label's value (in labels), or NULL */
 };
 
@@ -114,6 +118,10 @@ struct fs_sink {
     int64_t interval_us;
     int32_t group;
     bool retired; /* removed: not polled, not exported, history kept (under st->lock) */
+    /* A streaming sink's series stop being fresh when its stream fails: samples stamped
+     * at or before stale_through_us are stale (see fs_store_sink_set_streaming). */
+    _Atomic bool streaming;
+    _Atomic int64_t stale_through_us;
 
     /* Series of this sink by key (open addressing; owned here, touched by one thread). */
     struct series **tab;
@@ -502,6 +510,12 @@ fs_store_sink_remove(struct fs_store *st, struct fs_sink *s)
     retired_sweep(st, true);
 }
 
+void
+fs_store_sink_set_streaming(struct fs_sink *s, bool streaming)
+{
+    atomic_store(&s->streaming, streaming);
+}
+
 const char *
 fs_sink_target(const struct fs_sink *s)
 {
@@ -703,7 +717,7 @@ target_full(struct fs_sink *s)
 
 static struct series *
 series_get(struct fs_sink *s, enum fs_metric m, const struct fs_label *own, size_t n_own,
-           const char *iface, double scale)
+           const char *iface, double scale, bool create)
 {
     char key[KEY_MAX];
     size_t k = (size_t)snprintf(key, sizeof key, "%d", (int)m);
@@ -721,6 +735,8 @@ series_get(struct fs_sink *s, enum fs_metric m, const struct fs_label *own, size
                 return se;
         }
     }
+    if (!create)
+        return NULL;
     if (target_full(s)) {
         pthread_mutex_lock(&s->stats_lock);
         s->series_limit_dropped++;
@@ -854,9 +870,9 @@ plain_text(const char *v)
  */
 static struct series *
 sample_series(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels, size_t n,
-              double scale)
+              double scale, bool create)
 {
-    if ((unsigned)m >= FS_METRIC_COUNT || n > MAX_LABELS || !s->in_batch || s->retired)
+    if ((unsigned)m >= FS_METRIC_COUNT || n > MAX_LABELS || (create && !s->in_batch) || s->retired)
         return NULL;
     struct fs_label own[MAX_LABELS];
     char vals[KEY_MAX];
@@ -883,7 +899,7 @@ sample_series(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels
     }
     if (iface && !iface_allowed(s->tcfg, iface))
         return NULL;
-    return series_get(s, m, own, n, iface, scale);
+    return series_get(s, m, own, n, iface, scale, create);
 }
 
 static void
@@ -892,12 +908,14 @@ batch_put(struct fs_sink *s, struct series *se, uint64_t bits)
     if (se->batch_seq == s->batch_seq) { /* the same series twice in one batch: last wins */
         s->pts[se->batch_idx].v.u = bits;
         s->pend[se->batch_idx].value = bits;
+        se->retire_seq = 0;
         return;
     }
     if (!batch_room(s))
         return;
     se->batch_seq = s->batch_seq;
     se->batch_idx = s->n_pts;
+    se->retire_seq = 0; /* a sample after a retire in the same batch revives the series */
     s->pts[s->n_pts].series = se->ring_id;
     s->pts[s->n_pts].v.u = bits;
     s->pend[s->n_pts].s = se;
@@ -993,7 +1011,7 @@ fs_sink_counter_scaled(struct fs_sink *s, enum fs_metric m, const struct fs_labe
         return;
     /* The ring keeps the device's exact count; the unit (scale) is applied when read out.
      * It is fixed when the series is created. */
-    struct series *se = sample_series(s, m, labels, n_labels, scale);
+    struct series *se = sample_series(s, m, labels, n_labels, scale, true);
     if (!se || !se->counter)
         return;
     bool sink_reset = se->reset_gen < s->reset_gen;
@@ -1041,12 +1059,23 @@ void
 fs_sink_gauge(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels, size_t n_labels,
               double value)
 {
-    struct series *se = sample_series(s, m, labels, n_labels, 1.0);
+    struct series *se = sample_series(s, m, labels, n_labels, 1.0, true);
     if (!se || se->counter)
         return;
     uint64_t bits;
     memcpy(&bits, &value, sizeof bits);
     batch_put(s, se, bits);
+}
+
+void
+fs_sink_retire(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels, size_t n_labels)
+{
+    struct series *se = sample_series(s, m, labels, n_labels, 1.0, false);
+    if (!se)
+        return;
+    /* The ring keeps the history; only the latest value stops being exported. */
+    se->retire_seq = s->in_batch ? s->batch_seq : 0;
+    atomic_store_explicit(&se->gone, true, memory_order_relaxed);
 }
 
 void
@@ -1073,6 +1102,8 @@ fs_sink_end(struct fs_sink *s)
         atomic_store_explicit(&se->value, s->pend[i].value, memory_order_relaxed);
         atomic_store_explicit(&se->ts_us, s->batch_ts, memory_order_release);
         atomic_store_explicit(&s->metric_ts[se->metric], s->batch_ts, memory_order_relaxed);
+        if (se->retire_seq != s->batch_seq)
+            atomic_store_explicit(&se->gone, false, memory_order_relaxed);
     }
     if (s->batch_cleared)
         count_reset(s, FS_RESET_CLEARED);
@@ -1275,6 +1306,10 @@ fs_sink_done(struct fs_sink *s, uint64_t cycle_id, enum fs_poll_result r, const 
     } else {
         s->state = FS_INST_DOWN;
         s->consecutive_failures++;
+        /* A stream that ended delivers nothing more: what it sent is stale now, not after
+         * the staleness bound (which would also keep hiding lower-precedence sources). */
+        if (atomic_load(&s->streaming) && s->have_ts)
+            atomic_store(&s->stale_through_us, s->last_stamped_ts);
     }
     if (k >= 0) {
         s->poll_errors[k]++;
@@ -1329,7 +1364,8 @@ static bool
 fresh(const struct fs_sink *s, int64_t ts, int64_t now)
 {
     int64_t k = s->tcfg->staleness_intervals > 0 ? s->tcfg->staleness_intervals : 3;
-    return ts != 0 && now - ts <= k * s->interval_us;
+    return ts != 0 && now - ts <= k * s->interval_us &&
+           ts > atomic_load_explicit(&s->stale_through_us, memory_order_relaxed);
 }
 
 /* Whether a sibling source of the same target with higher precedence has fresh data of m. */
@@ -1375,7 +1411,8 @@ fs_store_foreach_series_chunk(struct fs_store *st, bool only_exported, uint64_t 
                     !se->sink->retired && shadowed(st, se->sink, (enum fs_metric)m, now);
             }
             /* a removed instance's series are history only: readable, never exported */
-            in.exported = !se->sink->retired && fresh(se->sink, in.ts_us, now) && !memo_shadowed;
+            in.exported = !se->sink->retired && fresh(se->sink, in.ts_us, now) && !memo_shadowed &&
+                          !atomic_load_explicit(&se->gone, memory_order_relaxed);
             if (only_exported && !in.exported)
                 continue;
             in.id = se->ring_id;

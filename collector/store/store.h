@@ -159,6 +159,14 @@ struct fs_sink *fs_store_sink_add(struct fs_store *st, const struct fs_target_cf
                                   const char *source, int64_t interval_us);
 
 /**
+ * Marks the instance as a stream (the daemon does it for FS_DRIVER_STREAM drivers): a
+ * failed fs_sink_done() then makes its samples so far stale at once (see sink.h). A
+ * polling instance keeps exporting its last values for the staleness bound after a
+ * failed cycle. Default: not streaming. Thread-safe.
+ */
+void fs_store_sink_set_streaming(struct fs_sink *s, bool streaming);
+
+/**
  * Removes an instance: it leaves the instance list and its series stop being exported
  * at once; the sink must not be used after this call, and its tcfg may be freed. Its
  * history stays readable until retention or the memory limit takes it (see Removal
