@@ -1,11 +1,13 @@
 /*
  * The HTTP endpoint (libmicrohttpd): /metrics (Prometheus text 0.0.4, gzip when
- * accepted), /api/v1/raw, /api/v1/targets, /healthz and the HTML index at /.
+ * accepted), /api/v1/raw, /api/v1/targets, /healthz and the web view at / (files
+ * embedded in the binary, see http/web/web_assets.h; served without the bearer token,
+ * with an ETag and Cache-Control: no-cache, answered at once like /healthz).
  * Bad requests get a 4xx with {"status":"error","error":"..."}.
  *
  * Threads. libmicrohttpd's own small thread pool does only I/O and cheap answers
  * (/healthz, errors), so /healthz keeps answering while queries run. /metrics,
- * /api/v1/raw, /api/v1/targets and / are suspended and handed to a separate pool of
+ * /api/v1/raw and /api/v1/targets are suspended and handed to a separate pool of
  * query workers through a bounded queue (full: 503 with Retry-After). Handlers read the
  * store through its foreach calls, format into memory, and only then hand the buffer to
  * libmicrohttpd, so no store lock is ever held while a client socket is written.
