@@ -81,11 +81,19 @@ want_incidents=not-available
 
 # ---- the page in headless Chromium ----
 browse() { # browse OUTPUT-FLAG URL: one fresh, offline-minded Chromium run
-  local prof; prof=$(mktemp -d "$T/chromium.XXXXXX")
+  local prof rc=0; prof=$(mktemp -d "$T/chromium.XXXXXX")
   timeout 90 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
     --disable-background-networking --disable-component-update --disable-sync \
-    --user-data-dir="$prof" --window-size=1400,1300 --virtual-time-budget=10000 "$@" \
-    2>>"$T/chromium.log"
+    --user-data-dir="$prof" --window-size=1400,1300 --virtual-time-budget=10000 \
+    --enable-logging=stderr --v=0 "$@" 2>"$T/chromium-last.log" || rc=$?
+  cat "$T/chromium-last.log" >>"$T/chromium.log"
+  return $rc
+}
+# The page's console messages of the last run (script errors, CSP refusals), but the
+# browser's note on /api/v1/incidents answering 404 where there is no such endpoint.
+console_errors() {
+  grep 'CONSOLE' "$T/chromium-last.log" |
+    grep -v 'Failed to load resource: the server responded with a status of 404' || true
 }
 
 # Checks the DOM Chromium rendered; prints what is missing and fails, or prints a summary.
@@ -209,7 +217,9 @@ load_until_ok() { # load_until_ok URL MODE
 }
 
 summary=$(load_until_ok "$BASE/#token=$TOKEN" with-token)
-ok "Chromium, with the token in the URL fragment: $summary"
+errs=$(console_errors)
+[ -z "$errs" ] || fail "the page logged to the console: $errs"
+ok "Chromium, with the token in the URL fragment: $summary; nothing on the console"
 load_until_ok "$BASE/" no-token >/dev/null
 ok "Chromium, without the token: the page asks for it and shows no data"
 

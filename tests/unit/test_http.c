@@ -445,6 +445,22 @@ test_targets_and_index(void **state)
     assert_null(strstr(r.body, "tor&lt;1"));
     assert_non_null(strstr(r.body, "href=\"/metrics\""));
     assert_non_null(strstr(r.body, "src=\"/web/fabricscope.js\""));
+    /* Revalidation: its ETag (also weak, also in a list) answers 304 without a body. */
+    const char *e = strstr(r.headers, "etag: \"");
+    assert_non_null(e);
+    char etag[80], inm[200];
+    size_t el = strcspn(e + 6, "\r\n");
+    assert_true(el < sizeof etag);
+    memcpy(etag, e + 6, el);
+    etag[el] = '\0';
+    resp_free(&r);
+    snprintf(inm, sizeof inm, "If-None-Match: \"other\", W/%s\r\n", etag);
+    r = http_req(f->port, "GET", "/", inm);
+    assert_int_equal(r.status, 304);
+    assert_int_equal(r.body_len, 0);
+    resp_free(&r);
+    r = http_req(f->port, "GET", "/", "If-None-Match: \"other\"\r\n");
+    assert_int_equal(r.status, 200);
     resp_free(&r);
     r = get(f->port, "/web/fabricscope.js");
     assert_int_equal(r.status, 200);

@@ -7,8 +7,9 @@
  * to the server); it is kept in sessionStorage for this tab and sent as
  * "Authorization: Bearer" with every request.
  *
- * Time: the window ends at the collector's "now" (from the Date header of its answers),
- * so a browser with a wrong clock still sees the latest samples.
+ * Time: the window ends at the collector's "now" (from the Date header of its answers,
+ * when the browser's clock is off by more than 2 s), so a browser with a wrong clock
+ * still sees the latest samples.
  *
  * For tests: body[data-ready] becomes "1" once every panel has been drawn once.
  */
@@ -18,6 +19,7 @@
   const TOKEN_KEY = "fabricscope.token";
   const REFRESH_MS = 5000;
   const MAX_COLUMNS = 720; /* wider windows merge adjacent polls into one column */
+  const MAX_CELLS = 200000; /* so do big fabrics: the browser stays responsive */
 
   /*
    * What the heatmap can show. Series of `names` are read from /api/v1/raw; `rate`
@@ -97,7 +99,11 @@
     if (token) headers.Authorization = "Bearer " + token;
     const r = await fetch(path, { headers, cache: "no-store", credentials: "omit" });
     const date = Date.parse(r.headers.get("Date") || "");
-    if (!Number.isNaN(date)) state.skewMs = date - Date.now();
+    /* The header has whole seconds: only a larger difference is a wrong clock. */
+    if (!Number.isNaN(date)) {
+      const skew = date + 500 - Date.now();
+      state.skewMs = Math.abs(skew) > 2000 ? skew : 0;
+    }
     let body = null;
     try {
       body = await r.json();
@@ -230,7 +236,9 @@
   /* ports x columns of the chosen metric, from the ring's samples. */
   function heatModel(result, metric, start, end) {
     const step0 = resolution(result);
-    const ncol = Math.max(1, Math.min(MAX_COLUMNS, Math.ceil((end - start) / step0)));
+    const nports = new Set(result.map((s) => portKey(s.metric))).size || 1;
+    const ncol = Math.max(1, Math.min(MAX_COLUMNS, Math.floor(MAX_CELLS / nports),
+                                      Math.ceil((end - start) / step0)));
     const step = (end - start) / ncol;
     const ports = new Map();
     if (metric.exclusive) {
