@@ -101,7 +101,7 @@ cat >"$T/check_dom.py" <<'PY'
 import sys
 from html.parser import HTMLParser
 
-path, want_ports, cong_port, want_incidents, mode = sys.argv[1:6]
+path, want_ports, cong_port, want_incidents, mode, want_metric = sys.argv[1:7]
 want_ports = int(want_ports)
 
 
@@ -185,8 +185,9 @@ else:
     empty = [r[0] for r in d.rows if r[1] == 0]
     if empty:
         problems.append("heatmap rows without cells: %s" % empty[:5])
-    if "Eth1/%s " % cong_port not in d.drill + " ":
-        problems.append("drill-down shows %r, want the congested port Eth1/%s" % (d.drill, cong_port))
+    if "Eth1/%s " % cong_port not in d.drill + " " or want_metric not in d.drill:
+        problems.append("drill-down shows %r, want the congested port Eth1/%s, %s"
+                        % (d.drill, cong_port, want_metric))
     if not d.lines or max(n for n, _ in d.lines) < 2:
         problems.append("drill-down chart has no line with 2 points or more: %r" % d.lines)
     if any(n != pairs for n, pairs in d.lines):
@@ -203,11 +204,11 @@ PY
 
 # The page loads its data asynchronously and the ring fills over time: reload until the
 # DOM passes the checks or the deadline passes (the last problems are reported).
-load_until_ok() { # load_until_ok URL MODE
+load_until_ok() { # load_until_ok URL MODE PORTS METRIC-LABEL
   local until=$((SECONDS + 90)) out
   while :; do
     browse --dump-dom "$1" >"$T/dom.html" || true
-    if out=$($PY "$T/check_dom.py" "$T/dom.html" "$want_ports" "$CONG" "$want_incidents" "$2"); then
+    if out=$($PY "$T/check_dom.py" "$T/dom.html" "$3" "$CONG" "$want_incidents" "$2" "$4"); then
       echo "$out"
       return 0
     fi
@@ -216,11 +217,16 @@ load_until_ok() { # load_until_ok URL MODE
   done
 }
 
-summary=$(load_until_ok "$BASE/#token=$TOKEN" with-token)
+summary=$(load_until_ok "$BASE/#token=$TOKEN" with-token "$want_ports" "queue depth")
 errs=$(console_errors)
 [ -z "$errs" ] || fail "the page logged to the console: $errs"
 ok "Chromium, with the token in the URL fragment: $summary; nothing on the console"
-load_until_ok "$BASE/" no-token >/dev/null
+# Counters as rates: queue drops (WRED and no-buffer), chosen through the URL fragment.
+DROPS='{__name__=~"fabric_queue_wred_dropped_packets_total|fabric_queue_no_buffer_dropped_packets_total",target="tor1"}'
+want_drop_ports=$(raw "$DROPS" | jq '[.data.result[].metric.interface] | unique | length')
+summary=$(load_until_ok "$BASE/#metric=drops&token=$TOKEN" with-token "$want_drop_ports" "queue drops/s")
+ok "Chromium, drops chosen in the URL fragment: $summary"
+load_until_ok "$BASE/" no-token 0 "" >/dev/null
 ok "Chromium, without the token: the page asks for it and shows no data"
 
 ART=$FS_BUILD_DIR/test-artifacts

@@ -71,12 +71,32 @@
 
   /* ---- token ---- */
 
-  function takeTokenFromFragment() {
-    const m = /(?:^#|&)token=([^&]*)/.exec(location.hash);
-    if (!m) return;
-    sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(m[1]));
-    /* Out of the address bar and the history. */
-    history.replaceState(null, "", location.pathname + location.search);
+  /*
+   * The URL fragment carries the view (#metric=drops&window=900&target=..&interface=..)
+   * so it can be bookmarked, and once the token: that is taken out of the address bar
+   * and the history at once.
+   */
+  function readFragment() {
+    const p = new URLSearchParams(location.hash.slice(1));
+    const token = p.get("token");
+    if (token !== null) sessionStorage.setItem(TOKEN_KEY, token);
+    const metric = p.get("metric"), win = p.get("window");
+    if (metric && METRICS[metric]) $("metric").value = metric;
+    if (win && [...$("window").options].some((o) => o.value === win)) $("window").value = win;
+    if (p.get("target") && p.get("interface"))
+      state.port = { target: p.get("target"), interface: p.get("interface") };
+    writeFragment();
+  }
+
+  function writeFragment() {
+    const p = new URLSearchParams();
+    p.set("metric", $("metric").value);
+    p.set("window", $("window").value);
+    if (state.port) {
+      p.set("target", state.port.target);
+      p.set("interface", state.port.interface);
+    }
+    history.replaceState(null, "", location.pathname + location.search + "#" + p.toString());
   }
 
   function showTokenForm() {
@@ -386,6 +406,7 @@
     const c = cellAt(ev);
     if (!c) return;
     state.port = { target: c.port.target, interface: c.port.interface };
+    writeFragment();
     drawHeatmap(state.heat);
     drillDown().catch(panelError("chart"));
   });
@@ -543,6 +564,7 @@
     if (!state.port || !model.rows.some((p) =>
       p.target === state.port.target && p.interface === state.port.interface))
       state.port = hottest(model);
+    writeFragment();
     drawHeatmap(model);
     await drillDown().catch(panelError("chart"));
   }
@@ -577,10 +599,13 @@
   }
 
   $("auto-refresh").addEventListener("change", schedule);
-  $("metric").addEventListener("change", refresh);
-  $("window").addEventListener("change", refresh);
+  for (const id of ["metric", "window"])
+    $(id).addEventListener("change", () => {
+      writeFragment();
+      refresh();
+    });
 
-  takeTokenFromFragment();
+  readFragment();
   refresh();
   schedule();
 })();
