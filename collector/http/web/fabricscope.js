@@ -18,6 +18,8 @@
 (function () {
   const TOKEN_KEY = "fabricscope.token";
   const REFRESH_MS = 5000;
+  /* /api/v1/incidents scans the last hour of every series: not on every refresh. */
+  const INCIDENTS_MS = 30000;
   const MAX_COLUMNS = 720; /* wider windows merge adjacent polls into one column */
   const MAX_CELLS = 200000; /* so do big fabrics: the browser stays responsive */
 
@@ -60,6 +62,7 @@
     busy: false,
     timer: null,
     heat: null,         /* the last heatmap model, for tooltips and clicks */
+    incidentsAt: 0,     /* Date.now() of the last incidents fetch */
   };
 
   class ApiError extends Error {
@@ -108,6 +111,7 @@
     sessionStorage.setItem(TOKEN_KEY, $("token-input").value.trim());
     $("token-input").value = "";
     $("token-form").hidden = true;
+    state.incidentsAt = 0;
     refresh();
   });
 
@@ -501,6 +505,8 @@
   }
 
   async function drawIncidents() {
+    if (Date.now() - state.incidentsAt < INCIDENTS_MS) return;
+    state.incidentsAt = Date.now();
     const box = $("incidents");
     let body;
     try {
@@ -511,6 +517,7 @@
         box.textContent = "Incidents: not available (this collector has no /api/v1/incidents).";
         return;
       }
+      state.incidentsAt = 0; /* try again on the next refresh */
       throw e;
     }
     const d = body.data || {};
@@ -529,7 +536,7 @@
     }
     for (const e of eps) {
       const who = (e.series || []).map((s) =>
-        [s.target, s.interface, s.tc !== undefined && s.tc !== "" ? "tc " + s.tc : ""]
+        [s.target, s.interface, s.tc ? "tc " + s.tc : "", s.rule ? "rule " + s.rule : ""]
           .filter(Boolean).join(" ")).join(", ");
       parts.push("<div class=\"incident episode\">" + esc(when(e.start)) + "–" +
         esc(when(e.end)) + " " + esc((e.kinds || []).join(", ")) + " · " + esc(who) +
