@@ -3,9 +3,11 @@
 # through a real snmpd, with a bearer token configured; headless Chromium (Debian's
 # `chromium`) loads the page with the token in the URL fragment, and the DOM it renders
 # is checked: the targets table shows the switch up, the fabric heatmap has one row of
-# cells per port the ring holds queue depth for, the drill-down chart shows the hottest
-# port (the one the simulator congests) with points, and the incidents panel says what
-# /api/v1/incidents answers. Without the token the page asks for it. Also checked over
+# cells per port the ring holds queue depth (and drops) for, the drill-down chart shows
+# the hottest port (the one the simulator congests, in five surges 8 s apart) with points,
+# and the incidents panel says what /api/v1/incidents answers: "not available" where the
+# build has no such endpoint, else the recurring incident on that port with the next one
+# expected. Without the token the page asks for it. Also checked over
 # HTTP: content types, ETag/If-None-Match (304), Cache-Control, CSP, and that the page's
 # files need no token while the data does. A screenshot is kept in the build tree:
 # $FS_BUILD_DIR/test-artifacts/web_view.png.
@@ -16,9 +18,10 @@ CHROMIUM=${CHROMIUM:-chromium}
 command -v "$CHROMIUM" >/dev/null || fail "chromium missing (scripts/install-deps.sh installs it)"
 [ -x "$FABRICSCOPE" ] || fail "build fabricscope first"
 
-# The simulator congests Eth1/$CONG tc 3 from its start: that port's queue is the deepest.
+# The simulator congests Eth1/$CONG tc 3 while SIGUSR2 has toggled it on (surges below):
+# that port's queue is the deepest and drops the most.
 CONG=13
-start_snmp_sim --cong-port "$CONG" --cong-tc 3 --cong-at 0 --cong-for 3600
+start_snmp_sim --cong-port "$CONG" --cong-tc 3
 HTTP=$(free_tcp_port)
 TOKEN="web-view-$RANDOM$RANDOM"
 printf '%s\n' "$TOKEN" >"$T/token"
@@ -72,12 +75,21 @@ raw() {
 DEPTH='{__name__=~"fabric_queue_depth_bytes|fabric_queue_depth_cells",target="tor1"}'
 depth_samples() { raw "$DEPTH" | jq -e '[.data.result[] | .values | length] | min >= 3' >/dev/null; }
 wait_for 60 "3 queue-depth samples of every port in the ring" depth_samples
+# Five 2-s surges 8 s apart, after a quiet baseline: a recurring incident for the analysis.
+# This schedule is the stimulus (as a switch would congest), not a wait for anything.
+for _ in 1 2 3 4 5; do
+  kill -USR2 "$SIM_PID"
+  sleep 2
+  kill -USR2 "$SIM_PID"
+  sleep 6
+done
 want_ports=$(raw "$DEPTH" | jq '[.data.result[].metric.interface] | unique | length')
 [ "$want_ports" -ge 8 ] || fail "the ring has queue depth for $want_ports ports only"
 code=$(curl -sS -o /dev/null -w '%{http_code}' -H "$AUTH" "$BASE/api/v1/incidents")
 want_incidents=not-available
 [ "$code" = 200 ] && want_incidents=available
 [ "$code" = 404 ] || [ "$code" = 200 ] || fail "/api/v1/incidents answered $code"
+echo "/api/v1/incidents answers $code: the panel must say $want_incidents"
 
 # ---- the page in headless Chromium ----
 browse() { # browse OUTPUT-FLAG URL: one fresh, offline-minded Chromium run
@@ -120,6 +132,8 @@ class Dom(HTMLParser):
         self.in_drill = False
         self.drill = ""
         self.in_td = False
+        self.recurring = []     # texts of the recurring-incident entries
+        self.in_rec = 0
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -146,8 +160,15 @@ class Dom(HTMLParser):
         if tag == "td" and self.cur_tr is not None:
             self.cur_tr.append("")
             self.in_td = True
+        if tag == "div" and "recurring" in cls:
+            self.recurring.append("")
+            self.in_rec = 1
+        elif tag == "div" and self.in_rec:
+            self.in_rec += 1
 
     def handle_endtag(self, tag):
+        if tag == "div" and self.in_rec:
+            self.in_rec -= 1
         if tag == "span":
             self.in_drill = False
         if tag == "td":
@@ -156,6 +177,8 @@ class Dom(HTMLParser):
             self.cur_tr = None
 
     def handle_data(self, data):
+        if self.in_rec:
+            self.recurring[-1] += data
         if self.in_drill:
             self.drill += data
         if self.in_td and self.cur_tr is not None:
@@ -194,12 +217,16 @@ else:
         problems.append("a chart line's data-points differs from its points: %r" % d.lines)
     if d.incidents != want_incidents:
         problems.append("incidents panel state %r, want %r" % (d.incidents, want_incidents))
+    if want_incidents == "available" and not any(
+            "Eth1/%s " % cong_port in r and "next expected" in r for r in d.recurring):
+        problems.append("no recurring incident on Eth1/%s with the next one expected: %r"
+                        % (cong_port, d.recurring))
 if problems:
     print("; ".join(problems))
     sys.exit(1)
-print("%d heatmap rows, %d cells, chart lines with %s points, incidents %s, drill-down %s"
+print("%d heatmap rows, %d cells, chart lines with %s points, incidents %s%s, drill-down %s"
       % (len(d.rows), sum(r[1] for r in d.rows), [n for n, _ in d.lines], d.incidents,
-         d.drill.strip()))
+         " (%s)" % d.recurring[0].strip() if d.recurring else "", d.drill.strip()))
 PY
 
 # The page loads its data asynchronously and the ring fills over time: reload until the

@@ -537,7 +537,7 @@
     for (const e of eps) {
       const who = (e.series || []).map((s) =>
         [s.target, s.interface, s.tc ? "tc " + s.tc : "", s.rule ? "rule " + s.rule : ""]
-          .filter(Boolean).join(" ")).join(", ");
+          .filter(Boolean).join(" ")).filter((w, i, all) => all.indexOf(w) === i).join(", ");
       parts.push("<div class=\"incident episode\">" + esc(when(e.start)) + "–" +
         esc(when(e.end)) + " " + esc((e.kinds || []).join(", ")) + " · " + esc(who) +
         (e.series_total > (e.series || []).length ? " …" : "") + "</div>");
