@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analysis/analysis_api.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "driver.h"
@@ -66,9 +67,21 @@ struct listener {
     struct file_id files[3]; /* token, certificate, key */
 };
 
+/* The analysis context (host events, incidents) and the thread that keeps its incident
+ * metrics current. */
+#define ANALYSIS_REFRESH_S 30
+struct analysis {
+    struct fs_analysis *an;
+    pthread_t refresher;
+    bool started, stop;
+    pthread_mutex_t lock;
+    pthread_cond_t cond; /* CLOCK_MONOTONIC */
+};
+
 struct daemon {
     struct fs_store *store;
     struct fs_sched *sched;
+    struct analysis an;
     struct listener http;
     struct drv_slot slots[MAX_DRIVERS];
     struct instance *insts;
@@ -340,6 +353,7 @@ http_start(struct daemon *d, struct cfg_ref *ref)
         .port = c->listen_port,
         .tls_cert_file = c->http_tls_cert_file,
         .tls_key_file = c->http_tls_key_file,
+        .analysis = d->an.an,
     };
     int rc = -1;
     ref->refs++;
@@ -428,6 +442,112 @@ http_reload(struct daemon *d, struct cfg_ref *nref)
     cfg_unref(prev);
 }
 
+/* ---- analysis ---- */
+
+/* Applies c's host_events and clock settings: the host-event bounds, the flow rules,
+ * and the post token read afresh (an unreadable token disables posting: 403). */
+static void
+analysis_configure(struct daemon *d, const struct fs_config *c)
+{
+    fs_store_set_clock_max_offset(d->store, c->clock_max_offset_us);
+    struct fs_host_events_opts ho = {c->host_events_memory_limit,
+                                     c->host_events_retention_us * 1000};
+    fs_host_events_set_opts(fs_analysis_host_events(d->an.an), &ho);
+    struct fs_analysis_flow_rule *rules =
+        c->n_flow_rules ? calloc(c->n_flow_rules, sizeof *rules) : NULL;
+    if (c->n_flow_rules && !rules) {
+        fs_log(FS_LOG_ERROR, "analysis", "out of memory for the flow rules");
+    } else {
+        for (size_t i = 0; i < c->n_flow_rules; i++) {
+            const struct fs_flow_rule *r = &c->flow_rules[i];
+            rules[i] = (struct fs_analysis_flow_rule){r->name,   (int)r->protocol, r->src_lo,
+                                                      r->src_hi, r->dst_lo,        r->dst_hi};
+        }
+        if (fs_analysis_set_flow_rules(d->an.an, rules, c->n_flow_rules) != 0)
+            fs_log(FS_LOG_ERROR, "analysis", "out of memory for the flow rules");
+        free(rules);
+    }
+    char token[512] = "", err[256] = "";
+    const char *use = NULL;
+    if (c->host_events_token.file || c->host_events_token.env) {
+        if (fs_secret_read(&c->host_events_token, token, sizeof token, err, sizeof err) != 0)
+            fs_log(FS_LOG_ERROR, "analysis",
+                   "host_events bearer token: %s; posting host events is disabled", err);
+        else
+            use = token;
+    }
+    if (fs_analysis_set_token(d->an.an, use) != 0)
+        fs_log(FS_LOG_ERROR, "analysis", "out of memory for the host_events token");
+    explicit_bzero(token, sizeof token);
+}
+
+static void *
+analysis_refresher(void *arg)
+{
+    struct daemon *d = arg;
+    pthread_mutex_lock(&d->an.lock);
+    while (!d->an.stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += ANALYSIS_REFRESH_S;
+        pthread_cond_timedwait(&d->an.cond, &d->an.lock, &ts);
+        if (d->an.stop)
+            break;
+        pthread_mutex_unlock(&d->an.lock);
+        if (fs_analysis_refresh(d->an.an, d->store, fs_realtime_us()) != 0)
+            fs_log(FS_LOG_WARN, "analysis", "incident refresh failed (out of memory)");
+        pthread_mutex_lock(&d->an.lock);
+    }
+    pthread_mutex_unlock(&d->an.lock);
+    return NULL;
+}
+
+/* Creates the analysis context from c and starts its refresher. 0 or -1 (logged). */
+static int
+analysis_start(struct daemon *d, const struct fs_config *c)
+{
+    char err[256] = "";
+    struct fs_host_events_opts ho = {c->host_events_memory_limit,
+                                     c->host_events_retention_us * 1000};
+    d->an.an = fs_analysis_new(&ho, err, sizeof err);
+    if (!d->an.an) {
+        fs_log(FS_LOG_ERROR, "analysis", "cannot create the analysis context: %s", err);
+        return -1;
+    }
+    analysis_configure(d, c);
+    pthread_mutex_init(&d->an.lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&d->an.cond, &ca);
+    pthread_condattr_destroy(&ca);
+    d->an.started = pthread_create(&d->an.refresher, NULL, analysis_refresher, d) == 0;
+    if (!d->an.started)
+        fs_log(FS_LOG_WARN, "analysis",
+               "no incident refresher thread: incident metrics are "
+               "updated only by GET /api/v1/incidents");
+    return 0;
+}
+
+/* After the HTTP endpoint (which borrows the context) is stopped. */
+static void
+analysis_stop(struct daemon *d)
+{
+    if (!d->an.an)
+        return;
+    if (d->an.started) {
+        pthread_mutex_lock(&d->an.lock);
+        d->an.stop = true;
+        pthread_cond_signal(&d->an.cond);
+        pthread_mutex_unlock(&d->an.lock);
+        pthread_join(d->an.refresher, NULL);
+    }
+    pthread_cond_destroy(&d->an.cond);
+    pthread_mutex_destroy(&d->an.lock);
+    fs_analysis_free(d->an.an);
+    d->an.an = NULL;
+}
+
 /* ---- reload ---- */
 
 static void
@@ -474,6 +594,7 @@ apply_reload(struct daemon *d, struct fs_config *ncfg)
                               .retention_us = ncfg->retention_us};
     fs_store_set_ring_opts(d->store, &ro);
     fs_store_set_series_limit(d->store, ncfg->max_series_per_target);
+    analysis_configure(d, ncfg);
 
     http_reload(d, nref);
     d->current = nref;
@@ -569,6 +690,8 @@ fs_daemon_run(const char *config_path)
         fs_log(FS_LOG_ERROR, "main", "%s", err);
         goto out;
     }
+    if (analysis_start(&d, cfg) != 0)
+        goto out;
     /* A listener that cannot start (port taken, unreadable token) does not stop the
      * polling: it is logged and retried on every reload. */
     if (http_start(&d, d.current) != 0)
@@ -605,6 +728,7 @@ out:
     atomic_store(&shutdown_step, "removing targets");
     for (struct instance *in = d.insts; in; in = in->next)
         atomic_fetch_add(&shutdown_total, 1);
+    fs_log(FS_LOG_INFO, "main", "shutdown: removing %zu targets", atomic_load(&shutdown_total));
     while (d.insts) {
         struct instance *in = d.insts;
         d.insts = in->next;
@@ -614,6 +738,9 @@ out:
     atomic_store(&shutdown_step, "stopping the scheduler and the drivers");
     fs_sched_free(d.sched);
     slots_shutdown(d.slots);
+    /* The endpoint that borrowed it is gone; its refresher reads the store. */
+    atomic_store(&shutdown_step, "stopping the analysis");
+    analysis_stop(&d);
     atomic_store(&shutdown_step, "freeing the store");
     fs_store_free(d.store);
     cfg_unref(d.current);
@@ -652,8 +779,83 @@ probe_print_instance(void *arg, const struct fs_instance_info *in)
     return 0;
 }
 
+/* Runs one cycle of a polling target (or gives a stream one interval) and waits for
+ * its end. w is initialized by the caller and destroyed only after target_remove()
+ * (the driver's done callback may still be returning from it until then). Returns 0
+ * when it succeeded (fully or partly), 1 otherwise. */
+static int
+probe_cycle(const struct fs_driver *drv, void *state, void *ts, struct fs_sink *sink,
+            int64_t interval, struct probe_wait *wp, const char *tname, FILE *err)
+{
+    int rc = 0;
+
+    if (drv->kind != FS_DRIVER_POLL) {
+        struct timespec d = {.tv_sec = interval / 1000000 + 1};
+        nanosleep(&d, NULL);
+        return 0;
+    }
+    int64_t budget = fs_sched_cycle_budget(interval);
+    int64_t deadline = fs_monotonic_us() + budget;
+    fs_sink_set_done_cb(sink, probe_done, wp);
+    fs_sink_cycle_begin(sink, 1);
+    if (drv->cycle_start(state, ts, 1, deadline) != FS_DRV_OK) {
+        fprintf(err, "%s/%s: cycle did not start\n", tname, drv->block.name);
+        rc = 1;
+    } else {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += budget / 1000000 + 2;
+        pthread_mutex_lock(&wp->lock);
+        while (!wp->done)
+            if (pthread_cond_timedwait(&wp->cond, &wp->lock, &until) == ETIMEDOUT)
+                break;
+        bool done = wp->done;
+        pthread_mutex_unlock(&wp->lock);
+        if (!done) {
+            drv->cycle_cancel(state, ts);
+            pthread_mutex_lock(&wp->lock);
+            while (!wp->done)
+                pthread_cond_wait(&wp->cond, &wp->lock);
+            pthread_mutex_unlock(&wp->lock);
+        }
+        if (wp->r != FS_POLL_OK && wp->r != FS_POLL_PARTIAL)
+            rc = 1;
+    }
+    return rc;
+}
+
+static void
+probe_wait_init(struct probe_wait *w)
+{
+    w->done = false;
+    w->r = FS_POLL_OK;
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->cond, NULL);
+}
+
+static void
+probe_wait_destroy(struct probe_wait *w)
+{
+    pthread_cond_destroy(&w->cond);
+    pthread_mutex_destroy(&w->lock);
+}
+
+/* Copies what the driver wrote to tf (from its start) to out, framed. */
+static void
+probe_copy_transcript(FILE *tf, const char *tname, const char *dname, FILE *out)
+{
+    char buf[4096];
+    size_t n;
+    fprintf(out, "# ---- transcript of %s/%s ----\n", tname, dname);
+    rewind(tf);
+    while ((n = fread(buf, 1, sizeof buf, tf)) > 0)
+        fwrite(buf, 1, n, out);
+    fprintf(out, "\n# ---- end of transcript of %s/%s ----\n", tname, dname);
+}
+
 int
-fs_probe(const char *config_path, const char *target, FILE *out, FILE *err)
+fs_probe(const char *config_path, const char *target, const struct fs_probe_opts *po, FILE *out,
+         FILE *err)
 {
     struct fs_config *cfg = NULL;
     struct drv_slot slots[MAX_DRIVERS];
@@ -683,55 +885,37 @@ fs_probe(const char *config_path, const char *target, FILE *out, FILE *err)
             continue;
         const char *name = drv->block.name;
         int64_t interval = blk->ops->config_interval(blk->cfg);
-        struct probe_wait w = {.done = false};
-        pthread_mutex_init(&w.lock, NULL);
-        pthread_cond_init(&w.cond, NULL);
         struct fs_sink *sink = fs_store_sink_add(st, t, name, interval);
         struct drv_slot *slot = sink ? slot_get(slots, drv, msg, sizeof msg) : NULL;
         void *ts = NULL;
+        FILE *tf = NULL;
         if (!slot ||
             drv->target_add(slot->state, t, blk->cfg, sink, &ts, msg, sizeof msg) != FS_DRV_OK) {
             fprintf(err, "%s/%s: %s\n", t->name, name, msg);
             rc = 1;
-            goto next;
+            continue;
         }
-        if (drv->kind == FS_DRIVER_POLL) {
-            int64_t budget = fs_sched_cycle_budget(interval);
-            int64_t deadline = fs_monotonic_us() + budget;
-            fs_sink_set_done_cb(sink, probe_done, &w);
-            fs_sink_cycle_begin(sink, 1);
-            if (drv->cycle_start(slot->state, ts, 1, deadline) != FS_DRV_OK) {
-                fprintf(err, "%s/%s: cycle did not start\n", t->name, name);
-                rc = 1;
-            } else {
-                struct timespec until;
-                clock_gettime(CLOCK_REALTIME, &until);
-                until.tv_sec += budget / 1000000 + 2;
-                pthread_mutex_lock(&w.lock);
-                while (!w.done)
-                    if (pthread_cond_timedwait(&w.cond, &w.lock, &until) == ETIMEDOUT)
-                        break;
-                bool done = w.done;
-                pthread_mutex_unlock(&w.lock);
-                if (!done) {
-                    drv->cycle_cancel(slot->state, ts);
-                    pthread_mutex_lock(&w.lock);
-                    while (!w.done)
-                        pthread_cond_wait(&w.cond, &w.lock);
-                    pthread_mutex_unlock(&w.lock);
-                }
-                if (w.r != FS_POLL_OK && w.r != FS_POLL_PARTIAL)
-                    rc = 1;
-            }
-        } else {
-            /* A stream: give it one interval to deliver something. */
-            struct timespec d = {.tv_sec = interval / 1000000 + 1};
-            nanosleep(&d, NULL);
+        if (po && po->transcript) {
+            if (!drv->target_transcript)
+                fprintf(out, "# %s/%s: this driver has no transcript\n", t->name, name);
+            else if (!(tf = tmpfile()))
+                fprintf(err, "%s/%s: no temporary file for the transcript: %s\n", t->name, name,
+                        strerror(errno));
+            else
+                drv->target_transcript(slot->state, ts, tf);
+        }
+        struct probe_wait w;
+        probe_wait_init(&w);
+        if (probe_cycle(drv, slot->state, ts, sink, interval, &w, t->name, err) != 0)
+            rc = 1;
+        if (tf) {
+            drv->target_transcript(slot->state, ts, NULL);
+            probe_copy_transcript(tf, t->name, name, out);
         }
         drv->target_remove(slot->state, ts);
-    next:
-        pthread_cond_destroy(&w.cond);
-        pthread_mutex_destroy(&w.lock);
+        probe_wait_destroy(&w);
+        if (tf)
+            fclose(tf);
     }
     /* Exactly what /metrics would carry for this target, then each driver's state. */
     struct fs_buf b;
@@ -747,6 +931,101 @@ out:
         /* Sinks go with the store; drivers were detached from them above. */
         fs_store_free(st);
     }
+    slots_shutdown(slots);
+    fs_config_free(cfg);
+    return rc;
+}
+
+/* ---- plan-flow-rules ---- */
+
+static int
+print_failed_instance(void *arg, const struct fs_instance_info *in)
+{
+    if (in->last_error[0])
+        fprintf(arg, "%s/%s: %s\n", in->target, in->source, in->last_error);
+    return 0;
+}
+
+/* Plans target t with every driver of it that plans; 0 good, 1 a device not read or a
+ * driver failed. *planned counts the drivers that planned. */
+static int
+plan_target(const struct fs_target_cfg *t, struct drv_slot *slots, struct fs_store *st,
+            size_t *planned, FILE *out, FILE *err)
+{
+    char msg[256] = "";
+    int rc = 0;
+
+    for (size_t i = 0; i < t->n_blocks; i++) {
+        const struct fs_target_block *blk = &t->blocks[i];
+        const struct fs_driver *drv = fs_driver_of_block(blk->ops);
+        if (!drv || !drv->target_plan || !drv->target_plan_mode)
+            continue;
+        const char *name = drv->block.name;
+        int64_t interval = blk->ops->config_interval(blk->cfg);
+        struct fs_sink *sink = fs_store_sink_add(st, t, name, interval);
+        struct drv_slot *slot = sink ? slot_get(slots, drv, msg, sizeof msg) : NULL;
+        void *ts = NULL;
+        (*planned)++;
+        if (!slot ||
+            drv->target_add(slot->state, t, blk->cfg, sink, &ts, msg, sizeof msg) != FS_DRV_OK) {
+            fprintf(err, "%s/%s: %s\n", t->name, name, msg);
+            rc = 1;
+            continue;
+        }
+        struct probe_wait w;
+        probe_wait_init(&w);
+        drv->target_plan_mode(slot->state, ts);
+        probe_cycle(drv, slot->state, ts, sink, interval, &w, t->name, err);
+        int prc = drv->target_plan(slot->state, ts, out, msg, sizeof msg);
+        if (prc != 0)
+            rc = 1;
+        if (prc < 0)
+            fprintf(err, "%s/%s: %s\n", t->name, name, msg);
+        drv->target_remove(slot->state, ts);
+        probe_wait_destroy(&w);
+    }
+    return rc;
+}
+
+int
+fs_plan_flow_rules(const char *config_path, const char *target, FILE *out, FILE *err)
+{
+    struct fs_config *cfg = NULL;
+    struct drv_slot slots[MAX_DRIVERS];
+    struct fs_store *st = NULL;
+    char msg[256] = "";
+    size_t planned = 0;
+    int rc = 2;
+
+    memset(slots, 0, sizeof slots);
+    if (load_config(config_path, &cfg, err) != 0)
+        return 2;
+    if (target && !find_target(cfg, target)) {
+        fprintf(err, "%s: no target named \"%s\"\n", config_path, target);
+        goto out;
+    }
+    struct fs_ring_opts ro = {.memory_limit = 64 << 20, .retention_us = 3600LL * 1000000};
+    st = fs_store_new(&ro, msg, sizeof msg);
+    if (!st) {
+        fprintf(err, "%s\n", msg);
+        goto out;
+    }
+    rc = 0;
+    for (size_t i = 0; i < cfg->n_targets; i++) {
+        const struct fs_target_cfg *t = &cfg->targets[i];
+        if (target && strcmp(t->name, target) != 0)
+            continue;
+        size_t before = planned;
+        if (plan_target(t, slots, st, &planned, out, err) != 0)
+            rc = 1;
+        if (planned == before)
+            fprintf(out, "# %s: none of its drivers installs flow rules\n", t->name);
+    }
+    /* Why a device could not be read (connection, authentication, timeout). */
+    fs_store_foreach_instance(st, print_failed_instance, err);
+out:
+    if (st)
+        fs_store_free(st);
     slots_shutdown(slots);
     fs_config_free(cfg);
     return rc;

@@ -62,6 +62,10 @@ struct fs_target_cfg {
     size_t n_source_precedence;
     bool expose_all_sources;
     int64_t staleness_intervals; /**< series leave /metrics after this many intervals; default 3 */
+    const struct fs_flow_rule *flow_rules; /**< the configuration's flow_rules (owned by the
+                                                struct fs_config), for drivers that count or
+                                                install them per target */
+    size_t n_flow_rules;
 };
 
 struct fs_config {
@@ -70,9 +74,13 @@ struct fs_config {
     uint16_t listen_port; /**< default 9464 */
     char *http_tls_cert_file, *http_tls_key_file;
     struct fs_secret_ref http_bearer_token;
-    uint64_t memory_limit;          /**< bytes; default 256 MiB */
-    int64_t retention_us;           /**< default 1 h */
-    uint64_t max_series_per_target; /**< storage.max_series_per_target; default 50000 */
+    uint64_t memory_limit;                  /**< bytes; default 256 MiB */
+    int64_t retention_us;                   /**< default 1 h */
+    uint64_t max_series_per_target;         /**< storage.max_series_per_target; default 50000 */
+    struct fs_secret_ref host_events_token; /**< host_events.bearer_token_*; none: posts 403 */
+    uint64_t host_events_memory_limit;      /**< bytes; default 64 MiB */
+    int64_t host_events_retention_us;       /**< default 6 h */
+    int64_t clock_max_offset_us;            /**< clock.max_offset; default 1 ms */
     struct fs_flow_rule *flow_rules;
     size_t n_flow_rules;
     struct fs_target_cfg *targets;

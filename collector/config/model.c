@@ -333,6 +333,37 @@ build_storage(const struct lyd_node *tree, struct fs_config *cfg, struct fs_cfg_
     cfg->max_series_per_target = (uint64_t)fs_cfg_long(n, "max_series_per_target", 50000);
 }
 
+/* host_events and clock: bounds of the host-event store, the clock warning bound. */
+static int
+build_host_events(const struct lyd_node *tree, struct fs_config *cfg, struct fs_cfg_errs *errs)
+{
+    const struct lyd_node *n = fs_cfg_child(tree, "host_events");
+    const struct lyd_node *m = fs_cfg_kid(n, "memory_limit"), *r = fs_cfg_kid(n, "retention");
+
+    cfg->host_events_memory_limit = UINT64_C(64) << 20;
+    cfg->host_events_retention_us = 6 * 3600 * US_PER_S;
+    if (m && fs_parse_size(lyd_get_value(m), &cfg->host_events_memory_limit) == 0 &&
+        cfg->host_events_memory_limit < (UINT64_C(1) << 20))
+        fs_cfg_node_err(errs, m, false, "%s is below the minimum of 1MiB", lyd_get_value(m));
+    if (r) {
+        int64_t us = fs_parse_duration(lyd_get_value(r));
+        if (us < US_PER_S)
+            fs_cfg_node_err(errs, r, false, "%s is below the minimum of 1s", lyd_get_value(r));
+        else
+            cfg->host_events_retention_us = us;
+    }
+    cfg->clock_max_offset_us = 1000;
+    const struct lyd_node *mo = fs_cfg_kid(fs_cfg_child(tree, "clock"), "max_offset");
+    if (mo) {
+        int64_t us = fs_parse_duration(lyd_get_value(mo));
+        if (us <= 0)
+            fs_cfg_node_err(errs, mo, false, "%s is not a positive duration", lyd_get_value(mo));
+        else
+            cfg->clock_max_offset_us = us;
+    }
+    return n ? fs_cfg_secret_ref(&cfg->host_events_token, n, "bearer_token") : 0;
+}
+
 int
 fs_cfg_model_build(const struct lyd_node *tree, const struct fs_config_opts *opts,
                    struct fs_config *cfg, struct fs_cfg_errs *errs)
@@ -350,6 +381,8 @@ fs_cfg_model_build(const struct lyd_node *tree, const struct fs_config_opts *opt
             return -1;
     }
     build_storage(tree, cfg, errs);
+    if (build_host_events(tree, cfg, errs))
+        return -1;
     cfg->n_flow_rules = count_named(tree, "flow_rules");
     cfg->n_targets = count_named(tree, "targets");
     if (cfg->n_flow_rules &&
@@ -371,6 +404,10 @@ fs_cfg_model_build(const struct lyd_node *tree, const struct fs_config_opts *opt
             if (build_target(n, opts, &cfg->targets[it++], errs))
                 return -1;
         }
+    }
+    for (size_t i = 0; i < cfg->n_targets; i++) {
+        cfg->targets[i].flow_rules = cfg->flow_rules;
+        cfg->targets[i].n_flow_rules = ir;
     }
     return 0;
 }
@@ -422,6 +459,7 @@ fs_config_free(struct fs_config *cfg)
     free(cfg->http_tls_cert_file);
     free(cfg->http_tls_key_file);
     fs_cfg_secret_ref_free(&cfg->http_bearer_token);
+    fs_cfg_secret_ref_free(&cfg->host_events_token);
     for (size_t i = 0; i < cfg->n_flow_rules; i++)
         free(cfg->flow_rules[i].name);
     free(cfg->flow_rules);
@@ -429,6 +467,14 @@ fs_config_free(struct fs_config *cfg)
         target_free(&cfg->targets[i]);
     free(cfg->targets);
     free(cfg);
+}
+
+static bool
+flow_rule_equal(const struct fs_flow_rule *a, const struct fs_flow_rule *b)
+{
+    return fs_cfg_str_equal(a->name, b->name) && a->protocol == b->protocol &&
+           a->dst_lo == b->dst_lo && a->dst_hi == b->dst_hi && a->src_lo == b->src_lo &&
+           a->src_hi == b->src_hi && a->ecn_ce == b->ecn_ce && a->tc == b->tc;
 }
 
 bool
@@ -441,8 +487,11 @@ fs_target_cfg_equal(const struct fs_target_cfg *a, const struct fs_target_cfg *b
         !fs_cfg_str_equal(a->iface_exclude, b->iface_exclude) || a->n_blocks != b->n_blocks ||
         a->n_source_precedence != b->n_source_precedence ||
         a->expose_all_sources != b->expose_all_sources ||
-        a->staleness_intervals != b->staleness_intervals)
+        a->staleness_intervals != b->staleness_intervals || a->n_flow_rules != b->n_flow_rules)
         return false;
+    for (size_t i = 0; i < a->n_flow_rules; i++)
+        if (!flow_rule_equal(&a->flow_rules[i], &b->flow_rules[i]))
+            return false;
     for (size_t i = 0; i < a->n_labels; i++)
         if (!fs_cfg_str_equal(a->labels[i].key, b->labels[i].key) ||
             !fs_cfg_str_equal(a->labels[i].value, b->labels[i].value))

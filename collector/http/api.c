@@ -621,6 +621,11 @@ targets_cb(void *arg, const struct fs_instance_info *in)
     json_object_object_add(o, "poll_errors", errs);
     json_object_object_add(o, "clock_offset_seconds",
                            in->clock_known ? jdouble(in->clock_offset_seconds) : NULL);
+    json_object_object_add(o, "clock_uncertainty_seconds",
+                           in->clock_known ? jdouble(in->clock_uncertainty_seconds) : NULL);
+    json_object_object_add(o, "clock_offset_exceeded",
+                           in->clock_known ? json_object_new_boolean(in->clock_offset_exceeded)
+                                           : NULL);
     json_object *labels = json_object_new_object();
     for (size_t i = 0; i < in->n_static_labels; i++)
         json_object_object_add(labels, in->static_labels[i].key,

@@ -138,8 +138,10 @@ void fs_sink_done(struct fs_sink *s, uint64_t cycle_id, enum fs_poll_result r, c
 
 /**
  * Reports a clock measurement: the device said device_us while our clock read between
- * local_lo_us and local_hi_us (realtime). The core keeps the offset with the smallest
- * uncertainty of recent measurements.
+ * local_lo_us and local_hi_us (realtime). The core feeds each target's clock filter
+ * (analysis/clock.h: the intersection of the last 10 minutes' bounds, resolution guessed
+ * from the readings, 20 ppm drift allowed) and exports its offset and uncertainty.
+ * Measurements must come in time order (an older one is ignored).
  */
 void fs_sink_clock(struct fs_sink *s, int64_t device_us, int64_t local_lo_us, int64_t local_hi_us);
 

@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "store/counter.h"
+#include "analysis/clock.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -32,7 +33,9 @@
 #define MAX_IFACE_RESETS 64
 #define IFNAME_MAX 256 /* an interface name is kept up to 255 bytes (ifName's limit) */
 #define DEFAULT_SERIES_LIMIT 50000
-#define LOG_EVERY_US (60 * 1000000LL) /* rate limit of repeated warnings, per instance */
+#define CLOCK_WINDOW_US (600 * 1000000LL) /* device clock measurements kept */
+#define CLOCK_MAX_DRIFT_PPM 20.0          /* a cheap crystal's drift, with margin */
+#define LOG_EVERY_US (60 * 1000000LL)     /* rate limit of repeated warnings, per instance */
 
 const double fs_poll_bucket_bounds[FS_POLL_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1,
                                                        0.25,  0.5,  1.0,   2.5,  10.0};
@@ -168,9 +171,9 @@ struct fs_sink {
     uint64_t poll_count;
     int64_t cycle_start_mono_us;
     uint64_t cycle_id;
+    struct fs_clock_filter clock_filter; /* the device clock's measurements (analysis/clock.h) */
     bool clock_known;
     double clock_offset, clock_uncertainty;
-    int64_t clock_measured_mono_us;
     char *detail;
     int64_t last_sweep_mono;
     fs_sink_done_cb done_cb;
@@ -185,6 +188,7 @@ struct fs_store {
     _Atomic uint64_t memory_limit;
     _Atomic int64_t retention_us;
     _Atomic uint64_t series_limit; /* per target; 0 none */
+    _Atomic int64_t clock_max_offset_us;
     struct series **by_metric[FS_METRIC_COUNT];
     size_t n_by_metric[FS_METRIC_COUNT], cap_by_metric[FS_METRIC_COUNT];
     struct fs_sink *sinks;   /* in insertion order */
@@ -256,6 +260,7 @@ fs_store_new(const struct fs_ring_opts *ro, char *errbuf, size_t errlen)
     atomic_store(&st->memory_limit, ro->memory_limit);
     atomic_store(&st->retention_us, ro->retention_us);
     atomic_store(&st->series_limit, DEFAULT_SERIES_LIMIT);
+    atomic_store(&st->clock_max_offset_us, FS_STORE_DEFAULT_CLOCK_MAX_OFFSET_US);
     fs_store_set_clock(st, NULL);
     /* Writers first: readers (HTTP queries, renders) come often and scan long, and with
      * glibc's default they could keep a sink waiting forever. Nobody takes the read lock
@@ -310,6 +315,13 @@ void
 fs_store_set_series_limit(struct fs_store *st, uint64_t per_target)
 {
     atomic_store(&st->series_limit, per_target);
+}
+
+void
+fs_store_set_clock_max_offset(struct fs_store *st, int64_t max_offset_us)
+{
+    atomic_store(&st->clock_max_offset_us,
+                 max_offset_us > 0 ? max_offset_us : FS_STORE_DEFAULT_CLOCK_MAX_OFFSET_US);
 }
 
 uint64_t
@@ -406,6 +418,7 @@ fs_store_sink_add(struct fs_store *st, const struct fs_target_cfg *tcfg, const c
     s->source = strdup(source);
     s->interval_us = interval_us > 0 ? interval_us : 10000000;
     s->state = FS_INST_IDLE;
+    fs_clock_filter_init(&s->clock_filter, 0, CLOCK_WINDOW_US, CLOCK_MAX_DRIFT_PPM);
     pthread_mutex_init(&s->stats_lock, NULL);
     pthread_mutex_lock(&st->ring_lock);
     s->group = fs_ring_group_new(st->ring);
@@ -1283,19 +1296,18 @@ fs_sink_done(struct fs_sink *s, uint64_t cycle_id, enum fs_poll_result r, const 
 void
 fs_sink_clock(struct fs_sink *s, int64_t device_us, int64_t local_lo_us, int64_t local_hi_us)
 {
-    if (local_hi_us < local_lo_us)
-        return;
-    double unc = (double)(local_hi_us - local_lo_us) / 2e6;
-    double off = (double)(device_us - (local_lo_us + (local_hi_us - local_lo_us) / 2)) / 1e6;
-    int64_t mono = now_mono(s->st);
+    struct fs_clock_meas m = {device_us, local_lo_us, local_hi_us};
+    struct fs_clock_estimate e;
     pthread_mutex_lock(&s->stats_lock);
-    /* Keep the tightest recent measurement; an old one ages out after 10 intervals. */
-    bool old = mono - s->clock_measured_mono_us > 10 * s->interval_us;
-    if (!s->clock_known || old || unc <= s->clock_uncertainty) {
-        s->clock_known = true;
-        s->clock_offset = off;
-        s->clock_uncertainty = unc;
-        s->clock_measured_mono_us = mono;
+    /* The filter intersects the bounds of the window's measurements (minimum delay for
+     * fine clocks, second edges for 1 s ones), widened for drift; see analysis/clock.h. */
+    if (fs_clock_filter_add(&s->clock_filter, &m) == 0) {
+        fs_clock_filter_estimate(&s->clock_filter, &e);
+        if (e.known) {
+            s->clock_known = true;
+            s->clock_offset = (double)e.offset_us / 1e6;
+            s->clock_uncertainty = (double)e.uncertainty_us / 1e6;
+        }
     }
     pthread_mutex_unlock(&s->stats_lock);
 }
@@ -1440,6 +1452,9 @@ fs_store_foreach_instance(struct fs_store *st, fs_instance_cb cb, void *arg)
         in.clock_known = s->clock_known;
         in.clock_offset_seconds = s->clock_offset;
         in.clock_uncertainty_seconds = s->clock_uncertainty;
+        in.clock_offset_exceeded =
+            s->clock_known && fabs(s->clock_offset) - s->clock_uncertainty >
+                                  (double)atomic_load(&st->clock_max_offset_us) / 1e6;
         snprintf(detail, sizeof detail, "%s", s->detail ? s->detail : "");
         pthread_mutex_unlock(&s->stats_lock);
         in.target = s->tcfg->name;

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -392,13 +393,23 @@ test_health(void **state)
     fs_store_foreach_instance(f->st, health_cb, &in);
     assert_int_equal(in.state, FS_INST_UP);
     assert_int_equal(in.consecutive_failures, 0);
-    /* Clock: the tighter measurement wins. */
+    /* Clock: the bounds intersect, so the tighter measurement decides; the fake clock's
+     * round readings make the filter assume a 1 ms resolution, which widens the bound
+     * to [4, 7] ms but keeps the true offset (5 ms) inside it. */
     int64_t t = now_us();
     fs_sink_clock(s, t + 5000, t - 1000, t + 1000);
     fs_sink_clock(s, t + 9000, t - 100000, t + 100000);
     fs_store_foreach_instance(f->st, health_cb, &in);
     assert_true(in.clock_known);
-    assert_true(in.clock_offset_seconds > 0.0049 && in.clock_offset_seconds < 0.0051);
+    assert_true(fabs(in.clock_offset_seconds - 0.005) <= in.clock_uncertainty_seconds + 1e-9);
+    assert_true(in.clock_uncertainty_seconds <= 0.0016);
+    assert_true(in.clock_offset_exceeded); /* 4 ms at the least: over the default 1 ms */
+    fs_store_set_clock_max_offset(f->st, 10000);
+    fs_store_foreach_instance(f->st, health_cb, &in);
+    assert_false(in.clock_offset_exceeded); /* 7 ms at the most: not over 10 ms */
+    fs_store_set_clock_max_offset(f->st, 1000);
+    fs_store_foreach_instance(f->st, health_cb, &in);
+    assert_true(in.clock_offset_exceeded); /* 4 ms at the least: over 1 ms */
 }
 
 static int
