@@ -10,7 +10,8 @@
  * Allow.
  *
  * Authentication. bearer_token guards every request but /healthz, /api/v1/time (it
- * tells only the clock, and importers measure their offset with it) and
+ * tells only the clock, and importers measure their offset with it), the web view's
+ * files (/ and the files under /web/: no data in them; the page's script sends the token) and
  * /api/v1/host-events, which needs the host_events token of the analysis context
  * instead (403 when none is configured, 401 when missing or wrong: checked from the
  * request head, before any body is read).
