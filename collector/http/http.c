@@ -29,6 +29,7 @@
 #include "analysis/host_events.h"
 #include "http/api.h"
 #include "http/expo.h"
+#include "http/web/web_assets.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -70,7 +71,7 @@ enum handler {
 static const char *const handler_names[H_COUNT] = {
     "metrics", "raw",       "targets",   "healthz",      "index", "host_events",
     "time",    "correlate", "incidents", "export_trace", "other"};
-static const unsigned status_codes[] = {200, 400, 401, 403, 404, 405, 413, 414, 500, 503};
+static const unsigned status_codes[] = {200, 304, 400, 401, 403, 404, 405, 413, 414, 500, 503};
 #define N_CODES (sizeof status_codes / sizeof status_codes[0])
 
 /*
@@ -123,6 +124,7 @@ struct req {
     bool om; /* /metrics: the client prefers OpenMetrics */
     struct fs_raw_query q;
     bool have_q;
+    const struct fs_web_asset *asset; /* H_INDEX: the embedded file to send */
     /* The analysis endpoints: the POST body, the Authorization header and the query
      * parameters, copied (libmicrohttpd's copies are not the worker's to read). */
     struct fs_buf upload;
@@ -616,6 +618,21 @@ common_headers(struct MHD_Response *r, const char *ctype)
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
 }
 
+/* The web view's files: revalidated on every load (a new binary may bring a new page,
+ * and its ETag changes with the bytes), scripts and styles only from this origin. */
+static void
+web_headers(struct MHD_Response *r, const struct fs_web_asset *a)
+{
+    MHD_del_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, a->etag);
+    MHD_add_response_header(r, "Content-Security-Policy",
+                            "default-src 'none'; script-src 'self'; style-src 'self'; "
+                            "connect-src 'self'; img-src 'self' data:; base-uri 'none'; "
+                            "form-action 'none'; frame-ancestors 'none'");
+    MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+}
+
 static void
 set_answer(struct req *r, unsigned status, const char *ctype)
 {
@@ -650,6 +667,11 @@ queue_answer(struct req *r)
         if (!resp)
             return MHD_NO; /* r->snap is released by req_done */
         r->snap = NULL;
+    } else if (r->asset && (r->status == MHD_HTTP_OK || r->status == MHD_HTTP_NOT_MODIFIED)) {
+        size_t len = r->status == MHD_HTTP_OK ? r->asset->len : 0;
+        resp = MHD_create_response_from_buffer(len, (void *)r->asset->data, MHD_RESPMEM_PERSISTENT);
+        if (!resp)
+            return MHD_NO;
     } else {
         size_t len;
         struct held_body *hb = malloc(sizeof *hb);
@@ -668,6 +690,8 @@ queue_answer(struct req *r)
         }
     }
     common_headers(resp, r->ctype);
+    if (r->asset && (r->status == MHD_HTTP_OK || r->status == MHD_HTTP_NOT_MODIFIED))
+        web_headers(resp, r->asset);
     if (r->hd == H_METRICS && r->status == MHD_HTTP_OK) {
         MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ACCEPT_ENCODING);
         if (r->gz)
@@ -852,13 +876,6 @@ run_job(struct fs_http *h, struct req *r)
             set_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
         else
             set_answer(r, MHD_HTTP_OK, JSON_CTYPE);
-        return;
-    case H_INDEX:
-        fs_buf_init(&r->body, MAX_JSON_BYTES);
-        if (fs_api_index_html(h->st, &r->body) != 0)
-            set_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-        else
-            set_answer(r, MHD_HTTP_OK, "text/html; charset=utf-8");
         return;
     case H_HOST_EVENTS:
     case H_CORRELATE:
@@ -1062,7 +1079,7 @@ route(struct fs_http *h, struct req *r, const char *url, const char *method)
         hd = H_TARGETS;
     else if (strcmp(url, "/healthz") == 0)
         hd = H_HEALTHZ;
-    else if (strcmp(url, "/") == 0)
+    else if ((r->asset = fs_web_asset_find(url)) != NULL)
         hd = H_INDEX;
     else if (h->an)
         hd = analysis_handler(url);
@@ -1106,8 +1123,10 @@ route(struct fs_http *h, struct req *r, const char *url, const char *method)
         r->allow = "GET, HEAD";
         return ROUTE_ANSWER;
     }
-    /* The host-event post has a token of its own; /api/v1/time tells only the clock. */
-    if (h->token && hd != H_HEALTHZ && hd != H_TIME && !post && !token_ok(h, c)) {
+    /* The host-event post has a token of its own; /api/v1/time tells only the clock.
+     * The web view's files hold no data (its script sends the token with every data
+     * request), and a browser cannot attach a bearer token to a page load. */
+    if (h->token && hd != H_HEALTHZ && hd != H_TIME && hd != H_INDEX && !post && !token_ok(h, c)) {
         set_error(r, MHD_HTTP_UNAUTHORIZED, "missing or wrong bearer token");
         return ROUTE_ANSWER;
     }
@@ -1132,6 +1151,14 @@ route(struct fs_http *h, struct req *r, const char *url, const char *method)
         fs_buf_init(&r->body, 64);
         fs_buf_puts(&r->body, "{\"status\":\"ok\"}\n");
         set_answer(r, MHD_HTTP_OK, JSON_CTYPE);
+        return ROUTE_ANSWER;
+    }
+    if (hd == H_INDEX) {
+        const char *inm =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
+        set_answer(r,
+                   fs_web_etag_matches(inm, r->asset->etag) ? MHD_HTTP_NOT_MODIFIED : MHD_HTTP_OK,
+                   r->asset->ctype);
         return ROUTE_ANSWER;
     }
     if (hd == H_RAW) {

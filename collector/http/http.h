@@ -1,7 +1,9 @@
 /*
  * The HTTP endpoint (libmicrohttpd): /metrics (Prometheus text 0.0.4, or OpenMetrics
  * 1.0 when the Accept header prefers it; gzip when accepted), /api/v1/raw,
- * /api/v1/targets, /healthz and the HTML index at /; with an
+ * /api/v1/targets, /healthz and the web view at / (files
+ * embedded in the binary, see http/web/web_assets.h; served without the bearer token,
+ * with an ETag and Cache-Control: no-cache, answered at once like /healthz); with an
  * analysis context (fs_http_opts.analysis) also the endpoints of analysis/analysis_api.h:
  * POST /api/v1/host-events, GET /api/v1/time, /api/v1/correlate, /api/v1/incidents and
  * /api/v1/export/trace (without one they answer 404).
@@ -9,14 +11,15 @@
  * Allow.
  *
  * Authentication. bearer_token guards every request but /healthz, /api/v1/time (it
- * tells only the clock, and importers measure their offset with it) and
+ * tells only the clock, and importers measure their offset with it), the web view's
+ * files (/ and the files under /web/: no data in them; the page's script sends the token) and
  * /api/v1/host-events, which needs the host_events token of the analysis context
  * instead (403 when none is configured, 401 when missing or wrong: checked from the
  * request head, before any body is read).
  *
  * Threads. libmicrohttpd's own small thread pool does only I/O and cheap answers
  * (/healthz, errors), so /healthz keeps answering while queries run. /metrics,
- * /api/v1/raw, /api/v1/targets and / are suspended and handed to a separate pool of
+ * /api/v1/raw and /api/v1/targets are suspended and handed to a separate pool of
  * query workers through a bounded queue (full: 503 with Retry-After). Handlers read the
  * store through its foreach calls, format into memory, and only then hand the buffer to
  * libmicrohttpd, so no store lock is ever held while a client socket is written.
