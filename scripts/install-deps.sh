@@ -9,6 +9,7 @@ PACKAGES=(
   libyang2-dev libyang2-tools libyaml-dev libmicrohttpd-dev libjson-c-dev zlib1g-dev
   libsnmp-dev
   libsqlite3-dev libcurl4-openssl-dev  # importers: Nsight Systems SQLite exports, posting to the collector
+  libsnappy-dev  # remote_write (with libcurl4-openssl-dev, protobuf-c-compiler, libprotobuf-c-dev)
   # tests
   libcmocka-dev prometheus snmpd snmp prometheus-snmp-exporter curl jq procps util-linux iproute2
   ca-certificates

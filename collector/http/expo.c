@@ -5,6 +5,8 @@
  */
 #include "http/expo.h"
 
+#include "export/remote_write.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,6 +122,15 @@ is_self_metric(enum fs_metric m)
     case FS_M_SERIES:
     case FS_M_HTTP_REQUESTS:
     case FS_M_BUILD_INFO:
+    case FS_M_RW_PENDING:
+    case FS_M_RW_SENT:
+    case FS_M_RW_FAILED:
+    case FS_M_RW_RETRIED:
+    case FS_M_RW_DROPPED:
+    case FS_M_RW_SENT_BYTES:
+    case FS_M_RW_HIGHEST_SENT:
+    case FS_M_RW_CAPACITY:
+    case FS_M_RW_HORIZON:
         return true;
     default:
         return false;
@@ -412,6 +423,8 @@ fs_expo_render_ex(struct fs_store *st, struct fs_buf *out, const struct fs_expo_
         fs_buf_append(out, "}", 1);
         put_u64_line(out, hc[i].n);
     }
+
+    fs_remote_write_render(out);
 
     family_header(out, FS_M_BUILD_INFO);
     fs_buf_puts(out, fs_metric_defs[FS_M_BUILD_INFO].name);
