@@ -74,6 +74,7 @@ struct rw_state {
     size_t q_cap, q_head, q_len;
     int64_t from_us; /* a series first seen starts after this time */
     uint64_t scan_no;
+    uint64_t batch_no; /* goes on across senders: series carry marks of earlier batches */
 };
 
 enum { RUN = 0, STOP_HANDOVER = 1, STOP_FLUSH = 2 };
@@ -101,7 +102,6 @@ struct rw_sender {
     Prometheus__TimeSeries **ts_ptrs;
     struct rw_series **ts_series;
     size_t *ts_fill;
-    uint64_t mark;
     uint8_t *pb;
     size_t pb_cap;
     char *snap;
@@ -635,11 +635,11 @@ send_batch(struct rw_sender *w, size_t n, int64_t *max_ts_ms, long *retry_after_
     int64_t max_ts = INT64_MIN;
 
     *retry_after_s = 0;
-    w->mark++;
+    uint64_t mark = ++st->batch_no;
     for (size_t i = 0; i < n; i++) {
         struct rw_series *s = st->q[(st->q_head + i) % st->q_cap].s;
-        if (s->batch_mark != w->mark) {
-            s->batch_mark = w->mark;
+        if (s->batch_mark != mark) {
+            s->batch_mark = mark;
             s->batch_ts = nts;
             prometheus__time_series__init(&w->ts[nts]);
             w->ts[nts].n_labels = s->n_labels;
