@@ -630,6 +630,7 @@ out:
     atomic_store(&shutdown_step, "removing targets");
     for (struct instance *in = d.insts; in; in = in->next)
         atomic_fetch_add(&shutdown_total, 1);
+    fs_log(FS_LOG_INFO, "main", "shutdown: removing %zu targets", atomic_load(&shutdown_total));
     while (d.insts) {
         struct instance *in = d.insts;
         d.insts = in->next;
@@ -677,8 +678,83 @@ probe_print_instance(void *arg, const struct fs_instance_info *in)
     return 0;
 }
 
+/* Runs one cycle of a polling target (or gives a stream one interval) and waits for
+ * its end. w is initialized by the caller and destroyed only after target_remove()
+ * (the driver's done callback may still be returning from it until then). Returns 0
+ * when it succeeded (fully or partly), 1 otherwise. */
+static int
+probe_cycle(const struct fs_driver *drv, void *state, void *ts, struct fs_sink *sink,
+            int64_t interval, struct probe_wait *wp, const char *tname, FILE *err)
+{
+    int rc = 0;
+
+    if (drv->kind != FS_DRIVER_POLL) {
+        struct timespec d = {.tv_sec = interval / 1000000 + 1};
+        nanosleep(&d, NULL);
+        return 0;
+    }
+    int64_t budget = fs_sched_cycle_budget(interval);
+    int64_t deadline = fs_monotonic_us() + budget;
+    fs_sink_set_done_cb(sink, probe_done, wp);
+    fs_sink_cycle_begin(sink, 1);
+    if (drv->cycle_start(state, ts, 1, deadline) != FS_DRV_OK) {
+        fprintf(err, "%s/%s: cycle did not start\n", tname, drv->block.name);
+        rc = 1;
+    } else {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += budget / 1000000 + 2;
+        pthread_mutex_lock(&wp->lock);
+        while (!wp->done)
+            if (pthread_cond_timedwait(&wp->cond, &wp->lock, &until) == ETIMEDOUT)
+                break;
+        bool done = wp->done;
+        pthread_mutex_unlock(&wp->lock);
+        if (!done) {
+            drv->cycle_cancel(state, ts);
+            pthread_mutex_lock(&wp->lock);
+            while (!wp->done)
+                pthread_cond_wait(&wp->cond, &wp->lock);
+            pthread_mutex_unlock(&wp->lock);
+        }
+        if (wp->r != FS_POLL_OK && wp->r != FS_POLL_PARTIAL)
+            rc = 1;
+    }
+    return rc;
+}
+
+static void
+probe_wait_init(struct probe_wait *w)
+{
+    w->done = false;
+    w->r = FS_POLL_OK;
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->cond, NULL);
+}
+
+static void
+probe_wait_destroy(struct probe_wait *w)
+{
+    pthread_cond_destroy(&w->cond);
+    pthread_mutex_destroy(&w->lock);
+}
+
+/* Copies what the driver wrote to tf (from its start) to out, framed. */
+static void
+probe_copy_transcript(FILE *tf, const char *tname, const char *dname, FILE *out)
+{
+    char buf[4096];
+    size_t n;
+    fprintf(out, "# ---- transcript of %s/%s ----\n", tname, dname);
+    rewind(tf);
+    while ((n = fread(buf, 1, sizeof buf, tf)) > 0)
+        fwrite(buf, 1, n, out);
+    fprintf(out, "\n# ---- end of transcript of %s/%s ----\n", tname, dname);
+}
+
 int
-fs_probe(const char *config_path, const char *target, FILE *out, FILE *err)
+fs_probe(const char *config_path, const char *target, const struct fs_probe_opts *po, FILE *out,
+         FILE *err)
 {
     struct fs_config *cfg = NULL;
     struct drv_slot slots[MAX_DRIVERS];
@@ -708,55 +784,37 @@ fs_probe(const char *config_path, const char *target, FILE *out, FILE *err)
             continue;
         const char *name = drv->block.name;
         int64_t interval = blk->ops->config_interval(blk->cfg);
-        struct probe_wait w = {.done = false};
-        pthread_mutex_init(&w.lock, NULL);
-        pthread_cond_init(&w.cond, NULL);
         struct fs_sink *sink = fs_store_sink_add(st, t, name, interval);
         struct drv_slot *slot = sink ? slot_get(slots, drv, msg, sizeof msg) : NULL;
         void *ts = NULL;
+        FILE *tf = NULL;
         if (!slot ||
             drv->target_add(slot->state, t, blk->cfg, sink, &ts, msg, sizeof msg) != FS_DRV_OK) {
             fprintf(err, "%s/%s: %s\n", t->name, name, msg);
             rc = 1;
-            goto next;
+            continue;
         }
-        if (drv->kind == FS_DRIVER_POLL) {
-            int64_t budget = fs_sched_cycle_budget(interval);
-            int64_t deadline = fs_monotonic_us() + budget;
-            fs_sink_set_done_cb(sink, probe_done, &w);
-            fs_sink_cycle_begin(sink, 1);
-            if (drv->cycle_start(slot->state, ts, 1, deadline) != FS_DRV_OK) {
-                fprintf(err, "%s/%s: cycle did not start\n", t->name, name);
-                rc = 1;
-            } else {
-                struct timespec until;
-                clock_gettime(CLOCK_REALTIME, &until);
-                until.tv_sec += budget / 1000000 + 2;
-                pthread_mutex_lock(&w.lock);
-                while (!w.done)
-                    if (pthread_cond_timedwait(&w.cond, &w.lock, &until) == ETIMEDOUT)
-                        break;
-                bool done = w.done;
-                pthread_mutex_unlock(&w.lock);
-                if (!done) {
-                    drv->cycle_cancel(slot->state, ts);
-                    pthread_mutex_lock(&w.lock);
-                    while (!w.done)
-                        pthread_cond_wait(&w.cond, &w.lock);
-                    pthread_mutex_unlock(&w.lock);
-                }
-                if (w.r != FS_POLL_OK && w.r != FS_POLL_PARTIAL)
-                    rc = 1;
-            }
-        } else {
-            /* A stream: give it one interval to deliver something. */
-            struct timespec d = {.tv_sec = interval / 1000000 + 1};
-            nanosleep(&d, NULL);
+        if (po && po->transcript) {
+            if (!drv->target_transcript)
+                fprintf(out, "# %s/%s: this driver has no transcript\n", t->name, name);
+            else if (!(tf = tmpfile()))
+                fprintf(err, "%s/%s: no temporary file for the transcript: %s\n", t->name, name,
+                        strerror(errno));
+            else
+                drv->target_transcript(slot->state, ts, tf);
+        }
+        struct probe_wait w;
+        probe_wait_init(&w);
+        if (probe_cycle(drv, slot->state, ts, sink, interval, &w, t->name, err) != 0)
+            rc = 1;
+        if (tf) {
+            drv->target_transcript(slot->state, ts, NULL);
+            probe_copy_transcript(tf, t->name, name, out);
         }
         drv->target_remove(slot->state, ts);
-    next:
-        pthread_cond_destroy(&w.cond);
-        pthread_mutex_destroy(&w.lock);
+        probe_wait_destroy(&w);
+        if (tf)
+            fclose(tf);
     }
     /* Exactly what /metrics would carry for this target, then each driver's state. */
     struct fs_buf b;
@@ -772,6 +830,101 @@ out:
         /* Sinks go with the store; drivers were detached from them above. */
         fs_store_free(st);
     }
+    slots_shutdown(slots);
+    fs_config_free(cfg);
+    return rc;
+}
+
+/* ---- plan-flow-rules ---- */
+
+static int
+print_failed_instance(void *arg, const struct fs_instance_info *in)
+{
+    if (in->last_error[0])
+        fprintf(arg, "%s/%s: %s\n", in->target, in->source, in->last_error);
+    return 0;
+}
+
+/* Plans target t with every driver of it that plans; 0 good, 1 a device not read or a
+ * driver failed. *planned counts the drivers that planned. */
+static int
+plan_target(const struct fs_target_cfg *t, struct drv_slot *slots, struct fs_store *st,
+            size_t *planned, FILE *out, FILE *err)
+{
+    char msg[256] = "";
+    int rc = 0;
+
+    for (size_t i = 0; i < t->n_blocks; i++) {
+        const struct fs_target_block *blk = &t->blocks[i];
+        const struct fs_driver *drv = fs_driver_of_block(blk->ops);
+        if (!drv || !drv->target_plan || !drv->target_plan_mode)
+            continue;
+        const char *name = drv->block.name;
+        int64_t interval = blk->ops->config_interval(blk->cfg);
+        struct fs_sink *sink = fs_store_sink_add(st, t, name, interval);
+        struct drv_slot *slot = sink ? slot_get(slots, drv, msg, sizeof msg) : NULL;
+        void *ts = NULL;
+        (*planned)++;
+        if (!slot ||
+            drv->target_add(slot->state, t, blk->cfg, sink, &ts, msg, sizeof msg) != FS_DRV_OK) {
+            fprintf(err, "%s/%s: %s\n", t->name, name, msg);
+            rc = 1;
+            continue;
+        }
+        struct probe_wait w;
+        probe_wait_init(&w);
+        drv->target_plan_mode(slot->state, ts);
+        probe_cycle(drv, slot->state, ts, sink, interval, &w, t->name, err);
+        int prc = drv->target_plan(slot->state, ts, out, msg, sizeof msg);
+        if (prc != 0)
+            rc = 1;
+        if (prc < 0)
+            fprintf(err, "%s/%s: %s\n", t->name, name, msg);
+        drv->target_remove(slot->state, ts);
+        probe_wait_destroy(&w);
+    }
+    return rc;
+}
+
+int
+fs_plan_flow_rules(const char *config_path, const char *target, FILE *out, FILE *err)
+{
+    struct fs_config *cfg = NULL;
+    struct drv_slot slots[MAX_DRIVERS];
+    struct fs_store *st = NULL;
+    char msg[256] = "";
+    size_t planned = 0;
+    int rc = 2;
+
+    memset(slots, 0, sizeof slots);
+    if (load_config(config_path, &cfg, err) != 0)
+        return 2;
+    if (target && !find_target(cfg, target)) {
+        fprintf(err, "%s: no target named \"%s\"\n", config_path, target);
+        goto out;
+    }
+    struct fs_ring_opts ro = {.memory_limit = 64 << 20, .retention_us = 3600LL * 1000000};
+    st = fs_store_new(&ro, msg, sizeof msg);
+    if (!st) {
+        fprintf(err, "%s\n", msg);
+        goto out;
+    }
+    rc = 0;
+    for (size_t i = 0; i < cfg->n_targets; i++) {
+        const struct fs_target_cfg *t = &cfg->targets[i];
+        if (target && strcmp(t->name, target) != 0)
+            continue;
+        size_t before = planned;
+        if (plan_target(t, slots, st, &planned, out, err) != 0)
+            rc = 1;
+        if (planned == before)
+            fprintf(out, "# %s: none of its drivers installs flow rules\n", t->name);
+    }
+    /* Why a device could not be read (connection, authentication, timeout). */
+    fs_store_foreach_instance(st, print_failed_instance, err);
+out:
+    if (st)
+        fs_store_free(st);
     slots_shutdown(slots);
     fs_config_free(cfg);
     return rc;

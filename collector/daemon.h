@@ -6,6 +6,7 @@
 #ifndef FS_DAEMON_H
 #define FS_DAEMON_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "config/config.h"
@@ -19,11 +20,27 @@ int fs_check_config(const char *path, FILE *out, FILE *err);
 /** Runs until SIGTERM/SIGINT. Returns the process exit code (0, 1 runtime error, 2 bad config). */
 int fs_daemon_run(const char *config_path);
 
+/** Options of fs_probe(). */
+struct fs_probe_opts {
+    bool transcript; /**< print each driver's raw exchange with the target (drivers that
+                          have one) before the exposition */
+};
+
 /**
  * Polls one target once with every driver it has a block for, then prints what would
- * be exported and every error. Returns 0 if every driver succeeded, 1 otherwise, 2 on a
- * bad configuration or unknown target.
+ * be exported and every error. po may be NULL (no options). Returns 0 if every driver
+ * succeeded, 1 otherwise, 2 on a bad configuration or unknown target.
  */
-int fs_probe(const char *config_path, const char *target, FILE *out, FILE *err);
+int fs_probe(const char *config_path, const char *target, const struct fs_probe_opts *po, FILE *out,
+             FILE *err);
+
+/**
+ * Prints, per target (only target when not NULL), the configuration commands the
+ * drivers that install the flow rules would send, touching nothing: each such driver
+ * reads the device's state in one plan-mode cycle first. Returns 0, 1 when a device
+ * could not be read (its offline plan was printed) or a driver failed, 2 on a bad
+ * configuration or unknown target.
+ */
+int fs_plan_flow_rules(const char *config_path, const char *target, FILE *out, FILE *err);
 
 #endif

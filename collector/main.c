@@ -1,5 +1,6 @@
 /* fabricscope: argument parsing only; everything else is in the fs_core library. */
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,28 +13,38 @@
 static void
 usage(FILE *f)
 {
-    fprintf(f, "usage: fabricscope -c FILE                 run the collector\n"
-               "       fabricscope --check-config FILE     validate FILE (exit 0 good, 2 bad)\n"
-               "       fabricscope probe -c FILE TARGET    poll one target once and print it\n"
-               "       fabricscope import-nsys REPORT.sqlite --url URL [--host NAME]\n"
-               "       fabricscope import-perf --url URL --host NAME [--reference TOD=CLOCK|now]"
-               " < perf-script.txt\n"
-               "       fabricscope import-nccl-inspector --url URL [--host NAME] DIR\n"
-               "           (importers: --token-file FILE or FABRICSCOPE_TOKEN for the bearer"
-               " token)\n"
-               "       fabricscope correlate --url URL [--start T --end T --kind K --slow pNN]"
-               "   the table\n"
-               "       fabricscope --version | --help\n"
-               "Signals: SIGHUP reloads FILE (a bad file is refused and the running\n"
-               "configuration stays), SIGTERM or SIGINT stops.\n");
+    fprintf(f,
+            "usage: fabricscope -c FILE                 run the collector\n"
+            "       fabricscope --check-config FILE     validate FILE (exit 0 good, 2 bad)\n"
+            "       fabricscope probe -c FILE TARGET [--transcript]\n"
+            "                                           poll one target once and print it\n"
+            "                                           (--transcript: and the raw exchange)\n"
+            "       fabricscope plan-flow-rules -c FILE [TARGET]\n"
+            "                                           print the configuration commands that\n"
+            "                                           would install the flow rules (sends none)\n"
+            "       fabricscope import-nsys REPORT.sqlite --url URL [--host NAME]\n"
+            "       fabricscope import-perf --url URL --host NAME [--reference TOD=CLOCK|now]"
+            " < perf-script.txt\n"
+            "       fabricscope import-nccl-inspector --url URL [--host NAME] DIR\n"
+            "           (importers: --token-file FILE or FABRICSCOPE_TOKEN for the bearer"
+            " token)\n"
+            "       fabricscope correlate --url URL [--start T --end T --kind K --slow pNN]"
+            "   the table\n"
+            "       fabricscope --version | --help\n"
+            "Signals: SIGHUP reloads FILE (a bad file is refused and the running\n"
+            "configuration stays), SIGTERM or SIGINT stops.\n");
 }
 
+/* `probe` (takes TARGET and --transcript) and `plan-flow-rules` (TARGET optional). */
 static int
-cmd_probe(int argc, char **argv)
+cmd_target(const char *cmd, int argc, char **argv)
 {
     static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+                                         {"transcript", no_argument, NULL, 'T'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
+    bool probe = strcmp(cmd, "probe") == 0;
+    struct fs_probe_opts po = {.transcript = false};
     const char *cfg = NULL;
     int c;
     optind = 1;
@@ -42,6 +53,13 @@ cmd_probe(int argc, char **argv)
         case 'c':
             cfg = optarg;
             break;
+        case 'T':
+            if (probe) {
+                po.transcript = true;
+                break;
+            }
+            fprintf(stderr, "fabricscope %s: --transcript is an option of probe\n", cmd);
+            return 2;
         case 'h':
             usage(stdout);
             return 0;
@@ -50,11 +68,17 @@ cmd_probe(int argc, char **argv)
             return 2;
         }
     }
-    if (!cfg || optind != argc - 1) {
+    if (probe && (!cfg || optind != argc - 1)) {
         fprintf(stderr, "fabricscope probe: needs -c FILE and one TARGET\n");
         return 2;
     }
-    return fs_probe(cfg, argv[optind], stdout, stderr);
+    if (!probe && (!cfg || optind < argc - 1)) {
+        fprintf(stderr, "fabricscope plan-flow-rules: needs -c FILE and at most one TARGET\n");
+        return 2;
+    }
+    if (probe)
+        return fs_probe(cfg, argv[optind], &po, stdout, stderr);
+    return fs_plan_flow_rules(cfg, optind < argc ? argv[optind] : NULL, stdout, stderr);
 }
 
 int
@@ -69,8 +93,8 @@ main(int argc, char **argv)
     int c;
 
     /* Subcommands come first so each can have its own options. */
-    if (argc > 1 && strcmp(argv[1], "probe") == 0)
-        return cmd_probe(argc - 1, argv + 1);
+    if (argc > 1 && (strcmp(argv[1], "probe") == 0 || strcmp(argv[1], "plan-flow-rules") == 0))
+        return cmd_target(argv[1], argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "import-nsys") == 0)
         return fs_import_nsys_main(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "import-perf") == 0)

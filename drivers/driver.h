@@ -40,6 +40,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "config/block.h"
 #include "config/config.h"
@@ -121,6 +122,35 @@ struct fs_driver {
      * new one later. Non-blocking. NULL for streaming drivers.
      */
     void (*cycle_cancel)(void *state, void *tstate);
+
+    /* ---- Optional: the one-shot commands (fabricscope probe, plan-flow-rules). NULL when
+     * the driver has nothing of the kind. Called by the main thread only, on a target
+     * added for the command, before its first cycle_start(); each cycle they concern is
+     * awaited (fs_sink_done) before the next call. */
+
+    /**
+     * From now on copies the raw exchange with the target, as text a user can read and
+     * send us (what was received, and what was sent: secrets masked), to f; NULL stops.
+     * f stays open until it is set to NULL or the target is removed.
+     */
+    void (*target_transcript)(void *state, void *tstate, FILE *f);
+
+    /**
+     * Puts the target in plan mode: its next cycle also reads what the driver needs to
+     * plan the configuration it would install on the device (e.g. the running
+     * configuration) and changes nothing there, whatever the driver's block says.
+     * Set together with target_plan (fs_driver_check()).
+     */
+    void (*target_plan_mode)(void *state, void *tstate);
+
+    /**
+     * After a cycle in plan mode: prints to out the configuration changes the driver
+     * would make on the device (its commands, one per line; a line saying nothing is to
+     * change when so). Returns 0; 1 when the device's state could not be read (out then
+     * says so and shows the plan made without it); -1 with errbuf on an error (e.g. the
+     * configuration cannot be expressed on the device).
+     */
+    int (*target_plan)(void *state, void *tstate, FILE *out, char *errbuf, size_t errlen);
 };
 
 /* ---- The registry (drivers/registry.c) ---- */

@@ -57,6 +57,11 @@ fs_driver_check(const struct fs_driver *drv, char *errbuf, size_t errlen)
                  b->name);
         return -1;
     }
+    if (!drv->target_plan_mode != !drv->target_plan) {
+        snprintf(errbuf, errlen, "driver %s: target_plan_mode and target_plan go together",
+                 b->name);
+        return -1;
+    }
     if (drv->kind != FS_DRIVER_POLL && drv->kind != FS_DRIVER_STREAM) {
         snprintf(errbuf, errlen, "driver %s: unknown kind %d", b->name, (int)drv->kind);
         return -1;

@@ -15,6 +15,9 @@ extern const struct fs_driver fs_driver_gnmi;
 #ifdef FS_HAVE_SNMP
 extern const struct fs_driver fs_driver_snmp;
 #endif
+#ifdef FS_HAVE_ONYX
+extern const struct fs_driver fs_driver_onyx;
+#endif
 
 const struct fs_driver *const fs_builtin_drivers[] = {
 #ifdef FS_HAVE_GNMI
@@ -23,13 +26,16 @@ const struct fs_driver *const fs_builtin_drivers[] = {
 #ifdef FS_HAVE_SNMP
     &fs_driver_snmp,
 #endif
+#ifdef FS_HAVE_ONYX
+    &fs_driver_onyx,
+#endif
     NULL,
 };
 
 const size_t fs_builtin_driver_count =
     sizeof(fs_builtin_drivers) / sizeof(fs_builtin_drivers[0]) - 1;
 
-/* cli (drivers/onyx) is known but not built yet. */
+/* Every driver fabricscope knows is built in by default (CMake options can leave any out). */
 const char *const fs_known_driver_names[] = {"gnmi", "cli", "snmp"};
 
 const size_t fs_known_driver_count =

@@ -8,6 +8,7 @@ PACKAGES=(
   gcc make cmake pkg-config clang libclang-rt-14-dev
   libyang2-dev libyang2-tools libyaml-dev libmicrohttpd-dev libjson-c-dev zlib1g-dev
   libsnmp-dev
+  libssh2-1-dev openssh-server python3  # ONYX CLI driver (libssh2) and its simulator behind a real sshd
   libsqlite3-dev libcurl4-openssl-dev  # importers: Nsight Systems SQLite exports, posting to the collector
   libsnappy-dev  # remote_write (with libcurl4-openssl-dev, protobuf-c-compiler, libprotobuf-c-dev)
   # tests

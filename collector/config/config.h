@@ -62,6 +62,10 @@ struct fs_target_cfg {
     size_t n_source_precedence;
     bool expose_all_sources;
     int64_t staleness_intervals; /**< series leave /metrics after this many intervals; default 3 */
+    const struct fs_flow_rule *flow_rules; /**< the configuration's flow_rules (owned by the
+                                                struct fs_config), for drivers that count or
+                                                install them per target */
+    size_t n_flow_rules;
 };
 
 /** One remote_write receiver (Prometheus remote-write 1.0); durations in µs. */

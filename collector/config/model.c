@@ -459,6 +459,10 @@ fs_cfg_model_build(const struct lyd_node *tree, const struct fs_config_opts *opt
                 return -1;
         }
     }
+    for (size_t i = 0; i < cfg->n_targets; i++) {
+        cfg->targets[i].flow_rules = cfg->flow_rules;
+        cfg->targets[i].n_flow_rules = ir;
+    }
     return 0;
 }
 
@@ -565,6 +569,14 @@ fs_config_free(struct fs_config *cfg)
     free(cfg);
 }
 
+static bool
+flow_rule_equal(const struct fs_flow_rule *a, const struct fs_flow_rule *b)
+{
+    return fs_cfg_str_equal(a->name, b->name) && a->protocol == b->protocol &&
+           a->dst_lo == b->dst_lo && a->dst_hi == b->dst_hi && a->src_lo == b->src_lo &&
+           a->src_hi == b->src_hi && a->ecn_ce == b->ecn_ce && a->tc == b->tc;
+}
+
 bool
 fs_target_cfg_equal(const struct fs_target_cfg *a, const struct fs_target_cfg *b)
 {
@@ -575,8 +587,11 @@ fs_target_cfg_equal(const struct fs_target_cfg *a, const struct fs_target_cfg *b
         !fs_cfg_str_equal(a->iface_exclude, b->iface_exclude) || a->n_blocks != b->n_blocks ||
         a->n_source_precedence != b->n_source_precedence ||
         a->expose_all_sources != b->expose_all_sources ||
-        a->staleness_intervals != b->staleness_intervals)
+        a->staleness_intervals != b->staleness_intervals || a->n_flow_rules != b->n_flow_rules)
         return false;
+    for (size_t i = 0; i < a->n_flow_rules; i++)
+        if (!flow_rule_equal(&a->flow_rules[i], &b->flow_rules[i]))
+            return false;
     for (size_t i = 0; i < a->n_labels; i++)
         if (!fs_cfg_str_equal(a->labels[i].key, b->labels[i].key) ||
             !fs_cfg_str_equal(a->labels[i].value, b->labels[i].value))

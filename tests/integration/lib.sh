@@ -113,10 +113,25 @@ scrape_configs:
     static_configs:
       - targets: ['127.0.0.1:$target_port']
 YML
-  prometheus --config.file="$T/prometheus.yml" --storage.tsdb.path="$T/prom-data" \
-    --web.listen-address="127.0.0.1:$PROM_PORT" --log.level=warn >"$T/prometheus.log" 2>&1 &
-  track $!
-  wait_http "http://127.0.0.1:$PROM_PORT/-/ready" 60
+  # A free port can be taken by another process between the check and Prometheus'
+  # bind (other test runs share the machine): then it exits at once, and another port
+  # is tried.
+  local pid
+  for _ in 1 2 3 4 5; do
+    prometheus --config.file="$T/prometheus.yml" --storage.tsdb.path="$T/prom-data" \
+      --web.listen-address="127.0.0.1:$PROM_PORT" --log.level=warn >"$T/prometheus.log" 2>&1 &
+    pid=$!
+    track $pid
+    for _ in $(seq 600); do
+      curl -fsS -o /dev/null "http://127.0.0.1:$PROM_PORT/-/ready" 2>/dev/null && return 0
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -0 "$pid" 2>/dev/null && fail "prometheus on $PROM_PORT not ready within 60s"
+    grep -q 'address already in use' "$T/prometheus.log" || fail "prometheus exited: $(tail -n 3 "$T/prometheus.log")"
+    PROM_PORT=$(free_tcp_port)
+  done
+  fail "prometheus found no free port in 5 tries"
 }
 
 # Runs an instant PromQL query against our Prometheus; prints the JSON.

@@ -4,10 +4,12 @@
 # what our ring holds, and `promtool check metrics` must be clean on the live output.
 source "$(dirname "$0")/lib.sh"
 
-PORT=$(free_tcp_port)
-"$FS_BUILD_DIR/tests/fs-testd" --port "$PORT" --targets 3 --ports 8 --interval-ms 500 --step 1000 \
+# Port 0: the collector binds a free port itself and prints it ("port N").
+"$FS_BUILD_DIR/tests/fs-testd" --port 0 --targets 3 --ports 8 --interval-ms 500 --step 1000 \
   >"$T/testd.out" 2>"$T/testd.log" &
 track $!
+wait_for 20 "fs-testd listening" grep -q '^port [0-9]' "$T/testd.out"
+PORT=$(awk '/^port /{print $2; exit}' "$T/testd.out")
 wait_http "http://127.0.0.1:$PORT/healthz"
 ok "collector up on $PORT"
 

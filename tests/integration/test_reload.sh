@@ -121,7 +121,7 @@ ok "target refused by its driver shown down, retried by the next reload with the
 # hostage: a second signal ends the process at once, saying where it was stuck.
 echo tor1 >"$T/hang"
 kill -TERM "$FS_PID"
-wait_for 10 "shutdown begun" grep -q 'shutting down' "$T/fabricscope.log"
+wait_for 10 "shutdown reached the targets" grep -q 'shutdown: removing' "$T/fabricscope.log"
 kill -0 "$FS_PID" || fail "exited although its driver is stuck"
 kill -TERM "$FS_PID"
 wait_exit "$FS_PID" 5

@@ -107,6 +107,11 @@ main(int argc, char **argv)
     struct fs_http *h = fs_http_start(&ho, st, err, sizeof err);
     if (!h) {
         fprintf(stderr, "fs-testd: %s\n", err);
+        free(cfg);
+        free(names);
+        free(sinks);
+        free(ts);
+        free(es);
         return 1;
     }
     printf("port %u\n", fs_http_port(h));

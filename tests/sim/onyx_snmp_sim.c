@@ -14,6 +14,12 @@
  *   --wrap-port P        port P has no 64-bit (HC) columns, and its 32-bit octet counters
  *                        start 8 s short of 2^32 at --wrap-rate-bps, so they wrap soon
  *   --cong-at S --cong-for D   a scripted congestion event S seconds after start
+ *   --scenario FILE      the counters follow tests/sim/scenario.py's formulas for that
+ *                        scenario JSON (ports, rate_bps, packet_bytes, counter_base,
+ *                        boot_epoch_s, tc_share, congestion), the same numbers the ONYX CLI
+ *                        simulator prints for that file, so SNMP and CLI polls of one
+ *                        simulated switch agree. Read once at start (SIGUSR1 still reboots).
+ *                        Queue depth is queue_bytes / 96 cells (the simulator's cell size).
  * The ifIndex of Eth1/N is 100+N (not N) so that a poller must use the ifIndex map.
  * The TC/priority index base of the QoS tables is --qos-base (default 1).
  */
@@ -26,6 +32,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <json-c/json.h>
+#include <math.h>
 
 #include <net-snmp/net-snmp-config.h>
 #include <net-snmp/net-snmp-includes.h>
@@ -56,6 +65,89 @@ static double cong_start; /* since-boot seconds when the current congestion bega
 static double wred_base;  /* WRED discards accumulated by earlier congestion */
 static double depth_when_ended;
 
+/* The shared scenario (--scenario): see tests/sim/scenario.py for the formulas. */
+static struct {
+    bool on;
+    double rate_bps;
+    uint64_t packet_bytes, base;
+    double tc_share[NTC];
+    double period, duration, phase, ecn_pps, wred_pps, pfc_pps, queue_bytes;
+} scen = {false, 10e9, 1000, 0, {0.4, 0, 0, 0.6, 0, 0, 0, 0}, 30, 2, 10, 200000, 1000, 500, 12e6};
+
+static double
+jnum(struct json_object *o, const char *k, double dflt)
+{
+    struct json_object *v;
+    if (!o || !json_object_object_get_ex(o, k, &v))
+        return dflt;
+    return json_object_get_double(v);
+}
+
+static double
+realtime_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Loads FILE; *boot_epoch gets boot_epoch_s or -1. 0 on success. */
+static int
+scenario_load(const char *path, double *boot_epoch)
+{
+    struct json_object *d = json_object_from_file(path), *c = NULL, *share;
+    if (!d) {
+        fprintf(stderr, "onyx-snmp-sim: cannot read scenario %s\n", path);
+        return -1;
+    }
+    scen.on = true;
+    opt.ports = (int)jnum(d, "ports", 64);
+    scen.rate_bps = jnum(d, "rate_bps", 10e9);
+    opt.rate_bps = scen.rate_bps;
+    scen.packet_bytes = (uint64_t)jnum(d, "packet_bytes", 1000);
+    struct json_object *b;
+    /* counter_base may pass 2^53: read it as a 64-bit integer, not a double */
+    if (json_object_object_get_ex(d, "counter_base", &b))
+        scen.base = (uint64_t)json_object_get_uint64(b);
+    *boot_epoch = jnum(d, "boot_epoch_s", -1);
+    if (json_object_object_get_ex(d, "tc_share", &share) &&
+        json_object_is_type(share, json_type_array))
+        for (int i = 0; i < NTC; i++)
+            scen.tc_share[i] =
+                i < (int)json_object_array_length(share)
+                    ? json_object_get_double(json_object_array_get_idx(share, (size_t)i))
+                    : 0;
+    json_object_object_get_ex(d, "congestion", &c);
+    opt.cong_port = (int)jnum(c, "port", 49);
+    opt.cong_tc = (int)jnum(c, "tc", 3);
+    scen.period = jnum(c, "period_s", 30);
+    scen.duration = jnum(c, "duration_s", 2);
+    scen.phase = jnum(c, "phase_s", 10);
+    scen.ecn_pps = jnum(c, "ecn_pps", 200000);
+    scen.wred_pps = jnum(c, "wred_pps", 1000);
+    scen.pfc_pps = jnum(c, "pfc_pps", 500);
+    scen.queue_bytes = jnum(c, "queue_bytes", 12000000);
+    json_object_put(d);
+    return 0;
+}
+
+static double
+surge_seconds(double t)
+{
+    double x = t - scen.phase;
+    if (x <= 0)
+        return 0;
+    double full = floor(x / scen.period), rem = x - full * scen.period;
+    return full * scen.duration + (rem < scen.duration ? rem : scen.duration);
+}
+
+static bool
+in_surge(double t)
+{
+    double x = t - scen.phase;
+    return x >= 0 && fmod(x, scen.period) < scen.duration;
+}
+
 static double
 now_s(void)
 {
@@ -81,8 +173,16 @@ port_rate_Bps(int p)
 }
 
 static uint64_t
+scen_octets_raw(int p)
+{
+    return (uint64_t)(scen.rate_bps / 8 * ((p % 4) + 1) / 4 * since_boot());
+}
+
+static uint64_t
 octets(int p, int dir)
 {
+    if (scen.on)
+        return scen_octets_raw(p) + scen.base;
     double t = since_boot();
     uint64_t v = (uint64_t)(port_rate_Bps(p) * t * (dir ? 0.9 : 1.0));
     if (p == opt.wrap_port && dir == 0)
@@ -93,18 +193,24 @@ octets(int p, int dir)
 static uint64_t
 ucast(int p, int dir)
 {
+    if (scen.on)
+        return scen_octets_raw(p) / scen.packet_bytes + scen.base;
     return octets(p, dir) / 1000;
 }
 
 static uint64_t
 mcast(int p, int dir)
 {
+    if (scen.on)
+        return scen.base;
     return octets(p, dir) / 100000;
 }
 
 static uint64_t
 bcast(int p, int dir)
 {
+    if (scen.on)
+        return scen.base;
     return octets(p, dir) / 1000000;
 }
 
@@ -117,6 +223,10 @@ cong_elapsed(void)
 static uint64_t
 queue_depth_cells(int p, int tc)
 {
+    if (scen.on)
+        return (p == opt.cong_port && tc == opt.cong_tc && in_surge(since_boot()))
+                   ? (uint64_t)(scen.queue_bytes / 96)
+                   : 0;
     if (p != opt.cong_port || tc != opt.cong_tc)
         return (p % 7 == 0 && tc == 0) ? 3 : 0;
     if (!congested)
@@ -128,6 +238,11 @@ queue_depth_cells(int p, int tc)
 static uint64_t
 wred(int p, int tc)
 {
+    if (scen.on)
+        return (p == opt.cong_port && tc == opt.cong_tc
+                    ? (uint64_t)(scen.wred_pps * surge_seconds(since_boot()))
+                    : 0) +
+               scen.base;
     if (p != opt.cong_port || tc != opt.cong_tc)
         return 0;
     return (uint64_t)(wred_base + 50000.0 * cong_elapsed());
@@ -136,6 +251,11 @@ wred(int p, int tc)
 static uint64_t
 pfc_pkts(int p, int prio, int dir)
 {
+    if (scen.on) /* rx pause frames on the congested port's priority = tc; none sent */
+        return (dir == 0 && p == opt.cong_port && prio == opt.cong_tc
+                    ? (uint64_t)(scen.pfc_pps * surge_seconds(since_boot()))
+                    : 0) +
+               scen.base;
     if (prio != 3)
         return 0;
     return (uint64_t)(since_boot() * (dir ? 2 : 5) * ((p % 3) + 1));
@@ -144,6 +264,8 @@ pfc_pkts(int p, int prio, int dir)
 static uint64_t
 pfc_ms(int p, int prio, int dir)
 {
+    if (scen.on) /* 100 us per frame, in ms (MELLANOX-QOS-MIB's unit) */
+        return (pfc_pkts(p, prio, dir) - scen.base) / 10 + scen.base;
     return pfc_pkts(p, prio, dir) / 2;
 }
 
@@ -420,11 +542,17 @@ tc_get(int col, const oid *idx, struct val *v)
         break;
     case 3:
         v->t = V_C64;
-        v->u = tc == 0 ? ucast(p, 1) : 0;
+        v->u = scen.on
+                   ? (uint64_t)((double)(ucast(p, 1) - scen.base) * scen.tc_share[tc]) + scen.base
+               : tc == 0 ? ucast(p, 1)
+                         : 0;
         break;
     case 4:
         v->t = V_C64;
-        v->u = tc == 0 ? octets(p, 1) : 0;
+        v->u = scen.on
+                   ? (uint64_t)((double)(octets(p, 1) - scen.base) * scen.tc_share[tc]) + scen.base
+               : tc == 0 ? octets(p, 1)
+                         : 0;
         break;
     case 5:
         v->t = V_C64;
@@ -791,6 +919,7 @@ usage(void)
             "usage: onyx-snmp-sim -x AGENTX_SOCKET [--ports N] [--qos-base 0|1] [--no-qos]\n"
             "       [--rate-bps R] [--wrap-port P] [--wrap-rate-bps R] [--down-port P]\n"
             "       [--cong-port P] [--cong-tc T] [--cong-at S] [--cong-for D] [--pidfile F]\n"
+            "       [--scenario SCENARIO.json]\n"
             "signals: USR1 reboot, USR2 toggle congestion, TERM/INT stop\n");
 }
 
@@ -810,9 +939,12 @@ main(int argc, char **argv)
                                        {"cong-at", required_argument, NULL, 'a'},
                                        {"cong-for", required_argument, NULL, 'f'},
                                        {"pidfile", required_argument, NULL, 'P'},
+                                       {"scenario", required_argument, NULL, 'S'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
     int c;
+    const char *scenario_path = NULL;
+    double boot_epoch = -1;
     while ((c = getopt_long(argc, argv, "x:n:h", lo, NULL)) != -1) {
         switch (c) {
         case 'x':
@@ -854,16 +986,23 @@ main(int argc, char **argv)
         case 'P':
             opt.pidfile = optarg;
             break;
+        case 'S':
+            scenario_path = optarg;
+            break;
         default:
             usage();
             return c == 'h' ? 0 : 2;
         }
     }
+    if (scenario_path && scenario_load(scenario_path, &boot_epoch) != 0)
+        return 2;
     if (!opt.socket || opt.ports < 1 || opt.ports > MAX_PORTS) {
         usage();
         return 2;
     }
     start_time = boot = now_s();
+    if (scen.on && boot_epoch >= 0) /* the scenario's boot, on the monotonic clock */
+        boot = now_s() - (realtime_s() - boot_epoch);
 
     /* A subagent that reads no config or MIB files and keeps no persistent state. */
     snmp_enable_stderrlog();

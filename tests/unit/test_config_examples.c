@@ -276,15 +276,18 @@ test_demo_contents(void **state)
     char path[1200];
     struct fs_config *cfg = NULL;
     char *errors = NULL;
-    const struct fs_driver *snmp = fs_driver_find("snmp"), *gnmi = fs_driver_find("gnmi");
+    const struct fs_driver *snmp = fs_driver_find("snmp"), *gnmi = fs_driver_find("gnmi"),
+                           *cli = fs_driver_find("cli");
     snprintf(path, sizeof(path), "%s/config/demo.yaml", src_dir());
-    if (!snmp || !gnmi) {
-        /* A build without the SNMP or the gNMI driver refuses the demo, saying why. */
+    if (!snmp || !gnmi || !cli) {
+        /* A build without one of the demo's drivers refuses it, saying why. */
         assert_int_not_equal(fs_config_load(path, &opts, &cfg, &errors), 0);
         if (!snmp)
             assert_non_null(strstr(errors, ".snmp: this build has no snmp driver\n"));
         if (!gnmi)
             assert_non_null(strstr(errors, ".gnmi: this build has no gnmi driver\n"));
+        if (!cli)
+            assert_non_null(strstr(errors, ".cli: this build has no cli driver\n"));
         free(errors);
         return;
     }
@@ -295,10 +298,18 @@ test_demo_contents(void **state)
     assert_int_equal(cfg->n_targets, 2);
     assert_string_equal(cfg->targets[0].name, "sim-tor1");
     assert_string_equal(cfg->targets[0].address, "127.0.0.1");
-    /* Its one block is the SNMP driver's, polled every second (interval: 1s). */
-    assert_int_equal(cfg->targets[0].n_blocks, 1);
-    assert_ptr_equal(cfg->targets[0].blocks[0].ops, &snmp->block);
-    assert_int_equal(snmp->block.config_interval(cfg->targets[0].blocks[0].cfg), 1000000);
+    /* One simulated switch two ways, SNMP and its CLI, each polled every second. */
+    assert_int_equal(cfg->targets[0].n_blocks, 2);
+    assert_ptr_equal(fs_target_block_cfg(&cfg->targets[0], &snmp->block),
+                     cfg->targets[0].blocks[0].cfg);
+    assert_int_equal(
+        snmp->block.config_interval(fs_target_block_cfg(&cfg->targets[0], &snmp->block)), 1000000);
+    assert_non_null(fs_target_block_cfg(&cfg->targets[0], &cli->block));
+    assert_int_equal(cli->block.config_interval(fs_target_block_cfg(&cfg->targets[0], &cli->block)),
+                     1000000);
+    /* the CLI driver gets the configuration's flow rules with the target */
+    assert_int_equal(cfg->targets[0].n_flow_rules, cfg->n_flow_rules);
+    assert_ptr_equal(cfg->targets[0].flow_rules, cfg->flow_rules);
     /* The gNMI switch: one gnmi block whose slowest subscription promises a value every
      * second (queues at 100 ms, interface counters at 1 s). */
     assert_string_equal(cfg->targets[1].name, "sim-leaf1");

@@ -1,0 +1,1487 @@
+/*
+ * The ONYX CLI driver: one I/O thread runs every target's persistent SSH shell with epoll
+ * (ssh.c does the SSH part), speaks the ONYX CLI (prompts, enable, paging, pager, `%`
+ * errors) and turns each command's output into samples (parse.c).
+ *
+ * Session: connect/handshake/host key/auth/shell (ssh.c) -> wait for the first prompt,
+ * learn its `<host> [<tag>: <role>] ` prefix -> `enable` (answering the password prompt
+ * when an enable password is configured) -> `no cli session paging enable` -> ready. The
+ * shell is kept across cycles; any failure closes it. The first failure of a working
+ * session lets the next cycle reconnect at once; failing to connect or log in, or failing
+ * again, arms a backoff (1 s doubling to 60 s, reset by a good cycle), and cycles in
+ * between fail fast with the last error instead of reconnecting (no retry storm).
+ *
+ * Cycle: commands are written in batches (all at once, the shell reads them in turn) and
+ * the output is split at each line that starts with the learned prompt prefix; the first
+ * line of each part is the echoed command. Batch 1: show clock (first, so the request and
+ * response times bound the device's answer), show version, show interfaces ethernet
+ * | json-print, counters tc 0-7 and pfc prio 0-7 for all ports, show telemetry flows (when
+ * flow rules are configured; or show what-just-happened where telemetry flows is missing);
+ * batch 2: congestion-control | json-print of every port batch 1 listed.
+ * A command answered with `% Unrecognized command` is dropped for this target for good
+ * and reported once (log and target detail). Every read has a deadline (the cycle's, and
+ * timeout_us without progress) and the output of a batch is bounded (max_output_bytes).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "clock_est.h"
+#include "flowrules.h"
+#include "onyx_driver.h"
+#include "parse.h"
+#include "ssh.h"
+#include "store/sink.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+#define SUBSYS "cli"
+#define MAX_BATCH 32
+#define SECRET_MAX 512
+#define BACKOFF_MAX_US 60000000LL
+
+enum cmd_kind {
+    K_CLOCK,
+    K_VERSION,
+    K_IFACES,
+    K_TC,
+    K_PFC,
+    K_CC,
+    K_FLOWS,
+    K_WJH,
+    K_RUNCFG,
+    K_CONFIG,
+    K_ROLLBACK,
+    K_COUNT
+};
+static const char *const kind_names[K_COUNT] = {
+    "show clock",
+    "show version",
+    "show interfaces ethernet",
+    "show interfaces ethernet counters tc",
+    "show interfaces ethernet counters pfc prio",
+    "show interfaces ethernet <port> congestion-control",
+    "show telemetry flows",
+    "show what-just-happened",
+    "show running-config",
+    "flow rule configuration",
+    "flow rule rollback",
+};
+
+struct cmd {
+    enum cmd_kind kind;
+    char text[96];
+};
+
+enum sess { SS_DOWN, SS_SSH, SS_BANNER, SS_ENABLE, SS_PAGING, SS_READY, SS_BUSY };
+
+struct onyx_target {
+    struct onyx_drv *drv;
+    char *name, *address;
+    struct fs_onyx_cfg cfg;
+    struct fs_sink *sink;
+    atomic_bool busy;
+    pthread_mutex_t detail_lock;
+    char detail[1024];        /* under detail_lock */
+    FILE *transcript;         /* under detail_lock */
+    bool transcript_mid_line; /* under detail_lock: the last byte written was not a newline */
+
+    /* --- I/O thread only --- */
+    bool removed;
+    struct onyx_ssh *ssh;
+    uint32_t events; /* registered epoll events; 0: not registered */
+    enum sess ss;
+    bool enable_pw_sent;
+    char prefix[160];
+    size_t prefix_len;
+    char *rx;
+    size_t rx_len, rx_cap;
+    char esc_hold[32];
+    size_t esc_len;
+    char *tx;
+    size_t tx_len, tx_cap;
+    /* cycle */
+    bool in_cycle;
+    uint64_t cycle_id;
+    int64_t deadline_us, progress_us;
+    struct cmd *q;
+    size_t nq, capq, sent, done, batch_end, resp_start;
+    bool echo_skipped;
+    int64_t batch_lo_us; /* realtime when the batch was written */
+    enum fs_poll_result result;
+    char msg[256];
+    /* across cycles */
+    int fail_count;
+    int64_t next_connect_us;
+    enum fs_poll_result last_fail;
+    char last_fail_msg[256];
+    bool lacks[K_COUNT];
+    bool json_ifaces_lacking;
+    char release[32];
+    double last_uptime;
+    struct onyx_clock_est clock;
+    bool one_at_a_time; /* the CLI pages despite paging off: no pipelining (the pager would eat
+                           commands) */
+    bool pager_broke;   /* this batch's stream was corrupted by the pager */
+    char **ports;
+    size_t nports;
+    char profile[160];
+    bool rules_checked; /* this session compared the running config with the flow rules */
+    bool config_failed, config_in_flight;
+    struct onyx_plan plan; /* I/O thread writes it under detail_lock */
+    bool plan_ready;       /* under detail_lock */
+    uint64_t sessions, cycles_ok;
+    struct onyx_samples samples;
+};
+
+enum rq_kind { RQ_ADD, RQ_CYCLE, RQ_CANCEL, RQ_REMOVE, RQ_STOP };
+
+struct rq {
+    enum rq_kind kind;
+    struct onyx_target *t;
+    uint64_t cycle_id;
+    int64_t deadline_us;
+    struct rq *next;
+};
+
+struct onyx_drv {
+    pthread_t thread;
+    int epfd, evfd;
+    pthread_mutex_t qlock;
+    pthread_cond_t qcond;
+    struct rq *qhead, *qtail;
+    uint64_t removed_seq, remove_req_seq;
+    struct onyx_target **targets; /* I/O thread only */
+    size_t ntargets, captargets;
+};
+
+/* ---------------- helpers ---------------- */
+
+static void update_detail(struct onyx_target *t);
+
+static int
+buf_append(char **buf, size_t *len, size_t *cap, const char *data, size_t n)
+{
+    if (*len + n + 1 > *cap) {
+        size_t nc = *cap ? *cap : 8192;
+        while (nc < *len + n + 1)
+            nc *= 2;
+        char *p = realloc(*buf, nc);
+        if (!p)
+            return -1;
+        *buf = p;
+        *cap = nc;
+    }
+    memcpy(*buf + *len, data, n);
+    *len += n;
+    (*buf)[*len] = '\0';
+    return 0;
+}
+
+static void
+transcript_write(struct onyx_target *t, const char *pre, const char *data, size_t n)
+{
+    pthread_mutex_lock(&t->detail_lock);
+    if (t->transcript) {
+        /* A sent line starts a line of its own (after a prompt it would not). */
+        if (pre && t->transcript_mid_line)
+            fputc('\n', t->transcript);
+        if (pre)
+            fputs(pre, t->transcript);
+        fwrite(data, 1, n, t->transcript);
+        if (n > 0)
+            t->transcript_mid_line = data[n - 1] != '\n';
+        fflush(t->transcript);
+    }
+    pthread_mutex_unlock(&t->detail_lock);
+}
+
+static void
+epoll_update(struct onyx_target *t)
+{
+    struct onyx_drv *d = t->drv;
+    if (!t->ssh)
+        return;
+    uint32_t ev = onyx_ssh_events(t->ssh);
+    if (t->tx_len > 0)
+        ev |= EPOLLOUT;
+    if (ev == t->events)
+        return;
+    struct epoll_event e = {.events = ev, .data.ptr = t};
+    int op = t->events ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+    if (epoll_ctl(d->epfd, op, onyx_ssh_fd(t->ssh), &e) == 0)
+        t->events = ev;
+}
+
+static void
+close_session(struct onyx_target *t)
+{
+    if (t->ssh) {
+        if (t->events)
+            epoll_ctl(t->drv->epfd, EPOLL_CTL_DEL, onyx_ssh_fd(t->ssh), NULL);
+        onyx_ssh_free(t->ssh);
+    }
+    t->ssh = NULL;
+    t->events = 0;
+    t->ss = SS_DOWN;
+    t->rx_len = 0;
+    t->tx_len = 0;
+    t->esc_len = 0;
+    t->resp_start = 0;
+    t->echo_skipped = false;
+    t->enable_pw_sent = false;
+    t->rules_checked = false; /* a new session checks the running config again */
+    t->config_in_flight = false;
+}
+
+static void
+finish_cycle(struct onyx_target *t, enum fs_poll_result r, const char *msg)
+{
+    if (!t->in_cycle)
+        return;
+    t->in_cycle = false;
+    if (r == FS_POLL_OK) {
+        t->fail_count = 0;
+        t->cycles_ok++;
+    }
+    update_detail(t);
+    /* Not busy before done: the done callback may start the next cycle at once. */
+    atomic_store(&t->busy, false);
+    fs_sink_done(t->sink, t->cycle_id, r, msg && msg[0] ? msg : NULL);
+}
+
+/* Any failure of the session: close it, arm the backoff, end the cycle with r. */
+static void
+fail_session(struct onyx_target *t, enum fs_poll_result r, const char *msg)
+{
+    bool was_up = t->ss == SS_READY || t->ss == SS_BUSY;
+    close_session(t);
+    t->fail_count++;
+    int64_t b = 1000000LL << (t->fail_count - 1 < 6 ? t->fail_count - 1 : 6);
+    if (b > BACKOFF_MAX_US)
+        b = BACKOFF_MAX_US;
+    /* A working session that broke (hung command, dropped connection) is reopened by the
+     * next cycle at once; failing to open one, or breaking again, backs off. */
+    if (was_up && t->fail_count == 1)
+        b = 0;
+    t->next_connect_us = fs_monotonic_us() + b;
+    t->last_fail = r;
+    snprintf(t->last_fail_msg, sizeof(t->last_fail_msg), "%s", msg);
+    fs_log(r == FS_POLL_AUTH ? FS_LOG_ERROR : FS_LOG_WARN, SUBSYS,
+           "target %s: %s (next connect in %.0f s)", t->name, msg, (double)b / 1e6);
+    finish_cycle(t, r, msg);
+}
+
+static void
+send_text(struct onyx_target *t, const char *s, bool secret)
+{
+    size_t n = strlen(s);
+    if (buf_append(&t->tx, &t->tx_len, &t->tx_cap, s, n) < 0 ||
+        buf_append(&t->tx, &t->tx_len, &t->tx_cap, "\n", 1) < 0)
+        return;
+    if (secret)
+        transcript_write(t, "<<< ", "********\n", 9);
+    else {
+        transcript_write(t, "<<< ", s, n);
+        transcript_write(t, NULL, "\n", 1);
+    }
+}
+
+static void
+flush_tx(struct onyx_target *t)
+{
+    while (t->ssh && t->tx_len > 0) {
+        size_t n = 0;
+        int r = onyx_ssh_write(t->ssh, t->tx, t->tx_len, &n);
+        if (r == ONYX_SSH_AGAIN || (r == ONYX_SSH_DONE && n == 0))
+            break;
+        if (r != ONYX_SSH_DONE) {
+            fail_session(t, FS_POLL_PROTOCOL, "write to the shell failed");
+            return;
+        }
+        memmove(t->tx, t->tx + n, t->tx_len - n);
+        t->tx_len -= n;
+    }
+    if (t->tx_len)
+        explicit_bzero(t->tx + t->tx_len, t->tx_cap - t->tx_len);
+    else if (t->tx_cap)
+        explicit_bzero(t->tx, t->tx_cap); /* an enable password may have passed through */
+}
+
+/* ---------------- command queue ---------------- */
+
+static void queue_cmd(struct onyx_target *t, enum cmd_kind k, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#include <stdarg.h>
+static void
+queue_cmd(struct onyx_target *t, enum cmd_kind k, const char *fmt, ...)
+{
+    if (t->lacks[k])
+        return;
+    if (t->nq == t->capq) {
+        size_t nc = t->capq ? t->capq * 2 : 64;
+        struct cmd *q = realloc(t->q, nc * sizeof(*q));
+        if (!q)
+            return;
+        t->q = q;
+        t->capq = nc;
+    }
+    struct cmd *c = &t->q[t->nq++];
+    c->kind = k;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->text, sizeof(c->text), fmt, ap);
+    va_end(ap);
+}
+
+static void
+build_batch1(struct onyx_target *t)
+{
+    t->nq = t->sent = t->done = t->batch_end = 0;
+    queue_cmd(t, K_CLOCK, "show clock");
+    queue_cmd(t, K_VERSION, "show version");
+    queue_cmd(t, K_IFACES, "show interfaces ethernet%s",
+              t->json_ifaces_lacking ? "" : " | json-print");
+    for (int i = 0; i < 8; i++)
+        queue_cmd(t, K_TC, "show interfaces ethernet counters tc %d", i);
+    for (int i = 0; i < 8; i++)
+        queue_cmd(t, K_PFC, "show interfaces ethernet counters pfc prio %d", i);
+    if (t->cfg.n_flow_rules > 0) {
+        if (!t->lacks[K_FLOWS])
+            queue_cmd(t, K_FLOWS, "show telemetry flows");
+        else
+            queue_cmd(t, K_WJH, "show what-just-happened");
+    }
+    if ((t->cfg.apply_flow_rules || t->cfg.plan_only) && !t->rules_checked)
+        queue_cmd(t, K_RUNCFG, "show running-config");
+}
+
+/* The running config arrived: queue what makes it hold the flow rules (apply_flow_rules). */
+static void
+plan_flow_rules(struct onyx_target *t, const char *text, size_t len)
+{
+    char err[256];
+    struct onyx_plan plan;
+    int prc =
+        onyx_flow_plan(t->cfg.flow_rules, t->cfg.n_flow_rules, text, len, &plan, err, sizeof(err));
+    pthread_mutex_lock(&t->detail_lock);
+    onyx_plan_free(&t->plan);
+    if (prc == 0)
+        t->plan = plan;
+    t->plan_ready = false;
+    pthread_mutex_unlock(&t->detail_lock);
+    if (prc != 0) {
+        fs_log(FS_LOG_ERROR, SUBSYS, "target %s: flow rules: %s", t->name, err);
+        t->rules_checked = true; /* the configuration is wrong, not the switch: no retry */
+        return;
+    }
+    pthread_mutex_lock(&t->detail_lock);
+    t->plan_ready = true;
+    pthread_mutex_unlock(&t->detail_lock);
+    if (t->cfg.plan_only) {
+        t->rules_checked = true;
+        return;
+    }
+    if (t->plan.n == 0) {
+        t->rules_checked = true;
+        fs_log(FS_LOG_INFO, SUBSYS, "target %s: flow rule ACLs already in place", t->name);
+        return;
+    }
+    fs_log(FS_LOG_INFO, SUBSYS, "target %s: applying %zu flow rule configuration commands", t->name,
+           t->plan.n);
+    t->config_failed = false;
+    t->config_in_flight = true;
+    queue_cmd(t, K_CONFIG, "configure terminal");
+    for (size_t i = 0; i < t->plan.n; i++)
+        queue_cmd(t, K_CONFIG, "%s", t->plan.cmds[i]);
+    queue_cmd(t, K_CONFIG, "exit");
+}
+
+/* After the configuration commands ran: done, or undo what this session added. */
+static void
+finish_flow_rules(struct onyx_target *t)
+{
+    t->config_in_flight = false;
+    if (!t->config_failed) {
+        t->rules_checked = true;
+        fs_log(FS_LOG_INFO, SUBSYS, "target %s: flow rule ACLs applied", t->name);
+        return;
+    }
+    fs_log(FS_LOG_ERROR, SUBSYS, "target %s: flow rule configuration failed; rolling back",
+           t->name);
+    t->rules_checked = true; /* no retry storm: the next session checks again */
+    queue_cmd(t, K_ROLLBACK, "configure terminal");
+    for (size_t i = 0; i < t->plan.n_rollback; i++)
+        queue_cmd(t, K_ROLLBACK, "%s", t->plan.rollback[i]);
+    queue_cmd(t, K_ROLLBACK, "exit");
+}
+
+static void
+send_batch(struct onyx_target *t)
+{
+    size_t max = t->one_at_a_time ? 1 : MAX_BATCH;
+    size_t end = t->sent + max < t->nq ? t->sent + max : t->nq;
+    for (size_t i = t->sent; i < end; i++)
+        send_text(t, t->q[i].text, false);
+    t->batch_end = end;
+    t->sent = end;
+    t->echo_skipped = false;
+    t->ss = SS_BUSY;
+    t->batch_lo_us = fs_realtime_us();
+    flush_tx(t);
+}
+
+/* ---------------- responses ---------------- */
+
+static void
+emit(struct onyx_target *t, int64_t ts)
+{
+    if (t->samples.n == 0)
+        return;
+    fs_sink_begin(t->sink, ts);
+    for (size_t i = 0; i < t->samples.n; i++) {
+        const struct onyx_sample *x = &t->samples.v[i];
+        struct fs_label l[ONYX_LABELS_MAX];
+        for (unsigned j = 0; j < x->n_labels; j++) {
+            l[j].name = x->labels[j].name;
+            l[j].value = x->labels[j].value;
+        }
+        if (!x->counter)
+            fs_sink_gauge(t->sink, x->metric, l, x->n_labels, x->value);
+        else if (x->scale == 1.0)
+            fs_sink_counter(t->sink, x->metric, l, x->n_labels, x->raw, 64);
+        else
+            fs_sink_counter_scaled(t->sink, x->metric, l, x->n_labels, x->raw, 64, x->scale);
+    }
+    fs_sink_end(t->sink);
+}
+
+/* Whether a response holds a pager prompt line (`lines 1-24 ...`). */
+static bool
+has_pager_line(const char *text, size_t len)
+{
+    const char *p = text, *end = text + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        if (onyx_pager_at_end(p, n, NULL))
+            return true;
+        p = nl ? nl + 1 : end;
+    }
+    return false;
+}
+
+static void
+set_parse_error(struct onyx_target *t, const struct cmd *c, const char *err)
+{
+    if (t->result == FS_POLL_OK) {
+        t->result = FS_POLL_PARSE;
+        snprintf(t->msg, sizeof(t->msg), "%s: %.150s", c->text, err);
+    }
+    fs_log(FS_LOG_WARN, SUBSYS, "target %s: `%s`: %s", t->name, c->text, err);
+}
+
+static void
+learn_ports(struct onyx_target *t)
+{
+    for (size_t i = 0; i < t->nports; i++)
+        free(t->ports[i]);
+    free(t->ports);
+    t->ports = NULL;
+    t->nports = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < t->samples.n; i++)
+        n += t->samples.v[i].metric == FS_M_PORT_OPER_UP;
+    if (n == 0 || !(t->ports = calloc(n, sizeof(*t->ports))))
+        return;
+    for (size_t i = 0; i < t->samples.n; i++)
+        if (t->samples.v[i].metric == FS_M_PORT_OPER_UP && t->samples.v[i].n_labels == 1)
+            t->ports[t->nports++] = strdup(t->samples.v[i].labels[0].value);
+}
+
+struct wjh_acc {
+    struct onyx_target *t;
+};
+
+static void
+wjh_record(const struct onyx_wjh_record *r, void *arg)
+{
+    struct onyx_target *t = ((struct wjh_acc *)arg)->t;
+    for (size_t i = 0; i < t->cfg.n_flow_rules; i++) {
+        const struct fs_flow_rule *rule = &t->cfg.flow_rules[i];
+        if (!onyx_wjh_matches_rule(r, rule))
+            continue;
+        /* The aggregated table's count is cumulative: one counter per (rule, reason). */
+        struct onyx_sample *found = NULL;
+        for (size_t k = 0; k < t->samples.n; k++) {
+            struct onyx_sample *x = &t->samples.v[k];
+            if (!strcmp(x->labels[0].value, rule->name) && !strcmp(x->labels[1].value, r->reason))
+                found = x;
+        }
+        if (found) {
+            found->raw += r->count;
+            continue;
+        }
+        if (t->samples.n == t->samples.cap) {
+            size_t nc = t->samples.cap ? t->samples.cap * 2 : 16;
+            struct onyx_sample *v = realloc(t->samples.v, nc * sizeof(*v));
+            if (!v)
+                return;
+            t->samples.v = v;
+            t->samples.cap = nc;
+        }
+        struct onyx_sample *x = &t->samples.v[t->samples.n++];
+        memset(x, 0, sizeof(*x));
+        x->metric = FS_M_FLOW_RULE_DROPPED;
+        x->counter = true;
+        x->scale = 1.0;
+        x->raw = r->count;
+        x->n_labels = 2;
+        x->labels[0].name = "rule";
+        snprintf(x->labels[0].value, sizeof(x->labels[0].value), "%s", rule->name);
+        x->labels[1].name = "reason";
+        /* a long drop reason is cut to the label size */
+        snprintf(x->labels[1].value, sizeof(x->labels[1].value), "%.*s",
+                 (int)sizeof(x->labels[1].value) - 1, r->reason);
+    }
+}
+
+static void
+handle_response(struct onyx_target *t, const struct cmd *c, const char *text, size_t len,
+                int64_t now_real)
+{
+    char err[256];
+    onyx_samples_clear(&t->samples);
+    if (!t->one_at_a_time && has_pager_line(text, len)) {
+        /* The pager took the next pipelined command as its key: this batch's stream is
+         * garbage. From now on one command at a time, the pager answered with a space. */
+        fs_log(FS_LOG_WARN, SUBSYS,
+               "target %s: the CLI pages despite `no cli session paging enable`; sending "
+               "one command at a time from now on",
+               t->name);
+        t->one_at_a_time = true;
+        t->pager_broke = true;
+        return;
+    }
+    if (c->kind == K_CONFIG || c->kind == K_ROLLBACK) {
+        if (onyx_error_line(text, len, err, sizeof(err))) {
+            fs_log(FS_LOG_ERROR, SUBSYS, "target %s: `%s`: %s", t->name, c->text, err);
+            if (c->kind == K_CONFIG && !t->config_failed) {
+                t->config_failed = true;
+                if (t->result == FS_POLL_OK) {
+                    t->result = FS_POLL_PROTOCOL;
+                    snprintf(t->msg, sizeof(t->msg), "flow rules: `%.60s`: %.120s", c->text, err);
+                }
+            }
+        }
+        return;
+    }
+    if (c->kind == K_RUNCFG && !onyx_error_line(text, len, err, sizeof(err))) {
+        plan_flow_rules(t, text, len);
+        return;
+    }
+    if (onyx_error_line(text, len, err, sizeof(err))) {
+        bool unknown = strstr(err, "Unrecognized") || strstr(err, "Invalid command") ||
+                       strstr(err, "nknown command");
+        if (unknown && c->kind == K_IFACES && !t->json_ifaces_lacking) {
+            t->json_ifaces_lacking = true; /* no json-print here: text from now on */
+            fs_log(FS_LOG_INFO, SUBSYS, "target %s: no `| json-print`; using the text form",
+                   t->name);
+        } else if (unknown) {
+            if (!t->lacks[c->kind])
+                fs_log(FS_LOG_WARN, SUBSYS,
+                       "target %s: `%s` not supported (%s); dropped for this target", t->name,
+                       kind_names[c->kind], err);
+            t->lacks[c->kind] = true;
+        } else {
+            /* The command exists but failed: the cycle did not get what it asked for. */
+            if (t->result == FS_POLL_OK) {
+                t->result = FS_POLL_PROTOCOL;
+                snprintf(t->msg, sizeof(t->msg), "`%s`: %.150s", c->text, err);
+            }
+            fs_log(FS_LOG_WARN, SUBSYS, "target %s: `%s`: %s", t->name, c->text, err);
+        }
+        update_detail(t);
+        return;
+    }
+    int rc = 0;
+    switch (c->kind) {
+    case K_CLOCK: {
+        int64_t dev_us, res_us;
+        rc = onyx_parse_clock(text, len, &dev_us, &res_us, err, sizeof(err));
+        if (rc == 0) {
+            /* Second-edge detection across polls (clock_est.h): the offset interval of
+             * this reading intersected with the previous ones, reported as "the device
+             * read dev_us while our clock was in [dev_us - off_hi, dev_us - off_lo]". */
+            int64_t off_lo, off_hi;
+            onyx_clock_est_add(&t->clock, dev_us, res_us, t->batch_lo_us, now_real, &off_lo,
+                               &off_hi);
+            fs_sink_clock(t->sink, dev_us, dev_us - off_hi, dev_us - off_lo);
+        }
+        break;
+    }
+    case K_VERSION: {
+        struct onyx_version v;
+        rc = onyx_parse_version_text(text, len, &v, err, sizeof(err));
+        if (rc == 0) {
+            if (v.uptime_s >= 0 && t->last_uptime >= 0 && v.uptime_s + 1.0 < t->last_uptime) {
+                fs_log(FS_LOG_INFO, SUBSYS, "target %s: uptime went from %.0f s to %.0f s: reboot",
+                       t->name, t->last_uptime, v.uptime_s);
+                fs_sink_counter_reset(t->sink, FS_RESET_REBOOT, NULL);
+            }
+            if (v.uptime_s >= 0)
+                t->last_uptime = v.uptime_s;
+            snprintf(t->release, sizeof(t->release), "%s", v.release);
+            rc = onyx_version_samples(&v, &t->samples);
+        }
+        break;
+    }
+    case K_IFACES:
+        rc = t->json_ifaces_lacking
+                 ? onyx_parse_interfaces_text(text, len, &t->samples, err, sizeof(err))
+                 : onyx_parse_interfaces_json(text, len, &t->samples, err, sizeof(err));
+        if (rc == 0)
+            learn_ports(t);
+        break;
+    case K_TC:
+        rc = onyx_parse_tc_counters(text, len, &t->samples, err, sizeof(err));
+        break;
+    case K_PFC:
+        rc = onyx_parse_pfc_counters(text, len, &t->samples, err, sizeof(err));
+        break;
+    case K_CC: {
+        struct onyx_tc_profile prof[8];
+        size_t np = 0;
+        rc = onyx_parse_congestion_json(text, len, &t->samples, prof, &np, err, sizeof(err));
+        for (size_t i = 0; rc == 0 && i < np && !t->profile[0]; i++)
+            if (strcasecmp(prof[i].mode, "none") != 0)
+                snprintf(t->profile, sizeof(t->profile), "tc %d %s %s min %s max %s", prof[i].tc,
+                         prof[i].mode, prof[i].threshold_mode, prof[i].min, prof[i].max);
+        break;
+    }
+    case K_FLOWS:
+        rc = onyx_parse_telemetry_flows(text, len, &t->samples, err, sizeof(err));
+        break;
+    case K_WJH: {
+        struct wjh_acc a = {t};
+        rc = onyx_parse_wjh(text, len, wjh_record, &a, err, sizeof(err)) < 0 ? -1 : 0;
+        break;
+    }
+    case K_RUNCFG:
+    case K_CONFIG:
+    case K_ROLLBACK:
+    case K_COUNT:
+        break;
+    }
+    if (rc != 0)
+        set_parse_error(t, c, err);
+    emit(t, now_real);
+}
+
+/* Splits the batch's output at prompt lines; handles every complete response. */
+static void
+process_responses(struct onyx_target *t)
+{
+    while (t->done < t->batch_end) {
+        if (!t->echo_skipped) {
+            char *nl = memchr(t->rx + t->resp_start, '\n', t->rx_len - t->resp_start);
+            if (!nl)
+                return;
+            t->resp_start = (size_t)(nl - t->rx) + 1;
+            t->echo_skipped = true;
+        }
+        size_t ls = t->resp_start, end = (size_t)-1;
+        while (ls < t->rx_len) {
+            size_t avail = t->rx_len - ls;
+            if (avail >= t->prefix_len) {
+                if (memcmp(t->rx + ls, t->prefix, t->prefix_len) == 0) {
+                    end = ls;
+                    break;
+                }
+            } else if (memcmp(t->rx + ls, t->prefix, avail) == 0) {
+                break; /* maybe a prompt still arriving */
+            }
+            char *nl = memchr(t->rx + ls, '\n', avail);
+            if (!nl)
+                break;
+            ls = (size_t)(nl - t->rx) + 1;
+        }
+        if (end == (size_t)-1)
+            return;
+        const struct cmd *c = &t->q[t->done];
+        handle_response(t, c, t->rx + t->resp_start, end - t->resp_start, fs_realtime_us());
+        if (t->pager_broke) {
+            t->pager_broke = false;
+            fail_session(t, FS_POLL_PROTOCOL,
+                         "the CLI pages despite paging off (pager ate a command)");
+            return;
+        }
+        t->done++;
+        t->resp_start = end;
+        t->echo_skipped = false;
+        if (c->kind == K_IFACES && !t->lacks[K_CC]) {
+            for (size_t i = 0; i < t->nports; i++) {
+                const char *p = t->ports[i];
+                queue_cmd(t, K_CC, "show interfaces ethernet %s congestion-control | json-print",
+                          strncmp(p, "Eth", 3) == 0 ? p + 3 : p);
+            }
+        }
+    }
+    /* The batch is complete: keep only the last prompt line. */
+    memmove(t->rx, t->rx + t->resp_start, t->rx_len - t->resp_start);
+    t->rx_len -= t->resp_start;
+    t->resp_start = 0;
+    if (t->config_in_flight) {
+        bool pending = false;
+        for (size_t i = t->done; i < t->nq; i++)
+            pending = pending || t->q[i].kind == K_CONFIG;
+        if (!pending)
+            finish_flow_rules(t);
+    }
+    if (t->sent < t->nq) {
+        send_batch(t);
+        return;
+    }
+    t->ss = SS_READY;
+    finish_cycle(t, t->result, t->msg);
+}
+
+/* The session text after the shell opened, up to the ready state. */
+static void
+process_setup(struct onyx_target *t)
+{
+    size_t st = 0;
+    if (t->ss == SS_BANNER && t->rx_len >= 2 && strstr(t->rx, "wizard") &&
+        t->rx[t->rx_len - 1] == ' ' && t->rx[t->rx_len - 2] == '?') {
+        t->rx_len = 0;
+        send_text(t, "no", false);
+        return;
+    }
+    if (t->ss == SS_ENABLE && !t->enable_pw_sent && onyx_password_prompt_at_end(t->rx, t->rx_len)) {
+        char pw[SECRET_MAX], err[256];
+        t->rx_len = 0;
+        t->enable_pw_sent = true;
+        if (!t->cfg.enable_password.file && !t->cfg.enable_password.env) {
+            fail_session(t, FS_POLL_AUTH, "`enable` asks for a password and none is configured");
+            return;
+        }
+        if (fs_secret_read(&t->cfg.enable_password, pw, sizeof(pw), err, sizeof(err)) != 0) {
+            fail_session(t, FS_POLL_AUTH, err);
+            return;
+        }
+        send_text(t, pw, true);
+        explicit_bzero(pw, sizeof(pw));
+        return;
+    }
+    enum onyx_mode m = onyx_prompt_at_end(t->rx, t->rx_len, &st);
+    if (m == ONYX_MODE_NONE)
+        return;
+    if (t->ss == SS_BANNER) {
+        /* The prompt prefix: through "] " when tagged, else the host name and a space. */
+        const char *line = t->rx + st;
+        size_t n = t->rx_len - st;
+        const char *br = memchr(line, ']', n);
+        size_t plen = br ? (size_t)(br - line) + 1 : 0;
+        if (!br)
+            while (plen < n && line[plen] != ' ')
+                plen++;
+        if (plen < n && line[plen] == ' ')
+            plen++;
+        if (plen >= sizeof(t->prefix))
+            plen = sizeof(t->prefix) - 1;
+        memcpy(t->prefix, line, plen);
+        t->prefix[plen] = '\0';
+        t->prefix_len = plen;
+    }
+    t->rx_len = 0;
+    switch (t->ss) {
+    case SS_BANNER:
+    case SS_ENABLE:
+        if (m == ONYX_MODE_USER) {
+            if (t->ss == SS_ENABLE) {
+                fail_session(t, FS_POLL_AUTH, "`enable` refused");
+                return;
+            }
+            t->ss = SS_ENABLE;
+            send_text(t, "enable", false);
+            return;
+        }
+        t->ss = SS_PAGING;
+        send_text(t, "no cli session paging enable", false);
+        return;
+    case SS_PAGING:
+        t->ss = SS_READY;
+        fs_log(FS_LOG_INFO, SUBSYS, "target %s: CLI session ready (prompt \"%s\")", t->name,
+               t->prefix);
+        if (t->in_cycle)
+            send_batch(t);
+        return;
+    default:
+        return;
+    }
+}
+
+/* Appends received bytes, cleaned; an escape sequence cut by the read is held back. */
+static int
+rx_append(struct onyx_target *t, const char *data, size_t n)
+{
+    char tmp[65536 + 64];
+    size_t m = t->esc_len;
+    memcpy(tmp, t->esc_hold, m);
+    memcpy(tmp + m, data, n);
+    m += n;
+    t->esc_len = 0;
+    for (size_t i = m > 16 ? m - 16 : 0; i < m; i++) {
+        if (tmp[i] == 0x1b || (unsigned char)tmp[i] == 0x9b) {
+            size_t j = i + 1;
+            if (j < m && tmp[j] == '[')
+                j++;
+            while (j < m && ((tmp[j] >= '0' && tmp[j] <= '9') || tmp[j] == ';' || tmp[j] == '?'))
+                j++;
+            if (j >= m && m - i < sizeof(t->esc_hold)) { /* incomplete */
+                t->esc_len = m - i;
+                memcpy(t->esc_hold, tmp + i, t->esc_len);
+                m = i;
+                break;
+            }
+        }
+    }
+    size_t c = onyx_clean(tmp, m);
+    transcript_write(t, NULL, tmp, c);
+    return buf_append(&t->rx, &t->rx_len, &t->rx_cap, tmp, c);
+}
+
+static void
+target_io(struct onyx_target *t)
+{
+    char err[256] = "";
+    if (t->ss == SS_SSH) {
+        int r = onyx_ssh_establish(t->ssh, err, sizeof(err));
+        if (r == ONYX_SSH_AGAIN) {
+            epoll_update(t);
+            return;
+        }
+        if (r != ONYX_SSH_DONE) {
+            fail_session(t,
+                         r == ONYX_SSH_FAIL_AUTH || r == ONYX_SSH_FAIL_HOSTKEY ? FS_POLL_AUTH
+                                                                               : FS_POLL_TIMEOUT,
+                         err);
+            return;
+        }
+        t->ss = SS_BANNER;
+        t->sessions++;
+        t->progress_us = fs_monotonic_us();
+    }
+    static char buf[65536];
+    for (;;) {
+        size_t n = 0;
+        int r = onyx_ssh_read(t->ssh, buf, sizeof(buf), &n);
+        if (r == ONYX_SSH_AGAIN)
+            break;
+        if (r == ONYX_SSH_EOF) {
+            fail_session(t, FS_POLL_PROTOCOL, "the switch closed the session");
+            return;
+        }
+        if (r != ONYX_SSH_DONE) {
+            fail_session(t, FS_POLL_PROTOCOL, "read from the shell failed");
+            return;
+        }
+        t->progress_us = fs_monotonic_us();
+        if (rx_append(t, buf, n) < 0 || t->rx_len > t->cfg.max_output_bytes) {
+            fail_session(t, FS_POLL_PROTOCOL, "runaway output (beyond max_output_bytes)");
+            return;
+        }
+    }
+    size_t ps;
+    if (t->ss != SS_SSH && onyx_pager_at_end(t->rx, t->rx_len, &ps)) {
+        t->rx_len = ps; /* paging is on after all: page on */
+        t->rx[ps] = '\0';
+        if (buf_append(&t->tx, &t->tx_len, &t->tx_cap, " ", 1) < 0)
+            return;
+    }
+    if (t->ss == SS_BUSY)
+        process_responses(t);
+    else if (t->ss != SS_READY && t->ss != SS_DOWN)
+        process_setup(t);
+    if (t->ss != SS_DOWN) {
+        flush_tx(t);
+        epoll_update(t);
+    }
+}
+
+static void
+start_connect(struct onyx_target *t)
+{
+    char pw[SECRET_MAX] = "", err[256];
+    bool have_pw = t->cfg.password.file || t->cfg.password.env;
+    if (have_pw && fs_secret_read(&t->cfg.password, pw, sizeof(pw), err, sizeof(err)) != 0) {
+        fail_session(t, FS_POLL_AUTH, err);
+        return;
+    }
+    struct onyx_ssh_params p = {
+        .host = t->address,
+        .port = t->cfg.port,
+        .username = t->cfg.username,
+        .password = have_pw ? pw : NULL,
+        .key_file = t->cfg.key_file,
+        .known_hosts = t->cfg.known_hosts,
+        .accept_new = t->cfg.host_key_policy == FS_ONYX_HOSTKEY_ACCEPT_NEW,
+        .log_target = t->name,
+    };
+    t->ssh = onyx_ssh_new(&p, err, sizeof(err));
+    explicit_bzero(pw, sizeof(pw));
+    if (!t->ssh) {
+        fail_session(t, FS_POLL_TIMEOUT, err);
+        return;
+    }
+    t->ss = SS_SSH;
+    t->progress_us = fs_monotonic_us();
+    target_io(t);
+}
+
+static void
+do_cycle(struct onyx_target *t, uint64_t id, int64_t deadline)
+{
+    t->in_cycle = true;
+    t->cycle_id = id;
+    t->deadline_us = deadline;
+    t->result = FS_POLL_OK;
+    t->msg[0] = '\0';
+    t->progress_us = fs_monotonic_us();
+    onyx_samples_clear(&t->samples);
+    build_batch1(t);
+    if (t->ss == SS_DOWN) {
+        int64_t now = fs_monotonic_us();
+        if (t->fail_count > 0 && now < t->next_connect_us) {
+            char m[320];
+            snprintf(m, sizeof(m), "%s (backoff: next connect in %.1f s)", t->last_fail_msg,
+                     (double)(t->next_connect_us - now) / 1e6);
+            finish_cycle(t, t->last_fail, m);
+            return;
+        }
+        start_connect(t);
+        return;
+    }
+    if (t->ss == SS_READY)
+        send_batch(t);
+    epoll_update(t);
+}
+
+static void
+check_timeouts(struct onyx_drv *d, int64_t now)
+{
+    for (size_t i = 0; i < d->ntargets; i++) {
+        struct onyx_target *t = d->targets[i];
+        if (!t->in_cycle)
+            continue;
+        bool stalled = now - t->progress_us >= t->cfg.timeout_us;
+        if (now >= t->deadline_us || stalled) {
+            char m[200];
+            if (t->ss == SS_BUSY && t->done < t->nq)
+                snprintf(m, sizeof(m), "no answer to `%s` in time", t->q[t->done].text);
+            else
+                snprintf(m, sizeof(m), "no answer in time while %s",
+                         t->ss == SS_SSH ? "connecting" : "setting up the CLI session");
+            fail_session(t, FS_POLL_TIMEOUT, m);
+        }
+    }
+}
+
+static int
+next_timeout_ms(struct onyx_drv *d, int64_t now)
+{
+    int64_t best = 1000000;
+    for (size_t i = 0; i < d->ntargets; i++) {
+        struct onyx_target *t = d->targets[i];
+        if (!t->in_cycle)
+            continue;
+        int64_t a = t->deadline_us - now, b = t->progress_us + t->cfg.timeout_us - now;
+        int64_t m = a < b ? a : b;
+        if (m < best)
+            best = m;
+    }
+    return best <= 0 ? 0 : (int)((best + 999) / 1000);
+}
+
+/* ---------------- target lifetime ---------------- */
+
+static void
+target_free(struct onyx_target *t)
+{
+    close_session(t);
+    for (size_t i = 0; i < t->nports; i++)
+        free(t->ports[i]);
+    free(t->ports);
+    free(t->rx);
+    if (t->tx)
+        explicit_bzero(t->tx, t->tx_cap);
+    free(t->tx);
+    free(t->q);
+    onyx_samples_free(&t->samples);
+    onyx_plan_free(&t->plan);
+    fs_onyx_cfg_free(&t->cfg);
+    pthread_mutex_destroy(&t->detail_lock);
+    free(t->name);
+    free(t->address);
+    free(t);
+}
+
+static void
+update_detail(struct onyx_target *t)
+{
+    char dropped[512] = "";
+    size_t o = 0;
+    for (int k = 0; k < K_COUNT; k++)
+        if (t->lacks[k] && o < sizeof(dropped))
+            o += (size_t)snprintf(dropped + o, sizeof(dropped) - o, "%s\"%s\"", o ? "," : "",
+                                  kind_names[k]);
+    char d[1024];
+    snprintf(
+        d, sizeof(d),
+        "\"cli_session\":\"%s\",\"cli_release\":\"%s\",\"cli_interfaces_form\":\"%s\","
+        "\"cli_dropped_commands\":[%s],\"cli_ecn_profile\":\"%s\",\"cli_sessions_opened\":%llu,"
+        "\"cli_flow_rules\":\"%s\",\"cli_pipelining\":%s",
+        t->ss == SS_DOWN                          ? "down"
+        : (t->ss == SS_READY || t->ss == SS_BUSY) ? "up"
+                                                  : "opening",
+        t->release, t->json_ifaces_lacking ? "text" : "json", dropped, t->profile,
+        (unsigned long long)t->sessions,
+        !t->cfg.apply_flow_rules ? "not applied (apply_flow_rules off)"
+        : t->config_in_flight    ? "applying"
+        : !t->rules_checked      ? "not checked"
+        : t->config_failed       ? "failed, rolled back"
+                                 : "in place",
+        t->one_at_a_time ? "false" : "true");
+    pthread_mutex_lock(&t->detail_lock);
+    bool changed = strcmp(d, t->detail) != 0;
+    if (changed)
+        snprintf(t->detail, sizeof(t->detail), "%s", d);
+    pthread_mutex_unlock(&t->detail_lock);
+    if (changed)
+        fs_sink_set_detail(t->sink, d);
+}
+
+/* ---------------- the I/O thread ---------------- */
+
+static void
+enqueue(struct onyx_drv *d, struct rq *r)
+{
+    pthread_mutex_lock(&d->qlock);
+    r->next = NULL;
+    if (d->qtail)
+        d->qtail->next = r;
+    else
+        d->qhead = r;
+    d->qtail = r;
+    pthread_mutex_unlock(&d->qlock);
+    uint64_t one = 1;
+    ssize_t w = write(d->evfd, &one, sizeof(one));
+    (void)w;
+}
+
+static bool
+drain_requests(struct onyx_drv *d)
+{
+    uint64_t v;
+    ssize_t rr = read(d->evfd, &v, sizeof(v));
+    (void)rr;
+    pthread_mutex_lock(&d->qlock);
+    struct rq *r = d->qhead;
+    d->qhead = d->qtail = NULL;
+    pthread_mutex_unlock(&d->qlock);
+    bool stop = false;
+    while (r) {
+        struct rq *next = r->next;
+        struct onyx_target *t = r->t;
+        switch (r->kind) {
+        case RQ_ADD:
+            if (d->ntargets == d->captargets) {
+                size_t nc = d->captargets ? d->captargets * 2 : 16;
+                struct onyx_target **tv = realloc(d->targets, nc * sizeof(*tv));
+                if (!tv) {
+                    fs_log(FS_LOG_ERROR, SUBSYS, "target %s: out of memory; not polled", t->name);
+                    t->removed = true;
+                    break;
+                }
+                d->targets = tv;
+                d->captargets = nc;
+            }
+            d->targets[d->ntargets++] = t;
+            break;
+        case RQ_CYCLE:
+            if (!t->removed)
+                do_cycle(t, r->cycle_id, r->deadline_us);
+            break;
+        case RQ_CANCEL:
+            if (!t->removed && t->in_cycle)
+                fail_session(t, FS_POLL_TIMEOUT, "cycle cancelled");
+            break;
+        case RQ_REMOVE:
+            t->removed = true;
+            t->in_cycle = false;
+            for (size_t i = 0; i < d->ntargets; i++)
+                if (d->targets[i] == t) {
+                    d->targets[i] = d->targets[--d->ntargets];
+                    break;
+                }
+            target_free(t);
+            pthread_mutex_lock(&d->qlock);
+            d->removed_seq++;
+            pthread_cond_broadcast(&d->qcond);
+            pthread_mutex_unlock(&d->qlock);
+            break;
+        case RQ_STOP:
+            stop = true;
+            break;
+        }
+        free(r);
+        r = next;
+    }
+    return stop;
+}
+
+static void *
+io_thread(void *arg)
+{
+    struct onyx_drv *d = arg;
+    struct epoll_event ev[64];
+    for (;;) {
+        int n = epoll_wait(d->epfd, ev, 64, next_timeout_ms(d, fs_monotonic_us()));
+        bool stop = false;
+        for (int i = 0; i < n; i++) {
+            if (ev[i].data.ptr == NULL) {
+                stop = drain_requests(d) || stop;
+                continue;
+            }
+        }
+        /* Targets may have been removed by the requests: look them up again. */
+        for (int i = 0; i < n; i++) {
+            struct onyx_target *t = ev[i].data.ptr;
+            if (!t)
+                continue;
+            bool live = false;
+            for (size_t k = 0; k < d->ntargets && !live; k++)
+                live = d->targets[k] == t;
+            if (live && t->ssh)
+                target_io(t);
+        }
+        check_timeouts(d, fs_monotonic_us());
+        if (stop)
+            return NULL;
+    }
+}
+
+/* ---------------- entry points ---------------- */
+
+int
+fs_onyx_init(void **state, char *errbuf, size_t errlen)
+{
+    struct onyx_drv *d = calloc(1, sizeof(*d));
+    if (!d) {
+        snprintf(errbuf, errlen, "out of memory");
+        return FS_DRV_ERR;
+    }
+    d->epfd = epoll_create1(EPOLL_CLOEXEC);
+    d->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    pthread_mutex_init(&d->qlock, NULL);
+    pthread_cond_init(&d->qcond, NULL);
+    struct epoll_event e = {.events = EPOLLIN, .data.ptr = NULL};
+    if (d->epfd < 0 || d->evfd < 0 || epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->evfd, &e) != 0 ||
+        onyx_ssh_global_init(errbuf, errlen) != 0) {
+        if (errbuf[0] == '\0')
+            snprintf(errbuf, errlen, "epoll/eventfd: %s", strerror(errno));
+        goto fail;
+    }
+    if (pthread_create(&d->thread, NULL, io_thread, d) != 0) {
+        snprintf(errbuf, errlen, "cannot start the CLI I/O thread");
+        onyx_ssh_global_cleanup();
+        goto fail;
+    }
+    *state = d;
+    return FS_DRV_OK;
+fail:
+    if (d->epfd >= 0)
+        close(d->epfd);
+    if (d->evfd >= 0)
+        close(d->evfd);
+    pthread_mutex_destroy(&d->qlock);
+    pthread_cond_destroy(&d->qcond);
+    free(d);
+    return FS_DRV_ERR;
+}
+
+void
+fs_onyx_shutdown(void *state)
+{
+    struct onyx_drv *d = state;
+    struct rq *r = calloc(1, sizeof(*r));
+    if (r) {
+        r->kind = RQ_STOP;
+        enqueue(d, r);
+        pthread_join(d->thread, NULL);
+    }
+    for (size_t i = 0; i < d->ntargets; i++)
+        target_free(d->targets[i]);
+    free(d->targets);
+    onyx_ssh_global_cleanup();
+    close(d->epfd);
+    close(d->evfd);
+    pthread_mutex_destroy(&d->qlock);
+    pthread_cond_destroy(&d->qcond);
+    free(d);
+}
+
+static int
+target_add(void *state, const char *name, const char *address, const struct fs_onyx_cfg *cfg,
+           const struct fs_flow_rule *rules, size_t n_rules, struct fs_sink *sink, void **tstate,
+           char *errbuf, size_t errlen)
+{
+    struct onyx_drv *d = state;
+    if (!cfg->username || !address) {
+        snprintf(errbuf, errlen, "cli: username and address are required");
+        return FS_DRV_ERR;
+    }
+    if (!cfg->password.file && !cfg->password.env && !cfg->key_file) {
+        snprintf(errbuf, errlen, "cli: a password or a key_file is required");
+        return FS_DRV_ERR;
+    }
+    struct onyx_target *t = calloc(1, sizeof(*t));
+    if (!t || fs_onyx_cfg_copy(cfg, rules, n_rules, &t->cfg) != 0) {
+        free(t);
+        snprintf(errbuf, errlen, "out of memory");
+        return FS_DRV_ERR;
+    }
+    if (!t->cfg.known_hosts) {
+        const char *home = getenv("HOME");
+        char p[1024];
+        snprintf(p, sizeof(p), "%s/.ssh/known_hosts", home ? home : "");
+        t->cfg.known_hosts = strdup(p);
+    }
+    if (t->cfg.max_output_bytes == 0)
+        t->cfg.max_output_bytes = 16u << 20;
+    if (t->cfg.timeout_us <= 0)
+        t->cfg.timeout_us = 10000000;
+    t->drv = d;
+    t->name = strdup(name ? name : address);
+    t->address = strdup(address);
+    t->sink = sink;
+    t->last_uptime = -1;
+    pthread_mutex_init(&t->detail_lock, NULL);
+    atomic_init(&t->busy, false);
+    if (!t->name || !t->address || !t->cfg.known_hosts) {
+        target_free(t);
+        snprintf(errbuf, errlen, "out of memory");
+        return FS_DRV_ERR;
+    }
+    /* The target list belongs to the I/O thread: it adds the target there. */
+    struct rq *r = calloc(1, sizeof(*r));
+    if (!r) {
+        target_free(t);
+        snprintf(errbuf, errlen, "out of memory");
+        return FS_DRV_ERR;
+    }
+    r->kind = RQ_ADD;
+    r->t = t;
+    enqueue(d, r);
+    *tstate = t;
+    return FS_DRV_OK;
+}
+
+int
+fs_onyx_target_add(void *state, const char *name, const char *address,
+                   const struct fs_onyx_cfg *cfg, struct fs_sink *sink, void **tstate, char *errbuf,
+                   size_t errlen)
+{
+    return target_add(state, name, address, cfg, cfg->flow_rules, cfg->n_flow_rules, sink, tstate,
+                      errbuf, errlen);
+}
+
+void
+fs_onyx_target_remove(void *state, void *tstate)
+{
+    struct onyx_drv *d = state;
+    struct rq *r = calloc(1, sizeof(*r));
+    if (!r)
+        return;
+    r->kind = RQ_REMOVE;
+    r->t = tstate;
+    pthread_mutex_lock(&d->qlock);
+    uint64_t want = ++d->remove_req_seq;
+    pthread_mutex_unlock(&d->qlock);
+    enqueue(d, r);
+    pthread_mutex_lock(&d->qlock);
+    while (d->removed_seq < want)
+        pthread_cond_wait(&d->qcond, &d->qlock);
+    pthread_mutex_unlock(&d->qlock);
+}
+
+int
+fs_onyx_cycle_start(void *state, void *tstate, uint64_t cycle_id, int64_t deadline_us)
+{
+    struct onyx_target *t = tstate;
+    bool expected = false;
+    if (!atomic_compare_exchange_strong(&t->busy, &expected, true))
+        return FS_DRV_BUSY;
+    struct rq *r = calloc(1, sizeof(*r));
+    if (!r) {
+        atomic_store(&t->busy, false);
+        return FS_DRV_ERR;
+    }
+    r->kind = RQ_CYCLE;
+    r->t = t;
+    r->cycle_id = cycle_id;
+    r->deadline_us = deadline_us;
+    enqueue(state, r);
+    return FS_DRV_OK;
+}
+
+void
+fs_onyx_cycle_cancel(void *state, void *tstate)
+{
+    struct rq *r = calloc(1, sizeof(*r));
+    if (!r)
+        return;
+    r->kind = RQ_CANCEL;
+    r->t = tstate;
+    enqueue(state, r);
+}
+
+size_t
+fs_onyx_target_describe(void *state, void *tstate, char *buf, size_t len)
+{
+    (void)state;
+    struct onyx_target *t = tstate;
+    if (len == 0)
+        return 0;
+    pthread_mutex_lock(&t->detail_lock);
+    int w = snprintf(buf, len, "%s", t->detail);
+    pthread_mutex_unlock(&t->detail_lock);
+    return w < 0 ? 0 : ((size_t)w < len ? (size_t)w : len - 1);
+}
+
+int
+fs_onyx_target_plan(void *state, void *tstate, char *buf, size_t len)
+{
+    (void)state;
+    struct onyx_target *t = tstate;
+    int rc = -1;
+    size_t o = 0;
+    if (len == 0)
+        return -1;
+    buf[0] = '\0';
+    pthread_mutex_lock(&t->detail_lock);
+    if (t->plan_ready) {
+        rc = 0;
+        if (t->plan.n > 0)
+            o += (size_t)snprintf(buf + o, len - o, "configure terminal\n");
+        for (size_t i = 0; i < t->plan.n && o < len; i++)
+            o += (size_t)snprintf(buf + o, len - o, "%s\n", t->plan.cmds[i]);
+        if (t->plan.n > 0 && o < len)
+            snprintf(buf + o, len - o, "exit\n");
+    }
+    pthread_mutex_unlock(&t->detail_lock);
+    return rc;
+}
+
+void
+fs_onyx_set_transcript(void *state, void *tstate, FILE *f)
+{
+    (void)state;
+    struct onyx_target *t = tstate;
+    pthread_mutex_lock(&t->detail_lock);
+    t->transcript = f;
+    pthread_mutex_unlock(&t->detail_lock);
+}
+
+/* ---------------- the driver.h vtable ---------------- */
+
+static int
+vt_target_add(void *state, const struct fs_target_cfg *tcfg, const void *dcfg, struct fs_sink *sink,
+              void **tstate, char *errbuf, size_t errlen)
+{
+    return target_add(state, tcfg->name, tcfg->address, dcfg, tcfg->flow_rules, tcfg->n_flow_rules,
+                      sink, tstate, errbuf, errlen);
+}
+
+static void
+vt_plan_mode(void *state, void *tstate)
+{
+    (void)state;
+    struct onyx_target *t = tstate;
+    /* Before the first cycle: the request queue's lock orders this before the I/O
+     * thread's reads of cfg. */
+    t->cfg.plan_only = true;
+}
+
+static int
+vt_plan(void *state, void *tstate, FILE *out, char *errbuf, size_t errlen)
+{
+    struct onyx_target *t = tstate;
+    struct onyx_plan plan = {0};
+    size_t len = 64u << 10;
+    char *buf = malloc(len);
+    int rc = -1;
+
+    if (!buf) {
+        snprintf(errbuf, errlen, "out of memory");
+        return -1;
+    }
+    if (t->cfg.n_flow_rules == 0) {
+        fprintf(out, "# %s: no flow_rules configured: nothing to install\n", t->name);
+        rc = 0;
+    } else if (fs_onyx_target_plan(state, tstate, buf, len) == 0) {
+        if (buf[0])
+            fprintf(out, "# %s: against its running configuration\n%s", t->name, buf);
+        else
+            fprintf(out,
+                    "# %s: its running configuration already holds the flow rules: "
+                    "nothing to send\n",
+                    t->name);
+        rc = 0;
+    } else if (onyx_flow_plan(t->cfg.flow_rules, t->cfg.n_flow_rules, NULL, 0, &plan, errbuf,
+                              errlen) == 0) {
+        fprintf(out,
+                "# %s: could not read the running configuration; the plan if none of the "
+                "project's ACLs exist yet:\nconfigure terminal\n",
+                t->name);
+        for (size_t i = 0; i < plan.n; i++)
+            fprintf(out, "%s\n", plan.cmds[i]);
+        fprintf(out, "exit\n");
+        onyx_plan_free(&plan);
+        rc = 1;
+    }
+    free(buf);
+    return rc;
+}
+
+const struct fs_driver fs_driver_onyx = {
+    .api_version = FS_DRIVER_API_VERSION,
+    .block =
+        {
+            .name = "cli",
+            .default_rank = FS_ONYX_DEFAULT_RANK,
+            .yang_module = fs_onyx_yang_module,
+            .config_build = fs_onyx_config_build,
+            .config_free = fs_onyx_config_free,
+            .config_equal = fs_onyx_config_equal,
+            .config_interval = fs_onyx_config_interval,
+        },
+    .kind = FS_DRIVER_POLL,
+    .init = fs_onyx_init,
+    .shutdown = fs_onyx_shutdown,
+    .target_add = vt_target_add,
+    .target_remove = fs_onyx_target_remove,
+    .cycle_start = fs_onyx_cycle_start,
+    .cycle_cancel = fs_onyx_cycle_cancel,
+    .target_transcript = fs_onyx_set_transcript,
+    .target_plan_mode = vt_plan_mode,
+    .target_plan = vt_plan,
+};

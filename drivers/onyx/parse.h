@@ -1,0 +1,192 @@
+/*
+ * Parsers of ONYX (MLNX-OS) CLI output: pure functions over a byte buffer, no I/O, no
+ * globals. Each turns one command's output into normalized samples (metrics of the
+ * generated catalogue, their labels and a raw value) that the driver hands to the sink.
+ *
+ * Tolerance, because real CLIs demand it: any column width or key padding, blank lines,
+ * `N\A` values (skipped), split ports (`Eth1/16/3`), counters up to 2^64-1 kept exact in
+ * a uint64_t, unknown lines and fields of newer releases ignored.
+ *
+ * Layouts taken from /work/shared/reference/onyx-facts.md as VERBATIM captures are parsed
+ * here (parse.c); layouts the facts do not have are ASSUMPTIONS and live only in
+ * parse_assumed.c, which lists each one (see the table at its top).
+ *
+ * Ownership: the caller owns a struct onyx_samples and frees it with onyx_samples_free().
+ * Input buffers are the caller's and are never written (except onyx_clean, in place).
+ */
+#ifndef FS_ONYX_PARSE_H
+#define FS_ONYX_PARSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/config.h"
+#include "metrics_catalogue.h"
+
+#define ONYX_LABELS_MAX 3
+#define ONYX_LABEL_VALUE_MAX 64
+
+/** One normalized sample. Label names are static strings; values are copied in. */
+struct onyx_sample {
+    enum fs_metric metric;
+    bool counter; /**< true: raw is a 64-bit device counter; false: value is a gauge */
+    uint64_t raw; /**< counter value as the device printed it */
+    double scale; /**< exported value = raw * scale (1 unless the device's unit is finer) */
+    double value; /**< gauge value */
+    unsigned n_labels;
+    struct {
+        const char *name;
+        char value[ONYX_LABEL_VALUE_MAX];
+    } labels[ONYX_LABELS_MAX];
+};
+
+/** A growable list of samples; zero-initialize, free with onyx_samples_free(). */
+struct onyx_samples {
+    struct onyx_sample *v;
+    size_t n, cap;
+};
+
+void onyx_samples_free(struct onyx_samples *s);
+/** Empties the list, keeping its memory for the next command. */
+void onyx_samples_clear(struct onyx_samples *s);
+
+/* ---------------- session text ---------------- */
+
+enum onyx_mode { ONYX_MODE_NONE = 0, ONYX_MODE_USER, ONYX_MODE_ENABLE, ONYX_MODE_CONFIG };
+
+/**
+ * Strips ANSI escape sequences (ESC [ ... letter, ESC > / ESC =, CSI 0x9b), carriage
+ * returns and backspace pairs (`x\b`) in place. Returns the new length.
+ */
+size_t onyx_clean(char *buf, size_t len);
+
+/**
+ * Whether buf (cleaned) ends with a CLI prompt, e.g. `sw [standalone: master] (config) # `.
+ * Returns the mode, or ONYX_MODE_NONE; *prompt_start (may be NULL) gets the offset of the
+ * prompt line.
+ */
+enum onyx_mode onyx_prompt_at_end(const char *buf, size_t len, size_t *prompt_start);
+
+/** Whether buf ends with the pager prompt (`lines 183-204 `, `lines 256-269/269 (END) `). */
+bool onyx_pager_at_end(const char *buf, size_t len, size_t *pager_start);
+
+/** Whether buf ends with a password prompt (`Password:` / `password: `). */
+bool onyx_password_prompt_at_end(const char *buf, size_t len);
+
+/**
+ * The first line of text that starts with `%` (a command error), copied into msg without
+ * the line end. Returns true if there is one.
+ */
+bool onyx_error_line(const char *text, size_t len, char *msg, size_t msglen);
+
+/**
+ * The span of a `| json-print` output: from the first line starting with `[` or `{` to
+ * the end of the last line starting with `]` or `}` (the CLI prints other lines around
+ * it). Returns false if there is no such span.
+ */
+bool onyx_json_span(const char *text, size_t len, size_t *start, size_t *end);
+
+/** Parses a decimal uint64 (exact past 2^53); false on overflow or no digits. */
+bool onyx_parse_u64(const char *s, size_t len, uint64_t *out, size_t *used);
+
+/* ---------------- show version ---------------- */
+
+struct onyx_version {
+    char product[32]; /**< "MLNX-OS" or "Onyx" */
+    char release[32]; /**< "3.6.1102" */
+    char model[64];   /**< "x86onie" */
+    char serial[64];
+    double uptime_s; /**< < 0 when absent */
+};
+
+/** `show version` text (Key: value lines). */
+int onyx_parse_version_text(const char *text, size_t len, struct onyx_version *v, char *errbuf,
+                            size_t errlen);
+/** `show version | json-print`. */
+int onyx_parse_version_json(const char *text, size_t len, struct onyx_version *v, char *errbuf,
+                            size_t errlen);
+/** Compares two dotted releases numerically ("3.6.6000" vs "3.10.1"): <0, 0, >0. */
+int onyx_release_cmp(const char *a, const char *b);
+/** Whether release prints `show interfaces ethernet | json-print` as {"Eth1/1": [..]}
+ * (>= 3.6.6000). */
+bool onyx_release_new_json(const char *release);
+/** Uptime text `48d 0h 59m 15.328s` in seconds; < 0 if it does not parse. */
+double onyx_parse_uptime(const char *s);
+/** fabric_device_info and fabric_device_uptime_seconds from a parsed version. */
+int onyx_version_samples(const struct onyx_version *v, struct onyx_samples *out);
+
+/* ---------------- show interfaces ethernet ---------------- */
+
+/** Text form: per-port blocks `Eth1/1` / `  Key: value` / `Rx` / `  N  packets` ... */
+int onyx_parse_interfaces_text(const char *text, size_t len, struct onyx_samples *out, char *errbuf,
+                               size_t errlen);
+/** `| json-print`, either layout (list of {"header": "Eth1/1", ...} or of {"Eth1/1": [..]}). */
+int onyx_parse_interfaces_json(const char *text, size_t len, struct onyx_samples *out, char *errbuf,
+                               size_t errlen);
+/** Speed text ("100 Gbps", "100G", "Unknown") in bit/s; < 0 if unknown. */
+double onyx_parse_speed(const char *s);
+
+/* ---------------- congestion control ---------------- */
+
+/** The configured ECN/RED profile of one TC, as printed (for target_describe). */
+struct onyx_tc_profile {
+    int tc;
+    char mode[16];           /**< none, RED, ECN, both */
+    char threshold_mode[16]; /**< relative, absolute */
+    char min[24], max[24];   /**< "9%", "500 KB" */
+};
+
+/**
+ * `show interfaces ethernet <port> congestion-control | json-print`: the port's ECN-marked
+ * packets, per-TC RED dropped packets; profiles (may be NULL) gets up to 8 TC profiles
+ * and *n_profiles their count.
+ */
+int onyx_parse_congestion_json(const char *text, size_t len, struct onyx_samples *out,
+                               struct onyx_tc_profile *profiles, size_t *n_profiles, char *errbuf,
+                               size_t errlen);
+
+/* ---------------- per-TC, PFC, clock, telemetry flows (assumed layouts) ---------------- */
+
+/** `show interfaces ethernet counters tc N` (all ports). Layout ASSUMED: parse_assumed.c. */
+int onyx_parse_tc_counters(const char *text, size_t len, struct onyx_samples *out, char *errbuf,
+                           size_t errlen);
+/** `show interfaces ethernet counters pfc prio N` (all ports). Layout ASSUMED. */
+int onyx_parse_pfc_counters(const char *text, size_t len, struct onyx_samples *out, char *errbuf,
+                            size_t errlen);
+
+/** `show clock`. Layout ASSUMED. *resolution_us is 1000000 for whole seconds. */
+int onyx_parse_clock(const char *text, size_t len, int64_t *device_us, int64_t *resolution_us,
+                     char *errbuf, size_t errlen);
+
+/** `show telemetry flows`: per-rule view. Layout ASSUMED (the simulator's). */
+int onyx_parse_telemetry_flows(const char *text, size_t len, struct onyx_samples *out, char *errbuf,
+                               size_t errlen);
+
+/* ---------------- What-Just-Happened ---------------- */
+
+/** One WJH drop record (raw or aggregated; count 1 for a raw record). */
+struct onyx_wjh_record {
+    char timestamp[32];
+    char sport[24];
+    char src_ip[48];
+    char dst_ip[48];
+    int src_port, dst_port; /**< -1 if absent */
+    char proto[12];         /**< "udp", "tcp", "ip", "17", ... */
+    char reason[96];        /**< drop reason, without " - recommended action" */
+    uint64_t count;
+};
+
+/**
+ * A WJH table (the layout of the WJH library, verbatim from Cumulus; ONYX's own is not
+ * known): columns are found from the dashed ruler line, headers may span two lines.
+ * Calls cb for each record; returns the number of records or -1 (no table).
+ */
+int onyx_parse_wjh(const char *text, size_t len,
+                   void (*cb)(const struct onyx_wjh_record *r, void *arg), void *arg, char *errbuf,
+                   size_t errlen);
+
+/** Whether a WJH record matches a flow rule (protocol, port ranges). */
+bool onyx_wjh_matches_rule(const struct onyx_wjh_record *r, const struct fs_flow_rule *rule);
+
+#endif

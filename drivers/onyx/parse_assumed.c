@@ -1,0 +1,346 @@
+/*
+ * ONYX output layouts that are NOT verified against a real switch.
+ *
+ * onyx-facts.md has no capture of these outputs (section 7, "Not found"). Each parser
+ * below implements ONE explicit assumption, written here and nowhere else; the ONYX
+ * simulator (tests/sim/onyx/onyx_sim.py) prints exactly these layouts. If a real device
+ * differs, this file is the only one to change.
+ *
+ * | command                                        | assumption (UNVERIFIED)                     |
+ * |------------------------------------------------|---------------------------------------------|
+ * | show interfaces ethernet counters tc N         | A1: the layout the facts DERIVE from a      |
+ * | show interfaces ethernet counters pfc prio N   |     third-party parser: per port `Eth1/N:`, |
+ * |                                                |     then `TC N:` / `PFC N:`, optional `Rx` /|
+ * |                                                |     `Tx` lines, then `<value>  <name>` lines|
+ * |                                                |     (names below). Queue depth and its      |
+ * |                                                |     watermark are assumed in the TC block   |
+ * |                                                |     as `queue depth (bytes)` and            |
+ * |                                                |     `max queue depth (bytes)`; PFC pause    |
+ * |                                                |     time as `pause duration (usec)` (msec   |
+ * |                                                |     accepted when the name says so).        |
+ * | show clock                                     | A2: `Time: HH:MM:SS[.frac]`, `Date:         |
+ * |                                                |     YYYY/MM/DD`, optional `UTC offset:`     |
+ * |                                                |     (`same as UTC` or `+HH:MM`/`-HHMM`).    |
+ * | show telemetry flows                           | A3: a table, one row per flow rule; header  |
+ * |                                                |     `Rule  Packets  Bytes  ECN-marked       |
+ * |                                                |     Dropped  Queue-depth`, columns found by |
+ * |                                                |     header name (any order, extra columns   |
+ * |                                                |     ignored), a dashed ruler optional.      |
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "parse.h"
+#include "parse_int.h"
+
+/* ---------------- A1: per-TC and PFC counters ---------------- */
+
+enum group { G_NONE, G_TC, G_PFC };
+
+static int
+parse_grouped(const char *text, size_t len, struct onyx_samples *out, enum group want, char *errbuf,
+              size_t errlen)
+{
+    size_t pos = 0, ll;
+    const char *ls;
+    char port[ONYX_LABEL_VALUE_MAX] = "";
+    char idx[8] = "";
+    const char *dir = NULL;
+    size_t blocks = 0;
+    while (onyx_next_line(text, len, &pos, &ls, &ll)) {
+        const char *t = ls;
+        size_t tn = ll;
+        onyx_trim(&t, &tn);
+        if (tn == 0)
+            continue;
+        if (t[tn - 1] == ':' && onyx_is_port_name(t, tn - 1)) {
+            size_t n = tn - 1 < sizeof(port) ? tn - 1 : sizeof(port) - 1;
+            memcpy(port, t, n);
+            port[n] = '\0';
+            idx[0] = '\0';
+            dir = NULL;
+            continue;
+        }
+        const char *kw = want == G_TC ? "TC" : "PFC";
+        size_t kwn = strlen(kw);
+        if (tn > kwn + 2 && strncasecmp(t, kw, kwn) == 0 && t[kwn] == ' ' && t[tn - 1] == ':') {
+            uint64_t v;
+            size_t used;
+            if (port[0] && onyx_parse_u64(t + kwn + 1, tn - kwn - 2, &v, &used) && v < 16) {
+                snprintf(idx, sizeof(idx), "%u", (unsigned)v);
+                dir = want == G_TC ? "tx" : NULL;
+                blocks++;
+            } else {
+                idx[0] = '\0';
+            }
+            continue;
+        }
+        if (onyx_eq(t, tn, "Rx") || onyx_eq(t, tn, "Tx")) {
+            dir = (t[0] == 'R' || t[0] == 'r') ? "rx" : "tx";
+            continue;
+        }
+        if (!port[0] || !idx[0] || !isdigit((unsigned char)t[0]))
+            continue;
+        uint64_t v;
+        size_t used;
+        if (!onyx_parse_u64(t, tn, &v, &used))
+            continue;
+        const char *name = t + used;
+        size_t nn = tn - used;
+        onyx_trim(&name, &nn);
+        int rc = 0;
+        if (want == G_TC) {
+            if (onyx_eq(name, nn, "packets"))
+                rc = onyx_add_counter(out, FS_M_QUEUE_TX_PACKETS, v, 1, "interface", port, "tc",
+                                      idx, NULL, NULL);
+            else if (onyx_eq(name, nn, "bytes"))
+                rc = onyx_add_counter(out, FS_M_QUEUE_TX_BYTES, v, 1, "interface", port, "tc", idx,
+                                      NULL, NULL);
+            else if (onyx_eq(name, nn, "unicast no buffer discard"))
+                rc = onyx_add_counter(out, FS_M_QUEUE_NO_BUFFER_DROPPED, v, 1, "interface", port,
+                                      "tc", idx, NULL, NULL);
+            else if (onyx_eq(name, nn, "wred discard"))
+                rc = onyx_add_counter(out, FS_M_QUEUE_WRED_DROPPED, v, 1, "interface", port, "tc",
+                                      idx, NULL, NULL);
+            else if (onyx_eq(name, nn, "ecn marked packets"))
+                rc = onyx_add_counter(out, FS_M_QUEUE_ECN_MARKED, v, 1, "interface", port, "tc",
+                                      idx, NULL, NULL);
+            else if (onyx_eq(name, nn, "queue depth (bytes)"))
+                rc = onyx_add_gauge(out, FS_M_QUEUE_DEPTH, (double)v, "interface", port, "tc", idx,
+                                    NULL, NULL);
+            else if (onyx_eq(name, nn, "max queue depth (bytes)"))
+                rc = onyx_add_gauge(out, FS_M_QUEUE_DEPTH_MAX, (double)v, "interface", port, "tc",
+                                    idx, NULL, NULL);
+        } else if (dir) {
+            if (onyx_eq(name, nn, "pause packets"))
+                rc = onyx_add_counter(out, FS_M_PFC_PAUSE_FRAMES, v, 1, "interface", port,
+                                      "direction", dir, "priority", idx);
+            else if (nn >= 14 && strncasecmp(name, "pause duration", 14) == 0) {
+                double scale = 1e-6;
+                for (size_t i = 0; i + 4 <= nn; i++)
+                    if (strncasecmp(name + i, "msec", 4) == 0)
+                        scale = 1e-3;
+                rc = onyx_add_counter(out, FS_M_PFC_PAUSE_SECONDS, v, scale, "interface", port,
+                                      "direction", dir, "priority", idx);
+            }
+        }
+        if (rc < 0) {
+            onyx_errf(errbuf, errlen, "out of memory");
+            return -1;
+        }
+    }
+    if (blocks == 0) {
+        onyx_errf(errbuf, errlen,
+                  want == G_TC ? "counters tc: no `TC N:` block"
+                               : "counters pfc: no `PFC N:` block");
+        return -1;
+    }
+    return 0;
+}
+
+int
+onyx_parse_tc_counters(const char *text, size_t len, struct onyx_samples *out, char *errbuf,
+                       size_t errlen)
+{
+    return parse_grouped(text, len, out, G_TC, errbuf, errlen);
+}
+
+int
+onyx_parse_pfc_counters(const char *text, size_t len, struct onyx_samples *out, char *errbuf,
+                        size_t errlen)
+{
+    return parse_grouped(text, len, out, G_PFC, errbuf, errlen);
+}
+
+/* ---------------- A2: show clock ---------------- */
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (no time zone involved). */
+static int64_t
+days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+    y -= m <= 2;
+    const int64_t era = (y >= 0 ? y : y - 399) / 400;
+    const unsigned yoe = (unsigned)(y - era * 400);
+    const unsigned doy = (153 * (m + (m > 2 ? (unsigned)-3 : 9)) + 2) / 5 + d - 1;
+    const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (int64_t)doe - 719468;
+}
+
+int
+onyx_parse_clock(const char *text, size_t len, int64_t *device_us, int64_t *resolution_us,
+                 char *errbuf, size_t errlen)
+{
+    size_t pos = 0, ll;
+    const char *ls;
+    int hh = -1, mi = 0, ss = 0, y = -1, mo = 0, dd = 0;
+    int64_t frac_us = 0, res = 1000000, offset_s = 0;
+    while (onyx_next_line(text, len, &pos, &ls, &ll)) {
+        const char *colon = memchr(ls, ':', ll);
+        if (!colon)
+            continue;
+        const char *k = ls, *v = colon + 1;
+        size_t kn = (size_t)(colon - ls), vn = ll - kn - 1;
+        onyx_trim(&k, &kn);
+        onyx_trim(&v, &vn);
+        char val[64];
+        size_t n = vn < sizeof(val) - 1 ? vn : sizeof(val) - 1;
+        memcpy(val, v, n);
+        val[n] = '\0';
+        if (onyx_eq(k, kn, "Time")) {
+            char frac[16] = "";
+            int got = sscanf(val, "%d:%d:%d.%15[0-9]", &hh, &mi, &ss, frac);
+            if (got < 3) {
+                hh = -1;
+                continue;
+            }
+            if (got == 4) {
+                size_t fd = strlen(frac);
+                int64_t f = 0, r = 1000000;
+                for (size_t i = 0; i < fd && i < 6; i++) {
+                    f = f * 10 + (frac[i] - '0');
+                    r /= 10;
+                }
+                for (size_t i = fd; i < 6; i++)
+                    f *= 10;
+                frac_us = f;
+                res = r ? r : 1;
+            }
+        } else if (onyx_eq(k, kn, "Date")) {
+            if (sscanf(val, "%d/%d/%d", &y, &mo, &dd) != 3 &&
+                sscanf(val, "%d-%d-%d", &y, &mo, &dd) != 3)
+                y = -1;
+        } else if (onyx_eq(k, kn, "UTC offset")) {
+            int oh = 0, om = 0;
+            char sign = val[0];
+            if ((sign == '+' || sign == '-') && (sscanf(val + 1, "%2d:%2d", &oh, &om) >= 1 ||
+                                                 sscanf(val + 1, "%2d%2d", &oh, &om) >= 1))
+                offset_s = (sign == '-' ? -1 : 1) * (oh * 3600 + om * 60);
+        }
+    }
+    if (hh < 0 || y < 1970 || mo < 1 || mo > 12 || dd < 1 || dd > 31 || hh > 23 || mi > 59 ||
+        ss > 60) {
+        onyx_errf(errbuf, errlen, "show clock: no Time/Date lines");
+        return -1;
+    }
+    int64_t secs = days_from_civil(y, (unsigned)mo, (unsigned)dd) * 86400 + hh * 3600 + mi * 60 +
+                   ss - offset_s;
+    *device_us = secs * 1000000 + frac_us;
+    *resolution_us = res;
+    return 0;
+}
+
+/* ---------------- A3: show telemetry flows ---------------- */
+
+#define FLOW_MAX_COLS 16
+
+enum flow_col { FC_OTHER, FC_RULE, FC_PACKETS, FC_BYTES, FC_ECN, FC_DROPPED, FC_QDEPTH };
+
+static enum flow_col
+flow_col_kind(const char *s, size_t n)
+{
+    char low[32];
+    size_t o = 0;
+    for (size_t i = 0; i < n && o + 1 < sizeof(low); i++)
+        if (isalnum((unsigned char)s[i]))
+            low[o++] = (char)tolower((unsigned char)s[i]);
+    low[o] = '\0';
+    if (!strcmp(low, "rule") || !strcmp(low, "flowrule") || !strcmp(low, "name"))
+        return FC_RULE;
+    if (!strcmp(low, "packets"))
+        return FC_PACKETS;
+    if (!strcmp(low, "bytes"))
+        return FC_BYTES;
+    if (!strcmp(low, "ecnmarked"))
+        return FC_ECN;
+    if (!strcmp(low, "dropped"))
+        return FC_DROPPED;
+    if (!strcmp(low, "queuedepth"))
+        return FC_QDEPTH;
+    return FC_OTHER;
+}
+
+int
+onyx_parse_telemetry_flows(const char *text, size_t len, struct onyx_samples *out, char *errbuf,
+                           size_t errlen)
+{
+    size_t pos = 0, ll;
+    const char *ls;
+    enum flow_col cols[FLOW_MAX_COLS];
+    size_t ncols = 0;
+    bool have_header = false;
+    while (onyx_next_line(text, len, &pos, &ls, &ll)) {
+        const char *tok[FLOW_MAX_COLS];
+        size_t tokn[FLOW_MAX_COLS], nt = 0, i = 0;
+        while (i < ll && nt < FLOW_MAX_COLS) {
+            while (i < ll && isspace((unsigned char)ls[i]))
+                i++;
+            if (i >= ll)
+                break;
+            tok[nt] = ls + i;
+            while (i < ll && !isspace((unsigned char)ls[i]))
+                i++;
+            tokn[nt] = (size_t)(ls + i - tok[nt]);
+            nt++;
+        }
+        if (nt == 0 || tok[0][0] == '-')
+            continue;
+        if (!have_header) {
+            if (flow_col_kind(tok[0], tokn[0]) != FC_RULE)
+                continue;
+            for (size_t c = 0; c < nt; c++)
+                cols[c] = flow_col_kind(tok[c], tokn[c]);
+            ncols = nt;
+            have_header = true;
+            continue;
+        }
+        if (nt != ncols)
+            continue; /* a wrapped or foreign line */
+        char rule[ONYX_LABEL_VALUE_MAX];
+        rule[0] = '\0';
+        for (size_t c = 0; c < nt; c++)
+            if (cols[c] == FC_RULE)
+                snprintf(rule, sizeof(rule), "%.*s", (int)tokn[c], tok[c]);
+        if (!rule[0])
+            continue;
+        for (size_t c = 0; c < nt; c++) {
+            uint64_t v;
+            size_t used;
+            if (cols[c] == FC_RULE || cols[c] == FC_OTHER ||
+                !onyx_parse_u64(tok[c], tokn[c], &v, &used) || used != tokn[c])
+                continue; /* N\A or garbage */
+            int rc = 0;
+            switch (cols[c]) {
+            case FC_PACKETS:
+                rc = onyx_add_counter(out, FS_M_FLOW_RULE_PACKETS, v, 1, "rule", rule, NULL, NULL,
+                                      NULL, NULL);
+                break;
+            case FC_BYTES:
+                rc = onyx_add_counter(out, FS_M_FLOW_RULE_BYTES, v, 1, "rule", rule, NULL, NULL,
+                                      NULL, NULL);
+                break;
+            case FC_ECN:
+                rc = onyx_add_counter(out, FS_M_FLOW_RULE_ECN_MARKED, v, 1, "rule", rule, NULL,
+                                      NULL, NULL, NULL);
+                break;
+            case FC_DROPPED:
+                rc = onyx_add_counter(out, FS_M_FLOW_RULE_DROPPED, v, 1, "rule", rule, "reason",
+                                      "congestion", NULL, NULL);
+                break;
+            default: /* queue depth: no per-rule metric in the catalogue */
+                break;
+            }
+            if (rc < 0) {
+                onyx_errf(errbuf, errlen, "out of memory");
+                return -1;
+            }
+        }
+    }
+    if (!have_header) {
+        onyx_errf(errbuf, errlen, "show telemetry flows: no header line");
+        return -1;
+    }
+    return 0;
+}

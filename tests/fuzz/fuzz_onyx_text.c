@@ -1,0 +1,73 @@
+/*
+ * libFuzzer target for every ONYX CLI text parser (drivers/onyx/parse*.c): whatever a
+ * hostile or broken switch could print. The input runs through the session-text helpers
+ * (clean, prompt, pager, password, error line) and each text parser in turn; samples must
+ * carry only known label names and bounded values.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parse.h"
+
+static void
+check(const struct onyx_samples *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        const struct onyx_sample *x = &s->v[i];
+        if ((unsigned)x->metric >= FS_METRIC_COUNT || x->n_labels > ONYX_LABELS_MAX)
+            abort();
+        for (unsigned j = 0; j < x->n_labels; j++)
+            if (!x->labels[j].name || strlen(x->labels[j].value) >= ONYX_LABEL_VALUE_MAX)
+                abort();
+    }
+}
+
+static void
+wjh_cb(const struct onyx_wjh_record *r, void *arg)
+{
+    (void)arg;
+    if (strlen(r->reason) >= sizeof(r->reason) || strlen(r->src_ip) >= sizeof(r->src_ip))
+        abort();
+    struct fs_flow_rule rule = {.protocol = FS_PROTO_UDP, .dst_lo = 4791, .dst_hi = 4791};
+    (void)onyx_wjh_matches_rule(r, &rule);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char *buf = malloc(size + 1);
+    if (!buf)
+        return 0;
+    memcpy(buf, data, size);
+    buf[size] = '\0';
+    char err[128], msg[128];
+    struct onyx_samples s = {0};
+    struct onyx_version v;
+    int64_t us, res;
+    size_t st;
+
+    (void)onyx_prompt_at_end(buf, size, &st);
+    (void)onyx_pager_at_end(buf, size, &st);
+    (void)onyx_password_prompt_at_end(buf, size);
+    (void)onyx_error_line(buf, size, msg, sizeof(msg));
+    (void)onyx_parse_version_text(buf, size, &v, err, sizeof(err));
+    (void)onyx_parse_clock(buf, size, &us, &res, err, sizeof(err));
+    (void)onyx_parse_wjh(buf, size, wjh_cb, NULL, err, sizeof(err));
+    (void)onyx_parse_interfaces_text(buf, size, &s, err, sizeof(err));
+    check(&s);
+    onyx_samples_clear(&s);
+    (void)onyx_parse_tc_counters(buf, size, &s, err, sizeof(err));
+    (void)onyx_parse_pfc_counters(buf, size, &s, err, sizeof(err));
+    (void)onyx_parse_telemetry_flows(buf, size, &s, err, sizeof(err));
+    check(&s);
+    onyx_samples_free(&s);
+    size_t n = onyx_clean(buf, size);
+    if (n > size)
+        abort();
+    (void)onyx_prompt_at_end(buf, n, &st);
+    free(buf);
+    return 0;
+}

@@ -1,0 +1,278 @@
+#!/usr/bin/env bash
+# The ONYX CLI driver over SSH against the ONYX simulator behind a REAL OpenSSH sshd
+# (tests/sim/onyx/start-onyx-sim.sh: own config, port, generated host key, test user with
+# password, keyboard-interactive and a key; ForceCommand runs the simulator). Polls
+# through build/tests/fs-onyx-poll (driver entry points + store + exposition, no daemon):
+#   values equal the scenario's (exact past 2^53, during-congestion counters, telemetry
+#   flows), password / keyboard-interactive only / publickey only logins, a wrong password
+#   is an auth error with backoff (one connection for several cycles), a changed host key
+#   is refused with both fingerprints logged (also under accept-new, which records a new
+#   host), a hung command times out and the next cycle recovers, a connection dropped
+#   mid-output loses that cycle only, a malformed line is a parse error of that cycle
+#   only, a reboot is a reset (counted as reboot, exposed counters stay monotonic).
+source "$(dirname "$0")/lib.sh"
+
+POLL=$FS_BUILD_DIR/tests/fs-onyx-poll
+START=$FS_SOURCE_DIR/tests/sim/onyx/start-onyx-sim.sh
+[ -x "$POLL" ] || fail "build fs-onyx-poll first"
+[ "$(id -u)" = 0 ] || fail "needs root (sshd, test user)"
+PY=/usr/bin/python3
+chmod 0711 "$T" # the simulator runs as the test user and reads $T/scenario.json
+
+# start_sim NAME [start-onyx-sim args...]: sim in $T/NAME; sources its env.sh.
+start_sim() {
+  local name=$1
+  shift
+  "$START" --dir "$T/$name" --scenario "$SCEN" "$@" >"$T/start-$name.log" 2>&1 ||
+    { cat "$T/start-$name.log" >&2; fail "start-onyx-sim.sh $name failed"; }
+  # shellcheck disable=SC1091
+  source "$T/$name/env.sh"
+  track "$SSHD_PID" # lib.sh stops it at exit
+}
+
+# A scenario whose congestion surges have run 3 times (6 s of surge) before "now", the
+# next one 18 s away; counters start at 2^53 + 1 to catch any double on the way.
+BASE=9007199254740993
+SCEN=$T/scenario.json
+write_scenario() { # write_scenario BOOT_EPOCH [FAULTS_JSON [LACKS_JSON]]
+  local faults=${2:-} lacks=${3:-}
+  [ -n "$faults" ] || faults='{}'
+  [ -n "$lacks" ] || lacks='[]'
+  $PY - "$SCEN" "$1" "$faults" "$lacks" <<'EOF'
+import json, sys
+path, boot, faults = sys.argv[1], float(sys.argv[2]), json.loads(sys.argv[3])
+d = {"ports": 64, "boot_epoch_s": boot, "counter_base": 2**53 + 1, "clock_offset_ms": 2500,
+     "congestion": {"port": 49, "tc": 3, "period_s": 30, "duration_s": 2, "phase_s": 10},
+     "onyx_faults": faults, "onyx_lacks": json.loads(sys.argv[4])}
+tmp = path + ".tmp"
+with open(tmp, "w") as f:
+    json.dump(d, f)
+import os
+os.replace(tmp, path)
+EOF
+}
+BOOT=$($PY -c 'import time; print(time.time() - 82)')
+write_scenario "$BOOT"
+start_sim main
+MAIN_PORT=$ONYX_SSH_PORT
+MAIN_FP=$ONYX_HOSTKEY_FP
+
+poll() { # poll OUT [args...]: runs fs-onyx-poll on the main sim with the password
+  local out=$1
+  shift
+  "$POLL" --port "$MAIN_PORT" --user "$ONYX_SSH_USER" --known-hosts "$T/main/known_hosts" \
+    --interval-ms 2000 "$@" >"$out" 2>"${out%.out}.log"
+}
+val() { # val FILE POLL REGEX -> value of the first matching metric line of that poll
+  awk -v p="$2" -v re="$3" '$1=="poll" && $2==p && $3 ~ re {print $4; exit}' "$1"
+}
+result() { awk -v p="$2" '$1=="poll" && $2==p {sub("result=","",$3); print $3; exit}' "$1"; }
+
+# ---------------------------------------------------------------- values
+t_before=$($PY -c 'import time; print(time.time())')
+poll "$T/values.out" --password-file "$T/main/password" --polls 2 --interval-ms 1000 \
+  --flow-rule nccl:udp:4791:3 --transcript "$T/transcript.txt" \
+  --grep 'Eth1/(1|2|49)"|fabric_device|flow_rule|resets?_total|poll_errors|clock_offset' ||
+  { tail -3 "$T/values.out" >&2; fail "polls of the healthy simulator failed"; }
+t_after=$($PY -c 'import time; print(time.time())')
+O=$T/values.out
+[ "$(result "$O" 1)" = ok ] && [ "$(result "$O" 2)" = ok ] || fail "results: $(grep ^poll "$O" | grep result)"
+# congestion counters: exactly 6 s of surge at the scenario's rates, on top of 2^53 + 1
+exp() { $PY -c "print($BASE + $1)"; }
+v=$(val "$O" 1 '^fabric_port_ecn_marked_packets_total.*Eth1/49"')
+[ "$v" = "$(exp 1200000)" ] || fail "ECN marked Eth1/49: $v, want $(exp 1200000)"
+v=$(val "$O" 1 '^fabric_port_ecn_marked_packets_total.*Eth1/1"')
+[ "$v" = "$BASE" ] || fail "ECN marked Eth1/1: $v, want $BASE"
+v=$(val "$O" 1 '^fabric_queue_wred_dropped_packets_total.*Eth1/49",tc="3"')
+[ "$v" = "$(exp 6000)" ] || fail "WRED Eth1/49 tc 3: $v"
+v=$(val "$O" 1 '^fabric_pfc_pause_frames_total.*Eth1/49",direction="rx",priority="3"')
+[ "$v" = "$(exp 3000)" ] || fail "PFC rx frames prio 3: $v"
+v=$(val "$O" 1 '^fabric_flow_rule_ecn_marked_packets_total.*rule="nccl"')
+[ "$v" = "$(exp 1200000)" ] || fail "flow rule ECN: $v"
+v=$(val "$O" 1 '^fabric_queue_depth_bytes.*Eth1/49",tc="3"')
+[ "$v" = 0 ] || fail "queue depth outside the surge: $v"
+ok "congestion counters (ECN per port, WRED, PFC, flow rule) exact past 2^53"
+# rate counters: between the scenario's value at the start and at the end of the run
+for p in 1 2 49; do
+  v=$(val "$O" 1 "^fabric_port_bytes_total.*Eth1/$p\",direction=\"rx\"")
+  $PY - "$SCEN" "$p" "$v" "$t_before" "$t_after" "$FS_SOURCE_DIR" <<'EOF' || fail "Eth1/$p rx bytes $v outside the scenario's range"
+import sys
+sys.path.insert(0, sys.argv[6] + "/tests/sim")
+from scenario import Scenario
+sc = Scenario(sys.argv[1])
+p, v, t0, t1 = int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
+lo, hi = sc.port_octets(p, sc.since_boot(t0)), sc.port_octets(p, sc.since_boot(t1))
+sys.exit(0 if lo <= v <= hi else 1)
+EOF
+done
+grep -q 'fabric_device_info{target="onyx0",model="x86onie",os="Onyx",version="3.8.2306",source="cli"} 1' "$O" ||
+  fail "device info"
+grep -q '"cli_ecn_profile":"tc 3 ECN absolute min 500 KB max 1550 KB"' "$O" || fail "ECN profile detail"
+grep -q '"cli_sessions_opened":1' "$O" || fail "the shell was not reused across polls"
+grep -q '<<< no cli session paging enable' "$T/transcript.txt" || fail "paging not disabled"
+ok "port counters within the scenario's bounds, device info, one persistent shell, transcript"
+# `show clock` prints whole seconds: the offset is known to within its second (or better)
+v=$(val "$O" 2 '^fabricscope_target_clock_offset_seconds')
+$PY -c "import sys; sys.exit(0 if abs(float('$v') - 2.5) <= 1.0 else 1)" ||
+  fail "clock offset $v, scenario 2.5 s"
+ok "clock offset from show clock ($v s, scenario 2.5 s)"
+
+# ---------------------------------------------------------------- auth methods
+start_sim kbd --auth-methods keyboard-interactive
+"$POLL" --port "$ONYX_SSH_PORT" --user "$ONYX_SSH_USER" --password-file "$T/kbd/password" \
+  --known-hosts "$T/kbd/known_hosts" --polls 1 >"$T/kbd.out" 2>"$T/kbd.log" ||
+  fail "keyboard-interactive-only login failed: $(tail -2 "$T/kbd.log")"
+grep -q "Accepted keyboard-interactive/pam for $ONYX_SSH_USER" "$T/kbd/sshd.log" || fail "not kbd-int"
+ok "keyboard-interactive only"
+start_sim pk --auth-methods publickey
+"$POLL" --port "$ONYX_SSH_PORT" --user "$ONYX_SSH_USER" --key-file "$T/pk/client_key" \
+  --known-hosts "$T/pk/known_hosts" --polls 1 >"$T/pk.out" 2>"$T/pk.log" ||
+  fail "publickey-only login failed: $(tail -2 "$T/pk.log")"
+grep -q "Accepted publickey for $ONYX_SSH_USER" "$T/pk/sshd.log" || fail "not publickey"
+ok "publickey only"
+
+# ---------------------------------------------------------------- wrong password
+printf 'not-the-password\n' >"$T/wrong.pw"
+conns0=$(grep -c "Connection from 127.0.0.1" "$T/main/sshd.log" || true)
+# sshd/PAM delay each failed attempt by seconds: one deadline covers the first cycle, the
+# next three run back to back inside the 1 s backoff.
+poll "$T/wrong.out" --password-file "$T/wrong.pw" --polls 4 --deadline-ms 15000 --timeout-ms 15000 \
+  --back-to-back || true
+for k in 1 2 3 4; do [ "$(result "$T/wrong.out" $k)" = auth ] || fail "wrong password poll $k: $(result "$T/wrong.out" $k)"; done
+conns=$(( $(grep -c "Connection from 127.0.0.1" "$T/main/sshd.log") - conns0 ))
+[ "$conns" = 1 ] || fail "wrong password: $conns connections in 4 cycles (want 1: backoff)"
+grep -q "backoff" "$T/wrong.log" || grep -q "next connect in" "$T/wrong.log" || fail "no backoff logged"
+ok "wrong password: auth error, one connection for 4 cycles (backoff)"
+
+# ---------------------------------------------------------------- hung command, recovery
+sync_poll() { # sync_poll NAME FAULTS_JSON [args]: poll 1 with the fault, poll 2 without
+  local name=$1 faults=$2
+  shift 2
+  write_scenario "$BOOT" "$faults"
+  rm -f "$T/$name.go"
+  poll "$T/$name.out" --password-file "$T/main/password" --polls 2 --wait-file "$T/$name.go" "$@" &
+  local pid=$!
+  track "$pid"
+  for _ in $(seq 300); do grep -q '^poll 1 ' "$T/$name.out" 2>/dev/null && break; sleep 0.1; done
+  grep -q '^poll 1 ' "$T/$name.out" || fail "$name: poll 1 did not end"
+  write_scenario "$BOOT"
+  touch "$T/$name.go"
+  wait "$pid" || true
+}
+sync_poll hang '{"hang": "show interfaces ethernet counters pfc prio 3"}' --timeout-ms 1500 --deadline-ms 3000
+[ "$(result "$T/hang.out" 1)" = timeout ] || fail "hung command: poll 1 $(result "$T/hang.out" 1)"
+[ "$(result "$T/hang.out" 2)" = ok ] || fail "after the hang: poll 2 $(result "$T/hang.out" 2)"
+grep -q 'no answer to `show interfaces ethernet counters pfc prio 3`' "$T/hang.log" || fail "timeout reason"
+ok "hung command times out; the next cycle recovers"
+
+sync_poll drop '{"drop": "show interfaces ethernet counters tc 5"}'
+[ "$(result "$T/drop.out" 1)" = protocol ] || fail "dropped connection: poll 1 $(result "$T/drop.out" 1)"
+[ "$(result "$T/drop.out" 2)" = ok ] || fail "after the drop: poll 2 $(result "$T/drop.out" 2)"
+ok "connection dropped mid-output loses that cycle only"
+
+sync_poll malformed '{"malformed": "show interfaces ethernet 1/7"}' --grep 'ecn_marked_packets_total.*Eth1/(7|8)"'
+[ "$(result "$T/malformed.out" 1)" = parse ] || fail "malformed: poll 1 $(result "$T/malformed.out" 1)"
+[ -n "$(val "$T/malformed.out" 1 'Eth1/8"')" ] || fail "malformed: other ports' samples lost"
+[ "$(result "$T/malformed.out" 2)" = ok ] || fail "after malformed: poll 2 $(result "$T/malformed.out" 2)"
+ok "a malformed line is a parse error of that cycle only"
+
+sync_poll flood '{"flood": "show interfaces ethernet counters tc 2"}' --max-output-bytes 2000000
+[ "$(result "$T/flood.out" 1)" = protocol ] || fail "runaway output: poll 1 $(result "$T/flood.out" 1)"
+grep -q 'runaway output' "$T/flood.log" || fail "runaway output not named"
+[ "$(result "$T/flood.out" 2)" = ok ] || fail "after the runaway output: poll 2 $(result "$T/flood.out" 2)"
+ok "a runaway output is bounded (protocol error), the next cycle recovers"
+
+# ---------------------------------------------------------------- pager
+# A CLI that keeps paging after `no cli session paging enable`: the driver pages through.
+$PY -c '
+import json, os, sys
+d = json.load(open(sys.argv[1])); d["onyx_paging_sticky"] = True
+json.dump(d, open(sys.argv[1] + ".tmp", "w")); os.replace(sys.argv[1] + ".tmp", sys.argv[1])
+' "$SCEN"
+# The first cycle finds out (the pager takes a pipelined command as its key: that cycle is
+# lost); from then on commands go one at a time and the pager is answered.
+tp0=$($PY -c 'import time; print(time.time())')
+poll "$T/pager.out" --password-file "$T/main/password" --polls 3 --back-to-back \
+  --transcript "$T/pager.transcript" --grep 'ecn_marked_packets_total.*Eth1/49"' || true
+grep -q 'lines 1-24 ' "$T/pager.transcript" || fail "the simulator did not page"
+[ "$(result "$T/pager.out" 1)" = protocol ] || fail "pager: poll 1 $(result "$T/pager.out" 1)"
+for k in 2 3; do
+  [ "$(result "$T/pager.out" $k)" = ok ] || fail "pager: poll $k $(result "$T/pager.out" $k)"
+done
+tp1=$($PY -c 'import time; print(time.time())')
+v=$(val "$T/pager.out" 3 'Eth1/49"')
+$PY - "$SCEN" "$v" "$tp0" "$tp1" "$FS_SOURCE_DIR" <<'EOF' || fail "ECN through the pager: $v"
+import sys
+sys.path.insert(0, sys.argv[5] + "/tests/sim")
+from scenario import Scenario
+sc = Scenario(sys.argv[1])
+v, t0, t1 = int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+sys.exit(0 if sc.port_ecn_marked(49, sc.since_boot(t0)) <= v <= sc.port_ecn_marked(49, sc.since_boot(t1)) else 1)
+EOF
+grep -q '"cli_pipelining":false' "$T/pager.out" || fail "pipelining not reported off"
+write_scenario "$BOOT"
+ok "a CLI that keeps paging: one lost cycle, then one command at a time through the pager"
+
+# ---------------------------------------------------------------- reboot
+rm -f "$T/reboot.go"
+poll "$T/reboot.out" --password-file "$T/main/password" --polls 2 --wait-file "$T/reboot.go" \
+  --grep 'resets?_total|port_bytes_total.*Eth1/2",direction="rx"' &
+RP=$!
+track "$RP"
+for _ in $(seq 300); do grep -q '^poll 1 ' "$T/reboot.out" 2>/dev/null && break; sleep 0.1; done
+write_scenario "$($PY -c 'import time; print(time.time() - 1)')"
+touch "$T/reboot.go"
+wait "$RP" || fail "reboot polls failed: $(grep ^poll "$T/reboot.out" | grep result)"
+grep -Eq '^poll 2 fabricscope_counters_reset_total\{.*kind="reboot".*\} [1-9]' "$T/reboot.out" ||
+  fail "reboot not counted: $(grep resets "$T/reboot.out")"
+b1=$(val "$T/reboot.out" 1 'port_bytes_total.*Eth1/2"')
+b2=$(val "$T/reboot.out" 2 'port_bytes_total.*Eth1/2"')
+$PY -c "import sys; sys.exit(0 if int('$b2') >= int('$b1') else 1)" || fail "exposed counter went down: $b1 -> $b2"
+ok "reboot is a reset (kind=reboot), exposed counters stay monotonic"
+
+# ---------------------------------------------------------------- capabilities
+# A model without `show telemetry flows`: dropped once (detail, one log line), and the
+# per-rule drops come from What-Just-Happened records matched against the rule.
+write_scenario "$BOOT" '{}' '["show telemetry flows"]'
+poll "$T/lacks.out" --password-file "$T/main/password" --polls 3 --back-to-back \
+  --flow-rule nccl:udp:4791:3 --grep 'flow_rule_dropped|wred_dropped.*Eth1/49",tc="3"' ||
+  fail "polls of a model without telemetry flows failed: $(grep result "$T/lacks.out")"
+write_scenario "$BOOT"
+grep -q '"cli_dropped_commands":\["show telemetry flows"\]' "$T/lacks.out" || fail "dropped command not reported"
+[ "$(grep -c 'not supported' "$T/lacks.log")" = 1 ] || fail "the missing command was not reported exactly once"
+w=$(val "$T/lacks.out" 3 'wred_dropped.*Eth1/49",tc="3"')
+f=$(val "$T/lacks.out" 3 'flow_rule_dropped_packets_total.*rule="nccl",reason="WRED"')
+[ -n "$f" ] || fail "no WJH-based flow rule drops: $(grep flow_rule "$T/lacks.out")"
+# the same poll, ms apart: equal unless a surge (1000 drops/s) runs between the commands
+$PY -c "import sys; d=abs(int('$w') - $BASE - int('$f')); sys.exit(0 if d <= 50 else 1)" ||
+  fail "WJH drops $f vs WRED counter $w"
+ok "a missing command is dropped and reported once; flow-rule drops from WJH records"
+
+# ---------------------------------------------------------------- host keys
+# accept-new records an unknown host, then a changed key is refused anyway.
+rm -f "$T/new_known_hosts"
+"$POLL" --port "$MAIN_PORT" --user "$ONYX_SSH_USER" --password-file "$T/main/password" \
+  --known-hosts "$T/new_known_hosts" --accept-new --polls 1 >"$T/acceptnew.out" 2>"$T/acceptnew.log" ||
+  fail "accept-new first contact failed"
+grep -q "^\[127.0.0.1\]:$MAIN_PORT " "$T/new_known_hosts" || fail "accept-new did not record the key"
+poll "$T/strict-unknown.out" --password-file "$T/main/password" --polls 1 --known-hosts /dev/null || true
+[ "$(result "$T/strict-unknown.out" 1)" = auth ] || fail "strict policy accepted an unknown key"
+old_fp=$MAIN_FP
+accepted0=$(grep -c "Accepted " "$T/main/sshd.log" || true)
+"$START" --rotate-hostkey "$T/main"
+source "$T/main/env.sh"
+track "$SSHD_PID"
+[ "$old_fp" != "$ONYX_HOSTKEY_FP" ] || fail "host key did not change"
+for mode in strict accept-new; do
+  extra=()
+  kh=$T/main/known_hosts
+  if [ $mode = accept-new ]; then extra=(--accept-new); kh=$T/new_known_hosts; fi
+  "$POLL" --port "$MAIN_PORT" --user "$ONYX_SSH_USER" --password-file "$T/main/password" \
+    --known-hosts "$kh" "${extra[@]}" --polls 1 >"$T/changed-$mode.out" 2>"$T/changed-$mode.log" || true
+  [ "$(result "$T/changed-$mode.out" 1)" = auth ] || fail "changed host key ($mode): $(result "$T/changed-$mode.out" 1)"
+  grep -q "HOST KEY CHANGED.*$old_fp.*$ONYX_HOSTKEY_FP" "$T/changed-$mode.log" ||
+    fail "changed host key ($mode) not logged with both fingerprints: $(cat "$T/changed-$mode.log")"
+done
+[ "$(grep -c "Accepted " "$T/main/sshd.log" || true)" = "$accepted0" ] ||
+  fail "a login happened against the changed host key"
+ok "changed host key refused (strict and accept-new), both fingerprints logged, no login"

@@ -1,0 +1,597 @@
+#!/usr/bin/python3
+"""onyx_sim: a simulated NVIDIA Spectrum switch's ONYX CLI (test code, never shipped).
+
+Runs as one interactive CLI session on stdin/stdout, e.g. as sshd's ForceCommand. Behaves
+per /work/shared/reference/onyx-facts.md: the `Mellanox Switch` banner, prompts
+`<host> [standalone: master] > ` / `# ` / `(config) # ` / `(config ipv4 access-list X) # `,
+enable (with a password prompt when configured), configure terminal, exit, paging on until
+`no cli session paging enable` (pager prompt `lines 1-24 `, last page `... (END) `),
+`% Unrecognized command "x".` + `Type "?" for help.` for unknown commands, `| json-print`
+in the layout of the configured release (before / from 3.6.6000).
+
+Counters come from tests/sim/scenario.py (the scenario shared with the SNMP simulator), so
+one simulated switch polled over SNMP and CLI gives the same numbers.
+
+Usage: onyx_sim.py [SCENARIO.json [STATE.json]]   (or ONYX_SIM_SCENARIO=path)
+STATE.json (optional) keeps the configuration (ACLs) across sessions, as a switch's
+running configuration outlives an SSH session.
+
+Scenario keys read here in addition to scenario.py's (all optional):
+  hostname          default "switch-sim"
+  onyx_release      default "3.8.2306"; below 3.6.6000 json-print uses the "header" layout
+  enable_password   when set, `enable` asks for it
+  page_lines        pager page size (default 24)
+  flow_rules        rows of `show telemetry flows`: [{name, protocol, dst_lo, dst_hi, tc}]
+                    (default one rule "nccl", udp 4791, tc = the congestion tc)
+  onyx_lacks        [CMD, ...]: commands this model lacks (answered `% Unrecognized command`)
+  onyx_faults       {"hang": CMD, "drop": CMD, "malformed": CMD, "reject": CMD, "flood": CMD}:
+                    a command starting with CMD never answers / closes the connection halfway
+                    through its output / gets a garbled line / (configuration) fails with a
+                    `%` line / prints without end.
+  onyx_paging_sticky  true: `no cli session paging enable` leaves paging on The scenario file is re-read whenever it
+                    changes, so a test adds and removes faults (and reboots the switch by
+                    moving boot_epoch_s) while sessions stay open.
+
+Layouts that onyx-facts.md does not have (per-TC and PFC counters, show clock, telemetry
+flows, WJH on ONYX) are the ones drivers/onyx/parse_assumed.c assumes (UNVERIFIED).
+"""
+import json
+import os
+import select
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from scenario import Scenario  # noqa: E402
+
+try:
+    import termios
+    import tty
+except ImportError:  # pragma: no cover
+    termios = None
+
+NTC = 8
+
+
+def release_tuple(r):
+    out = []
+    for x in r.split("."):
+        try:
+            out.append(int(x))
+        except ValueError:
+            break
+    return tuple(out)
+
+
+class Sim:
+    def __init__(self, path, state_path=None):
+        self.path = path
+        self.state_path = state_path
+        self.mtime = None
+        self.default_boot = time.time()
+        self.raw = {}
+        self.sc = None
+        self.load()
+        self.mode = "user"
+        self.submode = None  # ACL name in `(config ipv4 access-list X)`
+        self.paging = True
+        self.acls = {}  # name -> {seq: rule text}
+        if state_path and os.path.exists(state_path):
+            with open(state_path) as f:
+                d = json.load(f)
+            self.acls = {n: {int(k): v for k, v in r.items()} for n, r in d.get("acls", {}).items()}
+        self.inbuf = b""
+        self.tty = False
+
+    # ---- scenario ----
+    def load(self):
+        if not self.path:
+            if self.sc is None:
+                self.sc = Scenario(boot_epoch_s=self.default_boot)
+            return
+        try:
+            m = os.stat(self.path).st_mtime_ns
+            open(self.path).close()
+        except OSError as e:
+            if self.sc is None:  # never answer with made-up numbers
+                sys.stderr.write("onyx_sim: cannot read the scenario %s: %s\n" % (self.path, e))
+                sys.exit(1)
+            return
+        if m == self.mtime:
+            return
+        self.mtime = m
+        with open(self.path) as f:
+            try:
+                d = json.load(f)
+            except ValueError:
+                return  # being rewritten: keep the previous one
+        self.raw = d
+        over = {} if "boot_epoch_s" in d else {"boot_epoch_s": self.default_boot}
+        self.sc = Scenario(self.path, **over)
+
+    def opt(self, key, default):
+        return self.raw.get(key, default)
+
+    def fault(self, kind, cmd):
+        f = self.raw.get("onyx_faults") or {}
+        pref = f.get(kind)
+        return bool(pref) and cmd.startswith(pref)
+
+    # ---- I/O ----
+    def write(self, s):
+        data = s.replace("\r\n", "\n").replace("\n", "\r\n").encode()
+        while data:
+            n = os.write(1, data)
+            data = data[n:]
+
+    def read_more(self, timeout=None):
+        r, _, _ = select.select([0], [], [], timeout)
+        if not r:
+            return True
+        chunk = os.read(0, 4096)
+        if not chunk:
+            sys.exit(0)
+        self.inbuf += chunk
+        return True
+
+    def read_line(self, echo=True):
+        while True:
+            for i, c in enumerate(self.inbuf):
+                if c in (0x0d, 0x0a):
+                    line = self.inbuf[:i]
+                    rest = self.inbuf[i + 1:]
+                    if c == 0x0d and rest[:1] == b"\n":
+                        rest = rest[1:]
+                    self.inbuf = rest
+                    text = line.decode(errors="replace")
+                    if echo:
+                        self.write(text + "\n")
+                    else:
+                        self.write("\n")
+                    return text
+            self.read_more()
+
+    def read_key(self):
+        while not self.inbuf:
+            self.read_more()
+        c = self.inbuf[:1]
+        self.inbuf = self.inbuf[1:]
+        if c == b"\r" and self.inbuf[:1] == b"\n":
+            self.inbuf = self.inbuf[1:]
+        return c
+
+    def hang(self):
+        while True:  # until the client goes away
+            self.read_more(1.0)
+            self.inbuf = b""
+
+    # ---- prompts ----
+    def prompt(self):
+        host = self.opt("hostname", "switch-sim")
+        if self.mode == "user":
+            suf = ">"
+        elif self.mode == "enable":
+            suf = "#"
+        elif self.submode:
+            suf = "(config ipv4 access-list %s) #" % self.submode
+        else:
+            suf = "(config) #"
+        return "%s [standalone: master] %s " % (host, suf)
+
+    def out(self, text, cmd):
+        """Prints a command's output, through the pager when paging is on."""
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        if self.fault("malformed", cmd) and lines:
+            lines.insert(len(lines) // 2, "  12x34\x07\x00 ]]} packets %%% \x1b[7m")
+        if self.fault("flood", cmd):  # a runaway output: never ends
+            line = "  0                    flood packets\n" * 1000
+            while True:
+                self.write(line)
+        if self.fault("drop", cmd):
+            self.write("\n".join(lines[: len(lines) // 2]) + "\n")
+            os._exit(0)
+        page = int(self.opt("page_lines", 24))
+        if not self.paging or len(lines) <= page:
+            if lines:
+                self.write("\n".join(lines) + "\n")
+            return
+        i = 0
+        total = len(lines)
+        while i < total:
+            chunk = lines[i:i + page]
+            self.write("\n".join(chunk) + "\n")
+            j = i + len(chunk)
+            if j >= total:
+                self.write("\x1b[7mlines %d-%d/%d (END) \x1b[27m" % (i + 1, j, total))
+            else:
+                self.write("\x1b[7mlines %d-%d \x1b[27m" % (i + 1, j))
+            k = self.read_key()
+            self.write("\r\x1b[K")
+            if k in (b"q", b"Q") or j >= total:
+                return
+            i = j
+
+    # ---- main loop ----
+    def run(self):
+        if termios and os.isatty(0):
+            try:
+                tty.setraw(0)
+                self.tty = True
+            except termios.error:
+                pass
+        self.write("Mellanox Switch\n\n")
+        while True:
+            self.write(self.prompt())
+            line = self.read_line()
+            self.load()
+            cmd = " ".join(line.split())
+            if not cmd:
+                continue
+            if self.fault("hang", cmd):
+                self.hang()
+            lacking = [p for p in self.opt("onyx_lacks", []) if cmd.startswith(p)]
+            if lacking:  # a command this model does not have
+                words = cmd.split()
+                self.unrecognized(" ".join(words[1:]) if words[0] == "show" else cmd)
+                continue
+            try:
+                self.dispatch(cmd)
+            except SystemExit:
+                raise
+            except Exception as e:  # a simulator bug must not look like a device answer
+                self.write("%% Internal simulator error: %s\n" % e)
+
+    def unrecognized(self, cmd):
+        self.write('%% Unrecognized command "%s".\nType "?" for help.\n' % cmd.split()[0])
+
+    def dispatch(self, cmd):
+        json_print = False
+        if cmd.endswith("| json-print"):
+            json_print = True
+            cmd = cmd[: -len("| json-print")].strip()
+        w = cmd.split()
+        if w[0] in ("enable", "ena", "en"):
+            if self.mode == "user":
+                pw = self.opt("enable_password", None)
+                if pw:
+                    self.write("Password: ")
+                    got = self.read_line(echo=False)
+                    if got != pw:
+                        self.write("% Authentication failed\n")
+                        return
+                self.mode = "enable"
+            return
+        if w[0] == "disable":
+            self.mode = "user"
+            self.submode = None
+            return
+        if w[0] == "exit":
+            if self.submode:
+                self.submode = None
+            elif self.mode == "config":
+                self.mode = "enable"
+            else:
+                sys.exit(0)
+            return
+        if w[0] in ("configure", "config", "conf") and len(w) == 2 and "terminal".startswith(w[1]):
+            if self.mode == "user":
+                return self.unrecognized(cmd)
+            self.mode = "config"
+            return
+        if cmd == "no cli session paging enable":
+            # onyx_paging_sticky: a CLI that keeps paging anyway (the pager must be handled)
+            self.paging = bool(self.opt("onyx_paging_sticky", False))
+            return
+        if cmd == "cli session paging enable":
+            self.paging = True
+            return
+        if w[0] == "terminal" and len(w) == 3 and w[1] in ("length", "width"):
+            if w[1] == "length" and int(w[2]) >= 999:
+                self.paging = False
+            return
+        if w[0] == "show":
+            if len(w) == 1:
+                self.write("% Incomplete command\n")  # wording not in the facts
+                return
+            return self.show(w[1:], " ".join(w[1:]), json_print)
+        if self.mode == "config":
+            if self.fault("reject", cmd):
+                self.write("% Command rejected (simulated failure)\n")
+                return
+            return self.config(w, cmd)
+        return self.unrecognized(cmd)
+
+    # ---- configuration (ACLs) ----
+    def save(self):
+        if not self.state_path:
+            return
+        tmp = self.state_path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"acls": self.acls}, f)
+        os.replace(tmp, self.state_path)
+
+    def config(self, w, cmd):
+        before = json.dumps(self.acls, sort_keys=True)
+        try:
+            return self.config_cmd(w, cmd)
+        finally:
+            if json.dumps(self.acls, sort_keys=True) != before:
+                self.save()
+
+    def config_cmd(self, w, cmd):
+        if self.submode:
+            if w[0] == "seq-number" and len(w) >= 3:
+                self.acls[self.submode][int(w[1])] = " ".join(w[2:])
+                return
+            if w[:2] == ["no", "seq-number"] and len(w) == 3:
+                if self.acls[self.submode].pop(int(w[2]), None) is None:
+                    self.write("%% Rule %s does not exist\n" % w[2])
+                return
+        if w[:2] == ["ipv4", "access-list"] and len(w) >= 3:
+            name = w[2]
+            self.acls.setdefault(name, {})
+            if len(w) == 3:
+                self.submode = name
+                return
+            if w[3] == "seq-number" and len(w) >= 6:  # flat (prefix-mode) form
+                self.acls[name][int(w[4])] = " ".join(w[5:])
+                return
+        if w[:3] == ["no", "ipv4", "access-list"] and len(w) == 4:
+            if self.acls.pop(w[3], None) is None:
+                self.write("%% Access-list %s does not exist\n" % w[3])
+            return
+        if w[0] == "interface" and "access-group" in w:
+            return  # binding accepted (not modelled)
+        return self.unrecognized(cmd)
+
+    # ---- show ----
+    def show(self, w, cmd, js):
+        sc = self.sc
+        now = time.time()
+        t = sc.since_boot(now)
+        rel = self.opt("onyx_release", "3.8.2306")
+        new_json = release_tuple(rel) >= (3, 6, 6000)
+        bad = cmd
+        cmd = "show " + cmd
+        if w == ["version"]:
+            return self.out(self.version(rel, t, js), cmd)
+        if w == ["clock"]:
+            dt = sc.device_time(now)
+            tm = time.gmtime(dt)
+            return self.out("Time:       %s\nDate:       %s\nTime zone:  UTC (Etc/UTC)\n"
+                            "UTC offset: same as UTC\n" % (time.strftime("%H:%M:%S", tm),
+                                                           time.strftime("%Y/%m/%d", tm)), cmd)
+        if w[:2] == ["interfaces", "ethernet"] or w[:2] == ["interface", "ethernet"]:
+            rest = w[2:]
+            if not rest:
+                return self.out(self.interfaces(range(1, sc.ports + 1), t, js, new_json), cmd)
+            if rest[0] == "counters" and len(rest) == 3 and rest[1] == "tc":
+                return self.out(self.tc_counters(int(rest[2]), t), cmd)
+            if rest[0] == "counters" and len(rest) == 4 and rest[1:3] == ["pfc", "prio"]:
+                return self.out(self.pfc_counters(int(rest[3]), t), cmd)
+            p = self.port_arg(rest[0])
+            if p is None:
+                self.write("%% Interface %s does not exist\n" % rest[0])
+                return
+            if len(rest) == 1:
+                return self.out(self.interfaces([p], t, js, new_json), cmd)
+            if rest[1:] == ["congestion-control"]:
+                return self.out(self.congestion(p, t, js), cmd)
+            return self.unrecognized(cmd)
+        if w == ["telemetry", "flows"]:
+            return self.out(self.flows(t), cmd)
+        if w[:1] == ["what-just-happened"]:
+            return self.out(self.wjh(t), cmd)
+        if w == ["running-config"]:
+            return self.out(self.running_config(), cmd)
+        return self.unrecognized(bad)
+
+    def port_arg(self, s):
+        if s.startswith("Eth"):
+            s = s[3:]
+        parts = s.split("/")
+        if len(parts) != 2 or parts[0] != "1" or not parts[1].isdigit():
+            return None
+        p = int(parts[1])
+        return p if 1 <= p <= self.sc.ports else None
+
+    def version(self, rel, t, js):
+        product = "Onyx" if release_tuple(rel) >= (3, 7) else "MLNX-OS"
+        d = int(t // 86400)
+        h = int(t % 86400 // 3600)
+        m = int(t % 3600 // 60)
+        s = t % 60
+        fields = [
+            ("Product name", product), ("Product release", rel), ("Build ID", "#1-dev"),
+            ("Build date", "2021-01-01 00:00:00"), ("Target arch", "x86_64"),
+            ("Target hw", "x86_64"), ("Built by", "sim@fabricscope"),
+            ("Version summary", "X86_64 %s 2021-01-01 00:00:00 x86_64" % rel), None,
+            ("Product model", self.opt("model", "x86onie")), ("Host ID", "7CFE90F8E698"),
+            ("System serial num", "MT0000X00000"),
+            ("System UUID", "00000000-0000-0000-0000-000000000000"), None,
+            ("Uptime", "%dd %dh %dm %.3fs" % (d, h, m, s)),
+            ("CPU load averages", "0.10 / 0.10 / 0.10"), ("Number of CPUs", "4"),
+            ("System memory", "2597 MB used / 5213 MB free / 7810 MB total"),
+            ("Swap", "0 MB used / 0 MB free / 0 MB total"),
+        ]
+        if js:
+            return json.dumps({k: v for f in fields if f for k, v in [f]}, indent=4) + "\n"
+        return "".join("\n" if f is None else "%-19s%s\n" % (f[0] + ":", f[1]) for f in fields)
+
+    def port_counters(self, p, t):
+        sc = self.sc
+        b = sc.counter_base
+        c = {
+            "packets": sc.port_ucast_pkts(p, t), "unicast packets": sc.port_ucast_pkts(p, t),
+            "multicast packets": b, "broadcast packets": b, "bytes": sc.port_octets(p, t),
+            "error packets": b, "discard packets": b,
+        }
+        return c, c
+
+    def interfaces(self, ports, t, js, new_json):
+        if js:
+            items = []
+            for p in ports:
+                rx, tx = self.port_counters(p, t)
+                tx = dict(tx)
+                tx["hoq discard packets"] = str(self.sc.counter_base)
+                d = {
+                    "Admin state": "Enabled", "Operational state": "Up",
+                    "Description": "N\\A", "Actual speed": "100 Gbps", "Fec": "auto",
+                    "MTU": "9216 bytes(Maximum packet size 9238 bytes)",
+                    "Telemetry sampling": "Disabled\t TCs: N\\A",
+                    "Rx": {k: str(v) for k, v in rx.items()},
+                    "Tx": {k: str(v) for k, v in tx.items()},
+                }
+                if new_json:
+                    items.append({self.sc.port_name(p): [d]})
+                else:
+                    d["header"] = self.sc.port_name(p)
+                    items.append(d)
+            return json.dumps(items, indent=4) + "\n"
+        out = []
+        for p in ports:
+            rx, tx = self.port_counters(p, t)
+            out.append("%s\n  Admin state: Enabled\n  Operational state: Up\n"
+                       "  Last change in operational status: Never\n  Description: N\\A\n"
+                       "  Mac address: 7c:fe:90:f8:e6:%02x\n"
+                       "  MTU: 9216 bytes(Maximum packet size 9238 bytes)\n  Fec: auto\n"
+                       "  Flow-control: receive off send off\n  Actual speed: 100 Gbps\n"
+                       "  Width reduction mode: Not supported\n  Switchport mode: access\n"
+                       "  MAC learning mode: Enabled\n"
+                       "  Last clearing of \"show interface\" counters : Never\n"
+                       "  60 seconds ingress rate: 0 bits/sec, 0 bytes/sec, 0 packets/sec\n"
+                       "  60 seconds egress rate: 0 bits/sec, 0 bytes/sec, 0 packets/sec\n\n"
+                       % (self.sc.port_name(p), p % 256))
+            for name, c in (("Rx", rx), ("Tx", tx)):
+                out.append(name + "\n")
+                for k, v in c.items():
+                    out.append("  %-20d %s\n" % (v, k))
+                out.append("\n")
+            out.append("\n")
+        return "".join(out)
+
+    def tc_counters(self, tc, t):
+        sc = self.sc
+        out = []
+        for p in range(1, sc.ports + 1):
+            q = sc.queue_depth_bytes(p, tc, t)
+            out.append("%s:\n  TC %d:\n    Tx\n" % (sc.port_name(p), tc))
+            for v, name in ((sc.tc_tx_pkts(p, tc, t), "packets"),
+                            (sc.tc_tx_octets(p, tc, t), "bytes"),
+                            (sc.tc_no_buffer_dropped(p, tc, t), "unicast no buffer discard"),
+                            (q, "queue depth (bytes)"), (q, "max queue depth (bytes)")):
+                out.append("      %-20d %s\n" % (v, name))
+            out.append("\n")
+        return "".join(out)
+
+    def pfc_counters(self, prio, t):
+        sc = self.sc
+        out = []
+        for p in range(1, sc.ports + 1):
+            out.append("%s:\n  PFC %d:\n" % (sc.port_name(p), prio))
+            out.append("    Rx\n      %-20d pause packets\n      %-20d pause duration (usec)\n"
+                       % (sc.pfc_rx_pause_frames(p, prio, t), sc.pfc_rx_pause_us(p, prio, t)))
+            out.append("    Tx\n      %-20d pause packets\n      %-20d pause duration (usec)\n\n"
+                       % (sc.counter_base, sc.counter_base))
+        return "".join(out)
+
+    def congestion(self, p, t, js):
+        sc = self.sc
+        items = [{"Interface ethernet": "1/%d" % p,
+                  "ECN marked packets": str(sc.port_ecn_marked(p, t))}]
+        for tc in range(NTC):
+            if tc == sc.cong["tc"]:
+                items.append({"header": "TC-%d" % tc, "Mode": "ECN", "Threshold mode": "absolute",
+                              "Minimum threshold": "500 KB", "Maximum threshold": "1550 KB",
+                              "RED dropped packets": str(sc.tc_wred_dropped(p, tc, t))})
+            else:
+                items.append({"header": "TC-%d" % tc, "Mode": "none"})
+        if js:
+            return json.dumps(items, indent=4) + "\n"
+        # The text form is not in the facts: printed as Key: value blocks (unverified).
+        out = []
+        for it in items:
+            out.append(it.get("header", "Interface ethernet %s" % it.get("Interface ethernet")) + "\n")
+            for k, v in it.items():
+                if k not in ("header", "Interface ethernet"):
+                    out.append("  %s: %s\n" % (k, v))
+        return "".join(out)
+
+    def rules(self):
+        return self.opt("flow_rules", [{"name": "nccl", "protocol": "udp", "dst_lo": 4791,
+                                        "dst_hi": 4791, "tc": self.sc.cong["tc"]}])
+
+    def flow_values(self, r, t):
+        """Per-rule counters: the rule's TC traffic on every port; ECN marks and drops of
+        the congested port when the rule's TC is the congested one."""
+        sc = self.sc
+        tc = int(r.get("tc", sc.cong["tc"]))
+        pk = sum(sc.tc_tx_pkts(p, tc, t) - sc.counter_base for p in range(1, sc.ports + 1))
+        by = sum(sc.tc_tx_octets(p, tc, t) - sc.counter_base for p in range(1, sc.ports + 1))
+        cp = sc.cong["port"]
+        ecn = sc.tc_ecn_marked(cp, tc, t) if tc == sc.cong["tc"] else sc.counter_base
+        drop = sc.tc_wred_dropped(cp, tc, t) if tc == sc.cong["tc"] else sc.counter_base
+        q = sc.queue_depth_bytes(cp, tc, t)
+        return pk + sc.counter_base, by + sc.counter_base, ecn, drop, q
+
+    def flows(self, t):
+        out = ["%-16s %-20s %-20s %-20s %-20s %-12s\n" % ("Rule", "Packets", "Bytes",
+                                                          "ECN-marked", "Dropped", "Queue-depth"),
+               "%s %s %s %s %s %s\n" % ("-" * 16, "-" * 20, "-" * 20, "-" * 20, "-" * 20, "-" * 12)]
+        for r in self.rules():
+            pk, by, ecn, drop, q = self.flow_values(r, t)
+            out.append("%-16s %-20d %-20d %-20d %-20d %-12d\n" % (r["name"], pk, by, ecn, drop, q))
+        return "".join(out)
+
+    def wjh(self, t):
+        """Aggregated WJH buffer drops (the WJH library's table layout): WRED drops of the
+        congested port's RoCE traffic (udp 4791), count since boot."""
+        sc = self.sc
+        cp, tc = sc.cong["port"], sc.cong["tc"]
+        count = sc.tc_wred_dropped(cp, tc, t) - sc.counter_base
+        hdr = ("#  sPort    VLAN  sMAC               dMAC               EthType  "
+               "Src IP:Port          Dst IP:Port          IP Proto  Count     Severity  "
+               "Drop reason - Recommended action\n")
+        rule = ("-- -------- ----- ------------------ ------------------ -------- "
+                "-------------------- -------------------- --------- --------- --------- "
+                "-----------------------------------------------\n")
+        out = ["Sample Window : boot - now\n\n", hdr, rule]
+        if count > 0:
+            out.append("1  %-8s N/A   7c:fe:90:00:00:01  7c:fe:90:00:00:02  IPv4     "
+                       "%-20s %-20s %-9s %-9d %-9s %s\n"
+                       % (sc.port_name(cp), "10.0.0.1:49152", "10.0.1.1:4791", "udp", count,
+                          "Warning", "WRED - Congestion on the egress queue"))
+        return "".join(out)
+
+    def running_config(self):
+        host = self.opt("hostname", "switch-sim")
+        out = ["##\n## Running database \"initial\"\n## Generated at %s\n## Hostname: %s\n##\n\n"
+               % (time.strftime("%Y/%m/%d %H:%M:%S +0000", time.gmtime()), host),
+               "##\n## Running-config temporary prefix mode setting\n##\n"
+               "no cli default prefix-modes enable\n\n"]
+        if self.acls:
+            out.append("##\n## ACL configuration\n##\n")
+            for name in sorted(self.acls):
+                out.append("   ipv4 access-list %s\n" % name)
+                for seq in sorted(self.acls[name]):
+                    out.append("   ipv4 access-list %s seq-number %d %s\n"
+                               % (name, seq, self.acls[name][seq]))
+            out.append("\n")
+        out.append("##\n## Persistent prefix mode setting\n##\ncli default prefix-modes enable\n")
+        return "".join(out)
+
+
+def main():
+    path = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("ONYX_SIM_SCENARIO")
+    sim = Sim(path, sys.argv[2] if len(sys.argv) > 2 else None)
+    try:
+        sim.run()
+    except (BrokenPipeError, OSError):
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,571 @@
+/*
+ * ONYX CLI parsers: every verbatim output of onyx-facts.md (tests/sim/onyx/fixtures/,
+ * copied byte for byte) parses to the values it shows; the assumed layouts (the
+ * simulator's) parse too; tolerance cases (column widths, N\A, split ports, 2^53+1,
+ * overflow, extra fields, ANSI/CR noise).
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "parse.h"
+
+static char *
+fixture(const char *name, size_t *len)
+{
+    const char *src = getenv("FS_SOURCE_DIR");
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/tests/sim/onyx/fixtures/%s", src ? src : ".", name);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        fail_msg("cannot open fixture %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    buf[n] = '\0';
+    fclose(f);
+    *len = (size_t)n;
+    return buf;
+}
+
+/* The sample of metric m whose labels include every given name=value pair. */
+static const struct onyx_sample *
+find(const struct onyx_samples *s, enum fs_metric m, const char *l1, const char *v1, const char *l2,
+     const char *v2, const char *l3, const char *v3)
+{
+    const char *ln[3] = {l1, l2, l3}, *lv[3] = {v1, v2, v3};
+    const struct onyx_sample *hit = NULL;
+    for (size_t i = 0; i < s->n; i++) {
+        const struct onyx_sample *x = &s->v[i];
+        if (x->metric != m)
+            continue;
+        bool ok = true;
+        for (int k = 0; k < 3 && ln[k]; k++) {
+            bool found = false;
+            for (unsigned j = 0; j < x->n_labels; j++)
+                if (!strcmp(x->labels[j].name, ln[k]) && !strcmp(x->labels[j].value, lv[k]))
+                    found = true;
+            ok = ok && found;
+        }
+        if (ok) {
+            if (hit)
+                fail_msg("two samples match metric %d", (int)m);
+            hit = x;
+        }
+    }
+    return hit;
+}
+
+static size_t
+count_metric(const struct onyx_samples *s, enum fs_metric m)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->n; i++)
+        n += s->v[i].metric == m;
+    return n;
+}
+
+#define PORT_COUNTER(s, m, port, dir, want)                                                        \
+    do {                                                                                           \
+        const struct onyx_sample *x_ =                                                             \
+            find(s, m, "interface", port, "direction", dir, NULL, NULL);                           \
+        assert_non_null(x_);                                                                       \
+        assert_true(x_->counter);                                                                  \
+        assert_true(x_->raw == (uint64_t)(want));                                                  \
+    } while (0)
+
+/* ---------------- show version ---------------- */
+
+static void
+test_version_text_3_6_1102(void **state)
+{
+    (void)state;
+    size_t n;
+    char *t = fixture("version_3.6.1102.txt", &n);
+    struct onyx_version v;
+    char err[128];
+    assert_int_equal(onyx_parse_version_text(t, n, &v, err, sizeof(err)), 0);
+    assert_string_equal(v.product, "MLNX-OS");
+    assert_string_equal(v.release, "3.6.1102");
+    assert_string_equal(v.model, "x86onie");
+    assert_string_equal(v.serial, "MT1628X26331");
+    assert_true(fabs(v.uptime_s - (48 * 86400 + 59 * 60 + 15.328)) < 1e-6);
+    assert_false(onyx_release_new_json(v.release));
+    free(t);
+}
+
+static void
+test_version_text_3_6_5000(void **state)
+{
+    (void)state;
+    size_t n;
+    char *t = fixture("version_3.6.5000.txt", &n);
+    struct onyx_version v;
+    char err[128];
+    assert_int_equal(onyx_parse_version_text(t, n, &v, err, sizeof(err)), 0);
+    assert_string_equal(v.release, "3.6.5000");
+    assert_string_equal(v.serial, "MT1632X00205");
+    assert_true(fabs(v.uptime_s - (86400 + 16 * 3600 + 31 * 60 + 43.856)) < 1e-6);
+    struct onyx_samples s = {0};
+    assert_int_equal(onyx_version_samples(&v, &s), 0);
+    const struct onyx_sample *x =
+        find(&s, FS_M_DEVICE_INFO, "model", "x86onie", "os", "MLNX-OS", "version", "3.6.5000");
+    assert_non_null(x);
+    assert_true(x->value == 1.0);
+    assert_non_null(find(&s, FS_M_DEVICE_UPTIME, NULL, NULL, NULL, NULL, NULL, NULL));
+    onyx_samples_free(&s);
+    free(t);
+}
+
+static void
+test_version_json(void **state)
+{
+    (void)state;
+    size_t n;
+    char *t = fixture("version.json", &n);
+    struct onyx_version v;
+    char err[128];
+    assert_int_equal(onyx_parse_version_json(t, n, &v, err, sizeof(err)), 0);
+    assert_string_equal(v.product, "MLNX-OS");
+    assert_string_equal(v.release, "3.6.5000");
+    assert_string_equal(v.serial, "MT1708X07233");
+    assert_true(fabs(v.uptime_s - (2 * 86400 + 13 * 3600 + 40 * 60 + 34.992)) < 1e-6);
+    free(t);
+}
+
+static void
+test_release_compare(void **state)
+{
+    (void)state;
+    assert_true(onyx_release_cmp("3.6.6000", "3.6.5000") > 0);
+    assert_true(onyx_release_cmp("3.10.1", "3.6.8012") > 0);
+    assert_int_equal(onyx_release_cmp("3.6.6000", "3.6.6000"), 0);
+    assert_true(onyx_release_new_json("3.6.6000"));
+    assert_true(onyx_release_new_json("3.8.2306"));
+    assert_false(onyx_release_new_json("3.6.5000"));
+}
+
+/* ---------------- show interfaces ethernet ---------------- */
+
+static void
+check_zero_port(const struct onyx_samples *s, const char *port)
+{
+    static const enum fs_metric ms[] = {FS_M_PORT_PACKETS, FS_M_PORT_BYTES, FS_M_PORT_ERRORS,
+                                        FS_M_PORT_DISCARDS};
+    for (size_t i = 0; i < 4; i++) {
+        PORT_COUNTER(s, ms[i], port, "rx", 0);
+        PORT_COUNTER(s, ms[i], port, "tx", 0);
+    }
+}
+
+static void
+test_interfaces_text_3_6_1102(void **state)
+{
+    (void)state;
+    size_t n;
+    char *t = fixture("interfaces_3.6.1102.txt", &n);
+    struct onyx_samples s = {0};
+    char err[128];
+    assert_int_equal(onyx_parse_interfaces_text(t, n, &s, err, sizeof(err)), 0);
+    check_zero_port(&s, "Eth1/1");
+    assert_true(find(&s, FS_M_PORT_OPER_UP, "interface", "Eth1/1", 0, 0, 0, 0)->value == 0);
+    assert_true(find(&s, FS_M_PORT_ADMIN_UP, "interface", "Eth1/1", 0, 0, 0, 0)->value == 1);
+    assert_true(find(&s, FS_M_PORT_SPEED, "interface", "Eth1/1", 0, 0, 0, 0)->value == 100e9);
+    assert_int_equal(s.n, 11);
+    onyx_samples_free(&s);
+    free(t);
+}
+
+/* The excerpt in the facts ends after the first element ("},"): close the list. */
+static char *
+close_excerpt(char *t, size_t *n)
+{
+    char *end = strrchr(t, '}');
+    assert_non_null(end);
+    size_t keep = (size_t)(end - t) + 1;
+    char *o = malloc(keep + 4);
+    memcpy(o, t, keep);
+    memcpy(o + keep, "\n]\n", 4);
+    *n = keep + 3;
+    free(t);
+    return o;
+}
+
+static void
+test_interfaces_json_header_layout(void **state)
+{
+    (void)state;
+    size_t n;
+    char *t = close_excerpt(fixture("interfaces_header.json", &n), &n);
+    struct onyx_samples s = {0};
+    char err[128];
+    assert_int_equal(onyx_parse_interfaces_json(t, n, &s, err, sizeof(err)), 0);
+    check_zero_port(&s, "Eth1/1");
+    assert_true(find(&s, FS_M_PORT_SPEED, "interface", "Eth1/1", 0, 0, 0, 0)->value == 40e9);
+    assert_true(find(&s, FS_M_PORT_OPER_UP, "interface", "Eth1/1", 0, 0, 0, 0)->value == 0);
+    assert_true(find(&s, FS_M_PORT_ADMIN_UP, "interface", "Eth1/1", 0, 0, 0, 0)->value == 1);
+    onyx_samples_free(&s);
+    free(t);
+
+    t = close_excerpt(fixture("interfaces_header_min.json", &n), &n);
+    assert_int_equal(onyx_parse_interfaces_json(t, n, &s, err, sizeof(err)), 0);
+    assert_true(find(&s, FS_M_PORT_SPEED, "interface", "Eth1/1", 0, 0, 0, 0)->value == 100e9);
+    assert_int_equal(count_metric(&s, FS_M_PORT_BYTES), 0);
+    onyx_samples_free(&s);
+    free(t);
+}
+
+/* The >= 3.6.6000 layout (DERIVED in the facts) with a split port, 2^53+1, N\A, an extra
+ * field and the CLI's lines around the JSON. */
+static void
+test_interfaces_json_port_keyed_layout(void **state)
+{
+    (void)state;
+    const char *t =
+        "sw [standalone: master] # show interfaces ethernet | json-print\n"
+        "[\n"
+        "  {\"Eth1/16/3\": [{\"Operational state\": \"Up\", \"Admin state\": \"Enabled\",\n"
+        "     \"Actual speed\": \"25G\", \"Some future field\": {\"x\": 1},\n"
+        "     \"Rx\": {\"bytes\": \"9007199254740993\", \"packets\": \"N\\\\A\"},\n"
+        "     \"Tx\": {\"bytes\": \"18446744073709551615\", \"hoq discard packets\": \"3\"}}]},\n"
+        "  {\"Vlan 10\": [{\"State\": \"Down\"}]}\n"
+        "]\n"
+        "sw [standalone: master] # ";
+    struct onyx_samples s = {0};
+    char err[128];
+    assert_int_equal(onyx_parse_interfaces_json(t, strlen(t), &s, err, sizeof(err)), 0);
+    PORT_COUNTER(&s, FS_M_PORT_BYTES, "Eth1/16/3", "rx", 9007199254740993ULL);
+    PORT_COUNTER(&s, FS_M_PORT_BYTES, "Eth1/16/3", "tx", UINT64_MAX);
+    assert_null(find(&s, FS_M_PORT_PACKETS, "interface", "Eth1/16/3", "direction", "rx", 0, 0));
+    assert_true(find(&s, FS_M_PORT_SPEED, "interface", "Eth1/16/3", 0, 0, 0, 0)->value == 25e9);
+    assert_true(find(&s, FS_M_PORT_OPER_UP, "interface", "Eth1/16/3", 0, 0, 0, 0)->value == 1);
+    onyx_samples_free(&s);
+}
+
+/* The newer padded text layout (DERIVED): `Key     : value`, counters indented 4 spaces,
+ * extra counters, blank lines, a counter past 2^64 (skipped, not wrapped). */
+static void
+test_interfaces_text_padded_layout(void **state)
+{
+    (void)state;
+    const char *t = "\r\n"
+                    "Eth1/2\r\n"
+                    "  Admin state                      : Enabled\r\n"
+                    "  Operational state                : Up\r\n"
+                    "  Actual speed                     : 100G\r\n"
+                    "\r\n"
+                    "  Rx:\r\n"
+                    "  Rx\r\n"
+                    "    9007199254740993     packets\r\n"
+                    "    123456789012         bytes\r\n"
+                    "    0                    fcs errors\r\n"
+                    "    99999999999999999999 error packets\r\n"
+                    "  Tx\r\n"
+                    "    7                    packets\r\n"
+                    "    N\\A                  bytes\r\n"
+                    "\r\n\r\n"
+                    "Eth1/16/3\r\n"
+                    "  Operational state: Down\r\n";
+    struct onyx_samples s = {0};
+    char err[128];
+    assert_int_equal(onyx_parse_interfaces_text(t, strlen(t), &s, err, sizeof(err)), 0);
+    PORT_COUNTER(&s, FS_M_PORT_PACKETS, "Eth1/2", "rx", 9007199254740993ULL);
+    PORT_COUNTER(&s, FS_M_PORT_BYTES, "Eth1/2", "rx", 123456789012ULL);
+    PORT_COUNTER(&s, FS_M_PORT_PACKETS, "Eth1/2", "tx", 7);
+    assert_null(find(&s, FS_M_PORT_ERRORS, "interface", "Eth1/2", "direction", "rx", 0, 0));
+    assert_null(find(&s, FS_M_PORT_BYTES, "interface", "Eth1/2", "direction", "tx", 0, 0));
+    assert_true(find(&s, FS_M_PORT_OPER_UP, "interface", "Eth1/16/3", 0, 0, 0, 0)->value == 0);
+    onyx_samples_free(&s);
+    assert_int_not_equal(onyx_parse_interfaces_text("garbage\n", 8, &s, err, sizeof(err)), 0);
+    onyx_samples_free(&s);
+}
+
+/* ---------------- congestion control ---------------- */
+
+static void
+test_congestion_json(void **state)
+{
+    (void)state;
+    size_t n;
+    char *t = fixture("congestion_1_1.json", &n);
+    struct onyx_samples s = {0};
+    struct onyx_tc_profile prof[8];
+    size_t np = 0;
+    char err[128];
+    assert_int_equal(onyx_parse_congestion_json(t, n, &s, prof, &np, err, sizeof(err)), 0);
+    const struct onyx_sample *x = find(&s, FS_M_PORT_ECN_MARKED, "interface", "Eth1/1", 0, 0, 0, 0);
+    assert_non_null(x);
+    assert_true(x->raw == 0);
+    assert_int_equal(count_metric(&s, FS_M_QUEUE_WRED_DROPPED), 2);
+    assert_non_null(find(&s, FS_M_QUEUE_WRED_DROPPED, "interface", "Eth1/1", "tc", "2", 0, 0));
+    assert_non_null(find(&s, FS_M_QUEUE_WRED_DROPPED, "interface", "Eth1/1", "tc", "3", 0, 0));
+    assert_int_equal(np, 8);
+    assert_int_equal(prof[3].tc, 3);
+    assert_string_equal(prof[3].mode, "ECN");
+    assert_string_equal(prof[3].threshold_mode, "absolute");
+    assert_string_equal(prof[3].min, "500 KB");
+    assert_string_equal(prof[3].max, "1550 KB");
+    assert_string_equal(prof[2].mode, "RED");
+    assert_string_equal(prof[2].min, "9%");
+    assert_string_equal(prof[0].mode, "none");
+    onyx_samples_free(&s);
+    free(t);
+}
+
+/* ---------------- session text ---------------- */
+
+static void
+test_prompts_from_captures(void **state)
+{
+    (void)state;
+    size_t n;
+    char *t = fixture("prompts.txt", &n);
+    /* Each captured line is "<prompt><command>": the prompt part must be recognised. */
+    static const struct {
+        const char *prefix_end;
+        enum onyx_mode mode;
+    } want[] = {
+        {"(config) #", ONYX_MODE_CONFIG}, {"] #", ONYX_MODE_ENABLE}, {"] >", ONYX_MODE_USER}};
+    size_t found = 0;
+    char *line = strtok(t, "\n");
+    while (line) {
+        for (size_t k = 0; k < 3; k++) {
+            char *p = strstr(line, want[k].prefix_end);
+            if (p && strstr(line, "[standalone: master]")) {
+                size_t plen = (size_t)(p - line) + strlen(want[k].prefix_end);
+                size_t st = 99;
+                assert_int_equal(onyx_prompt_at_end(line, plen, &st), want[k].mode);
+                assert_int_equal(st, 0);
+                found++;
+                break;
+            }
+        }
+        line = strtok(NULL, "\n");
+    }
+    assert_int_equal(found, 3);
+    free(t);
+
+    const char *more[] = {"switch-f66e1c [standalone: master] (config interface ethernet 1/19) # ",
+                          "sw-spine-001 [mlag-domain: master] # ",
+                          "out\nsw-spine-001 [standalone: master] (config) # "};
+    assert_int_equal(onyx_prompt_at_end(more[0], strlen(more[0]), NULL), ONYX_MODE_CONFIG);
+    assert_int_equal(onyx_prompt_at_end(more[1], strlen(more[1]), NULL), ONYX_MODE_ENABLE);
+    size_t st;
+    assert_int_equal(onyx_prompt_at_end(more[2], strlen(more[2]), &st), ONYX_MODE_CONFIG);
+    assert_int_equal(st, 4);
+    /* output lines that merely end in '#' or '>' are not prompts */
+    assert_int_equal(onyx_prompt_at_end("Build ID:          #1-dev", 25, NULL), ONYX_MODE_NONE);
+    assert_int_equal(onyx_prompt_at_end("a -> b", 6, NULL), ONYX_MODE_NONE);
+    assert_int_equal(onyx_prompt_at_end("##\n##", 5, NULL), ONYX_MODE_NONE);
+}
+
+static void
+test_pager_password_errors_clean(void **state)
+{
+    (void)state;
+    assert_true(onyx_pager_at_end("x\nlines 183-204 ", 16, NULL));
+    const char *last = "x\nlines 256-269/269 (END) ";
+    size_t st;
+    assert_true(onyx_pager_at_end(last, strlen(last), &st));
+    assert_int_equal(st, 2);
+    assert_false(onyx_pager_at_end("lines of text", 13, NULL));
+    assert_true(onyx_password_prompt_at_end("Password: ", 10));
+    assert_true(onyx_password_prompt_at_end("\r\npassword: ", 12));
+
+    char msg[64];
+    const char *e1 = "→ % Unrecognized command \"ib\".";
+    assert_false(onyx_error_line(e1, strlen(e1), msg, sizeof(msg))); /* arrow is the notes' */
+    const char *e2 = "show ib\n% Unrecognized command \"ib\".\nType \"?\" for help.\n";
+    assert_true(onyx_error_line(e2, strlen(e2), msg, sizeof(msg)));
+    assert_string_equal(msg, "% Unrecognized command \"ib\".");
+    const char *e3 = "\n% Port 1/4 is part of a port channel";
+    assert_true(onyx_error_line(e3, strlen(e3), msg, sizeof(msg)));
+    assert_string_equal(msg, "% Port 1/4 is part of a port channel");
+
+    char buf[] = "\x1b[?1h\x1b=ab\x1b[Kc\r\nd x\bX\x1b>\x9b"
+                 "2Je";
+    size_t n = onyx_clean(buf, sizeof(buf) - 1);
+    assert_int_equal(n, 8);
+    assert_memory_equal(buf, "abc\nd Xe", 8);
+}
+
+/* ---------------- WJH (the WJH library's table, verbatim from Cumulus) ---------------- */
+
+struct wjh_acc {
+    struct onyx_wjh_record r[8];
+    int n;
+};
+
+static void
+wjh_cb(const struct onyx_wjh_record *r, void *arg)
+{
+    struct wjh_acc *a = arg;
+    if (a->n < 8)
+        a->r[a->n++] = *r;
+}
+
+static void
+test_wjh_tables(void **state)
+{
+    (void)state;
+    size_t n;
+    char err[128];
+    char *t = fixture("wjh_aggregate.txt", &n);
+    struct wjh_acc a = {0};
+    assert_int_equal(onyx_parse_wjh(t, n, wjh_cb, &a, err, sizeof(err)), 2);
+    assert_string_equal(a.r[0].sport, "swp4");
+    assert_string_equal(a.r[0].reason, "Source MAC equals destination MAC");
+    assert_true(a.r[0].count == 100);
+    assert_string_equal(a.r[0].src_ip, "0.0.0.0");
+    assert_int_equal(a.r[0].src_port, 0);
+    assert_string_equal(a.r[0].proto, "ip");
+    assert_string_equal(a.r[1].sport, "swp1");
+    free(t);
+
+    t = fixture("wjh_raw.txt", &n);
+    memset(&a, 0, sizeof(a));
+    assert_int_equal(onyx_parse_wjh(t, n, wjh_cb, &a, err, sizeof(err)), 1);
+    assert_string_equal(a.r[0].timestamp, "21/06/16 12:03:12.728");
+    assert_string_equal(a.r[0].sport, "swp1");
+    assert_int_equal(a.r[0].src_port, -1);
+    assert_string_equal(a.r[0].reason, "Source MAC equals destination MAC");
+    assert_true(a.r[0].count == 1);
+    free(t);
+
+    struct fs_flow_rule rule = {
+        .name = "nccl", .protocol = FS_PROTO_UDP, .dst_lo = 4791, .dst_hi = 4791, .tc = -1};
+    struct onyx_wjh_record r = {.proto = "udp", .dst_port = 4791, .src_port = 1};
+    assert_true(onyx_wjh_matches_rule(&r, &rule));
+    r.dst_port = 4790;
+    assert_false(onyx_wjh_matches_rule(&r, &rule));
+    r.dst_port = 4791;
+    strcpy(r.proto, "tcp");
+    assert_false(onyx_wjh_matches_rule(&r, &rule));
+    assert_int_equal(onyx_parse_wjh("nothing\n", 8, wjh_cb, &a, err, sizeof(err)), -1);
+}
+
+/* ---------------- assumed layouts (parse_assumed.c) ---------------- */
+
+static void
+test_tc_and_pfc_counters(void **state)
+{
+    (void)state;
+    const char *tc = "Eth1/1:\n"
+                     "  TC 3:\n"
+                     "    Tx\n"
+                     "      18446744073709551615 packets\n"
+                     "      600                  bytes\n"
+                     "      0                    unicast no buffer discard\n"
+                     "      12000000             queue depth (bytes)\n"
+                     "      12000000             max queue depth (bytes)\n"
+                     "      5                    something new\n"
+                     "\n"
+                     "Eth1/16/3:\n"
+                     "  TC 3:\n"
+                     "      N\\A                  packets\n"
+                     "      9007199254740993     bytes\n";
+    struct onyx_samples s = {0};
+    char err[128];
+    assert_int_equal(onyx_parse_tc_counters(tc, strlen(tc), &s, err, sizeof(err)), 0);
+    assert_true(find(&s, FS_M_QUEUE_TX_PACKETS, "interface", "Eth1/1", "tc", "3", 0, 0)->raw ==
+                UINT64_MAX);
+    assert_true(find(&s, FS_M_QUEUE_TX_BYTES, "interface", "Eth1/16/3", "tc", "3", 0, 0)->raw ==
+                9007199254740993ULL);
+    assert_true(find(&s, FS_M_QUEUE_DEPTH, "interface", "Eth1/1", "tc", "3", 0, 0)->value == 12e6);
+    assert_non_null(find(&s, FS_M_QUEUE_DEPTH_MAX, "interface", "Eth1/1", "tc", "3", 0, 0));
+    assert_int_equal(s.n, 6);
+    onyx_samples_clear(&s);
+
+    const char *pfc = "Eth1/49:\n"
+                      "  PFC 3:\n"
+                      "    Rx\n"
+                      "      500                  pause packets\n"
+                      "      50000                pause duration (usec)\n"
+                      "    Tx\n"
+                      "      0                    pause packets\n"
+                      "      7                    pause duration (msec)\n";
+    assert_int_equal(onyx_parse_pfc_counters(pfc, strlen(pfc), &s, err, sizeof(err)), 0);
+    const struct onyx_sample *x =
+        find(&s, FS_M_PFC_PAUSE_FRAMES, "interface", "Eth1/49", "direction", "rx", "priority", "3");
+    assert_true(x->raw == 500);
+    x = find(&s, FS_M_PFC_PAUSE_SECONDS, "interface", "Eth1/49", "direction", "rx", "priority",
+             "3");
+    assert_true(x->raw == 50000 && x->scale == 1e-6);
+    x = find(&s, FS_M_PFC_PAUSE_SECONDS, "interface", "Eth1/49", "direction", "tx", "priority",
+             "3");
+    assert_true(x->raw == 7 && x->scale == 1e-3);
+    onyx_samples_free(&s);
+    assert_int_not_equal(onyx_parse_pfc_counters("", 0, &s, err, sizeof(err)), 0);
+}
+
+static void
+test_clock(void **state)
+{
+    (void)state;
+    int64_t us, res;
+    char err[128];
+    const char *c1 = "Time:       08:48:58\nDate:       2026/12/03\nTime zone:  UTC (Etc/UTC)\n"
+                     "UTC offset: same as UTC\n";
+    assert_int_equal(onyx_parse_clock(c1, strlen(c1), &us, &res, err, sizeof(err)), 0);
+    assert_true(us == 1796287738LL * 1000000);
+    assert_true(res == 1000000);
+    const char *c2 = "Time: 08:48:58.250\nDate: 2026/12/03\nUTC offset: +01:00\n";
+    assert_int_equal(onyx_parse_clock(c2, strlen(c2), &us, &res, err, sizeof(err)), 0);
+    assert_true(us == (1796287738LL - 3600) * 1000000 + 250000);
+    assert_true(res == 1000);
+    assert_int_not_equal(onyx_parse_clock("Time: x\n", 8, &us, &res, err, sizeof(err)), 0);
+}
+
+static void
+test_telemetry_flows(void **state)
+{
+    (void)state;
+    const char *t =
+        "Rule             Packets          Bytes            ECN-marked   Dropped   Queue-depth\n"
+        "---------------- ---------------- ---------------- ------------ --------- -----------\n"
+        "nccl-roce        9007199254740993 1000             12           3         0\n"
+        "other            N\\A              5                0            0         0\n";
+    struct onyx_samples s = {0};
+    char err[128];
+    assert_int_equal(onyx_parse_telemetry_flows(t, strlen(t), &s, err, sizeof(err)), 0);
+    assert_true(find(&s, FS_M_FLOW_RULE_PACKETS, "rule", "nccl-roce", 0, 0, 0, 0)->raw ==
+                9007199254740993ULL);
+    assert_true(find(&s, FS_M_FLOW_RULE_ECN_MARKED, "rule", "nccl-roce", 0, 0, 0, 0)->raw == 12);
+    assert_true(find(&s, FS_M_FLOW_RULE_DROPPED, "rule", "nccl-roce", 0, 0, 0, 0)->raw == 3);
+    assert_null(find(&s, FS_M_FLOW_RULE_PACKETS, "rule", "other", 0, 0, 0, 0));
+    assert_true(find(&s, FS_M_FLOW_RULE_BYTES, "rule", "other", 0, 0, 0, 0)->raw == 5);
+    onyx_samples_free(&s);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_version_text_3_6_1102),
+        cmocka_unit_test(test_version_text_3_6_5000),
+        cmocka_unit_test(test_version_json),
+        cmocka_unit_test(test_release_compare),
+        cmocka_unit_test(test_interfaces_text_3_6_1102),
+        cmocka_unit_test(test_interfaces_json_header_layout),
+        cmocka_unit_test(test_interfaces_json_port_keyed_layout),
+        cmocka_unit_test(test_interfaces_text_padded_layout),
+        cmocka_unit_test(test_congestion_json),
+        cmocka_unit_test(test_prompts_from_captures),
+        cmocka_unit_test(test_pager_password_errors_clean),
+        cmocka_unit_test(test_wjh_tables),
+        cmocka_unit_test(test_tc_and_pfc_counters),
+        cmocka_unit_test(test_clock),
+        cmocka_unit_test(test_telemetry_flows),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
