@@ -798,7 +798,10 @@ sender_main(void *arg)
             }
         } else if (now >= next_scan) {
             scan(w, store);
-            next_scan = now + SCAN_INTERVAL_US;
+            /* A walk of a very large store is spaced out so that it stays a tenth of the
+             * thread's time at most. */
+            int64_t took = fs_monotonic_us() - now;
+            next_scan = now + (took * 10 > SCAN_INTERVAL_US ? took * 10 : SCAN_INTERVAL_US);
         }
         if (stop == RUN && now < retry_at) {
             wait_until(w, retry_at < next_scan ? retry_at : next_scan);
@@ -846,7 +849,7 @@ sender_main(void *arg)
             backoff = backoff ? backoff * 2 : w->cfg.min_backoff_us;
             if (backoff > w->cfg.max_backoff_us)
                 backoff = w->cfg.max_backoff_us;
-            /* Full jitter: senders that failed together do not come back together. */
+            /* Jitter: senders that failed together do not come back together. */
             int64_t delay = backoff / 2 + (int64_t)(rand_u64(&rng) % (uint64_t)(backoff / 2 + 1));
             if (retry_after > 0)
                 delay = (int64_t)retry_after * 1000000;

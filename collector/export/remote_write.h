@@ -5,13 +5,17 @@
  *
  * One sender thread (one shard) per receiver. It walks the store incrementally: per
  * series it keeps the timestamp of the newest sample it has taken from the ring (its
- * high-water mark) and, every scan (100 ms), reads the samples after it, oldest first,
- * into a bounded queue. Batches leave the queue when max_samples_per_send are pending or
- * the oldest pending sample has waited batch_send_deadline. 5xx, 429 and transport errors
- * are retried with exponential backoff and full jitter (min_backoff..max_backoff), and a
- * Retry-After header is honoured; any other 4xx drops the batch (counted as failed).
- * Samples of one series leave in timestamp order: a batch is sent (or given up) before
- * the next one is built.
+ * high-water mark) and, every scan, reads the samples after it, oldest first, into a
+ * bounded queue. A scan runs every 100 ms, or less often in a store so large that a walk
+ * takes over 10 ms (a walk is then a tenth of the thread's time). Batches leave the
+ * queue when max_samples_per_send are pending or the oldest pending sample has waited
+ * batch_send_deadline. 5xx, 429 and transport errors are retried with exponential
+ * backoff (min_backoff doubling up to max_backoff), each wait drawn at random between
+ * half and all of it so that senders failing together do not retry together; a
+ * Retry-After header (seconds or a date) replaces the wait. Any other 4xx drops the
+ * batch (counted as failed). Samples of one series leave in timestamp order: a batch is
+ * sent (or given up) before the next one is built. While a request is in flight (up to
+ * remote_timeout) the ring is not walked: its samples wait in the ring, not the queue.
  *
  * The queue's horizon: while a receiver is down the scans go on filling the queue; it
  * holds `capacity` samples, so it absorbs an outage of capacity / (samples the collector
