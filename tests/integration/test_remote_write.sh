@@ -143,9 +143,10 @@ pending=$(rw_metric samples_pending prom)
 restart_receiver PROM
 ok "prometheus was down $((SECONDS - down_at)) s; $pending samples queued (horizon ${horizon} s)"
 
-# Everything up to CUT must arrive: the highest timestamp sent passes it.
+# Everything up to CUT must arrive: once a sample a second newer than CUT was accepted,
+# every sample up to CUT was committed to the ring, walked and sent before it.
 CUT=$(($(date +%s) + 1))
-wait_for 30 "highest sent timestamp past the cut" metric_above highest_sent_timestamp_seconds prom "$CUT"
+wait_for 30 "highest sent timestamp past the cut" metric_above highest_sent_timestamp_seconds prom "$((CUT + 1))"
 metric_is samples_dropped_total prom 0 || fail "prometheus' queue dropped samples within its horizon"
 metric_is samples_failed_total prom 0 || fail "prometheus rejected samples"
 
@@ -197,7 +198,7 @@ read -r n inexact < <(compare "$PROM" yes "$CUT") || fail "prometheus does not m
 ok "prometheus holds all $n ring samples of sim-tor1's byte counters, outage included ($inexact values past 2^53 rounded by float64 exactly as expected)"
 
 CUT2=$(($(date +%s) + 1))
-wait_for 30 "tiny: highest sent timestamp past the cut" metric_above highest_sent_timestamp_seconds tiny "$CUT2"
+wait_for 30 "tiny: highest sent timestamp past the cut" metric_above highest_sent_timestamp_seconds tiny "$((CUT2 + 1))"
 read -r n2 _ < <(compare "$PROM2" no "$CUT2") || fail "the tiny receiver's data is not the ring's newest"
 ok "tiny receiver: the oldest samples dropped, the $n2 received are the ring's newest without a gap"
 
