@@ -433,8 +433,10 @@ http_reload(struct daemon *d, struct cfg_ref *nref)
 /* ---- remote_write ---- */
 
 /* Runs the configuration's receivers; one that cannot start is logged and retried by the
- * next reload. External labels: none until the configuration has `external_labels:`; pass
- * them here (they go on every series sent). */
+ * next reload. External labels: this configuration has none yet. HOOK: once struct
+ * fs_config has `external_labels` (the ops branch adds cfg->external_labels and
+ * cfg->n_external_labels, sorted fs_kv), pass them instead of NULL, 0 below; every
+ * series sent then carries them and a change of them restarts the senders. */
 static void
 remote_write_apply(struct daemon *d, const struct fs_config *c)
 {

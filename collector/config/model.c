@@ -332,6 +332,18 @@ build_rw_headers(const struct lyd_node *n, struct fs_remote_write_cfg *w, struct
     return 0;
 }
 
+/* Names label the self metrics of each receiver: they must tell the receivers apart. */
+static void
+rw_name_unique(const struct lyd_node *n, const struct fs_remote_write_cfg *before, size_t n_before,
+               struct fs_cfg_errs *errs)
+{
+    const char *nm = fs_cfg_cval(n, "name");
+    for (size_t k = 0; nm && k < n_before; k++)
+        if (fs_cfg_str_equal(before[k].name, nm))
+            fs_cfg_node_err(errs, fs_cfg_kid(n, "name"), false,
+                            "\"%s\" names another remote_write entry too", nm);
+}
+
 static int
 build_remote_write(const struct lyd_node *n, struct fs_remote_write_cfg *w,
                    struct fs_cfg_errs *errs)
@@ -455,6 +467,7 @@ fs_cfg_model_build(const struct lyd_node *tree, const struct fs_config_opts *opt
             if (build_target(n, opts, &cfg->targets[it++], errs))
                 return -1;
         } else if (!strcmp(n->schema->name, "remote_write") && iw < cfg->n_remote_write) {
+            rw_name_unique(n, cfg->remote_write, iw, errs);
             if (build_remote_write(n, &cfg->remote_write[iw++], errs))
                 return -1;
         }

@@ -117,6 +117,10 @@ test_config_problems(void **state)
     assert_non_null(strstr(e, "min_backoff is above max_backoff"));
     assert_non_null(strstr(e, "max_samples_per_send (2000) is above capacity (10)"));
     free(e);
+    e = parse_bad(
+        "remote_write:\n  - { url: http://a/w, name: r }\n  - { url: http://b/w, name: r }\n");
+    assert_non_null(strstr(e, "\"r\" names another remote_write entry too"));
+    free(e);
     e = parse_bad("remote_write:\n  - url: localhost:9090\n");
     assert_non_null(strstr(e, "is not an http:// or https:// URL"));
     free(e);
