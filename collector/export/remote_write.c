@@ -107,6 +107,8 @@ struct rw_sender {
     char *snap;
     size_t snap_cap;
     struct fs_ring_sample *rbuf;
+    struct rw_series **todo; /* scratch of a walk: series with samples to read */
+    size_t todo_cap;
 
     CURL *curl;
     struct curl_slist *hdrs;
@@ -453,7 +455,9 @@ static void
 scan(struct rw_sender *w, struct fs_store *store)
 {
     struct rw_state *st = &w->st;
-    struct scan_ctx c = {.w = w};
+    /* The list of series to read is kept from walk to walk: a large one would otherwise be
+     * mapped and unmapped (page faults) every 100 ms. */
+    struct scan_ctx c = {.w = w, .todo = w->todo, .cap = w->todo_cap};
     uint64_t cursor = 0;
     int64_t now = fs_monotonic_us();
     uint64_t taken = 0;
@@ -484,7 +488,8 @@ scan(struct rw_sender *w, struct fs_store *store)
                 break;
         }
     }
-    free(c.todo);
+    w->todo = c.todo;
+    w->todo_cap = c.cap;
     atomic_store(&w->pending, st->q_len);
 
     w->rate_count += taken;
@@ -894,6 +899,7 @@ sender_free(struct rw_sender *w)
     free(w->pb);
     free(w->snap);
     free(w->rbuf);
+    free(w->todo);
     cfg_free(&w->cfg);
     kv_free(w->ext, w->n_ext);
     free(w->remote_name);
