@@ -1097,6 +1097,19 @@ fs_remote_write_free(struct fs_remote_write *rw)
     free(rw);
 }
 
+static void
+fill_stats(struct rw_sender *w, struct fs_remote_write_stats *out)
+{
+    out->pending = atomic_load(&w->pending);
+    out->sent = atomic_load(&w->sent);
+    out->failed = atomic_load(&w->failed);
+    out->retried = atomic_load(&w->retried);
+    out->dropped = atomic_load(&w->dropped);
+    out->requests = atomic_load(&w->requests);
+    out->bytes_sent = atomic_load(&w->bytes);
+    out->highest_sent_ms = atomic_load(&w->highest_sent_ms);
+}
+
 int
 fs_remote_write_stats(struct fs_remote_write *rw, const char *url,
                       struct fs_remote_write_stats *out)
@@ -1104,14 +1117,7 @@ fs_remote_write_stats(struct fs_remote_write *rw, const char *url,
     for (struct rw_sender *w = rw->senders; w; w = w->next) {
         if (strcmp(w->cfg.url, url))
             continue;
-        out->pending = atomic_load(&w->pending);
-        out->sent = atomic_load(&w->sent);
-        out->failed = atomic_load(&w->failed);
-        out->retried = atomic_load(&w->retried);
-        out->dropped = atomic_load(&w->dropped);
-        out->requests = atomic_load(&w->requests);
-        out->bytes_sent = atomic_load(&w->bytes);
-        out->highest_sent_ms = atomic_load(&w->highest_sent_ms);
+        fill_stats(w, out);
         return 0;
     }
     return -1;
@@ -1119,89 +1125,20 @@ fs_remote_write_stats(struct fs_remote_write *rw, const char *url,
 
 /* ---- self metrics ---- */
 
-static void
-put_labels(struct fs_buf *out, const struct rw_sender *w)
-{
-    fs_buf_puts(out, "{remote_name=\"");
-    fs_buf_prom_label_value(out, w->remote_name);
-    fs_buf_puts(out, "\",url=\"");
-    fs_buf_prom_label_value(out, w->cfg.url);
-    fs_buf_puts(out, "\"} ");
-}
-
-enum rw_value {
-    V_PENDING,
-    V_SENT,
-    V_FAILED,
-    V_RETRIED,
-    V_DROPPED,
-    V_BYTES,
-    V_HIGHEST,
-    V_CAP,
-    V_HORIZON
-};
-
-static void
-family(struct fs_buf *out, enum fs_metric m, enum rw_value v)
-{
-    const struct fs_metric_def *d = &fs_metric_defs[m];
-    fs_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", d->name, d->help, d->name, d->type_name);
-    for (struct rw_sender *w = registry; w; w = w->reg_next) {
-        fs_buf_puts(out, d->name);
-        put_labels(out, w);
-        switch (v) {
-        case V_PENDING:
-            fs_buf_printf(out, "%llu\n", (unsigned long long)atomic_load(&w->pending));
-            break;
-        case V_SENT:
-            fs_buf_printf(out, "%llu\n", (unsigned long long)atomic_load(&w->sent));
-            break;
-        case V_FAILED:
-            fs_buf_printf(out, "%llu\n", (unsigned long long)atomic_load(&w->failed));
-            break;
-        case V_RETRIED:
-            fs_buf_printf(out, "%llu\n", (unsigned long long)atomic_load(&w->retried));
-            break;
-        case V_DROPPED:
-            fs_buf_printf(out, "%llu\n", (unsigned long long)atomic_load(&w->dropped));
-            break;
-        case V_BYTES:
-            fs_buf_printf(out, "%llu\n", (unsigned long long)atomic_load(&w->bytes));
-            break;
-        case V_HIGHEST: {
-            int64_t ms = atomic_load(&w->highest_sent_ms);
-            fs_buf_printf(out, "%lld.%03lld\n", (long long)(ms / 1000), (long long)(ms % 1000));
-            break;
-        }
-        case V_CAP:
-            fs_buf_printf(out, "%llu\n", (unsigned long long)w->cfg.capacity);
-            break;
-        case V_HORIZON: {
-            uint64_t r = atomic_load(&w->rate_milli);
-            if (r == 0)
-                fs_buf_puts(out, "+Inf\n"); /* nothing produced yet: no outage fills it */
-            else
-                fs_buf_printf(out, "%.3f\n", (double)w->cfg.capacity * 1000.0 / (double)r);
-            break;
-        }
-        }
-    }
-}
-
 void
-fs_remote_write_render(struct fs_buf *out)
+fs_remote_write_foreach(fs_remote_write_cb cb, void *arg)
 {
     pthread_mutex_lock(&registry_lock);
-    if (registry) {
-        family(out, FS_M_RW_PENDING, V_PENDING);
-        family(out, FS_M_RW_SENT, V_SENT);
-        family(out, FS_M_RW_FAILED, V_FAILED);
-        family(out, FS_M_RW_RETRIED, V_RETRIED);
-        family(out, FS_M_RW_DROPPED, V_DROPPED);
-        family(out, FS_M_RW_SENT_BYTES, V_BYTES);
-        family(out, FS_M_RW_HIGHEST_SENT, V_HIGHEST);
-        family(out, FS_M_RW_CAPACITY, V_CAP);
-        family(out, FS_M_RW_HORIZON, V_HORIZON);
+    for (struct rw_sender *w = registry; w; w = w->reg_next) {
+        struct fs_remote_write_info in = {.remote_name = w->remote_name,
+                                          .url = w->cfg.url,
+                                          .capacity = w->cfg.capacity,
+                                          .horizon_seconds = INFINITY};
+        fill_stats(w, &in.stats);
+        uint64_t r = atomic_load(&w->rate_milli);
+        if (r)
+            in.horizon_seconds = (double)w->cfg.capacity * 1000.0 / (double)r;
+        cb(arg, &in);
     }
     pthread_mutex_unlock(&registry_lock);
 }

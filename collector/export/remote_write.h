@@ -31,7 +31,7 @@
  * in 2^53.
  *
  * Threads. fs_remote_write_apply/free are called by one thread (the daemon's main
- * thread). fs_remote_write_render may be called from any thread at any time.
+ * thread). fs_remote_write_foreach may be called from any thread at any time.
  *
  * Ownership. The manager copies nothing it does not own: it keeps its own copies of
  * the configurations it was given. The store must outlive the manager.
@@ -44,7 +44,6 @@
 
 #include "config/config.h"
 #include "store/store.h"
-#include "util/buf.h"
 
 struct fs_remote_write;
 
@@ -67,19 +66,29 @@ int fs_remote_write_apply(struct fs_remote_write *rw, const struct fs_remote_wri
 /** Stops every sender (a last send of what is queued, 2 s at most) and frees; accepts NULL. */
 void fs_remote_write_free(struct fs_remote_write *rw);
 
-/**
- * Appends the self metrics of every running sender of the process (all managers) in the
- * Prometheus text format: pending, sent, failed, retried and dropped samples, the
- * highest timestamp sent, the queue's capacity and horizon. Nothing when none runs.
- */
-void fs_remote_write_render(struct fs_buf *out);
-
-/** Counters of one sender, for tests and benchmarks. */
+/** Counters of one sender (the fabricscope_remote_write_* self metrics). */
 struct fs_remote_write_stats {
     uint64_t pending, sent, failed, retried, dropped, requests;
-    uint64_t bytes_sent; /**< compressed request bodies */
-    int64_t highest_sent_ms;
+    uint64_t bytes_sent;     /**< compressed request bodies the receiver accepted */
+    int64_t highest_sent_ms; /**< 0 before the first accepted sample */
 };
+
+/** One running sender as seen by the exposition. Strings valid during the callback only. */
+struct fs_remote_write_info {
+    const char *remote_name; /**< the configured name, else the URL */
+    const char *url;
+    uint64_t capacity;      /**< queue.capacity */
+    double horizon_seconds; /**< capacity / samples produced per second; +Inf until measured */
+    struct fs_remote_write_stats stats;
+};
+
+typedef void (*fs_remote_write_cb)(void *arg, const struct fs_remote_write_info *in);
+
+/**
+ * Calls cb for every running sender of the process (all managers), under a lock that
+ * starting and stopping senders take too: cb must only copy or format.
+ */
+void fs_remote_write_foreach(fs_remote_write_cb cb, void *arg);
 
 /** Stats of the sender of url; -1 if none runs. */
 int fs_remote_write_stats(struct fs_remote_write *rw, const char *url,

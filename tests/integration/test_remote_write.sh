@@ -105,9 +105,14 @@ metric_above() { # metric remote_name value
 metric_is() { [ "$(rw_metric "$1" "$2")" = "$3" ]; }
 
 wait_for 20 "first samples accepted by prometheus" metric_above samples_sent_total prom 100
+curl -fsS "http://127.0.0.1:$PORT/metrics" >"$T/metrics.txt"
+out=$(promtool check metrics <"$T/metrics.txt" 2>&1) || fail "promtool check metrics: $out"
+[ -z "$out" ] || fail "promtool check metrics warned: $out"
+[ "$(grep -c '^fabricscope_remote_write_samples_sent_total{' "$T/metrics.txt")" = 3 ] ||
+  fail "not one sent counter per receiver"
 retried0=$(rw_metric samples_retried_total prom)
 [ "$retried0" = 0 ] || fail "retries before any outage: $retried0"
-ok "prometheus accepts samples ($(rw_metric samples_sent_total prom) so far)"
+ok "prometheus accepts samples ($(rw_metric samples_sent_total prom) so far); self metrics pass promtool"
 
 # ---- the 400 stub: rejected, counted, never retried ----
 wait_for 20 "rejections counted" metric_above samples_failed_total stub400 50

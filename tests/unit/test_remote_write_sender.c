@@ -23,6 +23,7 @@
 
 #include "config/config.h"
 #include "export/remote_write.h"
+#include "http/expo.h"
 #include "http/http.h"
 #include "remote.pb-c.h"
 #include "store/store.h"
@@ -456,10 +457,15 @@ test_sends_ring_exactly(void **state)
 
     struct fs_buf out;
     fs_buf_init(&out, 1 << 20);
-    fs_remote_write_render(&out);
+    assert_int_equal(fs_expo_render(f.st, &out), 0);
     fs_buf_append(&out, "", 1);
-    assert_non_null(strstr(out.data, "fabricscope_remote_write_samples_sent_total{remote_name=\""));
-    assert_non_null(strstr(out.data, "\"} 80\n"));
+    char want[256];
+    snprintf(want, sizeof want,
+             "fabricscope_remote_write_samples_sent_total{remote_name=\"%s\",url=\"%s\"} 80\n",
+             f.url, f.url);
+    assert_non_null(strstr(out.data, want));
+    assert_non_null(
+        strstr(out.data, "# TYPE fabricscope_remote_write_queue_horizon_seconds gauge\n"));
     fs_buf_free(&out);
     fixture_free(&f);
     rx_stop();
