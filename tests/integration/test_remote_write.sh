@@ -15,19 +15,34 @@ source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 
 # A Prometheus accepting remote writes, scraping nothing, on the port in the variable
-# named $1 (a free one is picked when it is empty); sets ${1}_PID.
+# named $1, or when that is empty on a free one (another is tried if it was taken between
+# the check and the bind: other test runs share the machine); sets it and ${1}_PID.
 start_receiver() {
-  local var=$1 dir=$T/$1 port=${!1:-}
-  [ -n "$port" ] || port=$(free_tcp_port)
+  local var=$1 dir=$T/$1 port=${!1:-} fixed=yes pid
+  [ -n "$port" ] || { port=$(free_tcp_port); fixed=no; }
   mkdir -p "$dir/data"
   printf 'global: { scrape_interval: 1m }\n' >"$dir/prometheus.yml"
-  prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/data" \
-    --web.listen-address="127.0.0.1:$port" --web.enable-remote-write-receiver \
-    --log.level=warn >"$T/$var.log" 2>&1 &
-  track $!
-  printf -v "$var" '%s' "$port"
-  printf -v "${var}_PID" '%s' "$!"
-  wait_http "http://127.0.0.1:$port/-/ready" 60
+  for _ in 1 2 3 4 5; do
+    prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/data" \
+      --web.listen-address="127.0.0.1:$port" --web.enable-remote-write-receiver \
+      --log.level=warn >"$T/$var.log" 2>&1 &
+    pid=$!
+    track $pid
+    for _ in $(seq 600); do
+      if curl -fsS -o /dev/null "http://127.0.0.1:$port/-/ready" 2>/dev/null; then
+        printf -v "$var" '%s' "$port"
+        printf -v "${var}_PID" '%s' "$pid"
+        return 0
+      fi
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -0 "$pid" 2>/dev/null && fail "$var on $port not ready within 60s"
+    [ $fixed = no ] && grep -q 'address already in use' "$T/$var.log" ||
+      fail "$var exited: $(tail -n 3 "$T/$var.log")"
+    port=$(free_tcp_port)
+  done
+  fail "$var found no free port in 5 tries"
 }
 # Same, again on the same port and data directory (after a stop).
 restart_receiver() {
@@ -46,11 +61,11 @@ PROM2=$(free_tcp_port) # its receiver starts later: down at first
 
 # The 400 stub: answers every POST with 400 and logs the SHA-256 of each body (a retried
 # request would repeat one).
-STUB=$(free_tcp_port)
-"$PY" - "$STUB" "$T/stub.bodies" >"$T/stub.log" 2>&1 <<'PY' &
+# It binds a free port itself and writes it to stub.port.
+"$PY" - "$T/stub.port" "$T/stub.bodies" >"$T/stub.log" 2>&1 <<'PY' &
 import hashlib, sys
 from http.server import BaseHTTPRequestHandler, HTTPServer
-port, log = int(sys.argv[1]), sys.argv[2]
+port_file, log = sys.argv[1], sys.argv[2]
 class H(BaseHTTPRequestHandler):
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
@@ -66,9 +81,16 @@ class H(BaseHTTPRequestHandler):
         self.end_headers()
     def log_message(self, *a):
         pass
-HTTPServer(("127.0.0.1", port), H).serve_forever()
+srv = HTTPServer(("127.0.0.1", 0), H)
+with open(port_file + ".tmp", "w") as f:
+    f.write("%d\n" % srv.server_address[1])
+import os
+os.rename(port_file + ".tmp", port_file)
+srv.serve_forever()
 PY
 track $!
+wait_for 20 "400 stub listening" test -s "$T/stub.port"
+STUB=$(cat "$T/stub.port")
 wait_http "http://127.0.0.1:$STUB/"
 
 cat >"$T/fs.yaml" <<YML
@@ -84,11 +106,13 @@ remote_write:
     name: tiny
     queue: { capacity: 30, max_samples_per_send: 10, batch_send_deadline: 200ms, min_backoff: 30ms, max_backoff: 300ms }
 YML
-PORT=$(free_tcp_port)
 # step 2^50+3: counters pass 2^53 within a few cycles, and odd multiples are not doubles.
-"$FS_BUILD_DIR/tests/fs-testd" --port "$PORT" --targets 2 --ports 4 --interval-ms 200 \
+# Port 0: fs-testd binds a free port itself and prints it ("port N").
+"$FS_BUILD_DIR/tests/fs-testd" --port 0 --targets 2 --ports 4 --interval-ms 200 \
   --step 1125899906842627 --config "$T/fs.yaml" >"$T/testd.out" 2>"$T/testd.log" &
 track $!
+wait_for 20 "fs-testd listening" grep -q '^port [0-9]' "$T/testd.out"
+PORT=$(awk '/^port /{print $2; exit}' "$T/testd.out")
 wait_http "http://127.0.0.1:$PORT/healthz"
 ok "fs-testd up on $PORT with 3 receivers"
 
@@ -208,7 +232,6 @@ read -r n2 _ < <(compare "$PROM2" no "$CUT2") || fail "the tiny receiver's data 
 ok "tiny receiver: the oldest samples dropped, the $n2 received are the ring's newest without a gap"
 
 # ---- the daemon: configuration and reload ----
-HTTP=$(free_tcp_port)
 check_refused() { # file pattern...
   local f=$1 msg rc; shift
   set +e
@@ -233,12 +256,14 @@ check_refused "$T/bad2.yaml" 'Authorization is set by the sender' 'exclude each 
   'min_backoff is above max_backoff' 'max_samples_per_send \(20\) is above capacity'
 ok "--check-config refuses a bad remote_write block with every problem"
 
-write_cfg() { # url
-  printf 'listen: 127.0.0.1:%s\nremote_write:\n  - url: %s\n    name: r1\n' "$HTTP" "$1" >"$T/run.yaml"
+write_cfg() { # url; the listener binds a free port itself (port 0) and logs it
+  printf 'listen: 127.0.0.1:0\nremote_write:\n  - url: %s\n    name: r1\n' "$1" >"$T/run.yaml"
 }
 write_cfg "http://127.0.0.1:$PROM/api/v1/write"
 "$FABRICSCOPE" --check-config "$T/run.yaml" >/dev/null || fail "good remote_write config refused"
 start_fabricscope "$T/run.yaml"
+wait_for 20 "daemon listening" grep -q 'listening on 127.0.0.1:[0-9]' "$T/fabricscope.log"
+HTTP=$(grep -o 'listening on 127.0.0.1:[0-9]*' "$T/fabricscope.log" | head -n1 | cut -d: -f2)
 wait_http "http://127.0.0.1:$HTTP/healthz"
 has_url() { curl -fsS "http://127.0.0.1:$HTTP/metrics" | grep -q "^fabricscope_remote_write_samples_pending{remote_name=\"r1\",url=\"$1\"}"; }
 wait_for 10 "daemon's sender listed" has_url "http://127.0.0.1:$PROM/api/v1/write"
