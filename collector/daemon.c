@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analysis/analysis_api.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "driver.h"
@@ -67,9 +68,21 @@ struct listener {
     struct file_id files[3]; /* token, certificate, key */
 };
 
+/* The analysis context (host events, incidents) and the thread that keeps its incident
+ * metrics current. */
+#define ANALYSIS_REFRESH_S 30
+struct analysis {
+    struct fs_analysis *an;
+    pthread_t refresher;
+    bool started, stop;
+    pthread_mutex_t lock;
+    pthread_cond_t cond; /* CLOCK_MONOTONIC */
+};
+
 struct daemon {
     struct fs_store *store;
     struct fs_sched *sched;
+    struct analysis an;
     struct listener http;
     struct drv_slot slots[MAX_DRIVERS];
     struct instance *insts;
@@ -253,6 +266,7 @@ instance_add(struct daemon *d, const struct fs_target_cfg *t, const struct fs_ta
         free(in);
         return NULL;
     }
+    fs_store_sink_set_streaming(in->sink, drv->kind == FS_DRIVER_STREAM);
     in->ref = ref;
     ref->refs++;
     instance_start(d, in);
@@ -342,6 +356,7 @@ http_start(struct daemon *d, struct cfg_ref *ref)
         .port = c->listen_port,
         .tls_cert_file = c->http_tls_cert_file,
         .tls_key_file = c->http_tls_key_file,
+        .analysis = d->an.an,
     };
     int rc = -1;
     ref->refs++;
@@ -448,6 +463,112 @@ remote_write_apply(struct daemon *d, const struct fs_config *c)
         fs_log(FS_LOG_ERROR, "remote_write", "not every receiver runs; retried on the next reload");
 }
 
+/* ---- analysis ---- */
+
+/* Applies c's host_events and clock settings: the host-event bounds, the flow rules,
+ * and the post token read afresh (an unreadable token disables posting: 403). */
+static void
+analysis_configure(struct daemon *d, const struct fs_config *c)
+{
+    fs_store_set_clock_max_offset(d->store, c->clock_max_offset_us);
+    struct fs_host_events_opts ho = {c->host_events_memory_limit,
+                                     c->host_events_retention_us * 1000};
+    fs_host_events_set_opts(fs_analysis_host_events(d->an.an), &ho);
+    struct fs_analysis_flow_rule *rules =
+        c->n_flow_rules ? calloc(c->n_flow_rules, sizeof *rules) : NULL;
+    if (c->n_flow_rules && !rules) {
+        fs_log(FS_LOG_ERROR, "analysis", "out of memory for the flow rules");
+    } else {
+        for (size_t i = 0; i < c->n_flow_rules; i++) {
+            const struct fs_flow_rule *r = &c->flow_rules[i];
+            rules[i] = (struct fs_analysis_flow_rule){r->name,   (int)r->protocol, r->src_lo,
+                                                      r->src_hi, r->dst_lo,        r->dst_hi};
+        }
+        if (fs_analysis_set_flow_rules(d->an.an, rules, c->n_flow_rules) != 0)
+            fs_log(FS_LOG_ERROR, "analysis", "out of memory for the flow rules");
+        free(rules);
+    }
+    char token[512] = "", err[256] = "";
+    const char *use = NULL;
+    if (c->host_events_token.file || c->host_events_token.env) {
+        if (fs_secret_read(&c->host_events_token, token, sizeof token, err, sizeof err) != 0)
+            fs_log(FS_LOG_ERROR, "analysis",
+                   "host_events bearer token: %s; posting host events is disabled", err);
+        else
+            use = token;
+    }
+    if (fs_analysis_set_token(d->an.an, use) != 0)
+        fs_log(FS_LOG_ERROR, "analysis", "out of memory for the host_events token");
+    explicit_bzero(token, sizeof token);
+}
+
+static void *
+analysis_refresher(void *arg)
+{
+    struct daemon *d = arg;
+    pthread_mutex_lock(&d->an.lock);
+    while (!d->an.stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += ANALYSIS_REFRESH_S;
+        pthread_cond_timedwait(&d->an.cond, &d->an.lock, &ts);
+        if (d->an.stop)
+            break;
+        pthread_mutex_unlock(&d->an.lock);
+        if (fs_analysis_refresh(d->an.an, d->store, fs_realtime_us()) != 0)
+            fs_log(FS_LOG_WARN, "analysis", "incident refresh failed (out of memory)");
+        pthread_mutex_lock(&d->an.lock);
+    }
+    pthread_mutex_unlock(&d->an.lock);
+    return NULL;
+}
+
+/* Creates the analysis context from c and starts its refresher. 0 or -1 (logged). */
+static int
+analysis_start(struct daemon *d, const struct fs_config *c)
+{
+    char err[256] = "";
+    struct fs_host_events_opts ho = {c->host_events_memory_limit,
+                                     c->host_events_retention_us * 1000};
+    d->an.an = fs_analysis_new(&ho, err, sizeof err);
+    if (!d->an.an) {
+        fs_log(FS_LOG_ERROR, "analysis", "cannot create the analysis context: %s", err);
+        return -1;
+    }
+    analysis_configure(d, c);
+    pthread_mutex_init(&d->an.lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&d->an.cond, &ca);
+    pthread_condattr_destroy(&ca);
+    d->an.started = pthread_create(&d->an.refresher, NULL, analysis_refresher, d) == 0;
+    if (!d->an.started)
+        fs_log(FS_LOG_WARN, "analysis",
+               "no incident refresher thread: incident metrics are "
+               "updated only by GET /api/v1/incidents");
+    return 0;
+}
+
+/* After the HTTP endpoint (which borrows the context) is stopped. */
+static void
+analysis_stop(struct daemon *d)
+{
+    if (!d->an.an)
+        return;
+    if (d->an.started) {
+        pthread_mutex_lock(&d->an.lock);
+        d->an.stop = true;
+        pthread_cond_signal(&d->an.cond);
+        pthread_mutex_unlock(&d->an.lock);
+        pthread_join(d->an.refresher, NULL);
+    }
+    pthread_cond_destroy(&d->an.cond);
+    pthread_mutex_destroy(&d->an.lock);
+    fs_analysis_free(d->an.an);
+    d->an.an = NULL;
+}
+
 /* ---- reload ---- */
 
 static void
@@ -494,6 +615,7 @@ apply_reload(struct daemon *d, struct fs_config *ncfg)
                               .retention_us = ncfg->retention_us};
     fs_store_set_ring_opts(d->store, &ro);
     fs_store_set_series_limit(d->store, ncfg->max_series_per_target);
+    analysis_configure(d, ncfg);
 
     http_reload(d, nref);
     remote_write_apply(d, ncfg);
@@ -590,6 +712,8 @@ fs_daemon_run(const char *config_path)
         fs_log(FS_LOG_ERROR, "main", "%s", err);
         goto out;
     }
+    if (analysis_start(&d, cfg) != 0)
+        goto out;
     /* A listener that cannot start (port taken, unreadable token) does not stop the
      * polling: it is logged and retried on every reload. */
     if (http_start(&d, d.current) != 0)
@@ -642,6 +766,9 @@ out:
     atomic_store(&shutdown_step, "stopping the scheduler and the drivers");
     fs_sched_free(d.sched);
     slots_shutdown(d.slots);
+    /* The endpoint that borrowed it is gone; its refresher reads the store. */
+    atomic_store(&shutdown_step, "stopping the analysis");
+    analysis_stop(&d);
     atomic_store(&shutdown_step, "freeing the store");
     fs_store_free(d.store);
     cfg_unref(d.current);

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Runs every benchmark: the binaries built into BUILD/bench/ and the scripts in
-# tests/bench/*.sh. Each prints lines `BENCH <name> <value> <unit>`.
+# Runs every benchmark: the binaries built into BUILD/bench/ (bench_ring, bench_scrape,
+# bench_analysis, ...) and the scripts in tests/bench/*.sh (bench_correlate.sh runs the
+# correlation acceptance test for correlate_time_to_culprit_s). Each prints lines
+# `BENCH <name> <value> <unit>`.
 #   scripts/run-benches.sh [BUILD] [--quick]
 # --quick sets FS_BENCH_QUICK=1: benchmarks that honour it run a smaller workload
 # (bench_gnmi_live.sh: 100 streams instead of 1,000).
@@ -16,6 +18,12 @@ done
 top=$(cd "$(dirname "$0")/.." && pwd)
 export FS_SOURCE_DIR=$top FS_BUILD_DIR=$top/$BUILD
 status=0
+# The benchmarks the issues ask for must be there: a missing one is a failure, not a
+# silently shorter report (bench_analysis: correlate_ms, incidents_ms,
+# host_events_ingest_per_s, import_nsys_mb_per_s).
+for want in bench_ring bench_scrape bench_analysis; do
+  [ -x "$top/$BUILD/bench/$want" ] || { echo "run-benches: $BUILD/bench/$want is not built" >&2; status=1; }
+done
 for b in "$top/$BUILD"/bench/bench_*; do
   [ -x "$b" ] || continue
   echo "# $(basename "$b")" >&2

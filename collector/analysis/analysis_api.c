@@ -17,6 +17,7 @@
 #include "analysis/trace.h"
 #include "http/api.h"
 #include "http/selector.h"
+#include "metrics_catalogue.h"
 
 #define US 1000000LL
 #define MAX_WINDOWS 1000
@@ -657,8 +658,7 @@ token_equal(const char *a, const char *b)
 }
 
 int
-fs_analysis_post_host_events(struct fs_analysis *a, const char *authorization, const char *body,
-                             size_t len, int64_t now_us, struct fs_buf *out)
+fs_analysis_authorize_post(struct fs_analysis *a, const char *authorization, struct fs_buf *out)
 {
     pthread_mutex_lock(&a->token_lock);
     bool configured = a->token != NULL;
@@ -676,6 +676,16 @@ fs_analysis_post_host_events(struct fs_analysis *a, const char *authorization, c
                          "(host_events: { bearer_token_file: ... })");
     if (!ok)
         return error_doc(out, 401, "missing or wrong bearer token");
+    return 0;
+}
+
+int
+fs_analysis_post_host_events(struct fs_analysis *a, const char *authorization, const char *body,
+                             size_t len, int64_t now_us, struct fs_buf *out)
+{
+    int auth = fs_analysis_authorize_post(a, authorization, out);
+    if (auth)
+        return auth;
     char err[256];
     size_t stored = 0;
     int rc = fs_host_events_ingest(a->events, body, len, now_us * 1000, &stored, err, sizeof err);
@@ -1328,45 +1338,44 @@ put_port_labels(struct fs_buf *b, const struct metric_port *p)
     fs_buf_puts(b, "\"}");
 }
 
+/* # HELP and # TYPE from the catalogue (schemas/metrics.json; its help texts need no
+ * escaping: no backslash, no newline). */
+static void
+family_header(struct fs_buf *out, enum fs_metric m)
+{
+    const struct fs_metric_def *d = &fs_metric_defs[m];
+    fs_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", d->name, d->help, d->name, d->type_name);
+}
+
+static void
+scalar_u64(struct fs_buf *out, enum fs_metric m, uint64_t v)
+{
+    family_header(out, m);
+    fs_buf_printf(out, "%s %" PRIu64 "\n", fs_metric_defs[m].name, v);
+}
+
 int
 fs_analysis_metrics(struct fs_analysis *a, struct fs_buf *out)
 {
     struct fs_host_events_stats s;
     fs_host_events_stats(a->events, &s);
-    fs_buf_printf(out,
-                  "# HELP fabricscope_host_events Host events held.\n"
-                  "# TYPE fabricscope_host_events gauge\n"
-                  "fabricscope_host_events %" PRIu64 "\n"
-                  "# HELP fabricscope_host_events_bytes Memory the host events hold.\n"
-                  "# TYPE fabricscope_host_events_bytes gauge\n"
-                  "fabricscope_host_events_bytes %" PRIu64 "\n"
-                  "# HELP fabricscope_host_events_limit_bytes The host-event memory limit.\n"
-                  "# TYPE fabricscope_host_events_limit_bytes gauge\n"
-                  "fabricscope_host_events_limit_bytes %" PRIu64 "\n"
-                  "# HELP fabricscope_host_events_ingested_total Host events accepted.\n"
-                  "# TYPE fabricscope_host_events_ingested_total counter\n"
-                  "fabricscope_host_events_ingested_total %" PRIu64 "\n"
-                  "# HELP fabricscope_host_events_rejected_posts_total Host-event posts refused.\n"
-                  "# TYPE fabricscope_host_events_rejected_posts_total counter\n"
-                  "fabricscope_host_events_rejected_posts_total %" PRIu64 "\n"
-                  "# HELP fabricscope_host_events_evicted_total Host events dropped, by reason.\n"
-                  "# TYPE fabricscope_host_events_evicted_total counter\n"
-                  "fabricscope_host_events_evicted_total{reason=\"memory\"} %" PRIu64 "\n"
-                  "fabricscope_host_events_evicted_total{reason=\"retention\"} %" PRIu64 "\n",
-                  s.events, s.bytes, s.memory_limit, s.ingested_total, s.rejected_total,
-                  s.evicted_memory, s.evicted_retention);
+    scalar_u64(out, FS_M_HOST_EVENTS, s.events);
+    scalar_u64(out, FS_M_HOST_EVENTS_BYTES, s.bytes);
+    scalar_u64(out, FS_M_HOST_EVENTS_LIMIT_BYTES, s.memory_limit);
+    scalar_u64(out, FS_M_HOST_EVENTS_INGESTED, s.ingested_total);
+    scalar_u64(out, FS_M_HOST_EVENTS_REJECTED_POSTS, s.rejected_total);
+    family_header(out, FS_M_HOST_EVENTS_EVICTED);
+    const char *ev = fs_metric_defs[FS_M_HOST_EVENTS_EVICTED].name;
+    fs_buf_printf(out, "%s{reason=\"memory\"} %" PRIu64 "\n%s{reason=\"retention\"} %" PRIu64 "\n",
+                  ev, s.evicted_memory, ev, s.evicted_retention);
     pthread_mutex_lock(&a->metrics_lock);
-    static const char *const names[3] = {"fabricscope_incident_period_seconds",
-                                         "fabricscope_incident_period_spread_seconds",
-                                         "fabricscope_incident_next_expected_timestamp_seconds"};
-    static const char *const helps[3] = {
-        "Period of a recurring switch-side incident on the port.",
-        "RMS deviation of the occurrences from the fitted period.",
-        "When the next occurrence of the recurring incident is expected (unix seconds)."};
-    for (int m = 0; m < 3; m++) {
-        fs_buf_printf(out, "# HELP %s %s\n# TYPE %s gauge\n", names[m], helps[m], names[m]);
+    static const enum fs_metric fams[3] = {FS_M_INCIDENT_PERIOD, FS_M_INCIDENT_PERIOD_SPREAD,
+                                           FS_M_INCIDENT_NEXT_EXPECTED};
+    /* A family without samples gets no HELP/TYPE either (as in http/expo.c). */
+    for (int m = 0; m < 3 && a->n_ports > 0; m++) {
+        family_header(out, fams[m]);
         for (size_t i = 0; i < a->n_ports; i++) {
-            fs_buf_puts(out, names[m]);
+            fs_buf_puts(out, fs_metric_defs[fams[m]].name);
             put_port_labels(out, &a->ports[i]);
             double v = m == 0   ? a->ports[i].period_s
                        : m == 1 ? a->ports[i].spread_s

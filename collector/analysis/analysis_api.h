@@ -88,6 +88,14 @@ struct fs_analysis_flow_rule {
 int fs_analysis_set_flow_rules(struct fs_analysis *a, const struct fs_analysis_flow_rule *rules,
                                size_t n);
 
+/**
+ * The token check of POST /api/v1/host-events alone, so a server can refuse an
+ * unauthenticated post before reading its body: 0 (allowed), or 401/403 with the error
+ * document in out.
+ */
+int fs_analysis_authorize_post(struct fs_analysis *a, const char *authorization,
+                               struct fs_buf *out);
+
 /** POST /api/v1/host-events. authorization is the request's header value or NULL. */
 int fs_analysis_post_host_events(struct fs_analysis *a, const char *authorization, const char *body,
                                  size_t len, int64_t now_us, struct fs_buf *out);

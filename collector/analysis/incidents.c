@@ -441,7 +441,8 @@ fs_departures_merge(struct fs_departures *dst, struct fs_departures *src)
         dst->cap_runs = nr;
     }
     uint32_t base = (uint32_t)dst->n_series;
-    memcpy(dst->series + dst->n_series, src->series, src->n_series * sizeof *src->series);
+    if (src->n_series) /* src->series may be NULL when empty */
+        memcpy(dst->series + dst->n_series, src->series, src->n_series * sizeof *src->series);
     for (size_t i = 0; i < src->n_runs; i++) {
         dst->runs[dst->n_runs + i] = src->runs[i];
         dst->runs[dst->n_runs + i].series += base;

@@ -96,9 +96,13 @@ struct fs_config {
     uint16_t listen_port; /**< default 9464 */
     char *http_tls_cert_file, *http_tls_key_file;
     struct fs_secret_ref http_bearer_token;
-    uint64_t memory_limit;          /**< bytes; default 256 MiB */
-    int64_t retention_us;           /**< default 1 h */
-    uint64_t max_series_per_target; /**< storage.max_series_per_target; default 50000 */
+    uint64_t memory_limit;                  /**< bytes; default 256 MiB */
+    int64_t retention_us;                   /**< default 1 h */
+    uint64_t max_series_per_target;         /**< storage.max_series_per_target; default 50000 */
+    struct fs_secret_ref host_events_token; /**< host_events.bearer_token_*; none: posts 403 */
+    uint64_t host_events_memory_limit;      /**< bytes; default 64 MiB */
+    int64_t host_events_retention_us;       /**< default 6 h */
+    int64_t clock_max_offset_us;            /**< clock.max_offset; default 1 ms */
     struct fs_flow_rule *flow_rules;
     size_t n_flow_rules;
     struct fs_target_cfg *targets;

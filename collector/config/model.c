@@ -423,6 +423,37 @@ build_storage(const struct lyd_node *tree, struct fs_config *cfg, struct fs_cfg_
     cfg->max_series_per_target = (uint64_t)fs_cfg_long(n, "max_series_per_target", 50000);
 }
 
+/* host_events and clock: bounds of the host-event store, the clock warning bound. */
+static int
+build_host_events(const struct lyd_node *tree, struct fs_config *cfg, struct fs_cfg_errs *errs)
+{
+    const struct lyd_node *n = fs_cfg_child(tree, "host_events");
+    const struct lyd_node *m = fs_cfg_kid(n, "memory_limit"), *r = fs_cfg_kid(n, "retention");
+
+    cfg->host_events_memory_limit = UINT64_C(64) << 20;
+    cfg->host_events_retention_us = 6 * 3600 * US_PER_S;
+    if (m && fs_parse_size(lyd_get_value(m), &cfg->host_events_memory_limit) == 0 &&
+        cfg->host_events_memory_limit < (UINT64_C(1) << 20))
+        fs_cfg_node_err(errs, m, false, "%s is below the minimum of 1MiB", lyd_get_value(m));
+    if (r) {
+        int64_t us = fs_parse_duration(lyd_get_value(r));
+        if (us < US_PER_S)
+            fs_cfg_node_err(errs, r, false, "%s is below the minimum of 1s", lyd_get_value(r));
+        else
+            cfg->host_events_retention_us = us;
+    }
+    cfg->clock_max_offset_us = 1000;
+    const struct lyd_node *mo = fs_cfg_kid(fs_cfg_child(tree, "clock"), "max_offset");
+    if (mo) {
+        int64_t us = fs_parse_duration(lyd_get_value(mo));
+        if (us <= 0)
+            fs_cfg_node_err(errs, mo, false, "%s is not a positive duration", lyd_get_value(mo));
+        else
+            cfg->clock_max_offset_us = us;
+    }
+    return n ? fs_cfg_secret_ref(&cfg->host_events_token, n, "bearer_token") : 0;
+}
+
 int
 fs_cfg_model_build(const struct lyd_node *tree, const struct fs_config_opts *opts,
                    struct fs_config *cfg, struct fs_cfg_errs *errs)
@@ -440,6 +471,8 @@ fs_cfg_model_build(const struct lyd_node *tree, const struct fs_config_opts *opt
             return -1;
     }
     build_storage(tree, cfg, errs);
+    if (build_host_events(tree, cfg, errs))
+        return -1;
     cfg->n_flow_rules = count_named(tree, "flow_rules");
     cfg->n_targets = count_named(tree, "targets");
     if (cfg->n_flow_rules &&
@@ -570,6 +603,7 @@ fs_config_free(struct fs_config *cfg)
     free(cfg->http_tls_cert_file);
     free(cfg->http_tls_key_file);
     fs_cfg_secret_ref_free(&cfg->http_bearer_token);
+    fs_cfg_secret_ref_free(&cfg->host_events_token);
     for (size_t i = 0; i < cfg->n_flow_rules; i++)
         free(cfg->flow_rules[i].name);
     free(cfg->flow_rules);

@@ -621,6 +621,11 @@ targets_cb(void *arg, const struct fs_instance_info *in)
     json_object_object_add(o, "poll_errors", errs);
     json_object_object_add(o, "clock_offset_seconds",
                            in->clock_known ? jdouble(in->clock_offset_seconds) : NULL);
+    json_object_object_add(o, "clock_uncertainty_seconds",
+                           in->clock_known ? jdouble(in->clock_uncertainty_seconds) : NULL);
+    json_object_object_add(o, "clock_offset_exceeded",
+                           in->clock_known ? json_object_new_boolean(in->clock_offset_exceeded)
+                                           : NULL);
     json_object *labels = json_object_new_object();
     for (size_t i = 0; i < in->n_static_labels; i++)
         json_object_object_add(labels, in->static_labels[i].key,
@@ -666,87 +671,5 @@ fs_api_targets(struct fs_store *st, struct fs_buf *out)
                                                                JSON_C_TO_STRING_NOSLASHESCAPE));
     fs_buf_puts(out, "}\n");
     json_object_put(c.arr);
-    return out->overflow ? -1 : 0;
-}
-
-/* ---- / ---- */
-
-static void
-html(struct fs_buf *out, const char *s)
-{
-    const char *run = s, *p = s;
-    for (; *p; p++) {
-        const char *e = NULL;
-        switch (*p) {
-        case '&':
-            e = "&amp;";
-            break;
-        case '<':
-            e = "&lt;";
-            break;
-        case '>':
-            e = "&gt;";
-            break;
-        case '"':
-            e = "&quot;";
-            break;
-        case '\'':
-            e = "&#39;";
-            break;
-        default:
-            continue;
-        }
-        fs_buf_append(out, run, (size_t)(p - run));
-        fs_buf_puts(out, e);
-        run = p + 1;
-    }
-    fs_buf_append(out, run, (size_t)(p - run));
-}
-
-static int
-index_cb(void *arg, const struct fs_instance_info *in)
-{
-    struct fs_buf *out = arg;
-    char ts[48] = "never";
-    if (in->last_poll_us)
-        fs_api_format_rfc3339(in->last_poll_us, ts, sizeof ts);
-    fs_buf_puts(out, "<tr><td>");
-    html(out, in->target);
-    fs_buf_puts(out, "</td><td>");
-    html(out, in->source);
-    fs_buf_puts(out, "</td><td class=\"");
-    html(out, in->state_name);
-    fs_buf_puts(out, "\">");
-    html(out, in->state_name);
-    fs_buf_puts(out, "</td><td>");
-    html(out, ts);
-    fs_buf_puts(out, "</td><td>");
-    char n[24];
-    n[fs_expo_format_u64(n, in->series)] = '\0';
-    html(out, n);
-    fs_buf_puts(out, "</td><td>");
-    html(out, in->last_error);
-    fs_buf_puts(out, "</td></tr>\n");
-    return 0;
-}
-
-int
-fs_api_index_html(struct fs_store *st, struct fs_buf *out)
-{
-    fs_buf_puts(out,
-                "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>fabricscope</title>"
-                "<style>body{font-family:sans-serif}td,th{padding:2px 8px;text-align:left}"
-                ".up{color:green}.down{color:red}</style></head><body>\n<h1>fabricscope ");
-    html(out, FS_VERSION);
-    fs_buf_puts(out,
-                "</h1>\n<ul>\n<li><a href=\"/metrics\">/metrics</a> (Prometheus)</li>\n"
-                "<li><a href=\"/api/v1/targets\">/api/v1/targets</a></li>\n"
-                "<li><a href=\"/api/v1/raw?match[]=%7B__name__%3D~%22fabric_.%2B%22%7D\">"
-                "/api/v1/raw?match[]={__name__=~&quot;fabric_.+&quot;}</a> (last 5 minutes)</li>\n"
-                "<li><a href=\"/healthz\">/healthz</a></li>\n</ul>\n<h2>Targets</h2>\n"
-                "<table><tr><th>target</th><th>source</th><th>state</th><th>last poll</th>"
-                "<th>series</th><th>last error</th></tr>\n");
-    fs_store_foreach_instance(st, index_cb, out);
-    fs_buf_puts(out, "</table>\n</body></html>\n");
     return out->overflow ? -1 : 0;
 }

@@ -82,9 +82,6 @@ int fs_api_raw(struct fs_store *st, const struct fs_raw_query *q, struct fs_buf 
 /** Appends {"status":"success","data":[ one object per target x driver ]}; 0 or -1. */
 int fs_api_targets(struct fs_store *st, struct fs_buf *out);
 
-/** Appends the HTML index page (targets with state, links). 0 or -1. */
-int fs_api_index_html(struct fs_store *st, struct fs_buf *out);
-
 /** Appends {"status":"error","error":msg}. */
 void fs_api_error_json(struct fs_buf *out, const char *msg);
 

@@ -114,6 +114,17 @@ is_self_metric(enum fs_metric m)
     case FS_M_SERIES_LIMIT_DROPPED:
     case FS_M_RING_REFUSED:
     case FS_M_TARGET_CLOCK_OFFSET:
+    case FS_M_TARGET_CLOCK_UNCERTAINTY:
+    case FS_M_TARGET_CLOCK_OFFSET_EXCEEDED:
+    case FS_M_HOST_EVENTS:
+    case FS_M_HOST_EVENTS_BYTES:
+    case FS_M_HOST_EVENTS_LIMIT_BYTES:
+    case FS_M_HOST_EVENTS_INGESTED:
+    case FS_M_HOST_EVENTS_REJECTED_POSTS:
+    case FS_M_HOST_EVENTS_EVICTED:
+    case FS_M_INCIDENT_PERIOD:
+    case FS_M_INCIDENT_PERIOD_SPREAD:
+    case FS_M_INCIDENT_NEXT_EXPECTED:
     case FS_M_RING_SAMPLES:
     case FS_M_RING_BYTES:
     case FS_M_RING_LIMIT_BYTES:
@@ -255,11 +266,19 @@ struct inst_ctx {
     size_t n;
 };
 
+/* The clock families have a sample only for targets whose clock a driver measured. */
+static bool
+is_clock_metric(enum fs_metric m)
+{
+    return m == FS_M_TARGET_CLOCK_OFFSET || m == FS_M_TARGET_CLOCK_UNCERTAINTY ||
+           m == FS_M_TARGET_CLOCK_OFFSET_EXCEEDED;
+}
+
 static int
 count_cb(void *arg, const struct fs_instance_info *in)
 {
     struct inst_ctx *c = arg;
-    if (c->m != FS_M_TARGET_CLOCK_OFFSET || in->clock_known)
+    if (!is_clock_metric(c->m) || in->clock_known)
         c->n++;
     return 0;
 }
@@ -327,11 +346,20 @@ inst_cb(void *arg, const struct fs_instance_info *in)
                                                       : in->series_limit_dropped);
         break;
     case FS_M_TARGET_CLOCK_OFFSET:
+    case FS_M_TARGET_CLOCK_UNCERTAINTY:
         if (!in->clock_known)
             break;
         inst_open(out, name, in, &first);
         fs_buf_append(out, "}", 1);
-        put_double_line(out, in->clock_offset_seconds);
+        put_double_line(out, c->m == FS_M_TARGET_CLOCK_OFFSET ? in->clock_offset_seconds
+                                                              : in->clock_uncertainty_seconds);
+        break;
+    case FS_M_TARGET_CLOCK_OFFSET_EXCEEDED:
+        if (!in->clock_known)
+            break;
+        inst_open(out, name, in, &first);
+        fs_buf_append(out, "}", 1);
+        put_u64_line(out, in->clock_offset_exceeded ? 1 : 0);
         break;
     default:
         break;
@@ -453,6 +481,8 @@ fs_expo_render_ex(struct fs_store *st, struct fs_buf *out, const struct fs_expo_
     instance_family(st, out, FS_M_CLOCK_STEPS);
     instance_family(st, out, FS_M_SERIES_LIMIT_DROPPED);
     instance_family(st, out, FS_M_TARGET_CLOCK_OFFSET);
+    instance_family(st, out, FS_M_TARGET_CLOCK_UNCERTAINTY);
+    instance_family(st, out, FS_M_TARGET_CLOCK_OFFSET_EXCEEDED);
 
     struct fs_ring_stats rs;
     uint64_t limit = 0;

@@ -25,14 +25,17 @@
 #include <time.h>
 #include <zlib.h>
 
+#include "analysis/analysis_api.h"
+#include "analysis/host_events.h"
 #include "http/api.h"
 #include "http/expo.h"
+#include "http/web/web_assets.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/log.h"
 
 #define MAX_URL_BYTES 8192         /* path plus decoded query; longer is 414 */
-#define MAX_BODY_BYTES (64 * 1024) /* no endpoint takes a body; larger is 413 */
+#define MAX_BODY_BYTES (64 * 1024) /* bodies of other requests; larger is 413 */
 #define MAX_ARGS 64                /* more query parameters is 400 */
 /* libmicrohttpd keeps each query parameter in its per-connection pool (about 56 bytes
  * of bookkeeping plus the text): 256 KiB lets a request with a few thousand parameters
@@ -52,10 +55,24 @@
 #define METRICS_CTYPE "text/plain; version=0.0.4; charset=utf-8"
 #define JSON_CTYPE "application/json"
 
-enum handler { H_METRICS, H_RAW, H_TARGETS, H_HEALTHZ, H_INDEX, H_OTHER, H_COUNT };
-static const char *const handler_names[H_COUNT] = {"metrics", "raw",   "targets",
-                                                   "healthz", "index", "other"};
-static const unsigned status_codes[] = {200, 400, 401, 404, 405, 413, 414, 500, 503};
+enum handler {
+    H_METRICS,
+    H_RAW,
+    H_TARGETS,
+    H_HEALTHZ,
+    H_INDEX,
+    H_HOST_EVENTS,
+    H_TIME,
+    H_CORRELATE,
+    H_INCIDENTS,
+    H_TRACE,
+    H_OTHER,
+    H_COUNT
+};
+static const char *const handler_names[H_COUNT] = {
+    "metrics", "raw",       "targets",   "healthz",      "index", "host_events",
+    "time",    "correlate", "incidents", "export_trace", "other"};
+static const unsigned status_codes[] = {200, 304, 400, 401, 403, 404, 405, 413, 414, 500, 503};
 #define N_CODES (sizeof status_codes / sizeof status_codes[0])
 
 /*
@@ -106,6 +123,14 @@ struct req {
     bool gz;
     struct fs_raw_query q;
     bool have_q;
+    const struct fs_web_asset *asset; /* H_INDEX: the embedded file to send */
+    /* The analysis endpoints: the POST body, the Authorization header and the query
+     * parameters, copied (libmicrohttpd's copies are not the worker's to read). */
+    struct fs_buf upload;
+    char *auth;
+    struct fs_analysis_arg *aargs;
+    size_t n_aargs;
+    int64_t receive_ns; /* /api/v1/time: when the head arrived */
 };
 
 /* A raw body handed to libmicrohttpd, with the budget it holds. */
@@ -118,6 +143,7 @@ struct held_body {
 struct fs_http {
     struct MHD_Daemon *d;
     struct fs_store *st;
+    struct fs_analysis *an;
     char *token;
     size_t token_len;
     char *cert, *key;
@@ -445,7 +471,9 @@ snap_render(struct fs_http *h, struct snapshot *s)
     fs_buf_reset(&s->plain);
     fs_buf_reset(&s->gz);
     s->gz_done = false;
-    return fs_expo_render_ex(h->st, &s->plain, hc, n);
+    if (fs_expo_render_ex(h->st, &s->plain, hc, n) != 0)
+        return -1;
+    return h->an ? fs_analysis_metrics(h->an, &s->plain) : 0;
 }
 
 /*
@@ -560,6 +588,21 @@ common_headers(struct MHD_Response *r, const char *ctype)
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
 }
 
+/* The web view's files: revalidated on every load (a new binary may bring a new page,
+ * and its ETag changes with the bytes), scripts and styles only from this origin. */
+static void
+web_headers(struct MHD_Response *r, const struct fs_web_asset *a)
+{
+    MHD_del_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, a->etag);
+    MHD_add_response_header(r, "Content-Security-Policy",
+                            "default-src 'none'; script-src 'self'; style-src 'self'; "
+                            "connect-src 'self'; img-src 'self' data:; base-uri 'none'; "
+                            "form-action 'none'; frame-ancestors 'none'");
+    MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+}
+
 static void
 set_answer(struct req *r, unsigned status, const char *ctype)
 {
@@ -594,6 +637,11 @@ queue_answer(struct req *r)
         if (!resp)
             return MHD_NO; /* r->snap is released by req_done */
         r->snap = NULL;
+    } else if (r->asset && (r->status == MHD_HTTP_OK || r->status == MHD_HTTP_NOT_MODIFIED)) {
+        size_t len = r->status == MHD_HTTP_OK ? r->asset->len : 0;
+        resp = MHD_create_response_from_buffer(len, (void *)r->asset->data, MHD_RESPMEM_PERSISTENT);
+        if (!resp)
+            return MHD_NO;
     } else {
         size_t len;
         struct held_body *hb = malloc(sizeof *hb);
@@ -612,6 +660,8 @@ queue_answer(struct req *r)
         }
     }
     common_headers(resp, r->ctype);
+    if (r->asset && (r->status == MHD_HTTP_OK || r->status == MHD_HTTP_NOT_MODIFIED))
+        web_headers(resp, r->asset);
     if (r->hd == H_METRICS && r->status == MHD_HTTP_OK) {
         MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ACCEPT_ENCODING);
         if (r->gz)
@@ -716,6 +766,8 @@ run_raw(struct fs_http *h, struct req *r)
     set_answer(r, MHD_HTTP_OK, JSON_CTYPE);
 }
 
+static void run_analysis(struct fs_http *h, struct req *r);
+
 static void
 run_job(struct fs_http *h, struct req *r)
 {
@@ -739,17 +791,50 @@ run_job(struct fs_http *h, struct req *r)
         else
             set_answer(r, MHD_HTTP_OK, JSON_CTYPE);
         return;
-    case H_INDEX:
-        fs_buf_init(&r->body, MAX_JSON_BYTES);
-        if (fs_api_index_html(h->st, &r->body) != 0)
-            set_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-        else
-            set_answer(r, MHD_HTTP_OK, "text/html; charset=utf-8");
+    case H_HOST_EVENTS:
+    case H_CORRELATE:
+    case H_INCIDENTS:
+    case H_TRACE:
+        run_analysis(h, r);
         return;
     default:
         set_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "no worker for this handler");
         return;
     }
+}
+
+/* The analysis endpoints: each renders its whole answer (JSON) into r->body. */
+static void
+run_analysis(struct fs_http *h, struct req *r)
+{
+    int64_t now_us = fs_realtime_us();
+    int status;
+    fs_buf_init(&r->body, MAX_JSON_BYTES);
+    switch (r->hd) {
+    case H_HOST_EVENTS:
+        status = fs_analysis_post_host_events(h->an, r->auth, r->upload.data, r->upload.len, now_us,
+                                              &r->body);
+        /* The body is stored (copied) or refused: its memory goes now, not at the end
+         * of the response. */
+        fs_buf_free(&r->upload);
+        break;
+    case H_CORRELATE:
+        status = fs_analysis_correlate(h->an, h->st, r->aargs, r->n_aargs, now_us, &r->body);
+        break;
+    case H_INCIDENTS:
+        status = fs_analysis_incidents(h->an, h->st, r->aargs, r->n_aargs, now_us, &r->body);
+        break;
+    default:
+        status = fs_analysis_export_trace(h->an, h->st, r->aargs, r->n_aargs, now_us, &r->body);
+        break;
+    }
+    if (r->body.overflow || status < 100 || status > 599) {
+        set_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                  r->body.overflow ? "the answer does not fit in memory; narrow the range"
+                                   : "analysis failed");
+        return;
+    }
+    set_answer(r, (unsigned)status, JSON_CTYPE);
 }
 
 static void *
@@ -836,6 +921,63 @@ args_cb(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size, co
 
 enum route { ROUTE_ANSWER, ROUTE_EARLY, ROUTE_JOB };
 
+static int64_t
+realtime_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Copies the query parameters for a worker (NULL values stay NULL). 0 or -1. */
+static int
+copy_args(struct req *r, const struct args_ctx *a)
+{
+    if (a->n == 0)
+        return 0;
+    r->aargs = calloc(a->n, sizeof *r->aargs);
+    if (!r->aargs)
+        return -1;
+    for (size_t i = 0; i < a->n; i++) {
+        r->n_aargs = i + 1;
+        r->aargs[i].key = strdup(a->a[i].key);
+        if (!r->aargs[i].key)
+            return -1;
+        if (a->a[i].value && !(r->aargs[i].value = strdup(a->a[i].value)))
+            return -1;
+    }
+    return 0;
+}
+
+static void
+free_args(struct req *r)
+{
+    for (size_t i = 0; i < r->n_aargs; i++) {
+        free((char *)r->aargs[i].key);
+        free((char *)r->aargs[i].value);
+    }
+    free(r->aargs);
+    r->aargs = NULL;
+    r->n_aargs = 0;
+}
+
+/* The analysis endpoint a path names, or H_OTHER. */
+static enum handler
+analysis_handler(const char *url)
+{
+    if (strcmp(url, "/api/v1/host-events") == 0)
+        return H_HOST_EVENTS;
+    if (strcmp(url, "/api/v1/time") == 0)
+        return H_TIME;
+    if (strcmp(url, "/api/v1/correlate") == 0)
+        return H_CORRELATE;
+    if (strcmp(url, "/api/v1/incidents") == 0)
+        return H_INCIDENTS;
+    if (strcmp(url, "/api/v1/export/trace") == 0)
+        return H_TRACE;
+    return H_OTHER;
+}
+
 /* Decides r's fate from the request head: an answer (errors, /healthz), one sent at
  * once before any body (ROUTE_EARLY), or a job for a worker once the request is read. */
 static enum route
@@ -851,9 +993,14 @@ route(struct fs_http *h, struct req *r, const char *url, const char *method)
         hd = H_TARGETS;
     else if (strcmp(url, "/healthz") == 0)
         hd = H_HEALTHZ;
-    else if (strcmp(url, "/") == 0)
+    else if ((r->asset = fs_web_asset_find(url)) != NULL)
         hd = H_INDEX;
+    else if (h->an)
+        hd = analysis_handler(url);
     r->hd = hd;
+    if (hd == H_TIME)
+        r->receive_ns = realtime_ns(); /* as early as the server can see the request */
+    bool post = hd == H_HOST_EVENTS;
 
     struct args_ctx args;
     memset(&args, 0, sizeof args);
@@ -862,8 +1009,13 @@ route(struct fs_http *h, struct req *r, const char *url, const char *method)
         MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     const char *te =
         MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
-    if ((cl && strtoull(cl, NULL, 10) > MAX_BODY_BYTES) || te) {
-        set_error(r, MHD_HTTP_CONTENT_TOO_LARGE, "request body too large");
+    /* A chunked host-event post is bounded while it is read (handle()). */
+    if ((cl && strtoull(cl, NULL, 10) > (post ? FS_HOST_EVENTS_MAX_BODY : MAX_BODY_BYTES)) ||
+        (te && !post)) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "request body too large (at most %u bytes)",
+                 post ? FS_HOST_EVENTS_MAX_BODY : MAX_BODY_BYTES);
+        set_error(r, MHD_HTTP_CONTENT_TOO_LARGE, msg);
         return ROUTE_EARLY;
     }
     if (strlen(url) + args.bytes > MAX_URL_BYTES) {
@@ -874,12 +1026,21 @@ route(struct fs_http *h, struct req *r, const char *url, const char *method)
         set_error(r, MHD_HTTP_NOT_FOUND, "not found");
         return ROUTE_ANSWER;
     }
-    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
+    if (post && strcmp(method, MHD_HTTP_METHOD_POST) != 0) {
+        set_error(r, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed");
+        r->allow = "POST";
+        return ROUTE_EARLY; /* before any body */
+    }
+    if (!post && strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
+        strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
         set_error(r, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed");
         r->allow = "GET, HEAD";
         return ROUTE_ANSWER;
     }
-    if (h->token && hd != H_HEALTHZ && !token_ok(h, c)) {
+    /* The host-event post has a token of its own; /api/v1/time tells only the clock.
+     * The web view's files hold no data (its script sends the token with every data
+     * request), and a browser cannot attach a bearer token to a page load. */
+    if (h->token && hd != H_HEALTHZ && hd != H_TIME && hd != H_INDEX && !post && !token_ok(h, c)) {
         set_error(r, MHD_HTTP_UNAUTHORIZED, "missing or wrong bearer token");
         return ROUTE_ANSWER;
     }
@@ -893,7 +1054,8 @@ route(struct fs_http *h, struct req *r, const char *url, const char *method)
         set_error(r, MHD_HTTP_BAD_REQUEST, "NUL byte (%00) in a parameter");
         return ROUTE_ANSWER;
     }
-    if (hd != H_RAW && args.n > 0) {
+    bool takes_args = hd == H_RAW || hd == H_CORRELATE || hd == H_INCIDENTS || hd == H_TRACE;
+    if (!takes_args && args.n > 0) {
         char msg[160];
         snprintf(msg, sizeof msg, "unknown parameter \"%.64s\"", args.a[0].key);
         set_error(r, MHD_HTTP_BAD_REQUEST, msg);
@@ -905,6 +1067,14 @@ route(struct fs_http *h, struct req *r, const char *url, const char *method)
         set_answer(r, MHD_HTTP_OK, JSON_CTYPE);
         return ROUTE_ANSWER;
     }
+    if (hd == H_INDEX) {
+        const char *inm =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
+        set_answer(r,
+                   fs_web_etag_matches(inm, r->asset->etag) ? MHD_HTTP_NOT_MODIFIED : MHD_HTTP_OK,
+                   r->asset->ctype);
+        return ROUTE_ANSWER;
+    }
     if (hd == H_RAW) {
         char err[512];
         /* Parsing compiles the regexes, each bounded before compiling (selector.h). */
@@ -913,6 +1083,32 @@ route(struct fs_http *h, struct req *r, const char *url, const char *method)
             return ROUTE_ANSWER;
         }
         r->have_q = true;
+    }
+    if (post) {
+        /* Refused before reading the body: an unauthenticated client cannot make the
+         * server hold 32 MiB. */
+        fs_buf_init(&r->body, 64 * 1024);
+        const char *auth =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+        int st = fs_analysis_authorize_post(h->an, auth, &r->body);
+        if (st != 0) {
+            set_answer(r, (unsigned)st, JSON_CTYPE);
+            return ROUTE_EARLY;
+        }
+        if (!(r->auth = strdup(auth))) {
+            set_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+            return ROUTE_EARLY;
+        }
+        fs_buf_free(&r->body);
+        fs_buf_init(&r->upload, FS_HOST_EVENTS_MAX_BODY);
+    }
+    if (hd == H_TIME) {
+        set_answer(r, MHD_HTTP_OK, JSON_CTYPE); /* rendered when queued (send_ns) */
+        return ROUTE_ANSWER;
+    }
+    if (takes_args && hd != H_RAW && copy_args(r, &args) != 0) {
+        set_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+        return ROUTE_ANSWER;
     }
     if (hd == H_METRICS)
         r->gz = accepts_gzip(
@@ -925,7 +1121,6 @@ handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
        const char *version, const char *upload_data, size_t *upload_data_size, void **req_cls)
 {
     (void)version;
-    (void)upload_data;
     struct fs_http *h = cls;
     struct req *r = *req_cls;
     if (!r) {
@@ -943,7 +1138,16 @@ handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
         return MHD_YES;
     }
     if (*upload_data_size) {
-        *upload_data_size = 0; /* no endpoint takes a body: discard it */
+        /* Only a host-event post keeps its body (bounded); any other is discarded. */
+        if (r->hd == H_HOST_EVENTS && r->state == RQ_TO_SUBMIT &&
+            !fs_buf_append(&r->upload, upload_data, *upload_data_size)) {
+            fs_buf_free(&r->upload);
+            char msg[96];
+            snprintf(msg, sizeof msg, "request body too large (at most %u bytes)",
+                     FS_HOST_EVENTS_MAX_BODY);
+            set_error(r, MHD_HTTP_CONTENT_TOO_LARGE, msg);
+        }
+        *upload_data_size = 0;
         return MHD_YES;
     }
     /* The request has been read whole (until now it ran against the head deadline,
@@ -954,8 +1158,13 @@ handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
             return MHD_YES; /* r is the worker's until it resumes the connection */
         set_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "too many queries waiting; retry later");
     }
-    if (r->state == RQ_READY)
+    if (r->state == RQ_READY) {
+        if (r->hd == H_TIME && r->status == MHD_HTTP_OK) {
+            fs_buf_init(&r->body, 256);
+            fs_analysis_time(r->receive_ns, &r->body);
+        }
         return queue_answer(r);
+    }
     return MHD_YES;
 }
 
@@ -972,6 +1181,11 @@ req_done(void *cls, struct MHD_Connection *c, void **req_cls, enum MHD_RequestTe
         fs_buf_free(&r->body);
         if (r->have_q)
             fs_raw_query_free(&r->q);
+        fs_buf_free(&r->upload);
+        if (r->auth)
+            explicit_bzero(r->auth, strlen(r->auth));
+        free(r->auth);
+        free_args(r);
         free(r);
         *req_cls = NULL;
     }
@@ -1027,6 +1241,7 @@ fs_http_start(const struct fs_http_opts *o, struct fs_store *st, char *errbuf, s
     pthread_cond_init(&h->sweep_cond, &ca);
     pthread_condattr_destroy(&ca);
     h->st = st;
+    h->an = o->analysis;
     h->log_window_us = fs_monotonic_us();
     unsigned threads = o->threads ? o->threads : 2;
     unsigned maxconn = o->max_connections ? o->max_connections : 64;

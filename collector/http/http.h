@@ -1,14 +1,33 @@
 /*
  * The HTTP endpoint (libmicrohttpd): /metrics (Prometheus text 0.0.4, gzip when
- * accepted), /api/v1/raw, /api/v1/targets, /healthz and the HTML index at /.
- * Bad requests get a 4xx with {"status":"error","error":"..."}.
+ * accepted), /api/v1/raw, /api/v1/targets, /healthz and the web view at / (files
+ * embedded in the binary, see http/web/web_assets.h; served without the bearer token,
+ * with an ETag and Cache-Control: no-cache, answered at once like /healthz); with an
+ * analysis context (fs_http_opts.analysis) also the endpoints of analysis/analysis_api.h:
+ * POST /api/v1/host-events, GET /api/v1/time, /api/v1/correlate, /api/v1/incidents and
+ * /api/v1/export/trace (without one they answer 404).
+ * Bad requests get a 4xx with {"status":"error","error":"..."}; a wrong method 405 with
+ * Allow.
+ *
+ * Authentication. bearer_token guards every request but /healthz, /api/v1/time (it
+ * tells only the clock, and importers measure their offset with it), the web view's
+ * files (/ and the files under /web/: no data in them; the page's script sends the token) and
+ * /api/v1/host-events, which needs the host_events token of the analysis context
+ * instead (403 when none is configured, 401 when missing or wrong: checked from the
+ * request head, before any body is read).
  *
  * Threads. libmicrohttpd's own small thread pool does only I/O and cheap answers
  * (/healthz, errors), so /healthz keeps answering while queries run. /metrics,
- * /api/v1/raw, /api/v1/targets and / are suspended and handed to a separate pool of
+ * /api/v1/raw and /api/v1/targets are suspended and handed to a separate pool of
  * query workers through a bounded queue (full: 503 with Retry-After). Handlers read the
  * store through its foreach calls, format into memory, and only then hand the buffer to
  * libmicrohttpd, so no store lock is ever held while a client socket is written.
+ *
+ * Bodies. Only POST /api/v1/host-events takes one, of at most FS_HOST_EVENTS_MAX_BODY
+ * bytes (a larger Content-Length is refused before reading, 413; a chunked body is cut
+ * off at the bound, 413); every other request's body is refused over 64 KiB and ignored.
+ * /api/v1/time reads the clock when the request head has arrived (receive_ns) and again
+ * when the answer is queued (send_ns), in the I/O thread, never behind a query.
  *
  * Hostile clients. Every request (head and any body) must arrive whole within
  * head_timeout_s of the connection's start (or of the previous response's end on a
@@ -34,6 +53,7 @@
 #include "store/store.h"
 
 struct fs_http;
+struct fs_analysis;
 
 struct fs_http_opts {
     const char *host;          /**< address to bind, e.g. "127.0.0.1" or "::1" */
@@ -51,6 +71,8 @@ struct fs_http_opts {
     unsigned raw_time_limit_ms;    /**< one /api/v1/raw query; default 10000 */
     int metrics_share_ms;          /**< also share a render this young; default 0: only
                                         scrapes that arrive during a render share it */
+    struct fs_analysis *analysis;  /**< borrowed (outlives the endpoint); NULL: no
+                                        analysis endpoints, no analysis metrics */
 };
 
 /** /metrics buffers alive at once (the current one, ones still being sent). */

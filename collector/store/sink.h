@@ -101,6 +101,17 @@ void fs_sink_gauge(struct fs_sink *s, enum fs_metric m, const struct fs_label *l
 void fs_sink_end(struct fs_sink *s);
 
 /**
+ * Retires a series at once: the series of metric m with these labels (resolved like a
+ * sample's) stops being exported now rather than when it would go stale, e.g. because
+ * the device deleted the path behind it. Its history stays readable (fs_store_read)
+ * and its counter state is kept; its next sample exports it again (a sample of the same
+ * batch counts when it comes after the retire). No series of that name: nothing happens.
+ * May be called inside or outside a batch.
+ */
+void fs_sink_retire(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels,
+                    size_t n_labels);
+
+/**
  * Declares that counters may have restarted on the device: interface NULL covers all
  * counters of this sink (e.g. kind REBOOT), an interface name only that interface's
  * (e.g. DISCONTINUITY or CLEARED). Call before the batch carrying the new values. The
@@ -132,14 +143,20 @@ void fs_sink_agent_restart(struct fs_sink *s);
 
 /**
  * Ends the cycle cycle_id (streaming drivers: 0) with its result. msg (may be NULL) is
- * a short reason without secrets; it shows in /api/v1/targets and the log.
+ * a short reason without secrets; it shows in /api/v1/targets and the log. On a sink
+ * marked streaming (fs_store_sink_set_streaming) a failure means the stream ended:
+ * every sample committed before it stops being exported at once (history kept), so a
+ * lower-precedence source of the target takes over without waiting for staleness.
+ * Samples of later batches are exported as usual.
  */
 void fs_sink_done(struct fs_sink *s, uint64_t cycle_id, enum fs_poll_result r, const char *msg);
 
 /**
  * Reports a clock measurement: the device said device_us while our clock read between
- * local_lo_us and local_hi_us (realtime). The core keeps the offset with the smallest
- * uncertainty of recent measurements.
+ * local_lo_us and local_hi_us (realtime). The core feeds each target's clock filter
+ * (analysis/clock.h: the intersection of the last 10 minutes' bounds, resolution guessed
+ * from the readings, 20 ppm drift allowed) and exports its offset and uncertainty.
+ * Measurements must come in time order (an older one is ignored).
  */
 void fs_sink_clock(struct fs_sink *s, int64_t device_us, int64_t local_lo_us, int64_t local_hi_us);
 

@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "store/counter.h"
+#include "analysis/clock.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -32,7 +33,9 @@
 #define MAX_IFACE_RESETS 64
 #define IFNAME_MAX 256 /* an interface name is kept up to 255 bytes (ifName's limit) */
 #define DEFAULT_SERIES_LIMIT 50000
-#define LOG_EVERY_US (60 * 1000000LL) /* rate limit of repeated warnings, per instance */
+#define CLOCK_WINDOW_US (600 * 1000000LL) /* device clock measurements kept */
+#define CLOCK_MAX_DRIFT_PPM 20.0          /* a cheap crystal's drift, with margin */
+#define LOG_EVERY_US (60 * 1000000LL)     /* rate limit of repeated warnings, per instance */
 
 const double fs_poll_bucket_bounds[FS_POLL_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1,
                                                        0.25,  0.5,  1.0,   2.5,  10.0};
@@ -87,7 +90,11 @@ struct series {
     double max_per_s;         /* plausible increase per second; 0 unknown */
     uint64_t batch_seq;       /* batch that last carried it, to merge duplicates */
     size_t batch_idx;
-    bool doomed;       /* marked for deletion by a sweep */
+    bool doomed; /* marked for deletion by a sweep */
+    /* fs_sink_retire: not exported until its next sample; retire_seq is the batch that
+     * retired it, so a later sample of the same batch wins and an earlier one does not */
+    _Atomic bool gone;
+    uint64_t retire_seq;
     const char *iface; /* the interface label's value (in labels), or NULL */
 };
 
@@ -111,6 +118,10 @@ struct fs_sink {
     int64_t interval_us;
     int32_t group;
     bool retired; /* removed: not polled, not exported, history kept (under st->lock) */
+    /* A streaming sink's series stop being fresh when its stream fails: samples stamped
+     * at or before stale_through_us are stale (see fs_store_sink_set_streaming). */
+    _Atomic bool streaming;
+    _Atomic int64_t stale_through_us;
 
     /* Series of this sink by key (open addressing; owned here, touched by one thread). */
     struct series **tab;
@@ -168,9 +179,9 @@ struct fs_sink {
     uint64_t poll_count;
     int64_t cycle_start_mono_us;
     uint64_t cycle_id;
+    struct fs_clock_filter clock_filter; /* the device clock's measurements (analysis/clock.h) */
     bool clock_known;
     double clock_offset, clock_uncertainty;
-    int64_t clock_measured_mono_us;
     char *detail;
     int64_t last_sweep_mono;
     fs_sink_done_cb done_cb;
@@ -185,6 +196,7 @@ struct fs_store {
     _Atomic uint64_t memory_limit;
     _Atomic int64_t retention_us;
     _Atomic uint64_t series_limit; /* per target; 0 none */
+    _Atomic int64_t clock_max_offset_us;
     struct series **by_metric[FS_METRIC_COUNT];
     size_t n_by_metric[FS_METRIC_COUNT], cap_by_metric[FS_METRIC_COUNT];
     struct fs_sink *sinks;   /* in insertion order */
@@ -256,6 +268,7 @@ fs_store_new(const struct fs_ring_opts *ro, char *errbuf, size_t errlen)
     atomic_store(&st->memory_limit, ro->memory_limit);
     atomic_store(&st->retention_us, ro->retention_us);
     atomic_store(&st->series_limit, DEFAULT_SERIES_LIMIT);
+    atomic_store(&st->clock_max_offset_us, FS_STORE_DEFAULT_CLOCK_MAX_OFFSET_US);
     fs_store_set_clock(st, NULL);
     /* Writers first: readers (HTTP queries, renders) come often and scan long, and with
      * glibc's default they could keep a sink waiting forever. Nobody takes the read lock
@@ -310,6 +323,13 @@ void
 fs_store_set_series_limit(struct fs_store *st, uint64_t per_target)
 {
     atomic_store(&st->series_limit, per_target);
+}
+
+void
+fs_store_set_clock_max_offset(struct fs_store *st, int64_t max_offset_us)
+{
+    atomic_store(&st->clock_max_offset_us,
+                 max_offset_us > 0 ? max_offset_us : FS_STORE_DEFAULT_CLOCK_MAX_OFFSET_US);
 }
 
 uint64_t
@@ -406,6 +426,7 @@ fs_store_sink_add(struct fs_store *st, const struct fs_target_cfg *tcfg, const c
     s->source = strdup(source);
     s->interval_us = interval_us > 0 ? interval_us : 10000000;
     s->state = FS_INST_IDLE;
+    fs_clock_filter_init(&s->clock_filter, 0, CLOCK_WINDOW_US, CLOCK_MAX_DRIFT_PPM);
     pthread_mutex_init(&s->stats_lock, NULL);
     pthread_mutex_lock(&st->ring_lock);
     s->group = fs_ring_group_new(st->ring);
@@ -487,6 +508,12 @@ fs_store_sink_remove(struct fs_store *st, struct fs_sink *s)
     s->cap_pts = s->n_pts = 0;
     pthread_mutex_unlock(&st->retired_lock);
     retired_sweep(st, true);
+}
+
+void
+fs_store_sink_set_streaming(struct fs_sink *s, bool streaming)
+{
+    atomic_store(&s->streaming, streaming);
 }
 
 const char *
@@ -690,7 +717,7 @@ target_full(struct fs_sink *s)
 
 static struct series *
 series_get(struct fs_sink *s, enum fs_metric m, const struct fs_label *own, size_t n_own,
-           const char *iface, double scale)
+           const char *iface, double scale, bool create)
 {
     char key[KEY_MAX];
     size_t k = (size_t)snprintf(key, sizeof key, "%d", (int)m);
@@ -708,6 +735,8 @@ series_get(struct fs_sink *s, enum fs_metric m, const struct fs_label *own, size
                 return se;
         }
     }
+    if (!create)
+        return NULL;
     if (target_full(s)) {
         pthread_mutex_lock(&s->stats_lock);
         s->series_limit_dropped++;
@@ -841,9 +870,9 @@ plain_text(const char *v)
  */
 static struct series *
 sample_series(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels, size_t n,
-              double scale)
+              double scale, bool create)
 {
-    if ((unsigned)m >= FS_METRIC_COUNT || n > MAX_LABELS || !s->in_batch || s->retired)
+    if ((unsigned)m >= FS_METRIC_COUNT || n > MAX_LABELS || (create && !s->in_batch) || s->retired)
         return NULL;
     struct fs_label own[MAX_LABELS];
     char vals[KEY_MAX];
@@ -870,7 +899,7 @@ sample_series(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels
     }
     if (iface && !iface_allowed(s->tcfg, iface))
         return NULL;
-    return series_get(s, m, own, n, iface, scale);
+    return series_get(s, m, own, n, iface, scale, create);
 }
 
 static void
@@ -879,12 +908,14 @@ batch_put(struct fs_sink *s, struct series *se, uint64_t bits)
     if (se->batch_seq == s->batch_seq) { /* the same series twice in one batch: last wins */
         s->pts[se->batch_idx].v.u = bits;
         s->pend[se->batch_idx].value = bits;
+        se->retire_seq = 0;
         return;
     }
     if (!batch_room(s))
         return;
     se->batch_seq = s->batch_seq;
     se->batch_idx = s->n_pts;
+    se->retire_seq = 0; /* a sample after a retire in the same batch revives the series */
     s->pts[s->n_pts].series = se->ring_id;
     s->pts[s->n_pts].v.u = bits;
     s->pend[s->n_pts].s = se;
@@ -980,7 +1011,7 @@ fs_sink_counter_scaled(struct fs_sink *s, enum fs_metric m, const struct fs_labe
         return;
     /* The ring keeps the device's exact count; the unit (scale) is applied when read out.
      * It is fixed when the series is created. */
-    struct series *se = sample_series(s, m, labels, n_labels, scale);
+    struct series *se = sample_series(s, m, labels, n_labels, scale, true);
     if (!se || !se->counter)
         return;
     bool sink_reset = se->reset_gen < s->reset_gen;
@@ -1028,12 +1059,23 @@ void
 fs_sink_gauge(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels, size_t n_labels,
               double value)
 {
-    struct series *se = sample_series(s, m, labels, n_labels, 1.0);
+    struct series *se = sample_series(s, m, labels, n_labels, 1.0, true);
     if (!se || se->counter)
         return;
     uint64_t bits;
     memcpy(&bits, &value, sizeof bits);
     batch_put(s, se, bits);
+}
+
+void
+fs_sink_retire(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels, size_t n_labels)
+{
+    struct series *se = sample_series(s, m, labels, n_labels, 1.0, false);
+    if (!se)
+        return;
+    /* The ring keeps the history; only the latest value stops being exported. */
+    se->retire_seq = s->in_batch ? s->batch_seq : 0;
+    atomic_store_explicit(&se->gone, true, memory_order_relaxed);
 }
 
 void
@@ -1060,6 +1102,8 @@ fs_sink_end(struct fs_sink *s)
         atomic_store_explicit(&se->value, s->pend[i].value, memory_order_relaxed);
         atomic_store_explicit(&se->ts_us, s->batch_ts, memory_order_release);
         atomic_store_explicit(&s->metric_ts[se->metric], s->batch_ts, memory_order_relaxed);
+        if (se->retire_seq != s->batch_seq)
+            atomic_store_explicit(&se->gone, false, memory_order_relaxed);
     }
     if (s->batch_cleared)
         count_reset(s, FS_RESET_CLEARED);
@@ -1262,6 +1306,10 @@ fs_sink_done(struct fs_sink *s, uint64_t cycle_id, enum fs_poll_result r, const 
     } else {
         s->state = FS_INST_DOWN;
         s->consecutive_failures++;
+        /* A stream that ended delivers nothing more: what it sent is stale now, not after
+         * the staleness bound (which would also keep hiding lower-precedence sources). */
+        if (atomic_load(&s->streaming) && s->have_ts)
+            atomic_store(&s->stale_through_us, s->last_stamped_ts);
     }
     if (k >= 0) {
         s->poll_errors[k]++;
@@ -1283,19 +1331,18 @@ fs_sink_done(struct fs_sink *s, uint64_t cycle_id, enum fs_poll_result r, const 
 void
 fs_sink_clock(struct fs_sink *s, int64_t device_us, int64_t local_lo_us, int64_t local_hi_us)
 {
-    if (local_hi_us < local_lo_us)
-        return;
-    double unc = (double)(local_hi_us - local_lo_us) / 2e6;
-    double off = (double)(device_us - (local_lo_us + (local_hi_us - local_lo_us) / 2)) / 1e6;
-    int64_t mono = now_mono(s->st);
+    struct fs_clock_meas m = {device_us, local_lo_us, local_hi_us};
+    struct fs_clock_estimate e;
     pthread_mutex_lock(&s->stats_lock);
-    /* Keep the tightest recent measurement; an old one ages out after 10 intervals. */
-    bool old = mono - s->clock_measured_mono_us > 10 * s->interval_us;
-    if (!s->clock_known || old || unc <= s->clock_uncertainty) {
-        s->clock_known = true;
-        s->clock_offset = off;
-        s->clock_uncertainty = unc;
-        s->clock_measured_mono_us = mono;
+    /* The filter intersects the bounds of the window's measurements (minimum delay for
+     * fine clocks, second edges for 1 s ones), widened for drift; see analysis/clock.h. */
+    if (fs_clock_filter_add(&s->clock_filter, &m) == 0) {
+        fs_clock_filter_estimate(&s->clock_filter, &e);
+        if (e.known) {
+            s->clock_known = true;
+            s->clock_offset = (double)e.offset_us / 1e6;
+            s->clock_uncertainty = (double)e.uncertainty_us / 1e6;
+        }
     }
     pthread_mutex_unlock(&s->stats_lock);
 }
@@ -1317,7 +1364,8 @@ static bool
 fresh(const struct fs_sink *s, int64_t ts, int64_t now)
 {
     int64_t k = s->tcfg->staleness_intervals > 0 ? s->tcfg->staleness_intervals : 3;
-    return ts != 0 && now - ts <= k * s->interval_us;
+    return ts != 0 && now - ts <= k * s->interval_us &&
+           ts > atomic_load_explicit(&s->stale_through_us, memory_order_relaxed);
 }
 
 /* Whether a sibling source of the same target with higher precedence has fresh data of m. */
@@ -1363,7 +1411,8 @@ fs_store_foreach_series_chunk(struct fs_store *st, bool only_exported, uint64_t 
                     !se->sink->retired && shadowed(st, se->sink, (enum fs_metric)m, now);
             }
             /* a removed instance's series are history only: readable, never exported */
-            in.exported = !se->sink->retired && fresh(se->sink, in.ts_us, now) && !memo_shadowed;
+            in.exported = !se->sink->retired && fresh(se->sink, in.ts_us, now) && !memo_shadowed &&
+                          !atomic_load_explicit(&se->gone, memory_order_relaxed);
             if (only_exported && !in.exported)
                 continue;
             in.id = se->ring_id;
@@ -1440,6 +1489,9 @@ fs_store_foreach_instance(struct fs_store *st, fs_instance_cb cb, void *arg)
         in.clock_known = s->clock_known;
         in.clock_offset_seconds = s->clock_offset;
         in.clock_uncertainty_seconds = s->clock_uncertainty;
+        in.clock_offset_exceeded =
+            s->clock_known && fabs(s->clock_offset) - s->clock_uncertainty >
+                                  (double)atomic_load(&st->clock_max_offset_us) / 1e6;
         snprintf(detail, sizeof detail, "%s", s->detail ? s->detail : "");
         pthread_mutex_unlock(&s->stats_lock);
         in.target = s->tcfg->name;

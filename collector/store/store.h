@@ -113,9 +113,10 @@ struct fs_instance_info {
     uint64_t poll_hist[FS_POLL_BUCKETS + 1]; /**< cumulative counts per bucket, +Inf last */
     double poll_sum_seconds;
     uint64_t poll_count;
-    bool clock_known;
-    double clock_offset_seconds; /**< device minus collector */
-    double clock_uncertainty_seconds;
+    bool clock_known;                  /**< a driver measured the device clock (fs_sink_clock) */
+    double clock_offset_seconds;       /**< device minus collector */
+    double clock_uncertainty_seconds;  /**< the offset is within ± this */
+    bool clock_offset_exceeded;        /**< |offset| - uncertainty > the store's clock max offset */
     const struct fs_kv *static_labels; /**< the target's static labels */
     size_t n_static_labels;
     const char *driver_detail; /**< JSON members from the driver (may be "") */
@@ -158,6 +159,14 @@ struct fs_sink *fs_store_sink_add(struct fs_store *st, const struct fs_target_cf
                                   const char *source, int64_t interval_us);
 
 /**
+ * Marks the instance as a stream (the daemon does it for FS_DRIVER_STREAM drivers): a
+ * failed fs_sink_done() then makes its samples so far stale at once (see sink.h). A
+ * polling instance keeps exporting its last values for the staleness bound after a
+ * failed cycle. Default: not streaming. Thread-safe.
+ */
+void fs_store_sink_set_streaming(struct fs_sink *s, bool streaming);
+
+/**
  * Removes an instance: it leaves the instance list and its series stop being exported
  * at once; the sink must not be used after this call, and its tcfg may be freed. Its
  * history stays readable until retention or the memory limit takes it (see Removal
@@ -172,6 +181,14 @@ void fs_store_sink_remove(struct fs_store *st, struct fs_sink *s);
  * (fabricscope_series_limit_dropped_samples_total). Existing series are kept.
  */
 void fs_store_set_series_limit(struct fs_store *st, uint64_t per_target);
+
+#define FS_STORE_DEFAULT_CLOCK_MAX_OFFSET_US 1000
+
+/**
+ * Sets the bound (config clock.max_offset) past which a target's clock offset is
+ * reported as exceeded (fs_instance_info.clock_offset_exceeded); <= 0: the default 1 ms.
+ */
+void fs_store_set_clock_max_offset(struct fs_store *st, int64_t max_offset_us);
 
 /**
  * The clocks the store reads: realtime for staleness and the time of a poll, monotonic

@@ -9,6 +9,7 @@
 
 #include "driver.h"
 #include "grpc_io.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #define SECRET_MAX 4096
@@ -37,6 +38,9 @@ struct fs_gnmi_target {
     bool updates_only;
 
     int64_t detail_us; /* when the detail was last published (I/O thread only) */
+    /* stream metrics (fabricscope_stream_*): reported at each state change and every
+     * report_every_us (I/O thread only) */
+    int64_t report_every_us, next_report_mono;
 
     /* state shown to other threads */
     pthread_mutex_t lock;
@@ -48,6 +52,59 @@ static const char *const conn_names[] = {"connecting", "streaming", "down", "don
 
 /* How often the counts shown in /api/v1/targets are refreshed while updates flow. */
 #define DETAIL_EVERY_US 1000000
+
+/* fabricscope_stream_state{state}: one series per state, 1 for the current one. */
+enum stream_state { SS_CONNECTING = 0, SS_UP, SS_SYNCED, SS_BACKOFF, SS_COUNT };
+static const char *const stream_state_names[SS_COUNT] = {"connecting", "up", "synced", "backoff"};
+
+static enum stream_state
+stream_state_of(int conn, bool synced)
+{
+    switch ((enum fs_gnmi_conn)conn) {
+    case FS_GNMI_CONN_CONNECTING:
+        return SS_CONNECTING;
+    case FS_GNMI_CONN_STREAMING:
+        return synced ? SS_SYNCED : SS_UP;
+    case FS_GNMI_CONN_DONE: /* ONCE: complete until it is reopened */
+        return synced ? SS_SYNCED : SS_BACKOFF;
+    case FS_GNMI_CONN_DOWN:
+    default:
+        return SS_BACKOFF;
+    }
+}
+
+/*
+ * Reports the stream's state and counts through the sink as one batch of samples
+ * (fabricscope_stream_state, fabricscope_stream_updates_total). Stamped now, so after a
+ * failed fs_sink_done() these stay exported while the stream's data goes stale.
+ */
+static void
+report_stream(struct fs_gnmi_target *t)
+{
+    pthread_mutex_lock(&t->lock);
+    enum stream_state cur = stream_state_of(t->st.conn, t->st.synced);
+    struct fs_gnmi_map_stats ms = t->st.map;
+    pthread_mutex_unlock(&t->lock);
+    fs_sink_begin(t->sink, fs_realtime_us());
+    for (int i = 0; i < SS_COUNT; i++) {
+        struct fs_label l = {"state", stream_state_names[i]};
+        fs_sink_gauge(t->sink, FS_M_STREAM_STATE, &l, 1, i == (int)cur ? 1 : 0);
+    }
+    const struct {
+        const char *kind;
+        uint64_t n;
+    } counts[] = {{"received", ms.updates},
+                  {"mapped", ms.mapped},
+                  {"exposed", ms.exposed},
+                  {"unmapped", ms.unmapped},
+                  {"rejected", ms.rejected}};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        struct fs_label l = {"kind", counts[i].kind};
+        fs_sink_counter(t->sink, FS_M_STREAM_UPDATES, &l, 1, counts[i].n, 64);
+    }
+    fs_sink_end(t->sink);
+    t->next_report_mono = fs_monotonic_us() + t->report_every_us;
+}
 
 /* Shows the stream's state and counts in /api/v1/targets (the sink copies them). */
 static void
@@ -231,6 +288,7 @@ static void
 tee_deleted(void *arg, enum fs_metric m, const struct fs_label *l, size_t n)
 {
     struct fs_gnmi_target *t = arg;
+    fs_gnmi_sink_emit.deleted(&t->sa, m, l, n);
     if (t->tap->deleted)
         t->tap->deleted(t->tap_arg, m, l, n);
 }
@@ -279,6 +337,7 @@ on_response(void *arg, const Gnmi__SubscribeResponse *r, int64_t recv_us)
             fs_log(FS_LOG_INFO, "gnmi", "%s: synced", t->name);
         publish_detail(t);
         fs_sink_done(t->sink, 0, FS_POLL_OK, "synced");
+        report_stream(t);
         break;
     case GNMI__SUBSCRIBE_RESPONSE__RESPONSE_ERROR:
         fs_log(FS_LOG_WARN, "gnmi", "%s: target sent an error response (code %u)", t->name,
@@ -310,9 +369,18 @@ on_state(void *arg, enum fs_gnmi_conn st, enum fs_poll_result r, const char *msg
     } else if (st == FS_GNMI_CONN_STREAMING) {
         fs_log(FS_LOG_DEBUG, "gnmi", "%s: stream open", t->name);
     }
+    report_stream(t); /* after fs_sink_done: the new state is stamped after the failure */
 }
 
-static const struct fs_gnmi_stream_cb stream_cb = {build_request, on_response, on_state};
+static void
+on_tick(void *arg, int64_t now_mono_us)
+{
+    struct fs_gnmi_target *t = arg;
+    if (now_mono_us >= t->next_report_mono)
+        report_stream(t);
+}
+
+static const struct fs_gnmi_stream_cb stream_cb = {build_request, on_response, on_state, on_tick};
 
 /* ---- driver operations ---- */
 
@@ -400,8 +468,9 @@ fs_gnmi_target_add(void *state, const char *name, const char *address,
         if (fs_gnmi_path_parse(cfg->subscriptions[i].path, &t->paths[i], errbuf, errlen) != 0)
             goto done;
     }
-    struct fs_gnmi_map_opts mo = {cfg->user_maps, cfg->n_user_maps, cfg->acl_rules,
-                                  cfg->n_acl_rules, 0};
+    struct fs_gnmi_map_opts mo = {
+        cfg->user_maps,      cfg->n_user_maps, cfg->acl_rules, cfg->n_acl_rules, 0,
+        cfg->expose_unmapped};
     if (!(t->map = fs_gnmi_map_new(&mo, errbuf, errlen)))
         goto done;
     t->sa.sink = sink;
@@ -433,6 +502,9 @@ fs_gnmi_target_add(void *state, const char *name, const char *address,
     snprintf(target, sizeof target, v6 ? "[%s]:%u" : "%s:%u", address,
              cfg->port ? cfg->port : 9339);
     int64_t interval = fs_gnmi_cfg_interval(cfg);
+    /* Often enough that the stream metrics never go stale (the staleness bound is at
+     * least one interval), at most once a second. */
+    t->report_every_us = interval > 0 && interval < 1000000 ? interval : 1000000;
     struct fs_gnmi_stream_opts so = {
         .target = target,
         .insecure = cfg->insecure,
@@ -499,14 +571,16 @@ fs_gnmi_target_describe(void *state, void *tstate, char *buf, size_t len)
     int n = snprintf(buf, len,
                      "\"gnmi_state\":\"%s\",\"synced\":%s,\"encoding\":\"%s\",\"attempts\":%llu,"
                      "\"downs\":%llu,\"syncs\":%llu,\"notifications\":%llu,\"updates\":%llu,"
-                     "\"mapped\":%llu,\"unmapped\":%llu,\"rejected\":%llu,\"deletes\":%llu,"
+                     "\"mapped\":%llu,\"exposed\":%llu,\"unmapped\":%llu,\"rejected\":%llu,"
+                     "\"deletes\":%llu,"
                      "\"last_device_ts_ns\":%lld,\"last_error\":\"%s\"",
                      conn_names[s.conn & 3], s.synced ? "true" : "false", s.encoding,
                      (unsigned long long)s.attempts, (unsigned long long)s.downs,
                      (unsigned long long)s.syncs, (unsigned long long)s.map.notifications,
                      (unsigned long long)s.map.updates, (unsigned long long)s.map.mapped,
-                     (unsigned long long)s.map.unmapped, (unsigned long long)s.map.rejected,
-                     (unsigned long long)s.map.deletes, (long long)s.map.last_device_ns, err);
+                     (unsigned long long)s.map.exposed, (unsigned long long)s.map.unmapped,
+                     (unsigned long long)s.map.rejected, (unsigned long long)s.map.deletes,
+                     (long long)s.map.last_device_ns, err);
     if (n < 0)
         return 0;
     return (size_t)n < len ? (size_t)n : (len ? len - 1 : 0);

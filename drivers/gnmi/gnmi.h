@@ -7,6 +7,11 @@
  * the arrival time; the device timestamp goes to fs_sink_clock), fs_sink_done(OK,
  * "synced") at each sync_response, and fs_sink_done(<kind>, reason) whenever the stream
  * goes down (then it reconnects with backoff). No sample is invented across a gap.
+ * The sink is marked streaming by the daemon, so a stream's end stales its series at
+ * once. The stream's own health goes through the sink too, as catalogue samples:
+ * fabricscope_stream_state{state} (at each state change and every interval, at most 1 s
+ * apart, also while the stream is down) and fabricscope_stream_updates_total{kind}.
+ * A delete retires the deleted paths' series at once (fs_sink_retire).
  *
  * Ownership: the driver copies what it needs from cfg, address and name; the sink must
  * stay valid until fs_gnmi_target_remove() returns. Secrets (password file/env, TLS key)

@@ -266,6 +266,7 @@ fs_gnmi_config_build(const struct lyd_node *n, void **dcfg, struct fs_cfg_errs *
     c->list_mode =
         (enum fs_gnmi_list_mode)enum_index(fs_cfg_cval(n, "subscribe_mode"), list_modes, 3);
     c->updates_only = fs_cfg_bool(n, "updates_only");
+    c->expose_unmapped = fs_cfg_bool(n, "expose_unmapped");
     c->interval_us = fs_cfg_duration_us(n, "interval", 0);
     c->stall_us = fs_cfg_duration_us(n, "stall_timeout", 0);
     c->backoff_min_us = fs_cfg_duration_us(n, "backoff_min", US_PER_S);

@@ -69,7 +69,7 @@ struct fs_gnmi_cfg {
     size_t n_user_maps;
     struct fs_gnmi_acl_rule *acl_rules; /**< ACL entry -> flow rule name (map.h) */
     size_t n_acl_rules;
-    bool expose_unmapped; /**< reserved: unmapped updates are counted and dropped */
+    bool expose_unmapped; /**< unmapped numeric values as fabric_gnmi_value{path} (map.h) */
 };
 
 /** Fills the defaults into a zeroed struct. */

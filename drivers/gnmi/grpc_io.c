@@ -668,6 +668,11 @@ tick(struct fs_gnmi_io *io)
                 send_poll(s);
             }
         }
+        if (s->cb.tick && !s->stopping) {
+            pthread_mutex_unlock(&io->lock);
+            s->cb.tick(s->arg, now);
+            pthread_mutex_lock(&io->lock);
+        }
         pp = &s->next;
     }
     if (signal)

@@ -47,6 +47,9 @@ struct fs_gnmi_stream_cb {
     void (*response)(void *arg, const Gnmi__SubscribeResponse *r, int64_t recv_us);
     /** The connection changed state; r and msg say why when it went down. */
     void (*state)(void *arg, enum fs_gnmi_conn st, enum fs_poll_result r, const char *msg);
+    /** Called about every 50 ms whatever the state (may be NULL): for periodic reports
+     *  that must go on while the stream is down. now_mono_us is the monotonic clock. */
+    void (*tick)(void *arg, int64_t now_mono_us);
 };
 
 struct fs_gnmi_stream_opts {

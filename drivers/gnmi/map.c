@@ -22,6 +22,7 @@ enum vkind {
     VK_COUNTER, /* u64 exact, times scale */
     VK_GAUGE,   /* double times scale */
     VK_UPDOWN,  /* "UP" -> 1, anything else -> 0 (oper/admin status) */
+    VK_GENERIC, /* unmapped, exposed as fabric_gnmi_value{path} (expose_unmapped) */
 };
 
 /* Where a label value comes from (built-in rules). */
@@ -203,6 +204,7 @@ struct fs_gnmi_map {
     struct rentry **slots;
     size_t n_slots; /* power of two */
     size_t cache_max;
+    bool expose_unmapped;
     struct fs_gnmi_map_stats st;
     json_tokener *tok;
     char key[KEY_MAX + 64]; /* scratch: the joined path being looked up */
@@ -328,6 +330,7 @@ fs_gnmi_map_new(const struct fs_gnmi_map_opts *o, char *errbuf, size_t errlen)
         return NULL;
     }
     m->cache_max = o->cache_max ? o->cache_max : 65536;
+    m->expose_unmapped = o->expose_unmapped;
     m->n_slots = 1024;
     m->slots = calloc(m->n_slots, sizeof *m->slots);
     m->tok = json_tokener_new_ex(JSON_MAX_DEPTH * 2);
@@ -437,7 +440,9 @@ fs_gnmi_map_get_stats(const struct fs_gnmi_map *m)
 
 /* ---- the joined path (cache key) ----
  * origin, then per element \x01 name and per key \x02 key \x03 value. Control bytes
- * keep "a/b" as a name apart from two elements; keys stay in wire order. */
+ * keep "a/b" as a name apart from two elements; keys stay in wire order. Names lose
+ * their module prefix, so a JSON_IETF member, a JSON list entry and a PROTO path element
+ * give one key (and a delete by plain path reaches series that came as JSON_IETF). */
 
 static bool
 key_put(char *k, size_t *len, char tag, const char *s)
@@ -454,7 +459,7 @@ key_put(char *k, size_t *len, char tag, const char *s)
 static bool
 key_elem(char *k, size_t *len, const Gnmi__PathElem *pe)
 {
-    if (!pe || !key_put(k, len, '\x01', pe->name ? pe->name : ""))
+    if (!pe || !key_put(k, len, '\x01', pe->name ? strip_module(pe->name) : ""))
         return false;
     for (size_t j = 0; j < pe->n_key; j++) {
         const Gnmi__PathElem__KeyEntry *ke = pe->key[j];
@@ -616,6 +621,63 @@ resolve(const struct fs_gnmi_map *m, const struct pview *vs, size_t n, const str
     return false;
 }
 
+/*
+ * Renders a joined path (the cache key) as a gNMI path string for fabric_gnmi_value's
+ * path label: "origin:/a/b[k=v]/c", module prefixes of element names dropped (so PROTO
+ * and JSON_IETF give the same label), ']' and '\\' in key values escaped. out must hold
+ * 2 * len + 2 bytes. Returns the length.
+ */
+static size_t
+render_path(const char *key, size_t len, char *out)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < len;) {
+        char tag = key[i++];
+        size_t end = i;
+        while (end < len && (unsigned char)key[end] > 0x04)
+            end++;
+        const char *seg = key + i;
+        size_t sl = end - i;
+        switch (tag) {
+        case '\x04':
+            memcpy(out + o, seg, sl);
+            o += sl;
+            out[o++] = ':';
+            break;
+        case '\x01': {
+            const char *c = memchr(seg, ':', sl);
+            if (c) {
+                sl -= (size_t)(c + 1 - seg);
+                seg = c + 1;
+            }
+            out[o++] = '/';
+            memcpy(out + o, seg, sl);
+            o += sl;
+            break;
+        }
+        case '\x02':
+            out[o++] = '[';
+            memcpy(out + o, seg, sl);
+            o += sl;
+            out[o++] = '=';
+            break;
+        case '\x03':
+            for (size_t j = 0; j < sl; j++) {
+                if (seg[j] == ']' || seg[j] == '\\')
+                    out[o++] = '\\';
+                out[o++] = seg[j];
+            }
+            out[o++] = ']';
+            break;
+        default:
+            break;
+        }
+        i = end;
+    }
+    out[o] = '\0';
+    return o;
+}
+
 static struct rentry *
 make_entry(const struct fs_gnmi_map *m, const char *key, size_t key_len, uint64_t h,
            const struct pview *vs, size_t n)
@@ -624,6 +686,23 @@ make_entry(const struct fs_gnmi_map *m, const char *key, size_t key_len, uint64_
     const char *vals[MAX_LABELS] = {0};
     char digits[MAX_LABELS][24];
     bool mapped = resolve(m, vs, n, &r, vals, digits);
+    if (!mapped && m->expose_unmapped) {
+        struct rentry *e = calloc(1, sizeof *e + key_len + 1 + 2 * key_len + 2);
+        if (!e)
+            return NULL;
+        e->hash = h;
+        e->key_len = (uint32_t)key_len;
+        memcpy(e->key, key, key_len);
+        e->key[key_len] = '\0';
+        char *p = e->key + key_len + 1;
+        render_path(key, key_len, p);
+        e->kind = VK_GENERIC;
+        e->m = FS_M_GNMI_VALUE;
+        e->scale = 1.0;
+        e->labels[0] = (struct fs_label){"path", p};
+        e->n_labels = 1;
+        return e;
+    }
     size_t extra = 0;
     if (mapped)
         for (size_t j = 0; j < r->n_labels; j++)
@@ -810,6 +889,21 @@ emit_value(struct fs_gnmi_map *m, struct rentry *e, const struct val *v)
         m->st.unmapped++;
         return;
     }
+    if (e->kind == VK_GENERIC) {
+        double g;
+        /* numbers (also in strings, as JSON_IETF sends 64-bit ones) and booleans; other
+         * strings (enums, names) have no number to show: dropped, counted unmapped */
+        if (!val_double(v, &g)) {
+            m->st.unmapped++;
+            return;
+        }
+        begin_batch(m);
+        if (m->e->gauge)
+            m->e->gauge(m->arg, e->m, e->labels, e->n_labels, g);
+        e->deleted = false;
+        m->st.exposed++;
+        return;
+    }
     uint64_t u;
     double d;
     switch ((enum vkind)e->kind) {
@@ -892,15 +986,154 @@ json_to_val(json_object *jo, struct val *v)
     }
 }
 
-/* A JSON value at m->key[0..len): leaves map one by one, containers extend the path. */
+static void map_json(struct fs_gnmi_map *m, json_object *jo, size_t len, size_t n_views, int depth);
+
+#define LIST_MAX_KEYS 8
+
+static bool
+json_scalar(json_object *jo)
+{
+    switch (json_object_get_type(jo)) {
+    case json_type_string:
+    case json_type_int:
+    case json_type_double:
+    case json_type_boolean:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The member of obj named name, module prefixes ignored on both sides; NULL if none. */
+static json_object *
+json_member(json_object *obj, const char *name)
+{
+    if (!obj || json_object_get_type(obj) != json_type_object)
+        return NULL;
+    json_object_object_foreach(obj, k, v)
+    {
+        if (strcmp(strip_module(k), strip_module(name)) == 0)
+            return v;
+    }
+    return NULL;
+}
+
+/*
+ * The keys of one entry of a JSON list (RFC 7951 encodes a YANG list as an array of
+ * objects). Without the schema they are inferred: an entry's scalar members that also
+ * appear in its config or state container (OpenConfig keeps every list key as a leafref
+ * to config/<key> beside the key itself, and repeats it in state); else its only scalar
+ * member. Fills names and values; returns how many, 0 when no key can be told (several
+ * scalar members, none repeated) or when there are more than LIST_MAX_KEYS.
+ */
+static size_t
+list_entry_keys(json_object *entry, const char *names[LIST_MAX_KEYS],
+                const char *vals[LIST_MAX_KEYS])
+{
+    json_object *config = json_member(entry, "config"), *state = json_member(entry, "state");
+    size_t n = 0, scalars = 0;
+    const char *only_name = NULL, *only_val = NULL;
+    json_object_object_foreach(entry, k, v)
+    {
+        if (!json_scalar(v))
+            continue;
+        scalars++;
+        only_name = k;
+        only_val = json_object_get_string(v);
+        if (json_member(config, k) || json_member(state, k)) {
+            if (n == LIST_MAX_KEYS)
+                return 0;
+            names[n] = strip_module(k);
+            vals[n++] = json_object_get_string(v);
+        }
+    }
+    if (n == 0 && scalars == 1) {
+        names[0] = strip_module(only_name);
+        vals[0] = only_val;
+        n = 1;
+    }
+    return n;
+}
+
+/*
+ * A JSON list at m->key[0..len): the array is the value of the path's last element (a
+ * member name or the update path's last element), which must not have keys yet. Each
+ * entry becomes that element with the entry's keys (as a gNMI path would carry them),
+ * and its other members map below it. An array that is not all objects (a leaf-list)
+ * and an entry whose keys cannot be told are rejected.
+ */
+static void
+map_json_list(struct fs_gnmi_map *m, json_object *arr, size_t len, size_t n_views, int depth)
+{
+    size_t n = json_object_array_length(arr);
+    struct pview *last = n_views > 0 ? &m->views[n_views - 1] : NULL;
+    bool objects = true;
+    for (size_t i = 0; i < n && objects; i++)
+        objects = json_object_get_type(json_object_array_get_idx(arr, i)) == json_type_object;
+    if (!last || last->n_keys > 0 || !objects || depth >= JSON_MAX_DEPTH) {
+        m->st.rejected++;
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_object *entry = json_object_array_get_idx(arr, i);
+        const char *kn[LIST_MAX_KEYS], *kv[LIST_MAX_KEYS];
+        size_t nk = list_entry_keys(entry, kn, kv);
+        if (nk == 0) {
+            m->st.rejected++; /* a list entry whose key cannot be told */
+            continue;
+        }
+        Gnmi__PathElem__KeyEntry ke[LIST_MAX_KEYS], *kp[LIST_MAX_KEYS];
+        size_t l = len;
+        bool ok = true;
+        for (size_t j = 0; j < nk && ok; j++) {
+            gnmi__path_elem__key_entry__init(&ke[j]);
+            ke[j].key = (char *)kn[j];
+            ke[j].value = (char *)kv[j];
+            kp[j] = &ke[j];
+            ok = key_put(m->key, &l, '\x02', kn[j]) && key_put(m->key, &l, '\x03', kv[j]);
+        }
+        if (!ok) {
+            m->st.rejected++;
+            continue;
+        }
+        last->keys = kp;
+        last->n_keys = nk;
+        json_object_object_foreach(entry, name, child)
+        {
+            bool is_key = false;
+            for (size_t j = 0; j < nk && !is_key; j++)
+                is_key = json_scalar(child) && strcmp(strip_module(name), kn[j]) == 0;
+            if (is_key)
+                continue;
+            size_t cl = l;
+            if (n_views >= PATH_MAX_ELEMS || !key_put(m->key, &cl, '\x01', strip_module(name))) {
+                m->st.rejected++;
+                continue;
+            }
+            m->views[n_views] = (struct pview){name, NULL, 0};
+            map_json(m, child, cl, n_views + 1, depth + 1);
+        }
+        /* map_json may have reused the views below; this element's are ours again */
+        last->keys = NULL;
+        last->n_keys = 0;
+    }
+}
+
+/* A JSON value at m->key[0..len): leaves map one by one, containers extend the path,
+ * lists (arrays of objects) add their entries' keys to the path. */
 static void
 map_json(struct fs_gnmi_map *m, json_object *jo, size_t len, size_t n_views, int depth)
 {
-    if (json_object_get_type(jo) != json_type_object) {
+    enum json_type t = json_object_get_type(jo);
+    if (t == json_type_array) {
+        map_json_list(m, jo, len, n_views, depth);
+        return;
+    }
+    if (t != json_type_object) {
         struct val v;
         json_to_val(jo, &v);
         if (v.t == V_NONE) {
-            m->st.rejected++; /* arrays (JSON lists need their keys) and null */
+            m->st.rejected++; /* null */
             return;
         }
         map_leaf(m, len, n_views, &v);
@@ -913,7 +1146,7 @@ map_json(struct fs_gnmi_map *m, json_object *jo, size_t len, size_t n_views, int
     json_object_object_foreach(jo, name, child)
     {
         size_t l = len;
-        if (!key_put(m->key, &l, '\x01', name)) {
+        if (!key_put(m->key, &l, '\x01', strip_module(name))) {
             m->st.rejected++;
             continue;
         }
@@ -1000,7 +1233,7 @@ map_typed(struct fs_gnmi_map *m, const Gnmi__TypedValue *tv, size_t len, size_t 
         /* A value of no usable type is rejected if its path is mapped, else unmapped. */
         struct rentry *tmp = NULL;
         struct rentry *e = lookup(m, len, n_views, &tmp);
-        if (e && e->kind == VK_UNMAPPED)
+        if (e && (e->kind == VK_UNMAPPED || e->kind == VK_GENERIC))
             m->st.unmapped++;
         else
             m->st.rejected++;
@@ -1135,9 +1368,15 @@ sink_end(void *arg)
     fs_sink_end(a->sink);
 }
 
-/* Deletes: the sink has no call to retire a series at once; a deleted path stops being
- * reported, so its series goes stale after the target's staleness bound. */
-const struct fs_gnmi_emit fs_gnmi_sink_emit = {sink_begin, sink_counter, sink_gauge, NULL,
+/* A deleted path's series leaves the exposition at once; its history stays. */
+static void
+sink_deleted(void *arg, enum fs_metric mt, const struct fs_label *l, size_t n)
+{
+    struct fs_gnmi_sink_arg *a = arg;
+    fs_sink_retire(a->sink, mt, l, n);
+}
+
+const struct fs_gnmi_emit fs_gnmi_sink_emit = {sink_begin, sink_counter, sink_gauge, sink_deleted,
                                                sink_end};
 
 /* ---- path strings (config subscriptions, user patterns) ---- */

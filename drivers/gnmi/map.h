@@ -64,13 +64,19 @@ struct fs_gnmi_map_opts {
     const struct fs_gnmi_acl_rule *acl_rules;
     size_t n_acl_rules;
     size_t cache_max; /**< resolved paths kept; 0: 65536 */
+    /** Unmapped numeric values (numbers, numeric strings, booleans as 1/0) go out as the
+     *  gauge fabric_gnmi_value{path="origin:/a/b[k=v]/c"} (module prefixes dropped)
+     *  instead of being dropped; other strings are still dropped (counted unmapped).
+     *  The store's per-target series limit bounds how many paths become series. */
+    bool expose_unmapped;
 };
 
 /** Per-target counts (monotonic). */
 struct fs_gnmi_map_stats {
     uint64_t notifications;
     uint64_t updates;  /**< Update messages received */
-    uint64_t mapped;   /**< values reported as samples */
+    uint64_t mapped;   /**< values reported as samples of a mapped metric */
+    uint64_t exposed;  /**< unmapped numeric values exported as fabric_gnmi_value */
     uint64_t unmapped; /**< values of paths no mapping covers (dropped) */
     uint64_t rejected; /**< values that could not be decoded for their mapping */
     uint64_t deletes;  /**< series marked deleted */
@@ -96,7 +102,8 @@ struct fs_gnmi_emit {
 
 /**
  * The emitter that writes into a sink (arg: struct fs_gnmi_sink_arg *): batches via
- * fs_sink_begin/end stamped with the receive time, counters as 64-bit, and the device
+ * fs_sink_begin/end stamped with the receive time, counters as 64-bit, deleted series
+ * retired at once (fs_sink_retire: no longer exported, history kept), and the device
  * timestamp as a clock measurement (fs_sink_clock) bounded by [recv - clock_window, recv].
  */
 extern const struct fs_gnmi_emit fs_gnmi_sink_emit;

@@ -24,6 +24,11 @@
  * A cycle that reaches its deadline, a per-cycle bound or an unanswered request emits
  * what arrived (FS_POLL_PARTIAL at the deadline or a bound); interfaces past
  * FS_SNMP_MAX_IFS are a counted truncation, never a failure.
+ *
+ * Clock. The scalars GET also asks for HOST-RESOURCES-MIB hrSystemDate where the agent
+ * has it: the device's clock read between the GET's send and its answer, handed to the
+ * sink (fs_sink_clock), whose filter detects the second edges of a whole-second clock
+ * (net-snmp's agent) across polls. An agent without it answers noSuchObject: ignored.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -124,8 +129,9 @@ struct snmp_target {
     int64_t start_us, deadline_us;
     int64_t timer_us; /* next retransmission/timeout check (monotonic) */
     int64_t req_timeout_us;
-    int reqid; /* the request in flight, 0 if none */
-    int reps;  /* current max-repetitions (halved on tooBig) */
+    int reqid;            /* the request in flight, 0 if none */
+    int64_t sent_real_us; /* realtime of the last send (for the device clock) */
+    int reps;             /* current max-repetitions (halved on tooBig) */
     enum fs_snmp_phase ph;
     bool map_again; /* the IFMAP phase runs after the data (unknown ifIndex) */
     struct walkcol cols[MAX_COLS];
@@ -756,12 +762,47 @@ send_pdu(struct snmp_target *t, netsnmp_pdu *pdu)
     ss->retries = retries;
     t->req_timeout_us = to;
     t->timer_us = now + to;
+    t->sent_real_us = fs_realtime_us();
     int id = snmp_sess_async_send(t->sessp, pdu, on_response, t);
     if (id == 0) {
         snmp_free_pdu(pdu);
         return -1;
     }
     t->reqid = id;
+    return 0;
+}
+
+/* HOST-RESOURCES-MIB hrSystemDate.0: DateAndTime (RFC 2579), the device's clock. */
+static const oid oid_hrsystemdate[] = {1, 3, 6, 1, 2, 1, 25, 1, 2, 0};
+
+/*
+ * Reads a DateAndTime (8 octets local time, or 11 with the direction and distance from
+ * UTC) into µs since the epoch; without the zone (8 octets) the time is taken as UTC.
+ * 0, or -1 when it is not a valid DateAndTime.
+ */
+static int
+date_and_time_us(const unsigned char *b, size_t len, int64_t *out)
+{
+    if (len != 8 && len != 11)
+        return -1;
+    struct tm tm = {0};
+    tm.tm_year = (b[0] << 8 | b[1]) - 1900;
+    tm.tm_mon = b[2] - 1;
+    tm.tm_mday = b[3];
+    tm.tm_hour = b[4];
+    tm.tm_min = b[5];
+    tm.tm_sec = b[6];
+    if (tm.tm_year < 70 || b[2] < 1 || b[2] > 12 || b[3] < 1 || b[3] > 31 || b[4] > 23 ||
+        b[5] > 59 || b[6] > 60 || b[7] > 9)
+        return -1;
+    int64_t s = (int64_t)timegm(&tm);
+    if (len == 11) {
+        if ((b[8] != '+' && b[8] != '-') || b[9] > 13 || b[10] > 59)
+            return -1;
+        int64_t east = (int64_t)b[9] * 3600 + b[10] * 60;
+        s += b[8] == '+' ? -east : east; /* local time is UTC plus the eastward distance */
+    }
+    *out = s * 1000000 + (int64_t)b[7] * 100000;
     return 0;
 }
 
@@ -817,6 +858,7 @@ phase_begin(struct snmp_target *t)
         }
         for (size_t i = 0; i < n; i++)
             snmp_add_null_var(pdu, (const oid *)req[i].oid, req[i].len);
+        snmp_add_null_var(pdu, oid_hrsystemdate, OID_LENGTH(oid_hrsystemdate));
         t->ncols = 0;
         if (send_pdu(t, pdu) != 0)
             cycle_end(t, FS_POLL_PROTOCOL, "send failed");
@@ -1054,7 +1096,16 @@ on_response(int op, netsnmp_session *sess, int reqid, netsnmp_pdu *pdu, void *ma
         return 1;
     }
     if (t->ph == FS_SNMP_PH_SCALARS) {
+        int64_t received_us = fs_realtime_us();
         for (netsnmp_variable_list *v = pdu->variables; v; v = v->next_variable) {
+            if (snmp_oid_compare(v->name, v->name_length, oid_hrsystemdate,
+                                 OID_LENGTH(oid_hrsystemdate)) == 0) {
+                int64_t dev_us;
+                if (v->type == ASN_OCTET_STR &&
+                    date_and_time_us(v->val.string, v->val_len, &dev_us) == 0)
+                    fs_sink_clock(t->sink, dev_us, t->sent_real_us, received_us);
+                continue;
+            }
             struct fs_snmp_vb vb;
             vb_convert(v, &vb);
             fs_snmp_poll_add(&t->poll, &t->tm, &vb);

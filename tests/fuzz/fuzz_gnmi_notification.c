@@ -55,7 +55,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                              0,
                                              ls,
                                              2};
-        struct fs_gnmi_map_opts o = {&um, 1, acl, 2, 512};
+        struct fs_gnmi_map_opts o = {&um, 1, acl, 2, 512, true}; /* expose: render_path too */
         char err[256];
         m = fs_gnmi_map_new(&o, err, sizeof err);
         if (!m) {

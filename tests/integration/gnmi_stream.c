@@ -259,6 +259,8 @@ main(int argc, char **argv)
         tcfgs[i].address = "127.0.0.1";
         tcfgs[i].staleness_intervals = 3;
         sinks[i] = fs_store_sink_add(st, &tcfgs[i], "gnmi", fs_gnmi_cfg_interval(cfg));
+        if (sinks[i])
+            fs_store_sink_set_streaming(sinks[i], true); /* as the daemon does for streams */
         if (!sinks[i] ||
             fs_gnmi_target_add(drv, names[i], "127.0.0.1", cfg, sinks[i], i == 0 ? &tap : NULL,
                                NULL, &ts[i], err, sizeof err) != 0) {

@@ -6,6 +6,11 @@
 # fabricscope_target_up{source="gnmi"} 1; the stream's state in /api/v1/targets; after the
 # simulator is killed the target goes down, and after it is restarted the stream resumes
 # and /api/v1/raw shows the gap: no sample stamped while the target was away.
+# Also: the stream metrics (fabricscope_stream_state, fabricscope_stream_updates_total);
+# a delete sent by the target takes the deleted path's series out of /metrics at once
+# (their history stays in /api/v1/raw); and when the stream dies its series leave
+# /metrics at once. A second target, sim2, samples every 10 s (staleness bound 30 s), so
+# neither could pass by plain staleness.
 source "$(dirname "$0")/lib.sh"
 
 PY=/usr/bin/python3 # Debian's python3-grpcio/python3-protobuf live there, not in pyenv
@@ -34,7 +39,7 @@ start_sim() {
   rm -f "$T/sim.port"
   $PY "$SIMPY" --gen-dir "$T/gen" --scenario "$T/scenario.json" --port "$SIM_PORT" \
     --port-file "$T/sim.port" --tls-cert srv.pem --tls-key srv.key --username monitor \
-    --password-file pw.txt >>"$T/sim.log" 2>&1 &
+    --password-file pw.txt --control "$T/sim.ctl" >>"$T/sim.log" 2>&1 &
   SIM_PID=$!
   track "$SIM_PID"
   wait_for 20 "the gNMI simulator listens" test -s "$T/sim.port"
@@ -59,6 +64,18 @@ targets:
       subscriptions:
         - { path: "/qos/interfaces/interface[interface-id=*]/output/queues", mode: sample, interval: 200ms }
         - { path: "/interfaces/interface[name=*]/state/counters", mode: sample, interval: 500ms }
+  - name: sim2
+    address: 127.0.0.1
+    gnmi:
+      port: $SIM_PORT
+      tls: { ca_file: $T/ca.pem, server_name: gnmi-sim.test }
+      username: monitor
+      password_file: $T/pw.txt
+      encoding: proto
+      backoff_min: 200ms
+      backoff_max: 1s
+      subscriptions:
+        - { path: "/interfaces/interface[name=*]/state/counters", mode: sample, interval: 10s }
 EOF
 "$FABRICSCOPE" --check-config fs.yaml >check.out 2>&1 || fail "config refused: $(cat check.out)"
 start_fabricscope "$T/fs.yaml"
@@ -102,6 +119,43 @@ assert t["gnmi_state"] == "streaming" and t["synced"] is True and t["encoding"] 
 PY
 ok "/api/v1/targets: streaming, synced, PROTO"
 
+# --- stream metrics through the sink
+SS() { echo "fabricscope_stream_state{$L,state=\"$1\",source=\"gnmi\"}"; }
+SU() { echo "fabricscope_stream_updates_total{$L,kind=\"$1\",source=\"gnmi\"}"; }
+wait_for 10 "stream state synced" has "$(SS synced) 1"
+for st in connecting up backoff; do
+  [ "$(value "$(SS $st)")" = 0 ] || fail "state $st is not 0: $(grep stream_state m.txt)"
+done
+upd_ok() { M && [ "$(value "$(SU received)")" -gt 0 ] && [ "$(value "$(SU mapped)")" -gt 0 ] &&
+  [ "$(value "$(SU rejected)")" = 0 ] && [ "$(value "$(SU exposed)")" = 0 ]; }
+wait_for 10 "update counts (received, mapped > 0; rejected, exposed 0)" upd_ok
+ok "stream metrics: state synced, $(value "$(SU received)") updates received, $(value "$(SU mapped)") values mapped"
+# promtool on the live exposition with the stream metrics in it: no errors, no warnings.
+pt=$(promtool check metrics <"$T/m.txt" 2>&1) || fail "promtool check metrics: $pt"
+[ -z "$pt" ] || fail "promtool check metrics warned: $pt"
+ok "promtool check metrics clean with the stream metrics"
+
+# --- a delete from the target: the deleted interface's series leave /metrics at once
+B2="fabric_port_bytes_total{target=\"sim2\",interface=\"Eth1/3\",direction=\"rx\",source=\"gnmi\"}"
+B2KEEP="fabric_port_bytes_total{target=\"sim2\",interface=\"Eth1/1\",direction=\"rx\",source=\"gnmi\"}"
+B1="fabric_port_bytes_total{$L,interface=\"Eth1/3\",direction=\"rx\",source=\"gnmi\"}"
+wait_for 20 "sim2 (10 s sampling) in /metrics" has "$B2 "
+has "$B1 " || fail "sim1 Eth1/3 missing"
+has "$(SS synced | sed 's/sim1",role="leaf"/sim2"/') 1" || fail "sim2 not synced: $(grep stream_state m.txt)"
+echo 'delete /interfaces/interface[name=Eth1/3]' >"$T/sim.ctl"
+t0=$(date +%s%N)
+gone_b() { M && ! grep -qF "$B2 " "$T/m.txt" && ! grep -qF "$B1 " "$T/m.txt"; }
+wait_for 10 "deleted interface's series out of /metrics" gone_b
+dt=$((($(date +%s%N) - t0) / 1000000))
+[ "$dt" -lt 5000 ] || fail "deleted series left /metrics only after $dt ms"
+[ "$(grep -c 'sent-delete' sim.log)" -ge 2 ] || fail "the simulator did not send the delete on both streams"
+grep -qF "$B2KEEP " m.txt || fail "sim2's other interfaces went too"
+curl -fsS --get "http://127.0.0.1:$HTTP/api/v1/raw" --data-urlencode "match[]=$B2" \
+  --data-urlencode "start=$(($(date +%s) - 600))" --data-urlencode "end=$(($(date +%s) + 1))" >rawdel.json
+$PY -c 'import json, sys; r = json.load(open(sys.argv[1]))["data"]["result"]; sys.exit(not (r and len(r[0]["values"]) >= 1))' rawdel.json ||
+  fail "the deleted series' history is gone: $(head -c 300 rawdel.json)"
+ok "delete: sim1/sim2 Eth1/3 out of /metrics in $dt ms (sim2 staleness bound 30 s), history kept"
+
 # raw_at_least N: the queue depth series holds at least N raw samples.
 raw_at_least() {
   curl -fsS --get "http://127.0.0.1:$HTTP/api/v1/raw" --data-urlencode "match[]=$DEPTH" \
@@ -115,6 +169,15 @@ n_before=$($PY -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["dat
 kill "$SIM_PID"
 wait "$SIM_PID" 2>/dev/null || true
 t_gone=$(date +%s%N)
+# The dead streams' series leave /metrics at once, sim2's too (its staleness bound is 30 s);
+# the stream state says backoff.
+dead_gone() { M && ! grep -qF "$DEPTH " "$T/m.txt" && ! grep -qF "$B2KEEP " "$T/m.txt"; }
+wait_for 10 "dead streams' series out of /metrics" dead_gone
+dt=$((($(date +%s%N) - t_gone) / 1000000))
+[ "$dt" -lt 5000 ] || fail "a dead stream's series left /metrics only after $dt ms"
+wait_for 5 "stream state backoff" has "$(SS backoff) 1"
+[ "$(value "$(SS synced)")" = 0 ] || fail "still synced after the stream died"
+ok "stream died: its series left /metrics in $dt ms; stream state backoff"
 wait_for 20 "target down after the simulator died" has "$UP 0"
 # Stay away long enough that a sample invented across the gap could not hide in jitter.
 t_back_min=$((t_gone + 2000000000))

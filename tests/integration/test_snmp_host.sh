@@ -50,3 +50,17 @@ v=$(awk -v n="$fname" '$3 ~ "^fabric_port_bytes_total" && index($3, "interface=\
 awk -v b="$before" -v v="$v" -v a="$after" 'BEGIN {exit !(b <= v && v <= a)}' ||
   fail "$fname rx bytes $v not within snmpget readings [$before, $after]"
 ok "$fname rx bytes $v within [$before, $after]"
+
+# The device clock from hrSystemDate (whole seconds): polls 700 ms apart straddle the
+# agent's second edges, so the bound narrows below the half second one reading gives;
+# snmpd reads this machine's clock, so the true offset (0) lies within it.
+"$HARNESS" --port "$PORT" --community-file "$SNMP_COMMUNITY_FILE" --polls 8 --interval-ms 700 \
+  --grep 'fabricscope_target_clock' >"$T/clock.out" 2>"$T/clock.log" || fail "clock polls failed"
+off=$(awk '$1 == "poll" && $2 == 8 && $3 ~ /^fabricscope_target_clock_offset_seconds/ {print $4}' "$T/clock.out")
+unc=$(awk '$1 == "poll" && $2 == 8 && $3 ~ /^fabricscope_target_clock_uncertainty_seconds/ {print $4}' "$T/clock.out")
+exc=$(awk '$1 == "poll" && $2 == 8 && $3 ~ /^fabricscope_target_clock_offset_exceeded/ {print $4}' "$T/clock.out")
+[ -n "$off" ] && [ -n "$unc" ] && [ -n "$exc" ] || fail "no clock metrics: $(tail -5 "$T/clock.out")"
+awk -v o="$off" -v u="$unc" 'BEGIN {exit !((o < 0 ? -o : o) <= u + 0.002 && u < 0.45)}' ||
+  fail "clock offset $off +- $unc: 0 not inside, or not narrowed by the second edges"
+[ "$exc" = 0 ] || fail "offset exceeded reported for the host's own clock"
+ok "hrSystemDate: clock offset $off s +- $unc s (second edges detected), not exceeded"

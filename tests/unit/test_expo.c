@@ -177,8 +177,16 @@ test_lines(void **state)
     snprintf(line, sizeof line,
              "fabricscope_counters_reset_total{%s,source=\"snmp\",kind=\"cleared\"} 0", lb);
     has_line(o, line);
+    /* The device read 1000250 (µs resolution) while our clock was in [1000000, 1000100]:
+     * the offset is within [150, 251] µs, reported as its midpoint ± half width. */
     snprintf(line, sizeof line,
-             "fabricscope_target_clock_offset_seconds{%s,source=\"snmp\"} 0.0002", lb);
+             "fabricscope_target_clock_offset_seconds{%s,source=\"snmp\"} 0.000201", lb);
+    has_line(o, line);
+    snprintf(line, sizeof line,
+             "fabricscope_target_clock_uncertainty_seconds{%s,source=\"snmp\"} 5.1e-05", lb);
+    has_line(o, line);
+    snprintf(line, sizeof line, "fabricscope_target_clock_offset_exceeded{%s,source=\"snmp\"} 0",
+             lb);
     has_line(o, line);
     has_line(o, "# TYPE fabricscope_ring_samples gauge");
     has_line(o, "fabricscope_ring_limit_bytes 16777216");
@@ -206,6 +214,8 @@ test_no_clock_no_offset(void **state)
     fs_sink_done(f->sink, 0, FS_POLL_TIMEOUT, "no answer");
     assert_int_equal(fs_expo_render(f->st, &f->out), 0);
     lacks(f->out.data, "fabricscope_target_clock_offset_seconds");
+    lacks(f->out.data, "fabricscope_target_clock_uncertainty_seconds");
+    lacks(f->out.data, "fabricscope_target_clock_offset_exceeded");
     has_line(f->out.data, "fabricscope_target_up{target=\"tor1\",pod=\"p\\\"1\",rack=\"r12\","
                           "source=\"snmp\"} 0");
     has_line(f->out.data, "fabricscope_poll_errors_total{target=\"tor1\",pod=\"p\\\"1\","

@@ -78,6 +78,7 @@ static const char *const full_block =
     "      password_file: /pw\n"
     "      encoding: json_ietf\n"
     "      updates_only: true\n"
+    "      expose_unmapped: true\n"
     "      stall_timeout: 7s\n"
     "      backoff_min: 2s\n"
     "      backoff_max: 1m\n"
@@ -114,6 +115,7 @@ test_every_key_built(void **state)
     assert_int_equal(g->encoding, FS_GNMI_ENC_JSON_IETF);
     assert_int_equal(g->list_mode, FS_GNMI_LIST_STREAM);
     assert_true(g->updates_only);
+    assert_true(g->expose_unmapped);
     assert_int_equal(g->stall_us, 7 * S);
     assert_int_equal(g->backoff_min_us, 2 * S);
     assert_int_equal(g->backoff_max_us, 60 * S);

@@ -1,8 +1,9 @@
 /*
  * gNMI Notification -> samples (drivers/gnmi/map.c): joined paths, keys, origin, the
  * built-in table, PROTO/JSON/JSON_IETF values (uint64 exact past 2^53), deletes, the
- * ACL map, user mappings, the resolution cache, hostile values, and the sink emitter
- * into a real store (device clock measurement included).
+ * ACL map, user mappings, the resolution cache, hostile values, expose_unmapped, and the
+ * sink emitter into a real store (device clock measurement, deletes retiring series at
+ * once, the series limit bounding exposed paths).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -434,6 +435,77 @@ test_deletes(void **state)
     fs_gnmi_map_free(m);
 }
 
+/* JSON lists (arrays of objects): each entry is the list element with the entry's keys,
+ * inferred as OpenConfig keeps them (scalar members repeated in config/state, else the
+ * only scalar member); the same series as the PROTO path with [key=value]. Leaf-lists,
+ * entries whose key cannot be told and lists under a keyed element are rejected. */
+static void
+test_json_lists(void **state)
+{
+    (void)state;
+    struct fs_gnmi_acl_rule acl[] = {{"RDMA", 10, "nccl"}};
+    struct fs_gnmi_map_opts o = {.acl_rules = acl, .n_acl_rules = 1};
+    struct fs_gnmi_map *m = map_new(&o);
+    struct recorder r = {0};
+    Gnmi__Notification *n = notif(NULL, 0);
+    add_json(n, "/interfaces",
+             "{\"openconfig-interfaces:interface\":["
+             "{\"name\":\"Eth1/1\",\"config\":{\"name\":\"Eth1/1\",\"mtu\":9216},"
+             "\"state\":{\"name\":\"Eth1/1\",\"counters\":{\"in-octets\":\"9007199254740993\"}}},"
+             "{\"name\":\"Eth1/2\",\"state\":{\"counters\":{\"out-octets\":\"6\"}}}]}",
+             true);
+    /* the update path names the list itself */
+    add_json(n, "/qos/interfaces/interface[interface-id=Eth1/1]/output/queues/queue",
+             "[{\"name\":\"UC3\",\"state\":{\"name\":\"UC3\",\"transmit-pkts\":\"7\"}}]", true);
+    /* composite keys (name, type) and a numeric key */
+    add_json(n, "/acl/acl-sets",
+             "{\"acl-set\":[{\"name\":\"RDMA\",\"type\":\"ACL_IPV4\",\"config\":{\"name\":"
+             "\"RDMA\",\"type\":\"ACL_IPV4\"},\"acl-entries\":{\"acl-entry\":[{\"sequence-id\":10,"
+             "\"state\":{\"sequence-id\":10,\"matched-packets\":\"99\"}}]}}]}",
+             false);
+    fs_gnmi_map_notification(m, n, 1, &rec_emit, &r);
+    notif_free(n);
+    assert_true(find(&r, FS_M_PORT_BYTES, "interface=Eth1/1,direction=rx")->u ==
+                9007199254740993ull);
+    assert_true(find(&r, FS_M_PORT_BYTES, "interface=Eth1/2,direction=tx")->u == 6);
+    assert_true(find(&r, FS_M_QUEUE_TX_PACKETS, "interface=Eth1/1,tc=3")->u == 7);
+    assert_true(find(&r, FS_M_FLOW_RULE_PACKETS, "rule=nccl")->u == 99);
+    const struct fs_gnmi_map_stats *st = fs_gnmi_map_get_stats(m);
+    assert_int_equal(st->mapped, 4);
+    assert_int_equal(st->rejected, 0);
+    /* the same leaf by PROTO path hits the entry the JSON list resolved (one cache key) */
+    size_t cached = st->cache_entries;
+    n = notif(NULL, 0);
+    add_uint(n, "/interfaces/interface[name=Eth1/1]/state/counters/in-octets", 1);
+    fs_gnmi_map_notification(m, n, 2, &rec_emit, &r);
+    notif_free(n);
+    assert_int_equal(st->cache_entries, cached);
+    /* a delete by plain path reaches what came as a JSON_IETF list entry */
+    r.n = 0;
+    n = notif(NULL, 0);
+    add_delete(n, "/interfaces/interface[name=Eth1/2]");
+    fs_gnmi_map_notification(m, n, 2, &rec_emit, &r);
+    notif_free(n);
+    assert_int_equal(r.n, 1);
+    assert_true(find(&r, FS_M_PORT_BYTES, "interface=Eth1/2,direction=tx")->deleted);
+    /* rejected: a leaf-list, an entry with two scalars of which none is repeated, an
+     * entry with no scalar, a list under an element that already has keys */
+    uint64_t rej = st->rejected;
+    n = notif(NULL, 0);
+    add_json(n, "/interfaces/interface[name=Eth1/1]/state/counters/in-octets", "[1,2,3]", false);
+    add_json(n, "/interfaces",
+             "{\"interface\":[{\"name\":\"Eth1/5\",\"description\":\"x\",\"state\":{}},"
+             "{\"state\":{\"name\":\"Eth1/6\"}},"
+             "{\"name\":\"Eth1/7\",\"state\":{\"name\":\"Eth1/7\",\"counters\":{\"in-pkts\":1}}}]}",
+             false);
+    add_json(n, "/interfaces/interface[name=Eth1/1]", "[{\"name\":\"Eth1/1\"}]", false);
+    fs_gnmi_map_notification(m, n, 3, &rec_emit, &r);
+    notif_free(n);
+    assert_int_equal(st->rejected - rej, 4);
+    assert_non_null(find(&r, FS_M_PORT_PACKETS, "interface=Eth1/7,direction=rx"));
+    fs_gnmi_map_free(m);
+}
+
 static void
 test_acl_map(void **state)
 {
@@ -591,6 +663,145 @@ test_sink_emitter_store(void **state)
     assert_true(c.known);
     /* The device sampled within the window before arrival: 2.5 s +- 0.05 s. */
     assert_true(c.offset > 2.449 && c.offset < 2.551);
+    /* A delete retires the series at once (staleness would take 3 s); history stays. */
+    f = (struct found){0};
+    fs_store_foreach_series(st, true, find_series, &f);
+    assert_int_equal(f.hits, 1);
+    n = notif("/qos/interfaces/interface[interface-id=Eth1/49]", 0);
+    add_delete(n, "output/queues/queue[name=3]");
+    fs_gnmi_map_notification(m, n, now + 1000, &fs_gnmi_sink_emit, &a);
+    notif_free(n);
+    f = (struct found){0};
+    fs_store_foreach_series(st, true, find_series, &f);
+    assert_int_equal(f.hits, 0);
+    f = (struct found){0};
+    fs_store_foreach_series(st, false, find_series, &f);
+    assert_int_equal(f.hits, 1);
+    fs_gnmi_map_free(m);
+    fs_store_sink_remove(st, sink);
+    fs_store_free(st);
+}
+
+/* expose_unmapped: numeric values of unmapped paths as fabric_gnmi_value{path}, with
+ * origin, keys (escaped) and module prefixes dropped; strings dropped and counted;
+ * mapped paths unchanged; deletes reach exposed series too. */
+static void
+test_expose_unmapped(void **state)
+{
+    (void)state;
+    struct fs_gnmi_map_opts o = {.expose_unmapped = true};
+    struct fs_gnmi_map *m = map_new(&o);
+    struct recorder r = {0};
+    Gnmi__Notification *n = notif("openconfig:/system/state", 0);
+    add_uint(n, "boot-time", 1700000000);
+    add_int(n, "temperature[sensor=cpu\\]0]/instant", -3);
+    add_str(n, "hostname", "leaf1");      /* a string: dropped */
+    add_str(n, "numeric-string", "12.5"); /* a number sent as a string: exposed */
+    fs_gnmi_map_notification(m, n, 1, &rec_emit, &r);
+    notif_free(n);
+    n = notif(NULL, 0);
+    add_uint(n, "/interfaces/interface[name=Eth1/1]/state/counters/in-octets", 7); /* mapped */
+    add_json(n, "/interfaces/interface[name=Eth1/1]/state",
+             "{\"openconfig-if-ext:mystery\":\"18446744073709551615\",\"descr\":\"uplink\","
+             "\"flag\":true}",
+             true);
+    fs_gnmi_map_notification(m, n, 2, &rec_emit, &r);
+    notif_free(n);
+    assert_true(find(&r, FS_M_GNMI_VALUE, "path=openconfig:/system/state/boot-time")->d ==
+                1700000000.0);
+    assert_true(find(&r, FS_M_GNMI_VALUE,
+                     "path=openconfig:/system/state/temperature[sensor=cpu\\]0]/instant")
+                    ->d == -3.0);
+    assert_true(find(&r, FS_M_GNMI_VALUE, "path=openconfig:/system/state/numeric-string")->d ==
+                12.5);
+    assert_null(find(&r, FS_M_GNMI_VALUE, "path=openconfig:/system/state/hostname"));
+    assert_true(
+        find(&r, FS_M_GNMI_VALUE, "path=/interfaces/interface[name=Eth1/1]/state/mystery")->d ==
+        18446744073709551615.0);
+    assert_true(
+        find(&r, FS_M_GNMI_VALUE, "path=/interfaces/interface[name=Eth1/1]/state/flag")->d == 1.0);
+    assert_null(find(&r, FS_M_GNMI_VALUE, "path=/interfaces/interface[name=Eth1/1]/state/descr"));
+    assert_true(find(&r, FS_M_PORT_BYTES, "interface=Eth1/1,direction=rx")->u == 7);
+    const struct fs_gnmi_map_stats *st = fs_gnmi_map_get_stats(m);
+    assert_int_equal(st->exposed, 5);
+    assert_int_equal(st->unmapped, 2); /* hostname, descr */
+    assert_int_equal(st->mapped, 1);
+    assert_int_equal(st->rejected, 0);
+    /* a delete reaches the exposed series under it */
+    r.n = 0;
+    n = notif("openconfig:/system", 0);
+    add_delete(n, "state/temperature");
+    fs_gnmi_map_notification(m, n, 3, &rec_emit, &r);
+    notif_free(n);
+    assert_int_equal(r.n, 1);
+    assert_true(r.r[0].deleted && r.r[0].m == FS_M_GNMI_VALUE);
+    fs_gnmi_map_free(m);
+
+    /* without the option the same values are dropped and counted */
+    m = map_new(NULL);
+    r.n = 0;
+    n = notif("openconfig:/system/state", 0);
+    add_uint(n, "boot-time", 1);
+    fs_gnmi_map_notification(m, n, 1, &rec_emit, &r);
+    notif_free(n);
+    assert_int_equal(r.n, 0);
+    assert_int_equal(fs_gnmi_map_get_stats(m)->unmapped, 1);
+    assert_int_equal(fs_gnmi_map_get_stats(m)->exposed, 0);
+    fs_gnmi_map_free(m);
+}
+
+struct limit_seen {
+    int series;
+    uint64_t dropped;
+};
+
+static int
+count_gnmi_value(void *arg, const struct fs_series_info *s)
+{
+    struct limit_seen *l = arg;
+    l->series += s->metric == FS_M_GNMI_VALUE;
+    return 0;
+}
+
+static int
+find_limit_dropped(void *arg, const struct fs_instance_info *in)
+{
+    ((struct limit_seen *)arg)->dropped = in->series_limit_dropped;
+    return 0;
+}
+
+/* A target sending endless distinct paths gets no more series than the per-target limit. */
+static void
+test_expose_unmapped_bounded(void **state)
+{
+    (void)state;
+    char err[256];
+    struct fs_ring_opts ro = {.memory_limit = 16 << 20, .retention_us = 3600LL * 1000000};
+    struct fs_store *st = fs_store_new(&ro, err, sizeof err);
+    assert_non_null(st);
+    fs_store_set_series_limit(st, 10);
+    struct fs_target_cfg tcfg = {.name = "leaf1", .address = "127.0.0.1", .staleness_intervals = 3};
+    struct fs_sink *sink = fs_store_sink_add(st, &tcfg, "gnmi", 1000000);
+    struct fs_gnmi_map_opts o = {.expose_unmapped = true};
+    struct fs_gnmi_map *m = map_new(&o);
+    struct fs_gnmi_sink_arg a = {.sink = sink};
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    Gnmi__Notification *n = notif("/junk", 0);
+    char p[64];
+    for (int i = 0; i < 40; i++) {
+        snprintf(p, sizeof p, "leaf[id=%d]/value", i);
+        add_uint(n, p, (uint64_t)i);
+    }
+    fs_gnmi_map_notification(m, n, now, &fs_gnmi_sink_emit, &a);
+    notif_free(n);
+    struct limit_seen l = {0};
+    fs_store_foreach_series(st, false, count_gnmi_value, &l);
+    fs_store_foreach_instance(st, find_limit_dropped, &l);
+    assert_int_equal(l.series, 10);
+    assert_int_equal(l.dropped, 30);
+    assert_int_equal(fs_gnmi_map_get_stats(m)->exposed, 40);
     fs_gnmi_map_free(m);
     fs_store_sink_remove(st, sink);
     fs_store_free(st);
@@ -607,10 +818,13 @@ main(void)
         cmocka_unit_test(test_json_ietf_container_and_strings),
         cmocka_unit_test(test_hostile_values),
         cmocka_unit_test(test_deletes),
+        cmocka_unit_test(test_json_lists),
         cmocka_unit_test(test_acl_map),
         cmocka_unit_test(test_user_maps),
         cmocka_unit_test(test_cache_bounded),
         cmocka_unit_test(test_sink_emitter_store),
+        cmocka_unit_test(test_expose_unmapped),
+        cmocka_unit_test(test_expose_unmapped_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

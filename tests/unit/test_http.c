@@ -22,10 +22,12 @@
 
 #include <cmocka.h>
 
+#include "analysis/analysis_api.h"
 #include "http/api.h"
 #include "http/http.h"
 #include "store/store.h"
 #include "synth.h"
+#include "util/clock.h"
 
 /* ASan keeps freed blocks in a quarantine (256 MB by default) that shows as RSS; the
  * RSS bound of test_raw_nonreading_clients is about memory held, so keep it small. */
@@ -435,16 +437,39 @@ test_targets_and_index(void **state)
     json_object_put(o);
     resp_free(&r);
 
+    /* The web view is a fixed page: its script fetches the data, so none is in it. */
     r = get(f->port, "/");
     assert_int_equal(r.status, 200);
     has_header(&r, "content-type: text/html; charset=utf-8");
-    assert_non_null(strstr(r.body, "tor&lt;1&gt;&amp;"));
+    has_header(&r, "cache-control: no-cache");
+    has_header(&r, "etag: \"");
     assert_null(strstr(r.body, "tor<1>"));
+    assert_null(strstr(r.body, "tor&lt;1"));
     assert_non_null(strstr(r.body, "href=\"/metrics\""));
-    assert_non_null(strstr(r.body, "href=\"/api/v1/targets\""));
-    assert_non_null(strstr(r.body, "href=\"/healthz\""));
-    assert_non_null(strstr(r.body, "/api/v1/raw?"));
+    assert_non_null(strstr(r.body, "src=\"/web/fabricscope.js\""));
+    /* Revalidation: its ETag (also weak, also in a list) answers 304 without a body. */
+    const char *e = strstr(r.headers, "etag: \"");
+    assert_non_null(e);
+    char etag[80], inm[200];
+    size_t el = strcspn(e + 6, "\r\n");
+    assert_true(el < sizeof etag);
+    memcpy(etag, e + 6, el);
+    etag[el] = '\0';
     resp_free(&r);
+    snprintf(inm, sizeof inm, "If-None-Match: \"other\", W/%s\r\n", etag);
+    r = http_req(f->port, "GET", "/", inm);
+    assert_int_equal(r.status, 304);
+    assert_int_equal(r.body_len, 0);
+    resp_free(&r);
+    r = http_req(f->port, "GET", "/", "If-None-Match: \"other\"\r\n");
+    assert_int_equal(r.status, 200);
+    resp_free(&r);
+    r = get(f->port, "/web/fabricscope.js");
+    assert_int_equal(r.status, 200);
+    has_header(&r, "content-type: text/javascript; charset=utf-8");
+    assert_non_null(strstr(r.body, "/api/v1/raw"));
+    resp_free(&r);
+    expect_error(get(f->port, "/web/missing.js"), 404, "not found");
 }
 
 static void
@@ -459,14 +484,127 @@ test_bearer(void **state)
     expect_error(
         http_req(f->port, "GET", "/api/v1/targets", "Authorization: Bearer s3cret-token2\r\n"), 401,
         NULL);
-    expect_error(http_req(f->port, "GET", "/", "Authorization: Basic czNjcmV0LXRva2Vu\r\n"), 401,
-                 NULL);
+    expect_error(
+        http_req(f->port, "GET", "/api/v1/raw", "Authorization: Basic czNjcmV0LXRva2Vu\r\n"), 401,
+        NULL);
+    /* The web view's files hold no data and a browser cannot send a token with a page
+     * load: they are served without it (the script sends it with every data request). */
+    r = get(f->port, "/");
+    assert_int_equal(r.status, 200);
+    resp_free(&r);
     r = http_req(f->port, "GET", "/metrics", "Authorization: Bearer s3cret-token\r\n");
     assert_int_equal(r.status, 200);
     resp_free(&r);
     r = get(f->port, "/healthz");
     assert_int_equal(r.status, 200);
     resp_free(&r);
+}
+
+/* The analysis endpoints: routes, methods, their own token for the post, the body
+ * bound (from Content-Length and while a chunked body is read), /api/v1/time. */
+static void
+test_analysis_routes(void **state)
+{
+    struct fixture *f = *state;
+    /* Without an analysis context they do not exist. */
+    expect_error(get(f->port, "/api/v1/correlate"), 404, "not found");
+    expect_error(get(f->port, "/api/v1/time"), 404, "not found");
+
+    char err[256];
+    struct fs_host_events_opts ho = {.memory_limit = 64 << 20, .retention_ns = 3600LL * 1000000000};
+    struct fs_analysis *an = fs_analysis_new(&ho, err, sizeof err);
+    assert_non_null(an);
+    struct fs_http_opts o = {.host = "127.0.0.1", .bearer_token = "s3cret-token", .analysis = an};
+    struct fs_http *h = fs_http_start(&o, f->st, err, sizeof err);
+    if (!h)
+        fail_msg("fs_http_start: %s", err);
+    uint16_t port = fs_http_port(h);
+    const char *auth = "Authorization: Bearer s3cret-token\r\n";
+    char now[32], later[32], body[512], req[1024];
+    snprintf(now, sizeof now, "%lld", (long long)fs_realtime_us() * 1000);
+    snprintf(later, sizeof later, "%lld", (long long)fs_realtime_us() * 1000 + 1000000);
+    snprintf(body, sizeof body,
+             "{\"host_offset_ns\":0,\"host_offset_uncertainty_ns\":0,\"events\":[{\"host\":"
+             "\"h\",\"kind\":\"nccl.kernel\",\"name\":\"AllReduce\",\"start\":%s,\"end\":%s}]}",
+             now, later);
+#define POST(extra)                                                                                \
+    (snprintf(req, sizeof req,                                                                     \
+              "POST /api/v1/host-events HTTP/1.1\r\nHost: x\r\nConnection: close\r\n%s"            \
+              "Content-Length: %zu\r\n\r\n%s",                                                     \
+              extra, strlen(body), body),                                                          \
+     http_raw(port, req, strlen(req)))
+
+    /* No host_events token yet: 403, whatever the client sends. */
+    expect_error(POST("Authorization: Bearer s3cret-token\r\n"), 403, "no bearer token");
+    assert_int_equal(fs_analysis_set_token(an, "post-token"), 0);
+    /* The endpoint's token is not the post's. */
+    struct resp r = POST("Authorization: Bearer s3cret-token\r\n");
+    has_header(&r, "www-authenticate: bearer");
+    expect_error(r, 401, "token");
+    r = POST("Authorization: Bearer post-token\r\n");
+    if (r.status != 200 || !strstr(r.body, "\"stored\":1"))
+        fail_msg("post: %d %s", r.status, r.body);
+    resp_free(&r);
+    /* Too large by its Content-Length: refused before the body. */
+    expect_error(http_req(port, "POST", "/api/v1/host-events",
+                          "Authorization: Bearer post-token\r\nContent-Length: 33554433\r\n"),
+                 413, "too large");
+    /* Too large while a chunked body is read. */
+    size_t big = FS_HOST_EVENTS_MAX_BODY + 1;
+    char head[256];
+    int hl = snprintf(head, sizeof head,
+                      "POST /api/v1/host-events HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                      "Authorization: Bearer post-token\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      "%zx\r\n",
+                      big);
+    char *chunked = malloc((size_t)hl + big + 16);
+    assert_non_null(chunked);
+    memcpy(chunked, head, (size_t)hl);
+    memset(chunked + hl, ' ', big);
+    memcpy(chunked + hl + big, "\r\n0\r\n\r\n", 7);
+    expect_error(http_raw(port, chunked, (size_t)hl + big + 7), 413, "too large");
+    free(chunked);
+    /* Methods. */
+    r = http_req(port, "GET", "/api/v1/host-events", auth);
+    has_header(&r, "allow: post");
+    expect_error(r, 405, "method");
+    r = http_req(port, "POST", "/api/v1/correlate", auth);
+    has_header(&r, "allow: get, head");
+    expect_error(r, 405, "method");
+    /* /api/v1/time needs no token; receive <= send, both now. */
+    int64_t before = fs_realtime_us() * 1000;
+    r = get(port, "/api/v1/time");
+    int64_t after = fs_realtime_us() * 1000;
+    assert_int_equal(r.status, 200);
+    long long rn = 0, sn = 0;
+    if (sscanf(r.body, "{\"receive_ns\":%lld,\"send_ns\":%lld}", &rn, &sn) != 2)
+        fail_msg("time: %s", r.body);
+    assert_true(before <= rn && rn <= sn && sn <= after);
+    resp_free(&r);
+    expect_error(get(port, "/api/v1/time?x=1"), 400, "unknown parameter");
+    /* The GET endpoints need the endpoint's token and hand their parameters on. */
+    expect_error(get(port, "/api/v1/correlate"), 401, "token");
+    r = http_req(port, "GET", "/api/v1/correlate", auth);
+    if (r.status != 200 || !strstr(r.body, "\"events_considered\":1"))
+        fail_msg("correlate: %d %s", r.status, r.body);
+    resp_free(&r);
+    expect_error(http_req(port, "GET", "/api/v1/incidents?bogus=1", auth), 400, "bogus");
+    r = http_req(port, "GET", "/api/v1/export/trace", auth);
+    assert_int_equal(r.status, 200);
+    json_object *t = json_tokener_parse(r.body);
+    if (!t)
+        fail_msg("trace is not JSON: %.300s", r.body);
+    json_object_put(t);
+    resp_free(&r);
+    r = http_req(port, "GET", "/metrics", auth);
+    assert_int_equal(r.status, 200);
+    if (!strstr(r.body, "\nfabricscope_host_events 1\n") ||
+        !strstr(r.body, "# TYPE fabricscope_host_events_ingested_total counter\n"))
+        fail_msg("analysis metrics missing");
+    resp_free(&r);
+#undef POST
+    fs_http_stop(h);
+    fs_analysis_free(an);
 }
 
 /* HTTPS with a fresh self-signed certificate; curl(1) is the TLS client. */
@@ -1144,6 +1282,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_raw, setup, teardown),
         cmocka_unit_test_setup_teardown(test_targets_and_index, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bearer, setup_token, teardown),
+        cmocka_unit_test_setup_teardown(test_analysis_routes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_https, setup, teardown),
         cmocka_unit_test_setup_teardown(test_port_in_use, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keepalive, setup, teardown),

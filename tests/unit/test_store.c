@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -392,13 +393,23 @@ test_health(void **state)
     fs_store_foreach_instance(f->st, health_cb, &in);
     assert_int_equal(in.state, FS_INST_UP);
     assert_int_equal(in.consecutive_failures, 0);
-    /* Clock: the tighter measurement wins. */
+    /* Clock: the bounds intersect, so the tighter measurement decides; the fake clock's
+     * round readings make the filter assume a 1 ms resolution, which widens the bound
+     * to [4, 7] ms but keeps the true offset (5 ms) inside it. */
     int64_t t = now_us();
     fs_sink_clock(s, t + 5000, t - 1000, t + 1000);
     fs_sink_clock(s, t + 9000, t - 100000, t + 100000);
     fs_store_foreach_instance(f->st, health_cb, &in);
     assert_true(in.clock_known);
-    assert_true(in.clock_offset_seconds > 0.0049 && in.clock_offset_seconds < 0.0051);
+    assert_true(fabs(in.clock_offset_seconds - 0.005) <= in.clock_uncertainty_seconds + 1e-9);
+    assert_true(in.clock_uncertainty_seconds <= 0.0016);
+    assert_true(in.clock_offset_exceeded); /* 4 ms at the least: over the default 1 ms */
+    fs_store_set_clock_max_offset(f->st, 10000);
+    fs_store_foreach_instance(f->st, health_cb, &in);
+    assert_false(in.clock_offset_exceeded); /* 7 ms at the most: not over 10 ms */
+    fs_store_set_clock_max_offset(f->st, 1000);
+    fs_store_foreach_instance(f->st, health_cb, &in);
+    assert_true(in.clock_offset_exceeded); /* 4 ms at the least: over 1 ms */
 }
 
 static int
@@ -902,6 +913,98 @@ test_readd_continues(void **state)
     assert_non_null(strstr(fresh.text, "pod=\"p2\""));
 }
 
+/* fs_sink_retire: the series leaves the exposition at once (not after the staleness
+ * bound), its history stays readable, its counter continues, and a later sample brings
+ * it back; inside one batch the later of sample and retire wins. */
+static void
+test_retire_series(void **state)
+{
+    struct fixture *f = *state;
+    struct fs_sink *s = fs_store_sink_add(f->st, &f->t, "gnmi", 10 * 1000000);
+    struct fs_label l1[] = {{"interface", "Eth1/1"}, {"direction", "rx"}};
+    int64_t t = now_us();
+    push_bytes(s, t, "Eth1/1", 100, 64);
+    push_bytes(s, t + 1000, "Eth1/2", 5, 64);
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", NULL, true).n, 2);
+    fs_sink_retire(s, FS_M_PORT_BYTES, l1, 2); /* outside a batch */
+    struct found r = find(f->st, "fabric_port_bytes_total", "Eth1/1", false);
+    assert_int_equal(r.n, 1);
+    assert_false(r.exported);
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", NULL, true).n, 1); /* Eth1/2 stays */
+    struct fs_ring_sample out[4];
+    assert_int_equal(fs_store_read(f->st, r.id, r.gen, 0, INT64_MAX, out, 4, NULL), 1);
+    /* unknown series, unknown labels: nothing happens */
+    struct fs_label nol[] = {{"interface", "Eth9/9"}, {"direction", "rx"}};
+    fs_sink_retire(s, FS_M_PORT_BYTES, nol, 2);
+    fs_sink_retire(s, FS_M_QUEUE_DEPTH, l1, 2);
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", NULL, false).n, 2);
+    /* the next sample exports it again, its counter continued */
+    push_bytes(s, t + 2000, "Eth1/1", 150, 64);
+    r = find(f->st, "fabric_port_bytes_total", "Eth1/1", true);
+    assert_int_equal(r.n, 1);
+    assert_int_equal(r.u, 150);
+    /* sample then retire in one batch: retired; retire then sample: exported */
+    fs_sink_begin(s, t + 3000);
+    fs_sink_counter(s, FS_M_PORT_BYTES, l1, 2, 160, 64);
+    fs_sink_retire(s, FS_M_PORT_BYTES, l1, 2);
+    fs_sink_end(s);
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", "Eth1/1", true).n, 0);
+    fs_sink_begin(s, t + 4000);
+    fs_sink_retire(s, FS_M_PORT_BYTES, l1, 2);
+    fs_sink_counter(s, FS_M_PORT_BYTES, l1, 2, 170, 64);
+    fs_sink_end(s);
+    r = find(f->st, "fabric_port_bytes_total", "Eth1/1", true);
+    assert_int_equal(r.n, 1);
+    assert_int_equal(r.u, 170);
+    /* an interface label is normalized as for samples */
+    struct fs_label l1b[] = {{"interface", "ethernet 1/1"}, {"direction", "rx"}};
+    fs_sink_retire(s, FS_M_PORT_BYTES, l1b, 2);
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", "Eth1/1", true).n, 0);
+}
+
+/* A streaming sink whose stream fails: its series stop being exported at once (the
+ * staleness bound is long), the lower-precedence source takes over, history stays, and
+ * samples after the failure are exported again. A polling sink keeps its values. */
+static void
+test_stream_failure_stales_at_once(void **state)
+{
+    struct fixture *f = *state;
+    static char *const precedence[] = {"gnmi", "snmp"};
+    f->t.source_precedence = (char **)precedence;
+    struct fs_sink *g = fs_store_sink_add(f->st, &f->t, "gnmi", 60 * 1000000LL);
+    struct fs_sink *sn = fs_store_sink_add(f->st, &f->t, "snmp", 60 * 1000000LL);
+    fs_store_sink_set_streaming(g, true);
+    int64_t t = now_us();
+    push_bytes(g, t, "Eth1/1", 100, 64);
+    push_bytes(sn, t, "Eth1/1", 90, 64);
+    fs_sink_done(sn, 0, FS_POLL_OK, NULL);
+    struct found r = find(f->st, "fabric_port_bytes_total", NULL, true);
+    assert_int_equal(r.n, 1);
+    assert_non_null(strstr(r.text, "source=\"gnmi\""));
+    advance(1000);
+    fs_sink_done(g, 0, FS_POLL_PROTOCOL, "stream ended");
+    r = find(f->st, "fabric_port_bytes_total", NULL, true);
+    assert_int_equal(r.n, 1);
+    assert_non_null(strstr(r.text, "source=\"snmp\""));
+    r = find(f->st, "fabric_port_bytes_total", "source=\"gnmi\"", false);
+    assert_int_equal(r.n, 1);
+    assert_false(r.exported);
+    struct fs_ring_sample out[4];
+    assert_int_equal(fs_store_read(f->st, r.id, r.gen, 0, INT64_MAX, out, 4, NULL), 1);
+    /* the stream is back: its new samples win again */
+    advance(1000);
+    push_bytes(g, now_us(), "Eth1/1", 120, 64);
+    r = find(f->st, "fabric_port_bytes_total", NULL, true);
+    assert_int_equal(r.n, 1);
+    assert_non_null(strstr(r.text, "source=\"gnmi\""));
+    assert_int_equal(r.u, 120);
+    /* a failed poll of a polling sink leaves its values fresh */
+    advance(1000);
+    fs_sink_done(sn, 0, FS_POLL_TIMEOUT, NULL);
+    f->t.expose_all_sources = true;
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", NULL, true).n, 2);
+}
+
 int
 main(void)
 {
@@ -932,6 +1035,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_utf8_interface_names, setup, teardown),
         cmocka_unit_test_setup_teardown(test_removed_target_readers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_readd_continues, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_retire_series, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stream_failure_stales_at_once, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

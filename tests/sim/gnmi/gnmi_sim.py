@@ -17,10 +17,13 @@ Fault injection: write a command into the --control file (it is consumed):
   reset         end every open Subscribe with UNAVAILABLE
   stall SECS    send nothing (no updates, no heartbeats) for SECS on every open stream
   malformed N   the next N notifications carry values of the wrong type / broken JSON
+  delete PATH   every open stream sends a Notification deleting PATH (e.g.
+                /interfaces/interface[name=Eth1/3]); from then on no stream sends values
+                under it (until the process restarts)
 A server restart is a real one: the test kills the process and starts it again.
 
 Log lines (stderr) a test may wait for: "listening PORT", "subscribe mode=.. enc=..",
-"poll", "auth-failed", "stream-end".
+"poll", "auth-failed", "stream-end", "sent-delete PATH".
 """
 import argparse
 import json
@@ -123,6 +126,31 @@ def build_leaves(sc):
     return leaves
 
 
+def split_path(s):
+    """A path string -> [(name, {keys})]; '/' inside [k=v] is part of the value."""
+    out, depth, cur = [], 0, ""
+    for ch in s.strip("/"):
+        if ch == "/" and depth == 0:
+            out.append(cur)
+            cur = ""
+            continue
+        depth += ch == "["
+        depth -= ch == "]"
+        cur += ch
+    if cur:
+        out.append(cur)
+    res = []
+    for part in out:
+        name, _, rest = part.partition("[")
+        keys = {}
+        if rest:
+            for kv in ("[" + rest)[1:-1].split("]["):
+                k, v = kv.split("=", 1)
+                keys[k] = v
+        res.append((name, keys))
+    return res
+
+
 def strip_module(n):
     return n.split(":", 1)[-1]
 
@@ -161,6 +189,7 @@ class Control:
         self.reset_gen = 0
         self.stall_until = 0.0
         self.malformed = 0
+        self.deletes = []  # (path string, elems), in order; never shrinks
 
     def poll(self):
         if not self.path or not os.path.exists(self.path):
@@ -183,6 +212,11 @@ class Control:
                     self.stall_until = time.time() + float(w[1])
                 elif w[0] == "malformed":
                     self.malformed += int(w[1])
+                elif w[0] == "delete":
+                    self.deletes.append((w[1], split_path(w[1])))
+
+    def deleted(self, leaf):
+        return any(path_matches(d, leaf.full) for _, d in self.deletes)
 
     def take_malformed(self):
         with self.lock:
@@ -253,6 +287,8 @@ class Target:
         bad = self.ctl.take_malformed()
         out, cur = [], None
         for leaf in sel:
+            if self.ctl.deleted(leaf):
+                continue
             if only_changed is not None:
                 v = leaf.fn(t)
                 if only_changed.get(id(leaf)) == v:
@@ -333,10 +369,21 @@ class Target:
                 for n in self.notifications(sel, enc, last):
                     yield g.SubscribeResponse(update=n)
         yield g.SubscribeResponse(sync_response=True)
+        n_deletes = len(self.ctl.deletes)  # deletes from before this stream: data skips them
         while context.is_active():
             if self.ctl.reset_gen != gen:
                 log("stream-end reset")
                 context.abort(grpc.StatusCode.UNAVAILABLE, "injected stream reset")
+            while n_deletes < len(self.ctl.deletes):
+                path, el = self.ctl.deletes[n_deletes]
+                n_deletes += 1
+                n = g.Notification(timestamp=time.time_ns() +
+                                   int(round(self.sc.clock_offset_ms * 1e6)))
+                d = n.delete.add()
+                for name, keys in el:
+                    d.elem.add(name=name, key=keys)
+                yield g.SubscribeResponse(update=n)
+                log("sent-delete", path)
             now = time.time()
             if now < self.ctl.stall_until:
                 time.sleep(0.02)
