@@ -16,6 +16,7 @@
 #include "util/buf.h"
 #include "util/clock.h"
 #include "driver.h"
+#include "export/remote_write.h"
 #include "http/expo.h"
 #include "http/http.h"
 #include "util/log.h"
@@ -86,6 +87,7 @@ struct daemon {
     struct drv_slot slots[MAX_DRIVERS];
     struct instance *insts;
     struct cfg_ref *current;
+    struct fs_remote_write *rw; /* remote_write senders */
 };
 
 /* Whether the core can use drv; a driver it cannot use is logged once per process. */
@@ -443,6 +445,24 @@ http_reload(struct daemon *d, struct cfg_ref *nref)
     cfg_unref(prev);
 }
 
+/* ---- remote_write ---- */
+
+/* Runs the configuration's receivers; one that cannot start is logged and retried by the
+ * next reload. External labels: this configuration has none yet. HOOK: once struct
+ * fs_config has `external_labels` (the ops branch adds cfg->external_labels and
+ * cfg->n_external_labels, sorted fs_kv), pass them instead of NULL, 0 below; every
+ * series sent then carries them and a change of them restarts the senders. */
+static void
+remote_write_apply(struct daemon *d, const struct fs_config *c)
+{
+    char err[256] = "";
+    if (!d->rw)
+        return;
+    if (fs_remote_write_apply(d->rw, c->remote_write, c->n_remote_write, NULL, 0, err,
+                              sizeof err) != 0)
+        fs_log(FS_LOG_ERROR, "remote_write", "not every receiver runs; retried on the next reload");
+}
+
 /* ---- analysis ---- */
 
 /* Applies c's host_events and clock settings: the host-event bounds, the flow rules,
@@ -598,6 +618,7 @@ apply_reload(struct daemon *d, struct fs_config *ncfg)
     analysis_configure(d, ncfg);
 
     http_reload(d, nref);
+    remote_write_apply(d, ncfg);
     d->current = nref;
     cfg_unref(old);
     for (struct instance *in = d->insts; in; in = in->next)
@@ -699,6 +720,10 @@ fs_daemon_run(const char *config_path)
         fs_log(FS_LOG_ERROR, "http", "no HTTP endpoint; retried on the next reload (SIGHUP)");
     for (size_t i = 0; i < cfg->n_targets; i++)
         target_add_all(&d, &cfg->targets[i], d.current);
+    d.rw = fs_remote_write_new(d.store, err, sizeof err);
+    if (!d.rw)
+        fs_log(FS_LOG_ERROR, "remote_write", "%s", err);
+    remote_write_apply(&d, cfg);
     fs_log(FS_LOG_INFO, "main", "fabricscope %s running with %s (%zu targets)", FS_VERSION,
            config_path, cfg->n_targets);
 
@@ -726,6 +751,8 @@ out:
      * the threads that served them, then the data. */
     atomic_store(&shutdown_step, "stopping the HTTP endpoint");
     http_stop(&d);
+    atomic_store(&shutdown_step, "sending the last remote_write batches");
+    fs_remote_write_free(d.rw);
     atomic_store(&shutdown_step, "removing targets");
     for (struct instance *in = d.insts; in; in = in->next)
         atomic_fetch_add(&shutdown_total, 1);

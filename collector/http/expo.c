@@ -5,6 +5,8 @@
  */
 #include "http/expo.h"
 
+#include "export/remote_write.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,6 +133,15 @@ is_self_metric(enum fs_metric m)
     case FS_M_SERIES:
     case FS_M_HTTP_REQUESTS:
     case FS_M_BUILD_INFO:
+    case FS_M_RW_PENDING:
+    case FS_M_RW_SENT:
+    case FS_M_RW_FAILED:
+    case FS_M_RW_RETRIED:
+    case FS_M_RW_DROPPED:
+    case FS_M_RW_SENT_BYTES:
+    case FS_M_RW_HIGHEST_SENT:
+    case FS_M_RW_CAPACITY:
+    case FS_M_RW_HORIZON:
         return true;
     default:
         return false;
@@ -376,6 +387,81 @@ scalar_u64(struct fs_buf *out, enum fs_metric m, uint64_t v)
     put_u64_line(out, v);
 }
 
+/* ---- remote_write senders (collector/export) ---- */
+
+struct rw_family {
+    struct fs_buf *out;
+    enum fs_metric m;
+    size_t n;
+};
+
+static void
+rw_count_cb(void *arg, const struct fs_remote_write_info *in)
+{
+    (void)in;
+    ((struct rw_family *)arg)->n++;
+}
+
+static void
+rw_line_cb(void *arg, const struct fs_remote_write_info *in)
+{
+    struct rw_family *f = arg;
+    const struct fs_remote_write_stats *s = &in->stats;
+    bool first = true;
+    fs_buf_puts(f->out, fs_metric_defs[f->m].name);
+    fs_buf_append(f->out, "{", 1);
+    put_label(f->out, &first, "remote_name", in->remote_name);
+    put_label(f->out, &first, "url", in->url);
+    fs_buf_append(f->out, "}", 1);
+    switch (f->m) {
+    case FS_M_RW_PENDING:
+        put_u64_line(f->out, s->pending);
+        break;
+    case FS_M_RW_SENT:
+        put_u64_line(f->out, s->sent);
+        break;
+    case FS_M_RW_FAILED:
+        put_u64_line(f->out, s->failed);
+        break;
+    case FS_M_RW_RETRIED:
+        put_u64_line(f->out, s->retried);
+        break;
+    case FS_M_RW_DROPPED:
+        put_u64_line(f->out, s->dropped);
+        break;
+    case FS_M_RW_SENT_BYTES:
+        put_u64_line(f->out, s->bytes_sent);
+        break;
+    case FS_M_RW_HIGHEST_SENT:
+        put_double_line(f->out, (double)s->highest_sent_ms / 1000.0);
+        break;
+    case FS_M_RW_CAPACITY:
+        put_u64_line(f->out, in->capacity);
+        break;
+    default: /* FS_M_RW_HORIZON */
+        put_double_line(f->out, in->horizon_seconds);
+        break;
+    }
+}
+
+static void
+remote_write_families(struct fs_buf *out)
+{
+    static const enum fs_metric fams[] = {
+        FS_M_RW_PENDING,      FS_M_RW_SENT,     FS_M_RW_FAILED,
+        FS_M_RW_RETRIED,      FS_M_RW_DROPPED,  FS_M_RW_SENT_BYTES,
+        FS_M_RW_HIGHEST_SENT, FS_M_RW_CAPACITY, FS_M_RW_HORIZON};
+    struct rw_family f = {out, FS_M_RW_PENDING, 0};
+    fs_remote_write_foreach(rw_count_cb, &f);
+    if (f.n == 0) /* no receiver configured: no family at all */
+        return;
+    for (size_t i = 0; i < sizeof fams / sizeof *fams; i++) {
+        f.m = fams[i];
+        family_header(out, f.m);
+        fs_remote_write_foreach(rw_line_cb, &f);
+    }
+}
+
 int
 fs_expo_render_ex(struct fs_store *st, struct fs_buf *out, const struct fs_expo_http_count *hc,
                   size_t n_hc)
@@ -442,6 +528,8 @@ fs_expo_render_ex(struct fs_store *st, struct fs_buf *out, const struct fs_expo_
         fs_buf_append(out, "}", 1);
         put_u64_line(out, hc[i].n);
     }
+
+    remote_write_families(out);
 
     family_header(out, FS_M_BUILD_INFO);
     fs_buf_puts(out, fs_metric_defs[FS_M_BUILD_INFO].name);
