@@ -17,6 +17,7 @@
 #include "util/buf.h"
 #include "util/clock.h"
 #include "driver.h"
+#include "export/remote_write.h"
 #include "http/expo.h"
 #include "http/http.h"
 #include "util/log.h"
@@ -90,6 +91,7 @@ struct daemon {
     struct fs_cluster *cluster; /* shard and external labels, read by the HTTP side */
     struct fs_shard override;   /* --shard; count 0: the configuration's shard block */
     int64_t store_created_us;
+    struct fs_remote_write *rw; /* remote_write senders */
 };
 
 /* Whether this instance polls t (its shard owns it). */
@@ -459,6 +461,26 @@ http_reload(struct daemon *d, struct cfg_ref *nref)
     cfg_unref(prev);
 }
 
+/* ---- remote_write ---- */
+
+/* Runs the configuration's receivers; one that cannot start is logged and retried by the
+ * next reload. External labels: this configuration has none yet. HOOK: once struct
+ * fs_config has `external_labels` (the ops branch adds cfg->external_labels and
+ * cfg->n_external_labels, sorted fs_kv), pass them instead of NULL, 0 below; every
+ * series sent then carries them and a change of them restarts the senders. */
+static void
+remote_write_apply(struct daemon *d, const struct fs_config *c)
+{
+    char err[256] = "";
+    if (!d->rw)
+        return;
+    size_t n_ext = 0;
+    const struct fs_kv *ext = fs_external_labels(c, &n_ext);
+    if (fs_remote_write_apply(d->rw, c->remote_write, c->n_remote_write, ext, n_ext, err,
+                              sizeof err) != 0)
+        fs_log(FS_LOG_ERROR, "remote_write", "not every receiver runs; retried on the next reload");
+}
+
 /* ---- analysis ---- */
 
 /* Applies c's host_events and clock settings: the host-event bounds, the flow rules,
@@ -621,6 +643,7 @@ apply_reload(struct daemon *d, struct fs_config *ncfg)
     analysis_configure(d, ncfg);
 
     http_reload(d, nref);
+    remote_write_apply(d, ncfg);
     d->current = nref;
     cfg_unref(old);
     for (struct instance *in = d->insts; in; in = in->next)
@@ -740,6 +763,10 @@ fs_daemon_run_shard(const char *config_path, const struct fs_shard *shard)
         fs_log(FS_LOG_ERROR, "http", "no HTTP endpoint; retried on the next reload (SIGHUP)");
     for (size_t i = 0; i < cfg->n_targets; i++)
         target_add_all(&d, &cfg->targets[i], d.current);
+    d.rw = fs_remote_write_new(d.store, err, sizeof err);
+    if (!d.rw)
+        fs_log(FS_LOG_ERROR, "remote_write", "%s", err);
+    remote_write_apply(&d, cfg);
     if (eff.count > 1)
         fs_log(FS_LOG_INFO, "main", "fabricscope %s running with %s (shard %u of %u)", FS_VERSION,
                config_path, eff.index, eff.count);
@@ -771,6 +798,8 @@ out:
      * the threads that served them, then the data. */
     atomic_store(&shutdown_step, "stopping the HTTP endpoint");
     http_stop(&d);
+    atomic_store(&shutdown_step, "sending the last remote_write batches");
+    fs_remote_write_free(d.rw);
     atomic_store(&shutdown_step, "removing targets");
     for (struct instance *in = d.insts; in; in = in->next)
         atomic_fetch_add(&shutdown_total, 1);

@@ -68,6 +68,28 @@ struct fs_target_cfg {
     size_t n_flow_rules;
 };
 
+/** One remote_write receiver (Prometheus remote-write 1.0); durations in µs. */
+struct fs_remote_write_cfg {
+    char *url;
+    char *name; /**< remote_name of the self metrics; NULL: the URL is used */
+    int64_t remote_timeout_us;
+    struct fs_secret_ref bearer_token;        /**< bearer_token_file, or none */
+    char *basic_auth_username;                /**< NULL: no basic auth */
+    struct fs_secret_ref basic_auth_password; /**< basic_auth.password_file */
+    char *tls_ca_file, *tls_cert_file, *tls_key_file;
+    bool tls_insecure_skip_verify;
+    struct fs_kv *headers; /**< extra headers, sorted by name */
+    size_t n_headers;
+    uint64_t capacity;                      /**< queue.capacity, samples; default 100000 */
+    uint64_t max_samples_per_send;          /**< default 2000 */
+    int64_t batch_send_deadline_us;         /**< default 5 s */
+    int64_t min_backoff_us, max_backoff_us; /**< default 30 ms, 5 s */
+};
+
+/** True when two receivers' configurations are identical (a reload keeps the sender). */
+bool fs_remote_write_cfg_equal(const struct fs_remote_write_cfg *a,
+                               const struct fs_remote_write_cfg *b);
+
 struct fs_config {
     char *path;           /**< the file it came from */
     char *listen_host;    /**< default 127.0.0.1 */
@@ -90,6 +112,8 @@ struct fs_config {
     size_t n_flow_rules;
     struct fs_target_cfg *targets;
     size_t n_targets;
+    struct fs_remote_write_cfg *remote_write; /**< in the order written */
+    size_t n_remote_write;
 };
 
 /**

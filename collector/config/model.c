@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <libyang/libyang.h>
 
@@ -290,6 +291,95 @@ build_target(const struct lyd_node *n, const struct fs_config_opts *opts, struct
 }
 
 /* ------------------------------------------------------------------------------------
+ * remote_write
+ */
+
+/* Headers the sender sets itself: a configured one would break the protocol or the auth. */
+static const char *const rw_reserved_headers[] = {"Authorization",
+                                                  "Content-Encoding",
+                                                  "Content-Type",
+                                                  "Content-Length",
+                                                  "Host",
+                                                  "User-Agent",
+                                                  "X-Prometheus-Remote-Write-Version"};
+
+static int
+build_rw_headers(const struct lyd_node *n, struct fs_remote_write_cfg *w, struct fs_cfg_errs *errs)
+{
+    size_t i = 0;
+
+    w->n_headers = count_named(lyd_child(n), "headers");
+    if (!w->n_headers)
+        return 0;
+    w->headers = calloc(w->n_headers, sizeof(*w->headers));
+    if (!w->headers) {
+        w->n_headers = 0;
+        return -1;
+    }
+    for (const struct lyd_node *c = NULL; (c = fs_cfg_next(n, c, "headers")) && i < w->n_headers;) {
+        const char *name = fs_cfg_cval(c, "name"), *v = fs_cfg_cval(c, "value");
+        for (size_t k = 0; name && k < sizeof rw_reserved_headers / sizeof *rw_reserved_headers;
+             k++)
+            if (!strcasecmp(name, rw_reserved_headers[k]))
+                fs_cfg_node_err(errs, c, true, "%s is set by the sender itself", name);
+        if (fs_cfg_strdup(&w->headers[i].key, c, "name") ||
+            dup_str(&w->headers[i].value, v ? v : ""))
+            return -1;
+        i++;
+    }
+    w->n_headers = i;
+    qsort(w->headers, w->n_headers, sizeof(*w->headers), kv_cmp);
+    return 0;
+}
+
+/* Names label the self metrics of each receiver: they must tell the receivers apart. */
+static void
+rw_name_unique(const struct lyd_node *n, const struct fs_remote_write_cfg *before, size_t n_before,
+               struct fs_cfg_errs *errs)
+{
+    const char *nm = fs_cfg_cval(n, "name");
+    for (size_t k = 0; nm && k < n_before; k++)
+        if (fs_cfg_str_equal(before[k].name, nm))
+            fs_cfg_node_err(errs, fs_cfg_kid(n, "name"), false,
+                            "\"%s\" names another remote_write entry too", nm);
+}
+
+static int
+build_remote_write(const struct lyd_node *n, struct fs_remote_write_cfg *w,
+                   struct fs_cfg_errs *errs)
+{
+    const struct lyd_node *ba = fs_cfg_kid(n, "basic_auth"), *tls = fs_cfg_kid(n, "tls");
+    const struct lyd_node *q = fs_cfg_kid(n, "queue");
+
+    if (fs_cfg_strdup(&w->url, n, "url") || fs_cfg_strdup(&w->name, n, "name") ||
+        fs_cfg_secret_ref(&w->bearer_token, n, "bearer_token") ||
+        fs_cfg_strdup(&w->basic_auth_username, ba, "username") ||
+        fs_cfg_secret_ref(&w->basic_auth_password, ba, "password") ||
+        fs_cfg_strdup(&w->tls_ca_file, tls, "ca_file") ||
+        fs_cfg_strdup(&w->tls_cert_file, tls, "cert_file") ||
+        fs_cfg_strdup(&w->tls_key_file, tls, "key_file") || build_rw_headers(n, w, errs))
+        return -1;
+    w->tls_insecure_skip_verify = fs_cfg_bool(tls, "insecure_skip_verify");
+    w->remote_timeout_us = fs_cfg_duration_us(n, "remote_timeout", 30 * US_PER_S);
+    w->capacity = (uint64_t)fs_cfg_long(q, "capacity", 100000);
+    w->max_samples_per_send = (uint64_t)fs_cfg_long(q, "max_samples_per_send", 2000);
+    w->batch_send_deadline_us = fs_cfg_duration_us(q, "batch_send_deadline", 5 * US_PER_S);
+    w->min_backoff_us = fs_cfg_duration_us(q, "min_backoff", 30000);
+    w->max_backoff_us = fs_cfg_duration_us(q, "max_backoff", 5 * US_PER_S);
+    if (ba && w->bearer_token.file)
+        fs_cfg_node_err(errs, ba, true, "basic_auth and bearer_token_file exclude each other");
+    if (!!w->tls_cert_file != !!w->tls_key_file)
+        fs_cfg_node_err(errs, tls, true, "cert_file and key_file go together");
+    if (w->min_backoff_us > w->max_backoff_us)
+        fs_cfg_node_err(errs, q, true, "min_backoff is above max_backoff");
+    if (w->max_samples_per_send > w->capacity)
+        fs_cfg_node_err(errs, q, true, "max_samples_per_send (%llu) is above capacity (%llu)",
+                        (unsigned long long)w->max_samples_per_send,
+                        (unsigned long long)w->capacity);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------
  * The whole configuration
  */
 
@@ -418,7 +508,7 @@ fs_cfg_model_build(const struct lyd_node *tree, const struct fs_config_opts *opt
                    struct fs_config *cfg, struct fs_cfg_errs *errs)
 {
     const struct lyd_node *n;
-    size_t ir = 0, it = 0;
+    size_t ir = 0, it = 0, iw = 0;
 
     if (build_listen(tree, cfg, errs))
         return -1;
@@ -445,6 +535,12 @@ fs_cfg_model_build(const struct lyd_node *tree, const struct fs_config_opts *opt
         cfg->n_targets = 0;
         return -1;
     }
+    cfg->n_remote_write = count_named(tree, "remote_write");
+    if (cfg->n_remote_write &&
+        !(cfg->remote_write = calloc(cfg->n_remote_write, sizeof(*cfg->remote_write)))) {
+        cfg->n_remote_write = 0;
+        return -1;
+    }
     for (n = tree; n && !fs_cfg_errs_full(errs); n = n->next) {
         if (!n->schema)
             continue;
@@ -453,6 +549,10 @@ fs_cfg_model_build(const struct lyd_node *tree, const struct fs_config_opts *opt
                 return -1;
         } else if (!strcmp(n->schema->name, "targets") && it < cfg->n_targets) {
             if (build_target(n, opts, &cfg->targets[it++], errs))
+                return -1;
+        } else if (!strcmp(n->schema->name, "remote_write") && iw < cfg->n_remote_write) {
+            rw_name_unique(n, cfg->remote_write, iw, errs);
+            if (build_remote_write(n, &cfg->remote_write[iw++], errs))
                 return -1;
         }
     }
@@ -500,6 +600,50 @@ target_free(struct fs_target_cfg *t)
     free(t->source_precedence);
 }
 
+static void
+remote_write_free(struct fs_remote_write_cfg *w)
+{
+    free(w->url);
+    free(w->name);
+    fs_cfg_secret_ref_free(&w->bearer_token);
+    free(w->basic_auth_username);
+    fs_cfg_secret_ref_free(&w->basic_auth_password);
+    free(w->tls_ca_file);
+    free(w->tls_cert_file);
+    free(w->tls_key_file);
+    for (size_t i = 0; i < w->n_headers; i++) {
+        free(w->headers[i].key);
+        free(w->headers[i].value);
+    }
+    free(w->headers);
+}
+
+bool
+fs_remote_write_cfg_equal(const struct fs_remote_write_cfg *a, const struct fs_remote_write_cfg *b)
+{
+    if (!a || !b)
+        return a == b;
+    if (!fs_cfg_str_equal(a->url, b->url) || !fs_cfg_str_equal(a->name, b->name) ||
+        a->remote_timeout_us != b->remote_timeout_us ||
+        !fs_cfg_secret_ref_equal(&a->bearer_token, &b->bearer_token) ||
+        !fs_cfg_str_equal(a->basic_auth_username, b->basic_auth_username) ||
+        !fs_cfg_secret_ref_equal(&a->basic_auth_password, &b->basic_auth_password) ||
+        !fs_cfg_str_equal(a->tls_ca_file, b->tls_ca_file) ||
+        !fs_cfg_str_equal(a->tls_cert_file, b->tls_cert_file) ||
+        !fs_cfg_str_equal(a->tls_key_file, b->tls_key_file) ||
+        a->tls_insecure_skip_verify != b->tls_insecure_skip_verify ||
+        a->n_headers != b->n_headers || a->capacity != b->capacity ||
+        a->max_samples_per_send != b->max_samples_per_send ||
+        a->batch_send_deadline_us != b->batch_send_deadline_us ||
+        a->min_backoff_us != b->min_backoff_us || a->max_backoff_us != b->max_backoff_us)
+        return false;
+    for (size_t i = 0; i < a->n_headers; i++)
+        if (!fs_cfg_str_equal(a->headers[i].key, b->headers[i].key) ||
+            !fs_cfg_str_equal(a->headers[i].value, b->headers[i].value))
+            return false;
+    return true;
+}
+
 void
 fs_config_free(struct fs_config *cfg)
 {
@@ -522,6 +666,9 @@ fs_config_free(struct fs_config *cfg)
     for (size_t i = 0; i < cfg->n_targets; i++)
         target_free(&cfg->targets[i]);
     free(cfg->targets);
+    for (size_t i = 0; i < cfg->n_remote_write; i++)
+        remote_write_free(&cfg->remote_write[i]);
+    free(cfg->remote_write);
     free(cfg);
 }
 

@@ -5,6 +5,8 @@
  */
 #include "http/expo.h"
 
+#include "export/remote_write.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,6 +133,15 @@ is_self_metric(enum fs_metric m)
     case FS_M_SERIES:
     case FS_M_HTTP_REQUESTS:
     case FS_M_BUILD_INFO:
+    case FS_M_RW_PENDING:
+    case FS_M_RW_SENT:
+    case FS_M_RW_FAILED:
+    case FS_M_RW_RETRIED:
+    case FS_M_RW_DROPPED:
+    case FS_M_RW_SENT_BYTES:
+    case FS_M_RW_HIGHEST_SENT:
+    case FS_M_RW_CAPACITY:
+    case FS_M_RW_HORIZON:
         return true;
     default:
         return false;
@@ -476,6 +487,82 @@ format_unix(char *buf, size_t len, int64_t us)
         snprintf(buf, len, "%lld.%06lld", (long long)(us / 1000000), (long long)(us % 1000000));
 }
 
+/* ---- remote_write senders (collector/export) ---- */
+
+struct rw_family {
+    struct expo *x;
+    struct fs_buf *out;
+    enum fs_metric m;
+    size_t n;
+};
+
+static void
+rw_count_cb(void *arg, const struct fs_remote_write_info *in)
+{
+    (void)in;
+    ((struct rw_family *)arg)->n++;
+}
+
+static void
+rw_line_cb(void *arg, const struct fs_remote_write_info *in)
+{
+    struct rw_family *f = arg;
+    const struct fs_remote_write_stats *s = &in->stats;
+    bool first = true;
+    fs_buf_puts(f->out, fs_metric_defs[f->m].name);
+    fs_buf_append(f->out, "{", 1);
+    put_label(f->out, &first, "remote_name", in->remote_name);
+    put_label(f->out, &first, "url", in->url);
+    labels_close(f->x, first);
+    switch (f->m) {
+    case FS_M_RW_PENDING:
+        put_u64_line(f->out, s->pending);
+        break;
+    case FS_M_RW_SENT:
+        put_u64_line(f->out, s->sent);
+        break;
+    case FS_M_RW_FAILED:
+        put_u64_line(f->out, s->failed);
+        break;
+    case FS_M_RW_RETRIED:
+        put_u64_line(f->out, s->retried);
+        break;
+    case FS_M_RW_DROPPED:
+        put_u64_line(f->out, s->dropped);
+        break;
+    case FS_M_RW_SENT_BYTES:
+        put_u64_line(f->out, s->bytes_sent);
+        break;
+    case FS_M_RW_HIGHEST_SENT:
+        put_double_line(f->out, (double)s->highest_sent_ms / 1000.0);
+        break;
+    case FS_M_RW_CAPACITY:
+        put_u64_line(f->out, in->capacity);
+        break;
+    default: /* FS_M_RW_HORIZON */
+        put_double_line(f->out, in->horizon_seconds);
+        break;
+    }
+}
+
+static void
+remote_write_families(struct expo *x)
+{
+    static const enum fs_metric fams[] = {
+        FS_M_RW_PENDING,      FS_M_RW_SENT,     FS_M_RW_FAILED,
+        FS_M_RW_RETRIED,      FS_M_RW_DROPPED,  FS_M_RW_SENT_BYTES,
+        FS_M_RW_HIGHEST_SENT, FS_M_RW_CAPACITY, FS_M_RW_HORIZON};
+    struct rw_family f = {x, x->out, FS_M_RW_PENDING, 0};
+    fs_remote_write_foreach(rw_count_cb, &f);
+    if (f.n == 0) /* no receiver configured: no family at all */
+        return;
+    for (size_t i = 0; i < sizeof fams / sizeof *fams; i++) {
+        f.m = fams[i];
+        family_header(x, f.m);
+        fs_remote_write_foreach(rw_line_cb, &f);
+    }
+}
+
 int
 fs_expo_render_opts(struct fs_store *st, struct fs_buf *out, const struct fs_expo_opts *o)
 {
@@ -553,6 +640,8 @@ fs_expo_render_opts(struct fs_store *st, struct fs_buf *out, const struct fs_exp
         labelled_u64(&x, FS_M_HTTP_REQUESTS, lb.data ? lb.data : "", hc->n, http_created);
         fs_buf_free(&lb);
     }
+
+    remote_write_families(&x);
 
     family_header(&x, FS_M_BUILD_INFO);
     fs_buf_puts(out, fs_metric_defs[FS_M_BUILD_INFO].name);

@@ -4,13 +4,19 @@
  * that need known data behind /metrics and /api/v1/raw before any real driver is
  * involved. Prints "port N" once listening; stops on SIGTERM/SIGINT.
  *
+ * With --config FILE, the remote_write receivers of that fabricscope configuration (its
+ * other keys are ignored) are sent the ring's samples, as the daemon does.
+ *
  * usage: fs-testd [--port P] [--targets N] [--ports M] [--interval-ms I] [--step S]
+ *                 [--config FILE]
  */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/config.h"
+#include "export/remote_write.h"
 #include "http/http.h"
 #include "scheduler.h"
 #include "store/store.h"
@@ -21,6 +27,7 @@ main(int argc, char **argv)
 {
     unsigned port = 0, targets = 2, ports = 8, interval_ms = 500;
     unsigned long long step = 1000;
+    const char *config = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--port") == 0)
             port = (unsigned)atoi(argv[i + 1]);
@@ -32,6 +39,8 @@ main(int argc, char **argv)
             interval_ms = (unsigned)atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--step") == 0)
             step = strtoull(argv[i + 1], NULL, 10);
+        else if (strcmp(argv[i], "--config") == 0)
+            config = argv[i + 1];
         else {
             fprintf(stderr, "fs-testd: unknown option %s\n", argv[i]);
             return 2;
@@ -54,6 +63,22 @@ main(int argc, char **argv)
     if (!st || !sc) {
         fprintf(stderr, "fs-testd: %s\n", err);
         return 1;
+    }
+    /* Senders first: every sample the targets produce is after their start. */
+    struct fs_config *fcfg = NULL;
+    struct fs_remote_write *rw = NULL;
+    if (config) {
+        char *errors = NULL;
+        if (fs_config_load(config, NULL, &fcfg, &errors) != 0) {
+            fprintf(stderr, "fs-testd: %s\n", errors ? errors : "bad configuration");
+            return 1;
+        }
+        rw = fs_remote_write_new(st, err, sizeof err);
+        if (!rw || fs_remote_write_apply(rw, fcfg->remote_write, fcfg->n_remote_write, NULL, 0, err,
+                                         sizeof err) != 0) {
+            fprintf(stderr, "fs-testd: %s\n", err);
+            return 1;
+        }
     }
     struct fs_target_cfg *cfg = calloc(targets, sizeof *cfg);
     char(*names)[32] = calloc(targets, 32);
@@ -80,20 +105,20 @@ main(int argc, char **argv)
     }
     struct fs_http_opts ho = {.host = "127.0.0.1", .port = (uint16_t)port};
     struct fs_http *h = fs_http_start(&ho, st, err, sizeof err);
+    int rc = 0;
     if (!h) {
+        /* The targets are polling: they are stopped before their configuration goes. */
         fprintf(stderr, "fs-testd: %s\n", err);
-        free(cfg);
-        free(names);
-        free(sinks);
-        free(ts);
-        free(es);
-        return 1;
+        rc = 1;
+    } else {
+        printf("port %u\n", fs_http_port(h));
+        fflush(stdout);
+        int sig;
+        sigwait(&set, &sig);
     }
-    printf("port %u\n", fs_http_port(h));
-    fflush(stdout);
-    int sig;
-    sigwait(&set, &sig);
     fs_http_stop(h);
+    fs_remote_write_free(rw);
+    fs_config_free(fcfg);
     for (unsigned i = 0; i < targets; i++) {
         fs_sched_remove(sc, es[i]);
         fs_test_driver.target_remove(NULL, ts[i]);
@@ -107,5 +132,5 @@ main(int argc, char **argv)
     free(sinks);
     free(ts);
     free(es);
-    return 0;
+    return rc;
 }
