@@ -17,6 +17,7 @@ PACKAGES=(
   ca-certificates
   # gNMI driver (gRPC C core, protobuf-c) and its simulator (Debian python3 grpcio/protobuf, openssl)
   libgrpc-dev protobuf-c-compiler libprotobuf-c-dev libprotobuf-dev protobuf-compiler python3-grpcio python3-protobuf openssl
+  systemd nftables linux-perf  # packaging test (systemd-analyze verify); acceptance test (packet loss, perf record)
   chromium  # web view test: the page rendered in headless Chromium (tests/integration/test_web_view.sh)
 )
 
