@@ -474,12 +474,6 @@ fs_gnmi_target_add(void *state, const char *name, const char *address,
     if (!(t->map = fs_gnmi_map_new(&mo, errbuf, errlen)))
         goto done;
     t->sa.sink = sink;
-    /* A notification's timestamp is at most one sample interval old at arrival. */
-    int64_t window = 0;
-    for (size_t i = 0; i < cfg->n_subscriptions; i++)
-        if (cfg->subscriptions[i].interval_us > window)
-            window = cfg->subscriptions[i].interval_us;
-    t->sa.clock_window_us = window > 0 ? window : 1000000;
 
     if (cfg->username && !(password = read_secret(&cfg->password, errbuf, errlen)))
         goto done;

@@ -1330,17 +1330,57 @@ fs_gnmi_map_notification(struct fs_gnmi_map *m, const Gnmi__Notification *n, int
 
 /* ---- the sink emitter ---- */
 
+/*
+ * Minimum-delay filtering of notification timestamps. A notification stamped at device
+ * time d and received at r says offset >= d - r (it cannot arrive before it was sent);
+ * the notification of each second with the largest d - r (the least delayed) is the
+ * best one. How late even that one arrived is not observable, so it is reported as
+ * "stamped within W before r", where W is 1 ms plus the spread of the per-second best
+ * lags over the filter's window: the bound then never contradicts an earlier one, and a
+ * path with steady delay gives a tight W. The core's filter intersects these bounds.
+ */
+#define CLOCK_BUCKET_US 1000000
+#define CLOCK_MIN_DELAY_US 1000
+
+static void
+clock_sample(struct fs_gnmi_sink_arg *a, int64_t dev_us, int64_t recv_us)
+{
+    if (a->clk_have && recv_us - a->clk_bucket_us >= CLOCK_BUCKET_US) {
+        /* Close the second: remember its best lag, bound the delay, report. */
+        int64_t best = a->clk_best_dev_us - a->clk_best_recv_us;
+        a->clk_lags[a->clk_head] = best;
+        a->clk_head = (a->clk_head + 1) % FS_GNMI_CLOCK_LAGS;
+        if (a->clk_n < FS_GNMI_CLOCK_LAGS)
+            a->clk_n++;
+        int64_t lo = best, hi = best;
+        for (size_t i = 0; i < a->clk_n; i++) {
+            if (a->clk_lags[i] < lo)
+                lo = a->clk_lags[i];
+            if (a->clk_lags[i] > hi)
+                hi = a->clk_lags[i];
+        }
+        int64_t w = CLOCK_MIN_DELAY_US + (hi - lo);
+        fs_sink_clock(a->sink, a->clk_best_dev_us, a->clk_best_recv_us - w, a->clk_best_recv_us);
+        a->clk_have = false;
+    }
+    if (!a->clk_have) {
+        a->clk_have = true;
+        a->clk_bucket_us = recv_us;
+        a->clk_best_dev_us = dev_us;
+        a->clk_best_recv_us = recv_us;
+    } else if (dev_us - recv_us > a->clk_best_dev_us - a->clk_best_recv_us) {
+        a->clk_best_dev_us = dev_us;
+        a->clk_best_recv_us = recv_us;
+    }
+}
+
 static void
 sink_begin(void *arg, int64_t recv_us, int64_t device_ns)
 {
     struct fs_gnmi_sink_arg *a = arg;
     fs_sink_begin(a->sink, recv_us);
-    /* One clock measurement per second is plenty: the core keeps the tightest. */
-    if (device_ns > 0 && recv_us - a->last_clock_us >= 1000000) {
-        a->last_clock_us = recv_us;
-        int64_t w = a->clock_window_us > 0 ? a->clock_window_us : 1000000;
-        fs_sink_clock(a->sink, device_ns / 1000, recv_us - w, recv_us);
-    }
+    if (device_ns > 0)
+        clock_sample(a, device_ns / 1000, recv_us);
 }
 
 static void

@@ -104,13 +104,20 @@ struct fs_gnmi_emit {
  * The emitter that writes into a sink (arg: struct fs_gnmi_sink_arg *): batches via
  * fs_sink_begin/end stamped with the receive time, counters as 64-bit, deleted series
  * retired at once (fs_sink_retire: no longer exported, history kept), and the device
- * timestamp as a clock measurement (fs_sink_clock) bounded by [recv - clock_window, recv].
+ * timestamps as clock measurements (fs_sink_clock) by minimum-delay filtering: per second,
+ * the least delayed notification, bounded as stamped within 1 ms plus the observed
+ * spread of those delays before its arrival (see map.c).
  */
 extern const struct fs_gnmi_emit fs_gnmi_sink_emit;
+/** Per-second best lags kept for the delay bound: the core filter's 600 s window. */
+#define FS_GNMI_CLOCK_LAGS 600
 struct fs_gnmi_sink_arg {
     struct fs_sink *sink;
-    int64_t clock_window_us; /**< how old a notification's timestamp may be at arrival */
-    int64_t last_clock_us;   /**< internal: clock reported at most once per second */
+    /* internal state of the clock measurement (zero-initialized) */
+    bool clk_have;
+    int64_t clk_bucket_us, clk_best_dev_us, clk_best_recv_us;
+    int64_t clk_lags[FS_GNMI_CLOCK_LAGS];
+    size_t clk_n, clk_head;
 };
 
 /** Creates a map; NULL with errbuf filled on a bad option (unknown metric or label). */

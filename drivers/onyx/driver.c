@@ -33,7 +33,6 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "clock_est.h"
 #include "flowrules.h"
 #include "onyx_driver.h"
 #include "parse.h"
@@ -126,7 +125,6 @@ struct onyx_target {
     bool json_ifaces_lacking;
     char release[32];
     double last_uptime;
-    struct onyx_clock_est clock;
     bool one_at_a_time; /* the CLI pages despite paging off: no pipelining (the pager would eat
                            commands) */
     bool pager_broke;   /* this batch's stream was corrupted by the pager */
@@ -617,15 +615,11 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
     case K_CLOCK: {
         int64_t dev_us, res_us;
         rc = onyx_parse_clock(text, len, &dev_us, &res_us, err, sizeof(err));
-        if (rc == 0) {
-            /* Second-edge detection across polls (clock_est.h): the offset interval of
-             * this reading intersected with the previous ones, reported as "the device
-             * read dev_us while our clock was in [dev_us - off_hi, dev_us - off_lo]". */
-            int64_t off_lo, off_hi;
-            onyx_clock_est_add(&t->clock, dev_us, res_us, t->batch_lo_us, now_real, &off_lo,
-                               &off_hi);
-            fs_sink_clock(t->sink, dev_us, dev_us - off_hi, dev_us - off_lo);
-        }
+        /* The raw reading: the device read dev_us (truncated to its resolution) while our
+         * clock was between the batch's send and this answer. The core's filter does the
+         * rest (second-edge detection across polls for a whole-second clock). */
+        if (rc == 0)
+            fs_sink_clock(t->sink, dev_us, t->batch_lo_us, now_real);
         break;
     }
     case K_VERSION: {

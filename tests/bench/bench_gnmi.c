@@ -113,7 +113,7 @@ run(bool json, double seconds)
     for (int p = 0; p < PORTS; p++)
         for (int v = 0; v < VARIANTS; v++)
             msgs[p][v] = build(p, v, json);
-    struct fs_gnmi_sink_arg a = {.sink = sink, .clock_window_us = 100000};
+    struct fs_gnmi_sink_arg a = {.sink = sink};
     struct fs_gnmi_arena arena;
     fs_gnmi_arena_init(&arena, 256 << 10, 16 << 20);
     uint64_t updates = 0;

@@ -643,11 +643,13 @@ test_sink_emitter_store(void **state)
     struct fs_sink *sink = fs_store_sink_add(st, &tcfg, "gnmi", 1000000);
     assert_non_null(sink);
     struct fs_gnmi_map *m = map_new(NULL);
-    struct fs_gnmi_sink_arg a = {.sink = sink, .clock_window_us = 100000};
+    struct fs_gnmi_sink_arg a = {.sink = sink};
     const uint64_t big = (1ull << 53) + 12345;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t now = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    /* odd: the device readings below are not round, so the core takes the device clock
+     * for a fine one (it guesses the resolution from the readings) */
+    int64_t now = ((int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000) | 1;
     /* The device's clock runs 2.5 s ahead. */
     Gnmi__Notification *n =
         notif("/qos/interfaces/interface[interface-id=Eth1/49]", (now + 2500000) * 1000);
@@ -658,11 +660,28 @@ test_sink_emitter_store(void **state)
     fs_store_foreach_series(st, false, find_series, &f);
     assert_int_equal(f.hits, 1);
     assert_true(f.u == big);
+    f = (struct found){0};
+    /* Minimum-delay filtering: one measurement per second, from the least delayed
+     * notification of that second (here 200 us late; another one 40 ms late). */
+    n = notif("/qos/interfaces/interface[interface-id=Eth1/49]",
+              (now + 300000 + 2500000 - 40000) * 1000);
+    add_uint(n, "output/queues/queue[name=3]/state/ecn-marked-pkts", big + 1);
+    fs_gnmi_map_notification(m, n, now + 300000, &fs_gnmi_sink_emit, &a);
+    notif_free(n);
     struct clock_seen c = {0};
     fs_store_foreach_instance(st, find_clock, &c);
+    assert_false(c.known); /* the second is not over yet */
+    n = notif("/qos/interfaces/interface[interface-id=Eth1/49]",
+              (now + 1100000 + 2500000 - 200) * 1000);
+    add_uint(n, "output/queues/queue[name=3]/state/ecn-marked-pkts", big + 2);
+    fs_gnmi_map_notification(m, n, now + 1100000, &fs_gnmi_sink_emit, &a);
+    notif_free(n);
+    c = (struct clock_seen){0};
+    fs_store_foreach_instance(st, find_clock, &c);
     assert_true(c.known);
-    /* The device sampled within the window before arrival: 2.5 s +- 0.05 s. */
-    assert_true(c.offset > 2.449 && c.offset < 2.551);
+    /* The first second's best notification was stamped on arrival (lag 2.5 s exactly):
+     * offset in [2.5 s, 2.5 s + 1 ms]. */
+    assert_true(c.offset >= 2.4999 && c.offset <= 2.5011);
     /* A delete retires the series at once (staleness would take 3 s); history stays. */
     f = (struct found){0};
     fs_store_foreach_series(st, true, find_series, &f);
