@@ -13,6 +13,9 @@
 # namespace, a real `perf record -k mono -e tcp:tcp_retransmit_skb -a` records the
 # retransmits and `fabricscope import-perf` posts them.
 #
+# Checked before the run: each simulator applies its clock offset (sim_clock_check.py:
+# ONYX `show clock` by second-edge detection, gNMI timestamps against arrival; the SNMP
+# simulator serves no hrSystemDate.0).
 # Checked afterwards: /api/v1/correlate ranks tor1 Eth1/49 first for >= 90% of the
 # surge-time slow events and for <= 10% of the random ones; per (target, source) clock
 # offsets in /api/v1/targets (tor1 gNMI 250 ms +- 5 ms, tor1 CLI 250 ms +- 20 ms; the
@@ -124,6 +127,32 @@ for tor in tor1 tor2; do
   GNMI_PORT[$tor]=$(cat "$T/gnmi-$tor.port")
 done
 ok "simulators: 2 TORs x (SNMP, ONYX CLI, gNMI), one scenario file per TOR"
+
+# Each simulator applies its scenario's clock offset (checked without fabricscope, so a
+# wrong offset in /api/v1/targets later is the collector's): ONYX `show clock` by
+# second-edge detection over one session, gNMI notification timestamps against their
+# arrival. The SNMP simulator serves no hrSystemDate (the SNMP source has no clock).
+CLOCKCHK=$FS_SOURCE_DIR/tests/integration/sim_clock_check.py
+[ -x "$FS_BUILD_DIR/tests/fs-gnmi-stream" ] || fail "build fs-gnmi-stream first"
+for tor in tor1 tor2; do
+  want=$([ $tor = tor1 ] && echo 250 || echo 0)
+  # shellcheck disable=SC1090
+  source "${CLI_ENV[$tor]}"
+  $PY "$CLOCKCHK" onyx --port "$ONYX_SSH_PORT" --user "$ONYX_SSH_USER" --key "$ONYX_KEY_FILE" \
+    --known-hosts "$ONYX_KNOWN_HOSTS" --expect-ms "$want" >"$T/clk-onyx-$tor.out" 2>&1 ||
+    fail "$tor's ONYX simulator does not apply clock_offset_ms $want: $(cat "$T/clk-onyx-$tor.out")"
+  $PY "$CLOCKCHK" gnmi --stream "$FS_BUILD_DIR/tests/fs-gnmi-stream" --expect-ms "$want" -- \
+    --port "${GNMI_PORT[$tor]}" --ca "$T/ca.pem" --server-name gnmi-sim.test --username monitor \
+    --password-file "$T/gnmi-pw.txt" --mode stream --duration-ms 2000 \
+    --path '/qos/interfaces/interface[interface-id=Eth1/49]/output/queues,sample,100' >"$T/clk-gnmi-$tor.out" 2>&1 ||
+    fail "$tor's gNMI simulator does not apply clock_offset_ms $want: $(cat "$T/clk-gnmi-$tor.out")"
+  snmpget -v2c -c "$(head -n1 "${COMM[$tor]}")" -On -t 1 -r 1 "udp:127.0.0.1:${SNMP_PORT[$tor]}" \
+    1.3.6.1.2.1.25.1.2.0 >"$T/clk-snmp-$tor.out" 2>&1 || true
+  grep -q 'No Such Object\|No Such Instance' "$T/clk-snmp-$tor.out" ||
+    fail "$tor's SNMP simulator answers hrSystemDate.0 (update this test: its offset can then be checked): $(cat "$T/clk-snmp-$tor.out")"
+  echo "# $tor ($want ms): $(cat "$T/clk-onyx-$tor.out"); $(cat "$T/clk-gnmi-$tor.out"); SNMP hrSystemDate.0: not served"
+done
+ok "the simulators apply clock_offset_ms (ONYX show clock, gNMI timestamps); the SNMP simulator serves no hrSystemDate"
 
 # ---- the collector
 HTTP=$(free_tcp_port)
