@@ -1334,13 +1334,15 @@ fs_gnmi_map_notification(struct fs_gnmi_map *m, const Gnmi__Notification *n, int
  * Minimum-delay filtering of notification timestamps. A notification stamped at device
  * time d and received at r says offset >= d - r (it cannot arrive before it was sent);
  * the notification of each second with the largest d - r (the least delayed) is the
- * best one. How late even that one arrived is not observable, so it is reported as
- * "stamped within W before r", where W is 1 ms plus the spread of the per-second best
- * lags over the filter's window: the bound then never contradicts an earlier one, and a
- * path with steady delay gives a tight W. The core's filter intersects these bounds.
+ * best one. How late even that one arrived is not observable: a device stamps the time
+ * its data was collected, which can precede sending by milliseconds. It is reported as
+ * "stamped within W before r", where W is 5 ms (the assumed bound on that latency; our
+ * simulator's is ~2.5 ms) plus the spread of the per-second best lags over the filter's
+ * window: the bound then never contradicts an earlier one. The core's filter intersects
+ * these bounds.
  */
 #define CLOCK_BUCKET_US 1000000
-#define CLOCK_MIN_DELAY_US 1000
+#define CLOCK_MIN_DELAY_US 5000
 
 static void
 clock_sample(struct fs_gnmi_sink_arg *a, int64_t dev_us, int64_t recv_us)

@@ -105,7 +105,7 @@ struct fs_gnmi_emit {
  * fs_sink_begin/end stamped with the receive time, counters as 64-bit, deleted series
  * retired at once (fs_sink_retire: no longer exported, history kept), and the device
  * timestamps as clock measurements (fs_sink_clock) by minimum-delay filtering: per second,
- * the least delayed notification, bounded as stamped within 1 ms plus the observed
+ * the least delayed notification, bounded as stamped within 5 ms plus the observed
  * spread of those delays before its arrival (see map.c).
  */
 extern const struct fs_gnmi_emit fs_gnmi_sink_emit;

@@ -30,11 +30,13 @@ track() { _pids+=("$1"); }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 ok() { echo "ok - $*"; }
 
-# A TCP port on 127.0.0.1 nobody listens on (random, checked with ss).
+# A TCP port on 127.0.0.1 nobody listens on (random, checked with ss), below the kernel's
+# ephemeral range (32768-60999 here), so no outgoing connection can take it between the
+# check and the bind.
 free_tcp_port() {
   local p
   for _ in $(seq 200); do
-    p=$((20000 + RANDOM % 40000))
+    p=$((16000 + RANDOM % 16000))
     if ! ss -Hltn "sport = :$p" | grep -q .; then echo "$p"; return 0; fi
   done
   return 1
@@ -43,7 +45,7 @@ free_tcp_port() {
 free_udp_port() {
   local p
   for _ in $(seq 200); do
-    p=$((20000 + RANDOM % 40000))
+    p=$((16000 + RANDOM % 16000))
     if ! ss -Hlun "sport = :$p" | grep -q .; then echo "$p"; return 0; fi
   done
   return 1
