@@ -4,7 +4,6 @@
 #include <json-c/json.h>
 #include <math.h>
 #include <microhttpd.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,25 +12,12 @@
 
 #include "http/expo.h"
 #include "util/clock.h"
+#include "util/errf.h"
 
 #define MAX_QUERY_ARGS 64
 #define MAX_QUERY_STRING (64 * 1024)
 /* |t| beyond this (about year 5138) is refused, which keeps µs arithmetic in range. */
 #define MAX_ABS_SECONDS 100000000000LL
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static bool
 isdig(char c)
@@ -209,25 +195,25 @@ fs_raw_query_parse(const struct fs_query_arg *args, size_t n, int64_t now_us,
         const char **slot = NULL;
         if (strcmp(k, "match[]") == 0) {
             if (!v || !*v) {
-                seterr(err, errlen, "match[]: empty selector");
+                fs_errf(err, errlen, "match[]: empty selector");
                 goto fail;
             }
             if (q->n_sel >= FS_RAW_MAX_MATCH) {
-                seterr(err, errlen, "more than %d match[] parameters", FS_RAW_MAX_MATCH);
+                fs_errf(err, errlen, "more than %d match[] parameters", FS_RAW_MAX_MATCH);
                 goto fail;
             }
             char why[200];
             if (fs_selector_parse(v, strlen(v), &q->sel[q->n_sel], why, sizeof why) != 0) {
-                seterr(err, errlen, "match[]: bad selector: %s", why);
+                fs_errf(err, errlen, "match[]: bad selector: %s", why);
                 goto fail;
             }
             regex_bytes += fs_selector_regex_bytes(q->sel[q->n_sel]);
             q->n_sel++;
             if (regex_bytes > FS_RAW_MAX_REGEX_BYTES) {
-                seterr(err, errlen,
-                       "match[]: the regexes of this query would take more than %d "
-                       "MiB compiled",
-                       FS_RAW_MAX_REGEX_BYTES >> 20);
+                fs_errf(err, errlen,
+                        "match[]: the regexes of this query would take more than %d "
+                        "MiB compiled",
+                        FS_RAW_MAX_REGEX_BYTES >> 20);
                 goto fail;
             }
             continue;
@@ -239,31 +225,31 @@ fs_raw_query_parse(const struct fs_query_arg *args, size_t n, int64_t now_us,
         else if (strcmp(k, "limit") == 0)
             slot = &limit;
         if (!slot) {
-            seterr(err, errlen, "unknown parameter \"%.64s\"", k);
+            fs_errf(err, errlen, "unknown parameter \"%.64s\"", k);
             goto fail;
         }
         if (*slot) {
-            seterr(err, errlen, "parameter %s given twice", k);
+            fs_errf(err, errlen, "parameter %s given twice", k);
             goto fail;
         }
         *slot = v ? v : "";
     }
     if (q->n_sel == 0) {
-        seterr(err, errlen, "match[] is required");
+        fs_errf(err, errlen, "match[] is required");
         goto fail;
     }
     q->end_us = now_us;
     if (end && fs_api_parse_time(end, &q->end_us) != 0) {
-        seterr(err, errlen, "end: cannot parse \"%.64s\" as unix seconds or RFC 3339", end);
+        fs_errf(err, errlen, "end: cannot parse \"%.64s\" as unix seconds or RFC 3339", end);
         goto fail;
     }
     q->start_us = q->end_us - FS_RAW_DEFAULT_RANGE_US;
     if (start && fs_api_parse_time(start, &q->start_us) != 0) {
-        seterr(err, errlen, "start: cannot parse \"%.64s\" as unix seconds or RFC 3339", start);
+        fs_errf(err, errlen, "start: cannot parse \"%.64s\" as unix seconds or RFC 3339", start);
         goto fail;
     }
     if (q->start_us > q->end_us) {
-        seterr(err, errlen, "start is after end");
+        fs_errf(err, errlen, "start is after end");
         goto fail;
     }
     if (limit) {
@@ -272,7 +258,7 @@ fs_raw_query_parse(const struct fs_query_arg *args, size_t n, int64_t now_us,
         for (; isdig(*p) && l <= FS_RAW_MAX_POINTS; p++)
             l = l * 10 + (uint64_t)(*p - '0');
         if (p == limit || *p || l == 0 || l > FS_RAW_MAX_POINTS) {
-            seterr(err, errlen, "limit: must be a whole number in 1..%d", FS_RAW_MAX_POINTS);
+            fs_errf(err, errlen, "limit: must be a whole number in 1..%d", FS_RAW_MAX_POINTS);
             goto fail;
         }
         q->limit = l;
@@ -303,31 +289,31 @@ fs_raw_query_parse_string(const char *qs, size_t len, int64_t now_us, struct fs_
     int rc = -1;
     memset(q, 0, sizeof *q);
     if (len > MAX_QUERY_STRING) {
-        seterr(err, errlen, "query string too long");
+        fs_errf(err, errlen, "query string too long");
         return -1;
     }
     char *copy = malloc(len + 1);
     if (!copy) {
-        seterr(err, errlen, "out of memory");
+        fs_errf(err, errlen, "out of memory");
         return -1;
     }
     memcpy(copy, qs, len);
     copy[len] = '\0';
     if (strlen(copy) != len) {
-        seterr(err, errlen, "NUL byte in query string");
+        fs_errf(err, errlen, "NUL byte in query string");
         goto cleanup;
     }
     for (char *save = NULL, *tok = strtok_r(copy, "&", &save); tok;
          tok = strtok_r(NULL, "&", &save)) {
         if (n >= MAX_QUERY_ARGS) {
-            seterr(err, errlen, "more than %d parameters", MAX_QUERY_ARGS);
+            fs_errf(err, errlen, "more than %d parameters", MAX_QUERY_ARGS);
             goto cleanup;
         }
         char *eq = strchr(tok, '=');
         if (eq)
             *eq = '\0';
         if ((eq && !form_decode(eq + 1)) || !form_decode(tok)) {
-            seterr(err, errlen, "NUL byte (%%00) in a parameter");
+            fs_errf(err, errlen, "NUL byte (%%00) in a parameter");
             goto cleanup;
         }
         args[n].key = tok;
@@ -473,17 +459,17 @@ fs_api_raw(struct fs_store *st, const struct fs_raw_query *q, struct fs_buf *out
     } while (!fs_store_foreach_series_chunk(st, false, &cursor, FS_RAW_SCAN_CHUNK, match_cb, &c) &&
              !c.nomem && !c.too_many && !c.late);
     if (c.late) {
-        seterr(err, errlen, "the query took too long (selecting series); narrow the selector");
+        fs_errf(err, errlen, "the query took too long (selecting series); narrow the selector");
         rc = 503;
         goto cleanup;
     }
     if (c.nomem) {
-        seterr(err, errlen, "out of memory");
+        fs_errf(err, errlen, "out of memory");
         rc = 500;
         goto cleanup;
     }
     if (c.too_many) {
-        seterr(err, errlen, "the selectors match too many series");
+        fs_errf(err, errlen, "the selectors match too many series");
         rc = 400;
         goto cleanup;
     }
@@ -500,7 +486,7 @@ fs_api_raw(struct fs_store *st, const struct fs_raw_query *q, struct fs_buf *out
             if (cap > smp_cap) {
                 struct fs_ring_sample *ns = realloc(smp, cap * sizeof *ns);
                 if (!ns) {
-                    seterr(err, errlen, "out of memory");
+                    fs_errf(err, errlen, "out of memory");
                     rc = 500;
                     goto cleanup;
                 }
@@ -515,7 +501,7 @@ fs_api_raw(struct fs_store *st, const struct fs_raw_query *q, struct fs_buf *out
             cap *= 4;
         }
         if (q->deadline_mono_us && fs_monotonic_us() > q->deadline_mono_us) {
-            seterr(err, errlen, "the query took too long; narrow the selector or the time range");
+            fs_errf(err, errlen, "the query took too long; narrow the selector or the time range");
             rc = 503;
             goto cleanup;
         }
@@ -523,10 +509,10 @@ fs_api_raw(struct fs_store *st, const struct fs_raw_query *q, struct fs_buf *out
             continue;
         total += (uint64_t)n;
         if (trunc || total > q->limit) {
-            seterr(err, errlen,
-                   "the query matches more than %llu points; narrow the selector or the time "
-                   "range",
-                   (unsigned long long)q->limit);
+            fs_errf(err, errlen,
+                    "the query matches more than %llu points; narrow the selector or the time "
+                    "range",
+                    (unsigned long long)q->limit);
             rc = 400;
             goto cleanup;
         }
@@ -547,10 +533,10 @@ fs_api_raw(struct fs_store *st, const struct fs_raw_query *q, struct fs_buf *out
     }
     fs_buf_puts(out, "]}}\n");
     if (out->overflow) {
-        seterr(err, errlen,
-               "the result is larger than %zu MiB; narrow the selector or the time "
-               "range",
-               out->max >> 20);
+        fs_errf(err, errlen,
+                "the result is larger than %zu MiB; narrow the selector or the time "
+                "range",
+                out->max >> 20);
         rc = FS_API_RAW_TOO_LARGE;
     }
 cleanup:

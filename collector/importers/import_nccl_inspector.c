@@ -3,8 +3,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <getopt.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,19 +11,8 @@
 
 #include <json-c/json.h>
 
-#include "importers/client.h"
-
-static void seterr(char *err, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-seterr(char *err, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-}
+#include "importers/command.h"
+#include "util/errf.h"
 
 static struct json_object *
 member(struct json_object *o, const char *key)
@@ -141,7 +128,7 @@ fs_import_nccl_inspector_read(const char *text, size_t len, const char *name, co
 {
     struct json_tokener *tok = json_tokener_new();
     if (!tok) {
-        seterr(err, errlen, "out of memory");
+        fs_errf(err, errlen, "out of memory");
         return -1;
     }
     int rc = 0;
@@ -158,7 +145,7 @@ fs_import_nccl_inspector_read(const char *text, size_t len, const char *name, co
         if (a == l)
             continue;
         if (l > (size_t)1 << 20) {
-            seterr(err, errlen, "%s:%zu: line longer than 1 MiB", name, lineno);
+            fs_errf(err, errlen, "%s:%zu: line longer than 1 MiB", name, lineno);
             rc = -1;
             break;
         }
@@ -166,8 +153,8 @@ fs_import_nccl_inspector_read(const char *text, size_t len, const char *name, co
         struct json_object *o = json_tokener_parse_ex(tok, line, (int)l);
         enum json_tokener_error je = json_tokener_get_error(tok);
         if (!o || je != json_tokener_success) {
-            seterr(err, errlen, "%s:%zu: not JSON: %s", name, lineno,
-                   je == json_tokener_continue ? "unexpected end" : json_tokener_error_desc(je));
+            fs_errf(err, errlen, "%s:%zu: not JSON: %s", name, lineno,
+                    je == json_tokener_continue ? "unexpected end" : json_tokener_error_desc(je));
             json_object_put(o);
             rc = -1;
             break;
@@ -175,7 +162,7 @@ fs_import_nccl_inspector_read(const char *text, size_t len, const char *name, co
         int r = record(o, host, b);
         json_object_put(o);
         if (r < 0) {
-            seterr(err, errlen, "out of memory");
+            fs_errf(err, errlen, "out of memory");
             rc = -1;
         } else if (r == 0) {
             (*skipped)++;
@@ -206,7 +193,7 @@ fs_import_nccl_inspector_dir(const char *dir, const char *host, struct fs_imp_ba
     *skipped = 0;
     DIR *d = opendir(dir);
     if (!d) {
-        seterr(err, errlen, "%s: %s", dir, strerror(errno));
+        fs_errf(err, errlen, "%s: %s", dir, strerror(errno));
         return -1;
     }
     char **names = NULL;
@@ -233,7 +220,7 @@ fs_import_nccl_inspector_dir(const char *dir, const char *host, struct fs_imp_ba
     }
     closedir(d);
     if (rc != 0)
-        seterr(err, errlen, "out of memory");
+        fs_errf(err, errlen, "out of memory");
     if (n > 1)
         qsort(names, n, sizeof *names, cmp_str);
     for (size_t i = 0; i < n && rc == 0; i++) {
@@ -244,20 +231,16 @@ fs_import_nccl_inspector_dir(const char *dir, const char *host, struct fs_imp_ba
             continue;
         FILE *f = fopen(path, "rb");
         if (!f) {
-            seterr(err, errlen, "%s: %s", path, strerror(errno));
+            fs_errf(err, errlen, "%s: %s", path, strerror(errno));
             rc = -1;
             break;
         }
         struct fs_buf text;
-        fs_buf_init(&text, (size_t)1 << 30);
-        char chunk[65536];
-        size_t got;
-        while ((got = fread(chunk, 1, sizeof chunk, f)) > 0)
-            if (!fs_buf_append(&text, chunk, got))
-                break;
+        char why[128];
+        int read_rc = fs_imp_read_all(f, &text, why, sizeof why);
         fclose(f);
-        if (text.overflow) {
-            seterr(err, errlen, "%s: larger than 1 GiB", path);
+        if (read_rc != 0) {
+            fs_errf(err, errlen, "%s: %s", path, why);
             rc = -1;
         } else {
             rc = fs_import_nccl_inspector_read(text.data ? text.data : "", text.len, path, host, b,
@@ -275,53 +258,19 @@ fs_import_nccl_inspector_dir(const char *dir, const char *host, struct fs_imp_ba
 int
 fs_import_nccl_inspector_main(int argc, char **argv)
 {
-    static const struct option opts[] = {{"url", required_argument, NULL, 'u'},
-                                         {"host", required_argument, NULL, 'H'},
-                                         {"token-file", required_argument, NULL, 't'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    const char *url = NULL, *host = NULL, *token = NULL;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "u:H:t:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'u':
-            url = optarg;
-            break;
-        case 'H':
-            host = optarg;
-            break;
-        case 't':
-            token = optarg;
-            break;
-        case 'h':
-            printf("usage: fabricscope import-nccl-inspector --url URL [--host NAME] "
-                   "[--token-file FILE] DIR\n");
-            return 0;
-        default:
-            return 2;
-        }
-    }
-    if (!url || optind != argc - 1) {
-        fprintf(stderr, "fabricscope import-nccl-inspector: needs DIR and --url URL\n");
-        return 2;
-    }
+    struct fs_imp_args a;
+    int rc = fs_imp_parse_args(argc, argv, "import-nccl-inspector",
+                               "--url URL [--host NAME] [--token-file FILE] DIR", NULL, 0, NULL, 1,
+                               false, &a);
+    if (rc >= 0)
+        return rc;
+    const char *dir = argv[a.first_operand];
     struct fs_imp_batch b = {0};
-    char err[512];
+    char err[512], empty[600];
     size_t files = 0, skipped = 0;
-    int rc;
-    if (fs_import_nccl_inspector_dir(argv[optind], host, &b, &files, &skipped, err, sizeof err) !=
-        0) {
-        fprintf(stderr, "fabricscope import-nccl-inspector: %s\n", err);
-        rc = 1;
-    } else if (b.n == 0) {
-        fprintf(stderr,
-                "fabricscope import-nccl-inspector: %s: no collective records in %zu log files\n",
-                argv[optind], files);
-        rc = 1;
-    } else {
-        rc = fs_imp_client_run(url, token, &b, "import-nccl-inspector", stdout, stderr);
-    }
+    int read_rc = fs_import_nccl_inspector_dir(dir, a.host, &b, &files, &skipped, err, sizeof err);
+    snprintf(empty, sizeof empty, "%s: no collective records in %zu log files", dir, files);
+    rc = fs_imp_finish("import-nccl-inspector", &a, read_rc, err, &b, empty);
     fs_imp_batch_free(&b);
     return rc;
 }

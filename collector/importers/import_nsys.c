@@ -1,8 +1,6 @@
 /* Nsight Systems SQLite export reader (see import_nsys.h). */
 #include "importers/import_nsys.h"
 
-#include <getopt.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,20 +8,9 @@
 
 #include <sqlite3.h>
 
-#include "importers/client.h"
+#include "importers/command.h"
 #include "importers/nccl_names.h"
-
-static void seterr(char *err, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-seterr(char *err, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-}
+#include "util/errf.h"
 
 /* Table names come from sqlite_master and are quoted for SQL here. */
 static void
@@ -234,7 +221,7 @@ read_kernels(sqlite3 *db, const char *host, long long session, struct fs_imp_bat
                            : has_column(db, table, "demangledName") ? "demangledName"
                                                                     : NULL;
     if (!name_col || !has_column(db, table, "start") || !has_column(db, table, "end")) {
-        seterr(err, errlen, "%s: no start/end/shortName columns (unknown schema)", table);
+        fs_errf(err, errlen, "%s: no start/end/shortName columns (unknown schema)", table);
         return -1;
     }
     bool strings = table_exists(db, "StringIds");
@@ -254,7 +241,7 @@ read_kernels(sqlite3 *db, const char *host, long long session, struct fs_imp_bat
                      : "");
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-        seterr(err, errlen, "%s: %s", table, sqlite3_errmsg(db));
+        fs_errf(err, errlen, "%s: %s", table, sqlite3_errmsg(db));
         return -1;
     }
     int rc = 0, step;
@@ -271,14 +258,14 @@ read_kernels(sqlite3 *db, const char *host, long long session, struct fs_imp_bat
              fs_imp_attr_int(e, "device", sqlite3_column_int64(st, 2)) != 0) ||
             (sqlite3_column_type(st, 3) == SQLITE_INTEGER &&
              fs_imp_attr_int(e, "stream", sqlite3_column_int64(st, 3)) != 0)) {
-            seterr(err, errlen, "out of memory");
+            fs_errf(err, errlen, "out of memory");
             rc = -1;
             break;
         }
         (*found)++;
     }
     if (rc == 0 && step != SQLITE_DONE) {
-        seterr(err, errlen, "%s: %s", table, sqlite3_errmsg(db));
+        fs_errf(err, errlen, "%s: %s", table, sqlite3_errmsg(db));
         rc = -1;
     }
     sqlite3_finalize(st);
@@ -293,7 +280,7 @@ read_nvtx(sqlite3 *db, const char *host, long long session, struct fs_imp_batch 
     if (!table_exists(db, "NVTX_EVENTS"))
         return 0;
     if (!has_column(db, "NVTX_EVENTS", "start") || !has_column(db, "NVTX_EVENTS", "end")) {
-        seterr(err, errlen, "NVTX_EVENTS: no start/end columns (unknown schema)");
+        fs_errf(err, errlen, "NVTX_EVENTS: no start/end columns (unknown schema)");
         return -1;
     }
     bool text = has_column(db, "NVTX_EVENTS", "text");
@@ -302,7 +289,7 @@ read_nvtx(sqlite3 *db, const char *host, long long session, struct fs_imp_batch 
     bool etype = has_column(db, "NVTX_EVENTS", "eventType");
     bool event_id = has_column(db, "NVTX_EVENTS", "eventId");
     if (!text && !text_id) {
-        seterr(err, errlen, "NVTX_EVENTS: neither text nor textId (unknown schema)");
+        fs_errf(err, errlen, "NVTX_EVENTS: neither text nor textId (unknown schema)");
         return -1;
     }
     const char *name_expr = text && text_id ? "COALESCE(n.text, s.value)"
@@ -327,7 +314,7 @@ read_nvtx(sqlite3 *db, const char *host, long long session, struct fs_imp_batch 
     }
     struct size_map sizes = {0};
     if (event_id && load_message_sizes(db, &sizes) != 0) {
-        seterr(err, errlen, "out of memory");
+        fs_errf(err, errlen, "out of memory");
         return -1;
     }
     snprintf(sql, sizeof sql,
@@ -336,7 +323,7 @@ read_nvtx(sqlite3 *db, const char *host, long long session, struct fs_imp_batch 
              name_expr, domain ? "n.domainId" : "NULL", event_id ? "n.eventId" : "NULL", join,
              etype ? " AND n.eventType IN (59, 60)" : "");
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-        seterr(err, errlen, "NVTX_EVENTS: %s", sqlite3_errmsg(db));
+        fs_errf(err, errlen, "NVTX_EVENTS: %s", sqlite3_errmsg(db));
         free(sizes.event_id);
         free(sizes.size);
         return -1;
@@ -358,7 +345,7 @@ read_nvtx(sqlite3 *db, const char *host, long long session, struct fs_imp_batch 
             fs_imp_add(b, host, "nccl.nvtx", name, to_epoch(sqlite3_column_int64(st, 0), session),
                        to_epoch(sqlite3_column_int64(st, 1), session));
         if (!e) {
-            seterr(err, errlen, "out of memory");
+            fs_errf(err, errlen, "out of memory");
             rc = -1;
             break;
         }
@@ -366,14 +353,14 @@ read_nvtx(sqlite3 *db, const char *host, long long session, struct fs_imp_batch 
         if (sqlite3_column_type(st, 4) == SQLITE_INTEGER &&
             size_map_get(&sizes, sqlite3_column_int64(st, 4), &size) &&
             fs_imp_attr_int(e, "message_size_bytes", size) != 0) {
-            seterr(err, errlen, "out of memory");
+            fs_errf(err, errlen, "out of memory");
             rc = -1;
             break;
         }
         (*found)++;
     }
     if (rc == 0 && step != SQLITE_DONE) {
-        seterr(err, errlen, "NVTX_EVENTS: %s", sqlite3_errmsg(db));
+        fs_errf(err, errlen, "NVTX_EVENTS: %s", sqlite3_errmsg(db));
         rc = -1;
     }
     sqlite3_finalize(st);
@@ -390,14 +377,14 @@ fs_import_nsys_read(const char *path, const char *host, struct fs_imp_batch *b, 
     int rc = -1;
     char host_buf[FS_HOST_EVENTS_MAX_STR + 1] = "";
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        seterr(err, errlen, "%s: %s", path, db ? sqlite3_errmsg(db) : "cannot open");
+        fs_errf(err, errlen, "%s: %s", path, db ? sqlite3_errmsg(db) : "cannot open");
         goto out;
     }
     /* Reading the schema is the first real access: corrupt and foreign files fail here. */
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &st, NULL) != SQLITE_OK ||
         sqlite3_step(st) != SQLITE_ROW) {
-        seterr(err, errlen, "%s: not a readable SQLite database: %s", path, sqlite3_errmsg(db));
+        fs_errf(err, errlen, "%s: not a readable SQLite database: %s", path, sqlite3_errmsg(db));
         sqlite3_finalize(st);
         goto out;
     }
@@ -407,10 +394,10 @@ fs_import_nsys_read(const char *path, const char *host, struct fs_imp_batch *b, 
     bool nvtx = table_exists(db, "NVTX_EVENTS");
     bool session_tab = table_exists(db, "TARGET_INFO_SESSION_START_TIME");
     if (!kernels && !nvtx && !session_tab && !table_exists(db, "META_DATA_EXPORT")) {
-        seterr(err, errlen,
-               "%s: not an Nsight Systems export (no CUPTI_ACTIVITY_KIND_KERNEL, NVTX_EVENTS, "
-               "TARGET_INFO_SESSION_START_TIME or META_DATA_EXPORT table)",
-               path);
+        fs_errf(err, errlen,
+                "%s: not an Nsight Systems export (no CUPTI_ACTIVITY_KIND_KERNEL, NVTX_EVENTS, "
+                "TARGET_INFO_SESSION_START_TIME or META_DATA_EXPORT table)",
+                path);
         goto out;
     }
     long long session = 0;
@@ -437,8 +424,8 @@ fs_import_nsys_read(const char *path, const char *host, struct fs_imp_batch *b, 
             sqlite3_finalize(st);
         }
         if (!host_buf[0]) {
-            seterr(err, errlen,
-                   "%s: no host name in the export (TARGET_INFO_SYSTEM_ENV); give --host", path);
+            fs_errf(err, errlen,
+                    "%s: no host name in the export (TARGET_INFO_SYSTEM_ENV); give --host", path);
             goto out;
         }
         host = host_buf;
@@ -450,10 +437,10 @@ fs_import_nsys_read(const char *path, const char *host, struct fs_imp_batch *b, 
     if (!have_session) {
         for (size_t i = 0; i < b->n; i++)
             if (b->ev[i].start_ns <= 1000000000000000000LL) {
-                seterr(err, errlen,
-                       "%s: no TARGET_INFO_SESSION_START_TIME.utcEpochNs: cannot place the "
-                       "events on the wall clock",
-                       path);
+                fs_errf(err, errlen,
+                        "%s: no TARGET_INFO_SESSION_START_TIME.utcEpochNs: cannot place the "
+                        "events on the wall clock",
+                        path);
                 goto out;
             }
     }
@@ -466,50 +453,18 @@ out:
 int
 fs_import_nsys_main(int argc, char **argv)
 {
-    static const struct option opts[] = {{"url", required_argument, NULL, 'u'},
-                                         {"host", required_argument, NULL, 'H'},
-                                         {"token-file", required_argument, NULL, 't'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    const char *url = NULL, *host = NULL, *token = NULL;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "u:H:t:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'u':
-            url = optarg;
-            break;
-        case 'H':
-            host = optarg;
-            break;
-        case 't':
-            token = optarg;
-            break;
-        case 'h':
-            printf("usage: fabricscope import-nsys REPORT.sqlite --url URL [--host NAME] "
-                   "[--token-file FILE]\n");
-            return 0;
-        default:
-            return 2;
-        }
-    }
-    if (!url || optind != argc - 1) {
-        fprintf(stderr, "fabricscope import-nsys: needs REPORT.sqlite and --url URL\n");
-        return 2;
-    }
+    struct fs_imp_args a;
+    int rc = fs_imp_parse_args(argc, argv, "import-nsys",
+                               "REPORT.sqlite --url URL [--host NAME] [--token-file FILE]", NULL, 0,
+                               NULL, 1, false, &a);
+    if (rc >= 0)
+        return rc;
+    const char *path = argv[a.first_operand];
     struct fs_imp_batch b = {0};
-    char err[512];
-    int rc;
-    if (fs_import_nsys_read(argv[optind], host, &b, err, sizeof err) != 0) {
-        fprintf(stderr, "fabricscope import-nsys: %s\n", err);
-        rc = 1;
-    } else if (b.n == 0) {
-        fprintf(stderr, "fabricscope import-nsys: %s: no NCCL kernels or NVTX ranges found\n",
-                argv[optind]);
-        rc = 1;
-    } else {
-        rc = fs_imp_client_run(url, token, &b, "import-nsys", stdout, stderr);
-    }
+    char err[512], empty[600];
+    snprintf(empty, sizeof empty, "%s: no NCCL kernels or NVTX ranges found", path);
+    int read_rc = fs_import_nsys_read(path, a.host, &b, err, sizeof err);
+    rc = fs_imp_finish("import-nsys", &a, read_rc, err, &b, empty);
     fs_imp_batch_free(&b);
     return rc;
 }

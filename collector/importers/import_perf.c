@@ -3,28 +3,15 @@
 #include "importers/import_perf.h"
 
 #include <ctype.h>
-#include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "importers/client.h"
+#include "importers/command.h"
+#include "util/errf.h"
 
 #define MAX_TOKENS 96
-
-static void seterr(char *err, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-seterr(char *err, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-}
 
 /* "123.456789" (up to 9 fraction digits; "123" too unless need_frac) -> ns; the end of
    the number in *end. */
@@ -268,9 +255,9 @@ fs_import_perf_read(const char *text, size_t len, const char *host, const struct
         }
     }
     if (!ref.known) {
-        seterr(err, errlen,
-               "no \"# reference time\" header: record with `perf record -k mono` and run "
-               "`perf script --header`, or give --reference TOD=CLOCK or --reference now");
+        fs_errf(err, errlen,
+                "no \"# reference time\" header: record with `perf record -k mono` and run "
+                "`perf script --header`, or give --reference TOD=CLOCK or --reference now");
         return -1;
     }
     size_t lines = 0, events = 0;
@@ -287,7 +274,7 @@ fs_import_perf_read(const char *text, size_t len, const char *host, const struct
         lines++;
         int r = parse_line(line, l, host, &ref, b);
         if (r < 0) {
-            seterr(err, errlen, "out of memory");
+            fs_errf(err, errlen, "out of memory");
             return -1;
         }
         if (r == 0)
@@ -296,93 +283,57 @@ fs_import_perf_read(const char *text, size_t len, const char *host, const struct
             events++;
     }
     if (lines > 0 && events == 0) {
-        seterr(err, errlen, "none of %zu lines is a perf script tracepoint sample", lines);
+        fs_errf(err, errlen, "none of %zu lines is a perf script tracepoint sample", lines);
         return -1;
     }
     return 0;
 }
 
+static int
+perf_reference_arg(const char *arg, void *ctx)
+{
+    struct fs_perf_ref *ref = ctx;
+    if (strcmp(arg, "now") == 0) {
+        struct timespec rt, mt;
+        clock_gettime(CLOCK_REALTIME, &rt);
+        clock_gettime(CLOCK_MONOTONIC, &mt);
+        ref->known = true;
+        ref->tod_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
+        ref->clock_ns = (int64_t)mt.tv_sec * 1000000000 + mt.tv_nsec;
+        return 0;
+    }
+    if (fs_perf_parse_reference_arg(arg, ref) == 0)
+        return 0;
+    fprintf(stderr, "fabricscope import-perf: --reference wants TOD=CLOCK (seconds, "
+                    "e.g. 1796236354.802946=1016.124836457) or now\n");
+    return 2;
+}
+
 int
 fs_import_perf_main(int argc, char **argv)
 {
-    static const struct option opts[] = {{"url", required_argument, NULL, 'u'},
-                                         {"host", required_argument, NULL, 'H'},
-                                         {"reference", required_argument, NULL, 'r'},
-                                         {"token-file", required_argument, NULL, 't'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    const char *url = NULL, *host = NULL, *token = NULL;
+    static const struct fs_imp_extra extra[] = {
+        {{"reference", required_argument, NULL, 'r'}, perf_reference_arg}};
     struct fs_perf_ref ref = {0};
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "u:H:r:t:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'u':
-            url = optarg;
-            break;
-        case 'H':
-            host = optarg;
-            break;
-        case 't':
-            token = optarg;
-            break;
-        case 'r':
-            if (strcmp(optarg, "now") == 0) {
-                struct timespec rt, mt;
-                clock_gettime(CLOCK_REALTIME, &rt);
-                clock_gettime(CLOCK_MONOTONIC, &mt);
-                ref.known = true;
-                ref.tod_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
-                ref.clock_ns = (int64_t)mt.tv_sec * 1000000000 + mt.tv_nsec;
-            } else if (fs_perf_parse_reference_arg(optarg, &ref) != 0) {
-                fprintf(stderr, "fabricscope import-perf: --reference wants TOD=CLOCK (seconds, "
-                                "e.g. 1796236354.802946=1016.124836457) or now\n");
-                return 2;
-            }
-            break;
-        case 'h':
-            printf("usage: fabricscope import-perf --url URL --host NAME [--reference "
-                   "TOD=CLOCK|now] [--token-file FILE] < perf-script.txt\n");
-            return 0;
-        default:
-            return 2;
-        }
-    }
-    if (!url || !host || optind != argc) {
-        fprintf(stderr,
-                "fabricscope import-perf: needs --url URL and --host NAME, text on stdin\n");
-        return 2;
-    }
-    /* Read all of stdin (perf script output of a capture: megabytes, not gigabytes). */
+    struct fs_imp_args a;
+    int rc = fs_imp_parse_args(argc, argv, "import-perf",
+                               "--url URL --host NAME [--reference TOD=CLOCK|now] "
+                               "[--token-file FILE] < perf-script.txt",
+                               extra, 1, &ref, 0, true, &a);
+    if (rc >= 0)
+        return rc;
+    /* All of stdin: perf script output of a capture is megabytes, not gigabytes. */
     struct fs_buf in;
-    fs_buf_init(&in, (size_t)1 << 30);
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0)
-        if (!fs_buf_append(&in, chunk, n))
-            break;
-    if (in.overflow) {
-        fprintf(stderr, "fabricscope import-perf: input larger than 1 GiB\n");
-        fs_buf_free(&in);
-        return 1;
-    }
     struct fs_imp_batch b = {0};
     char err[512];
     size_t skipped = 0;
-    int rc;
-    if (fs_import_perf_read(in.data ? in.data : "", in.len, host, &ref, &b, &skipped, err,
-                            sizeof err) != 0) {
-        fprintf(stderr, "fabricscope import-perf: %s\n", err);
-        rc = 1;
-    } else if (b.n == 0) {
-        fprintf(stderr, "fabricscope import-perf: no samples on stdin\n");
-        rc = 1;
-    } else {
-        if (skipped)
-            fprintf(stderr, "fabricscope import-perf: %zu lines were not samples, skipped\n",
-                    skipped);
-        rc = fs_imp_client_run(url, token, &b, "import-perf", stdout, stderr);
-    }
+    int read_rc = fs_imp_read_all(stdin, &in, err, sizeof err);
+    if (read_rc == 0)
+        read_rc = fs_import_perf_read(in.data ? in.data : "", in.len, a.host, &ref, &b, &skipped,
+                                      err, sizeof err);
+    if (read_rc == 0 && skipped)
+        fprintf(stderr, "fabricscope import-perf: %zu lines were not samples, skipped\n", skipped);
+    rc = fs_imp_finish("import-perf", &a, read_rc, err, &b, "no samples on stdin");
     fs_imp_batch_free(&b);
     fs_buf_free(&in);
     return rc;

@@ -345,6 +345,16 @@ tor2 = sum(bool(find(s)["suspects"]) and find(s)["suspects"][0]["target"] == "to
 print("# surge-time slow events: %d, tor1 Eth1/49 first for %d (%.1f%%), tor2 first for %d; "
       "random slow events: %d, tor1 Eth1/49 blamed for %d"
       % (len(surge), hits, 100.0 * hits / len(surge), tor2, len(rand), wrong))
+def who(e):
+    if not e["suspects"]:
+        return "nobody"
+    t = e["suspects"][0]
+    return "%s %s %s z=%s" % (t.get("target"), t.get("interface"), t.get("metric"), t.get("z"))
+for k, (a, b) in enumerate(gen["surges"]):
+    miss = [who(find(s)) for s in surge if a <= s["start_ns"] / 1e9 < b and not blamed(find(s))]
+    if miss:
+        print("# surge %d: %d slow events not blamed on tor1 Eth1/49; first suspects: %s"
+              % (k, len(miss), sorted(set(miss))[:4]))
 assert hits >= 0.9 * len(surge), "tor1 Eth1/49 first for only %d of %d surge-time slow events" % (hits, len(surge))
 assert wrong <= 0.1 * len(rand), "tor1 Eth1/49 blamed for %d of %d random slow events" % (wrong, len(rand))
 offs = [e["host_offset_ns"] for e in events]

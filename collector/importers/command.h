@@ -1,0 +1,54 @@
+/*
+ * What every import subcommand shares: its command line (--url, --host, --token-file,
+ * --help, plus the importer's own options), reading its input whole, and the usual end
+ * (nothing found, or post with the host's measured offset and print one summary line).
+ *
+ * Ownership: the strings in struct fs_imp_args point into argv. Threads: main only
+ * (getopt).
+ */
+#ifndef FS_IMP_COMMAND_H
+#define FS_IMP_COMMAND_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "importers/events.h"
+#include "util/buf.h"
+
+struct fs_imp_args {
+    const char *url, *host, *token_file;
+    int first_operand; /**< argv index of the first non-option argument */
+};
+
+/** An importer's own option: handle returns 0, or an exit code (2 for a bad value). */
+struct fs_imp_extra {
+    struct option opt; /**< opt.val is the short option letter */
+    int (*handle)(const char *arg, void *ctx);
+};
+
+/**
+ * Parses argv for the command `name` (e.g. "import-perf"). usage is printed for --help.
+ * operands is how many non-option arguments the command takes (0 or 1); need_host makes
+ * --host mandatory. Returns -1 to go on, or the exit code to return at once (0 after
+ * --help, 2 on a usage error, with the reason on stderr).
+ */
+int fs_imp_parse_args(int argc, char **argv, const char *name, const char *usage,
+                      const struct fs_imp_extra *extra, size_t n_extra, void *ctx, int operands,
+                      bool need_host, struct fs_imp_args *out);
+
+/**
+ * Reads f to its end into out (initialised here, at most 1 GiB; the caller frees it).
+ * 0, or -1 with err ("larger than 1 GiB", a read error).
+ */
+int fs_imp_read_all(FILE *f, struct fs_buf *out, char *err, size_t errlen);
+
+/**
+ * The end of an import: read_rc/err from reading the input; an empty batch is reported
+ * with `empty` (the reason nothing was found); otherwise the batch is posted. Prints
+ * "fabricscope <name>: ..." lines and returns the exit code (0, 1). Frees nothing.
+ */
+int fs_imp_finish(const char *name, const struct fs_imp_args *a, int read_rc, const char *err,
+                  const struct fs_imp_batch *b, const char *empty);
+
+#endif
