@@ -262,7 +262,7 @@ put_num(struct fs_buf *b, double v)
 
 struct cand {
     uint32_t id, gen; /* the (id, generation) pair fs_store_read() takes */
-    char *target, *interface, *tc, *rule, *metric;
+    char *target, *interface, *tc, *rule, *metric, *source;
     enum fs_an_kind kind;
     bool counter;
     double scale, floor;
@@ -321,11 +321,12 @@ collect_cb(void *arg_, const struct fs_series_info *s)
     c->tc = strdup(label(s, "tc"));
     c->rule = strdup(label(s, "rule"));
     c->metric = strdup(s->name);
+    c->source = strdup(label(s, "source"));
     c->kind = kind;
     c->counter = counter;
     c->scale = s->scale > 0 ? s->scale : 1.0;
     c->floor = floor;
-    if (!c->target || !c->interface || !c->tc || !c->rule || !c->metric) {
+    if (!c->target || !c->interface || !c->tc || !c->rule || !c->metric || !c->source) {
         cs->failed = true;
         return 1;
     }
@@ -341,12 +342,17 @@ free_cands(struct cands *cs)
         free(cs->c[i].tc);
         free(cs->c[i].rule);
         free(cs->c[i].metric);
+        free(cs->c[i].source);
     }
     free(cs->c);
 }
 
+/* How far a series' timestamps may be from the switch's events, per (target, source):
+   half a poll, or the device clock's uncertainty where one was measured. Per source,
+   because a target's sources differ by orders of magnitude (a gNMI stream's clock to a
+   few ms, a whole-second CLI clock to hundreds). */
 struct target_unc {
-    char *target;
+    char *target, *source;
     int64_t unc_us;
 };
 
@@ -363,41 +369,47 @@ unc_cb(void *arg_, const struct fs_instance_info *in)
     int64_t v = in->last_duration_us / 2;
     if (in->clock_known && in->clock_uncertainty_seconds * 1e6 > (double)v)
         v = (int64_t)(in->clock_uncertainty_seconds * 1e6);
-    for (size_t i = 0; i < u->n; i++)
-        if (strcmp(u->t[i].target, in->target) == 0) {
-            if (v > u->t[i].unc_us)
-                u->t[i].unc_us = v;
-            return 0;
-        }
+    const char *source = in->source ? in->source : "";
     void *p = realloc(u->t, (u->n + 1) * sizeof *u->t);
     if (!p) {
         u->failed = true;
         return 1;
     }
     u->t = p;
-    u->t[u->n].target = strdup(in->target);
-    u->t[u->n].unc_us = v;
-    if (!u->t[u->n++].target) {
+    struct target_unc *t = &u->t[u->n++];
+    t->target = strdup(in->target);
+    t->source = strdup(source);
+    t->unc_us = v;
+    if (!t->target || !t->source) {
         u->failed = true;
         return 1;
     }
     return 0;
 }
 
+/* The (target, source) entry; a series without a known source gets the target's worst. */
 static int64_t
-unc_of(const struct uncs *u, const char *target)
+unc_of(const struct uncs *u, const char *target, const char *source)
 {
-    for (size_t i = 0; i < u->n; i++)
-        if (strcmp(u->t[i].target, target) == 0)
+    int64_t worst = 0;
+    for (size_t i = 0; i < u->n; i++) {
+        if (strcmp(u->t[i].target, target) != 0)
+            continue;
+        if (strcmp(u->t[i].source, source) == 0)
             return u->t[i].unc_us;
-    return 0;
+        if (u->t[i].unc_us > worst)
+            worst = u->t[i].unc_us;
+    }
+    return worst;
 }
 
 static void
 free_uncs(struct uncs *u)
 {
-    for (size_t i = 0; i < u->n; i++)
+    for (size_t i = 0; i < u->n; i++) {
         free(u->t[i].target);
+        free(u->t[i].source);
+    }
     free(u->t);
 }
 
@@ -519,7 +531,7 @@ scan_part_run(void *arg_)
             .v = v,
             .n = (size_t)n,
             .abs_floor = c->floor,
-            .time_uncertainty_us = unc_of(p->u, c->target),
+            .time_uncertainty_us = unc_of(p->u, c->target, c->source),
         };
         p->rc = fs_departures_add(p->d, &s);
     }

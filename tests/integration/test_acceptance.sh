@@ -460,18 +460,21 @@ at = [origin + float(e["ts"]) / 1e6 for e in rt]
 surges, drops = gen["surges"], gen["drops"]
 per = [sum(s <= x <= e for x in at) for s, e in surges]
 outside = [x for x in at if not any(s <= x <= e for s, e in surges)]
-# A retransmit within 1 s of a drop window was caused by the drops: it must be inside
-# that surge. One far from every drop window is the loaded machine's own (a late ACK
-# meets the stream's 20 ms minimum RTO): reported, and allowed for 1% of them.
-caused = [x for x in outside if any(a - 1 <= x <= b + 1 for a, b in drops)]
+# The stream's minimum RTO is 20 ms, so a segment the drops took is resent within
+# 20 + 40 + 80 ms even if its first two resends are lost too: a retransmit from a drop
+# window's start to 300 ms after its end (the loaded machine's scheduling included) was
+# caused by the drops, and must be inside that surge. Any other is the loaded machine's
+# own (a late ACK meets the 20 ms RTO): reported, and allowed for 1% of them. (A 1 s
+# margin once counted such a stray one, 0.49 s after a surge, as caused.)
+caused = [x for x in outside if any(a <= x <= b + 0.3 for a, b in drops)]
 stray = [x for x in outside if x not in caused]
 print("# retransmits per surge: %s; outside every surge: %d caused by the drops, "
-      "%d far (> 1 s) from every drop window" % (per, len(caused), len(stray)))
+      "%d not caused by them" % (per, len(caused), len(stray)))
 for x in outside:
     print("#   outside: %.3f s from the nearest surge edge"
           % min(min(abs(x - s), abs(x - e)) for s, e in surges))
 assert not caused, "%d of %d retransmits caused by the drops lie outside the surge windows" % (len(caused), len(at))
-assert len(stray) <= 0.01 * len(at), "%d of %d retransmits far from every drop window" % (len(stray), len(at))
+assert len(stray) <= 0.01 * len(at), "%d of %d retransmits outside every drop window" % (len(stray), len(at))
 assert all(per), "a surge without retransmits: %s" % per
 PYEOF
 

@@ -241,6 +241,64 @@ test_correlate_names_culprit_only_during_surges(void **state)
     fs_corr_report_free(r);
 }
 
+/* Past FS_CORR_Z_SURE every suspect is certain: the most specific series comes first
+ * (queue, then port, then flow rule), whatever the exact z; a smaller but uncertain
+ * departure of a queue ranks after them all. */
+static void
+test_correlate_ranks_certain_suspects_by_specificity(void **state)
+{
+    (void)state;
+    enum { N = 400 };
+    static int64_t ts[N];
+    static double v[N];
+    struct fs_departures *d = fs_departures_new(NULL, T0 + 200 * S, T0 + N * S);
+    assert_non_null(d);
+    for (int i = 0; i < N; i++)
+        ts[i] = T0 + i * S;
+    struct {
+        const char *iface, *tc, *rule;
+        double peak; /* over a baseline of 0 with a floor of 10: z = peak / 10 */
+    } sr[] = {
+        {"", "", "nccl", 2.3e5},     /* flow rule: the largest z */
+        {"Eth1/49", "", "", 2.1e5},  /* port */
+        {"Eth1/49", "3", "", 2.0e5}, /* queue: the smallest z of the certain ones */
+        {"Eth1/2", "3", "", 250},    /* queue, z = 25: departed, not certain */
+    };
+    for (size_t k = 0; k < sizeof sr / sizeof sr[0]; k++) {
+        for (int i = 0; i < N; i++)
+            v[i] = (i >= 300 && i < 302) ? sr[k].peak : 0;
+        struct fs_an_series a = {.target = "tor1",
+                                 .interface = sr[k].iface,
+                                 .tc = sr[k].tc,
+                                 .rule = sr[k].rule,
+                                 .metric = "fabric_queue_ecn_marked_packets_total",
+                                 .kind = FS_AN_ECN,
+                                 .is_rate = true,
+                                 .ts_us = ts,
+                                 .v = v,
+                                 .n = N,
+                                 .abs_floor = 10,
+                                 .time_uncertainty_us = 2000};
+        assert_int_equal(fs_departures_add(d, &a), 0);
+    }
+    assert_int_equal(fs_departures_finish(d), 0);
+    struct fs_corr_window w = {T0 + 300 * S, T0 + 301 * S, 5000, 0};
+    struct fs_corr_report *r = NULL;
+    assert_int_equal(fs_correlate(d, &w, 1, NULL, &r), 0);
+    assert_int_equal(r->results[0].n_top, 4);
+    const char *want_iface[] = {"Eth1/49", "Eth1/49", "", "Eth1/2"};
+    const char *want_tc[] = {"3", "", "", "3"};
+    for (size_t k = 0; k < 4; k++) {
+        const struct fs_an_series_ref *ref = &d->series[r->results[0].top[k].series];
+        assert_string_equal(ref->interface, want_iface[k]);
+        assert_string_equal(ref->tc, want_tc[k]);
+    }
+    assert_true(r->results[0].top[2].peak_z > r->results[0].top[0].peak_z);
+    assert_true(r->results[0].top[3].peak_z < FS_CORR_Z_SURE);
+    fs_corr_report_free(r);
+    fs_departures_free(d);
+}
+
 static void
 test_counter_rates_and_slow_marking(void **state)
 {
@@ -278,6 +336,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_recurring_surge_period_and_next, setup, teardown),
         cmocka_unit_test_setup_teardown(test_correlate_names_culprit_only_during_surges, setup,
                                         teardown),
+        cmocka_unit_test(test_correlate_ranks_certain_suspects_by_specificity),
         cmocka_unit_test(test_counter_rates_and_slow_marking),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
