@@ -46,8 +46,10 @@
 #include "config/config.h"
 #include "store/sink.h"
 
-/** Bumped on any change of struct fs_driver or of the meaning of its calls. */
-#define FS_DRIVER_API_VERSION 2
+/** Bumped on any change of struct fs_driver or of the meaning of its calls. History:
+ *  2: configuration blocks owned by drivers (struct fs_cfg_block_ops), stream drivers;
+ *  3: the optional target_transcript, target_plan_mode and target_plan. */
+#define FS_DRIVER_API_VERSION 3
 
 /** Result codes of driver operations. */
 enum fs_drv_rc {
