@@ -25,82 +25,22 @@
  * poll) and `DETAIL {...}` (target 0's driver detail).
  */
 #include <getopt.h>
-#include <pthread.h>
 #include <regex.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "http/expo.h"
 #include "onyx_driver.h"
+#include "poll_harness.h"
 #include "store/store.h"
 #include "util/buf.h"
-
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
-static size_t pending;
-static unsigned long results[5];
-static enum fs_poll_result last0;
-
-static const char *const result_names[] = {"ok", "timeout", "auth", "protocol", "parse"};
 
 struct done_arg {
     int index;
 };
-
-static void
-on_done(void *arg, uint64_t id, enum fs_poll_result r)
-{
-    (void)id;
-    struct done_arg *a = arg;
-    pthread_mutex_lock(&lock);
-    if ((unsigned)r < 5)
-        results[r]++;
-    if (a->index == 0)
-        last0 = r;
-    pending--;
-    pthread_cond_broadcast(&cond);
-    pthread_mutex_unlock(&lock);
-}
-
-static int64_t
-mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static double
-cpu_ms(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
-           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
-}
-
-static void
-grep_print(const struct fs_buf *b, const regex_t *re, int poll)
-{
-    const char *p = b->data, *end = b->data + b->len;
-    char line[1024];
-    while (p && p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-        if (n < sizeof(line) && n > 0 && p[0] != '#') {
-            memcpy(line, p, n);
-            line[n] = '\0';
-            if (regexec(re, line, 0, NULL, 0) == 0)
-                printf("poll %d %s\n", poll, line);
-        }
-        p = nl ? nl + 1 : end;
-    }
-}
 
 static int
 parse_rule(const char *s, struct fs_flow_rule *r)
@@ -286,7 +226,7 @@ main(int argc, char **argv)
         tc[i].staleness_intervals = 3;
         da[i].index = i;
         sinks[i] = fs_store_sink_add(st, &tc[i], "cli", cfg.interval_us);
-        fs_sink_set_done_cb(sinks[i], on_done, &da[i]);
+        fs_sink_set_done_cb(sinks[i], fs_ph_done, &da[i].index);
         if (fs_onyx_target_add(ds, tc[i].name, address, &cfg, sinks[i], &ts[i], err, sizeof(err)) !=
             0) {
             fprintf(stderr, "target_add: %s\n", err);
@@ -297,7 +237,7 @@ main(int argc, char **argv)
     }
     struct fs_buf b;
     fs_buf_init(&b, 256u << 20);
-    double cpu0 = cpu_ms(), cpu_after_first = 0;
+    double cpu0 = fs_ph_cpu_ms(), cpu_after_first = 0;
     int64_t wall_sum = 0, wall_max = 0;
     for (int k = 1; k <= polls; k++) {
         if (wait_file && k > 1) {
@@ -305,32 +245,24 @@ main(int argc, char **argv)
                 usleep(20000);
             unlink(wait_file);
         }
-        int64_t t0 = mono_us();
+        int64_t t0 = fs_ph_mono_us();
         int64_t deadline = t0 + (deadline_us > 0 ? deadline_us : cfg.interval_us * 9 / 10);
-        pthread_mutex_lock(&lock);
-        pending = (size_t)ntargets;
-        pthread_mutex_unlock(&lock);
+        fs_ph_round_begin((size_t)ntargets);
         for (int i = 0; i < ntargets; i++) {
             fs_sink_cycle_begin(sinks[i], (uint64_t)k);
             if (fs_onyx_cycle_start(ds, ts[i], (uint64_t)k, deadline) != 0) {
                 fs_sink_count_overrun(sinks[i]);
-                pthread_mutex_lock(&lock);
-                pending--;
-                pthread_mutex_unlock(&lock);
+                fs_ph_round_skip();
             }
         }
-        pthread_mutex_lock(&lock);
-        while (pending > 0)
-            pthread_cond_wait(&cond, &lock);
-        enum fs_poll_result r0 = last0;
-        pthread_mutex_unlock(&lock);
-        int64_t wall = mono_us() - t0;
+        enum fs_poll_result r0 = fs_ph_round_wait();
+        int64_t wall = fs_ph_mono_us() - t0;
         if (k > 1) { /* the first poll includes the SSH login */
             wall_sum += wall;
             if (wall > wall_max)
                 wall_max = wall;
         } else {
-            cpu_after_first = cpu_ms();
+            cpu_after_first = fs_ph_cpu_ms();
         }
         if (render_each || grep || (print_metrics && k == polls)) {
             fs_buf_reset(&b);
@@ -342,17 +274,17 @@ main(int argc, char **argv)
              * it too. Print the result and the target's detail. */
             fs_onyx_target_describe(ds, ts[0], msg, sizeof(msg));
         }
-        printf("poll %d result=%s wall_ms=%.1f detail={%s}\n", k, result_names[r0], wall / 1e3,
-               msg);
+        printf("poll %d result=%s wall_ms=%.1f detail={%s}\n", k, fs_ph_result_names[r0],
+               wall / 1e3, msg);
         if (grep)
-            grep_print(&b, &grep_re, k);
+            fs_ph_grep_print(&b, &grep_re, k);
         fflush(stdout);
         int64_t next = t0 + cfg.interval_us;
-        int64_t now = mono_us();
+        int64_t now = fs_ph_mono_us();
         if (k < polls && next > now && !wait_file && !back_to_back)
             usleep((useconds_t)(next - now));
     }
-    double cpu = cpu_ms() - (polls > 1 ? cpu_after_first : cpu0);
+    double cpu = fs_ph_cpu_ms() - (polls > 1 ? cpu_after_first : cpu0);
     if (print_metrics)
         fwrite(b.data, 1, b.len, stdout);
     char detail[1024];
@@ -360,8 +292,9 @@ main(int argc, char **argv)
     int later = polls > 1 ? polls - 1 : 1;
     printf("SUMMARY targets=%d polls=%d ok=%lu timeout=%lu auth=%lu protocol=%lu parse=%lu "
            "wall_ms_avg=%.2f wall_ms_max=%.2f cpu_ms_per_poll=%.2f\n",
-           ntargets, polls, results[0], results[1], results[2], results[3], results[4],
-           wall_sum / 1e3 / later, wall_max / 1e3, cpu / later / ntargets);
+           ntargets, polls, fs_ph_result_count(0), fs_ph_result_count(1), fs_ph_result_count(2),
+           fs_ph_result_count(3), fs_ph_result_count(4), wall_sum / 1e3 / later, wall_max / 1e3,
+           cpu / later / ntargets);
     printf("DETAIL {%s}\n", detail);
     if (cfg.plan_only) {
         char plan[8192];
@@ -389,5 +322,5 @@ main(int argc, char **argv)
     free(sinks);
     free(da);
     free(ts);
-    return results[0] == (unsigned long)ntargets * (unsigned long)polls ? 0 : 1;
+    return fs_ph_result_count(FS_POLL_OK) == (unsigned long)ntargets * (unsigned long)polls ? 0 : 1;
 }

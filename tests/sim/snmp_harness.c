@@ -17,76 +17,21 @@
  * per round and the process CPU time (user+system), and the driver's detail of target 0.
  */
 #include <getopt.h>
-#include <pthread.h>
 #include <regex.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "util/buf.h"
 #include "driver.h"
 #include "http/expo.h"
 #include "snmp_config.h"
+#include "poll_harness.h"
 #include "store/store.h"
 
 extern const struct fs_driver fs_driver_snmp;
-
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
-static size_t pending;
-static unsigned long results[5];
-
-static void
-on_done(void *arg, uint64_t id, enum fs_poll_result r)
-{
-    (void)arg;
-    (void)id;
-    pthread_mutex_lock(&lock);
-    if ((unsigned)r < 5)
-        results[r]++;
-    pending--;
-    pthread_cond_broadcast(&cond);
-    pthread_mutex_unlock(&lock);
-}
-
-static int64_t
-mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static double
-cpu_ms(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
-           (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
-}
-
-static void
-grep_print(const struct fs_buf *b, const regex_t *re, int poll)
-{
-    const char *p = b->data, *end = b->data + b->len;
-    char line[1024];
-    while (p && p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-        if (n < sizeof(line) && n > 0 && p[0] != '#') {
-            memcpy(line, p, n);
-            line[n] = '\0';
-            if (regexec(re, line, 0, NULL, 0) == 0)
-                printf("poll %d %s\n", poll, line);
-        }
-        p = nl ? nl + 1 : end;
-    }
-}
 
 struct detail_out {
     char *buf;
@@ -258,7 +203,7 @@ main(int argc, char **argv)
             regcomp(&tc[i].iface_exclude_re, exclude, REG_EXTENDED | REG_NOSUB);
         }
         sinks[i] = fs_store_sink_add(st, &tc[i], "snmp", sc.interval_us);
-        fs_sink_set_done_cb(sinks[i], on_done, NULL);
+        fs_sink_set_done_cb(sinks[i], fs_ph_done, NULL);
         if (fs_driver_snmp.target_add(ds, &tc[i], &sc, sinks[i], &ts[i], err, sizeof(err)) != 0) {
             fprintf(stderr, "target_add: %s\n", err);
             return 1;
@@ -266,31 +211,24 @@ main(int argc, char **argv)
     }
     struct fs_buf b;
     fs_buf_init(&b, 256u << 20);
-    double cpu0 = cpu_ms();
+    double cpu0 = fs_ph_cpu_ms();
     int64_t wall_sum = 0, wall_max = 0;
     unsigned long overruns = 0, varbinds = 0;
     for (int k = 1; k <= polls; k++) {
-        int64_t t0 = mono_us();
+        int64_t t0 = fs_ph_mono_us();
         int64_t deadline = t0 + (deadline_us > 0 ? deadline_us : sc.interval_us * 9 / 10);
-        pthread_mutex_lock(&lock);
-        pending = (size_t)ntargets;
-        pthread_mutex_unlock(&lock);
+        fs_ph_round_begin((size_t)ntargets);
         for (int i = 0; i < ntargets; i++) {
             fs_sink_cycle_begin(sinks[i], (uint64_t)k);
             int rc = fs_driver_snmp.cycle_start(ds, ts[i], (uint64_t)k, deadline);
             if (rc != 0) {
                 fs_sink_count_overrun(sinks[i]);
                 overruns++;
-                pthread_mutex_lock(&lock);
-                pending--;
-                pthread_mutex_unlock(&lock);
+                fs_ph_round_skip();
             }
         }
-        pthread_mutex_lock(&lock);
-        while (pending > 0)
-            pthread_cond_wait(&cond, &lock);
-        pthread_mutex_unlock(&lock);
-        int64_t wall = mono_us() - t0;
+        fs_ph_round_wait();
+        int64_t wall = fs_ph_mono_us() - t0;
         wall_sum += wall;
         if (wall > wall_max)
             wall_max = wall;
@@ -303,27 +241,29 @@ main(int argc, char **argv)
             fs_buf_reset(&b);
             fs_expo_render(st, &b);
             if (grep)
-                grep_print(&b, &grep_re, k);
+                fs_ph_grep_print(&b, &grep_re, k);
         }
         if (!quiet)
             fprintf(stderr,
                     "poll %d: wall %.1f ms ok=%lu timeout=%lu auth=%lu protocol=%lu parse=%lu\n", k,
-                    wall / 1e3, results[0], results[1], results[2], results[3], results[4]);
+                    wall / 1e3, fs_ph_result_count(0), fs_ph_result_count(1), fs_ph_result_count(2),
+                    fs_ph_result_count(3), fs_ph_result_count(4));
         fflush(stdout);
         int64_t next = t0 + sc.interval_us;
-        int64_t now = mono_us();
+        int64_t now = fs_ph_mono_us();
         if (k < polls && next > now)
             usleep((useconds_t)(next - now));
     }
-    double cpu = cpu_ms() - cpu0;
+    double cpu = fs_ph_cpu_ms() - cpu0;
     if (print_metrics)
         fwrite(b.data, 1, b.len, stdout);
     char detail[2048];
     target0_detail(st, detail, sizeof(detail));
     printf("SUMMARY targets=%d polls=%d ok=%lu timeout=%lu auth=%lu protocol=%lu parse=%lu "
            "overruns=%lu wall_ms_avg=%.2f wall_ms_max=%.2f cpu_ms=%.1f varbinds=%lu\n",
-           ntargets, polls, results[0], results[1], results[2], results[3], results[4], overruns,
-           wall_sum / 1e3 / polls, wall_max / 1e3, cpu, varbinds);
+           ntargets, polls, fs_ph_result_count(0), fs_ph_result_count(1), fs_ph_result_count(2),
+           fs_ph_result_count(3), fs_ph_result_count(4), overruns, wall_sum / 1e3 / polls,
+           wall_max / 1e3, cpu, varbinds);
     printf("DETAIL {%s}\n", detail);
     for (int i = 0; i < ntargets; i++) {
         fs_driver_snmp.target_remove(ds, ts[i]);
@@ -343,5 +283,5 @@ main(int argc, char **argv)
     free(tc);
     free(sinks);
     free(ts);
-    return results[0] == (unsigned long)ntargets * (unsigned long)polls ? 0 : 1;
+    return fs_ph_result_count(FS_POLL_OK) == (unsigned long)ntargets * (unsigned long)polls ? 0 : 1;
 }
