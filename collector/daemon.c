@@ -613,7 +613,7 @@ apply_reload(struct daemon *d, struct fs_config *ncfg)
         before++;
         if (nt && !target_mine(d, ncfg, nt))
             nt = NULL; /* resharded: another instance polls it now */
-        if (nt && fs_target_cfg_equal(in->tcfg, nt)) {
+        if (nt && fs_target_instance_equal(in->tcfg, nt, in->blk->ops)) {
             if (!in->slot || (in->entry && fs_sched_failures(d->sched, in->entry) > 0)) {
                 instance_stop(d, in);
                 instance_start(d, in);

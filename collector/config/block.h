@@ -69,6 +69,9 @@ struct fs_cfg_block_ops {
     /** The block's cadence in µs (> 0): the poll interval of a polling driver, the
      *  expected update interval of a streaming one. Staleness is measured in it. */
     int64_t (*config_interval)(const void *dcfg);
+    /** The driver reads the target's flow rules (fs_target_cfg.flow_rules): a change of
+     *  them restarts its instances on reload; other drivers' instances are kept. */
+    bool uses_flow_rules;
 };
 
 /* ---- Reading a block (for config_build) ---- */

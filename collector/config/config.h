@@ -152,8 +152,18 @@ int fs_config_load(const char *path, const struct fs_config_opts *opts, struct f
 /** Frees a configuration; accepts NULL. */
 void fs_config_free(struct fs_config *cfg);
 
-/** True when two targets' configurations are identical (a reload keeps their state). */
+/** True when two targets' configurations are identical. */
 bool fs_target_cfg_equal(const struct fs_target_cfg *a, const struct fs_target_cfg *b);
+
+struct fs_cfg_block_ops;
+/**
+ * True when what the instance of driver block ops reads of target a is the same in b
+ * (a reload keeps that instance's state): the target's own settings, that block, and
+ * the flow rules if the driver reads them (ops->uses_flow_rules). Another driver's block
+ * changing, appearing or going does not count. False when either lacks the block.
+ */
+bool fs_target_instance_equal(const struct fs_target_cfg *a, const struct fs_target_cfg *b,
+                              const struct fs_cfg_block_ops *ops);
 
 /**
  * Reads a secret into buf (trailing newline stripped). A file is opened without

@@ -680,31 +680,69 @@ flow_rule_equal(const struct fs_flow_rule *a, const struct fs_flow_rule *b)
            a->src_hi == b->src_hi && a->ecn_ce == b->ecn_ce && a->tc == b->tc;
 }
 
-bool
-fs_target_cfg_equal(const struct fs_target_cfg *a, const struct fs_target_cfg *b)
+/* Everything of a target that is not a driver block or the flow rules. */
+static bool
+target_common_equal(const struct fs_target_cfg *a, const struct fs_target_cfg *b)
 {
-    if (!a || !b)
-        return a == b;
     if (!fs_cfg_str_equal(a->name, b->name) || !fs_cfg_str_equal(a->address, b->address) ||
         a->n_labels != b->n_labels || !fs_cfg_str_equal(a->iface_include, b->iface_include) ||
-        !fs_cfg_str_equal(a->iface_exclude, b->iface_exclude) || a->n_blocks != b->n_blocks ||
+        !fs_cfg_str_equal(a->iface_exclude, b->iface_exclude) ||
         a->n_source_precedence != b->n_source_precedence ||
         a->expose_all_sources != b->expose_all_sources ||
-        a->staleness_intervals != b->staleness_intervals || a->n_flow_rules != b->n_flow_rules)
+        a->staleness_intervals != b->staleness_intervals)
         return false;
-    for (size_t i = 0; i < a->n_flow_rules; i++)
-        if (!flow_rule_equal(&a->flow_rules[i], &b->flow_rules[i]))
-            return false;
     for (size_t i = 0; i < a->n_labels; i++)
         if (!fs_cfg_str_equal(a->labels[i].key, b->labels[i].key) ||
             !fs_cfg_str_equal(a->labels[i].value, b->labels[i].value))
-            return false;
-    for (size_t i = 0; i < a->n_blocks; i++)
-        if (a->blocks[i].ops != b->blocks[i].ops ||
-            !a->blocks[i].ops->config_equal(a->blocks[i].cfg, b->blocks[i].cfg))
             return false;
     for (size_t i = 0; i < a->n_source_precedence; i++)
         if (!fs_cfg_str_equal(a->source_precedence[i], b->source_precedence[i]))
             return false;
     return true;
+}
+
+static bool
+flow_rules_equal(const struct fs_target_cfg *a, const struct fs_target_cfg *b)
+{
+    if (a->n_flow_rules != b->n_flow_rules)
+        return false;
+    for (size_t i = 0; i < a->n_flow_rules; i++)
+        if (!flow_rule_equal(&a->flow_rules[i], &b->flow_rules[i]))
+            return false;
+    return true;
+}
+
+static const struct fs_target_block *
+block_of(const struct fs_target_cfg *t, const struct fs_cfg_block_ops *ops)
+{
+    for (size_t i = 0; i < t->n_blocks; i++)
+        if (t->blocks[i].ops == ops)
+            return &t->blocks[i];
+    return NULL;
+}
+
+bool
+fs_target_cfg_equal(const struct fs_target_cfg *a, const struct fs_target_cfg *b)
+{
+    if (!a || !b)
+        return a == b;
+    if (!target_common_equal(a, b) || !flow_rules_equal(a, b) || a->n_blocks != b->n_blocks)
+        return false;
+    for (size_t i = 0; i < a->n_blocks; i++)
+        if (a->blocks[i].ops != b->blocks[i].ops ||
+            !a->blocks[i].ops->config_equal(a->blocks[i].cfg, b->blocks[i].cfg))
+            return false;
+    return true;
+}
+
+bool
+fs_target_instance_equal(const struct fs_target_cfg *a, const struct fs_target_cfg *b,
+                         const struct fs_cfg_block_ops *ops)
+{
+    if (!a || !b)
+        return a == b;
+    const struct fs_target_block *ba = block_of(a, ops), *bb = block_of(b, ops);
+    if (!ba || !bb || !target_common_equal(a, b) || !ops->config_equal(ba->cfg, bb->cfg))
+        return false;
+    return !ops->uses_flow_rules || flow_rules_equal(a, b);
 }

@@ -63,7 +63,7 @@ fs_onyx_config_equal(const void *pa, const void *pb)
     const struct fs_onyx_cfg *a = pa, *b = pb;
     if (!a || !b)
         return a == b;
-    /* Flow rules are compared with the target (fs_target_cfg_equal), not here. */
+    /* Flow rules are compared with the target (uses_flow_rules), not here. */
     return a->port == b->port && fs_cfg_str_equal(a->username, b->username) &&
            fs_cfg_secret_ref_equal(&a->password, &b->password) &&
            fs_cfg_str_equal(a->key_file, b->key_file) &&

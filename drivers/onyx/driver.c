@@ -1467,6 +1467,7 @@ const struct fs_driver fs_driver_onyx = {
             .config_free = fs_onyx_config_free,
             .config_equal = fs_onyx_config_equal,
             .config_interval = fs_onyx_config_interval,
+            .uses_flow_rules = true,
         },
     .kind = FS_DRIVER_POLL,
     .init = fs_onyx_init,

@@ -75,9 +75,11 @@ test_block_interval(const void *dcfg)
 
 static char *cli_yang, *gnmi_yang;
 static struct fs_cfg_block_ops test_cli = {
-    "cli", 20, NULL, test_block_build, test_block_free, test_block_equal, test_block_interval};
+    "cli", 20, NULL, test_block_build, test_block_free, test_block_equal, test_block_interval,
+    true};
 static struct fs_cfg_block_ops test_gnmi = {
-    "gnmi", 10, NULL, test_block_build, test_block_free, test_block_equal, test_block_interval};
+    "gnmi", 10, NULL, test_block_build, test_block_free, test_block_equal, test_block_interval,
+    false};
 static const struct fs_cfg_block_ops *all_blocks[3];
 static struct fs_config_opts all_opts;
 
@@ -701,6 +703,54 @@ test_many_problems_capped(void **state)
     free(text);
 }
 
+/* A reload keeps each driver's instance unless what that driver reads changed: another
+ * driver's block or (for a driver that does not read them) the flow rules do not count. */
+static void
+test_target_instance_equal(void **state)
+{
+    (void)state;
+    /* This file's cli block stands for the ONYX driver's: it reads the flow rules. */
+    const struct fs_cfg_block_ops *snmp = all_blocks[0], *cli = &test_cli;
+    assert_string_equal(snmp->name, "snmp");
+    assert_false(snmp->uses_flow_rules);
+    const char *base = "flow_rules:\n"
+                       "  - { name: roce, protocol: udp, dst_port: 4791 }\n"
+                       "targets:\n"
+                       "  - name: t\n"
+                       "    address: x\n"
+                       "    snmp: { community_file: /c, interval: 1s }\n"
+                       "    cli: { username: u, key_file: /k }\n";
+    struct fs_config *a = parse_ok(base);
+    static const struct {
+        const char *from, *to;
+        bool snmp_kept, cli_kept;
+    } changes[] = {
+        {"interval: 1s", "interval: 2s", false, true},     /* the SNMP block */
+        {"key_file: /k", "key_file: /j", true, false},     /* the CLI block */
+        {"dst_port: 4791", "dst_port: 4792", true, false}, /* flow rules: the CLI reads them */
+        {"address: x", "address: y", false, false},        /* the target's own */
+        {"    cli: { username: u, key_file: /k }\n", "", true, false}, /* the CLI block goes */
+    };
+    for (size_t i = 0; i < sizeof(changes) / sizeof(changes[0]); i++) {
+        char text[1024];
+        const char *at = strstr(base, changes[i].from);
+        assert_non_null(at);
+        snprintf(text, sizeof(text), "%.*s%s%s", (int)(at - base), base, changes[i].to,
+                 at + strlen(changes[i].from));
+        struct fs_config *b = parse_ok(text);
+        if (fs_target_instance_equal(&a->targets[0], &b->targets[0], snmp) !=
+                changes[i].snmp_kept ||
+            fs_target_instance_equal(&a->targets[0], &b->targets[0], cli) != changes[i].cli_kept)
+            fail_msg("change %zu: snmp kept %d, cli kept %d", i,
+                     fs_target_instance_equal(&a->targets[0], &b->targets[0], snmp),
+                     fs_target_instance_equal(&a->targets[0], &b->targets[0], cli));
+        assert_false(fs_target_cfg_equal(&a->targets[0], &b->targets[0]));
+        fs_config_free(b);
+    }
+    assert_true(fs_target_instance_equal(&a->targets[0], &a->targets[0], cli));
+    fs_config_free(a);
+}
+
 static void
 test_target_equal(void **state)
 {
@@ -1063,6 +1113,11 @@ test_driver_api_version(void **state)
     /* The registry's view: every known name, the built ones resolvable. */
     assert_ptr_equal(fs_driver_of_block(&snmp->block), snmp);
     assert_null(fs_driver_of_block(&test_cli));
+    /* Of the built drivers only the ONYX CLI one reads the flow rules (a reload that
+     * changes them restarts its instances only). */
+    for (size_t i = 0; i < fs_builtin_driver_count; i++)
+        assert_int_equal(fs_builtin_drivers[i]->block.uses_flow_rules,
+                         strcmp(fs_builtin_drivers[i]->block.name, "cli") == 0);
     assert_int_equal(real_opts.n_blocks, fs_builtin_driver_count);
     assert_int_equal(real_opts.n_blocks + real_opts.n_absent, fs_known_driver_count);
 }
@@ -1088,6 +1143,7 @@ main(void)
         cmocka_unit_test(test_secret_values_never_echoed),
         cmocka_unit_test(test_many_problems_capped),
         cmocka_unit_test(test_target_equal),
+        cmocka_unit_test(test_target_instance_equal),
         cmocka_unit_test(test_parse_duration),
         cmocka_unit_test(test_parse_size),
         cmocka_unit_test(test_secret_read),
