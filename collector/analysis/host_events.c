@@ -220,15 +220,17 @@ put_str(struct ingest_ctx *c, const char *s, size_t len)
 static bool
 literal_int(const char *s, size_t len, int64_t *v)
 {
-    if (memchr(s, '.', len) || memchr(s, 'e', len) || memchr(s, 'E', len))
-        return false;
     bool neg = len > 0 && s[0] == '-';
     size_t i = neg ? 1 : 0;
     if (i == len || len - i > 19)
         return false;
     uint64_t x = 0; /* 19 digits cannot overflow 64 unsigned bits */
-    for (; i < len; i++)
-        x = x * 10 + (uint64_t)(s[i] - '0');
+    for (; i < len; i++) {
+        unsigned d = (unsigned)(unsigned char)s[i] - '0';
+        if (d > 9)
+            return false; /* '.', 'e' or 'E' */
+        x = x * 10 + d;
+    }
     if (x >= (uint64_t)FS_TIME_LIMIT_NS)
         return false;
     *v = neg ? -(int64_t)x : (int64_t)x;
