@@ -10,6 +10,7 @@ PACKAGES=(
   libsnmp-dev
   libssh2-1-dev openssh-server python3  # ONYX CLI driver (libssh2) and its simulator behind a real sshd
   libsqlite3-dev libcurl4-openssl-dev  # importers: Nsight Systems SQLite exports, posting to the collector
+  libyajl-dev  # streaming JSON parser of POST /api/v1/host-events bodies
   libsnappy-dev  # remote_write (with libcurl4-openssl-dev, protobuf-c-compiler, libprotobuf-c-dev)
   # tests
   python3-prometheus-client python3-yaml  # ops: strict OpenMetrics parser; YAML checks of alerts and compose

@@ -1,22 +1,23 @@
-/* The host-event store (see host_events.h). One allocation per accepted post holds its
- * events, attrs and strings, so eviction frees whole posts and ingest allocates once. */
+/* The host-event store (see host_events.h). An accepted post is two allocations, its
+ * events and attrs in one and their strings in the other (filled while parsing), so
+ * eviction frees whole posts. */
 #include "analysis/host_events.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <json-c/json.h>
+#include <yajl/yajl_parse.h>
 
 struct post {
     struct post *next;
     int64_t min_start, max_end;
     size_t bytes;
     size_t n;
-    struct fs_host_event ev[]; /* then attrs, then strings */
+    char *strings;             /* owned: every string of ev and its attrs */
+    struct fs_host_event ev[]; /* then attrs */
 };
 
 struct fs_host_events {
@@ -64,6 +65,7 @@ fs_host_events_free(struct fs_host_events *hs)
     struct post *p = hs->head;
     while (p) {
         struct post *next = p->next;
+        free(p->strings);
         free(p);
         p = next;
     }
@@ -81,246 +83,716 @@ fs_host_events_set_opts(struct fs_host_events *hs, const struct fs_host_events_o
     pthread_rwlock_unlock(&hs->lock);
 }
 
-/* ---- validation (pass 1) and copying (pass 2) ---- */
+/* ---- one streaming pass: yajl's callbacks validate each item and fill the pending
+ * post as they go ----
+ *
+ * The contract (host_events.h) was first written against a parsed tree, and is kept:
+ * a repeated member keeps the place of its first occurrence and takes its last value,
+ * an item's members are checked in that order, a syntax error anywhere wins over any
+ * item error, and the root members are checked before the items. So the callbacks
+ * record item errors rather than stop at them, and the body is always parsed to its
+ * end. */
 
 /* Times and offsets beyond this (about the year 2096) are refused, so that the
    arithmetic on them cannot overflow and saturated literals are caught. */
 #define FS_TIME_LIMIT_NS 4000000000000000000LL
 #define FS_OFFSET_LIMIT_NS 100000000000000000LL
+/* Values nested 32 deep are malformed (the limit bodies have always had); it bounds
+   the container stack below. The deepest valid value is at depth 4 (an attr's). */
+#define MAX_DEPTH 32
 
-static bool
-get_int(struct json_object *o, int64_t *v)
-{
-    if (!json_object_is_type(o, json_type_int))
-        return false;
-    /* json-c saturates out-of-range literals and sets errno. */
-    errno = 0;
-    *v = json_object_get_int64(o);
-    return errno == 0 && *v > -FS_TIME_LIMIT_NS && *v < FS_TIME_LIMIT_NS;
-}
+_Static_assert(FS_HOST_EVENTS_MAX_BODY < UINT32_MAX, "string offsets are 32-bit");
 
-/* A string member within limits; returns its length or -1. */
-static long
-get_str(struct json_object *o, size_t max)
-{
-    if (!json_object_is_type(o, json_type_string))
-        return -1;
-    int len = json_object_get_string_len(o);
-    if (len < 1 || (size_t)len > max)
-        return -1;
-    const char *s = json_object_get_string(o);
-    if (memchr(s, '\0', (size_t)len))
-        return -1;
-    return len;
-}
+/* What an open container is to the parser. */
+enum frame { FR_ROOT, FR_EVENTS, FR_EVENT, FR_ATTRS, FR_SKIP };
+/* The members of an event. */
+enum field { F_HOST, F_KIND, F_NAME, F_START, F_END, F_ATTRS, N_FIELDS };
+enum root_key { RK_EVENTS, RK_OFFSET, RK_UNCERTAINTY, RK_UNKNOWN };
+enum attrs_err { AE_NONE, AE_NOT_OBJECT, AE_TOO_MANY, AE_KEY, AE_TYPE, AE_LONG };
+enum root_events { EVENTS_ABSENT, EVENTS_ARRAY, EVENTS_NOT_ARRAY };
 
-struct sizing {
-    size_t strings;
-    size_t attrs;
+/* Strings are offsets into the pending string block until commit (it may move). */
+struct pending_attr {
+    uint32_t key, value;
+    bool is_string;
 };
 
-/* The text a non-string attr value is stored as: integers are formatted here (the
-   common case, and json-c's serializer allocates), other values by json-c. */
-static const char *
-attr_text(struct json_object *v, char *tmp, size_t tmplen, size_t *len)
+struct pending_event {
+    uint32_t host, kind, name;
+    int64_t start, end; /* host clock; end == start for instants */
+    uint32_t attr_first, n_attrs;
+};
+
+struct attr_slot {
+    uint32_t key, key_len, value, value_len;
+    bool key_bad, is_string;
+    uint8_t value_err; /* AE_NONE, AE_TYPE or AE_LONG */
+};
+
+/* The event being parsed. pos[] is the member's first place (-1: absent). */
+struct event_state {
+    int32_t pos[N_FIELDS];
+    bool bad[N_FIELDS];
+    int32_t members;
+    int32_t unknown_pos;
+    char unknown[FS_HOST_EVENTS_MAX_KEY + 1];
+    enum field field;            /* of the member whose value comes next; N_FIELDS: unknown */
+    uint32_t str[3], str_len[3]; /* host, kind, name */
+    int64_t start, end;
+    uint8_t attrs_err;
+    char attrs_err_key[FS_HOST_EVENTS_MAX_KEY + 1];
+    uint32_t attr_first, n_attrs;
+    size_t attr_strings; /* bytes the attrs' strings count for (see sizing) */
+};
+
+struct ingest_ctx {
+    /* The pending post. Sizing of strings counts each string whole (+1), shared copies
+       too, as the accounting always has. */
+    char *str;
+    size_t str_len, str_cap;
+    struct pending_event *ev;
+    size_t n_ev, ev_cap;
+    struct pending_attr *attr;
+    size_t n_attr, attr_cap;
+    size_t sz_strings;
+    bool oom, too_deep;
+
+    uint8_t frames[MAX_DEPTH];
+    unsigned depth;
+    bool root_done;
+
+    /* root members */
+    bool root_not_object;
+    enum root_key root_key;
+    bool root_unknown;
+    char root_unknown_name[FS_HOST_EVENTS_MAX_KEY + 1];
+    bool have_offset, offset_ok, have_unc, unc_ok;
+    int64_t offset, unc;
+    enum root_events events;
+
+    /* the events array */
+    size_t n_items;
+    bool item_failed;
+    char item_err[192];
+
+    struct event_state e;
+    struct attr_slot slots[FS_HOST_EVENTS_MAX_ATTRS];
+    unsigned n_slots;
+    int cur_slot; /* -1: the value is not kept */
+    bool attrs_too_many;
+};
+
+enum vkind { V_NULL, V_BOOL, V_NUM, V_STR, V_MAP, V_ARR };
+
+static bool
+reserve(void **buf, size_t *cap, size_t need, size_t elem)
 {
-    switch (json_object_get_type(v)) {
-    case json_type_string:
-        *len = (size_t)json_object_get_string_len(v);
-        return json_object_get_string(v);
-    case json_type_int: {
-        int64_t i = json_object_get_int64(v);
-        uint64_t u = i < 0 ? (uint64_t)0 - (uint64_t)i : (uint64_t)i;
-        char *e = tmp + tmplen, *p = e;
-        do {
-            *--p = (char)('0' + u % 10);
-            u /= 10;
-        } while (u);
-        if (i < 0)
-            *--p = '-';
-        *len = (size_t)(e - p);
-        return p;
-    }
-    default: {
-        const char *t = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
-        *len = strlen(t);
-        return t;
-    }
-    }
+    if (need <= *cap)
+        return true;
+    size_t n = *cap ? *cap : 64;
+    while (n < need)
+        n *= 2;
+    void *b = realloc(*buf, n * elem);
+    if (!b)
+        return false;
+    *buf = b;
+    *cap = n;
+    return true;
 }
 
-static int
-check_event(struct json_object *ev, size_t i, struct sizing *sz, char *err, size_t errlen)
+/* Copies s into the string block; returns its offset or UINT32_MAX on no memory. */
+static uint32_t
+put_str(struct ingest_ctx *c, const char *s, size_t len)
 {
-    if (!json_object_is_type(ev, json_type_object)) {
-        seterr(err, errlen, "events[%zu]: not an object", i);
-        return -1;
+    if (!reserve((void **)&c->str, &c->str_cap, c->str_len + len + 1, 1)) {
+        c->oom = true;
+        return UINT32_MAX;
     }
-    bool have_host = false, have_kind = false, have_name = false, have_start = false;
-    int64_t start = 0, end = 0;
-    bool have_end = false;
-    json_object_object_foreach(ev, key, val)
-    {
-        if (strcmp(key, "host") == 0 || strcmp(key, "kind") == 0 || strcmp(key, "name") == 0) {
-            long l = get_str(val, FS_HOST_EVENTS_MAX_STR);
-            if (l < 0) {
-                seterr(err, errlen, "events[%zu].%s: not a string of 1..%d bytes", i, key,
-                       FS_HOST_EVENTS_MAX_STR);
-                return -1;
-            }
-            sz->strings += (size_t)l + 1;
-            if (key[0] == 'h')
-                have_host = true;
-            else if (key[0] == 'k')
-                have_kind = true;
-            else
-                have_name = true;
-        } else if (strcmp(key, "start") == 0) {
-            if (!get_int(val, &start) || start <= 0) {
-                seterr(err, errlen, "events[%zu].start: not a positive integer (ns since epoch)",
-                       i);
-                return -1;
-            }
-            have_start = true;
-        } else if (strcmp(key, "end") == 0) {
-            if (!get_int(val, &end) || end <= 0) {
-                seterr(err, errlen, "events[%zu].end: not a positive integer (ns since epoch)", i);
-                return -1;
-            }
-            have_end = true;
-        } else if (strcmp(key, "attrs") == 0) {
-            if (!json_object_is_type(val, json_type_object)) {
-                seterr(err, errlen, "events[%zu].attrs: not an object", i);
-                return -1;
-            }
-            if (json_object_object_length(val) > FS_HOST_EVENTS_MAX_ATTRS) {
-                seterr(err, errlen, "events[%zu].attrs: more than %d members", i,
-                       FS_HOST_EVENTS_MAX_ATTRS);
-                return -1;
-            }
-            json_object_object_foreach(val, ak, av)
-            {
-                size_t kl = strlen(ak);
-                if (kl < 1 || kl > FS_HOST_EVENTS_MAX_KEY) {
-                    seterr(err, errlen, "events[%zu].attrs: a key is not 1..%d bytes", i,
-                           FS_HOST_EVENTS_MAX_KEY);
-                    return -1;
-                }
-                json_type t = json_object_get_type(av);
-                if (t != json_type_string && t != json_type_int && t != json_type_double &&
-                    t != json_type_boolean) {
-                    seterr(err, errlen, "events[%zu].attrs.%.64s: not a string, number or boolean",
-                           i, ak);
-                    return -1;
-                }
-                size_t vl;
-                char tmp[24];
-                const char *vt = attr_text(av, tmp, sizeof tmp, &vl);
-                if (vl > FS_HOST_EVENTS_MAX_STR || memchr(vt, '\0', vl)) {
-                    seterr(err, errlen, "events[%zu].attrs.%.64s: value longer than %d bytes", i,
-                           ak, FS_HOST_EVENTS_MAX_STR);
-                    return -1;
-                }
-                sz->strings += kl + 1 + vl + 1;
-                sz->attrs++;
-            }
-        } else {
-            seterr(err, errlen, "events[%zu]: unknown member \"%.64s\"", i, key);
-            return -1;
-        }
-    }
-    if (!have_host || !have_kind || !have_name || !have_start) {
-        seterr(err, errlen, "events[%zu]: missing %s", i,
-               !have_host   ? "host"
-               : !have_kind ? "kind"
-               : !have_name ? "name"
-                            : "start");
-        return -1;
-    }
-    if (have_end && end < start) {
-        seterr(err, errlen, "events[%zu].end: before start", i);
-        return -1;
-    }
-    if (have_end && end - start > FS_HOST_EVENTS_MAX_DURATION_NS) {
-        seterr(err, errlen, "events[%zu]: longer than 24 h", i);
-        return -1;
-    }
-    return 0;
+    uint32_t off = (uint32_t)c->str_len;
+    memcpy(c->str + off, s, len);
+    c->str[off + len] = '\0';
+    c->str_len += len + 1;
+    return off;
 }
 
-/* Copies s into the post's string area, reusing the previous event's copy when equal
- * (hosts, kinds and names repeat within a post). */
-static const char *
-put_str(char **area, const char *s, size_t len, const char *prev)
+/* A JSON number literal (yajl checked its syntax) to int64, within the time limit.
+   False for fractions and exponents: "1.0" and "1e9" are not integers. */
+static bool
+literal_int(const char *s, size_t len, int64_t *v)
 {
-    if (prev && strncmp(prev, s, len) == 0 && prev[len] == '\0')
-        return prev;
-    char *d = *area;
-    memcpy(d, s, len);
-    d[len] = '\0';
-    *area += len + 1;
-    return d;
+    bool neg = len > 0 && s[0] == '-';
+    size_t i = neg ? 1 : 0;
+    if (i == len || len - i > 19)
+        return false;
+    uint64_t x = 0; /* 19 digits cannot overflow 64 unsigned bits */
+    for (; i < len; i++) {
+        unsigned d = (unsigned)(unsigned char)s[i] - '0';
+        if (d > 9)
+            return false; /* '.', 'e' or 'E' */
+        x = x * 10 + d;
+    }
+    if (x >= (uint64_t)FS_TIME_LIMIT_NS)
+        return false;
+    *v = neg ? -(int64_t)x : (int64_t)x;
+    return true;
 }
 
 static void
-fill_event(struct fs_host_event *e, const struct fs_host_event *prev, struct json_object *ev,
-           int64_t offset, int64_t unc, struct fs_host_attr **attr_area, char **str_area)
+event_begin(struct ingest_ctx *c)
 {
-    int64_t start = 0, end = 0;
-    bool have_end = false;
-    e->attrs = NULL;
+    struct event_state *e = &c->e;
+    for (int f = 0; f < N_FIELDS; f++) {
+        e->pos[f] = -1;
+        e->bad[f] = false;
+    }
+    e->members = 0;
+    e->unknown_pos = -1;
+    e->field = N_FIELDS;
+    e->attrs_err = AE_NONE;
+    e->attr_first = (uint32_t)c->n_attr;
     e->n_attrs = 0;
-    json_object_object_foreach(ev, key, val)
-    {
-        switch (key[0]) {
-        case 'h':
-        case 'k':
-        case 'n': {
-            const char *s = json_object_get_string(val);
-            size_t l = (size_t)json_object_get_string_len(val);
-            if (key[0] == 'h')
-                e->host = put_str(str_area, s, l, prev ? prev->host : NULL);
-            else if (key[0] == 'k')
-                e->kind = put_str(str_area, s, l, prev ? prev->kind : NULL);
-            else
-                e->name = put_str(str_area, s, l, prev ? prev->name : NULL);
+    e->attr_strings = 0;
+}
+
+static void item_error(struct ingest_ctx *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+item_error(struct ingest_ctx *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->item_err, sizeof c->item_err, fmt, ap);
+    va_end(ap);
+    c->item_failed = true;
+}
+
+/* The first of the event's bad members, in member order. */
+static void
+event_member_error(struct ingest_ctx *c, size_t i)
+{
+    static const char *const names[] = {"host", "kind", "name"};
+    struct event_state *e = &c->e;
+    int worst = -1;
+    int32_t worst_pos = e->unknown_pos;
+    for (int f = 0; f < N_FIELDS; f++) {
+        if (e->pos[f] >= 0 && e->bad[f] && (worst_pos < 0 || e->pos[f] < worst_pos)) {
+            worst = f;
+            worst_pos = e->pos[f];
+        }
+    }
+    switch (worst) {
+    case -1:
+        item_error(c, "events[%zu]: unknown member \"%.64s\"", i, e->unknown);
+        break;
+    case F_HOST:
+    case F_KIND:
+    case F_NAME:
+        item_error(c, "events[%zu].%s: not a string of 1..%d bytes", i, names[worst],
+                   FS_HOST_EVENTS_MAX_STR);
+        break;
+    case F_START:
+        item_error(c, "events[%zu].start: not a positive integer (ns since epoch)", i);
+        break;
+    case F_END:
+        item_error(c, "events[%zu].end: not a positive integer (ns since epoch)", i);
+        break;
+    default:
+        switch (e->attrs_err) {
+        case AE_NOT_OBJECT:
+            item_error(c, "events[%zu].attrs: not an object", i);
+            break;
+        case AE_TOO_MANY:
+            item_error(c, "events[%zu].attrs: more than %d members", i, FS_HOST_EVENTS_MAX_ATTRS);
+            break;
+        case AE_KEY:
+            item_error(c, "events[%zu].attrs: a key is not 1..%d bytes", i, FS_HOST_EVENTS_MAX_KEY);
+            break;
+        case AE_TYPE:
+            item_error(c, "events[%zu].attrs.%.64s: not a string, number or boolean", i,
+                       e->attrs_err_key);
+            break;
+        default:
+            item_error(c, "events[%zu].attrs.%.64s: value longer than %d bytes", i,
+                       e->attrs_err_key, FS_HOST_EVENTS_MAX_STR);
             break;
         }
-        case 's':
-            start = json_object_get_int64(val);
-            break;
-        case 'e':
-            end = json_object_get_int64(val);
-            have_end = true;
-            break;
-        case 'a': {
-            struct fs_host_attr *a = *attr_area;
-            e->attrs = a;
-            json_object_object_foreach(val, ak, av)
-            {
-                size_t kl = strlen(ak), vl;
-                char tmp[24];
-                const char *vt = attr_text(av, tmp, sizeof tmp, &vl);
-                a->key = put_str(str_area, ak, kl, NULL);
-                a->value = put_str(str_area, vt, vl, NULL);
-                a->is_string = json_object_is_type(av, json_type_string);
-                a++;
-                e->n_attrs++;
+    }
+}
+
+/* At the event's '}': checks it whole, then keeps it or records the item's error. */
+static void
+event_end(struct ingest_ctx *c)
+{
+    struct event_state *e = &c->e;
+    size_t i = c->n_items - 1;
+    bool any_bad = e->unknown_pos >= 0;
+    for (int f = 0; f < N_FIELDS; f++)
+        any_bad |= e->bad[f];
+    if (any_bad) {
+        event_member_error(c, i);
+        return;
+    }
+    if (e->pos[F_HOST] < 0 || e->pos[F_KIND] < 0 || e->pos[F_NAME] < 0 || e->pos[F_START] < 0) {
+        item_error(c, "events[%zu]: missing %s", i,
+                   e->pos[F_HOST] < 0   ? "host"
+                   : e->pos[F_KIND] < 0 ? "kind"
+                   : e->pos[F_NAME] < 0 ? "name"
+                                        : "start");
+        return;
+    }
+    bool have_end = e->pos[F_END] >= 0;
+    if (have_end && e->end < e->start) {
+        item_error(c, "events[%zu].end: before start", i);
+        return;
+    }
+    if (have_end && e->end - e->start > FS_HOST_EVENTS_MAX_DURATION_NS) {
+        item_error(c, "events[%zu]: longer than 24 h", i);
+        return;
+    }
+    if (!reserve((void **)&c->ev, &c->ev_cap, c->n_ev + 1, sizeof *c->ev)) {
+        c->oom = true;
+        return;
+    }
+    struct pending_event *p = &c->ev[c->n_ev++];
+    p->host = e->str[0];
+    p->kind = e->str[1];
+    p->name = e->str[2];
+    p->start = e->start;
+    p->end = have_end ? e->end : e->start;
+    p->attr_first = e->attr_first;
+    p->n_attrs = e->pos[F_ATTRS] >= 0 ? e->n_attrs : 0;
+    c->sz_strings += e->str_len[0] + e->str_len[1] + e->str_len[2] + 3 + e->attr_strings;
+}
+
+/* The attrs object's '}': its first bad member in order, or its members kept. */
+static void
+attrs_end(struct ingest_ctx *c)
+{
+    struct event_state *e = &c->e;
+    if (c->attrs_too_many) {
+        e->attrs_err = AE_TOO_MANY;
+        e->bad[F_ATTRS] = true;
+        return;
+    }
+    for (unsigned k = 0; k < c->n_slots; k++) {
+        const struct attr_slot *s = &c->slots[k];
+        uint8_t err = s->key_bad ? AE_KEY : s->value_err;
+        if (err != AE_NONE) {
+            e->attrs_err = err;
+            e->bad[F_ATTRS] = true;
+            size_t kl = s->key_len < FS_HOST_EVENTS_MAX_KEY ? s->key_len : FS_HOST_EVENTS_MAX_KEY;
+            memcpy(e->attrs_err_key, c->str + s->key, kl);
+            e->attrs_err_key[kl] = '\0';
+            return;
+        }
+    }
+    if (!reserve((void **)&c->attr, &c->attr_cap, c->n_attr + c->n_slots, sizeof *c->attr)) {
+        c->oom = true;
+        return;
+    }
+    size_t strings = 0;
+    for (unsigned k = 0; k < c->n_slots; k++) {
+        const struct attr_slot *s = &c->slots[k];
+        c->attr[c->n_attr++] = (struct pending_attr){s->key, s->value, s->is_string};
+        strings += s->key_len + 1 + s->value_len + 1;
+    }
+    e->n_attrs = c->n_slots;
+    e->attr_strings = strings;
+}
+
+/* Is the item at index n_items-1 one we validate and keep? After the first bad item
+   (nothing will be stored) and past the item limit (refused by count), items are only
+   counted. */
+static bool
+keeping_items(const struct ingest_ctx *c)
+{
+    return !c->item_failed && c->n_items <= FS_HOST_EVENTS_MAX_PER_POST;
+}
+
+/* A host, kind or name value. */
+static void
+event_string(struct ingest_ctx *c, enum field f, const char *s, size_t len)
+{
+    struct event_state *e = &c->e;
+    if (len < 1 || len > FS_HOST_EVENTS_MAX_STR || memchr(s, '\0', len)) {
+        e->bad[f] = true;
+        return;
+    }
+    e->bad[f] = false;
+    e->str_len[f] = (uint32_t)len;
+    /* Hosts, kinds and names repeat within a post: share the previous event's copy. */
+    if (c->n_ev > 0) {
+        const struct pending_event *prev = &c->ev[c->n_ev - 1];
+        uint32_t po = f == F_HOST ? prev->host : f == F_KIND ? prev->kind : prev->name;
+        const char *ps = c->str + po;
+        if (strncmp(ps, s, len) == 0 && ps[len] == '\0') {
+            e->str[f] = po;
+            return;
+        }
+    }
+    e->str[f] = put_str(c, s, len);
+}
+
+/* An attr's value: string, number or boolean, kept as text. */
+static void
+attr_value(struct ingest_ctx *c, enum vkind k, const char *s, size_t len)
+{
+    struct attr_slot *slot = &c->slots[c->cur_slot];
+    if (k != V_STR && k != V_NUM && k != V_BOOL) {
+        slot->value_err = AE_TYPE;
+        return;
+    }
+    if (k == V_NUM && len == 2 && s[0] == '-' && s[1] == '0') {
+        s = "0"; /* the one integer literal not kept as written, as it always was */
+        len = 1;
+    }
+    if (len > FS_HOST_EVENTS_MAX_STR || memchr(s, '\0', len)) {
+        slot->value_err = AE_LONG;
+        return;
+    }
+    slot->value_err = AE_NONE;
+    slot->is_string = k == V_STR;
+    slot->value = put_str(c, s, len);
+    slot->value_len = (uint32_t)len;
+}
+
+/* A root member's integer (host_offset_ns, host_offset_uncertainty_ns). */
+static void
+root_int(struct ingest_ctx *c, enum vkind k, const char *s, size_t len)
+{
+    int64_t v = 0;
+    bool ok = k == V_NUM && literal_int(s, len, &v);
+    if (c->root_key == RK_OFFSET) {
+        c->have_offset = true;
+        c->offset_ok = ok && v > -FS_OFFSET_LIMIT_NS && v < FS_OFFSET_LIMIT_NS;
+        c->offset = v;
+    } else {
+        c->have_unc = true;
+        c->unc_ok = ok && v >= 0 && v < FS_OFFSET_LIMIT_NS;
+        c->unc = v;
+    }
+}
+
+/* A new events array replaces what an earlier "events" member brought (the last wins). */
+static void
+events_reset(struct ingest_ctx *c, enum root_events state)
+{
+    c->events = state;
+    c->n_ev = 0;
+    c->n_attr = 0;
+    c->str_len = 0;
+    c->sz_strings = 0;
+    c->n_items = 0;
+    c->item_failed = false;
+}
+
+/* Every value starts here: s/len carry a string's or number's text. Returns the yajl
+   verdict (0 stops the parse: nested too deep, or out of memory). */
+static int
+on_value(struct ingest_ctx *c, enum vkind k, const char *s, size_t len)
+{
+    if (c->depth >= MAX_DEPTH) {
+        c->too_deep = true;
+        return 0;
+    }
+    enum frame push = FR_SKIP;
+    if (c->depth == 0) {
+        if (k == V_MAP) {
+            push = FR_ROOT;
+            c->root_key = RK_UNKNOWN;
+        } else {
+            c->root_not_object = true;
+        }
+    } else {
+        switch ((enum frame)c->frames[c->depth - 1]) {
+        case FR_ROOT:
+            if (c->root_key == RK_EVENTS) {
+                events_reset(c, k == V_ARR ? EVENTS_ARRAY : EVENTS_NOT_ARRAY);
+                if (k == V_ARR)
+                    push = FR_EVENTS;
+            } else if (c->root_key != RK_UNKNOWN) {
+                root_int(c, k, s, len);
             }
-            *attr_area = a;
+            break;
+        case FR_EVENTS:
+            c->n_items++;
+            if (keeping_items(c)) {
+                if (k == V_MAP) {
+                    event_begin(c);
+                    push = FR_EVENT;
+                } else {
+                    item_error(c, "events[%zu]: not an object", c->n_items - 1);
+                }
+            }
+            break;
+        case FR_EVENT: {
+            struct event_state *e = &c->e;
+            switch (e->field) {
+            case F_HOST:
+            case F_KIND:
+            case F_NAME:
+                if (k == V_STR)
+                    event_string(c, e->field, s, len);
+                else
+                    e->bad[e->field] = true;
+                break;
+            case F_START:
+                e->bad[F_START] = !(k == V_NUM && literal_int(s, len, &e->start) && e->start > 0);
+                break;
+            case F_END:
+                e->bad[F_END] = !(k == V_NUM && literal_int(s, len, &e->end) && e->end > 0);
+                break;
+            case F_ATTRS:
+                /* A repeated attrs replaces the earlier one's (the event's are the last). */
+                c->n_attr = e->attr_first;
+                e->n_attrs = 0;
+                e->attr_strings = 0;
+                if (k == V_MAP) {
+                    e->bad[F_ATTRS] = false;
+                    e->attrs_err = AE_NONE;
+                    c->n_slots = 0;
+                    c->attrs_too_many = false;
+                    c->cur_slot = -1;
+                    push = FR_ATTRS;
+                } else {
+                    e->bad[F_ATTRS] = true;
+                    e->attrs_err = AE_NOT_OBJECT;
+                }
+                break;
+            default:
+                break;
+            }
             break;
         }
+        case FR_ATTRS:
+            if (c->cur_slot >= 0)
+                attr_value(c, k, s, len);
+            break;
         default:
             break;
         }
     }
-    if (!have_end)
-        end = start;
-    /* Host clock to collector clock; both are bounded, so this cannot overflow. */
-    e->start_ns = start - offset;
-    e->end_ns = end - offset;
-    e->host_offset_ns = offset;
-    e->host_offset_uncertainty_ns = unc;
+    if (k == V_MAP || k == V_ARR) {
+        c->frames[c->depth++] = (uint8_t)push;
+    } else if (c->depth == 0) {
+        c->root_done = true;
+    }
+    return !c->oom;
+}
+
+static int
+on_key(void *ctx, const unsigned char *key, size_t len)
+{
+    struct ingest_ctx *c = ctx;
+    const char *k = (const char *)key;
+    switch ((enum frame)c->frames[c->depth - 1]) {
+    case FR_ROOT:
+        if (len == 6 && memcmp(k, "events", 6) == 0) {
+            c->root_key = RK_EVENTS;
+        } else if (len == 14 && memcmp(k, "host_offset_ns", 14) == 0) {
+            c->root_key = RK_OFFSET;
+        } else if (len == 26 && memcmp(k, "host_offset_uncertainty_ns", 26) == 0) {
+            c->root_key = RK_UNCERTAINTY;
+        } else {
+            c->root_key = RK_UNKNOWN;
+            if (!c->root_unknown) {
+                c->root_unknown = true;
+                size_t l = len < FS_HOST_EVENTS_MAX_KEY ? len : FS_HOST_EVENTS_MAX_KEY;
+                memcpy(c->root_unknown_name, k, l);
+                c->root_unknown_name[l] = '\0';
+            }
+        }
+        break;
+    case FR_EVENT: {
+        struct event_state *e = &c->e;
+        enum field f = N_FIELDS;
+        if (len == 4 && memcmp(k, "host", 4) == 0)
+            f = F_HOST;
+        else if (len == 4 && memcmp(k, "kind", 4) == 0)
+            f = F_KIND;
+        else if (len == 4 && memcmp(k, "name", 4) == 0)
+            f = F_NAME;
+        else if (len == 5 && memcmp(k, "start", 5) == 0)
+            f = F_START;
+        else if (len == 3 && memcmp(k, "end", 3) == 0)
+            f = F_END;
+        else if (len == 5 && memcmp(k, "attrs", 5) == 0)
+            f = F_ATTRS;
+        e->field = f;
+        if (f == N_FIELDS) {
+            if (e->unknown_pos < 0) {
+                e->unknown_pos = e->members;
+                size_t l = len < FS_HOST_EVENTS_MAX_KEY ? len : FS_HOST_EVENTS_MAX_KEY;
+                memcpy(e->unknown, k, l);
+                e->unknown[l] = '\0';
+            }
+            e->members++;
+        } else if (e->pos[f] < 0) {
+            e->pos[f] = e->members++;
+        }
+        break;
+    }
+    case FR_ATTRS: {
+        c->cur_slot = -1;
+        if (c->attrs_too_many)
+            break;
+        for (unsigned i = 0; i < c->n_slots; i++) {
+            const struct attr_slot *s = &c->slots[i];
+            if (s->key_len == len && memcmp(c->str + s->key, k, len) == 0) {
+                c->cur_slot = (int)i; /* repeated: first place, last value */
+                return 1;
+            }
+        }
+        if (c->n_slots == FS_HOST_EVENTS_MAX_ATTRS) {
+            c->attrs_too_many = true;
+            break;
+        }
+        struct attr_slot *s = &c->slots[c->n_slots];
+        s->key = put_str(c, k, len);
+        s->key_len = (uint32_t)len;
+        s->key_bad = len < 1 || len > FS_HOST_EVENTS_MAX_KEY || memchr(k, '\0', len);
+        s->value_err = AE_TYPE; /* until a value comes */
+        s->value = 0;
+        s->value_len = 0;
+        s->is_string = false;
+        c->cur_slot = (int)c->n_slots++;
+        break;
+    }
+    default:
+        break;
+    }
+    return !c->oom;
+}
+
+static int
+on_end(void *ctx)
+{
+    struct ingest_ctx *c = ctx;
+    enum frame f = (enum frame)c->frames[--c->depth];
+    if (f == FR_EVENT)
+        event_end(c);
+    else if (f == FR_ATTRS)
+        attrs_end(c);
+    if (c->depth == 0)
+        c->root_done = true;
+    return !c->oom;
+}
+
+static int
+on_null(void *ctx)
+{
+    return on_value(ctx, V_NULL, NULL, 0);
+}
+
+static int
+on_boolean(void *ctx, int v)
+{
+    return v ? on_value(ctx, V_BOOL, "true", 4) : on_value(ctx, V_BOOL, "false", 5);
+}
+
+static int
+on_number(void *ctx, const char *s, size_t len)
+{
+    return on_value(ctx, V_NUM, s, len);
+}
+
+static int
+on_string(void *ctx, const unsigned char *s, size_t len)
+{
+    return on_value(ctx, V_STR, (const char *)s, len);
+}
+
+static int
+on_start_map(void *ctx)
+{
+    return on_value(ctx, V_MAP, NULL, 0);
+}
+
+static int
+on_start_array(void *ctx)
+{
+    return on_value(ctx, V_ARR, NULL, 0);
+}
+
+/* Numbers come as text (yajl_number), not as yajl_integer/yajl_double: attrs keep the
+   literal as posted, and an out-of-range start is this item's error (named by index),
+   not a syntax error. */
+static const yajl_callbacks callbacks = {
+    .yajl_null = on_null,
+    .yajl_boolean = on_boolean,
+    .yajl_number = on_number,
+    .yajl_string = on_string,
+    .yajl_start_map = on_start_map,
+    .yajl_map_key = on_key,
+    .yajl_end_map = on_end,
+    .yajl_start_array = on_start_array,
+    .yajl_end_array = on_end,
+};
+
+/* Runs yajl over the body. 0, or 400 with errbuf set for a syntax error, 500 on no
+   memory. */
+static int
+parse_body(struct ingest_ctx *c, const char *body, size_t len, char *errbuf, size_t errlen)
+{
+    yajl_handle h = yajl_alloc(&callbacks, NULL, c);
+    if (!h) {
+        seterr(errbuf, errlen, "out of memory");
+        return 500;
+    }
+    /* The check for data after the root is ours: yajl's own (without this flag)
+       misses an unfinished token there, such as a lone '"'. */
+    yajl_config(h, yajl_allow_trailing_garbage, 1);
+    int rc = 0;
+    bool in_body = true; /* false: the error came at the end, from yajl_complete_parse */
+    yajl_status st = yajl_parse(h, (const unsigned char *)body, len);
+    if (st == yajl_status_ok && c->root_done) {
+        /* yajl stopped after the root's last token. */
+        for (size_t i = yajl_get_bytes_consumed(h); i < len; i++) {
+            if (body[i] != ' ' && body[i] != '\n' && body[i] != '\r' && body[i] != '\t') {
+                seterr(errbuf, errlen, "malformed JSON: data after the document");
+                rc = 400;
+                goto out;
+            }
+        }
+        goto out;
+    }
+    if (st == yajl_status_ok) {
+        in_body = false;
+        st = yajl_complete_parse(h);
+    }
+    if (st == yajl_status_ok)
+        goto out;
+    rc = 400;
+    if (c->oom) {
+        seterr(errbuf, errlen, "out of memory");
+        rc = 500;
+    } else if (c->too_deep) {
+        seterr(errbuf, errlen, "malformed JSON: nesting too deep");
+    } else if (c->root_done) {
+        seterr(errbuf, errlen, "malformed JSON: data after the document");
+    } else {
+        unsigned char *msg = yajl_get_error(h, 0, NULL, 0);
+        const char *m = msg ? (const char *)msg : "error";
+        size_t ml = strcspn(m, "\n");
+        if (strstr(m, "premature EOF"))
+            seterr(errbuf, errlen, "malformed JSON: unexpected end");
+        else
+            seterr(errbuf, errlen, "malformed JSON: %.*s at byte %zu", (int)ml, m,
+                   in_body ? yajl_get_bytes_consumed(h) : len);
+        if (msg)
+            yajl_free_error(h, msg);
+    }
+out:
+    yajl_free(h);
+    return rc;
+}
+
+static void
+free_post(struct post *p)
+{
+    free(p->strings);
+    free(p);
 }
 
 static void
@@ -333,7 +805,7 @@ drop_head(struct fs_host_events *hs)
     hs->events -= p->n;
     hs->bytes -= p->bytes;
     hs->posts--;
-    free(p);
+    free_post(p);
 }
 
 /* Called with the write lock held. */
@@ -350,7 +822,7 @@ expire_locked(struct fs_host_events *hs, int64_t now_ns)
             hs->bytes -= p->bytes;
             hs->posts--;
             hs->evicted_retention += p->n;
-            free(p);
+            free_post(p);
         } else {
             last = p;
             pp = &p->next;
@@ -375,13 +847,49 @@ count_reject(struct fs_host_events *hs)
     pthread_rwlock_unlock(&hs->lock);
 }
 
+/* The parsed body's verdict, the root's members first: 0 when the post can be
+   stored. */
+static int
+check_body(const struct ingest_ctx *c, char *errbuf, size_t errlen)
+{
+    if (c->root_not_object) {
+        seterr(errbuf, errlen, "body: not a JSON object");
+        return 400;
+    }
+    if (c->root_unknown) {
+        seterr(errbuf, errlen, "body: unknown member \"%.64s\"", c->root_unknown_name);
+        return 400;
+    }
+    if (!c->have_offset || !c->offset_ok) {
+        seterr(errbuf, errlen, "host_offset_ns: missing or not an integer within ±1e17");
+        return 400;
+    }
+    if (!c->have_unc || !c->unc_ok) {
+        seterr(errbuf, errlen, "host_offset_uncertainty_ns: missing or not an integer >= 0");
+        return 400;
+    }
+    if (c->events != EVENTS_ARRAY) {
+        seterr(errbuf, errlen, "events: missing or not an array");
+        return 400;
+    }
+    size_t n = c->n_items;
+    if (n == 0 || n > FS_HOST_EVENTS_MAX_PER_POST) {
+        seterr(errbuf, errlen, "events: %zu items (1..%d allowed)", n, FS_HOST_EVENTS_MAX_PER_POST);
+        return n == 0 ? 400 : 413;
+    }
+    if (c->item_failed) {
+        seterr(errbuf, errlen, "%s", c->item_err);
+        return 400;
+    }
+    return 0;
+}
+
 int
 fs_host_events_ingest(struct fs_host_events *hs, const char *body, size_t len, int64_t now_ns,
                       size_t *stored, char *errbuf, size_t errlen)
 {
     int rc = 400;
-    struct json_object *root = NULL;
-    struct json_tokener *tok = NULL;
+    struct ingest_ctx c = {0};
     struct post *p = NULL;
     if (stored)
         *stored = 0;
@@ -390,72 +898,24 @@ fs_host_events_ingest(struct fs_host_events *hs, const char *body, size_t len, i
         rc = 413;
         goto out;
     }
-    tok = json_tokener_new();
-    if (!tok) {
-        rc = 500;
+    /* Every kept string is at most as long as its text in the body, quotes and
+       separators paying for the terminators: one block of len bytes holds them all. */
+    c.str_cap = len + 1;
+    c.str = malloc(c.str_cap);
+    if (!c.str) {
         seterr(errbuf, errlen, "out of memory");
+        rc = 500;
         goto out;
     }
-    root = json_tokener_parse_ex(tok, body, (int)len);
-    enum json_tokener_error jerr = json_tokener_get_error(tok);
-    if (!root || jerr != json_tokener_success) {
-        seterr(errbuf, errlen, "malformed JSON: %s",
-               jerr == json_tokener_continue ? "unexpected end" : json_tokener_error_desc(jerr));
+    rc = parse_body(&c, body, len, errbuf, errlen);
+    if (rc != 0)
         goto out;
-    }
-    /* Only whitespace may follow the document. */
-    for (size_t i = json_tokener_get_parse_end(tok); i < len; i++) {
-        if (body[i] != ' ' && body[i] != '\n' && body[i] != '\r' && body[i] != '\t') {
-            seterr(errbuf, errlen, "malformed JSON: data after the document");
-            goto out;
-        }
-    }
-    if (!json_object_is_type(root, json_type_object)) {
-        seterr(errbuf, errlen, "body: not a JSON object");
+    rc = check_body(&c, errbuf, errlen);
+    if (rc != 0)
         goto out;
-    }
-    struct json_object *events = NULL, *off = NULL, *unc = NULL;
-    json_object_object_foreach(root, key, val)
-    {
-        if (strcmp(key, "events") == 0)
-            events = val;
-        else if (strcmp(key, "host_offset_ns") == 0)
-            off = val;
-        else if (strcmp(key, "host_offset_uncertainty_ns") == 0)
-            unc = val;
-        else {
-            seterr(errbuf, errlen, "body: unknown member \"%.64s\"", key);
-            goto out;
-        }
-    }
-    int64_t offset, uncertainty;
-    if (!off || !get_int(off, &offset) || offset <= -FS_OFFSET_LIMIT_NS ||
-        offset >= FS_OFFSET_LIMIT_NS) {
-        seterr(errbuf, errlen, "host_offset_ns: missing or not an integer within ±1e17");
-        goto out;
-    }
-    if (!unc || !get_int(unc, &uncertainty) || uncertainty < 0 ||
-        uncertainty >= FS_OFFSET_LIMIT_NS) {
-        seterr(errbuf, errlen, "host_offset_uncertainty_ns: missing or not an integer >= 0");
-        goto out;
-    }
-    if (!events || !json_object_is_type(events, json_type_array)) {
-        seterr(errbuf, errlen, "events: missing or not an array");
-        goto out;
-    }
-    size_t n = json_object_array_length(events);
-    if (n == 0 || n > FS_HOST_EVENTS_MAX_PER_POST) {
-        seterr(errbuf, errlen, "events: %zu items (1..%d allowed)", n, FS_HOST_EVENTS_MAX_PER_POST);
-        rc = n == 0 ? 400 : 413;
-        goto out;
-    }
-    struct sizing sz = {0, 0};
-    for (size_t i = 0; i < n; i++) {
-        if (check_event(json_object_array_get_idx(events, i), i, &sz, errbuf, errlen) != 0)
-            goto out;
-    }
+    size_t n = c.n_ev;
     size_t bytes = sizeof *p + n * sizeof(struct fs_host_event) +
-                   sz.attrs * sizeof(struct fs_host_attr) + sz.strings;
+                   c.n_attr * sizeof(struct fs_host_attr) + c.sz_strings;
     pthread_rwlock_rdlock(&hs->lock);
     uint64_t limit = hs->opts.memory_limit;
     pthread_rwlock_unlock(&hs->lock);
@@ -465,26 +925,47 @@ fs_host_events_ingest(struct fs_host_events *hs, const char *body, size_t len, i
         rc = 413;
         goto out;
     }
-    p = malloc(bytes);
+    p = malloc(sizeof *p + n * sizeof(struct fs_host_event) +
+               c.n_attr * sizeof(struct fs_host_attr));
     if (!p) {
         seterr(errbuf, errlen, "out of memory");
         rc = 500;
         goto out;
     }
+    /* The string block becomes the post's, trimmed to what it holds (offsets until now,
+       so it may move). */
+    char *strings = realloc(c.str, c.str_len ? c.str_len : 1);
+    p->strings = strings ? strings : c.str;
+    c.str = NULL;
     p->next = NULL;
     p->n = n;
     p->bytes = bytes;
-    struct fs_host_attr *attr_area = (struct fs_host_attr *)(p->ev + n);
-    char *str_area = (char *)(attr_area + sz.attrs);
+    struct fs_host_attr *attrs = (struct fs_host_attr *)(p->ev + n);
+    for (size_t a = 0; a < c.n_attr; a++) {
+        attrs[a].key = p->strings + c.attr[a].key;
+        attrs[a].value = p->strings + c.attr[a].value;
+        attrs[a].is_string = c.attr[a].is_string;
+    }
     p->min_start = INT64_MAX;
     p->max_end = INT64_MIN;
+    /* Host clock to collector clock, now that the offset is known wherever it was in
+       the body; both are bounded, so this cannot overflow. */
     for (size_t i = 0; i < n; i++) {
-        fill_event(&p->ev[i], i ? &p->ev[i - 1] : NULL, json_object_array_get_idx(events, i),
-                   offset, uncertainty, &attr_area, &str_area);
-        if (p->ev[i].start_ns < p->min_start)
-            p->min_start = p->ev[i].start_ns;
-        if (p->ev[i].end_ns > p->max_end)
-            p->max_end = p->ev[i].end_ns;
+        const struct pending_event *pe = &c.ev[i];
+        struct fs_host_event *e = &p->ev[i];
+        e->host = p->strings + pe->host;
+        e->kind = p->strings + pe->kind;
+        e->name = p->strings + pe->name;
+        e->start_ns = pe->start - c.offset;
+        e->end_ns = pe->end - c.offset;
+        e->host_offset_ns = c.offset;
+        e->host_offset_uncertainty_ns = c.unc;
+        e->attrs = pe->n_attrs ? attrs + pe->attr_first : NULL;
+        e->n_attrs = pe->n_attrs;
+        if (e->start_ns < p->min_start)
+            p->min_start = e->start_ns;
+        if (e->end_ns > p->max_end)
+            p->max_end = e->end_ns;
     }
     pthread_rwlock_wrlock(&hs->lock);
     expire_locked(hs, now_ns);
@@ -510,9 +991,9 @@ out:
     if (rc != 0)
         count_reject(hs);
     free(p);
-    json_object_put(root);
-    if (tok)
-        json_tokener_free(tok);
+    free(c.str);
+    free(c.ev);
+    free(c.attr);
     return rc;
 }
 

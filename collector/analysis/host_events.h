@@ -22,6 +22,9 @@
  *                                           <= FS_HOST_EVENTS_MAX_STR bytes
  *      }, ...]}
  *
+ * The body is strict JSON (RFC 8259: UTF-8, no comments, one document, at most 32
+ * levels deep); members may come in any order, and a member given twice counts once, at
+ * its first place, with its last value. Attr numbers are kept as their JSON text.
  * Unknown members are errors (a typo must not be silently ignored). Validation is item
  * by item; the first bad item is reported by index ("events[12].end: before start") and
  * then nothing of the post is stored (all or nothing). Stored times are on the

@@ -319,6 +319,370 @@ test_concurrent_ingest_and_queries(void **state)
     fs_host_events_free(r.hs);
 }
 
+/* The body is parsed in one streaming pass; these pin what that pass could get wrong. */
+
+#define HDR "\"host_offset_ns\":-1000,\"host_offset_uncertainty_ns\":5"
+#define EV(start) "{\"host\":\"h\",\"kind\":\"k\",\"name\":\"n\",\"start\":" #start "}"
+
+/* The store of the last ingest_fresh, kept so that what it collected stays valid. */
+static struct fs_host_events *fresh_hs;
+
+static int
+fresh_done(void **state)
+{
+    (void)state;
+    fs_host_events_free(fresh_hs);
+    fresh_hs = NULL;
+    return 0;
+}
+
+/* Ingests body into a fresh store; returns the status, events collected in c (valid
+   until the next call). */
+static int
+ingest_fresh(const char *body, struct collected *c, char *err, size_t errlen)
+{
+    fresh_done(NULL);
+    struct fs_host_events *hs = fresh_hs = new_store(1 << 20, 3600 * SEC);
+    int rc = fs_host_events_ingest(hs, body, strlen(body), NOW, NULL, err, errlen);
+    memset(c, 0, sizeof *c);
+    fs_host_events_foreach(hs, INT64_MIN, INT64_MAX, NULL, collect_cb, c);
+    struct fs_host_events_stats st;
+    fs_host_events_stats(hs, &st);
+    if (rc != 0 && (st.events != 0 || st.bytes != 0 || c->n != 0))
+        fail_msg("refused post stored something: %s", body);
+    return rc;
+}
+
+static void
+expect_refused(const char *body, int status, const char *err_part)
+{
+    struct collected c;
+    char err[256] = "";
+    int rc = ingest_fresh(body, &c, err, sizeof err);
+    if (rc != status || !strstr(err, err_part))
+        fail_msg("status %d, error \"%s\"; wanted %d and \"%s\" for %.200s", rc, err, status,
+                 err_part, body);
+}
+
+static void
+test_members_in_any_order(void **state)
+{
+    (void)state;
+    char err[256];
+    struct collected c;
+    /* Events before the offset: the offset (+1000 ns to the collector's axis) still
+       applies to every event, and to each member order inside an event. */
+    const char *body =
+        "{\"events\":[{\"start\":5000,\"attrs\":{\"q\":1},\"end\":6000,\"name\":\"n\","
+        "\"kind\":\"k\",\"host\":\"h\"}," EV(
+            7000) "],"
+                  "\"host_offset_uncertainty_ns\":5,\"host_offset_ns\":-1000}";
+    assert_int_equal(ingest_fresh(body, &c, err, sizeof err), 0);
+    assert_int_equal(c.n, 2);
+    assert_true(c.ev[0].start_ns == 6000 && c.ev[0].end_ns == 7000);
+    assert_true(c.ev[1].start_ns == 8000 && c.ev[1].end_ns == 8000);
+    assert_true(c.ev[0].host_offset_ns == -1000 && c.ev[1].host_offset_uncertainty_ns == 5);
+    assert_string_equal(c.ev[0].host, "h");
+    assert_string_equal(c.attr_text[0], "q=1#;");
+    assert_string_equal(c.attr_text[1], "");
+    /* The root's members are checked before the items, wherever they are. */
+    expect_refused("{\"events\":[{\"start\":0}],\"host_offset_ns\":1.5,"
+                   "\"host_offset_uncertainty_ns\":0}",
+                   400, "host_offset_ns: missing or not an integer");
+    expect_refused("{\"events\":[{\"start\":0}]," HDR ",\"colour\":1}", 400,
+                   "body: unknown member \"colour\"");
+    /* A syntax error anywhere wins over an item error before it. */
+    expect_refused("{" HDR ",\"events\":[{\"start\":0}]]}", 400, "malformed JSON");
+    /* Empty events array, wherever it is. */
+    expect_refused("{\"events\":[]," HDR "}", 400, "events: 0 items (1..");
+    /* Items after a bad one are still counted: too many is 413 even then. */
+    size_t n = FS_HOST_EVENTS_MAX_PER_POST + 1;
+    char *big = malloc(128 + n * 3);
+    assert_non_null(big);
+    size_t l = (size_t)sprintf(big, "{" HDR ",\"events\":[");
+    for (size_t i = 0; i < n; i++) {
+        memcpy(big + l, i ? ",{}" : "{}", i ? 3 : 2);
+        l += i ? 3 : 2;
+    }
+    strcpy(big + l, "]}");
+    expect_refused(big, 413, "events: 200001 items");
+    free(big);
+}
+
+static void
+test_repeated_members(void **state)
+{
+    (void)state;
+    char err[256];
+    struct collected c;
+    /* A repeated member takes its last value (and keeps its first place). */
+    assert_int_equal(ingest_fresh("{" HDR ",\"events\":[{\"host\":5,\"kind\":\"k\",\"name\":\"n\","
+                                  "\"start\":9,\"host\":\"a\",\"start\":10}]}",
+                                  &c, err, sizeof err),
+                     0);
+    assert_string_equal(c.ev[0].host, "a");
+    assert_true(c.ev[0].start_ns == 1010);
+    expect_refused("{" HDR ",\"events\":[{\"host\":\"a\",\"kind\":\"k\",\"name\":\"n\","
+                   "\"start\":10,\"host\":\"\"}]}",
+                   400, "events[0].host: not a string");
+    /* Errors in member order: host's place is first, though its bad value came last. */
+    expect_refused("{" HDR ",\"events\":[{\"host\":\"a\",\"colour\":1,\"host\":7}]}", 400,
+                   "events[0].host: not a string");
+    expect_refused("{" HDR ",\"events\":[{\"start\":\"x\",\"host\":5}]}", 400,
+                   "events[0].start: not a positive integer");
+    expect_refused("{" HDR ",\"events\":[{\"colour\":1,\"host\":5}]}", 400,
+                   "events[0]: unknown member \"colour\"");
+    /* The last events array is the one stored; the earlier (bad) one is forgotten. */
+    assert_int_equal(ingest_fresh("{" HDR ",\"events\":[{}],\"events\":[" EV(1) "," EV(2) "]}", &c,
+                                  err, sizeof err),
+                     0);
+    assert_int_equal(c.n, 2);
+    expect_refused("{" HDR ",\"events\":[" EV(1) "],\"events\":7}", 400,
+                   "events: missing or not an array");
+    /* Attrs: 17 members of which one repeats are 16; the repeat keeps its first place. */
+    assert_int_equal(
+        ingest_fresh(
+            "{" HDR ",\"events\":[{\"host\":\"h\",\"kind\":\"k\",\"name\":\"n\",\"start\":1,"
+            "\"attrs\":{\"a\":1,\"b\":1,\"c\":1,\"d\":1,\"e\":1,\"f\":1,\"g\":1,\"h\":1,"
+            "\"i\":1,\"j\":1,\"k\":1,\"l\":1,\"m\":1,\"n\":1,\"o\":1,\"a\":\"x\",\"p\":2}}]}",
+            &c, err, sizeof err),
+        0);
+    assert_int_equal(c.ev[0].n_attrs, 16);
+    assert_string_equal(c.ev[0].attrs[0].key, "a");
+    assert_string_equal(c.ev[0].attrs[15].key, "p");
+    assert_true(strncmp(c.attr_text[0], "a=x;b=1#;", 9) == 0);
+    /* A repeated attrs replaces the first. */
+    assert_int_equal(
+        ingest_fresh("{" HDR ",\"events\":[{\"host\":\"h\",\"kind\":\"k\",\"name\":\"n\","
+                     "\"start\":1,\"attrs\":{\"a\":1},\"attrs\":{\"b\":2}}," EV(2) "]}",
+                     &c, err, sizeof err),
+        0);
+    assert_string_equal(c.attr_text[0], "b=2#;");
+    assert_int_equal(c.ev[1].n_attrs, 0);
+}
+
+static void
+test_integers_where_required(void **state)
+{
+    (void)state;
+    char err[256];
+    struct collected c;
+    /* Out of range (past int64, or past the year-2096 bound) and non-integers. */
+    static const char *const bad_start[] = {"99999999999999999999",
+                                            "-99999999999999999999",
+                                            "9223372036854775807",
+                                            "4000000000000000000",
+                                            "1.0",
+                                            "1e9",
+                                            "-5",
+                                            "0",
+                                            "\"7\"",
+                                            "true",
+                                            "null",
+                                            "[1]",
+                                            "{\"a\":1}"};
+    for (size_t i = 0; i < sizeof bad_start / sizeof bad_start[0]; i++) {
+        char body[256];
+        snprintf(body, sizeof body,
+                 "{" HDR ",\"events\":[" EV(1) ",{\"host\":\"h\",\"kind\":\"k\",\"name\":\"n\","
+                                               "\"start\":%s}]}",
+                 bad_start[i]);
+        expect_refused(body, 400, "events[1].start: not a positive integer (ns since epoch)");
+        snprintf(body, sizeof body,
+                 "{" HDR ",\"events\":[{\"host\":\"h\",\"kind\":\"k\",\"name\":\"n\",\"start\":1,"
+                 "\"end\":%s}]}",
+                 bad_start[i]);
+        expect_refused(body, 400, "events[0].end: not a positive integer (ns since epoch)");
+    }
+    expect_refused("{\"host_offset_ns\":99999999999999999999,\"host_offset_uncertainty_ns\":0,"
+                   "\"events\":[" EV(1) "]}",
+                   400, "host_offset_ns: missing or not an integer within");
+    expect_refused("{\"host_offset_ns\":100000000000000000,\"host_offset_uncertainty_ns\":0,"
+                   "\"events\":[" EV(1) "]}",
+                   400, "host_offset_ns: missing or not an integer within");
+    expect_refused(
+        "{\"host_offset_ns\":0,\"host_offset_uncertainty_ns\":1e3,\"events\":[" EV(1) "]}", 400,
+        "host_offset_uncertainty_ns: missing or not an integer >= 0");
+    /* The largest start allowed, and the offset bound just inside. */
+    assert_int_equal(
+        ingest_fresh("{\"host_offset_ns\":-99999999999999999,"
+                     "\"host_offset_uncertainty_ns\":0,\"events\":[" EV(3999999999999999999) "]}",
+                     &c, err, sizeof err),
+        0);
+    assert_true(c.ev[0].start_ns == 3999999999999999999LL + 99999999999999999LL);
+    /* Attr numbers are kept as their JSON text, integer or not; -0 is written 0. */
+    assert_int_equal(
+        ingest_fresh(
+            "{" HDR ",\"events\":[{\"host\":\"h\",\"kind\":\"k\",\"name\":\"n\",\"start\":1,"
+            "\"attrs\":{\"d\":1.50,\"e\":1e5,\"z\":-0,\"i\":-42,\"big\":123456789012345678901,"
+            "\"f\":false}}]}",
+            &c, err, sizeof err),
+        0);
+    assert_string_equal(c.attr_text[0],
+                        "d=1.50#;e=1e5#;z=0#;i=-42#;big=123456789012345678901#;f=false#;");
+}
+
+static void
+test_attrs_flat_and_bounded(void **state)
+{
+    (void)state;
+#define ATTRS(a)                                                                                   \
+    "{" HDR ",\"events\":[{\"host\":\"h\",\"kind\":\"k\",\"name\":\"n\",\"start\":1,\"attrs\":" a  \
+    "}]}"
+    expect_refused(ATTRS("{\"ok\":1,\"a\":{\"b\":1}}"), 400,
+                   "events[0].attrs.a: not a string, number or boolean");
+    expect_refused(ATTRS("{\"a\":[]}"), 400, "events[0].attrs.a: not a string, number or boolean");
+    expect_refused(ATTRS("{\"a\":null}"), 400,
+                   "events[0].attrs.a: not a string, number or boolean");
+    expect_refused(ATTRS("[1]"), 400, "events[0].attrs: not an object");
+    expect_refused(ATTRS("{\"\":1}"), 400, "events[0].attrs: a key is not 1..64 bytes");
+    expect_refused(ATTRS("{\"k\":\"a\\u0000b\"}"), 400, "events[0].attrs.k: value longer than");
+    /* Member order: a bad key before a bad value is the one reported. */
+    expect_refused(ATTRS("{\"x\":{},\"" /* 65 bytes */
+                         "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk\":1}"),
+                   400, "events[0].attrs.x: not a string");
+    expect_refused(ATTRS("{\"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk\":1,"
+                         "\"x\":{}}"),
+                   400, "events[0].attrs: a key is not 1..64 bytes");
+    char body[2048];
+    char val[300];
+    memset(val, 'v', 257);
+    val[257] = '\0';
+    snprintf(body, sizeof body, ATTRS("{\"k\":\"%s\"}"), val);
+    expect_refused(body, 400, "events[0].attrs.k: value longer than 256 bytes");
+    val[256] = '\0';
+    struct collected c;
+    char err[256];
+    snprintf(body, sizeof body, ATTRS("{\"k\":\"%s\"}"), val);
+    assert_int_equal(ingest_fresh(body, &c, err, sizeof err), 0);
+#undef ATTRS
+    /* Strings: escapes decoded, \u0000 refused, invalid UTF-8 and raw control characters
+       are malformed JSON. */
+    assert_int_equal(ingest_fresh("{" HDR
+                                  ",\"events\":[{\"host\":\"h\\u00e9\\\"\\n\",\"kind\":\"k\","
+                                  "\"name\":\"n\",\"start\":1}]}",
+                                  &c, err, sizeof err),
+                     0);
+    assert_string_equal(c.ev[0].host, "h\xc3\xa9\"\n");
+    expect_refused("{" HDR ",\"events\":[{\"host\":\"a\\u0000\",\"kind\":\"k\",\"name\":\"n\","
+                   "\"start\":1}]}",
+                   400, "events[0].host: not a string of 1..256 bytes");
+    expect_refused("{" HDR
+                   ",\"events\":[{\"host\":\"\xff\",\"kind\":\"k\",\"name\":\"n\",\"start\":1}]}",
+                   400, "malformed JSON");
+    expect_refused("{" HDR
+                   ",\"events\":[{\"host\":\"a\tb\",\"kind\":\"k\",\"name\":\"n\",\"start\":1}]}",
+                   400, "malformed JSON");
+}
+
+static void
+test_deeply_nested_garbage(void **state)
+{
+    (void)state;
+    /* Too deep for the old parser's 32 levels is still refused, not recursed into. */
+    size_t depth = 100000;
+    char *b = malloc(2 * depth + 256);
+    assert_non_null(b);
+    size_t l = (size_t)sprintf(
+        b,
+        "{" HDR
+        ",\"events\":[{\"host\":\"h\",\"kind\":\"k\",\"name\":\"n\",\"start\":1,\"attrs\":{\"a\":");
+    for (size_t i = 0; i < depth; i++)
+        b[l++] = '[';
+    for (size_t i = 0; i < depth; i++)
+        b[l++] = ']';
+    strcpy(b + l, "}}]}");
+    expect_refused(b, 400, "malformed JSON: nesting too deep");
+    /* Unclosed, at the root. */
+    memset(b, '[', depth);
+    b[depth] = '\0';
+    expect_refused(b, 400, "malformed JSON");
+    memset(b, '{', 1);
+    expect_refused(b, 400, "malformed JSON");
+    free(b);
+    /* 27 arrays in an attr (31 levels in all) are a value error, not a depth error. */
+    char body[512];
+    l = (size_t)sprintf(
+        body,
+        "{" HDR
+        ",\"events\":[{\"host\":\"h\",\"kind\":\"k\",\"name\":\"n\",\"start\":1,\"attrs\":{\"a\":");
+    for (int i = 0; i < 27; i++)
+        body[l++] = '[';
+    for (int i = 0; i < 27; i++)
+        body[l++] = ']';
+    strcpy(body + l, "}}]}");
+    expect_refused(body, 400, "events[0].attrs.a: not a string, number or boolean");
+}
+
+static void
+test_truncated_and_trailing(void **state)
+{
+    (void)state;
+    const char *whole = "{\"events\":[{\"host\":\"h\",\"kind\":\"k\",\"name\":\"n\",\"start\":12,"
+                        "\"end\":13,\"attrs\":{\"a\":1.5,\"b\":\"x\",\"c\":true}}," EV(
+                            99) "],"
+                                "\"host_offset_ns\":-10,\"host_offset_uncertainty_ns\":10}";
+    size_t len = strlen(whole);
+    struct fs_host_events *hs = new_store(1 << 20, 3600 * SEC);
+    char err[256];
+    /* Every proper prefix is malformed and stores nothing. */
+    for (size_t cut = 0; cut < len; cut++) {
+        err[0] = '\0';
+        int rc = fs_host_events_ingest(hs, whole, cut, NOW, NULL, err, sizeof err);
+        if (rc != 400 || strncmp(err, "malformed JSON", 14) != 0)
+            fail_msg("prefix of %zu bytes: %d \"%s\"", cut, rc, err);
+    }
+    struct fs_host_events_stats st;
+    fs_host_events_stats(hs, &st);
+    assert_int_equal(st.events, 0);
+    assert_int_equal(st.rejected_total, len);
+    size_t stored = 0;
+    assert_int_equal(fs_host_events_ingest(hs, whole, len, NOW, &stored, err, sizeof err), 0);
+    assert_int_equal(stored, 2);
+    fs_host_events_free(hs);
+    /* After the root: whitespace only; an unfinished token there counts too. */
+    static const char *const tails[] = {" x", " \"", "\"", " {", "0", " null", "\f", "\x00"};
+    for (size_t i = 0; i < sizeof tails / sizeof tails[0]; i++) {
+        char body[512];
+        size_t bl = (size_t)snprintf(body, sizeof body, "%s%s", whole, tails[i]);
+        if (tails[i][0] == '\0')
+            bl++; /* a NUL byte after the document */
+        hs = new_store(1 << 20, 3600 * SEC);
+        int rc = fs_host_events_ingest(hs, body, bl, NOW, NULL, err, sizeof err);
+        if (rc != 400 || !strstr(err, "malformed JSON: data after the document"))
+            fail_msg("tail %zu: %d \"%s\"", i, rc, err);
+        fs_host_events_free(hs);
+    }
+    struct collected c;
+    char body[512];
+    snprintf(body, sizeof body, "%s \r\n\t", whole);
+    assert_int_equal(ingest_fresh(body, &c, err, sizeof err), 0);
+    assert_int_equal(c.n, 2);
+}
+
+static void
+test_repeated_strings_shared(void **state)
+{
+    (void)state;
+    struct fs_host_events *hs = new_store(1 << 20, 3600 * SEC);
+    char err[256];
+    assert_int_equal(ingest(hs,
+                            "{" HDR ",\"events\":[" EV(1) "," EV(
+                                2) ","
+                                   "{\"host\":\"h2\",\"kind\":\"k\",\"name\":\"n\",\"start\":3}]}",
+                            err, sizeof err),
+                     0);
+    struct collected c = {0};
+    fs_host_events_foreach(hs, INT64_MIN, INT64_MAX, NULL, collect_cb, &c);
+    assert_int_equal(c.n, 3);
+    /* One copy of a string repeated from the previous event. */
+    assert_ptr_equal(c.ev[0].host, c.ev[1].host);
+    assert_ptr_equal(c.ev[1].kind, c.ev[2].kind);
+    assert_ptr_not_equal(c.ev[1].host, c.ev[2].host);
+    assert_string_equal(c.ev[2].host, "h2");
+    fs_host_events_free(hs);
+}
+
 int
 main(void)
 {
@@ -328,6 +692,13 @@ main(void)
         cmocka_unit_test(test_size_limits),
         cmocka_unit_test(test_retention),
         cmocka_unit_test(test_concurrent_ingest_and_queries),
+        cmocka_unit_test_teardown(test_members_in_any_order, fresh_done),
+        cmocka_unit_test_teardown(test_repeated_members, fresh_done),
+        cmocka_unit_test_teardown(test_integers_where_required, fresh_done),
+        cmocka_unit_test_teardown(test_attrs_flat_and_bounded, fresh_done),
+        cmocka_unit_test_teardown(test_deeply_nested_garbage, fresh_done),
+        cmocka_unit_test_teardown(test_truncated_and_trailing, fresh_done),
+        cmocka_unit_test(test_repeated_strings_shared),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
