@@ -2,6 +2,7 @@
  * events and attrs in one and their strings in the other (filled while parsing), so
  * eviction frees whole posts. */
 #include "analysis/host_events.h"
+#include "util/errf.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -28,28 +29,16 @@ struct fs_host_events {
     uint64_t ingested_total, rejected_total, evicted_memory, evicted_retention;
 };
 
-static void seterr(char *err, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-seterr(char *err, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-}
-
 struct fs_host_events *
 fs_host_events_new(const struct fs_host_events_opts *o, char *errbuf, size_t errlen)
 {
     if (o->memory_limit == 0 || o->retention_ns <= 0) {
-        seterr(errbuf, errlen, "host events: memory_limit and retention must be positive");
+        fs_errf(errbuf, errlen, "host events: memory_limit and retention must be positive");
         return NULL;
     }
     struct fs_host_events *hs = calloc(1, sizeof *hs);
     if (!hs) {
-        seterr(errbuf, errlen, "host events: out of memory");
+        fs_errf(errbuf, errlen, "host events: out of memory");
         return NULL;
     }
     pthread_rwlock_init(&hs->lock, NULL);
@@ -737,7 +726,7 @@ parse_body(struct ingest_ctx *c, const char *body, size_t len, char *errbuf, siz
 {
     yajl_handle h = yajl_alloc(&callbacks, NULL, c);
     if (!h) {
-        seterr(errbuf, errlen, "out of memory");
+        fs_errf(errbuf, errlen, "out of memory");
         return 500;
     }
     /* The check for data after the root is ours: yajl's own (without this flag)
@@ -750,7 +739,7 @@ parse_body(struct ingest_ctx *c, const char *body, size_t len, char *errbuf, siz
         /* yajl stopped after the root's last token. */
         for (size_t i = yajl_get_bytes_consumed(h); i < len; i++) {
             if (body[i] != ' ' && body[i] != '\n' && body[i] != '\r' && body[i] != '\t') {
-                seterr(errbuf, errlen, "malformed JSON: data after the document");
+                fs_errf(errbuf, errlen, "malformed JSON: data after the document");
                 rc = 400;
                 goto out;
             }
@@ -765,21 +754,21 @@ parse_body(struct ingest_ctx *c, const char *body, size_t len, char *errbuf, siz
         goto out;
     rc = 400;
     if (c->oom) {
-        seterr(errbuf, errlen, "out of memory");
+        fs_errf(errbuf, errlen, "out of memory");
         rc = 500;
     } else if (c->too_deep) {
-        seterr(errbuf, errlen, "malformed JSON: nesting too deep");
+        fs_errf(errbuf, errlen, "malformed JSON: nesting too deep");
     } else if (c->root_done) {
-        seterr(errbuf, errlen, "malformed JSON: data after the document");
+        fs_errf(errbuf, errlen, "malformed JSON: data after the document");
     } else {
         unsigned char *msg = yajl_get_error(h, 0, NULL, 0);
         const char *m = msg ? (const char *)msg : "error";
         size_t ml = strcspn(m, "\n");
         if (strstr(m, "premature EOF"))
-            seterr(errbuf, errlen, "malformed JSON: unexpected end");
+            fs_errf(errbuf, errlen, "malformed JSON: unexpected end");
         else
-            seterr(errbuf, errlen, "malformed JSON: %.*s at byte %zu", (int)ml, m,
-                   in_body ? yajl_get_bytes_consumed(h) : len);
+            fs_errf(errbuf, errlen, "malformed JSON: %.*s at byte %zu", (int)ml, m,
+                    in_body ? yajl_get_bytes_consumed(h) : len);
         if (msg)
             yajl_free_error(h, msg);
     }
@@ -853,32 +842,33 @@ static int
 check_body(const struct ingest_ctx *c, char *errbuf, size_t errlen)
 {
     if (c->root_not_object) {
-        seterr(errbuf, errlen, "body: not a JSON object");
+        fs_errf(errbuf, errlen, "body: not a JSON object");
         return 400;
     }
     if (c->root_unknown) {
-        seterr(errbuf, errlen, "body: unknown member \"%.64s\"", c->root_unknown_name);
+        fs_errf(errbuf, errlen, "body: unknown member \"%.64s\"", c->root_unknown_name);
         return 400;
     }
     if (!c->have_offset || !c->offset_ok) {
-        seterr(errbuf, errlen, "host_offset_ns: missing or not an integer within ±1e17");
+        fs_errf(errbuf, errlen, "host_offset_ns: missing or not an integer within ±1e17");
         return 400;
     }
     if (!c->have_unc || !c->unc_ok) {
-        seterr(errbuf, errlen, "host_offset_uncertainty_ns: missing or not an integer >= 0");
+        fs_errf(errbuf, errlen, "host_offset_uncertainty_ns: missing or not an integer >= 0");
         return 400;
     }
     if (c->events != EVENTS_ARRAY) {
-        seterr(errbuf, errlen, "events: missing or not an array");
+        fs_errf(errbuf, errlen, "events: missing or not an array");
         return 400;
     }
     size_t n = c->n_items;
     if (n == 0 || n > FS_HOST_EVENTS_MAX_PER_POST) {
-        seterr(errbuf, errlen, "events: %zu items (1..%d allowed)", n, FS_HOST_EVENTS_MAX_PER_POST);
+        fs_errf(errbuf, errlen, "events: %zu items (1..%d allowed)", n,
+                FS_HOST_EVENTS_MAX_PER_POST);
         return n == 0 ? 400 : 413;
     }
     if (c->item_failed) {
-        seterr(errbuf, errlen, "%s", c->item_err);
+        fs_errf(errbuf, errlen, "%s", c->item_err);
         return 400;
     }
     return 0;
@@ -894,7 +884,7 @@ fs_host_events_ingest(struct fs_host_events *hs, const char *body, size_t len, i
     if (stored)
         *stored = 0;
     if (len > FS_HOST_EVENTS_MAX_BODY) {
-        seterr(errbuf, errlen, "body larger than %u bytes", FS_HOST_EVENTS_MAX_BODY);
+        fs_errf(errbuf, errlen, "body larger than %u bytes", FS_HOST_EVENTS_MAX_BODY);
         rc = 413;
         goto out;
     }
@@ -903,7 +893,7 @@ fs_host_events_ingest(struct fs_host_events *hs, const char *body, size_t len, i
     c.str_cap = len + 1;
     c.str = malloc(c.str_cap);
     if (!c.str) {
-        seterr(errbuf, errlen, "out of memory");
+        fs_errf(errbuf, errlen, "out of memory");
         rc = 500;
         goto out;
     }
@@ -920,15 +910,15 @@ fs_host_events_ingest(struct fs_host_events *hs, const char *body, size_t len, i
     uint64_t limit = hs->opts.memory_limit;
     pthread_rwlock_unlock(&hs->lock);
     if (bytes > limit) {
-        seterr(errbuf, errlen, "post needs %zu bytes, more than the host-event memory limit %llu",
-               bytes, (unsigned long long)limit);
+        fs_errf(errbuf, errlen, "post needs %zu bytes, more than the host-event memory limit %llu",
+                bytes, (unsigned long long)limit);
         rc = 413;
         goto out;
     }
     p = malloc(sizeof *p + n * sizeof(struct fs_host_event) +
                c.n_attr * sizeof(struct fs_host_attr));
     if (!p) {
-        seterr(errbuf, errlen, "out of memory");
+        fs_errf(errbuf, errlen, "out of memory");
         rc = 500;
         goto out;
     }
