@@ -42,23 +42,10 @@ static int
 cmp_suspect(const void *a, const void *b)
 {
     const struct fs_corr_suspect *x = a, *y = b;
-    double zx = x->peak_z < FS_CORR_Z_SURE ? x->peak_z : FS_CORR_Z_SURE;
-    double zy = y->peak_z < FS_CORR_Z_SURE ? y->peak_z : FS_CORR_Z_SURE;
-    if (zx != zy)
-        return zx > zy ? -1 : 1;
-    if (x->specificity != y->specificity)
-        return x->specificity > y->specificity ? -1 : 1;
-    if (x->peak_z != y->peak_z)
-        return x->peak_z > y->peak_z ? -1 : 1;
+    int c = fs_an_rank_cmp(x->peak_z, x->specificity, y->peak_z, y->specificity);
+    if (c != 0)
+        return c;
     return x->series < y->series ? -1 : x->series > y->series;
-}
-
-static int
-specificity(const struct fs_an_series_ref *s)
-{
-    if (s->interface[0])
-        return s->tc[0] ? 3 : 2;
-    return s->rule[0] ? 1 : 0;
 }
 
 static int
@@ -140,7 +127,7 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
                 .peak_us = run->peak_us,
                 .lag_us = run->start_us - w[i].start_us,
                 .uncertainty_us = w[i].uncertainty_us + su,
-                .specificity = specificity(&d->series[run->series]),
+                .specificity = fs_an_specificity(&d->series[run->series]),
             };
         }
         for (size_t c = 0; c < nc; c++)

@@ -9,11 +9,8 @@
  * spans the whole polling interval in which it rose (from the previous sample), so lead
  * and lag only absorb small effects (a surge building up just before the collective
  * stretches); larger values blame ports for windows next to, not inside, a surge.
- * Suspects are ranked by peak departure (z) up to FS_CORR_Z_SURE: past it a departure is
- * certain, and the size of z only says how quiet the series was before (a counter that
- * sat at zero gets z = rate / floor, 20,000 for a surge), so comparing two such values
- * ranks noise. Among certain suspects the most specific series comes first (a queue: port
- * and traffic class, then a port, then a flow rule, then the switch), then the larger z.
+ * Suspects are ranked as fs_an_rank_cmp() says (incidents.h): by z up to FS_AN_Z_SURE, then
+ * the most specific series first.
  * lag = run start - window start.
  *
  * Ownership: reports are freed with fs_corr_report_free; series indexes refer to the
@@ -29,7 +26,6 @@
 #include "analysis/incidents.h"
 
 #define FS_CORR_TOP 5
-#define FS_CORR_Z_SURE 100.0
 
 /** A window to explain: a host event on the collector axis, or one given by the user. */
 struct fs_corr_window {

@@ -540,12 +540,35 @@ struct ctx {
     uint32_t *pe_by_onset; /* indexes into pe */
 };
 
+int
+fs_an_rank_cmp(double za, int spec_a, double zb, int spec_b)
+{
+    double ca = za < FS_AN_Z_SURE ? za : FS_AN_Z_SURE;
+    double cb = zb < FS_AN_Z_SURE ? zb : FS_AN_Z_SURE;
+    if (ca != cb)
+        return ca > cb ? -1 : 1;
+    if (spec_a != spec_b)
+        return spec_a > spec_b ? -1 : 1;
+    if (za != zb)
+        return za > zb ? -1 : 1;
+    return 0;
+}
+
+int
+fs_an_specificity(const struct fs_an_series_ref *s)
+{
+    if (s->interface[0])
+        return s->tc[0] ? 3 : 2;
+    return s->rule[0] ? 1 : 0;
+}
+
 static int
 cmp_member_z(const void *a, const void *b)
 {
     const struct fs_episode_member *x = a, *y = b;
-    if (x->peak_z != y->peak_z)
-        return x->peak_z > y->peak_z ? -1 : 1;
+    int c = fs_an_rank_cmp(x->peak_z, x->specificity, y->peak_z, y->specificity);
+    if (c != 0)
+        return c;
     return x->series < y->series ? -1 : x->series > y->series;
 }
 
@@ -667,6 +690,7 @@ build_episodes(struct ctx *c, struct fs_incident_report *r)
                     e->n_members++;
                     e->members[m].series = run->series;
                     e->members[m].peak_z = run->peak_z;
+                    e->members[m].specificity = fs_an_specificity(&d->series[run->series]);
                     e->members[m].start_us = run->start_us;
                     e->members[m].onset_us = run->onset_us;
                 } else {

@@ -102,6 +102,19 @@ struct fs_an_series_ref {
     int64_t time_uncertainty_us;
 };
 
+/**
+ * How departing series rank, wherever switch series are named for a window or an
+ * episode. By peak z up to FS_AN_Z_SURE: past it a departure is certain, and the size of
+ * z only says how quiet the series was before (a counter that sat at zero gets
+ * z = rate / floor, 20,000 for a surge), so comparing two such values ranks noise. Among
+ * certain ones the most specific series comes first (fs_an_specificity), then the
+ * larger z. Returns < 0 when (za, spec_a) ranks before (zb, spec_b), > 0 after, 0 tied.
+ */
+#define FS_AN_Z_SURE 100.0
+int fs_an_rank_cmp(double za, int spec_a, double zb, int spec_b);
+/** 3: port and traffic class (a queue), 2: a port, 1: a flow rule, 0: the switch. */
+int fs_an_specificity(const struct fs_an_series_ref *s);
+
 /** A departure run of one series. */
 struct fs_departure {
     uint32_t series; /**< index into fs_departures' series */
@@ -152,6 +165,7 @@ void fs_departures_free(struct fs_departures *d);
 struct fs_episode_member {
     uint32_t series;
     double peak_z;
+    int specificity; /**< fs_an_specificity of the series (ranking) */
     int64_t start_us, onset_us;
 };
 
@@ -159,7 +173,7 @@ struct fs_episode {
     int64_t start_us, end_us;
     double peak_z;
     unsigned kinds;                    /**< bit (1 << fs_an_kind) per kind seen */
-    struct fs_episode_member *members; /**< strongest first */
+    struct fs_episode_member *members; /**< strongest first (fs_an_rank_cmp) */
     size_t n_members;
 };
 

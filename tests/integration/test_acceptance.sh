@@ -246,6 +246,7 @@ ip netns exec "$NS" $PY "$T/stream.py" "$DPORT" >"$T/stream.log" 2>&1 &
 track $!
 wait_for 10 "the TCP stream runs" grep -q streaming "$T/stream.log"
 
+PERF_T0=$(date +%s.%N)
 perf record -k mono -e tcp:tcp_retransmit_skb -a -q -o "$T/perf.data" >"$T/perf.log" 2>&1 &
 PERF_PID=$!
 track "$PERF_PID"
@@ -310,6 +311,7 @@ fi
 # ---- stop perf now (it has seen every surge) and import its retransmits
 kill -INT "$PERF_PID"
 wait_exit "$PERF_PID" 30
+PERF_T1=$(date +%s.%N)
 PERF_PID=""
 perf script --header -i "$T/perf.data" >"$T/perf.txt" 2>"$T/perf-script.log" || fail "perf script: $(cat "$T/perf-script.log")"
 grep -q '^# reference time:' "$T/perf.txt" || fail "perf script --header has no reference time line"
@@ -443,8 +445,10 @@ assert not errs, "; ".join(errs)
 PYEOF
 
 # ---- the retransmits on the collector's axis: all inside the surge windows
-RUN_S=$($PY -c 'import sys; print("%.6f" % (float(sys.argv[1]) - 5))' "$(surge 0 0)")
-RUN_E=$($PY -c 'import sys; print("%.6f" % (float(sys.argv[1]) + 5))' "$LAST_END")
+# The whole recording, so that every retransmit perf saw is in the export (a stray one
+# before the first surge or after the last included).
+RUN_S=$($PY -c 'import sys; print("%.6f" % (float(sys.argv[1]) - 1))' "$PERF_T0")
+RUN_E=$($PY -c 'import sys; print("%.6f" % (float(sys.argv[1]) + 1))' "$PERF_T1")
 curl -fsS --get "$URL/api/v1/export/trace" --data-urlencode "start=$RUN_S" --data-urlencode "end=$RUN_E" \
   --data-urlencode 'match[]={target="tor1",interface="Eth1/49"}' >"$T/trace-run.json" || fail "export/trace of the run"
 $PY - "$T/trace-run.json" "$T/gen.json" "$DPORT" "$N_PERF" 2>"$T/check.err" <<'PYEOF' && ok "every retransmit the drops caused ($N_PERF recorded, stray ones counted above) falls inside its surge window on the collector's axis" || not_ok "retransmits on the collector's axis"

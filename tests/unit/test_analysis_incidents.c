@@ -241,7 +241,7 @@ test_correlate_names_culprit_only_during_surges(void **state)
     fs_corr_report_free(r);
 }
 
-/* Past FS_CORR_Z_SURE every suspect is certain: the most specific series comes first
+/* Past FS_AN_Z_SURE every suspect is certain: the most specific series comes first
  * (queue, then port, then flow rule), whatever the exact z; a smaller but uncertain
  * departure of a queue ranks after them all. */
 static void
@@ -294,8 +294,24 @@ test_correlate_ranks_certain_suspects_by_specificity(void **state)
         assert_string_equal(ref->tc, want_tc[k]);
     }
     assert_true(r->results[0].top[2].peak_z > r->results[0].top[0].peak_z);
-    assert_true(r->results[0].top[3].peak_z < FS_CORR_Z_SURE);
+    assert_true(r->results[0].top[3].peak_z < FS_AN_Z_SURE);
     fs_corr_report_free(r);
+    /* /incidents names an episode's series in the same order. */
+    struct fs_incident_report *ir = NULL;
+    assert_int_equal(fs_incidents_find(d, T0 + N * S, &ir), 0);
+    bool seen = false;
+    for (size_t e = 0; e < ir->n_episodes; e++) {
+        const struct fs_episode *ep = &ir->episodes[e];
+        for (size_t m = 1; m < ep->n_members; m++)
+            assert_true(fs_an_rank_cmp(ep->members[m - 1].peak_z, ep->members[m - 1].specificity,
+                                       ep->members[m].peak_z, ep->members[m].specificity) <= 0);
+        if (ep->n_members > 0 && d->series[ep->members[0].series].rule[0] == '\0' &&
+            strcmp(d->series[ep->members[0].series].tc, "3") == 0 &&
+            strcmp(d->series[ep->members[0].series].interface, "Eth1/49") == 0)
+            seen = true;
+    }
+    assert_true(seen); /* the queue, not the flow rule with the larger z, leads its episode */
+    fs_incident_report_free(ir);
     fs_departures_free(d);
 }
 
