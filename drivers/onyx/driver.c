@@ -59,10 +59,10 @@
 #define MAX_BATCH 32
 #define SECRET_MAX 512
 #define BACKOFF_MAX_US 60000000LL
-#define PROBE_SPACING_US 1000000LL /* from one probe's answer to the next probe, at least */
-#define PROBE_GUARD_US 50000LL     /* a probe ends this long before the next cycle is due */
-#define REPROBE_US 300000000LL     /* a converged estimate is probed again after this */
-#define PROBE_HOLD_US 60000000LL   /* pause after PROBE_NO_GAIN_MAX probes that gained nothing */
+#define PROBE_SPACING_US 900000LL /* from one probe's answer to the next probe, at least */
+#define PROBE_GUARD_US 2000LL     /* a probe's 3 round trips end this long before a cycle is due */
+#define REPROBE_US 300000000LL    /* a converged estimate is probed again after this */
+#define PROBE_HOLD_US 60000000LL  /* pause after PROBE_NO_GAIN_MAX probes that gained nothing */
 #define PROBE_NO_GAIN_MAX 4
 #define RTT_KEEP 8 /* `show clock` round trips remembered; the smallest is used */
 
@@ -288,11 +288,11 @@ finish_cycle(struct onyx_target *t, enum fs_poll_result r, const char *msg)
         t->fail_count = 0;
         t->cycles_ok++;
     }
+    plan_probe(t);
     update_detail(t);
     /* Not busy before done: the done callback may start the next cycle at once. */
     atomic_store(&t->busy, false);
     fs_sink_done(t->sink, t->cycle_id, r, msg && msg[0] ? msg : NULL);
-    plan_probe(t);
 }
 
 /* Any failure of the session: close it, arm the backoff, end the cycle with r. */
@@ -863,7 +863,9 @@ plan_probe(struct onyx_target *t)
     }
     t->probe_state = "converging";
     int64_t nb = now + 2000; /* time to get back to epoll */
-    if (t->last_probe_mono_us > 0 && t->last_probe_mono_us + PROBE_SPACING_US - now_mono > 2000)
+    const bool spaced =
+        t->last_probe_mono_us > 0 && t->last_probe_mono_us + PROBE_SPACING_US - now_mono > 2000;
+    if (spaced)
         nb = now + (t->last_probe_mono_us + PROBE_SPACING_US - now_mono);
     int64_t na = nb + 3 * t->clock_res_us;
     /* The probe must be answered before the next cycle is due: never delay a poll. */
@@ -878,6 +880,13 @@ plan_probe(struct onyx_target *t)
     }
     if (na < nb)
         return; /* no room before the next cycle: planned again after it */
+    /* Nothing useful in the whole gap between cycles: the polls sit at the phase where
+     * the cut should be (their own `show clock` cuts there). Planned again after each
+     * cycle, so a change of phase or estimate resumes probing. */
+    if (unc <= onyx_probe_target_us(rtt))
+        t->probe_state = "converged"; /* a periodic re-probe; if it has no room, none */
+    else if (!spaced)
+        t->probe_state = "blocked (the useful probe times fall on the polls)";
     struct onyx_probe_plan_in in = {
         .offset_us = off,
         .uncertainty_us = unc,
@@ -887,8 +896,10 @@ plan_probe(struct onyx_target *t)
         .not_after_us = na,
     };
     int64_t at;
-    if (onyx_probe_plan(&in, &at))
+    if (onyx_probe_plan(&in, &at)) {
         t->probe_at_us = at;
+        t->probe_state = "converging";
+    }
 }
 
 static void
