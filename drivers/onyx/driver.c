@@ -668,7 +668,8 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
         rc = onyx_parse_clock(text, len, &dev_us, &res_us, err, sizeof(err));
         /* The raw reading: the device read dev_us (truncated to its resolution) while our
          * clock was between the batch's send and this answer. The core's filter does the
-         * rest (second-edge detection across polls for a whole-second clock). */
+         * rest (second-edge detection across polls and clock probes for a whole-second
+         * clock). */
         if (rc == 0) {
             fs_sink_clock(t->sink, dev_us, t->batch_lo_us, now_real);
             note_clock_reading(t, res_us, now_real - t->batch_lo_us);
