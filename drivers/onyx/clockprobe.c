@@ -76,3 +76,23 @@ onyx_probe_plan(const struct onyx_probe_plan_in *in, int64_t *send_at_us)
     *send_at_us = best_t;
     return true;
 }
+
+bool
+onyx_probe_check_plan(const struct onyx_probe_plan_in *in, bool expect_later, int64_t *send_at_us)
+{
+    const int64_t res = in->resolution_us, rtt = in->rtt_us > 0 ? in->rtt_us : 0;
+    const int64_t lo = in->offset_us - in->uncertainty_us, hi = in->offset_us + in->uncertainty_us;
+    if (res <= 0 || hi < lo || in->not_after_us < in->not_before_us)
+        return false;
+    /* Send at E + shift for the first edge E that keeps the send time >= not_before. */
+    /* The later-second check holds whatever the round trip; the earlier-second one needs
+     * the answer before the edge, so it leaves room for round trips up to 3 x rtt. */
+    const int64_t shift =
+        expect_later ? ONYX_PROBE_CHECK_MARGIN_US - lo : -hi - 3 * rtt - ONYX_PROBE_CHECK_MARGIN_US;
+    int64_t e = -floor_div(-(in->not_before_us - shift), res) * res; /* ceil to an edge */
+    int64_t t = e + shift;
+    if (t > in->not_after_us)
+        return false;
+    *send_at_us = t;
+    return true;
+}

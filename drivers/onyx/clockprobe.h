@@ -46,6 +46,28 @@ struct onyx_probe_plan_in {
  */
 bool onyx_probe_plan(const struct onyx_probe_plan_in *in, int64_t *send_at_us);
 
+/** How far outside the bound a check probe keeps (µs): the bound is read just before,
+ * so only a second's drift allowance and rounding separate it from the filter's. */
+#define ONYX_PROBE_CHECK_MARGIN_US 2000
+
+/**
+ * The send time of a check probe, for an estimate already narrow: one whose reading the
+ * bound predicts with certainty, so that a different reading contradicts it and the
+ * core's filter starts over (a device clock step, which nothing else would reveal while
+ * the readings stay consistent). expect_later: sent the margin after the device's next
+ * edge under the bound's lower end lo (it must show the later second; the earlier one
+ * puts the offset below lo - margin); otherwise the margin plus 3 round trips before the
+ * edge under the upper end hi (it must show the earlier second; the later one, answered
+ * within 3 round trips, puts the offset above hi + margin). The first such time in
+ * [not_before, not_after]; false when there is none. A pair, one of each, reveals any
+ * offset outside [lo - margin, hi + margin + 3 rtt] (modulo whole seconds: a step of
+ * whole seconds shows in the reading itself). A step that leaves the offset within that
+ * zone stays unseen until the drift allowance widens the old readings past it (20 ppm:
+ * minutes) or they leave the filter's window (10 minutes).
+ */
+bool onyx_probe_check_plan(const struct onyx_probe_plan_in *in, bool expect_later,
+                           int64_t *send_at_us);
+
 /**
  * The worst-case bound width (µs) after a probe sent at send_at_us against the bound
  * [lo, hi] with round trip rtt_us on a clock of resolution res_us (whichever reading the

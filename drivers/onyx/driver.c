@@ -32,7 +32,9 @@
  * cycle, at least PROBE_SPACING_US apart, planned to end before the next cycle is due; a
  * cycle that arrives during a probe sends its batch when the probe's answer is in (a
  * round trip, milliseconds). Once narrow enough, probing stops until the estimate widens
- * again (drift allowance, a clock step) or REPROBE_US passed.
+ * again (the drift allowance); every CHECK_US two check probes whose readings the bound
+ * predicts with certainty test it, so a device clock step contradicts the old readings,
+ * the core's filter starts over and probing resumes.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -61,7 +63,7 @@
 #define BACKOFF_MAX_US 60000000LL
 #define PROBE_SPACING_US 900000LL /* from one probe's answer to the next probe, at least */
 #define PROBE_GUARD_US 2000LL     /* a probe's 3 round trips end this long before a cycle is due */
-#define REPROBE_US 300000000LL    /* a converged estimate is probed again after this */
+#define CHECK_US 60000000LL       /* a converged estimate is checked this often */
 #define PROBE_HOLD_US 60000000LL  /* pause after PROBE_NO_GAIN_MAX probes that gained nothing */
 #define PROBE_NO_GAIN_MAX 4
 #define RTT_KEEP 8 /* `show clock` round trips remembered; the smallest is used */
@@ -166,8 +168,12 @@ struct onyx_target {
     int64_t probe_lo_us;         /* realtime when the probe in flight was written */
     int64_t probe_sent_mono_us;  /* monotonic, same instant (its timeout) */
     int64_t probe_unc_before_us; /* the estimate's uncertainty when it was sent */
+    int64_t probe_off_before_us; /* and its offset */
     int64_t last_probe_mono_us;  /* when the last probe's answer came; 0: never */
     int64_t probe_hold_until_mono_us;
+    int64_t last_check_mono_us; /* the last narrowing probe or completed pair of checks */
+    int check_step;             /* 0: no check due; 1: the expect-later check next; 2: the other */
+    bool probe_is_check;        /* the planned (or in flight) probe is a check */
     int probes_no_gain;
     uint64_t probes_sent;
     const char *probe_state; /* for the detail: why probing is on or off */
@@ -853,8 +859,12 @@ plan_probe(struct onyx_target *t)
         return;
     }
     const int64_t rtt = rtt_min(t), now_mono = fs_monotonic_us(), now = fs_realtime_us();
-    if (unc <= onyx_probe_target_us(rtt) &&
-        (t->last_probe_mono_us == 0 || now_mono - t->last_probe_mono_us < REPROBE_US)) {
+    const bool narrow = unc <= onyx_probe_target_us(rtt);
+    if (!narrow)
+        t->check_step = 0; /* narrowing first */
+    else if (t->check_step == 0 && now_mono - t->last_check_mono_us >= CHECK_US)
+        t->check_step = 1;
+    if (narrow && t->check_step == 0) {
         t->probe_state = "converged";
         return;
     }
@@ -862,7 +872,7 @@ plan_probe(struct onyx_target *t)
         t->probe_state = "paused (recent probes did not narrow the estimate)";
         return;
     }
-    t->probe_state = "converging";
+    t->probe_state = narrow ? "converged" : "converging";
     int64_t nb = now + 2000; /* time to get back to epoll */
     const bool spaced =
         t->last_probe_mono_us > 0 && t->last_probe_mono_us + PROBE_SPACING_US - now_mono > 2000;
@@ -884,9 +894,7 @@ plan_probe(struct onyx_target *t)
     /* Nothing useful in the whole gap between cycles: the polls sit at the phase where
      * the cut should be (their own `show clock` cuts there). Planned again after each
      * cycle, so a change of phase or estimate resumes probing. */
-    if (unc <= onyx_probe_target_us(rtt))
-        t->probe_state = "converged"; /* a periodic re-probe; if it has no room, none */
-    else if (!spaced)
+    if (!narrow && !spaced)
         t->probe_state = "blocked (the useful probe times fall on the polls)";
     struct onyx_probe_plan_in in = {
         .offset_us = off,
@@ -897,18 +905,20 @@ plan_probe(struct onyx_target *t)
         .not_after_us = na,
     };
     int64_t at;
-    if (onyx_probe_plan(&in, &at)) {
+    bool planned =
+        narrow ? onyx_probe_check_plan(&in, t->check_step == 1, &at) : onyx_probe_plan(&in, &at);
+    if (planned) {
         t->probe_at_us = at;
-        t->probe_state = "converging";
+        t->probe_is_check = narrow;
+        t->probe_state = narrow ? "converged" : "converging";
     }
 }
 
 static void
 send_probe(struct onyx_target *t)
 {
-    int64_t off;
     t->probe_at_us = 0;
-    if (!fs_sink_clock_estimate(t->sink, &off, &t->probe_unc_before_us))
+    if (!fs_sink_clock_estimate(t->sink, &t->probe_off_before_us, &t->probe_unc_before_us))
         return;
     t->echo_skipped = false;
     t->ss = SS_PROBE;
@@ -937,12 +947,37 @@ process_probe(struct onyx_target *t)
         onyx_parse_clock(text, len, &dev_us, &res_us, err, sizeof(err)) != 0) {
         fs_log(FS_LOG_WARN, SUBSYS, "target %s: clock probe: `show clock`: %s; probes paused",
                t->name, err);
-        t->probe_hold_until_mono_us = fs_monotonic_us() + REPROBE_US;
+        t->probe_hold_until_mono_us = fs_monotonic_us() + PROBE_HOLD_US;
+        t->check_step = 0;
+        t->last_check_mono_us = fs_monotonic_us();
     } else {
         fs_sink_clock(t->sink, dev_us, t->probe_lo_us, now_real);
         note_clock_reading(t, res_us, now_real - t->probe_lo_us);
-        if (fs_sink_clock_estimate(t->sink, &off, &unc) && unc < t->probe_unc_before_us) {
+        off = t->probe_off_before_us;
+        unc = t->probe_unc_before_us;
+        bool narrower = fs_sink_clock_estimate(t->sink, &off, &unc) && unc < t->probe_unc_before_us;
+        int64_t moved = off - t->probe_off_before_us;
+        if (t->probe_is_check &&
+            (moved > t->probe_unc_before_us || -moved > t->probe_unc_before_us)) {
+            /* The reading contradicted the bound: the clock stepped. The filter kept the
+             * older readings that still agree with the new one, so the estimate may sit
+             * between them: check again at once until the checks agree. */
+            t->check_step = 1;
+            fs_log(FS_LOG_INFO, SUBSYS,
+                   "target %s: clock check moved the offset by %.3f ms: the device clock "
+                   "stepped; checking again",
+                   t->name, (double)moved / 1e3);
+        } else if (t->probe_is_check) {
+            /* A check is not meant to narrow; a contradiction shows as a wide estimate. */
+            if (t->check_step == 1) {
+                t->check_step = 2;
+            } else {
+                t->check_step = 0;
+                t->last_check_mono_us = fs_monotonic_us();
+            }
+        } else if (narrower) {
             t->probes_no_gain = 0;
+            t->last_check_mono_us = fs_monotonic_us();
         } else if (++t->probes_no_gain >= PROBE_NO_GAIN_MAX) {
             /* E.g. round trips too irregular for the cut to land: do not insist. */
             t->probes_no_gain = 0;
