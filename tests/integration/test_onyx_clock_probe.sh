@@ -11,6 +11,9 @@
 #   - the final offset within 20 ms of the truth;
 #   - probes counted in the target's detail (cli_clock_probes > 0), no poll failure and no
 #     overrun (a probe never holds up a cycle), the session opened once.
+# Then the first device's clock steps by +400 ms (its scenario file rewritten): the
+# driver's check probes (every 60 s once converged) must reveal it and the estimate must
+# come back within 20 ms of the new offset, honest, within 150 s.
 # Prints the converge times and the final figures as `# ...` lines.
 source "$(dirname "$0")/lib.sh"
 
@@ -44,7 +47,7 @@ wait_http "http://127.0.0.1:$HTTP/healthz" 20
 
 # Polls /api/v1/targets (every 200 ms, 90 s deadline) until both CLI clocks are within
 # 20 ms, checking every estimate on the way; then the final checks.
-$PY - "http://127.0.0.1:$HTTP/api/v1/targets" <<'EOF' || fail "CLI clock offsets (see above)"
+$PY - "http://127.0.0.1:$HTTP/api/v1/targets" "$T/scen-ahead.json" <<'EOF' || fail "CLI clock offsets (see above)"
 import json, sys, time, urllib.request
 url = sys.argv[1]
 truth = {"ahead": 0.250, "behind": -0.730}
@@ -111,8 +114,38 @@ for tgt, want in sorted(truth.items()):
     if o.get("cli_sessions_opened") != 1:
         errs.append("%s: %s sessions opened (probes must not break the session)"
                     % (tgt, o.get("cli_sessions_opened")))
+
+# ---- a step of the device clock: 250 ms -> 650 ms ahead
+def fetch(tgt):
+    for o in json.load(urllib.request.urlopen(url, timeout=5))["data"]:
+        if o["target"] == tgt and o["source"] == "cli":
+            return o
+if not errs:
+    step_to, STEP_DEADLINE = 0.650, 150.0
+    with open(sys.argv[2] + ".tmp", "w") as f:
+        json.dump({"ports": 8, "clock_offset_ms": step_to * 1e3}, f)
+    import os
+    os.chmod(sys.argv[2] + ".tmp", 0o644)
+    os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+    t_step, back, o = time.monotonic(), None, None
+    while time.monotonic() - t_step < STEP_DEADLINE:
+        o = fetch("ahead")
+        off, unc = o["clock_offset_seconds"], o["clock_uncertainty_seconds"]
+        if unc <= GOAL and abs(off - step_to) <= unc + EPS:
+            back = time.monotonic() - t_step
+            break
+        time.sleep(0.2)
+    off, unc = o["clock_offset_seconds"], o["clock_uncertainty_seconds"]
+    print("# ahead after a +400 ms step: offset %+.6f s +- %.6f s (truth %+.3f, error %+.3f ms), "
+          "%d probes; %s" % (off, unc, step_to, (off - step_to) * 1e3, o.get("cli_clock_probes", -1),
+                             "back within 20 ms, honest, %.1f s after the step" % back
+                             if back is not None else "NOT back within %.0f s" % STEP_DEADLINE))
+    if back is None:
+        errs.append("ahead: the +400 ms clock step was not tracked within %.0f s" % STEP_DEADLINE)
+    elif abs(off - step_to) > GOAL:
+        errs.append("ahead: after the step, offset %.6f s, truth %.3f s" % (off, step_to))
 for e in errs:
     print("FAIL: " + e, file=sys.stderr)
 sys.exit(1 if errs else 0)
 EOF
-ok "CLI-only clocks 250 ms ahead and 730 ms behind: within 20 ms (honest all along) within 60 s by second-edge probes, which then stop; polls unharmed"
+ok "CLI-only clocks 250 ms ahead and 730 ms behind: within 20 ms (honest all along) within 60 s by second-edge probes, which then stop; polls unharmed; a +400 ms device clock step is tracked"
