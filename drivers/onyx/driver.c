@@ -32,9 +32,12 @@
  * cycle, at least PROBE_SPACING_US apart, planned to end before the next cycle is due; a
  * cycle that arrives during a probe sends its batch when the probe's answer is in (a
  * round trip, milliseconds). Once narrow enough, probing stops until the estimate widens
- * again (the drift allowance); every CHECK_US two check probes whose readings the bound
- * predicts with certainty test it, so a device clock step contradicts the old readings,
- * the core's filter starts over and probing resumes.
+ * again (the drift allowance). Every CHECK_US, and at once when a reading moves the
+ * estimate beyond its uncertainty, two check probes whose readings the bound predicts
+ * with certainty test it: after a device clock step they contradict the old readings
+ * (the filter drops them) and are repeated while they move the estimate. A probe or
+ * check whose time always falls on the polls is left out (the poll's own `show clock`
+ * is read at that phase); the detail says "blocked".
  */
 #include <errno.h>
 #include <pthread.h>
@@ -66,7 +69,9 @@
 #define CHECK_US 60000000LL       /* a converged estimate is checked this often */
 #define PROBE_HOLD_US 60000000LL  /* pause after PROBE_NO_GAIN_MAX probes that gained nothing */
 #define PROBE_NO_GAIN_MAX 4
-#define RTT_KEEP 8 /* `show clock` round trips remembered; the smallest is used */
+#define RTT_KEEP 8       /* `show clock` round trips remembered; the smallest is used */
+#define CHECK_LATER 1u   /* the check that must read the later second */
+#define CHECK_EARLIER 2u /* the check that must read the earlier second */
 
 enum cmd_kind {
     K_CLOCK,
@@ -172,8 +177,8 @@ struct onyx_target {
     int64_t last_probe_mono_us;  /* when the last probe's answer came; 0: never */
     int64_t probe_hold_until_mono_us;
     int64_t last_check_mono_us; /* the last narrowing probe or completed pair of checks */
-    int check_step;             /* 0: no check due; 1: the expect-later check next; 2: the other */
-    bool probe_is_check;        /* the planned (or in flight) probe is a check */
+    unsigned checks_todo; /* CHECK_LATER | CHECK_EARLIER: the checks of this round not yet done */
+    unsigned probe_check; /* the planned (or in flight) probe is this check; 0: a narrowing one */
     int probes_no_gain;
     uint64_t probes_sent;
     const char *probe_state; /* for the detail: why probing is on or off */
@@ -598,6 +603,20 @@ wjh_record(const struct onyx_wjh_record *r, void *arg)
     }
 }
 
+/* A reading moved the estimate beyond its own uncertainty: the device clock stepped. The
+ * core's filter keeps the older readings that still agree with the new one, so the
+ * estimate may sit between stale bounds: a round of checks at once (repeated while they
+ * move it), after any narrowing. */
+static void
+stepped(struct onyx_target *t, int64_t moved_us, const char *by)
+{
+    t->checks_todo = CHECK_LATER | CHECK_EARLIER;
+    fs_log(FS_LOG_INFO, SUBSYS,
+           "target %s: a %s moved the clock offset by %.3f ms (the device clock stepped); "
+           "checking it",
+           t->name, by, (double)moved_us / 1e3);
+}
+
 /* A `show clock` answer: its round trip (for probe timing) and the clock's resolution. */
 static void
 note_clock_reading(struct onyx_target *t, int64_t res_us, int64_t rtt_us)
@@ -677,8 +696,13 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
          * rest (second-edge detection across polls and clock probes for a whole-second
          * clock). */
         if (rc == 0) {
+            int64_t off0, unc0, off1, unc1;
+            bool known = fs_sink_clock_estimate(t->sink, &off0, &unc0);
             fs_sink_clock(t->sink, dev_us, t->batch_lo_us, now_real);
             note_clock_reading(t, res_us, now_real - t->batch_lo_us);
+            if (known && fs_sink_clock_estimate(t->sink, &off1, &unc1) &&
+                (off1 - off0 > unc0 || off0 - off1 > unc0))
+                stepped(t, off1 - off0, "poll");
         }
         break;
     }
@@ -860,11 +884,9 @@ plan_probe(struct onyx_target *t)
     }
     const int64_t rtt = rtt_min(t), now_mono = fs_monotonic_us(), now = fs_realtime_us();
     const bool narrow = unc <= onyx_probe_target_us(rtt);
-    if (!narrow)
-        t->check_step = 0; /* narrowing first */
-    else if (t->check_step == 0 && now_mono - t->last_check_mono_us >= CHECK_US)
-        t->check_step = 1;
-    if (narrow && t->check_step == 0) {
+    if (narrow && t->checks_todo == 0 && now_mono - t->last_check_mono_us >= CHECK_US)
+        t->checks_todo = CHECK_LATER | CHECK_EARLIER;
+    if (narrow && t->checks_todo == 0) {
         t->probe_state = "converged";
         return;
     }
@@ -891,11 +913,6 @@ plan_probe(struct onyx_target *t)
     }
     if (na < nb)
         return; /* no room before the next cycle: planned again after it */
-    /* Nothing useful in the whole gap between cycles: the polls sit at the phase where
-     * the cut should be (their own `show clock` cuts there). Planned again after each
-     * cycle, so a change of phase or estimate resumes probing. */
-    if (!narrow && !spaced)
-        t->probe_state = "blocked (the useful probe times fall on the polls)";
     struct onyx_probe_plan_in in = {
         .offset_us = off,
         .uncertainty_us = unc,
@@ -905,12 +922,27 @@ plan_probe(struct onyx_target *t)
         .not_after_us = na,
     };
     int64_t at;
-    bool planned =
-        narrow ? onyx_probe_check_plan(&in, t->check_step == 1, &at) : onyx_probe_plan(&in, &at);
-    if (planned) {
-        t->probe_at_us = at;
-        t->probe_is_check = narrow;
-        t->probe_state = narrow ? "converged" : "converging";
+    t->probe_check = 0;
+    if (!narrow) {
+        if (onyx_probe_plan(&in, &at))
+            t->probe_at_us = at;
+        /* Nothing useful in the whole gap between cycles: the polls sit at the phase
+         * where the cut should be (their own `show clock` cuts there). Planned again
+         * after each cycle, so a change of phase or estimate resumes probing. */
+        else if (!spaced)
+            t->probe_state = "blocked (the useful probe times fall on the polls)";
+        return;
+    }
+    for (unsigned c = CHECK_LATER; c <= CHECK_EARLIER && !t->probe_at_us; c <<= 1)
+        if ((t->checks_todo & c) && onyx_probe_check_plan(&in, c == CHECK_LATER, &at)) {
+            t->probe_at_us = at;
+            t->probe_check = c;
+        }
+    /* A check whose time falls on the polls all the time: their own `show clock` is
+     * read at that phase, so it stands in for the check; this round ends. */
+    if (!t->probe_at_us && !spaced) {
+        t->checks_todo = 0;
+        t->last_check_mono_us = now_mono;
     }
 }
 
@@ -948,7 +980,7 @@ process_probe(struct onyx_target *t)
         fs_log(FS_LOG_WARN, SUBSYS, "target %s: clock probe: `show clock`: %s; probes paused",
                t->name, err);
         t->probe_hold_until_mono_us = fs_monotonic_us() + PROBE_HOLD_US;
-        t->check_step = 0;
+        t->checks_todo = 0;
         t->last_check_mono_us = fs_monotonic_us();
     } else {
         fs_sink_clock(t->sink, dev_us, t->probe_lo_us, now_real);
@@ -957,27 +989,18 @@ process_probe(struct onyx_target *t)
         unc = t->probe_unc_before_us;
         bool narrower = fs_sink_clock_estimate(t->sink, &off, &unc) && unc < t->probe_unc_before_us;
         int64_t moved = off - t->probe_off_before_us;
-        if (t->probe_is_check &&
-            (moved > t->probe_unc_before_us || -moved > t->probe_unc_before_us)) {
-            /* The reading contradicted the bound: the clock stepped. The filter kept the
-             * older readings that still agree with the new one, so the estimate may sit
-             * between them: check again at once until the checks agree. */
-            t->check_step = 1;
-            fs_log(FS_LOG_INFO, SUBSYS,
-                   "target %s: clock check moved the offset by %.3f ms: the device clock "
-                   "stepped; checking again",
-                   t->name, (double)moved / 1e3);
-        } else if (t->probe_is_check) {
-            /* A check is not meant to narrow; a contradiction shows as a wide estimate. */
-            if (t->check_step == 1) {
-                t->check_step = 2;
-            } else {
-                t->check_step = 0;
+        if (t->probe_check && (moved > t->probe_unc_before_us || -moved > t->probe_unc_before_us)) {
+            /* The reading contradicted the bound: the clock stepped. */
+            stepped(t, moved, "check probe");
+        } else if (t->probe_check) {
+            /* A check is not meant to narrow; a contradiction shows as a moved estimate. */
+            t->checks_todo &= ~t->probe_check;
+            if (t->checks_todo == 0)
                 t->last_check_mono_us = fs_monotonic_us();
-            }
         } else if (narrower) {
             t->probes_no_gain = 0;
-            t->last_check_mono_us = fs_monotonic_us();
+            if (t->checks_todo == 0)
+                t->last_check_mono_us = fs_monotonic_us();
         } else if (++t->probes_no_gain >= PROBE_NO_GAIN_MAX) {
             /* E.g. round trips too irregular for the cut to land: do not insist. */
             t->probes_no_gain = 0;
