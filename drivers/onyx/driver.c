@@ -66,7 +66,7 @@
 #define BACKOFF_MAX_US 60000000LL
 #define PROBE_SPACING_US 900000LL /* from one probe's answer to the next probe, at least */
 #define PROBE_GUARD_US 2000LL     /* a probe's 3 round trips end this long before a cycle is due */
-#define CHECK_US 60000000LL       /* a converged estimate is checked this often */
+#define CHECK_US 30000000LL       /* a converged estimate is checked this often */
 #define PROBE_HOLD_US 60000000LL  /* pause after PROBE_NO_GAIN_MAX probes that gained nothing */
 #define PROBE_NO_GAIN_MAX 4
 #define RTT_KEEP 8       /* `show clock` round trips remembered; the smallest is used */

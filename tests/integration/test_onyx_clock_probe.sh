@@ -12,7 +12,7 @@
 #   - probes counted in the target's detail (cli_clock_probes > 0), no poll failure and no
 #     overrun (a probe never holds up a cycle), the session opened once.
 # Then the first device's clock steps by +400 ms (its scenario file rewritten): the
-# driver's check probes (every 60 s once converged) must reveal it and the estimate must
+# driver's check probes (every 30 s once converged) must reveal it and the estimate must
 # come back within 20 ms of the new offset, honest, within 150 s.
 # Prints the converge times and the final figures as `# ...` lines.
 source "$(dirname "$0")/lib.sh"
