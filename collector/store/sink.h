@@ -161,6 +161,15 @@ void fs_sink_done(struct fs_sink *s, uint64_t cycle_id, enum fs_poll_result r, c
 void fs_sink_clock(struct fs_sink *s, int64_t device_us, int64_t local_lo_us, int64_t local_hi_us);
 
 /**
+ * Reads the sink's current clock estimate (what fs_sink_clock's measurements gave, as
+ * /api/v1/targets shows it): returns 1 with *offset_us (device minus collector) and
+ * *uncertainty_us (half width, >= 1) filled when known, 0 (outputs untouched) when no
+ * measurement was taken yet. Read-only; a driver uses it to decide whether more
+ * measurements are worth taking. Same threading as the other calls of this sink.
+ */
+int fs_sink_clock_estimate(struct fs_sink *s, int64_t *offset_us, int64_t *uncertainty_us);
+
+/**
  * Sets driver-specific JSON members of the target (without braces, e.g.
  * `"qos_index_base":1,"qos_mib":"..."`), shown in /api/v1/targets; copied. Thread-safe.
  */

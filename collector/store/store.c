@@ -1347,6 +1347,20 @@ fs_sink_clock(struct fs_sink *s, int64_t device_us, int64_t local_lo_us, int64_t
     pthread_mutex_unlock(&s->stats_lock);
 }
 
+int
+fs_sink_clock_estimate(struct fs_sink *s, int64_t *offset_us, int64_t *uncertainty_us)
+{
+    struct fs_clock_estimate e;
+    pthread_mutex_lock(&s->stats_lock);
+    fs_clock_filter_estimate(&s->clock_filter, &e);
+    pthread_mutex_unlock(&s->stats_lock);
+    if (!e.known)
+        return 0;
+    *offset_us = e.offset_us;
+    *uncertainty_us = e.uncertainty_us;
+    return 1;
+}
+
 /* ---- readers ---- */
 
 /* The source's place in the target's precedence (the configuration lists every driver

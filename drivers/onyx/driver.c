@@ -21,6 +21,23 @@
  * A command answered with `% Unrecognized command` is dropped for this target for good
  * and reported once (log and target detail). Every read has a deadline (the cycle's, and
  * timeout_us without progress) and the output of a batch is bounded (max_output_bytes).
+ *
+ * Clock probes. `show clock` prints whole seconds and polls come at a fixed phase to the
+ * device's second edge, so the poll readings alone leave the offset about a second wide.
+ * Between cycles, while the core's estimate (fs_sink_clock_estimate) is wider than
+ * max(5 ms, 2 round trips), the I/O thread sends single `show clock` commands timed by a
+ * timerfd so that the device's next second edge falls in the middle of the round trip
+ * under the current estimate (clockprobe.h); each answer goes to fs_sink_clock exactly
+ * like the poll's. One probe at a time on the session (state SS_PROBE), never inside a
+ * cycle, at least PROBE_SPACING_US apart, planned to end before the next cycle is due; a
+ * cycle that arrives during a probe sends its batch when the probe's answer is in (a
+ * round trip, milliseconds). Once narrow enough, probing stops until the estimate widens
+ * again (the drift allowance). Every CHECK_US, and at once when a reading moves the
+ * estimate beyond its uncertainty, two check probes whose readings the bound predicts
+ * with certainty test it: after a device clock step they contradict the old readings
+ * (the filter drops them) and are repeated while they move the estimate. A probe or
+ * check whose time always falls on the polls is left out (the poll's own `show clock`
+ * is read at that phase); the detail says "blocked".
  */
 #include <errno.h>
 #include <pthread.h>
@@ -31,8 +48,10 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "clockprobe.h"
 #include "flowrules.h"
 #include "onyx_driver.h"
 #include "parse.h"
@@ -45,6 +64,14 @@
 #define MAX_BATCH 32
 #define SECRET_MAX 512
 #define BACKOFF_MAX_US 60000000LL
+#define PROBE_SPACING_US 900000LL /* from one probe's answer to the next probe, at least */
+#define PROBE_GUARD_US 2000LL     /* a probe's 3 round trips end this long before a cycle is due */
+#define CHECK_US 30000000LL       /* a converged estimate is checked this often */
+#define PROBE_HOLD_US 60000000LL  /* pause after PROBE_NO_GAIN_MAX probes that gained nothing */
+#define PROBE_NO_GAIN_MAX 4
+#define RTT_KEEP 8       /* `show clock` round trips remembered; the smallest is used */
+#define CHECK_LATER 1u   /* the check that must read the later second */
+#define CHECK_EARLIER 2u /* the check that must read the earlier second */
 
 enum cmd_kind {
     K_CLOCK,
@@ -79,7 +106,7 @@ struct cmd {
     char text[96];
 };
 
-enum sess { SS_DOWN, SS_SSH, SS_BANNER, SS_ENABLE, SS_PAGING, SS_READY, SS_BUSY };
+enum sess { SS_DOWN, SS_SSH, SS_BANNER, SS_ENABLE, SS_PAGING, SS_READY, SS_BUSY, SS_PROBE };
 
 struct onyx_target {
     struct onyx_drv *drv;
@@ -88,7 +115,7 @@ struct onyx_target {
     struct fs_sink *sink;
     atomic_bool busy;
     pthread_mutex_t detail_lock;
-    char detail[1024];        /* under detail_lock */
+    char detail[1280];        /* under detail_lock */
     FILE *transcript;         /* under detail_lock */
     bool transcript_mid_line; /* under detail_lock: the last byte written was not a newline */
 
@@ -137,6 +164,24 @@ struct onyx_target {
     bool plan_ready;       /* under detail_lock */
     uint64_t sessions, cycles_ok;
     struct onyx_samples samples;
+    /* clock probes (see the top of the file) */
+    int64_t rtt_us[RTT_KEEP]; /* recent `show clock` round trips */
+    size_t n_rtt, rtt_head;
+    int64_t clock_res_us;        /* the last reading's resolution; 0: none yet */
+    int64_t cycle_start_real_us; /* when the last cycle started (realtime) */
+    int64_t probe_at_us;         /* realtime send time of the planned probe; 0: none */
+    int64_t probe_lo_us;         /* realtime when the probe in flight was written */
+    int64_t probe_sent_mono_us;  /* monotonic, same instant (its timeout) */
+    int64_t probe_unc_before_us; /* the estimate's uncertainty when it was sent */
+    int64_t probe_off_before_us; /* and its offset */
+    int64_t last_probe_mono_us;  /* when the last probe's answer came; 0: never */
+    int64_t probe_hold_until_mono_us;
+    int64_t last_check_mono_us; /* the last narrowing probe or completed pair of checks */
+    unsigned checks_todo; /* CHECK_LATER | CHECK_EARLIER: the checks of this round not yet done */
+    unsigned probe_check; /* the planned (or in flight) probe is this check; 0: a narrowing one */
+    int probes_no_gain;
+    uint64_t probes_sent;
+    const char *probe_state; /* for the detail: why probing is on or off */
 };
 
 enum rq_kind { RQ_ADD, RQ_CYCLE, RQ_CANCEL, RQ_REMOVE, RQ_STOP };
@@ -152,6 +197,8 @@ struct rq {
 struct onyx_drv {
     pthread_t thread;
     int epfd, evfd;
+    int tfd;              /* timerfd (CLOCK_REALTIME, absolute): the earliest planned probe */
+    int64_t tfd_armed_us; /* what it is armed for; 0: disarmed (I/O thread only) */
     pthread_mutex_t qlock;
     pthread_cond_t qcond;
     struct rq *qhead, *qtail;
@@ -237,7 +284,10 @@ close_session(struct onyx_target *t)
     t->enable_pw_sent = false;
     t->rules_checked = false; /* a new session checks the running config again */
     t->config_in_flight = false;
+    t->probe_at_us = 0;
 }
+
+static void plan_probe(struct onyx_target *t);
 
 static void
 finish_cycle(struct onyx_target *t, enum fs_poll_result r, const char *msg)
@@ -249,6 +299,7 @@ finish_cycle(struct onyx_target *t, enum fs_poll_result r, const char *msg)
         t->fail_count = 0;
         t->cycles_ok++;
     }
+    plan_probe(t);
     update_detail(t);
     /* Not busy before done: the done callback may start the next cycle at once. */
     atomic_store(&t->busy, false);
@@ -259,7 +310,7 @@ finish_cycle(struct onyx_target *t, enum fs_poll_result r, const char *msg)
 static void
 fail_session(struct onyx_target *t, enum fs_poll_result r, const char *msg)
 {
-    bool was_up = t->ss == SS_READY || t->ss == SS_BUSY;
+    bool was_up = t->ss == SS_READY || t->ss == SS_BUSY || t->ss == SS_PROBE;
     close_session(t);
     t->fail_count++;
     int64_t b = 1000000LL << (t->fail_count - 1 < 6 ? t->fail_count - 1 : 6);
@@ -552,6 +603,31 @@ wjh_record(const struct onyx_wjh_record *r, void *arg)
     }
 }
 
+/* A reading moved the estimate beyond its own uncertainty: the device clock stepped. The
+ * core's filter keeps the older readings that still agree with the new one, so the
+ * estimate may sit between stale bounds: a round of checks at once (repeated while they
+ * move it), after any narrowing. */
+static void
+stepped(struct onyx_target *t, int64_t moved_us, const char *by)
+{
+    t->checks_todo = CHECK_LATER | CHECK_EARLIER;
+    fs_log(FS_LOG_INFO, SUBSYS,
+           "target %s: a %s moved the clock offset by %.3f ms (the device clock stepped); "
+           "checking it",
+           t->name, by, (double)moved_us / 1e3);
+}
+
+/* A `show clock` answer: its round trip (for probe timing) and the clock's resolution. */
+static void
+note_clock_reading(struct onyx_target *t, int64_t res_us, int64_t rtt_us)
+{
+    t->clock_res_us = res_us;
+    t->rtt_us[t->rtt_head] = rtt_us > 0 ? rtt_us : 0;
+    t->rtt_head = (t->rtt_head + 1) % RTT_KEEP;
+    if (t->n_rtt < RTT_KEEP)
+        t->n_rtt++;
+}
+
 static void
 handle_response(struct onyx_target *t, const struct cmd *c, const char *text, size_t len,
                 int64_t now_real)
@@ -617,9 +693,17 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
         rc = onyx_parse_clock(text, len, &dev_us, &res_us, err, sizeof(err));
         /* The raw reading: the device read dev_us (truncated to its resolution) while our
          * clock was between the batch's send and this answer. The core's filter does the
-         * rest (second-edge detection across polls for a whole-second clock). */
-        if (rc == 0)
+         * rest (second-edge detection across polls and clock probes for a whole-second
+         * clock). */
+        if (rc == 0) {
+            int64_t off0, unc0, off1, unc1;
+            bool known = fs_sink_clock_estimate(t->sink, &off0, &unc0);
             fs_sink_clock(t->sink, dev_us, t->batch_lo_us, now_real);
+            note_clock_reading(t, res_us, now_real - t->batch_lo_us);
+            if (known && fs_sink_clock_estimate(t->sink, &off1, &unc1) &&
+                (off1 - off0 > unc0 || off0 - off1 > unc0))
+                stepped(t, off1 - off0, "poll");
+        }
         break;
     }
     case K_VERSION: {
@@ -680,35 +764,53 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
     emit(t, now_real);
 }
 
+/* The next command's response in rx: skips its echoed command line, then finds the
+ * prompt line that ends it. True with *end (the prompt line's start) when complete. */
+static bool
+response_end(struct onyx_target *t, size_t *end)
+{
+    if (!t->echo_skipped) {
+        char *nl = memchr(t->rx + t->resp_start, '\n', t->rx_len - t->resp_start);
+        if (!nl)
+            return false;
+        t->resp_start = (size_t)(nl - t->rx) + 1;
+        t->echo_skipped = true;
+    }
+    size_t ls = t->resp_start;
+    while (ls < t->rx_len) {
+        size_t avail = t->rx_len - ls;
+        if (avail >= t->prefix_len) {
+            if (memcmp(t->rx + ls, t->prefix, t->prefix_len) == 0) {
+                *end = ls;
+                return true;
+            }
+        } else if (memcmp(t->rx + ls, t->prefix, avail) == 0) {
+            return false; /* maybe a prompt still arriving */
+        }
+        char *nl = memchr(t->rx + ls, '\n', avail);
+        if (!nl)
+            return false;
+        ls = (size_t)(nl - t->rx) + 1;
+    }
+    return false;
+}
+
+/* Keeps only the last prompt line in rx (the next command's echo follows it). */
+static void
+rx_keep_prompt(struct onyx_target *t)
+{
+    memmove(t->rx, t->rx + t->resp_start, t->rx_len - t->resp_start);
+    t->rx_len -= t->resp_start;
+    t->resp_start = 0;
+}
+
 /* Splits the batch's output at prompt lines; handles every complete response. */
 static void
 process_responses(struct onyx_target *t)
 {
     while (t->done < t->batch_end) {
-        if (!t->echo_skipped) {
-            char *nl = memchr(t->rx + t->resp_start, '\n', t->rx_len - t->resp_start);
-            if (!nl)
-                return;
-            t->resp_start = (size_t)(nl - t->rx) + 1;
-            t->echo_skipped = true;
-        }
-        size_t ls = t->resp_start, end = (size_t)-1;
-        while (ls < t->rx_len) {
-            size_t avail = t->rx_len - ls;
-            if (avail >= t->prefix_len) {
-                if (memcmp(t->rx + ls, t->prefix, t->prefix_len) == 0) {
-                    end = ls;
-                    break;
-                }
-            } else if (memcmp(t->rx + ls, t->prefix, avail) == 0) {
-                break; /* maybe a prompt still arriving */
-            }
-            char *nl = memchr(t->rx + ls, '\n', avail);
-            if (!nl)
-                break;
-            ls = (size_t)(nl - t->rx) + 1;
-        }
-        if (end == (size_t)-1)
+        size_t end;
+        if (!response_end(t, &end))
             return;
         const struct cmd *c = &t->q[t->done];
         handle_response(t, c, t->rx + t->resp_start, end - t->resp_start, fs_realtime_us());
@@ -730,9 +832,7 @@ process_responses(struct onyx_target *t)
         }
     }
     /* The batch is complete: keep only the last prompt line. */
-    memmove(t->rx, t->rx + t->resp_start, t->rx_len - t->resp_start);
-    t->rx_len -= t->resp_start;
-    t->resp_start = 0;
+    rx_keep_prompt(t);
     if (t->config_in_flight) {
         bool pending = false;
         for (size_t i = t->done; i < t->nq; i++)
@@ -746,6 +846,181 @@ process_responses(struct onyx_target *t)
     }
     t->ss = SS_READY;
     finish_cycle(t, t->result, t->msg);
+}
+
+/* ---------------- clock probes ---------------- */
+
+static int64_t
+rtt_min(const struct onyx_target *t)
+{
+    int64_t m = 0;
+    for (size_t i = 0; i < t->n_rtt; i++)
+        if (i == 0 || t->rtt_us[i] < m)
+            m = t->rtt_us[i];
+    return m;
+}
+
+/* Plans the next probe (t->probe_at_us) when the estimate is worth narrowing and the
+ * session is idle; otherwise plans none and says why in t->probe_state. Called whenever
+ * the session becomes idle (a cycle or a probe ended). */
+static void
+plan_probe(struct onyx_target *t)
+{
+    int64_t off, unc;
+    t->probe_at_us = 0;
+    if (t->ss != SS_READY || t->in_cycle || t->removed)
+        return;
+    if (t->lacks[K_CLOCK] || t->n_rtt == 0 || t->clock_res_us == 0) {
+        t->probe_state = "off (no clock reading yet)";
+        return;
+    }
+    if (t->clock_res_us < 100000) {
+        t->probe_state = "off (the device clock is fine-grained)";
+        return;
+    }
+    if (!fs_sink_clock_estimate(t->sink, &off, &unc)) {
+        t->probe_state = "off (no estimate yet)";
+        return;
+    }
+    const int64_t rtt = rtt_min(t), now_mono = fs_monotonic_us(), now = fs_realtime_us();
+    const bool narrow = unc <= onyx_probe_target_us(rtt);
+    if (narrow && t->checks_todo == 0 && now_mono - t->last_check_mono_us >= CHECK_US)
+        t->checks_todo = CHECK_LATER | CHECK_EARLIER;
+    if (narrow && t->checks_todo == 0) {
+        t->probe_state = "converged";
+        return;
+    }
+    if (now_mono < t->probe_hold_until_mono_us) {
+        t->probe_state = "paused (recent probes did not narrow the estimate)";
+        return;
+    }
+    t->probe_state = narrow ? "converged" : "converging";
+    int64_t nb = now + 2000; /* time to get back to epoll */
+    const bool spaced =
+        t->last_probe_mono_us > 0 && t->last_probe_mono_us + PROBE_SPACING_US - now_mono > 2000;
+    if (spaced)
+        nb = now + (t->last_probe_mono_us + PROBE_SPACING_US - now_mono);
+    int64_t na = nb + 3 * t->clock_res_us;
+    /* The probe must be answered before the next cycle is due: never delay a poll. */
+    const int64_t iv = t->cfg.interval_us;
+    if (iv > 0 && t->cycle_start_real_us > 0) {
+        int64_t next = t->cycle_start_real_us + iv;
+        if (next <= now)
+            next += ((now - next) / iv + 1) * iv;
+        int64_t latest = next - PROBE_GUARD_US - 3 * rtt;
+        if (latest < na)
+            na = latest;
+    }
+    if (na < nb)
+        return; /* no room before the next cycle: planned again after it */
+    struct onyx_probe_plan_in in = {
+        .offset_us = off,
+        .uncertainty_us = unc,
+        .rtt_us = rtt,
+        .resolution_us = t->clock_res_us,
+        .not_before_us = nb,
+        .not_after_us = na,
+    };
+    int64_t at;
+    t->probe_check = 0;
+    if (!narrow) {
+        if (onyx_probe_plan(&in, &at))
+            t->probe_at_us = at;
+        /* Nothing useful in the whole gap between cycles: the polls sit at the phase
+         * where the cut should be (their own `show clock` cuts there). Planned again
+         * after each cycle, so a change of phase or estimate resumes probing. */
+        else if (!spaced)
+            t->probe_state = "blocked (the useful probe times fall on the polls)";
+        return;
+    }
+    for (unsigned c = CHECK_LATER; c <= CHECK_EARLIER && !t->probe_at_us; c <<= 1)
+        if ((t->checks_todo & c) && onyx_probe_check_plan(&in, c == CHECK_LATER, &at)) {
+            t->probe_at_us = at;
+            t->probe_check = c;
+        }
+    /* A check whose time falls on the polls all the time: their own `show clock` is
+     * read at that phase, so it stands in for the check; this round ends. */
+    if (!t->probe_at_us && !spaced) {
+        t->checks_todo = 0;
+        t->last_check_mono_us = now_mono;
+    }
+}
+
+static void
+send_probe(struct onyx_target *t)
+{
+    t->probe_at_us = 0;
+    if (!fs_sink_clock_estimate(t->sink, &t->probe_off_before_us, &t->probe_unc_before_us))
+        return;
+    t->echo_skipped = false;
+    t->ss = SS_PROBE;
+    t->probes_sent++;
+    send_text(t, "show clock", false);
+    t->probe_sent_mono_us = fs_monotonic_us();
+    t->probe_lo_us = fs_realtime_us(); /* before the write: the bound stays honest */
+    flush_tx(t);
+    if (t->ss != SS_DOWN)
+        epoll_update(t);
+}
+
+/* The probe's answer: one more measurement for the core's filter. */
+static void
+process_probe(struct onyx_target *t)
+{
+    size_t end;
+    if (!response_end(t, &end))
+        return;
+    const int64_t now_real = fs_realtime_us();
+    const char *text = t->rx + t->resp_start;
+    const size_t len = end - t->resp_start;
+    char err[256];
+    int64_t dev_us, res_us, off, unc;
+    if (onyx_error_line(text, len, err, sizeof(err)) ||
+        onyx_parse_clock(text, len, &dev_us, &res_us, err, sizeof(err)) != 0) {
+        fs_log(FS_LOG_WARN, SUBSYS, "target %s: clock probe: `show clock`: %s; probes paused",
+               t->name, err);
+        t->probe_hold_until_mono_us = fs_monotonic_us() + PROBE_HOLD_US;
+        t->checks_todo = 0;
+        t->last_check_mono_us = fs_monotonic_us();
+    } else {
+        fs_sink_clock(t->sink, dev_us, t->probe_lo_us, now_real);
+        note_clock_reading(t, res_us, now_real - t->probe_lo_us);
+        off = t->probe_off_before_us;
+        unc = t->probe_unc_before_us;
+        bool narrower = fs_sink_clock_estimate(t->sink, &off, &unc) && unc < t->probe_unc_before_us;
+        int64_t moved = off - t->probe_off_before_us;
+        if (t->probe_check && (moved > t->probe_unc_before_us || -moved > t->probe_unc_before_us)) {
+            /* The reading contradicted the bound: the clock stepped. */
+            stepped(t, moved, "check probe");
+        } else if (t->probe_check) {
+            /* A check is not meant to narrow; a contradiction shows as a moved estimate. */
+            t->checks_todo &= ~t->probe_check;
+            if (t->checks_todo == 0)
+                t->last_check_mono_us = fs_monotonic_us();
+        } else if (narrower) {
+            t->probes_no_gain = 0;
+            if (t->checks_todo == 0)
+                t->last_check_mono_us = fs_monotonic_us();
+        } else if (++t->probes_no_gain >= PROBE_NO_GAIN_MAX) {
+            /* E.g. round trips too irregular for the cut to land: do not insist. */
+            t->probes_no_gain = 0;
+            t->probe_hold_until_mono_us = fs_monotonic_us() + PROBE_HOLD_US;
+            fs_log(FS_LOG_INFO, SUBSYS,
+                   "target %s: %d clock probes did not narrow the offset; pausing probes", t->name,
+                   PROBE_NO_GAIN_MAX);
+        }
+    }
+    t->resp_start = end;
+    t->echo_skipped = false;
+    rx_keep_prompt(t);
+    t->ss = SS_READY;
+    t->last_probe_mono_us = fs_monotonic_us();
+    if (t->in_cycle) {
+        send_batch(t); /* the cycle arrived during the probe and waited for its answer */
+        return;
+    }
+    plan_probe(t);
+    update_detail(t);
 }
 
 /* The session text after the shell opened, up to the ready state. */
@@ -903,6 +1178,8 @@ target_io(struct onyx_target *t)
     }
     if (t->ss == SS_BUSY)
         process_responses(t);
+    else if (t->ss == SS_PROBE)
+        process_probe(t);
     else if (t->ss != SS_READY && t->ss != SS_DOWN)
         process_setup(t);
     if (t->ss != SS_DOWN) {
@@ -950,6 +1227,8 @@ do_cycle(struct onyx_target *t, uint64_t id, int64_t deadline)
     t->result = FS_POLL_OK;
     t->msg[0] = '\0';
     t->progress_us = fs_monotonic_us();
+    t->probe_at_us = 0;
+    t->cycle_start_real_us = fs_realtime_us();
     onyx_samples_clear(&t->samples);
     build_batch1(t);
     if (t->ss == SS_DOWN) {
@@ -966,6 +1245,7 @@ do_cycle(struct onyx_target *t, uint64_t id, int64_t deadline)
     }
     if (t->ss == SS_READY)
         send_batch(t);
+    /* SS_PROBE: the batch follows the probe's answer (process_probe). */
     epoll_update(t);
 }
 
@@ -974,12 +1254,18 @@ check_timeouts(struct onyx_drv *d, int64_t now)
 {
     for (size_t i = 0; i < d->ntargets; i++) {
         struct onyx_target *t = d->targets[i];
+        if (t->ss == SS_PROBE && now - t->probe_sent_mono_us >= t->cfg.timeout_us) {
+            fail_session(t, FS_POLL_TIMEOUT, "no answer to a clock probe (`show clock`) in time");
+            continue;
+        }
         if (!t->in_cycle)
             continue;
         bool stalled = now - t->progress_us >= t->cfg.timeout_us;
         if (now >= t->deadline_us || stalled) {
             char m[200];
-            if (t->ss == SS_BUSY && t->done < t->nq)
+            if (t->ss == SS_PROBE)
+                snprintf(m, sizeof(m), "no answer to a clock probe (`show clock`) in time");
+            else if (t->ss == SS_BUSY && t->done < t->nq)
                 snprintf(m, sizeof(m), "no answer to `%s` in time", t->q[t->done].text);
             else
                 snprintf(m, sizeof(m), "no answer in time while %s",
@@ -995,6 +1281,8 @@ next_timeout_ms(struct onyx_drv *d, int64_t now)
     int64_t best = 1000000;
     for (size_t i = 0; i < d->ntargets; i++) {
         struct onyx_target *t = d->targets[i];
+        if (t->ss == SS_PROBE && t->probe_sent_mono_us + t->cfg.timeout_us - now < best)
+            best = t->probe_sent_mono_us + t->cfg.timeout_us - now;
         if (!t->in_cycle)
             continue;
         int64_t a = t->deadline_us - now, b = t->progress_us + t->cfg.timeout_us - now;
@@ -1037,15 +1325,16 @@ update_detail(struct onyx_target *t)
         if (t->lacks[k] && o < sizeof(dropped))
             o += (size_t)snprintf(dropped + o, sizeof(dropped) - o, "%s\"%s\"", o ? "," : "",
                                   kind_names[k]);
-    char d[1024];
+    char d[1280];
     snprintf(
         d, sizeof(d),
         "\"cli_session\":\"%s\",\"cli_release\":\"%s\",\"cli_interfaces_form\":\"%s\","
         "\"cli_dropped_commands\":[%s],\"cli_ecn_profile\":\"%s\",\"cli_sessions_opened\":%llu,"
-        "\"cli_flow_rules\":\"%s\",\"cli_pipelining\":%s",
-        t->ss == SS_DOWN                          ? "down"
-        : (t->ss == SS_READY || t->ss == SS_BUSY) ? "up"
-                                                  : "opening",
+        "\"cli_flow_rules\":\"%s\",\"cli_pipelining\":%s,\"cli_clock_probes\":%llu,"
+        "\"cli_clock_probing\":\"%s\"",
+        t->ss == SS_DOWN                                               ? "down"
+        : (t->ss == SS_READY || t->ss == SS_BUSY || t->ss == SS_PROBE) ? "up"
+                                                                       : "opening",
         t->release, t->json_ifaces_lacking ? "text" : "json", dropped, t->profile,
         (unsigned long long)t->sessions,
         !t->cfg.apply_flow_rules ? "not applied (apply_flow_rules off)"
@@ -1053,7 +1342,8 @@ update_detail(struct onyx_target *t)
         : !t->rules_checked      ? "not checked"
         : t->config_failed       ? "failed, rolled back"
                                  : "in place",
-        t->one_at_a_time ? "false" : "true");
+        t->one_at_a_time ? "false" : "true", (unsigned long long)t->probes_sent,
+        t->probe_state ? t->probe_state : "off (no clock reading yet)");
     pthread_mutex_lock(&t->detail_lock);
     bool changed = strcmp(d, t->detail) != 0;
     if (changed)
@@ -1142,6 +1432,48 @@ drain_requests(struct onyx_drv *d)
     return stop;
 }
 
+/* Sends the probes that are due; a probe that became late (the thread was busy) is
+ * planned again rather than sent with a lopsided cut. */
+static void
+run_due_probes(struct onyx_drv *d)
+{
+    for (size_t i = 0; i < d->ntargets; i++) {
+        struct onyx_target *t = d->targets[i];
+        int64_t now = fs_realtime_us();
+        if (t->probe_at_us == 0 || now < t->probe_at_us)
+            continue;
+        if (t->ss != SS_READY || t->in_cycle) {
+            t->probe_at_us = 0;
+            continue;
+        }
+        int64_t late_max = rtt_min(t) / 4 > 1000 ? rtt_min(t) / 4 : 1000;
+        if (now - t->probe_at_us > late_max)
+            plan_probe(t);
+        else
+            send_probe(t);
+    }
+}
+
+/* Arms the timerfd for the earliest planned probe (µs precision; epoll's timeout is ms). */
+static void
+arm_probe_timer(struct onyx_drv *d)
+{
+    int64_t first = 0;
+    for (size_t i = 0; i < d->ntargets; i++)
+        if (d->targets[i]->probe_at_us > 0 && (first == 0 || d->targets[i]->probe_at_us < first))
+            first = d->targets[i]->probe_at_us;
+    if (first == d->tfd_armed_us)
+        return;
+    struct itimerspec its;
+    memset(&its, 0, sizeof(its));
+    if (first > 0) {
+        its.it_value.tv_sec = (time_t)(first / 1000000);
+        its.it_value.tv_nsec = (long)(first % 1000000) * 1000;
+    }
+    if (timerfd_settime(d->tfd, TFD_TIMER_ABSTIME, &its, NULL) == 0)
+        d->tfd_armed_us = first;
+}
+
 static void *
 io_thread(void *arg)
 {
@@ -1155,11 +1487,17 @@ io_thread(void *arg)
                 stop = drain_requests(d) || stop;
                 continue;
             }
+            if (ev[i].data.ptr == &d->tfd) {
+                uint64_t expirations;
+                ssize_t rr = read(d->tfd, &expirations, sizeof(expirations));
+                (void)rr;
+                d->tfd_armed_us = 0; /* one-shot: spent */
+            }
         }
         /* Targets may have been removed by the requests: look them up again. */
         for (int i = 0; i < n; i++) {
             struct onyx_target *t = ev[i].data.ptr;
-            if (!t)
+            if (!t || ev[i].data.ptr == &d->tfd)
                 continue;
             bool live = false;
             for (size_t k = 0; k < d->ntargets && !live; k++)
@@ -1170,6 +1508,8 @@ io_thread(void *arg)
         check_timeouts(d, fs_monotonic_us());
         if (stop)
             return NULL;
+        run_due_probes(d);
+        arm_probe_timer(d);
     }
 }
 
@@ -1185,10 +1525,14 @@ fs_onyx_init(void **state, char *errbuf, size_t errlen)
     }
     d->epfd = epoll_create1(EPOLL_CLOEXEC);
     d->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    d->tfd = timerfd_create(CLOCK_REALTIME, TFD_NONBLOCK | TFD_CLOEXEC);
     pthread_mutex_init(&d->qlock, NULL);
     pthread_cond_init(&d->qcond, NULL);
     struct epoll_event e = {.events = EPOLLIN, .data.ptr = NULL};
-    if (d->epfd < 0 || d->evfd < 0 || epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->evfd, &e) != 0 ||
+    struct epoll_event te = {.events = EPOLLIN, .data.ptr = &d->tfd};
+    if (d->epfd < 0 || d->evfd < 0 || d->tfd < 0 ||
+        epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->evfd, &e) != 0 ||
+        epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->tfd, &te) != 0 ||
         onyx_ssh_global_init(errbuf, errlen) != 0) {
         if (errbuf[0] == '\0')
             snprintf(errbuf, errlen, "epoll/eventfd: %s", strerror(errno));
@@ -1206,6 +1550,8 @@ fail:
         close(d->epfd);
     if (d->evfd >= 0)
         close(d->evfd);
+    if (d->tfd >= 0)
+        close(d->tfd);
     pthread_mutex_destroy(&d->qlock);
     pthread_cond_destroy(&d->qcond);
     free(d);
@@ -1228,6 +1574,7 @@ fs_onyx_shutdown(void *state)
     onyx_ssh_global_cleanup();
     close(d->epfd);
     close(d->evfd);
+    close(d->tfd);
     pthread_mutex_destroy(&d->qlock);
     pthread_cond_destroy(&d->qcond);
     free(d);
