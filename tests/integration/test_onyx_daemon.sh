@@ -9,7 +9,9 @@
 #     source, cli for the families both drivers produce, snmp for the ones only SNMP has;
 #   - after a reload with expose_all_sources: true, both sources are exported for those
 #     families with equal values (exact where the scenario holds a counter still, within
-#     the poll-time skew for traffic counters).
+#     the poll-time skew for traffic counters);
+#   - a reload is per driver: a change of the SNMP block keeps the CLI session, a change
+#     of the flow rules (which only the CLI driver reads) keeps SNMP polling.
 source "$(dirname "$0")/lib.sh"
 
 START=$FS_SOURCE_DIR/tests/sim/onyx/start-onyx-sim.sh
@@ -34,16 +36,16 @@ source "$T/cli/env.sh"
 track "$SSHD_PID"
 HTTP=$(free_tcp_port)
 
-write_cfg() { # write_cfg EXPOSE_ALL
+write_cfg() { # write_cfg EXPOSE_ALL [SNMP_INTERVAL [RULE_PORT]]
   cat >"$T/fs.yaml.tmp" <<EOF
 listen: 127.0.0.1:$HTTP
 flow_rules:
-  - { name: nccl, protocol: udp, dst_port: 4791, tc: 3 }
+  - { name: nccl, protocol: udp, dst_port: ${3:-4791}, tc: 3 }
 targets:
   - name: sw1
     address: 127.0.0.1
     expose_all_sources: $1
-    snmp: { port: $PORT, version: 2c, community_file: $SNMP_COMMUNITY_FILE, interval: 1s,
+    snmp: { port: $PORT, version: 2c, community_file: $SNMP_COMMUNITY_FILE, interval: ${2:-1s},
             timeout: 500ms }
     cli: { port: $ONYX_SSH_PORT, username: $ONYX_SSH_USER, password_file: $ONYX_PASSWORD_FILE,
            known_hosts: $ONYX_KNOWN_HOSTS, interval: 1s }
@@ -121,3 +123,24 @@ c=$(val fabric_port_bytes_total 'interface="Eth1/2",direction="rx"' cli)
 $PY -c 'import sys; s, c = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if abs(s - c) <= 2 * 10e9 / 8 * 3 / 4 else 1)' "$s" "$c" ||
   fail "Eth1/2 rx bytes: snmp=$s cli=$c, more apart than 2 s of traffic"
 ok "expose_all_sources: both sources exported, equal values (traffic within the poll-time skew)"
+
+# ---- a reload is per driver
+last_reload() { grep 'reloaded ' "$T/fabricscope.log" | tail -n 1; }
+sessions() { log_count 'target sw1: CLI session ready'; }
+# expose_all_sources is the target's own setting: both drivers restarted for it. Their
+# old series may still be exported; the CLI's new session is what says it is back.
+wait_for 20 "the CLI session after the expose_all_sources reload" _log_count_above 'target sw1: CLI session ready' 1
+n_sessions=$(sessions)
+write_cfg true 2s
+hup
+grep -q '1 instances kept, 0 restarted (refused or failing), 1 removed, 1 added' <<<"$(last_reload)" ||
+  fail "SNMP block changed: $(last_reload)"
+wait_for 20 "both sources up after the SNMP change" both_up
+[ "$(sessions)" = "$n_sessions" ] || fail "the CLI session was opened again for an SNMP change"
+write_cfg true 2s 4792
+hup
+grep -q '1 instances kept, 0 restarted (refused or failing), 1 removed, 1 added' <<<"$(last_reload)" ||
+  fail "flow rules changed: $(last_reload)"
+wait_for 20 "a new CLI session for the new flow rules" _log_count_above 'target sw1: CLI session ready' "$n_sessions"
+wait_for 20 "both sources up after the flow-rule change" both_up
+ok "reload per driver: an SNMP change keeps the CLI session ($n_sessions opened), a flow-rule change restarts the CLI only"
