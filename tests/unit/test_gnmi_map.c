@@ -679,8 +679,7 @@ test_sink_emitter_store(void **state)
         assert_false(c.known); /* fewer than ten seconds over */
         /* closes second sec (best lag: -8 ms in the first, -200 us in the others) */
         int64_t recv = now + sec * 1000000 + 100000;
-        n = notif("/qos/interfaces/interface[interface-id=Eth1/49]",
-                  (recv + 2500000 - 200) * 1000);
+        n = notif("/qos/interfaces/interface[interface-id=Eth1/49]", (recv + 2500000 - 200) * 1000);
         add_uint(n, "output/queues/queue[name=3]/state/ecn-marked-pkts", big + 1 + sec);
         fs_gnmi_map_notification(m, n, recv, &fs_gnmi_sink_emit, &a);
         notif_free(n);
