@@ -38,7 +38,7 @@ enum fs_gnmi_conn {
 struct fs_gnmi_stream_cb {
     /**
      * Builds the packed SubscribeRequest for this attempt; caps is the target's
-     * CapabilityResponse, NULL if Capabilities failed or is not implemented. *out gets a
+     * CapabilityResponse, NULL if Capabilities failed or the target does not offer it. *out gets a
      * malloc'd buffer (the I/O layer frees it). Returns 0, or -1 to give the attempt up.
      */
     int (*subscribe_request)(void *arg, const Gnmi__CapabilityResponse *caps,
