@@ -1332,40 +1332,45 @@ fs_gnmi_map_notification(struct fs_gnmi_map *m, const Gnmi__Notification *n, int
 
 /*
  * Minimum-delay filtering of notification timestamps. A notification stamped at device
- * time d and received at r says offset >= d - r (it cannot arrive before it was sent);
- * the notification of each second with the largest d - r (the least delayed) is the
- * best one. How late even that one arrived is not observable: a device stamps the time
- * its data was collected, which can precede sending by milliseconds. It is reported as
- * "stamped within W before r", where W is 5 ms (the assumed bound on that latency; our
- * simulator's is ~2.5 ms) plus the spread of the per-second best lags over the filter's
- * window: the bound then never contradicts an earlier one. The core's filter intersects
- * these bounds, so one that is too narrow stays wrong for the whole window: nothing is
- * reported until CLOCK_WARMUP seconds have been seen, because the first seconds of a
- * stream (connection set-up, a loaded host) are the ones most often delayed throughout,
- * and their spread alone says nothing yet (seen in CI: a first second delayed 7.8 ms).
+ * time d and received at r says offset = (d - r) + delay with delay >= 0: its lag d - r
+ * is a lower bound. The least delayed notification of each second (the largest lag) is
+ * that second's measurement. The delay itself is not observable (a device stamps the
+ * time its data was collected, which can precede sending by milliseconds), so the upper
+ * bound rests on one assumption: over the last CLOCK_WINDOW seconds, the least delayed
+ * notification of all took at most CLOCK_MAX_DELAY_US (our simulator's take ~1-2.5 ms).
+ * Each second is therefore reported as [its own lag, best lag of the window + 5 ms]:
+ * the lower bound is a fact, the upper one the assumption, and a second that was
+ * delayed throughout (a loaded host) only loosens its own lower bound instead of
+ * widening every bound (bounding each second by its own lag + 5 ms would be wrong for
+ * such a second, and the core's filter intersects, so a wrong bound would stay).
+ * A device clock stepping forward contradicts the old bounds at once (the core drops
+ * them); one stepping back is followed once the window has forgotten the old lags
+ * (CLOCK_WINDOW seconds). Nothing is reported before CLOCK_WARMUP seconds were seen:
+ * the first seconds of a stream (connection set-up, a loaded host) are the ones most
+ * often delayed throughout (seen in CI: a first second delayed 7.8 ms).
  */
 #define CLOCK_BUCKET_US 1000000
-#define CLOCK_MIN_DELAY_US 5000
+#define CLOCK_MAX_DELAY_US 5000
 #define CLOCK_WARMUP 10
+_Static_assert(FS_GNMI_CLOCK_LAGS >= CLOCK_WARMUP, "the window holds the warm-up");
 
 static void
 clock_sample(struct fs_gnmi_sink_arg *a, int64_t dev_us, int64_t recv_us)
 {
     if (a->clk_have && recv_us - a->clk_bucket_us >= CLOCK_BUCKET_US) {
-        /* Close the second: remember its best lag, bound the delay, report. */
-        int64_t best = a->clk_best_dev_us - a->clk_best_recv_us;
-        a->clk_lags[a->clk_head] = best;
+        /* Close the second: remember its best lag and report it. */
+        int64_t lag = a->clk_best_dev_us - a->clk_best_recv_us;
+        a->clk_lags[a->clk_head] = lag;
         a->clk_head = (a->clk_head + 1) % FS_GNMI_CLOCK_LAGS;
         if (a->clk_n < FS_GNMI_CLOCK_LAGS)
             a->clk_n++;
-        int64_t lo = best, hi = best;
-        for (size_t i = 0; i < a->clk_n; i++) {
-            if (a->clk_lags[i] < lo)
-                lo = a->clk_lags[i];
-            if (a->clk_lags[i] > hi)
-                hi = a->clk_lags[i];
-        }
-        int64_t w = CLOCK_MIN_DELAY_US + (hi - lo);
+        int64_t best = lag;
+        for (size_t i = 0; i < a->clk_n; i++)
+            if (a->clk_lags[i] > best)
+                best = a->clk_lags[i];
+        /* device said d while our clock read in [r - w, r]: offset in [lag, lag + w];
+         * w is chosen so that the upper end is best + CLOCK_MAX_DELAY_US */
+        int64_t w = best - lag + CLOCK_MAX_DELAY_US;
         if (a->clk_n >= CLOCK_WARMUP)
             fs_sink_clock(a->sink, a->clk_best_dev_us, a->clk_best_recv_us - w,
                           a->clk_best_recv_us);

@@ -105,12 +105,13 @@ struct fs_gnmi_emit {
  * fs_sink_begin/end stamped with the receive time, counters as 64-bit, deleted series
  * retired at once (fs_sink_retire: no longer exported, history kept), and the device
  * timestamps as clock measurements (fs_sink_clock) by minimum-delay filtering: per second,
- * the least delayed notification, bounded as stamped within 5 ms plus the observed
- * spread of those delays before its arrival (see map.c).
+ * the least delayed notification, bounded above by the best lag of the last minute plus
+ * 5 ms (see map.c).
  */
 extern const struct fs_gnmi_emit fs_gnmi_sink_emit;
-/** Per-second best lags kept for the delay bound: the core filter's 600 s window. */
-#define FS_GNMI_CLOCK_LAGS 600
+/** Per-second best lags kept for the upper bound (seconds): a device clock stepping back
+ *  is followed this long after the step. */
+#define FS_GNMI_CLOCK_LAGS 60
 struct fs_gnmi_sink_arg {
     struct fs_sink *sink;
     /* internal state of the clock measurement (zero-initialized) */
