@@ -929,30 +929,78 @@ probe_copy_transcript(FILE *tf, const char *tname, const char *dname, FILE *out)
     fprintf(out, "\n# ---- end of transcript of %s/%s ----\n", tname, dname);
 }
 
+/* ---- one-shot commands (probe, plan-flow-rules): a config, a store, driver slots ---- */
+
+struct oneshot {
+    struct fs_config *cfg;
+    struct drv_slot slots[MAX_DRIVERS];
+    struct fs_store *st;
+};
+
+/* Loads the config and makes a store; target (may be NULL) must name a target. 0, or 2
+ * with the reason on err. oneshot_close in every case. */
+static int
+oneshot_open(struct oneshot *o, const char *config_path, const char *target, FILE *err)
+{
+    char msg[256] = "";
+
+    memset(o, 0, sizeof *o);
+    if (load_config(config_path, &o->cfg, err) != 0)
+        return 2;
+    if (target && !find_target(o->cfg, target)) {
+        fprintf(err, "%s: no target named \"%s\"\n", config_path, target);
+        return 2;
+    }
+    struct fs_ring_opts ro = {.memory_limit = 64 << 20, .retention_us = 3600LL * 1000000};
+    o->st = fs_store_new(&ro, msg, sizeof msg);
+    if (!o->st) {
+        fprintf(err, "%s\n", msg);
+        return 2;
+    }
+    return 0;
+}
+
+static void
+oneshot_close(struct oneshot *o)
+{
+    /* Sinks go with the store; drivers were detached from them before. */
+    if (o->st)
+        fs_store_free(o->st);
+    slots_shutdown(o->slots);
+    fs_config_free(o->cfg);
+}
+
+/* Starts block blk of target t in its driver (one sink in the store): 0 with *slot, *sink
+ * and *ts filled, or -1 with the reason on err. The caller removes *ts. */
+static int
+oneshot_attach(struct oneshot *o, const struct fs_target_cfg *t, const struct fs_target_block *blk,
+               const struct fs_driver *drv, struct drv_slot **slot, struct fs_sink **sink,
+               void **ts, FILE *err)
+{
+    char msg[256] = "";
+    int64_t interval = blk->ops->config_interval(blk->cfg);
+
+    *sink = fs_store_sink_add(o->st, t, drv->block.name, interval);
+    *slot = *sink ? slot_get(o->slots, drv, msg, sizeof msg) : NULL;
+    *ts = NULL;
+    if (!*slot ||
+        drv->target_add((*slot)->state, t, blk->cfg, *sink, ts, msg, sizeof msg) != FS_DRV_OK) {
+        fprintf(err, "%s/%s: %s\n", t->name, drv->block.name, msg);
+        return -1;
+    }
+    return 0;
+}
+
 int
 fs_probe(const char *config_path, const char *target, const struct fs_probe_opts *po, FILE *out,
          FILE *err)
 {
-    struct fs_config *cfg = NULL;
-    struct drv_slot slots[MAX_DRIVERS];
-    struct fs_store *st = NULL;
-    char msg[256] = "";
+    struct oneshot o;
     int rc = 2;
 
-    memset(slots, 0, sizeof slots);
-    if (load_config(config_path, &cfg, err) != 0)
-        return 2;
-    const struct fs_target_cfg *t = find_target(cfg, target);
-    if (!t) {
-        fprintf(err, "%s: no target named \"%s\"\n", config_path, target);
+    if (oneshot_open(&o, config_path, target, err) != 0)
         goto out;
-    }
-    struct fs_ring_opts ro = {.memory_limit = 64 << 20, .retention_us = 3600LL * 1000000};
-    st = fs_store_new(&ro, msg, sizeof msg);
-    if (!st) {
-        fprintf(err, "%s\n", msg);
-        goto out;
-    }
+    const struct fs_target_cfg *t = find_target(o.cfg, target);
     rc = 0;
     for (size_t i = 0; i < t->n_blocks; i++) {
         const struct fs_target_block *blk = &t->blocks[i];
@@ -960,14 +1008,11 @@ fs_probe(const char *config_path, const char *target, const struct fs_probe_opts
         if (!drv)
             continue;
         const char *name = drv->block.name;
-        int64_t interval = blk->ops->config_interval(blk->cfg);
-        struct fs_sink *sink = fs_store_sink_add(st, t, name, interval);
-        struct drv_slot *slot = sink ? slot_get(slots, drv, msg, sizeof msg) : NULL;
-        void *ts = NULL;
+        struct drv_slot *slot;
+        struct fs_sink *sink;
+        void *ts;
         FILE *tf = NULL;
-        if (!slot ||
-            drv->target_add(slot->state, t, blk->cfg, sink, &ts, msg, sizeof msg) != FS_DRV_OK) {
-            fprintf(err, "%s/%s: %s\n", t->name, name, msg);
+        if (oneshot_attach(&o, t, blk, drv, &slot, &sink, &ts, err) != 0) {
             rc = 1;
             continue;
         }
@@ -982,7 +1027,8 @@ fs_probe(const char *config_path, const char *target, const struct fs_probe_opts
         }
         struct probe_wait w;
         probe_wait_init(&w);
-        if (probe_cycle(drv, slot->state, ts, sink, interval, &w, t->name, err) != 0)
+        if (probe_cycle(drv, slot->state, ts, sink, blk->ops->config_interval(blk->cfg), &w,
+                        t->name, err) != 0)
             rc = 1;
         if (tf) {
             drv->target_transcript(slot->state, ts, NULL);
@@ -996,19 +1042,14 @@ fs_probe(const char *config_path, const char *target, const struct fs_probe_opts
     /* Exactly what /metrics would carry for this target, then each driver's state. */
     struct fs_buf b;
     fs_buf_init(&b, 256u << 20);
-    if (fs_expo_render(st, &b) == 0)
+    if (fs_expo_render(o.st, &b) == 0)
         fwrite(b.data ? b.data : "", 1, b.len, out);
     else
         fprintf(err, "the exposition did not fit in memory\n");
     fs_buf_free(&b);
-    fs_store_foreach_instance(st, probe_print_instance, out);
+    fs_store_foreach_instance(o.st, probe_print_instance, out);
 out:
-    if (st) {
-        /* Sinks go with the store; drivers were detached from them above. */
-        fs_store_free(st);
-    }
-    slots_shutdown(slots);
-    fs_config_free(cfg);
+    oneshot_close(&o);
     return rc;
 }
 
@@ -1025,8 +1066,7 @@ print_failed_instance(void *arg, const struct fs_instance_info *in)
 /* Plans target t with every driver of it that plans; 0 good, 1 a device not read or a
  * driver failed. *planned counts the drivers that planned. */
 static int
-plan_target(const struct fs_target_cfg *t, struct drv_slot *slots, struct fs_store *st,
-            size_t *planned, FILE *out, FILE *err)
+plan_target(struct oneshot *o, const struct fs_target_cfg *t, size_t *planned, FILE *out, FILE *err)
 {
     char msg[256] = "";
     int rc = 0;
@@ -1036,27 +1076,24 @@ plan_target(const struct fs_target_cfg *t, struct drv_slot *slots, struct fs_sto
         const struct fs_driver *drv = fs_driver_of_block(blk->ops);
         if (!drv || !drv->target_plan || !drv->target_plan_mode)
             continue;
-        const char *name = drv->block.name;
-        int64_t interval = blk->ops->config_interval(blk->cfg);
-        struct fs_sink *sink = fs_store_sink_add(st, t, name, interval);
-        struct drv_slot *slot = sink ? slot_get(slots, drv, msg, sizeof msg) : NULL;
-        void *ts = NULL;
+        struct drv_slot *slot;
+        struct fs_sink *sink;
+        void *ts;
         (*planned)++;
-        if (!slot ||
-            drv->target_add(slot->state, t, blk->cfg, sink, &ts, msg, sizeof msg) != FS_DRV_OK) {
-            fprintf(err, "%s/%s: %s\n", t->name, name, msg);
+        if (oneshot_attach(o, t, blk, drv, &slot, &sink, &ts, err) != 0) {
             rc = 1;
             continue;
         }
         struct probe_wait w;
         probe_wait_init(&w);
         drv->target_plan_mode(slot->state, ts);
-        probe_cycle(drv, slot->state, ts, sink, interval, &w, t->name, err);
+        probe_cycle(drv, slot->state, ts, sink, blk->ops->config_interval(blk->cfg), &w, t->name,
+                    err);
         int prc = drv->target_plan(slot->state, ts, out, msg, sizeof msg);
         if (prc != 0)
             rc = 1;
         if (prc < 0)
-            fprintf(err, "%s/%s: %s\n", t->name, name, msg);
+            fprintf(err, "%s/%s: %s\n", t->name, drv->block.name, msg);
         drv->target_remove(slot->state, ts);
         probe_wait_destroy(&w);
     }
@@ -1066,43 +1103,26 @@ plan_target(const struct fs_target_cfg *t, struct drv_slot *slots, struct fs_sto
 int
 fs_plan_flow_rules(const char *config_path, const char *target, FILE *out, FILE *err)
 {
-    struct fs_config *cfg = NULL;
-    struct drv_slot slots[MAX_DRIVERS];
-    struct fs_store *st = NULL;
-    char msg[256] = "";
+    struct oneshot o;
     size_t planned = 0;
     int rc = 2;
 
-    memset(slots, 0, sizeof slots);
-    if (load_config(config_path, &cfg, err) != 0)
-        return 2;
-    if (target && !find_target(cfg, target)) {
-        fprintf(err, "%s: no target named \"%s\"\n", config_path, target);
+    if (oneshot_open(&o, config_path, target, err) != 0)
         goto out;
-    }
-    struct fs_ring_opts ro = {.memory_limit = 64 << 20, .retention_us = 3600LL * 1000000};
-    st = fs_store_new(&ro, msg, sizeof msg);
-    if (!st) {
-        fprintf(err, "%s\n", msg);
-        goto out;
-    }
     rc = 0;
-    for (size_t i = 0; i < cfg->n_targets; i++) {
-        const struct fs_target_cfg *t = &cfg->targets[i];
+    for (size_t i = 0; i < o.cfg->n_targets; i++) {
+        const struct fs_target_cfg *t = &o.cfg->targets[i];
         if (target && strcmp(t->name, target) != 0)
             continue;
         size_t before = planned;
-        if (plan_target(t, slots, st, &planned, out, err) != 0)
+        if (plan_target(&o, t, &planned, out, err) != 0)
             rc = 1;
         if (planned == before)
             fprintf(out, "# %s: none of its drivers installs flow rules\n", t->name);
     }
     /* Why a device could not be read (connection, authentication, timeout). */
-    fs_store_foreach_instance(st, print_failed_instance, err);
+    fs_store_foreach_instance(o.st, print_failed_instance, err);
 out:
-    if (st)
-        fs_store_free(st);
-    slots_shutdown(slots);
-    fs_config_free(cfg);
+    oneshot_close(&o);
     return rc;
 }

@@ -32,9 +32,10 @@ struct fs_probe_opts {
 };
 
 /**
- * Polls one target once with every driver it has a block for, then prints what would
- * be exported and every error. po may be NULL (no options). Returns 0 if every driver
- * succeeded, 1 otherwise, 2 on a bad configuration or unknown target.
+ * Polls one target (named by target, not NULL) once with every driver it has a block
+ * for, then prints what would be exported and every error. po may be NULL (no options).
+ * Returns 0 if every driver succeeded, 1 otherwise, 2 on a bad configuration or unknown
+ * target.
  */
 int fs_probe(const char *config_path, const char *target, const struct fs_probe_opts *po, FILE *out,
              FILE *err);
