@@ -1,5 +1,5 @@
 /*
- * Second-edge probe planning for the ONYX `show clock` (drivers/onyx/clockprobe.h):
+ * Second-edge probe planning for a whole-second device clock (analysis/clock_probe.h):
  *   - the ideal send time puts the device's next second edge (under the estimate's
  *     midpoint) in the middle of the round trip, and either answer leaves (w + rtt) / 2;
  *   - the send time stays inside the allowed window; when the ideal one is outside, an
@@ -24,7 +24,7 @@
 
 #include <cmocka.h>
 
-#include "clockprobe.h"
+#include "analysis/clock_probe.h"
 #include "store/store.h"
 
 #define SEC 1000000LL
@@ -42,9 +42,9 @@ static void
 test_target(void **state)
 {
     (void)state;
-    assert_int_equal(onyx_probe_target_us(0), 5000);
-    assert_int_equal(onyx_probe_target_us(1000), 5000);
-    assert_int_equal(onyx_probe_target_us(4000), 8000);
+    assert_int_equal(fs_clock_probe_target_us(0), 5000);
+    assert_int_equal(fs_clock_probe_target_us(1000), 5000);
+    assert_int_equal(fs_clock_probe_target_us(4000), 8000);
 }
 
 static void
@@ -53,7 +53,7 @@ test_ideal_time_puts_the_edge_mid_round_trip(void **state)
     (void)state;
     const int64_t offsets[] = {250000, -730000, 0, 999999, -1};
     for (size_t i = 0; i < sizeof offsets / sizeof offsets[0]; i++) {
-        struct onyx_probe_plan_in in = {
+        struct fs_clock_probe_plan_in in = {
             .offset_us = offsets[i],
             .uncertainty_us = 400000,
             .rtt_us = 3000,
@@ -62,7 +62,7 @@ test_ideal_time_puts_the_edge_mid_round_trip(void **state)
             .not_after_us = T0 + 3 * SEC,
         };
         int64_t at = 0;
-        assert_true(onyx_probe_plan(&in, &at));
+        assert_true(fs_clock_probe_plan(&in, &at));
         assert_true(at >= in.not_before_us);
         assert_true(at < in.not_before_us + SEC); /* the first usable edge */
         /* Under the midpoint the device's clock is at a whole second half a round trip
@@ -71,7 +71,7 @@ test_ideal_time_puts_the_edge_mid_round_trip(void **state)
         int64_t phase = dev_mid - floor_div(dev_mid + SEC / 2, SEC) * SEC;
         assert_true(phase >= -1 && phase <= 1);
         int64_t lo = in.offset_us - in.uncertainty_us, hi = in.offset_us + in.uncertainty_us;
-        int64_t w = onyx_probe_worst_width(lo, hi, in.rtt_us, SEC, at);
+        int64_t w = fs_clock_probe_worst_width(lo, hi, in.rtt_us, SEC, at);
         assert_true(w <= (hi - lo + in.rtt_us) / 2 + 1);
     }
 }
@@ -80,7 +80,7 @@ static void
 test_window_is_respected(void **state)
 {
     (void)state;
-    struct onyx_probe_plan_in in = {
+    struct fs_clock_probe_plan_in in = {
         .offset_us = 250000,
         .uncertainty_us = 100000,
         .rtt_us = 2000,
@@ -89,30 +89,30 @@ test_window_is_respected(void **state)
         .not_after_us = T0 + 3 * SEC,
     };
     int64_t ideal = 0, at = 0;
-    assert_true(onyx_probe_plan(&in, &ideal));
+    assert_true(fs_clock_probe_plan(&in, &ideal));
     /* A window just after the ideal time: an off-centre cut inside it, still narrowing. */
     in.not_before_us = ideal + 40000;
     in.not_after_us = ideal + 60000;
-    assert_true(onyx_probe_plan(&in, &at));
+    assert_true(fs_clock_probe_plan(&in, &at));
     assert_true(at >= in.not_before_us && at <= in.not_after_us);
-    int64_t w = onyx_probe_worst_width(150000, 350000, 2000, SEC, at);
+    int64_t w = fs_clock_probe_worst_width(150000, 350000, 2000, SEC, at);
     assert_true(w < 200000 * 7 / 8);
     assert_true(w > (200000 + 2000) / 2); /* the even split was not available */
     /* A window where every cut falls outside the bound: no probe. */
     in.not_before_us = ideal + 400000;
     in.not_after_us = ideal + 500000;
-    assert_false(onyx_probe_plan(&in, &at));
+    assert_false(fs_clock_probe_plan(&in, &at));
     /* An empty window. */
     in.not_before_us = T0 + SEC;
     in.not_after_us = T0;
-    assert_false(onyx_probe_plan(&in, &at));
+    assert_false(fs_clock_probe_plan(&in, &at));
 }
 
 static void
 test_nothing_left_to_gain(void **state)
 {
     (void)state;
-    struct onyx_probe_plan_in in = {
+    struct fs_clock_probe_plan_in in = {
         .offset_us = 250000,
         .uncertainty_us = 1000, /* a bound one round trip wide */
         .rtt_us = 2000,
@@ -121,9 +121,9 @@ test_nothing_left_to_gain(void **state)
         .not_after_us = T0 + 3 * SEC,
     };
     int64_t at;
-    assert_false(onyx_probe_plan(&in, &at));
+    assert_false(fs_clock_probe_plan(&in, &at));
     in.uncertainty_us = 4000; /* still worth it: (8 + 2) / 2 = 5 ms */
-    assert_true(onyx_probe_plan(&in, &at));
+    assert_true(fs_clock_probe_plan(&in, &at));
 }
 
 /* A check's reading is the same device second for every offset in the bound and every
@@ -136,9 +136,9 @@ test_check_reading_is_certain(void **state)
     const int64_t offsets[] = {250000, -730000, 999500};
     for (size_t i = 0; i < sizeof offsets / sizeof offsets[0]; i++) {
         for (int later = 0; later <= 1; later++) {
-            struct onyx_probe_plan_in in = {offsets[i], 3000, 2000, SEC, T0, T0 + 3 * SEC};
+            struct fs_clock_probe_plan_in in = {offsets[i], 3000, 2000, SEC, T0, T0 + 3 * SEC};
             int64_t at;
-            assert_true(onyx_probe_check_plan(&in, later, &at));
+            assert_true(fs_clock_probe_check_plan(&in, later, &at));
             assert_true(at >= in.not_before_us && at < in.not_before_us + SEC);
             int64_t lo = in.offset_us - in.uncertainty_us, hi = in.offset_us + in.uncertainty_us;
             int64_t d0 = floor_div(at + lo, SEC);
@@ -147,7 +147,7 @@ test_check_reading_is_certain(void **state)
                     assert_int_equal(floor_div(s + o, SEC), d0);
             /* Beyond the margin on the checked side: the other second, read at any instant
              * of a round trip up to 3 x rtt for the earlier-second check. */
-            const int64_t m = ONYX_PROBE_CHECK_MARGIN_US;
+            const int64_t m = FS_CLOCK_PROBE_CHECK_MARGIN_US;
             if (later) {
                 /* The earlier second bounds the offset below d0 - at = lo - m. */
                 assert_int_equal(floor_div(at + lo - m - 1, SEC), d0 - 1);
@@ -161,9 +161,10 @@ test_check_reading_is_certain(void **state)
             }
         }
     }
-    struct onyx_probe_plan_in in = {250000, 3000, 2000, SEC, T0, T0 + 1000};
+    struct fs_clock_probe_plan_in in = {250000, 3000, 2000, SEC, T0, T0 + 1000};
     int64_t at;
-    bool a = onyx_probe_check_plan(&in, true, &at), b = onyx_probe_check_plan(&in, false, &at);
+    bool a = fs_clock_probe_check_plan(&in, true, &at),
+         b = fs_clock_probe_check_plan(&in, false, &at);
     assert_false(a && b); /* a 1 ms window cannot hold both edges' times */
 }
 
@@ -192,7 +193,7 @@ test_worst_width_brute_force(void **state)
                     worst = b - a;
             }
         }
-        int64_t w = onyx_probe_worst_width(lo, hi, rtt, res, t1);
+        int64_t w = fs_clock_probe_worst_width(lo, hi, rtt, res, t1);
         assert_true(w >= worst);
         assert_true(w <= hi - lo);
     }
@@ -241,10 +242,10 @@ closed_loop(int64_t true_offset, int64_t rtt0, unsigned seed, struct loop_result
     assert_int_equal(fs_sink_clock_estimate(sink, &off, &unc), 1);
     assert_true(unc >= SEC / 2);
     res->probes = 0;
-    while (unc > onyx_probe_target_us(rtt0) && res->probes < 30) {
-        struct onyx_probe_plan_in in = {off, unc, rtt0, SEC, now + SEC, now + 4 * SEC};
+    while (unc > fs_clock_probe_target_us(rtt0) && res->probes < 30) {
+        struct fs_clock_probe_plan_in in = {off, unc, rtt0, SEC, now + SEC, now + 4 * SEC};
         int64_t at;
-        assert_true(onyx_probe_plan(&in, &at));
+        assert_true(fs_clock_probe_plan(&in, &at));
         /* The round trip varies; the device reads its clock somewhere inside it. */
         r = rtt0 + rand() % (rtt0 / 2 + 1);
         s = at + rand() % (r + 1);
@@ -300,21 +301,21 @@ step_scenario(int64_t step, unsigned seed)
     struct fs_sink *sink = fs_store_sink_add(st, &tc, "cli", SEC);
     assert_non_null(sink);
     srand(seed);
-    const int64_t rtt0 = 2000, target = onyx_probe_target_us(rtt0);
+    const int64_t rtt0 = 2000, target = fs_clock_probe_target_us(rtt0);
     int64_t truth = 250000, now = T0 + rand() % SEC, off, unc, at;
     probe_device(sink, now, truth, rtt0, &now, &off, &unc);
     for (int n = 0; unc > target; n++) {
         assert_true(n < 30);
-        struct onyx_probe_plan_in in = {off, unc, rtt0, SEC, now + SEC, now + 4 * SEC};
-        assert_true(onyx_probe_plan(&in, &at));
+        struct fs_clock_probe_plan_in in = {off, unc, rtt0, SEC, now + SEC, now + 4 * SEC};
+        assert_true(fs_clock_probe_plan(&in, &at));
         probe_device(sink, at, truth, rtt0, &now, &off, &unc);
     }
     int64_t e = off - truth;
     assert_true(e <= unc && -e <= unc);
     /* No step: a pair of checks leaves the estimate as narrow and honest. */
     for (int later = 1; later >= 0; later--) {
-        struct onyx_probe_plan_in in = {off, unc, rtt0, SEC, now + SEC, now + 4 * SEC};
-        assert_true(onyx_probe_check_plan(&in, later, &at));
+        struct fs_clock_probe_plan_in in = {off, unc, rtt0, SEC, now + SEC, now + 4 * SEC};
+        assert_true(fs_clock_probe_check_plan(&in, later, &at));
         probe_device(sink, at, truth, rtt0, &now, &off, &unc);
     }
     e = off - truth;
@@ -327,16 +328,16 @@ step_scenario(int64_t step, unsigned seed)
     bool revealed = false;
     while (check_step != 0 || unc > target) {
         assert_true(++probes <= 60);
-        struct onyx_probe_plan_in in = {off, unc, rtt0, SEC, now + SEC, now + 4 * SEC};
+        struct fs_clock_probe_plan_in in = {off, unc, rtt0, SEC, now + SEC, now + 4 * SEC};
         if (unc > target) {
             check_step = 1; /* the pair again once narrow */
-            if (!onyx_probe_plan(&in, &at))
+            if (!fs_clock_probe_plan(&in, &at))
                 at = now + SEC;
             probe_device(sink, at, truth, rtt0, &now, &off, &unc);
             continue;
         }
         const int64_t off0 = off, unc0 = unc;
-        assert_true(onyx_probe_check_plan(&in, check_step == 1, &at));
+        assert_true(fs_clock_probe_check_plan(&in, check_step == 1, &at));
         probe_device(sink, at, truth, rtt0, &now, &off, &unc);
         if (off - off0 > unc0 || off0 - off > unc0) {
             revealed = true;
@@ -346,8 +347,8 @@ step_scenario(int64_t step, unsigned seed)
         }
     }
     assert_true(revealed || unc > target || probes > 2);
-    /* The checks' blind zone (clockprobe.h): beyond it nothing stays unseen. */
-    const int64_t blind = ONYX_PROBE_CHECK_MARGIN_US + 3 * rtt0;
+    /* The checks' blind zone (clock_probe.h): beyond it nothing stays unseen. */
+    const int64_t blind = FS_CLOCK_PROBE_CHECK_MARGIN_US + 3 * rtt0;
     e = off - truth;
     if (!(e <= unc + blind && -e <= unc + blind))
         fprintf(stderr, "step %lld seed %u: %lld +- %lld after %d probes, truth %lld\n",
