@@ -17,12 +17,7 @@ source "$(dirname "$0")/lib.sh"
 
 [ -x "$FABRICSCOPE" ] || fail "build fabricscope first"
 PY=/usr/bin/python3
-PORT=$(free_udp_port)
-bash "$FS_SOURCE_DIR/tests/sim/start-snmp-sim.sh" --dir "$T/snmp" --port "$PORT" --mode host \
-  >"$T/start.log" 2>&1 || { cat "$T/start.log" >&2; fail "snmpd did not start"; }
-source "$T/snmp/env.sh"
-track "$SNMPD_PID"
-export SNMP_PERSISTENT_DIR=$T/snmp/persist MIBS=""
+start_snmp_host
 C=$(cat "$SNMP_COMMUNITY_FILE")
 # The agent must serve hrSystemDate in whole seconds (the case probes exist for): a
 # DateAndTime whose deci-seconds octet (the 8th) is 0.
@@ -59,16 +54,21 @@ EPS = 1e-6  # /api/v1/targets rounds to whole microseconds
 t_start = time.monotonic()
 first_known = converged = stopped = None
 last, errs, seen, widest = None, [], 0, 0.0
+
+def snmp_row():
+    """The target's SNMP row of /api/v1/targets once it has a clock estimate, else None."""
+    rows = json.load(urllib.request.urlopen(url, timeout=5))["data"]
+    return next((o for o in rows if o["target"] == "host" and o["source"] == "snmp"
+                 and o["clock_offset_seconds"] is not None), None)
+
 while time.monotonic() - t_start < DEADLINE and stopped is None:
     try:
-        doc = json.load(urllib.request.urlopen(url, timeout=5))
+        o = snmp_row()
     except OSError as e:
         errs.append("GET %s: %s" % (url, e))
         break
     now = time.monotonic()
-    for o in doc["data"]:
-        if o["target"] != "host" or o["source"] != "snmp" or o["clock_offset_seconds"] is None:
-            continue
+    if o is not None:
         off, unc = o["clock_offset_seconds"], o["clock_uncertainty_seconds"]
         if first_known is None:
             first_known = now

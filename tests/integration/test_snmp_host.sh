@@ -6,12 +6,7 @@ source "$(dirname "$0")/lib.sh"
 
 HARNESS=$FS_BUILD_DIR/sim/snmp-harness
 [ -x "$HARNESS" ] || fail "build snmp-harness first"
-PORT=$(free_udp_port)
-bash "$FS_SOURCE_DIR/tests/sim/start-snmp-sim.sh" --dir "$T/snmp" --port "$PORT" --mode host \
-  >"$T/start.log" 2>&1 || { cat "$T/start.log" >&2; fail "snmpd did not start"; }
-source "$T/snmp/env.sh"
-track "$SNMPD_PID"
-export SNMP_PERSISTENT_DIR=$T/snmp/persist MIBS=""
+start_snmp_host
 C=$(cat "$SNMP_COMMUNITY_FILE")
 get() { snmpget -v2c -c "$C" -On -Oqv -t 1 -r 1 "udp:127.0.0.1:$PORT" "$@"; }
 

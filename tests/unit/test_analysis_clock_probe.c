@@ -12,7 +12,13 @@
  *   - check probes: their readings are certain under the bound; after a device clock
  *     step the checks contradict the old readings and are repeated until a pair agrees:
  *     the estimate ends narrow on the new offset, off by no more than the checks' blind
- *     zone (margin + 3 round trips) beyond its uncertainty.
+ *     zone (margin + 3 round trips) beyond its uncertainty;
+ *   - the prober (the policy both drivers share): its states and why; when it plans
+ *     (never before the spacing, never so late that 3 round trips reach the next cycle;
+ *     late probes re-planned); pausing after probes without gain or a failure; and a
+ *     closed loop with polls at a fixed phase every second (what a driver does, through a
+ *     real sink): narrow within 30 s, honest at every reading, probing stops, the
+ *     periodic checks run, and a device clock step is revealed and tracked.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -218,19 +224,28 @@ probe_device(struct fs_sink *sink, int64_t at, int64_t true_offset, int64_t rtt0
     assert_int_equal(fs_sink_clock_estimate(sink, off, unc), 1);
 }
 
-static void
-closed_loop(int64_t true_offset, int64_t rtt0, unsigned seed, struct loop_result *res)
+/* A real store with one target's sink, whose clock filter the probes feed. */
+static struct fs_sink *
+new_sink(struct fs_store **st)
 {
     char err[128];
     struct fs_ring_opts ro = {.memory_limit = 1 << 20, .retention_us = 3600 * SEC};
-    struct fs_store *st = fs_store_new(&ro, err, sizeof err);
-    assert_non_null(st);
+    *st = fs_store_new(&ro, err, sizeof err);
+    assert_non_null(*st);
     struct fs_target_cfg tc;
     memset(&tc, 0, sizeof tc);
     tc.name = "sw1";
     tc.address = "127.0.0.1";
-    struct fs_sink *sink = fs_store_sink_add(st, &tc, "cli", SEC);
+    struct fs_sink *sink = fs_store_sink_add(*st, &tc, "cli", SEC);
     assert_non_null(sink);
+    return sink;
+}
+
+static void
+closed_loop(int64_t true_offset, int64_t rtt0, unsigned seed, struct loop_result *res)
+{
+    struct fs_store *st;
+    struct fs_sink *sink = new_sink(&st);
     srand(seed);
     /* One poll reading at an arbitrary phase, as a cycle's `show clock` gives it. */
     int64_t now = T0 + rand() % SEC, off, unc;
@@ -290,16 +305,8 @@ test_closed_loop_converges_honestly(void **state)
 static void
 step_scenario(int64_t step, unsigned seed)
 {
-    char err[128];
-    struct fs_ring_opts ro = {.memory_limit = 1 << 20, .retention_us = 3600 * SEC};
-    struct fs_store *st = fs_store_new(&ro, err, sizeof err);
-    assert_non_null(st);
-    struct fs_target_cfg tc;
-    memset(&tc, 0, sizeof tc);
-    tc.name = "sw1";
-    tc.address = "127.0.0.1";
-    struct fs_sink *sink = fs_store_sink_add(st, &tc, "cli", SEC);
-    assert_non_null(sink);
+    struct fs_store *st;
+    struct fs_sink *sink = new_sink(&st);
     srand(seed);
     const int64_t rtt0 = 2000, target = fs_clock_probe_target_us(rtt0);
     int64_t truth = 250000, now = T0 + rand() % SEC, off, unc, at;
@@ -368,6 +375,258 @@ test_step_revealed_by_checks(void **state)
             step_scenario(steps[i], seed);
 }
 
+/* ---------------- the prober ---------------- */
+
+#define MONO(real) ((real)-T0 + 1000 * SEC) /* an arbitrary monotonic clock */
+
+static struct fs_clock_prober_now
+now_at(int64_t now, bool known, int64_t off, int64_t unc, int64_t cycle_start, int64_t iv)
+{
+    struct fs_clock_prober_now n = {.known = known,
+                                    .offset_us = off,
+                                    .uncertainty_us = unc,
+                                    .now_us = now,
+                                    .now_mono_us = MONO(now),
+                                    .cycle_start_us = cycle_start,
+                                    .interval_us = iv};
+    return n;
+}
+
+static void
+test_prober_states(void **state)
+{
+    (void)state;
+    struct fs_clock_prober p;
+    memset(&p, 0, sizeof p);
+    struct fs_clock_prober_now n = now_at(T0, true, 0, SEC / 2, 0, 0);
+    fs_clock_prober_plan(&p, &n);
+    assert_string_equal(p.state, FS_CLOCK_PROBER_STATE_NONE);
+    assert_int_equal(p.at_us, 0);
+    fs_clock_prober_reading(&p, 1000, 3000); /* a millisecond clock: nothing to gain */
+    fs_clock_prober_plan(&p, &n);
+    assert_string_equal(p.state, "off (the device clock is fine-grained)");
+    assert_int_equal(p.at_us, 0);
+    fs_clock_prober_reading(&p, SEC, 1000);
+    assert_int_equal(fs_clock_prober_rtt(&p), 1000);
+    n.known = false;
+    fs_clock_prober_plan(&p, &n);
+    assert_string_equal(p.state, "off (no estimate yet)");
+    n.known = true;
+    fs_clock_prober_plan(&p, &n);
+    assert_string_equal(p.state, "converging");
+    assert_true(p.at_us >= T0 + 2000 && p.at_us <= T0 + 3 * SEC + 2000);
+    assert_int_equal(p.check, 0);
+    fs_clock_prober_off(&p, "off (for a reason of the driver's)");
+    assert_int_equal(p.at_us, 0);
+    assert_string_equal(p.state, "off (for a reason of the driver's)");
+    /* Narrow and checked recently: nothing to do. */
+    p.last_check_mono_us = MONO(T0);
+    n = now_at(T0 + SEC, true, 0, 4000, 0, 0);
+    fs_clock_prober_plan(&p, &n);
+    assert_string_equal(p.state, "converged");
+    assert_int_equal(p.at_us, 0);
+    /* CHECK_US later: a check is planned. */
+    n = now_at(T0 + FS_CLOCK_PROBER_CHECK_US, true, 0, 4000, 0, 0);
+    fs_clock_prober_plan(&p, &n);
+    assert_string_equal(p.state, "converged");
+    assert_true(p.at_us > 0);
+    assert_int_not_equal(p.check, 0);
+}
+
+/* Wherever the next cycle falls, a planned probe leaves 3 round trips and the guard
+ * before it, and none goes out sooner than the spacing after the last answer. */
+static void
+test_prober_respects_cycles_and_spacing(void **state)
+{
+    (void)state;
+    const int64_t rtt = 1500;
+    srand(11);
+    int planned = 0;
+    for (int i = 0; i < 2000; i++) {
+        struct fs_clock_prober p;
+        memset(&p, 0, sizeof p);
+        fs_clock_prober_reading(&p, SEC, rtt);
+        const int64_t iv = (i % 3 == 0) ? 10 * SEC : SEC;
+        const int64_t cycle = T0 + rand() % SEC, now = cycle + 5000 + rand() % (iv - 5000);
+        if (i % 2)
+            p.last_answer_mono_us = MONO(now) - rand() % SEC;
+        const int64_t unc = 10000 + rand() % (SEC / 2), off = rand() % SEC - SEC / 2;
+        struct fs_clock_prober_now n = now_at(now, true, off, unc, cycle, iv);
+        fs_clock_prober_plan(&p, &n);
+        if (!p.at_us)
+            continue;
+        planned++;
+        int64_t next = cycle + iv;
+        while (next <= now)
+            next += iv;
+        assert_true(p.at_us >= now);
+        assert_true(p.at_us + 3 * rtt + FS_CLOCK_PROBER_GUARD_US <= next);
+        if (p.last_answer_mono_us)
+            assert_true(MONO(p.at_us) >= p.last_answer_mono_us + FS_CLOCK_PROBER_SPACING_US - 2000);
+        /* On time it is sent; more than a quarter round trip (at least 1 ms) late it is
+         * planned again; early it waits. */
+        assert_int_equal(fs_clock_prober_due(&p, p.at_us - 1), 0);
+        assert_int_equal(fs_clock_prober_due(&p, p.at_us + 1000), 1);
+        assert_int_equal(fs_clock_prober_due(&p, p.at_us + 1001), -1);
+    }
+    assert_true(planned > 500);
+}
+
+static void
+test_prober_pauses(void **state)
+{
+    (void)state;
+    struct fs_clock_prober p;
+    memset(&p, 0, sizeof p);
+    fs_clock_prober_reading(&p, SEC, 1000);
+    int64_t now = T0, moved;
+    /* Probes that gain nothing (answered without narrowing, or lost): paused at the 4th. */
+    for (int i = 1; i <= FS_CLOCK_PROBER_NO_GAIN_MAX; i++) {
+        fs_clock_prober_sent(&p, 0, SEC / 2);
+        bool last = i == FS_CLOCK_PROBER_NO_GAIN_MAX;
+        if (i % 2)
+            assert_int_equal(fs_clock_prober_dropped(&p, MONO(now)), last);
+        else
+            assert_int_equal(fs_clock_prober_answered(&p, 0, SEC / 2, MONO(now), &moved),
+                             last ? FS_CLOCK_PROBE_PAUSED : FS_CLOCK_PROBE_NO_GAIN);
+        now += SEC;
+    }
+    assert_int_equal(p.sent, FS_CLOCK_PROBER_NO_GAIN_MAX);
+    struct fs_clock_prober_now n = now_at(now, true, 0, SEC / 2, 0, 0);
+    fs_clock_prober_plan(&p, &n);
+    assert_string_equal(p.state, "paused (recent probes did not narrow the estimate)");
+    assert_int_equal(p.at_us, 0);
+    n = now_at(now + FS_CLOCK_PROBER_HOLD_US, true, 0, SEC / 2, 0, 0);
+    fs_clock_prober_plan(&p, &n);
+    assert_string_equal(p.state, "converging");
+    assert_true(p.at_us > 0);
+    /* A narrowing answer resets the count; a failure pauses at once. */
+    fs_clock_prober_sent(&p, 0, SEC / 2);
+    assert_int_equal(fs_clock_prober_answered(&p, 0, SEC / 4, MONO(now), &moved),
+                     FS_CLOCK_PROBE_NARROWED);
+    assert_int_equal(p.no_gain, 0);
+    fs_clock_prober_failed(&p, MONO(now));
+    n = now_at(now + 1000, true, 0, SEC / 4, 0, 0);
+    fs_clock_prober_plan(&p, &n);
+    assert_string_equal(p.state, "paused (recent probes did not narrow the estimate)");
+    /* A poll's reading that moves the estimate beyond its uncertainty: checks due. */
+    p.checks_todo = 0;
+    assert_false(fs_clock_prober_moved(&p, 1000, 5000, 6000));
+    assert_int_equal(p.checks_todo, 0);
+    assert_true(fs_clock_prober_moved(&p, 1000, 5000, 6001));
+    assert_int_equal(p.checks_todo, FS_CLOCK_PROBER_CHECK_LATER | FS_CLOCK_PROBER_CHECK_EARLIER);
+}
+
+/* A whole-second device read somewhere inside [at, at + r]; fed to the sink and prober. */
+static void
+device_reading(struct fs_sink *sink, struct fs_clock_prober *p, int64_t at, int64_t truth,
+               int64_t rtt0, int64_t *end)
+{
+    int64_t r = rtt0 + rand() % (rtt0 / 2 + 1);
+    fs_sink_clock(sink, floor_div(at + rand() % (r + 1) + truth, SEC) * SEC, at, at + r);
+    fs_clock_prober_reading(p, SEC, r);
+    *end = at + r;
+}
+
+struct drv_sim {
+    struct fs_sink *sink;
+    struct fs_clock_prober p;
+    int64_t truth, rtt0, blind;
+    int steps_seen, dishonest;
+};
+
+/* One poll cycle at `cycle` (interval iv) and the probes the prober plans until the next
+ * one, as a driver runs them. Counts readings outside the estimate beyond `blind`. */
+static void
+drv_cycle(struct drv_sim *d, int64_t cycle, int64_t iv)
+{
+    int64_t off0 = 0, unc0 = 0, off, unc, now, moved;
+    bool known = fs_sink_clock_estimate(d->sink, &off0, &unc0);
+    device_reading(d->sink, &d->p, cycle, d->truth, d->rtt0, &now);
+    assert_int_equal(fs_sink_clock_estimate(d->sink, &off, &unc), 1);
+    if (known && fs_clock_prober_moved(&d->p, off0, unc0, off))
+        d->steps_seen++;
+    now += 20000; /* the rest of the cycle */
+    for (;;) {
+        int64_t e = off - d->truth;
+        if (e > unc + d->blind || -e > unc + d->blind)
+            d->dishonest++;
+        struct fs_clock_prober_now n = now_at(now, true, off, unc, cycle, iv);
+        fs_clock_prober_plan(&d->p, &n);
+        if (!d->p.at_us)
+            break;
+        assert_true(d->p.at_us >= now && d->p.at_us < cycle + iv);
+        const int64_t at = d->p.at_us; /* sent() clears the plan */
+        fs_clock_prober_sent(&d->p, off, unc);
+        device_reading(d->sink, &d->p, at, d->truth, d->rtt0, &now);
+        assert_int_equal(fs_sink_clock_estimate(d->sink, &off, &unc), 1);
+        if (fs_clock_prober_answered(&d->p, off, unc, MONO(now), &moved) == FS_CLOCK_PROBE_STEPPED)
+            d->steps_seen++;
+        assert_true(now + FS_CLOCK_PROBER_GUARD_US <= cycle + iv);
+    }
+}
+
+static void
+test_prober_closed_loop_with_polls(void **state)
+{
+    (void)state;
+    const int64_t iv = SEC, cycle0 = T0 + 370000; /* polls at a fixed phase */
+    const int64_t truths[] = {-2100, 250000, -730000, 999000, -999000};
+    for (size_t i = 0; i < sizeof truths / sizeof truths[0]; i++) {
+        srand(100 + (unsigned)i);
+        struct fs_store *st;
+        struct drv_sim d = {.sink = new_sink(&st), .truth = truths[i], .rtt0 = 1000};
+        const int64_t target = fs_clock_probe_target_us(d.rtt0);
+        int64_t converged = 0, stopped = 0, cycle = cycle0, off, unc;
+        uint64_t sent_at_convergence = 0;
+        for (; cycle < cycle0 + 70 * SEC; cycle += iv) {
+            drv_cycle(&d, cycle, iv);
+            assert_int_equal(fs_sink_clock_estimate(d.sink, &off, &unc), 1);
+            if (!converged && unc <= target) {
+                converged = cycle;
+                sent_at_convergence = d.p.sent;
+            }
+            if (converged && !stopped && strcmp(d.p.state, "converged") == 0)
+                stopped = cycle;
+        }
+        assert_int_equal(d.dishonest, 0);
+        assert_true(converged && converged - cycle0 <= 30 * SEC);
+        assert_true(stopped);
+        assert_true(sent_at_convergence <= 20);
+        /* Converged: only the checks (a pair every CHECK_US) went out since. */
+        assert_true(d.p.sent - sent_at_convergence <=
+                    2 * (70 * SEC / FS_CLOCK_PROBER_CHECK_US + 1));
+        assert_true(d.p.sent - sent_at_convergence >= 2);
+        assert_int_equal(d.steps_seen, 0);
+        /* The device clock steps: revealed (a poll or a check), tracked narrow again. */
+        d.truth += 400000;
+        d.blind = FS_CLOCK_PROBE_CHECK_MARGIN_US + 3 * d.rtt0 + 2 * d.rtt0;
+        d.dishonest = 0;
+        const int64_t step_at = cycle;
+        for (; cycle < step_at + 60 * SEC; cycle += iv)
+            drv_cycle(&d, cycle, iv);
+        assert_true(d.steps_seen > 0);
+        assert_int_equal(fs_sink_clock_estimate(d.sink, &off, &unc), 1);
+        int64_t e = off - d.truth;
+        assert_true(unc <= target && e <= unc && -e <= unc);
+        fs_store_free(st);
+    }
+    /* The device's second edge 7 ms after each poll starts: the only cuts left fall inside
+     * the (20 ms) cycles, where no probe goes: "blocked", honest, a cycle wide. */
+    struct fs_store *st;
+    struct drv_sim d = {.sink = new_sink(&st), .rtt0 = 1000};
+    d.truth = SEC - (cycle0 + 7000) % SEC;
+    srand(99);
+    for (int64_t cycle = cycle0; cycle < cycle0 + 30 * SEC; cycle += iv)
+        drv_cycle(&d, cycle, iv);
+    int64_t off, unc;
+    assert_int_equal(fs_sink_clock_estimate(d.sink, &off, &unc), 1);
+    assert_int_equal(d.dishonest, 0);
+    assert_string_equal(d.p.state, "blocked (the useful probe times fall on the polls)");
+    assert_true(unc < 25000);
+    fs_store_free(st);
+}
+
 int
 main(void)
 {
@@ -380,6 +639,10 @@ main(void)
         cmocka_unit_test(test_closed_loop_converges_honestly),
         cmocka_unit_test(test_check_reading_is_certain),
         cmocka_unit_test(test_step_revealed_by_checks),
+        cmocka_unit_test(test_prober_states),
+        cmocka_unit_test(test_prober_respects_cycles_and_spacing),
+        cmocka_unit_test(test_prober_pauses),
+        cmocka_unit_test(test_prober_closed_loop_with_polls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
