@@ -15,8 +15,11 @@
  * the limit is a bound about one round trip wide. The probe only chooses the time; the
  * filter does the arithmetic, so a badly timed probe costs a probe, never honesty.
  *
- * Pure functions and a plain state struct; no I/O, no allocation, no threads (a prober
- * belongs to one driver thread). All times are microseconds: CLOCK_REALTIME unless named
+ * Drivers reach this header through store/sink.h (which includes it, next to
+ * fs_sink_clock_estimate); the core's own code does not call it, so it is built as a
+ * library of its own (fs_driver_support, collector/CMakeLists.txt) linked after the
+ * drivers. Pure functions and a plain state struct; no I/O, no allocation, no threads
+ * (a prober belongs to one driver thread). All times are microseconds: CLOCK_REALTIME unless named
  * *_mono_us (CLOCK_MONOTONIC).
  */
 #ifndef FS_ANALYSIS_CLOCK_PROBE_H

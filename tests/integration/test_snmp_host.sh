@@ -47,7 +47,8 @@ awk -v b="$before" -v v="$v" -v a="$after" 'BEGIN {exit !(b <= v && v <= a)}' ||
 ok "$fname rx bytes $v within [$before, $after]"
 
 # The device clock from hrSystemDate (whole seconds): polls 700 ms apart straddle the
-# agent's second edges, so the bound narrows below the half second one reading gives;
+# agent's second edges (and the driver's clock probes cut between them; see
+# test_snmp_clock_probe), so the bound narrows below the half second one reading gives;
 # snmpd reads this machine's clock, so the true offset (0) lies within it.
 "$HARNESS" --port "$PORT" --community-file "$SNMP_COMMUNITY_FILE" --polls 8 --interval-ms 700 \
   --grep 'fabricscope_target_clock' >"$T/clock.out" 2>"$T/clock.log" || fail "clock polls failed"
