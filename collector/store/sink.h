@@ -32,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/clock_probe.h" /* a driver's clock probes read this sink's estimate */
 #include "metrics_catalogue.h"
 
 struct fs_sink;
@@ -165,7 +166,9 @@ void fs_sink_clock(struct fs_sink *s, int64_t device_us, int64_t local_lo_us, in
  * /api/v1/targets shows it): returns 1 with *offset_us (device minus collector) and
  * *uncertainty_us (half width, >= 1) filled when known, 0 (outputs untouched) when no
  * measurement was taken yet. Read-only; a driver uses it to decide whether more
- * measurements are worth taking. Same threading as the other calls of this sink.
+ * measurements are worth taking (for a whole-second clock: when and whether to probe,
+ * with the planner and prober of analysis/clock_probe.h, included above so that drivers
+ * reach them through this header). Same threading as the other calls of this sink.
  */
 int fs_sink_clock_estimate(struct fs_sink *s, int64_t *offset_us, int64_t *uncertainty_us);
 

@@ -27,7 +27,8 @@
  * Between cycles, while the core's estimate (fs_sink_clock_estimate) is wider than
  * max(5 ms, 2 round trips), the I/O thread sends single `show clock` commands timed by a
  * timerfd so that the device's next second edge falls in the middle of the round trip
- * under the current estimate (clockprobe.h); each answer goes to fs_sink_clock exactly
+ * under the current estimate (analysis/clock_probe.h, via sink.h: the planner and the
+ * prober, whose policy the SNMP driver shares); each answer goes to fs_sink_clock exactly
  * like the poll's. One probe at a time on the session (state SS_PROBE), never inside a
  * cycle, at least PROBE_SPACING_US apart, planned to end before the next cycle is due; a
  * cycle that arrives during a probe sends its batch when the probe's answer is in (a
@@ -51,7 +52,6 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-#include "clockprobe.h"
 #include "flowrules.h"
 #include "onyx_driver.h"
 #include "parse.h"
@@ -64,14 +64,6 @@
 #define MAX_BATCH 32
 #define SECRET_MAX 512
 #define BACKOFF_MAX_US 60000000LL
-#define PROBE_SPACING_US 900000LL /* from one probe's answer to the next probe, at least */
-#define PROBE_GUARD_US 2000LL     /* a probe's 3 round trips end this long before a cycle is due */
-#define CHECK_US 30000000LL       /* a converged estimate is checked this often */
-#define PROBE_HOLD_US 60000000LL  /* pause after PROBE_NO_GAIN_MAX probes that gained nothing */
-#define PROBE_NO_GAIN_MAX 4
-#define RTT_KEEP 8       /* `show clock` round trips remembered; the smallest is used */
-#define CHECK_LATER 1u   /* the check that must read the later second */
-#define CHECK_EARLIER 2u /* the check that must read the earlier second */
 
 enum cmd_kind {
     K_CLOCK,
@@ -165,23 +157,10 @@ struct onyx_target {
     uint64_t sessions, cycles_ok;
     struct onyx_samples samples;
     /* clock probes (see the top of the file) */
-    int64_t rtt_us[RTT_KEEP]; /* recent `show clock` round trips */
-    size_t n_rtt, rtt_head;
-    int64_t clock_res_us;        /* the last reading's resolution; 0: none yet */
-    int64_t cycle_start_real_us; /* when the last cycle started (realtime) */
-    int64_t probe_at_us;         /* realtime send time of the planned probe; 0: none */
-    int64_t probe_lo_us;         /* realtime when the probe in flight was written */
-    int64_t probe_sent_mono_us;  /* monotonic, same instant (its timeout) */
-    int64_t probe_unc_before_us; /* the estimate's uncertainty when it was sent */
-    int64_t probe_off_before_us; /* and its offset */
-    int64_t last_probe_mono_us;  /* when the last probe's answer came; 0: never */
-    int64_t probe_hold_until_mono_us;
-    int64_t last_check_mono_us; /* the last narrowing probe or completed pair of checks */
-    unsigned checks_todo; /* CHECK_LATER | CHECK_EARLIER: the checks of this round not yet done */
-    unsigned probe_check; /* the planned (or in flight) probe is this check; 0: a narrowing one */
-    int probes_no_gain;
-    uint64_t probes_sent;
-    const char *probe_state; /* for the detail: why probing is on or off */
+    struct fs_clock_prober prober; /* the policy's state; prober.at_us: the planned probe */
+    int64_t cycle_start_real_us;   /* when the last cycle started (realtime) */
+    int64_t probe_lo_us;           /* realtime when the probe in flight was written */
+    int64_t probe_sent_mono_us;    /* monotonic, same instant (its timeout) */
 };
 
 enum rq_kind { RQ_ADD, RQ_CYCLE, RQ_CANCEL, RQ_REMOVE, RQ_STOP };
@@ -284,7 +263,7 @@ close_session(struct onyx_target *t)
     t->enable_pw_sent = false;
     t->rules_checked = false; /* a new session checks the running config again */
     t->config_in_flight = false;
-    t->probe_at_us = 0;
+    t->prober.at_us = 0;
 }
 
 static void plan_probe(struct onyx_target *t);
@@ -607,25 +586,14 @@ wjh_record(const struct onyx_wjh_record *r, void *arg)
  * core's filter keeps the older readings that still agree with the new one, so the
  * estimate may sit between stale bounds: a round of checks at once (repeated while they
  * move it), after any narrowing. */
+/* The prober scheduled checks after a reading moved the estimate: say so. */
 static void
 stepped(struct onyx_target *t, int64_t moved_us, const char *by)
 {
-    t->checks_todo = CHECK_LATER | CHECK_EARLIER;
     fs_log(FS_LOG_INFO, SUBSYS,
            "target %s: a %s moved the clock offset by %.3f ms (the device clock stepped); "
            "checking it",
            t->name, by, (double)moved_us / 1e3);
-}
-
-/* A `show clock` answer: its round trip (for probe timing) and the clock's resolution. */
-static void
-note_clock_reading(struct onyx_target *t, int64_t res_us, int64_t rtt_us)
-{
-    t->clock_res_us = res_us;
-    t->rtt_us[t->rtt_head] = rtt_us > 0 ? rtt_us : 0;
-    t->rtt_head = (t->rtt_head + 1) % RTT_KEEP;
-    if (t->n_rtt < RTT_KEEP)
-        t->n_rtt++;
 }
 
 static void
@@ -699,9 +667,9 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
             int64_t off0, unc0, off1, unc1;
             bool known = fs_sink_clock_estimate(t->sink, &off0, &unc0);
             fs_sink_clock(t->sink, dev_us, t->batch_lo_us, now_real);
-            note_clock_reading(t, res_us, now_real - t->batch_lo_us);
+            fs_clock_prober_reading(&t->prober, res_us, now_real - t->batch_lo_us);
             if (known && fs_sink_clock_estimate(t->sink, &off1, &unc1) &&
-                (off1 - off0 > unc0 || off0 - off1 > unc0))
+                fs_clock_prober_moved(&t->prober, off0, unc0, off1))
                 stepped(t, off1 - off0, "poll");
         }
         break;
@@ -850,111 +818,38 @@ process_responses(struct onyx_target *t)
 
 /* ---------------- clock probes ---------------- */
 
-static int64_t
-rtt_min(const struct onyx_target *t)
-{
-    int64_t m = 0;
-    for (size_t i = 0; i < t->n_rtt; i++)
-        if (i == 0 || t->rtt_us[i] < m)
-            m = t->rtt_us[i];
-    return m;
-}
-
-/* Plans the next probe (t->probe_at_us) when the estimate is worth narrowing and the
- * session is idle; otherwise plans none and says why in t->probe_state. Called whenever
- * the session becomes idle (a cycle or a probe ended). */
+/* Plans the next probe (t->prober.at_us) when the session is idle; the prober says why
+ * none is planned. Called whenever the session becomes idle (a cycle or a probe ended). */
 static void
 plan_probe(struct onyx_target *t)
 {
-    int64_t off, unc;
-    t->probe_at_us = 0;
+    t->prober.at_us = 0;
     if (t->ss != SS_READY || t->in_cycle || t->removed)
         return;
-    if (t->lacks[K_CLOCK] || t->n_rtt == 0 || t->clock_res_us == 0) {
-        t->probe_state = "off (no clock reading yet)";
+    if (t->lacks[K_CLOCK]) {
+        fs_clock_prober_off(&t->prober, FS_CLOCK_PROBER_STATE_NONE);
         return;
     }
-    if (t->clock_res_us < 100000) {
-        t->probe_state = "off (the device clock is fine-grained)";
-        return;
-    }
-    if (!fs_sink_clock_estimate(t->sink, &off, &unc)) {
-        t->probe_state = "off (no estimate yet)";
-        return;
-    }
-    const int64_t rtt = rtt_min(t), now_mono = fs_monotonic_us(), now = fs_realtime_us();
-    const bool narrow = unc <= onyx_probe_target_us(rtt);
-    if (narrow && t->checks_todo == 0 && now_mono - t->last_check_mono_us >= CHECK_US)
-        t->checks_todo = CHECK_LATER | CHECK_EARLIER;
-    if (narrow && t->checks_todo == 0) {
-        t->probe_state = "converged";
-        return;
-    }
-    if (now_mono < t->probe_hold_until_mono_us) {
-        t->probe_state = "paused (recent probes did not narrow the estimate)";
-        return;
-    }
-    t->probe_state = narrow ? "converged" : "converging";
-    int64_t nb = now + 2000; /* time to get back to epoll */
-    const bool spaced =
-        t->last_probe_mono_us > 0 && t->last_probe_mono_us + PROBE_SPACING_US - now_mono > 2000;
-    if (spaced)
-        nb = now + (t->last_probe_mono_us + PROBE_SPACING_US - now_mono);
-    int64_t na = nb + 3 * t->clock_res_us;
-    /* The probe must be answered before the next cycle is due: never delay a poll. */
-    const int64_t iv = t->cfg.interval_us;
-    if (iv > 0 && t->cycle_start_real_us > 0) {
-        int64_t next = t->cycle_start_real_us + iv;
-        if (next <= now)
-            next += ((now - next) / iv + 1) * iv;
-        int64_t latest = next - PROBE_GUARD_US - 3 * rtt;
-        if (latest < na)
-            na = latest;
-    }
-    if (na < nb)
-        return; /* no room before the next cycle: planned again after it */
-    struct onyx_probe_plan_in in = {
-        .offset_us = off,
-        .uncertainty_us = unc,
-        .rtt_us = rtt,
-        .resolution_us = t->clock_res_us,
-        .not_before_us = nb,
-        .not_after_us = na,
+    struct fs_clock_prober_now n = {
+        .now_us = fs_realtime_us(),
+        .now_mono_us = fs_monotonic_us(),
+        .cycle_start_us = t->cycle_start_real_us,
+        .interval_us = t->cfg.interval_us,
     };
-    int64_t at;
-    t->probe_check = 0;
-    if (!narrow) {
-        if (onyx_probe_plan(&in, &at))
-            t->probe_at_us = at;
-        /* Nothing useful in the whole gap between cycles: the polls sit at the phase
-         * where the cut should be (their own `show clock` cuts there). Planned again
-         * after each cycle, so a change of phase or estimate resumes probing. */
-        else if (!spaced)
-            t->probe_state = "blocked (the useful probe times fall on the polls)";
-        return;
-    }
-    for (unsigned c = CHECK_LATER; c <= CHECK_EARLIER && !t->probe_at_us; c <<= 1)
-        if ((t->checks_todo & c) && onyx_probe_check_plan(&in, c == CHECK_LATER, &at)) {
-            t->probe_at_us = at;
-            t->probe_check = c;
-        }
-    /* A check whose time falls on the polls all the time: their own `show clock` is
-     * read at that phase, so it stands in for the check; this round ends. */
-    if (!t->probe_at_us && !spaced) {
-        t->checks_todo = 0;
-        t->last_check_mono_us = now_mono;
-    }
+    n.known = fs_sink_clock_estimate(t->sink, &n.offset_us, &n.uncertainty_us);
+    fs_clock_prober_plan(&t->prober, &n);
 }
 
 static void
 send_probe(struct onyx_target *t)
 {
-    t->probe_at_us = 0;
-    if (!fs_sink_clock_estimate(t->sink, &t->probe_off_before_us, &t->probe_unc_before_us))
+    int64_t off, unc;
+    t->prober.at_us = 0;
+    if (!fs_sink_clock_estimate(t->sink, &off, &unc))
         return;
+    fs_clock_prober_sent(&t->prober, off, unc);
     t->echo_skipped = false;
     t->ss = SS_PROBE;
-    t->probes_sent++;
     send_text(t, "show clock", false);
     t->probe_sent_mono_us = fs_monotonic_us();
     t->probe_lo_us = fs_realtime_us(); /* before the write: the bound stays honest */
@@ -974,47 +869,30 @@ process_probe(struct onyx_target *t)
     const char *text = t->rx + t->resp_start;
     const size_t len = end - t->resp_start;
     char err[256];
-    int64_t dev_us, res_us, off, unc;
+    int64_t dev_us, res_us;
     if (onyx_error_line(text, len, err, sizeof(err)) ||
         onyx_parse_clock(text, len, &dev_us, &res_us, err, sizeof(err)) != 0) {
         fs_log(FS_LOG_WARN, SUBSYS, "target %s: clock probe: `show clock`: %s; probes paused",
                t->name, err);
-        t->probe_hold_until_mono_us = fs_monotonic_us() + PROBE_HOLD_US;
-        t->checks_todo = 0;
-        t->last_check_mono_us = fs_monotonic_us();
+        fs_clock_prober_failed(&t->prober, fs_monotonic_us());
     } else {
         fs_sink_clock(t->sink, dev_us, t->probe_lo_us, now_real);
-        note_clock_reading(t, res_us, now_real - t->probe_lo_us);
-        off = t->probe_off_before_us;
-        unc = t->probe_unc_before_us;
-        bool narrower = fs_sink_clock_estimate(t->sink, &off, &unc) && unc < t->probe_unc_before_us;
-        int64_t moved = off - t->probe_off_before_us;
-        if (t->probe_check && (moved > t->probe_unc_before_us || -moved > t->probe_unc_before_us)) {
-            /* The reading contradicted the bound: the clock stepped. */
+        fs_clock_prober_reading(&t->prober, res_us, now_real - t->probe_lo_us);
+        int64_t off = t->prober.off_before_us, unc = t->prober.unc_before_us, moved;
+        fs_sink_clock_estimate(t->sink, &off, &unc);
+        enum fs_clock_probe_outcome o =
+            fs_clock_prober_answered(&t->prober, off, unc, fs_monotonic_us(), &moved);
+        if (o == FS_CLOCK_PROBE_STEPPED)
             stepped(t, moved, "check probe");
-        } else if (t->probe_check) {
-            /* A check is not meant to narrow; a contradiction shows as a moved estimate. */
-            t->checks_todo &= ~t->probe_check;
-            if (t->checks_todo == 0)
-                t->last_check_mono_us = fs_monotonic_us();
-        } else if (narrower) {
-            t->probes_no_gain = 0;
-            if (t->checks_todo == 0)
-                t->last_check_mono_us = fs_monotonic_us();
-        } else if (++t->probes_no_gain >= PROBE_NO_GAIN_MAX) {
-            /* E.g. round trips too irregular for the cut to land: do not insist. */
-            t->probes_no_gain = 0;
-            t->probe_hold_until_mono_us = fs_monotonic_us() + PROBE_HOLD_US;
+        else if (o == FS_CLOCK_PROBE_PAUSED)
             fs_log(FS_LOG_INFO, SUBSYS,
                    "target %s: %d clock probes did not narrow the offset; pausing probes", t->name,
-                   PROBE_NO_GAIN_MAX);
-        }
+                   FS_CLOCK_PROBER_NO_GAIN_MAX);
     }
     t->resp_start = end;
     t->echo_skipped = false;
     rx_keep_prompt(t);
     t->ss = SS_READY;
-    t->last_probe_mono_us = fs_monotonic_us();
     if (t->in_cycle) {
         send_batch(t); /* the cycle arrived during the probe and waited for its answer */
         return;
@@ -1227,7 +1105,7 @@ do_cycle(struct onyx_target *t, uint64_t id, int64_t deadline)
     t->result = FS_POLL_OK;
     t->msg[0] = '\0';
     t->progress_us = fs_monotonic_us();
-    t->probe_at_us = 0;
+    t->prober.at_us = 0;
     t->cycle_start_real_us = fs_realtime_us();
     onyx_samples_clear(&t->samples);
     build_batch1(t);
@@ -1342,8 +1220,8 @@ update_detail(struct onyx_target *t)
         : !t->rules_checked      ? "not checked"
         : t->config_failed       ? "failed, rolled back"
                                  : "in place",
-        t->one_at_a_time ? "false" : "true", (unsigned long long)t->probes_sent,
-        t->probe_state ? t->probe_state : "off (no clock reading yet)");
+        t->one_at_a_time ? "false" : "true", (unsigned long long)t->prober.sent,
+        t->prober.state ? t->prober.state : FS_CLOCK_PROBER_STATE_NONE);
     pthread_mutex_lock(&t->detail_lock);
     bool changed = strcmp(d, t->detail) != 0;
     if (changed)
@@ -1440,14 +1318,13 @@ run_due_probes(struct onyx_drv *d)
     for (size_t i = 0; i < d->ntargets; i++) {
         struct onyx_target *t = d->targets[i];
         int64_t now = fs_realtime_us();
-        if (t->probe_at_us == 0 || now < t->probe_at_us)
+        if (t->prober.at_us == 0 || now < t->prober.at_us)
             continue;
         if (t->ss != SS_READY || t->in_cycle) {
-            t->probe_at_us = 0;
+            t->prober.at_us = 0;
             continue;
         }
-        int64_t late_max = rtt_min(t) / 4 > 1000 ? rtt_min(t) / 4 : 1000;
-        if (now - t->probe_at_us > late_max)
+        if (fs_clock_prober_due(&t->prober, now) < 0)
             plan_probe(t);
         else
             send_probe(t);
@@ -1460,8 +1337,8 @@ arm_probe_timer(struct onyx_drv *d)
 {
     int64_t first = 0;
     for (size_t i = 0; i < d->ntargets; i++)
-        if (d->targets[i]->probe_at_us > 0 && (first == 0 || d->targets[i]->probe_at_us < first))
-            first = d->targets[i]->probe_at_us;
+        if (d->targets[i]->prober.at_us > 0 && (first == 0 || d->targets[i]->prober.at_us < first))
+            first = d->targets[i]->prober.at_us;
     if (first == d->tfd_armed_us)
         return;
     struct itimerspec its;

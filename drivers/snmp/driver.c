@@ -29,6 +29,20 @@
  * has it: the device's clock read between the GET's send and its answer, handed to the
  * sink (fs_sink_clock), whose filter detects the second edges of a whole-second clock
  * (net-snmp's agent) across polls. An agent without it answers noSuchObject: ignored.
+ *
+ * Clock probes. Polls come at a fixed phase to the agent's second edge, so their readings
+ * alone leave the offset about a second wide. Once a poll has seen hrSystemDate in whole
+ * seconds (no tenths), the driver thread sends, between cycles, GETs of hrSystemDate.0
+ * alone at the times the shared prober picks (analysis/clock_probe.h, via sink.h: the
+ * agent's next second edge in the middle of the round trip under the current estimate,
+ * fs_sink_clock_estimate), each answer handed to fs_sink_clock with its own send and
+ * receive times. A timerfd (CLOCK_REALTIME, absolute) wakes the thread at the planned
+ * time (epoll's timeout is milliseconds). One probe at a time per target, never planned
+ * inside a cycle and planned to be answered before the next one is due; a cycle that
+ * starts anyway runs beside it (a separate request, its own callback). No retries: a
+ * probe that times out is dropped (counted as a probe without gain). The prober stops
+ * once the uncertainty reaches max(5 ms, 2 round trips), checks the estimate every 30 s
+ * (a device clock step), and pauses after probes that did not narrow it.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -41,6 +55,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -59,6 +74,9 @@ _Static_assert(sizeof(oid) == sizeof(unsigned long), "map.h passes OIDs as unsig
 #define SUBSYS "snmp"
 #define MAX_COLS 32
 #define MIN_TIMEOUT_US 20000
+/* A probe's timeout: 10 round trips, at least this (an answer later than that is honest
+ * but too wide to narrow anything), at most the configured timeout. */
+#define PROBE_TIMEOUT_MIN_US 200000
 
 enum rq_kind { RQ_CYCLE, RQ_CANCEL, RQ_REMOVE, RQ_PREPARED };
 
@@ -112,6 +130,13 @@ struct walkcol {
     bool done;
 };
 
+struct snmp_target;
+
+/* A link of an intrusive doubly linked list of targets (driver thread only). */
+struct tlink {
+    struct snmp_target *next, *prev;
+};
+
 struct snmp_target {
     struct snmp_drv *drv;
     const struct fs_target_cfg *tcfg;
@@ -139,9 +164,19 @@ struct snmp_target {
     uint32_t pdus;
     struct fs_snmp_tmap tm;
     struct fs_snmp_poll poll;
-    struct snmp_target *anext, *aprev; /* active list (a cycle in flight) */
-    bool wait_prep;                    /* the cycle waits for the preparation thread */
-    struct prep_job *job;              /* under drv->plock; NULL after target_remove detached it */
+    struct tlink alink; /* active list (a cycle in flight) */
+    /* clock probes (see the top of the file) */
+    struct fs_clock_prober prober; /* the policy's state; prober.at_us: the planned probe */
+    bool clock_seen;               /* a poll read hrSystemDate: the agent serves it */
+    bool clock_fine;               /* a reading showed tenths of a second: no probing */
+    int64_t cycle_start_real_us;   /* when the last cycle started (realtime) */
+    int probe_reqid;               /* the probe in flight; 0: none */
+    int64_t probe_sent_real_us;    /* realtime just before its send */
+    int64_t probe_timer_us;        /* its next timeout check (monotonic) */
+    struct tlink plink;            /* probe list (a probe planned or in flight) */
+    bool in_plist;
+    bool wait_prep;       /* the cycle waits for the preparation thread */
+    struct prep_job *job; /* under drv->plock; NULL after target_remove detached it */
 };
 
 struct snmp_drv {
@@ -152,7 +187,10 @@ struct snmp_drv {
     pthread_cond_t qcond;
     struct rq *qhead, *qtail;
     bool stop;
-    struct snmp_target *active;
+    struct snmp_target *active;  /* targets in a cycle (alink) */
+    struct snmp_target *probing; /* targets with a probe planned or in flight (plink) */
+    int tfd;                     /* timerfd (CLOCK_REALTIME, absolute): the earliest probe */
+    int64_t tfd_armed_us;        /* what it is armed for; 0: disarmed */
     netsnmp_large_fd_set lfs;
     int lfs_size;
     /* the preparation thread */
@@ -554,35 +592,63 @@ em_note(void *arg, const char *msg)
 
 /* ---- cycles ---- */
 
-static void
-active_add(struct snmp_drv *d, struct snmp_target *t)
+/* The link of t at offset off (alink or plink). */
+static struct tlink *
+tlink_of(struct snmp_target *t, size_t off)
 {
-    t->aprev = NULL;
-    t->anext = d->active;
-    if (d->active)
-        d->active->aprev = t;
-    d->active = t;
+    return (struct tlink *)((char *)t + off);
 }
 
 static void
-active_del(struct snmp_drv *d, struct snmp_target *t)
+tlist_add(struct snmp_target **head, struct snmp_target *t, size_t off)
 {
-    if (t->aprev)
-        t->aprev->anext = t->anext;
-    else if (d->active == t)
-        d->active = t->anext;
-    if (t->anext)
-        t->anext->aprev = t->aprev;
-    t->anext = t->aprev = NULL;
+    tlink_of(t, off)->prev = NULL;
+    tlink_of(t, off)->next = *head;
+    if (*head)
+        tlink_of(*head, off)->prev = t;
+    *head = t;
+}
+
+static void
+tlist_del(struct snmp_target **head, struct snmp_target *t, size_t off)
+{
+    struct tlink *l = tlink_of(t, off);
+    if (l->prev)
+        tlink_of(l->prev, off)->next = l->next;
+    else if (*head == t)
+        *head = l->next;
+    if (l->next)
+        tlink_of(l->next, off)->prev = l->prev;
+    l->next = l->prev = NULL;
+}
+
+#define ALINK offsetof(struct snmp_target, alink)
+#define PLINK offsetof(struct snmp_target, plink)
+
+/* Keeps t on the probe list exactly while it has a probe planned or in flight. */
+static void
+probe_list_sync(struct snmp_target *t)
+{
+    bool want = t->prober.at_us > 0 || t->probe_reqid != 0;
+    if (want && !t->in_plist)
+        tlist_add(&t->drv->probing, t, PLINK);
+    else if (!want && t->in_plist)
+        tlist_del(&t->drv->probing, t, PLINK);
+    t->in_plist = want;
 }
 
 static void
 update_detail(struct snmp_target *t)
 {
-    char buf[1024];
-    fs_snmp_tmap_describe(&t->tm, buf, sizeof(buf));
+    char buf[1280];
+    size_t n = fs_snmp_tmap_describe(&t->tm, buf, sizeof(buf));
+    snprintf(buf + n, sizeof(buf) - n, ",\"snmp_clock_probes\":%llu,\"snmp_clock_probing\":\"%s\"",
+             (unsigned long long)t->prober.sent,
+             t->prober.state ? t->prober.state : FS_CLOCK_PROBER_STATE_NONE);
     fs_sink_set_detail(t->sink, buf);
 }
+
+static void plan_probe(struct snmp_target *t);
 
 /* Ends the cycle in flight: emits what arrived (all of it, or the part before the
  * deadline, a bound or a failed request; not when the target goes), reports the result. */
@@ -595,7 +661,7 @@ cycle_end(struct snmp_target *t, enum fs_poll_result r, const char *msg)
     t->in_cycle = false;
     t->wait_prep = false;
     t->reqid = 0;
-    active_del(t->drv, t);
+    tlist_del(&t->drv->active, t, ALINK);
     if (r != FS_POLL_OK)
         fs_snmp_poll_cut(&t->poll);
     if (!t->removed_pending && t->poll.n_pdus > 0) {
@@ -616,6 +682,7 @@ cycle_end(struct snmp_target *t, enum fs_poll_result r, const char *msg)
                  (unsigned)t->tm.n_ifs, (unsigned)FS_SNMP_MAX_IFS);
         msg = tmsg;
     }
+    plan_probe(t);
     update_detail(t);
     uint64_t id = t->cycle_id;
     atomic_store(&t->busy, false);
@@ -804,6 +871,63 @@ date_and_time_us(const unsigned char *b, size_t len, int64_t *out)
     }
     *out = s * 1000000 + (int64_t)b[7] * 100000;
     return 0;
+}
+
+/* Whether v is hrSystemDate.0 holding a valid DateAndTime; *dev_us its time. */
+static bool
+hrsystemdate_of(const netsnmp_variable_list *v, int64_t *dev_us)
+{
+    return snmp_oid_compare(v->name, v->name_length, oid_hrsystemdate,
+                            OID_LENGTH(oid_hrsystemdate)) == 0 &&
+           v->type == ASN_OCTET_STR && v->val.string &&
+           date_and_time_us(v->val.string, v->val_len, dev_us) == 0;
+}
+
+/* "a poll" / "a check probe" moved the estimate beyond its uncertainty. */
+static void
+log_stepped(struct snmp_target *t, int64_t moved_us, const char *by)
+{
+    fs_log(FS_LOG_INFO, SUBSYS,
+           "target %s: %s moved the clock offset by %.3f ms (the device clock stepped); "
+           "checking it",
+           t->tcfg->name, by, (double)moved_us / 1e3);
+}
+
+/*
+ * A reading of hrSystemDate taken between sent_us and received_us (realtime): to the
+ * sink's filter, and to the prober (round trip, resolution). A poll's reading (outcome
+ * NULL) that moves the estimate beyond its uncertainty schedules checks; a probe's gets
+ * the prober's verdict in *outcome (and logs a step or a pause).
+ */
+static void
+clock_reading(struct snmp_target *t, int64_t dev_us, int64_t sent_us, int64_t received_us,
+              enum fs_clock_probe_outcome *outcome)
+{
+    int64_t off0 = 0, unc0 = 0, off1, unc1, moved;
+    bool known = fs_sink_clock_estimate(t->sink, &off0, &unc0);
+    fs_sink_clock(t->sink, dev_us, sent_us, received_us);
+    /* net-snmp's agent fills whole seconds; an agent that shows tenths is fine enough
+     * without probes (and its resolution is no longer a guess of one second). */
+    if (dev_us % 1000000 != 0)
+        t->clock_fine = true;
+    t->clock_seen = true;
+    fs_clock_prober_reading(&t->prober, 1000000, received_us - sent_us);
+    if (!outcome) {
+        if (known && fs_sink_clock_estimate(t->sink, &off1, &unc1) &&
+            fs_clock_prober_moved(&t->prober, off0, unc0, off1))
+            log_stepped(t, off1 - off0, "a poll");
+        return;
+    }
+    off1 = t->prober.off_before_us;
+    unc1 = t->prober.unc_before_us;
+    fs_sink_clock_estimate(t->sink, &off1, &unc1);
+    *outcome = fs_clock_prober_answered(&t->prober, off1, unc1, fs_monotonic_us(), &moved);
+    if (*outcome == FS_CLOCK_PROBE_STEPPED)
+        log_stepped(t, moved, "a check probe");
+    else if (*outcome == FS_CLOCK_PROBE_PAUSED)
+        fs_log(FS_LOG_INFO, SUBSYS,
+               "target %s: %d clock probes did not narrow the offset; pausing probes",
+               t->tcfg->name, FS_CLOCK_PROBER_NO_GAIN_MAX);
 }
 
 static bool
@@ -1098,14 +1222,14 @@ on_response(int op, netsnmp_session *sess, int reqid, netsnmp_pdu *pdu, void *ma
     if (t->ph == FS_SNMP_PH_SCALARS) {
         int64_t received_us = fs_realtime_us();
         for (netsnmp_variable_list *v = pdu->variables; v; v = v->next_variable) {
-            if (snmp_oid_compare(v->name, v->name_length, oid_hrsystemdate,
-                                 OID_LENGTH(oid_hrsystemdate)) == 0) {
-                int64_t dev_us;
-                if (v->type == ASN_OCTET_STR &&
-                    date_and_time_us(v->val.string, v->val_len, &dev_us) == 0)
-                    fs_sink_clock(t->sink, dev_us, t->sent_real_us, received_us);
+            int64_t dev_us;
+            if (hrsystemdate_of(v, &dev_us)) {
+                clock_reading(t, dev_us, t->sent_real_us, received_us, NULL);
                 continue;
             }
+            if (snmp_oid_compare(v->name, v->name_length, oid_hrsystemdate,
+                                 OID_LENGTH(oid_hrsystemdate)) == 0)
+                continue; /* noSuchObject or not a DateAndTime: no clock here */
             struct fs_snmp_vb vb;
             vb_convert(v, &vb);
             fs_snmp_poll_add(&t->poll, &t->tm, &vb);
@@ -1189,6 +1313,152 @@ v3_discover(struct snmp_target *t)
     t->reqid = id;
 }
 
+/* ---- clock probes (see the top of the file) ---- */
+
+/* Plans the next probe (t->prober.at_us) when the target is idle: a session, no cycle,
+ * no probe in flight; the prober says why none is planned. Called whenever the target
+ * becomes idle (a cycle or a probe ended). */
+static void
+plan_probe(struct snmp_target *t)
+{
+    t->prober.at_us = 0;
+    if (t->in_cycle || t->removed_pending || !t->sessp || !t->v3_ready || t->probe_reqid) {
+        probe_list_sync(t);
+        return;
+    }
+    if (!t->clock_seen) {
+        fs_clock_prober_off(&t->prober, "off (no hrSystemDate in the polls)");
+    } else if (t->clock_fine) {
+        fs_clock_prober_off(&t->prober, "off (the device clock shows tenths of a second)");
+    } else {
+        struct fs_clock_prober_now n = {
+            .now_us = fs_realtime_us(),
+            .now_mono_us = fs_monotonic_us(),
+            .cycle_start_us = t->cycle_start_real_us,
+            .interval_us = fs_snmp_config_interval(t->snmp), /* the scheduler's period */
+        };
+        n.known = fs_sink_clock_estimate(t->sink, &n.offset_us, &n.uncertainty_us);
+        fs_clock_prober_plan(&t->prober, &n);
+    }
+    probe_list_sync(t);
+}
+
+/* The probe's answer (or its timeout, or an error): one more measurement for the core's
+ * filter, and the next probe planned. */
+static int
+on_probe(int op, netsnmp_session *sess, int reqid, netsnmp_pdu *pdu, void *magic)
+{
+    struct snmp_target *t = magic;
+    (void)sess;
+    const int64_t received_us = fs_realtime_us();
+    /* An unauthenticated Report comes with request id 0 (see on_response). */
+    bool report0 = reqid == 0 && pdu && pdu->command == SNMP_MSG_REPORT && t->probe_reqid;
+    if ((reqid != t->probe_reqid && !report0) || op == NETSNMP_CALLBACK_OP_RESEND)
+        return 1;
+    t->probe_reqid = 0;
+    if (t->removed_pending) /* the session is closing: nothing more goes to the sink */
+        return 1;
+    int64_t dev_us;
+    enum fs_clock_probe_outcome outcome;
+    if (op == NETSNMP_CALLBACK_OP_TIMED_OUT) {
+        if (fs_clock_prober_dropped(&t->prober, fs_monotonic_us()))
+            fs_log(FS_LOG_INFO, SUBSYS,
+                   "target %s: %d clock probes did not narrow the offset (timeouts); pausing "
+                   "probes",
+                   t->tcfg->name, FS_CLOCK_PROBER_NO_GAIN_MAX);
+    } else if (op == NETSNMP_CALLBACK_OP_RECEIVED_MESSAGE && pdu &&
+               pdu->command == SNMP_MSG_RESPONSE && pdu->errstat == SNMP_ERR_NOERROR &&
+               pdu->variables && hrsystemdate_of(pdu->variables, &dev_us)) {
+        clock_reading(t, dev_us, t->probe_sent_real_us, received_us, &outcome);
+    } else {
+        fs_log(FS_LOG_WARN, SUBSYS,
+               "target %s: clock probe: no hrSystemDate in the answer (%s); probes paused",
+               t->tcfg->name,
+               op != NETSNMP_CALLBACK_OP_RECEIVED_MESSAGE || !pdu ? "security error or no answer"
+               : pdu->errstat != SNMP_ERR_NOERROR ? snmp_errstring((int)pdu->errstat)
+                                                  : "not a DateAndTime");
+        fs_clock_prober_failed(&t->prober, fs_monotonic_us());
+    }
+    plan_probe(t);
+    update_detail(t);
+    return 1;
+}
+
+/* Sends the planned probe: a GET of hrSystemDate.0 alone, no retries (a late answer is
+ * useless and a retransmission would blur the send time). */
+static void
+send_probe(struct snmp_target *t)
+{
+    const struct fs_snmp_cfg *c = t->snmp;
+    int64_t off, unc;
+    t->prober.at_us = 0;
+    netsnmp_pdu *pdu = NULL;
+    if (!fs_sink_clock_estimate(t->sink, &off, &unc))
+        goto out;
+    pdu = snmp_pdu_create(SNMP_MSG_GET);
+    if (!pdu)
+        goto out;
+    snmp_add_null_var(pdu, oid_hrsystemdate, OID_LENGTH(oid_hrsystemdate));
+    int64_t to = 10 * fs_clock_prober_rtt(&t->prober);
+    if (to < PROBE_TIMEOUT_MIN_US)
+        to = PROBE_TIMEOUT_MIN_US;
+    if (c->timeout_us > 0 && to > c->timeout_us)
+        to = c->timeout_us;
+    netsnmp_session *ss = snmp_sess_session(t->sessp);
+    ss->timeout = (long)to;
+    ss->retries = 0;
+    t->probe_timer_us = fs_monotonic_us() + to;
+    t->probe_sent_real_us = fs_realtime_us(); /* before the send: the bound stays honest */
+    t->probe_reqid = snmp_sess_async_send(t->sessp, pdu, on_probe, t);
+    if (t->probe_reqid == 0) {
+        fs_log(FS_LOG_WARN, SUBSYS, "target %s: clock probe: send failed; probes paused",
+               t->tcfg->name);
+        fs_clock_prober_failed(&t->prober, fs_monotonic_us());
+        goto out;
+    }
+    pdu = NULL; /* net-snmp's now */
+    fs_clock_prober_sent(&t->prober, off, unc);
+out:
+    if (pdu)
+        snmp_free_pdu(pdu);
+    if (t->probe_reqid == 0)
+        plan_probe(t);
+    else
+        probe_list_sync(t);
+}
+
+/* Sends the probes that are due; a probe that became late (the thread was busy) is
+ * planned again rather than sent with a lopsided cut. */
+static void
+run_due_probes(struct snmp_drv *d)
+{
+    for (struct snmp_target *t = d->probing, *next; t; t = next) {
+        next = t->plink.next;
+        int due = fs_clock_prober_due(&t->prober, fs_realtime_us());
+        if (due > 0)
+            send_probe(t);
+        else if (due < 0)
+            plan_probe(t);
+    }
+}
+
+/* Arms the timerfd for the earliest planned probe. */
+static void
+arm_probe_timer(struct snmp_drv *d)
+{
+    int64_t first = 0;
+    for (struct snmp_target *t = d->probing; t; t = t->plink.next)
+        if (t->prober.at_us > 0 && (first == 0 || t->prober.at_us < first))
+            first = t->prober.at_us;
+    if (first == d->tfd_armed_us)
+        return;
+    /* 0 disarms */
+    struct itimerspec its = {.it_value = {.tv_sec = (time_t)(first / 1000000),
+                                          .tv_nsec = (long)(first % 1000000) * 1000}};
+    if (timerfd_settime(d->tfd, TFD_TIMER_ABSTIME, &its, NULL) == 0)
+        d->tfd_armed_us = first;
+}
+
 /* Opens the session if needed (once the preparation is ready) and starts the walk; a
  * cycle whose preparation is still running waits for RQ_PREPARED (or its deadline). */
 static void
@@ -1252,7 +1522,12 @@ cycle_begin(struct snmp_drv *d, struct snmp_target *t, uint64_t id, int64_t dead
     t->reps = t->snmp->max_repetitions > 0 ? t->snmp->max_repetitions : 50;
     t->ph = FS_SNMP_PH_SCALARS;
     fs_snmp_poll_reset(&t->poll);
-    active_add(d, t);
+    t->cycle_start_real_us = fs_realtime_us();
+    /* A probe planned for later is dropped: probes go between cycles only (one in flight
+     * runs on; its answer is handled by its own callback). */
+    t->prober.at_us = 0;
+    probe_list_sync(t);
+    tlist_add(&d->active, t, ALINK);
     session_go(t);
 }
 
@@ -1287,7 +1562,10 @@ handle_queue(struct snmp_drv *d)
         case RQ_REMOVE:
             t->removed_pending = true;
             cycle_end(t, FS_POLL_TIMEOUT, "target removed");
-            close_session(t);
+            close_session(t); /* frees a probe in flight too */
+            t->probe_reqid = 0;
+            t->prober.at_us = 0;
+            probe_list_sync(t);
             pthread_mutex_lock(&d->qlock);
             t->removed = true;
             pthread_cond_broadcast(&d->qcond);
@@ -1304,7 +1582,7 @@ check_timers(struct snmp_drv *d)
 {
     int64_t now = fs_monotonic_us();
     for (struct snmp_target *t = d->active, *next; t; t = next) {
-        next = t->anext;
+        next = t->alink.next;
         if (now >= t->deadline_us) {
             if (t->wait_prep)
                 cycle_end(t, FS_POLL_TIMEOUT, "address or keys not ready (resolving)");
@@ -1319,18 +1597,30 @@ check_timers(struct snmp_drv *d)
                 t->timer_us = now + t->req_timeout_us;
         }
     }
+    for (struct snmp_target *t = d->probing, *next; t; t = next) {
+        next = t->plink.next;
+        if (t->probe_reqid && now >= t->probe_timer_us) {
+            /* net-snmp reports the probe's timeout through on_probe(). */
+            snmp_sess_timeout(t->sessp);
+            if (t->probe_reqid)
+                t->probe_timer_us = now + MIN_TIMEOUT_US;
+        }
+    }
 }
 
 static int
 next_wait_ms(struct snmp_drv *d)
 {
     int64_t now = fs_monotonic_us(), next = now + 1000000;
-    for (struct snmp_target *t = d->active; t; t = t->anext) {
+    for (struct snmp_target *t = d->active; t; t = t->alink.next) {
         if (t->deadline_us < next)
             next = t->deadline_us;
         if (t->reqid && t->timer_us < next)
             next = t->timer_us;
     }
+    for (struct snmp_target *t = d->probing; t; t = t->plink.next)
+        if (t->probe_reqid && t->probe_timer_us < next)
+            next = t->probe_timer_us;
     int64_t ms = (next - now + 999) / 1000;
     return ms < 0 ? 0 : (int)ms;
 }
@@ -1360,6 +1650,13 @@ drv_thread(void *arg)
                 queued = true;
                 continue;
             }
+            if (evs[i].data.ptr == &d->tfd) {
+                uint64_t expirations;
+                ssize_t r = read(d->tfd, &expirations, sizeof(expirations));
+                (void)r;
+                d->tfd_armed_us = 0; /* one-shot: spent */
+                continue;
+            }
             struct snmp_target *t = evs[i].data.ptr;
             if (!t->sessp || t->fd < 0)
                 continue;
@@ -1378,6 +1675,8 @@ drv_thread(void *arg)
             handle_queue(d);
         }
         check_timers(d);
+        run_due_probes(d);
+        arm_probe_timer(d);
     }
     netsnmp_large_fd_set_cleanup(&d->lfs);
     snmp_shutdown("fabricscope");
@@ -1410,7 +1709,7 @@ snmp_init(void **state, char *errbuf, size_t errlen)
         snprintf(errbuf, errlen, "out of memory");
         goto out;
     }
-    d->epfd = d->evfd = -1;
+    d->epfd = d->evfd = d->tfd = -1;
     pthread_mutex_init(&d->qlock, NULL);
     pthread_cond_init(&d->qcond, NULL);
     pthread_mutex_init(&d->plock, NULL);
@@ -1422,9 +1721,13 @@ snmp_init(void **state, char *errbuf, size_t errlen)
     raise_nofile();
     d->epfd = epoll_create1(EPOLL_CLOEXEC);
     d->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    d->tfd = timerfd_create(CLOCK_REALTIME, TFD_NONBLOCK | TFD_CLOEXEC);
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-    if (d->epfd < 0 || d->evfd < 0 || epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->evfd, &ev) != 0) {
-        snprintf(errbuf, errlen, "epoll/eventfd: %s", strerror(errno));
+    struct epoll_event tev = {.events = EPOLLIN, .data.ptr = &d->tfd};
+    if (d->epfd < 0 || d->evfd < 0 || d->tfd < 0 ||
+        epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->evfd, &ev) != 0 ||
+        epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->tfd, &tev) != 0) {
+        snprintf(errbuf, errlen, "epoll/eventfd/timerfd: %s", strerror(errno));
         goto out;
     }
     if (pthread_create(&d->thr, NULL, drv_thread, d) != 0) {
@@ -1485,6 +1788,8 @@ snmp_shutdown_drv(void *state)
         close(d->epfd);
     if (d->evfd >= 0)
         close(d->evfd);
+    if (d->tfd >= 0)
+        close(d->tfd);
     pthread_mutex_destroy(&d->qlock);
     pthread_cond_destroy(&d->qcond);
     if (left_behind)

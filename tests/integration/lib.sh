@@ -141,6 +141,18 @@ prom_query() {
   curl -fsS --get "http://127.0.0.1:$PROM_PORT/api/v1/query" --data-urlencode "query=$1"
 }
 
+# Starts a private snmpd serving this machine's own interfaces and clock (no simulator)
+# on a free UDP port. Sets PORT and everything in its env.sh (SNMP_COMMUNITY_FILE,
+# SNMPD_PID, ...), and SNMP_PERSISTENT_DIR/MIBS for the net-snmp tools; stops at exit.
+start_snmp_host() {
+  PORT=$(free_udp_port)
+  bash "$FS_SOURCE_DIR/tests/sim/start-snmp-sim.sh" --dir "$T/snmp" --port "$PORT" --mode host \
+    >"$T/start.log" 2>&1 || { cat "$T/start.log" >&2; fail "snmpd did not start"; }
+  source "$T/snmp/env.sh"
+  track "$SNMPD_PID"
+  export SNMP_PERSISTENT_DIR=$T/snmp/persist MIBS=""
+}
+
 # Starts the simulated switch (tests/sim) behind a private snmpd on a free UDP port;
 # extra arguments go to the simulator. Sets SIM, PORT and everything in its env.sh
 # (SNMP_COMMUNITY_FILE, SNMP_V3_*, SIM_PID, SNMPD_PID); both processes stop at exit.

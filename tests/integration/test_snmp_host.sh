@@ -6,12 +6,7 @@ source "$(dirname "$0")/lib.sh"
 
 HARNESS=$FS_BUILD_DIR/sim/snmp-harness
 [ -x "$HARNESS" ] || fail "build snmp-harness first"
-PORT=$(free_udp_port)
-bash "$FS_SOURCE_DIR/tests/sim/start-snmp-sim.sh" --dir "$T/snmp" --port "$PORT" --mode host \
-  >"$T/start.log" 2>&1 || { cat "$T/start.log" >&2; fail "snmpd did not start"; }
-source "$T/snmp/env.sh"
-track "$SNMPD_PID"
-export SNMP_PERSISTENT_DIR=$T/snmp/persist MIBS=""
+start_snmp_host
 C=$(cat "$SNMP_COMMUNITY_FILE")
 get() { snmpget -v2c -c "$C" -On -Oqv -t 1 -r 1 "udp:127.0.0.1:$PORT" "$@"; }
 
@@ -52,7 +47,8 @@ awk -v b="$before" -v v="$v" -v a="$after" 'BEGIN {exit !(b <= v && v <= a)}' ||
 ok "$fname rx bytes $v within [$before, $after]"
 
 # The device clock from hrSystemDate (whole seconds): polls 700 ms apart straddle the
-# agent's second edges, so the bound narrows below the half second one reading gives;
+# agent's second edges (and the driver's clock probes cut between them; see
+# test_snmp_clock_probe), so the bound narrows below the half second one reading gives;
 # snmpd reads this machine's clock, so the true offset (0) lies within it.
 "$HARNESS" --port "$PORT" --community-file "$SNMP_COMMUNITY_FILE" --polls 8 --interval-ms 700 \
   --grep 'fabricscope_target_clock' >"$T/clock.out" 2>"$T/clock.log" || fail "clock polls failed"
