@@ -19,8 +19,8 @@
  * fs_sink_clock_estimate); the core's own code does not call it, so it is built as a
  * library of its own (fs_driver_support, collector/CMakeLists.txt) linked after the
  * drivers. Pure functions and a plain state struct; no I/O, no allocation, no threads
- * (a prober belongs to one driver thread). All times are microseconds: CLOCK_REALTIME unless named
- * *_mono_us (CLOCK_MONOTONIC).
+ * (a prober belongs to one driver thread). All times are microseconds: CLOCK_REALTIME
+ * unless named *_mono_us (CLOCK_MONOTONIC).
  */
 #ifndef FS_ANALYSIS_CLOCK_PROBE_H
 #define FS_ANALYSIS_CLOCK_PROBE_H
@@ -36,10 +36,9 @@ struct fs_clock_probe_plan_in {
     int64_t offset_us;      /**< current estimate: device minus collector */
     int64_t uncertainty_us; /**< its half width (> 0) */
     int64_t rtt_us;         /**< a recent clock reading's round trip (>= 0) */
-    int64_t
-        resolution_us; /**< the device clock's resolution (> 0; 1000000 for a whole-second clock) */
-    int64_t not_before_us; /**< earliest allowed send time (e.g. now) */
-    int64_t not_after_us;  /**< latest allowed send time (>= not_before_us) */
+    int64_t resolution_us;  /**< the device clock's resolution (> 0; 1000000: whole seconds) */
+    int64_t not_before_us;  /**< earliest allowed send time (e.g. now) */
+    int64_t not_after_us;   /**< latest allowed send time (>= not_before_us) */
 };
 
 /**

@@ -3,8 +3,9 @@
 # real fabricscope binary, against a private real snmpd serving this machine's own clock,
 # polled every 1 s. The true offset is 0 up to one kernel tick: snmpd reads time(), which
 # on Linux is the coarse realtime clock (CLOCK_REALTIME_COARSE), behind CLOCK_REALTIME by
-# less than its resolution (a tick, 4 ms at HZ=250); so the truth lies in [-tick, 0]. Polls alone come at a fixed phase to the agent's
-# second edge and leave the offset about a second wide; the driver's second-edge probes
+# less than its resolution (a tick, 4 ms at HZ=250); so the truth lies in [-tick, 0].
+# Polls alone come at a fixed phase to the agent's second edge and leave the offset
+# about a second wide; the driver's second-edge probes
 # (extra GETs of hrSystemDate.0 between polls) must bring the target's clock uncertainty
 # (/api/v1/targets, polled every 100 ms) to <= 20 ms within 30 s of its first reading, with:
 #   - every estimate seen on the way honest: offset +- uncertainty meets [-tick, 0];
@@ -117,4 +118,4 @@ for e in errs:
     print("FAIL: " + e, file=sys.stderr)
 sys.exit(1 if errs else 0)
 EOF
-ok "SNMP hrSystemDate clock of this host (true offset within one tick below 0) (whole seconds, polled every 1 s): within 20 ms (honest all along) within 30 s by second-edge probes, which then stop; polls unharmed"
+ok "SNMP hrSystemDate (whole seconds, polled every 1 s): within 20 ms of the truth ([-tick, 0]) within 30 s by second-edge probes, honest all along; probing then stops; polls unharmed"
