@@ -16,10 +16,9 @@
  * filter does the arithmetic, so a badly timed probe costs a probe, never honesty.
  *
  * Drivers reach this header through store/sink.h (which includes it, next to
- * fs_sink_clock_estimate); the core's own code does not call it, so it is built as a
- * library of its own (fs_driver_support, collector/CMakeLists.txt) linked after the
- * drivers. Pure functions and a plain state struct; no I/O, no allocation, no threads
- * (a prober belongs to one driver thread). All times are microseconds: CLOCK_REALTIME
+ * fs_sink_clock_estimate and fs_sink_clock_prober_reading, which feeds a prober the
+ * readings it hands the sink). Pure functions and a plain state struct; no I/O, no allocation, no
+ * threads (a prober belongs to one driver thread). All times are microseconds: CLOCK_REALTIME
  * unless named *_mono_us (CLOCK_MONOTONIC).
  */
 #ifndef FS_ANALYSIS_CLOCK_PROBE_H

@@ -32,7 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analysis/clock_probe.h" /* a driver's clock probes read this sink's estimate */
+#include "analysis/clock_probe.h" /* a driver's clock prober, fed by this sink */
 #include "metrics_catalogue.h"
 
 struct fs_sink;
@@ -171,6 +171,19 @@ void fs_sink_clock(struct fs_sink *s, int64_t device_us, int64_t local_lo_us, in
  * reach them through this header). Same threading as the other calls of this sink.
  */
 int fs_sink_clock_estimate(struct fs_sink *s, int64_t *offset_us, int64_t *uncertainty_us);
+
+/**
+ * A reading of a whole-second device clock whose driver probes it (p: the target's
+ * prober, analysis/clock_probe.h): fs_sink_clock(device_us, local_lo_us, local_hi_us),
+ * then the prober learns the round trip and the resolution res_us. A poll's reading
+ * (probe false) that moves the estimate beyond its uncertainty makes the prober check it;
+ * a probe's answer (probe true: after fs_clock_prober_sent) gets the prober's verdict.
+ * A device clock step and a pause of probing are logged (subsystem: the source). Same
+ * threading as the other calls of this sink; p belongs to the caller.
+ */
+void fs_sink_clock_prober_reading(struct fs_sink *s, struct fs_clock_prober *p, int64_t device_us,
+                                  int64_t res_us, int64_t local_lo_us, int64_t local_hi_us,
+                                  bool probe);
 
 /**
  * Sets driver-specific JSON members of the target (without braces, e.g.

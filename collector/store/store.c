@@ -1361,6 +1361,41 @@ fs_sink_clock_estimate(struct fs_sink *s, int64_t *offset_us, int64_t *uncertain
     return 1;
 }
 
+void
+fs_sink_clock_prober_reading(struct fs_sink *s, struct fs_clock_prober *p, int64_t device_us,
+                             int64_t res_us, int64_t local_lo_us, int64_t local_hi_us, bool probe)
+{
+    int64_t off0 = 0, unc0 = 0, off1, unc1, moved = 0;
+    const char *by = NULL;
+    bool known = fs_sink_clock_estimate(s, &off0, &unc0);
+    fs_sink_clock(s, device_us, local_lo_us, local_hi_us);
+    fs_clock_prober_reading(p, res_us, local_hi_us - local_lo_us);
+    if (!probe) {
+        if (known && fs_sink_clock_estimate(s, &off1, &unc1) &&
+            fs_clock_prober_moved(p, off0, unc0, off1)) {
+            moved = off1 - off0;
+            by = "a poll";
+        }
+    } else {
+        off1 = p->off_before_us;
+        unc1 = p->unc_before_us;
+        fs_sink_clock_estimate(s, &off1, &unc1);
+        enum fs_clock_probe_outcome o =
+            fs_clock_prober_answered(p, off1, unc1, fs_monotonic_us(), &moved);
+        if (o == FS_CLOCK_PROBE_STEPPED)
+            by = "a check probe";
+        else if (o == FS_CLOCK_PROBE_PAUSED)
+            fs_log(FS_LOG_INFO, s->source,
+                   "target %s: %d clock probes did not narrow the offset; pausing probes",
+                   s->target, FS_CLOCK_PROBER_NO_GAIN_MAX);
+    }
+    if (by)
+        fs_log(FS_LOG_INFO, s->source,
+               "target %s: %s moved the clock offset by %.3f ms (the device clock stepped); "
+               "checking it",
+               s->target, by, (double)moved / 1e3);
+}
+
 /* ---- readers ---- */
 
 /* The source's place in the target's precedence (the configuration lists every driver

@@ -582,20 +582,6 @@ wjh_record(const struct onyx_wjh_record *r, void *arg)
     }
 }
 
-/* A reading moved the estimate beyond its own uncertainty: the device clock stepped. The
- * core's filter keeps the older readings that still agree with the new one, so the
- * estimate may sit between stale bounds: a round of checks at once (repeated while they
- * move it), after any narrowing. */
-/* The prober scheduled checks after a reading moved the estimate: say so. */
-static void
-stepped(struct onyx_target *t, int64_t moved_us, const char *by)
-{
-    fs_log(FS_LOG_INFO, SUBSYS,
-           "target %s: a %s moved the clock offset by %.3f ms (the device clock stepped); "
-           "checking it",
-           t->name, by, (double)moved_us / 1e3);
-}
-
 static void
 handle_response(struct onyx_target *t, const struct cmd *c, const char *text, size_t len,
                 int64_t now_real)
@@ -663,15 +649,9 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
          * clock was between the batch's send and this answer. The core's filter does the
          * rest (second-edge detection across polls and clock probes for a whole-second
          * clock). */
-        if (rc == 0) {
-            int64_t off0, unc0, off1, unc1;
-            bool known = fs_sink_clock_estimate(t->sink, &off0, &unc0);
-            fs_sink_clock(t->sink, dev_us, t->batch_lo_us, now_real);
-            fs_clock_prober_reading(&t->prober, res_us, now_real - t->batch_lo_us);
-            if (known && fs_sink_clock_estimate(t->sink, &off1, &unc1) &&
-                fs_clock_prober_moved(&t->prober, off0, unc0, off1))
-                stepped(t, off1 - off0, "poll");
-        }
+        if (rc == 0)
+            fs_sink_clock_prober_reading(t->sink, &t->prober, dev_us, res_us, t->batch_lo_us,
+                                         now_real, false);
         break;
     }
     case K_VERSION: {
@@ -876,18 +856,8 @@ process_probe(struct onyx_target *t)
                t->name, err);
         fs_clock_prober_failed(&t->prober, fs_monotonic_us());
     } else {
-        fs_sink_clock(t->sink, dev_us, t->probe_lo_us, now_real);
-        fs_clock_prober_reading(&t->prober, res_us, now_real - t->probe_lo_us);
-        int64_t off = t->prober.off_before_us, unc = t->prober.unc_before_us, moved;
-        fs_sink_clock_estimate(t->sink, &off, &unc);
-        enum fs_clock_probe_outcome o =
-            fs_clock_prober_answered(&t->prober, off, unc, fs_monotonic_us(), &moved);
-        if (o == FS_CLOCK_PROBE_STEPPED)
-            stepped(t, moved, "check probe");
-        else if (o == FS_CLOCK_PROBE_PAUSED)
-            fs_log(FS_LOG_INFO, SUBSYS,
-                   "target %s: %d clock probes did not narrow the offset; pausing probes", t->name,
-                   FS_CLOCK_PROBER_NO_GAIN_MAX);
+        fs_sink_clock_prober_reading(t->sink, &t->prober, dev_us, res_us, t->probe_lo_us, now_real,
+                                     true);
     }
     t->resp_start = end;
     t->echo_skipped = false;

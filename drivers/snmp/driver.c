@@ -883,51 +883,21 @@ hrsystemdate_of(const netsnmp_variable_list *v, int64_t *dev_us)
            date_and_time_us(v->val.string, v->val_len, dev_us) == 0;
 }
 
-/* "a poll" / "a check probe" moved the estimate beyond its uncertainty. */
-static void
-log_stepped(struct snmp_target *t, int64_t moved_us, const char *by)
-{
-    fs_log(FS_LOG_INFO, SUBSYS,
-           "target %s: %s moved the clock offset by %.3f ms (the device clock stepped); "
-           "checking it",
-           t->tcfg->name, by, (double)moved_us / 1e3);
-}
-
 /*
- * A reading of hrSystemDate taken between sent_us and received_us (realtime): to the
- * sink's filter, and to the prober (round trip, resolution). A poll's reading (outcome
- * NULL) that moves the estimate beyond its uncertainty schedules checks; a probe's gets
- * the prober's verdict in *outcome (and logs a step or a pause).
+ * A reading of hrSystemDate taken between sent_us and received_us (realtime), from a poll
+ * or from a probe: to the sink's filter and the prober (fs_sink_clock_prober_reading).
  */
 static void
 clock_reading(struct snmp_target *t, int64_t dev_us, int64_t sent_us, int64_t received_us,
-              enum fs_clock_probe_outcome *outcome)
+              bool probe)
 {
-    int64_t off0 = 0, unc0 = 0, off1, unc1, moved;
-    bool known = fs_sink_clock_estimate(t->sink, &off0, &unc0);
-    fs_sink_clock(t->sink, dev_us, sent_us, received_us);
     /* net-snmp's agent fills whole seconds; an agent that shows tenths is fine enough
-     * without probes (and its resolution is no longer a guess of one second). */
+     * without probes. */
     if (dev_us % 1000000 != 0)
         t->clock_fine = true;
     t->clock_seen = true;
-    fs_clock_prober_reading(&t->prober, 1000000, received_us - sent_us);
-    if (!outcome) {
-        if (known && fs_sink_clock_estimate(t->sink, &off1, &unc1) &&
-            fs_clock_prober_moved(&t->prober, off0, unc0, off1))
-            log_stepped(t, off1 - off0, "a poll");
-        return;
-    }
-    off1 = t->prober.off_before_us;
-    unc1 = t->prober.unc_before_us;
-    fs_sink_clock_estimate(t->sink, &off1, &unc1);
-    *outcome = fs_clock_prober_answered(&t->prober, off1, unc1, fs_monotonic_us(), &moved);
-    if (*outcome == FS_CLOCK_PROBE_STEPPED)
-        log_stepped(t, moved, "a check probe");
-    else if (*outcome == FS_CLOCK_PROBE_PAUSED)
-        fs_log(FS_LOG_INFO, SUBSYS,
-               "target %s: %d clock probes did not narrow the offset; pausing probes",
-               t->tcfg->name, FS_CLOCK_PROBER_NO_GAIN_MAX);
+    fs_sink_clock_prober_reading(t->sink, &t->prober, dev_us, t->clock_fine ? 100000 : 1000000,
+                                 sent_us, received_us, probe);
 }
 
 static bool
@@ -1224,7 +1194,7 @@ on_response(int op, netsnmp_session *sess, int reqid, netsnmp_pdu *pdu, void *ma
         for (netsnmp_variable_list *v = pdu->variables; v; v = v->next_variable) {
             int64_t dev_us;
             if (hrsystemdate_of(v, &dev_us)) {
-                clock_reading(t, dev_us, t->sent_real_us, received_us, NULL);
+                clock_reading(t, dev_us, t->sent_real_us, received_us, false);
                 continue;
             }
             if (snmp_oid_compare(v->name, v->name_length, oid_hrsystemdate,
@@ -1359,7 +1329,6 @@ on_probe(int op, netsnmp_session *sess, int reqid, netsnmp_pdu *pdu, void *magic
     if (t->removed_pending) /* the session is closing: nothing more goes to the sink */
         return 1;
     int64_t dev_us;
-    enum fs_clock_probe_outcome outcome;
     if (op == NETSNMP_CALLBACK_OP_TIMED_OUT) {
         if (fs_clock_prober_dropped(&t->prober, fs_monotonic_us()))
             fs_log(FS_LOG_INFO, SUBSYS,
@@ -1369,7 +1338,7 @@ on_probe(int op, netsnmp_session *sess, int reqid, netsnmp_pdu *pdu, void *magic
     } else if (op == NETSNMP_CALLBACK_OP_RECEIVED_MESSAGE && pdu &&
                pdu->command == SNMP_MSG_RESPONSE && pdu->errstat == SNMP_ERR_NOERROR &&
                pdu->variables && hrsystemdate_of(pdu->variables, &dev_us)) {
-        clock_reading(t, dev_us, t->probe_sent_real_us, received_us, &outcome);
+        clock_reading(t, dev_us, t->probe_sent_real_us, received_us, true);
     } else {
         fs_log(FS_LOG_WARN, SUBSYS,
                "target %s: clock probe: no hrSystemDate in the answer (%s); probes paused",
