@@ -141,6 +141,16 @@ prom_query() {
   curl -fsS --get "http://127.0.0.1:$PROM_PORT/api/v1/query" --data-urlencode "query=$1"
 }
 
+# What a test of the ONYX CLI simulator behind a private sshd needs: root (sshd, a test
+# user) and $T searchable by that user (the simulator reads its scenario there). Sets
+# START (the simulator's starter) and PY.
+onyx_sim_prereqs() {
+  START=$FS_SOURCE_DIR/tests/sim/onyx/start-onyx-sim.sh
+  [ "$(id -u)" = 0 ] || fail "needs root (sshd, test user)"
+  PY=/usr/bin/python3
+  chmod 0711 "$T"
+}
+
 # Starts a private snmpd serving this machine's own interfaces and clock (no simulator)
 # on a free UDP port. Sets PORT and everything in its env.sh (SNMP_COMMUNITY_FILE,
 # SNMPD_PID, ...), and SNMP_PERSISTENT_DIR/MIBS for the net-snmp tools; stops at exit.

@@ -17,11 +17,8 @@
 # Prints the converge times and the final figures as `# ...` lines.
 source "$(dirname "$0")/lib.sh"
 
-START=$FS_SOURCE_DIR/tests/sim/onyx/start-onyx-sim.sh
 [ -x "$FABRICSCOPE" ] || fail "build fabricscope first"
-[ "$(id -u)" = 0 ] || fail "needs root (sshd, test user)"
-PY=/usr/bin/python3
-chmod 0711 "$T"
+onyx_sim_prereqs
 
 declare -A OFFSET=([ahead]=250 [behind]=-730) INTERVAL=([ahead]=1s [behind]=2s)
 TARGETS=""

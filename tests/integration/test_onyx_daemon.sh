@@ -14,11 +14,8 @@
 #     of the flow rules (which only the CLI driver reads) keeps SNMP polling.
 source "$(dirname "$0")/lib.sh"
 
-START=$FS_SOURCE_DIR/tests/sim/onyx/start-onyx-sim.sh
 [ -x "$FABRICSCOPE" ] || fail "build fabricscope first"
-[ "$(id -u)" = 0 ] || fail "needs root (sshd, test user)"
-PY=/usr/bin/python3
-chmod 0711 "$T"
+onyx_sim_prereqs
 SCEN=$T/scenario.json
 # One surge (2 s on Eth1/5 tc 3) long done, the next 900 s away: congestion counters
 # stay put while the test runs; every counter starts at 2^53 + 1.

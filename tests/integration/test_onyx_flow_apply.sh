@@ -7,11 +7,8 @@
 source "$(dirname "$0")/lib.sh"
 
 POLL=$FS_BUILD_DIR/tests/fs-onyx-poll
-START=$FS_SOURCE_DIR/tests/sim/onyx/start-onyx-sim.sh
 [ -x "$POLL" ] || fail "build fs-onyx-poll first"
-[ "$(id -u)" = 0 ] || fail "needs root (sshd, test user)"
-PY=/usr/bin/python3
-chmod 0711 "$T"
+onyx_sim_prereqs
 SCEN=$T/scenario.json
 echo '{"ports": 8, "onyx_faults": {}}' >"$SCEN"
 "$START" --dir "$T/sim" --scenario "$SCEN" >"$T/start.log" 2>&1 || { cat "$T/start.log" >&2; fail "sim"; }

@@ -9,11 +9,8 @@
 #   offline plan) when the switch does not answer.
 source "$(dirname "$0")/lib.sh"
 
-START=$FS_SOURCE_DIR/tests/sim/onyx/start-onyx-sim.sh
 [ -x "$FABRICSCOPE" ] || fail "build fabricscope first"
-[ "$(id -u)" = 0 ] || fail "needs root (sshd, test user)"
-PY=/usr/bin/python3
-chmod 0711 "$T"
+onyx_sim_prereqs
 SCEN=$T/scenario.json
 echo '{"ports": 8, "onyx_faults": {}}' >"$SCEN"
 "$START" --dir "$T/sim" --scenario "$SCEN" >"$T/start.log" 2>&1 || { cat "$T/start.log" >&2; fail "sim"; }

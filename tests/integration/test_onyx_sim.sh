@@ -13,11 +13,8 @@
 source "$(dirname "$0")/lib.sh"
 
 POLL=$FS_BUILD_DIR/tests/fs-onyx-poll
-START=$FS_SOURCE_DIR/tests/sim/onyx/start-onyx-sim.sh
 [ -x "$POLL" ] || fail "build fs-onyx-poll first"
-[ "$(id -u)" = 0 ] || fail "needs root (sshd, test user)"
-PY=/usr/bin/python3
-chmod 0711 "$T" # the simulator runs as the test user and reads $T/scenario.json
+onyx_sim_prereqs
 
 # start_sim NAME [start-onyx-sim args...]: sim in $T/NAME; sources its env.sh.
 start_sim() {

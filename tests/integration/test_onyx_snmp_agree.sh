@@ -10,11 +10,8 @@ source "$(dirname "$0")/lib.sh"
 
 POLL=$FS_BUILD_DIR/tests/fs-onyx-poll
 HARNESS=$FS_BUILD_DIR/sim/snmp-harness
-START=$FS_SOURCE_DIR/tests/sim/onyx/start-onyx-sim.sh
 [ -x "$POLL" ] && [ -x "$HARNESS" ] || fail "build fs-onyx-poll and snmp-harness first"
-[ "$(id -u)" = 0 ] || fail "needs root (sshd, test user)"
-PY=/usr/bin/python3
-chmod 0711 "$T"
+onyx_sim_prereqs
 SCEN=$T/scenario.json
 # three surges done (6 s), the next 18 s away; counters from 2^53 + 1
 $PY - "$SCEN" <<'EOF'
