@@ -54,6 +54,9 @@ tsrc_main(void *arg)
             pthread_cond_timedwait(&t->cond, &t->lock, &ts);
         }
         bool cancelled = ((t->cancel && !b.ignore_cancel) || t->stop) && !t->finish;
+        /* From here the cycle is ending, hung or not: fs_test_driver_idle() must say
+         * "busy" until `running` drops, or a test could settle before the done call. */
+        t->cycle_hangs = false;
         if (t->finish)
             b.result = t->finish_result;
         t->finish = false;
