@@ -957,7 +957,11 @@ sender_main(void *arg)
             if (md_at != INT64_MAX && metadata_undescribed(w))
                 md_at = now;
         }
-        if (stop == RUN && now >= md_at) {
+        /* While the samples fail, their retries probe the receiver and metadata waits:
+         * it never takes a turn from a sample retry. It goes after the first batch that
+         * is accepted again. */
+        int64_t md_wake = failing ? INT64_MAX : md_at;
+        if (stop == RUN && now >= md_wake) {
             long md_retry_after = 0;
             enum send_result r = send_metadata(w, &md_retry_after, why, sizeof why);
             if (atomic_load(&w->stop) == STOP_HANDOVER)
@@ -967,7 +971,7 @@ sender_main(void *arg)
         }
         if (stop == RUN && now < retry_at) {
             int64_t until = retry_at < next_scan ? retry_at : next_scan;
-            wait_until(w, md_at < until ? md_at : until);
+            wait_until(w, md_wake < until ? md_wake : until);
             continue;
         }
         size_t n = st->q_len < w->cfg.max_samples_per_send ? st->q_len
@@ -980,7 +984,7 @@ sender_main(void *arg)
             int64_t until = next_scan;
             if (n > 0 && st->q[st->q_head].enq_us + w->cfg.batch_send_deadline_us < until)
                 until = st->q[st->q_head].enq_us + w->cfg.batch_send_deadline_us;
-            wait_until(w, md_at < until ? md_at : until);
+            wait_until(w, md_wake < until ? md_wake : until);
             continue;
         }
         int64_t max_ts = 0;

@@ -33,7 +33,9 @@
  * and send_interval after each round. A 5xx, 429 or transport error is retried with the
  * queue's backoff (or Retry-After) but never later than send_interval; a 4xx waits for the
  * next round. A metadata request is a round trip between two sample requests on the same
- * connection: samples never wait for a metadata retry and never change order.
+ * connection; while sample requests fail, metadata waits (the samples' retries probe the
+ * receiver) and goes after the first batch accepted again: it never takes a sample
+ * retry's turn, and samples never change order.
  *
  * Values. Remote write carries float64 values: a counter (exact uint64 in the ring) is
  * sent as (double)value * scale, exactly as /metrics exposes it. Above 2^53 a counter is

@@ -197,6 +197,7 @@ static struct receiver {
     unsigned seq;      /* requests of both kinds, in arrival order */
     unsigned requests; /* sample requests */
     int64_t request_mono_us[64];
+    unsigned request_seq[64];
     unsigned md_requests; /* metadata-only requests */
     int64_t md_request_mono_us[64];
     unsigned md_request_seq[64];
@@ -306,8 +307,10 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
         code = n < 16 && rx.md_codes[n] ? rx.md_codes[n] : 204;
     } else {
         n = rx.requests++;
-        if (n < 64)
+        if (n < 64) {
             rx.request_mono_us[n] = fs_monotonic_us();
+            rx.request_seq[n] = seq;
+        }
         code = n < 16 && rx.codes[n] ? rx.codes[n] : 204;
     }
     const char *enc = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Encoding");
@@ -348,6 +351,8 @@ on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTer
 static void
 rx_start(const int *codes, size_t n, const char *retry_after)
 {
+    if (rx.mhd) /* left running by a failed test: its late requests must not count here */
+        MHD_stop_daemon(rx.mhd);
     memset(&rx, 0, sizeof rx);
     pthread_mutex_init(&rx.lock, NULL);
     if (n)
@@ -373,7 +378,8 @@ static void
 rx_stop(void)
 {
     MHD_stop_daemon(rx.mhd); /* its threads are joined: the state is ours now */
-    assert_false(rx.mixed);  /* metadata never rides with samples, no request is empty */
+    rx.mhd = NULL;
+    assert_false(rx.mixed); /* metadata never rides with samples, no request is empty */
     free(rx.got);
     pthread_mutex_destroy(&rx.lock);
 }
@@ -702,6 +708,8 @@ test_retries_5xx_and_429(void **state)
     int codes[] = {503, 500, 429};
     rx_start(codes, 3, "1");
     fixture_init(&f, 1000, 100);
+    /* metadata due many times while the samples fail for ~3 s: it must wait for them */
+    f.cfg.metadata_send_interval_us = 300000;
     char err[256];
     assert_int_equal(fs_remote_write_apply(f.rw, &f.cfg, 1, NULL, 0, err, sizeof err), 0);
     for (int i = 0; i < 20; i++)
@@ -715,6 +723,12 @@ test_retries_5xx_and_429(void **state)
     assert_true(rx.request_mono_us[1] - rx.request_mono_us[0] >= 990000);
     assert_true(rx.request_mono_us[3] - rx.request_mono_us[2] >= 990000);
     check_received(&f, false); /* nothing lost, nothing twice */
+    /* no metadata request took a turn between the first failed and the accepted one */
+    rx_snapshot();
+    assert_true(snap.md_requests >= 1);
+    for (unsigned i = 0; i < snap.md_requests && i < 64; i++)
+        assert_false(snap.md_request_seq[i] > snap.request_seq[0] &&
+                     snap.md_request_seq[i] < snap.request_seq[3]);
     fixture_free(&f);
     rx_stop();
 }
