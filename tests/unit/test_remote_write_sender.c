@@ -607,13 +607,14 @@ first_sample_seq(const char *name)
     return UINT32_MAX;
 }
 
-/* The first accepted metadata entry of family name; NULL if none. */
+/* The first accepted metadata entry of family name; the test fails without one. */
 static const struct got_md *
 md_find(const char *name)
 {
     for (size_t i = 0; i < snap.n_md; i++)
         if (!strcmp(snap.md[i].name, name))
             return &snap.md[i];
+    fail_msg("no metadata of %s received", name);
     return NULL;
 }
 
