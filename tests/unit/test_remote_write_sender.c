@@ -1011,8 +1011,9 @@ test_metadata_every_interval(void **state)
     wait_md_requests(&f, 4, true);
     for (unsigned i = 0; i < 4; i++) {
         assert_int_equal(snap.md_request_entries[i], 2);
-        if (i > 0) /* the interval, not a retry or a hurry (a margin for the request's own time) */
-            assert_true(snap.md_request_mono_us[i] - snap.md_request_mono_us[i - 1] >= 200000);
+        if (i > 0) /* the interval, not a hurry: half of it at least (the requests' own
+                    * times vary under load) */
+            assert_true(snap.md_request_mono_us[i] - snap.md_request_mono_us[i - 1] >= 150000);
     }
     for (size_t i = 0; i < snap.n_md; i++)
         assert_true(!strcmp(snap.md[i].name, "fabric_port_bytes_total") ||
@@ -1098,8 +1099,9 @@ test_metadata_4xx_counted_samples_go_on(void **state)
     poll_once(&f);
     assert_int_equal(fs_remote_write_apply(f.rw, &f.cfg, 1, NULL, 0, err, sizeof err), 0);
     wait_md_requests(&f, 3, true);
-    assert_true(snap.md_request_mono_us[1] - snap.md_request_mono_us[0] >= 200000);
-    assert_true(snap.md_request_mono_us[2] - snap.md_request_mono_us[1] >= 200000);
+    /* not retried: the next try is the next interval (half of it at least, as above) */
+    assert_true(snap.md_request_mono_us[1] - snap.md_request_mono_us[0] >= 150000);
+    assert_true(snap.md_request_mono_us[2] - snap.md_request_mono_us[1] >= 150000);
     wait_settled(&f, 2 * f.polls);
     struct fs_remote_write_stats s = stats(&f);
     assert_int_equal(s.metadata_failed, 4); /* two requests of two entries */
