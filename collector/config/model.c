@@ -349,7 +349,9 @@ build_remote_write(const struct lyd_node *n, struct fs_remote_write_cfg *w,
                    struct fs_cfg_errs *errs)
 {
     const struct lyd_node *ba = fs_cfg_kid(n, "basic_auth"), *tls = fs_cfg_kid(n, "tls");
-    const struct lyd_node *q = fs_cfg_kid(n, "queue");
+    const struct lyd_node *q = fs_cfg_kid(n, "queue"), *md = fs_cfg_kid(n, "metadata_config");
+    const struct lyd_node *md_send = fs_cfg_kid(md, "send"),
+                          *md_iv = fs_cfg_kid(md, "send_interval");
 
     if (fs_cfg_strdup(&w->url, n, "url") || fs_cfg_strdup(&w->name, n, "name") ||
         fs_cfg_secret_ref(&w->bearer_token, n, "bearer_token") ||
@@ -366,6 +368,17 @@ build_remote_write(const struct lyd_node *n, struct fs_remote_write_cfg *w,
     w->batch_send_deadline_us = fs_cfg_duration_us(q, "batch_send_deadline", 5 * US_PER_S);
     w->min_backoff_us = fs_cfg_duration_us(q, "min_backoff", 30000);
     w->max_backoff_us = fs_cfg_duration_us(q, "max_backoff", 5 * US_PER_S);
+    w->metadata_send = !md_send || !strcmp(lyd_get_value(md_send), "true");
+    w->metadata_send_interval_us = 60 * US_PER_S;
+    w->metadata_max_per_send = (uint64_t)fs_cfg_long(md, "max_samples_per_send", 500);
+    if (md_iv) {
+        int64_t us = fs_parse_duration(lyd_get_value(md_iv));
+        if (us < US_PER_S) /* more often would only repeat the same entries */
+            fs_cfg_node_err(errs, md_iv, false, "%s is below the minimum of 1s",
+                            lyd_get_value(md_iv));
+        else
+            w->metadata_send_interval_us = us;
+    }
     if (ba && w->bearer_token.file)
         fs_cfg_node_err(errs, ba, true, "basic_auth and bearer_token_file exclude each other");
     if (!!w->tls_cert_file != !!w->tls_key_file)
@@ -635,7 +648,10 @@ fs_remote_write_cfg_equal(const struct fs_remote_write_cfg *a, const struct fs_r
         a->n_headers != b->n_headers || a->capacity != b->capacity ||
         a->max_samples_per_send != b->max_samples_per_send ||
         a->batch_send_deadline_us != b->batch_send_deadline_us ||
-        a->min_backoff_us != b->min_backoff_us || a->max_backoff_us != b->max_backoff_us)
+        a->min_backoff_us != b->min_backoff_us || a->max_backoff_us != b->max_backoff_us ||
+        a->metadata_send != b->metadata_send ||
+        a->metadata_send_interval_us != b->metadata_send_interval_us ||
+        a->metadata_max_per_send != b->metadata_max_per_send)
         return false;
     for (size_t i = 0; i < a->n_headers; i++)
         if (!fs_cfg_str_equal(a->headers[i].key, b->headers[i].key) ||

@@ -5,7 +5,8 @@
  * Label structs, the high-water mark, the count of queued samples referring to it), the
  * queue (a circular array of samples pointing at their series), scratch arrays for one
  * batch (so a send allocates nothing once warm), and one curl easy handle (its
- * connection is kept alive between requests).
+ * connection is kept alive between requests). The state counts live series per metric
+ * family: the families a metadata round describes.
  */
 #include "export/remote_write.h"
 
@@ -47,6 +48,7 @@ struct rw_series {
     uint32_t id, gen;
     bool live;
     uint64_t seen; /* number of the last scan that listed it */
+    enum fs_metric metric;
     int64_t hw_us; /* timestamp of the newest sample taken from the ring */
     uint64_t pending;
     bool counter;
@@ -75,6 +77,7 @@ struct rw_state {
     int64_t from_us; /* a series first seen starts after this time */
     uint64_t scan_no;
     uint64_t batch_no; /* goes on across senders: series carry marks of earlier batches */
+    uint32_t fam_live[FS_METRIC_COUNT]; /* live series of each metric family */
 };
 
 enum { RUN = 0, STOP_HANDOVER = 1, STOP_FLUSH = 2 };
@@ -110,6 +113,13 @@ struct rw_sender {
     struct rw_series **todo; /* scratch of a walk: series with samples to read */
     size_t todo_cap;
 
+    /* metadata: one round's entries (pointing into the catalogue) and its families */
+    Prometheus__MetricMetadata md[FS_METRIC_COUNT];
+    Prometheus__MetricMetadata *md_ptrs[FS_METRIC_COUNT];
+    bool md_described[FS_METRIC_COUNT];
+    uint64_t md_rejected_logged;
+    bool md_failing;
+
     CURL *curl;
     struct curl_slist *hdrs;
     char auth_value[4200];
@@ -125,6 +135,7 @@ struct rw_sender {
 
     /* stats, read by the render without the thread's cooperation */
     _Atomic uint64_t pending, sent, failed, retried, dropped, requests, bytes;
+    _Atomic uint64_t md_sent, md_failed;
     _Atomic int64_t highest_sent_ms;
     _Atomic uint64_t rate_milli; /* samples per 1000 s */
 };
@@ -307,6 +318,7 @@ series_new(const struct fs_series_info *in, const struct fs_kv *ext, size_t n_ex
     s->labels_packed = prometheus__time_series__get_packed_size(&ts);
     s->id = in->id;
     s->gen = in->gen;
+    s->metric = in->metric;
     s->live = true;
     s->counter = in->counter;
     s->scale = in->counter ? in->scale : 1.0;
@@ -322,6 +334,7 @@ static void
 series_retire(struct rw_state *st, struct rw_series *s)
 {
     st->by_id[s->id] = NULL;
+    st->fam_live[s->metric]--;
     s->live = false;
     if (s->pending == 0)
         series_free(s);
@@ -431,6 +444,7 @@ scan_cb(void *arg, const struct fs_series_info *in)
         if (!s)
             goto nomem;
         st->by_id[in->id] = s;
+        st->fam_live[s->metric]++;
     }
     s->seen = st->scan_no;
     if (in->ts_us > s->hw_us) {
@@ -628,6 +642,72 @@ curl_setup(struct rw_sender *w, char *err, size_t errlen)
 
 enum send_result { SENT, RETRY, REJECTED };
 
+/* w->pb of n bytes at least; -1 when out of memory. */
+static int
+pb_reserve(struct rw_sender *w, size_t n)
+{
+    if (n <= w->pb_cap)
+        return 0;
+    uint8_t *p = realloc(w->pb, n);
+    if (!p)
+        return -1;
+    w->pb = p;
+    w->pb_cap = n;
+    return 0;
+}
+
+/* Compresses the packed WriteRequest w->pb[0..plen) and POSTs it: SENT on a 2xx, RETRY on
+ * a 5xx, 429 or transport error (*retry_after_s from a Retry-After header, else 0),
+ * REJECTED on any other answer; why says what failed. */
+static enum send_result
+post(struct rw_sender *w, size_t plen, long *retry_after_s, char *why, size_t whylen)
+{
+    *retry_after_s = 0;
+    size_t clen = snappy_max_compressed_length(plen);
+    if (clen > w->snap_cap) {
+        char *p = realloc(w->snap, clen);
+        if (!p) {
+            snprintf(why, whylen, "out of memory");
+            return RETRY;
+        }
+        w->snap = p;
+        w->snap_cap = clen;
+    }
+    if (snappy_compress((const char *)w->pb, plen, w->snap, &clen) != SNAPPY_OK) {
+        snprintf(why, whylen, "snappy compression failed");
+        return RETRY;
+    }
+    if (prepare_auth(w, why, whylen) != 0)
+        return RETRY;
+    w->err_len = 0;
+    w->err_body[0] = '\0';
+    curl_easy_setopt(w->curl, CURLOPT_POSTFIELDS, w->snap);
+    curl_easy_setopt(w->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)clen);
+    CURLcode cc = curl_easy_perform(w->curl);
+    if (cc != CURLE_OK) {
+        snprintf(why, whylen, "%s", curl_easy_strerror(cc));
+        return RETRY;
+    }
+    long code = 0;
+    curl_easy_getinfo(w->curl, CURLINFO_RESPONSE_CODE, &code);
+    if (code >= 200 && code < 300) {
+        atomic_fetch_add(&w->bytes, clen);
+        return SENT;
+    }
+    /* Keep the receiver's reason (one line) for the log. */
+    for (char *p = w->err_body; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    snprintf(why, whylen, "HTTP %ld: %s", code, w->err_body);
+    if (code == 429 || code >= 500) {
+        curl_off_t ra = 0;
+        if (curl_easy_getinfo(w->curl, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
+            *retry_after_s = ra > RETRY_AFTER_MAX_S ? RETRY_AFTER_MAX_S : (long)ra;
+        return RETRY;
+    }
+    return REJECTED;
+}
+
 /* Encodes the n oldest queued samples (grouped per series, each series' samples in
  * timestamp order) as one WriteRequest, compresses it and POSTs it. *retry_after_s is
  * set from a Retry-After header (0 when none). */
@@ -682,62 +762,89 @@ send_batch(struct rw_sender *w, size_t n, int64_t *max_ts_ms, long *retry_after_
     size_t bound = n * PACKED_SAMPLE_MAX;
     for (size_t k = 0; k < nts; k++)
         bound += PACKED_SERIES_OVERHEAD + w->ts_series[k]->labels_packed;
-    if (bound > w->pb_cap) {
-        uint8_t *p = realloc(w->pb, bound);
-        if (!p) {
-            snprintf(why, whylen, "out of memory");
-            return RETRY;
-        }
-        w->pb = p;
-        w->pb_cap = bound;
+    if (pb_reserve(w, bound) != 0) {
+        snprintf(why, whylen, "out of memory");
+        return RETRY;
     }
     size_t plen = prometheus__write_request__pack(&req, w->pb);
-    size_t clen = snappy_max_compressed_length(plen);
-    if (clen > w->snap_cap) {
-        char *p = realloc(w->snap, clen);
-        if (!p) {
-            snprintf(why, whylen, "out of memory");
-            return RETRY;
-        }
-        w->snap = p;
-        w->snap_cap = clen;
-    }
-    if (snappy_compress((const char *)w->pb, plen, w->snap, &clen) != SNAPPY_OK) {
-        snprintf(why, whylen, "snappy compression failed");
-        return RETRY;
-    }
     *max_ts_ms = max_ts;
-
-    if (prepare_auth(w, why, whylen) != 0)
-        return RETRY;
-    w->err_len = 0;
-    w->err_body[0] = '\0';
-    curl_easy_setopt(w->curl, CURLOPT_POSTFIELDS, w->snap);
-    curl_easy_setopt(w->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)clen);
     atomic_fetch_add(&w->requests, 1);
-    CURLcode cc = curl_easy_perform(w->curl);
-    if (cc != CURLE_OK) {
-        snprintf(why, whylen, "%s", curl_easy_strerror(cc));
-        return RETRY;
+    return post(w, plen, retry_after_s, why, whylen);
+}
+
+/* ---- metadata ---- */
+
+/* Fills w->md with the metadata of every family the sender has live series of, in
+ * catalogue order, and records them as described; returns their number. */
+static size_t
+metadata_collect(struct rw_sender *w)
+{
+    size_t n = 0;
+    for (size_t m = 0; m < FS_METRIC_COUNT; m++) {
+        w->md_described[m] = w->st.fam_live[m] > 0;
+        if (!w->md_described[m])
+            continue;
+        const struct fs_metric_def *d = &fs_metric_defs[m];
+        Prometheus__MetricMetadata *e = &w->md[n];
+        prometheus__metric_metadata__init(e);
+        e->type = d->type == FS_MT_COUNTER     ? PROMETHEUS__METRIC_METADATA__METRIC_TYPE__COUNTER
+                  : d->type == FS_MT_HISTOGRAM ? PROMETHEUS__METRIC_METADATA__METRIC_TYPE__HISTOGRAM
+                                               : PROMETHEUS__METRIC_METADATA__METRIC_TYPE__GAUGE;
+        /* protobuf-c's fields are not const; packing only reads them */
+        e->metric_family_name = (char *)d->name;
+        e->help = (char *)d->help;
+        w->md_ptrs[n++] = e;
     }
-    long code = 0;
-    curl_easy_getinfo(w->curl, CURLINFO_RESPONSE_CODE, &code);
-    if (code >= 200 && code < 300) {
-        atomic_fetch_add(&w->bytes, clen);
-        return SENT;
+    return n;
+}
+
+/* True when the sender has series of a family its last metadata round did not describe. */
+static bool
+metadata_undescribed(const struct rw_sender *w)
+{
+    for (size_t m = 0; m < FS_METRIC_COUNT; m++)
+        if (w->st.fam_live[m] && !w->md_described[m])
+            return true;
+    return false;
+}
+
+/* One metadata round: every family with live series, metadata_max_per_send entries a
+ * request. SENT when every request was answered with a 2xx or a 4xx (its entries counted
+ * as failed, the next requests still sent); RETRY at the first 5xx, 429 or transport
+ * error (the requests after it are not tried: the whole round is repeated) or when a
+ * handover aborted it. */
+static enum send_result
+send_metadata(struct rw_sender *w, long *retry_after_s, char *why, size_t whylen)
+{
+    size_t n = metadata_collect(w), per = (size_t)w->cfg.metadata_max_per_send;
+    if (per == 0)
+        per = n ? n : 1;
+    *retry_after_s = 0;
+    for (size_t off = 0; off < n; off += per) {
+        size_t k = n - off < per ? n - off : per;
+        Prometheus__WriteRequest req = PROMETHEUS__WRITE_REQUEST__INIT;
+        req.n_metadata = k;
+        req.metadata = w->md_ptrs + off;
+        enum send_result r = RETRY;
+        if (pb_reserve(w, prometheus__write_request__get_packed_size(&req)) != 0)
+            snprintf(why, whylen, "out of memory");
+        else
+            r = post(w, prometheus__write_request__pack(&req, w->pb), retry_after_s, why, whylen);
+        if (atomic_load(&w->stop) == STOP_HANDOVER)
+            return RETRY; /* aborted: neither sent nor failed */
+        if (r == SENT) {
+            atomic_fetch_add(&w->md_sent, k);
+            continue;
+        }
+        atomic_fetch_add(&w->md_failed, k);
+        if (r == RETRY)
+            return RETRY;
+        if (w->md_rejected_logged++ % 100 == 0)
+            fs_log(FS_LOG_WARN, SUBSYS,
+                   "%s: metadata of %zu metric families rejected, sent again in %llds: %s",
+                   w->remote_name, k, (long long)(w->cfg.metadata_send_interval_us / 1000000), why);
     }
-    /* Keep the receiver's reason (one line) for the log. */
-    for (char *p = w->err_body; *p; p++)
-        if (*p == '\n' || *p == '\r')
-            *p = ' ';
-    snprintf(why, whylen, "HTTP %ld: %s", code, w->err_body);
-    if (code == 429 || code >= 500) {
-        curl_off_t ra = 0;
-        if (curl_easy_getinfo(w->curl, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
-            *retry_after_s = ra > RETRY_AFTER_MAX_S ? RETRY_AFTER_MAX_S : (long)ra;
-        return RETRY;
-    }
-    return REJECTED;
+    return SENT;
 }
 
 /* ---- the sender thread ---- */
@@ -774,6 +881,43 @@ rand_u64(uint64_t *x)
     return *x * UINT64_C(2685821657736338717);
 }
 
+/* The wait before the next retry: *backoff (min_backoff, doubled at each failure up to
+ * max_backoff), drawn between half and all of it so that senders that failed together do
+ * not come back together; a Retry-After replaces it. */
+static int64_t
+retry_delay(const struct rw_sender *w, int64_t *backoff, long retry_after_s, uint64_t *rng)
+{
+    *backoff = *backoff ? *backoff * 2 : w->cfg.min_backoff_us;
+    if (*backoff > w->cfg.max_backoff_us)
+        *backoff = w->cfg.max_backoff_us;
+    if (retry_after_s > 0)
+        return (int64_t)retry_after_s * 1000000;
+    return *backoff / 2 + (int64_t)(rand_u64(rng) % (uint64_t)(*backoff / 2 + 1));
+}
+
+/* When the next metadata round starts after one that began at started_us and ended in r:
+ * send_interval after it, or (RETRY) after the queue's backoff but no later than that. */
+static int64_t
+metadata_next(struct rw_sender *w, enum send_result r, int64_t started_us, long retry_after_s,
+              int64_t *backoff, uint64_t *rng, const char *why)
+{
+    int64_t interval =
+        w->cfg.metadata_send_interval_us > 0 ? w->cfg.metadata_send_interval_us : 60 * 1000000;
+    if (r != RETRY) {
+        if (w->md_failing)
+            fs_log(FS_LOG_INFO, SUBSYS, "%s: metadata sent again", w->remote_name);
+        w->md_failing = false;
+        *backoff = 0;
+        return started_us + interval;
+    }
+    if (!w->md_failing)
+        fs_log(FS_LOG_WARN, SUBSYS, "%s: metadata send failed, retrying with backoff: %s",
+               w->remote_name, why);
+    w->md_failing = true;
+    int64_t delay = retry_delay(w, backoff, retry_after_s, rng);
+    return fs_monotonic_us() + (delay < interval ? delay : interval);
+}
+
 static void *
 sender_main(void *arg)
 {
@@ -781,6 +925,8 @@ sender_main(void *arg)
     struct fs_store *store = w->mgr->store;
     struct rw_state *st = &w->st;
     int64_t next_scan = 0, backoff = 0, retry_at = 0;
+    /* the next metadata round (never when off) and the backoff of its retries */
+    int64_t md_at = w->cfg.metadata_send ? 0 : INT64_MAX, md_backoff = 0;
     uint64_t rng = (uint64_t)fs_monotonic_us() ^ (uint64_t)(uintptr_t)w;
     uint64_t rejected_logged = 0;
     bool failing = false;
@@ -807,9 +953,25 @@ sender_main(void *arg)
              * thread's time at most. */
             int64_t took = fs_monotonic_us() - now;
             next_scan = now + (took * 10 > SCAN_INTERVAL_US ? took * 10 : SCAN_INTERVAL_US);
+            /* A family not described yet: its metadata goes before its first batch. */
+            if (md_at != INT64_MAX && metadata_undescribed(w))
+                md_at = now;
+        }
+        /* While the samples fail, their retries probe the receiver and metadata waits:
+         * it never takes a turn from a sample retry. It goes after the first batch that
+         * is accepted again. */
+        int64_t md_wake = failing ? INT64_MAX : md_at;
+        if (stop == RUN && now >= md_wake) {
+            long md_retry_after = 0;
+            enum send_result r = send_metadata(w, &md_retry_after, why, sizeof why);
+            if (atomic_load(&w->stop) == STOP_HANDOVER)
+                break;
+            md_at = metadata_next(w, r, now, md_retry_after, &md_backoff, &rng, why);
+            continue;
         }
         if (stop == RUN && now < retry_at) {
-            wait_until(w, retry_at < next_scan ? retry_at : next_scan);
+            int64_t until = retry_at < next_scan ? retry_at : next_scan;
+            wait_until(w, md_wake < until ? md_wake : until);
             continue;
         }
         size_t n = st->q_len < w->cfg.max_samples_per_send ? st->q_len
@@ -822,7 +984,7 @@ sender_main(void *arg)
             int64_t until = next_scan;
             if (n > 0 && st->q[st->q_head].enq_us + w->cfg.batch_send_deadline_us < until)
                 until = st->q[st->q_head].enq_us + w->cfg.batch_send_deadline_us;
-            wait_until(w, until);
+            wait_until(w, md_wake < until ? md_wake : until);
             continue;
         }
         int64_t max_ts = 0;
@@ -851,14 +1013,7 @@ sender_main(void *arg)
             atomic_fetch_add(&w->retried, n);
             if (stop != RUN)
                 break; /* no retries at shutdown */
-            backoff = backoff ? backoff * 2 : w->cfg.min_backoff_us;
-            if (backoff > w->cfg.max_backoff_us)
-                backoff = w->cfg.max_backoff_us;
-            /* Jitter: senders that failed together do not come back together. */
-            int64_t delay = backoff / 2 + (int64_t)(rand_u64(&rng) % (uint64_t)(backoff / 2 + 1));
-            if (retry_after > 0)
-                delay = (int64_t)retry_after * 1000000;
-            retry_at = fs_monotonic_us() + delay;
+            retry_at = fs_monotonic_us() + retry_delay(w, &backoff, retry_after, &rng);
             if (!failing)
                 fs_log(FS_LOG_WARN, SUBSYS, "%s: send failed, retrying with backoff: %s",
                        w->remote_name, why);
@@ -1042,6 +1197,8 @@ fs_remote_write_apply(struct fs_remote_write *rw, const struct fs_remote_write_c
                     atomic_store(&w->retried, atomic_load(&prev->retried));
                     atomic_store(&w->requests, atomic_load(&prev->requests));
                     atomic_store(&w->bytes, atomic_load(&prev->bytes));
+                    atomic_store(&w->md_sent, atomic_load(&prev->md_sent));
+                    atomic_store(&w->md_failed, atomic_load(&prev->md_failed));
                     atomic_store(&w->highest_sent_ms, atomic_load(&prev->highest_sent_ms));
                     fs_log(FS_LOG_INFO, SUBSYS, "%s: restarted with its changed configuration",
                            w->remote_name);
@@ -1107,6 +1264,8 @@ fill_stats(struct rw_sender *w, struct fs_remote_write_stats *out)
     out->dropped = atomic_load(&w->dropped);
     out->requests = atomic_load(&w->requests);
     out->bytes_sent = atomic_load(&w->bytes);
+    out->metadata_sent = atomic_load(&w->md_sent);
+    out->metadata_failed = atomic_load(&w->md_failed);
     out->highest_sent_ms = atomic_load(&w->highest_sent_ms);
 }
 

@@ -24,6 +24,19 @@
  * scans). Past it the oldest queued samples are dropped and counted
  * (fabricscope_remote_write_samples_dropped_total).
  *
+ * Metadata (metadata_config). Each metric family's type and help, named as the /metrics
+ * TYPE lines name it (a counter with _total), unit empty (/metrics writes none), go in
+ * WriteRequests of their own (metadata only, never beside samples), at most
+ * metadata_max_per_send entries each: for the families of the series this sender sends
+ * (it has live series of them), when it meets a family its last metadata did not describe
+ * (a start, a new kind of series: the metadata leaves before that family's first batch),
+ * and send_interval after each round. A 5xx, 429 or transport error is retried with the
+ * queue's backoff (or Retry-After) but never later than send_interval; a 4xx waits for the
+ * next round. A metadata request is a round trip between two sample requests on the same
+ * connection; while sample requests fail, metadata waits (the samples' retries probe the
+ * receiver) and goes after the first batch accepted again: it never takes a sample
+ * retry's turn, and samples never change order.
+ *
  * Values. Remote write carries float64 values: a counter (exact uint64 in the ring) is
  * sent as (double)value * scale, exactly as /metrics exposes it. Above 2^53 a counter is
  * rounded to the nearest double by the wire format itself (a receiver cannot get the
@@ -69,8 +82,11 @@ void fs_remote_write_free(struct fs_remote_write *rw);
 /** Counters of one sender (the fabricscope_remote_write_* self metrics). */
 struct fs_remote_write_stats {
     uint64_t pending, sent, failed, retried, dropped, requests;
-    uint64_t bytes_sent;     /**< compressed request bodies the receiver accepted */
-    int64_t highest_sent_ms; /**< 0 before the first accepted sample */
+    uint64_t bytes_sent;      /**< compressed request bodies the receiver accepted (sample
+                                   and metadata requests) */
+    uint64_t metadata_sent;   /**< metadata entries the receiver accepted */
+    uint64_t metadata_failed; /**< metadata entries of failed requests (every attempt) */
+    int64_t highest_sent_ms;  /**< 0 before the first accepted sample */
 };
 
 /** One running sender as seen by the exposition. Strings valid during the callback only. */

@@ -142,6 +142,8 @@ is_self_metric(enum fs_metric m)
     case FS_M_RW_HIGHEST_SENT:
     case FS_M_RW_CAPACITY:
     case FS_M_RW_HORIZON:
+    case FS_M_RW_METADATA_SENT:
+    case FS_M_RW_METADATA_FAILED:
         return true;
     default:
         return false;
@@ -539,6 +541,12 @@ rw_line_cb(void *arg, const struct fs_remote_write_info *in)
     case FS_M_RW_CAPACITY:
         put_u64_line(f->out, in->capacity);
         break;
+    case FS_M_RW_METADATA_SENT:
+        put_u64_line(f->out, s->metadata_sent);
+        break;
+    case FS_M_RW_METADATA_FAILED:
+        put_u64_line(f->out, s->metadata_failed);
+        break;
     default: /* FS_M_RW_HORIZON */
         put_double_line(f->out, in->horizon_seconds);
         break;
@@ -549,9 +557,9 @@ static void
 remote_write_families(struct expo *x)
 {
     static const enum fs_metric fams[] = {
-        FS_M_RW_PENDING,      FS_M_RW_SENT,     FS_M_RW_FAILED,
-        FS_M_RW_RETRIED,      FS_M_RW_DROPPED,  FS_M_RW_SENT_BYTES,
-        FS_M_RW_HIGHEST_SENT, FS_M_RW_CAPACITY, FS_M_RW_HORIZON};
+        FS_M_RW_PENDING, FS_M_RW_SENT,          FS_M_RW_FAILED,         FS_M_RW_RETRIED,
+        FS_M_RW_DROPPED, FS_M_RW_SENT_BYTES,    FS_M_RW_HIGHEST_SENT,   FS_M_RW_CAPACITY,
+        FS_M_RW_HORIZON, FS_M_RW_METADATA_SENT, FS_M_RW_METADATA_FAILED};
     struct rw_family f = {x, x->out, FS_M_RW_PENDING, 0};
     fs_remote_write_foreach(rw_count_cb, &f);
     if (f.n == 0) /* no receiver configured: no family at all */

@@ -6,9 +6,12 @@
 #    converted to float64 (the wire format's own rounding above 2^53), also across a
 #    30 s outage of Prometheus (within the queue's horizon: nothing lost);
 #  - a stub answering 400: never retried, the samples counted as failed;
+#    its metadata requests too (counted, never repeated: a 10m send_interval);
 #  - a second Prometheus, down for the first seconds, behind a queue of 30 samples: the
 #    outage outlasts the horizon, the oldest samples are dropped and counted, and what
 #    arrives is, per series, the ring's newest samples without a gap.
+# Metric metadata (metadata-only requests): the real Prometheus answers them with success,
+# the tiny receiver gets them once it is up (transport errors counted before).
 # Then the fabricscope daemon itself: remote_write keys checked by --check-config, and a
 # reload that changes a receiver restarts its sender.
 source "$(dirname "$0")/lib.sh"
@@ -102,6 +105,7 @@ remote_write:
     name: stub400
     headers: { X-Scope-OrgID: tenant-a }
     queue: { batch_send_deadline: 1s }
+    metadata_config: { send_interval: 10m }
   - url: http://127.0.0.1:$PROM2/api/v1/write
     name: tiny
     queue: { capacity: 30, max_samples_per_send: 10, batch_send_deadline: 200ms, min_backoff: 30ms, max_backoff: 300ms }
@@ -137,21 +141,29 @@ out=$(promtool check metrics <"$T/metrics.txt" 2>&1) || fail "promtool check met
 retried0=$(rw_metric samples_retried_total prom)
 [ "$retried0" = 0 ] || fail "retries before any outage: $retried0"
 ok "prometheus accepts samples ($(rw_metric samples_sent_total prom) so far); self metrics pass promtool"
+# The metadata of a family leaves before its first samples: by now it was answered.
+metric_above metadata_sent_total prom 0 || fail "no metadata accepted by prometheus"
+metric_is metadata_failed_total prom 0 || fail "prometheus refused metadata: $(rw_metric metadata_failed_total prom)"
+ok "prometheus accepts metadata ($(rw_metric metadata_sent_total prom) entries)"
 
 # ---- the 400 stub: rejected, counted, never retried ----
 wait_for 20 "rejections counted" metric_above samples_failed_total stub400 50
 metric_is samples_retried_total stub400 0 || fail "a 400 was retried"
+metric_above metadata_failed_total stub400 0 || fail "stub400: the refused metadata was not counted"
+metric_is metadata_sent_total stub400 0 || fail "stub400: metadata counted as sent"
 nreq=$(wc -l <"$T/stub.bodies")
 ndistinct=$(cut -d' ' -f1 "$T/stub.bodies" | sort -u | wc -l)
 [ "$nreq" = "$ndistinct" ] || fail "the stub got the same body twice ($nreq requests, $ndistinct distinct)"
 grep -qv ' snappy tenant-a$' "$T/stub.bodies" && fail "a request lacked snappy encoding or X-Scope-OrgID"
-ok "400: $(rw_metric samples_failed_total stub400) samples failed, $nreq requests, none repeated, none retried"
+ok "400: $(rw_metric samples_failed_total stub400) samples and $(rw_metric metadata_failed_total stub400) metadata entries failed, $nreq requests, none repeated, none retried"
 
 # ---- the queue of 30 samples behind a receiver that is down: the oldest are dropped ----
 wait_for 20 "drops past the tiny queue's horizon" metric_above samples_dropped_total tiny 100
 metric_above samples_retried_total tiny 0 || fail "tiny: the refused connections were not retried"
 start_receiver PROM2
 wait_for 30 "tiny receiver catching up" metric_above samples_sent_total tiny 100
+metric_above metadata_failed_total tiny 0 || fail "tiny: metadata to a receiver that was down not counted as failed"
+wait_for 10 "tiny: metadata accepted once its receiver is up" metric_above metadata_sent_total tiny 0
 dropped_tiny=$(rw_metric samples_dropped_total tiny)
 ok "tiny queue: $dropped_tiny samples dropped during the outage, then sending again"
 
@@ -252,9 +264,11 @@ remote_write:
     bearer_token_file: /nonexistent
     basic_auth: { username: u, password_file: /nonexistent }
     queue: { min_backoff: 10s, max_backoff: 1s, capacity: 10, max_samples_per_send: 20 }
+    metadata_config: { send_interval: 500ms }
 YML
 check_refused "$T/bad2.yaml" 'Authorization is set by the sender' 'exclude each other' \
-  'min_backoff is above max_backoff' 'max_samples_per_send \(20\) is above capacity'
+  'min_backoff is above max_backoff' 'max_samples_per_send \(20\) is above capacity' \
+  'metadata_config\.send_interval: 500ms is below the minimum of 1s'
 ok "--check-config refuses a bad remote_write block with every problem"
 
 write_cfg() { # url; the listener binds a free port itself (port 0) and logs it

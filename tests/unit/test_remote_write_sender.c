@@ -5,6 +5,12 @@
  * ring's converted to float64, timestamps in ms, per-series order, external labels;
  * 5xx retried without loss or duplicates, 429 with Retry-After waited for, 400 dropped
  * and not retried, and a restart with a changed configuration continuing exactly.
+ * The receiver tells metadata-only requests from sample requests and counts them apart
+ * (a request with both, or neither, fails the test): the sample assertions refer to
+ * sample requests. Metadata: sent at start and before a new family's first samples,
+ * again every send_interval, entries equal to the catalogue's, at most
+ * max_samples_per_send per request, none when send is false, 4xx counted and waited
+ * out without stopping samples, 5xx retried with backoff.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -68,6 +74,8 @@ test_config_keys_and_defaults(void **state)
                                    "    queue: { capacity: 5000, max_samples_per_send: 500,\n"
                                    "             batch_send_deadline: 2s, min_backoff: 100ms,\n"
                                    "             max_backoff: 10s }\n"
+                                   "    metadata_config: { send: false, send_interval: 30s,\n"
+                                   "                       max_samples_per_send: 100 }\n"
                                    "  - url: http://127.0.0.1:9090/api/v1/write\n"
                                    "    basic_auth: { username: u, password_file: /run/pw }\n");
     assert_int_equal(c->n_remote_write, 2);
@@ -86,6 +94,9 @@ test_config_keys_and_defaults(void **state)
     assert_int_equal(a->batch_send_deadline_us, 2000000);
     assert_int_equal(a->min_backoff_us, 100000);
     assert_int_equal(a->max_backoff_us, 10000000);
+    assert_false(a->metadata_send);
+    assert_int_equal(a->metadata_send_interval_us, 30000000);
+    assert_int_equal(a->metadata_max_per_send, 100);
     /* Prometheus's defaults where it has them */
     assert_null(b->name);
     assert_string_equal(b->basic_auth_username, "u");
@@ -96,8 +107,21 @@ test_config_keys_and_defaults(void **state)
     assert_int_equal(b->min_backoff_us, 30000);
     assert_int_equal(b->max_backoff_us, 5000000);
     assert_int_equal(b->remote_timeout_us, 30000000);
+    assert_true(b->metadata_send);
+    assert_int_equal(b->metadata_send_interval_us, 60000000);
+    assert_int_equal(b->metadata_max_per_send, 500);
     assert_false(fs_remote_write_cfg_equal(a, b));
     assert_true(fs_remote_write_cfg_equal(a, a));
+    /* a changed metadata_config is a changed receiver: its sender restarts */
+    struct fs_remote_write_cfg b2 = *b;
+    b2.metadata_send_interval_us++;
+    assert_false(fs_remote_write_cfg_equal(b, &b2));
+    b2 = *b;
+    b2.metadata_send = false;
+    assert_false(fs_remote_write_cfg_equal(b, &b2));
+    b2 = *b;
+    b2.metadata_max_per_send = 1;
+    assert_false(fs_remote_write_cfg_equal(b, &b2));
     fs_config_free(c);
 }
 
@@ -128,26 +152,59 @@ test_config_problems(void **state)
     e = parse_bad("remote_write:\n  - url: http://x/w\n    queue: { capacity: 0 }\n");
     assert_non_null(strstr(e, "remote_write"));
     free(e);
+    e = parse_bad("remote_write:\n  - url: http://x/w\n"
+                  "    metadata_config: { send_interval: 500ms }\n");
+    assert_non_null(strstr(e, "metadata_config.send_interval"));
+    assert_non_null(strstr(e, "500ms is below the minimum of 1s"));
+    free(e);
+    e = parse_bad("remote_write:\n  - url: http://x/w\n"
+                  "    metadata_config: { max_samples_per_send: 0 }\n");
+    assert_non_null(strstr(e, "metadata_config.max_samples_per_send"));
+    free(e);
+    e = parse_bad("remote_write:\n  - url: http://x/w\n    metadata_config: { send: maybe }\n");
+    assert_non_null(strstr(e, "metadata_config.send"));
+    free(e);
 }
 
 /* ---- an in-process receiver that decodes ---- */
 
 #define MAX_GOT 4096
+#define MAX_MD 256
 
 struct got {
     char labels[512]; /* name=value,... in the order received */
     int64_t ts_ms;
     double v;
+    unsigned seq; /* of its request */
+};
+
+/* One metadata entry the receiver accepted. */
+struct got_md {
+    int type;
+    char name[128];
+    char help[512];
+    char unit[64];
+    unsigned seq; /* of its request */
 };
 
 static struct receiver {
     pthread_mutex_t lock;
     struct MHD_Daemon *mhd;
     unsigned port;
-    int codes[16]; /* answers to the first requests (0: 204 from then on) */
+    int codes[16];    /* answers to the first sample requests (0: 204 from then on) */
+    int md_codes[16]; /* the same for metadata requests */
     const char *retry_after;
-    unsigned requests;
+    unsigned seq;      /* requests of both kinds, in arrival order */
+    unsigned requests; /* sample requests */
     int64_t request_mono_us[64];
+    unsigned request_seq[64];
+    unsigned md_requests; /* metadata-only requests */
+    int64_t md_request_mono_us[64];
+    unsigned md_request_seq[64];
+    size_t md_request_entries[64];
+    struct got_md md[MAX_MD];
+    size_t n_md;
+    bool mixed; /* a request with samples and metadata, or with neither */
     char org_id[64];
     char auth[256]; /* Authorization of the last request */
     struct got *got;
@@ -160,8 +217,9 @@ struct upload {
     size_t len;
 };
 
-static void
-decode(const struct upload *u)
+/* The request's WriteRequest; NULL (and bad_encoding set) when it is not snappy protobuf. */
+static Prometheus__WriteRequest *
+unpack(const struct upload *u)
 {
     size_t plen = 0;
     char *plain = NULL;
@@ -170,15 +228,19 @@ decode(const struct upload *u)
         snappy_uncompress(u->buf, u->len, plain, &plen) != SNAPPY_OK) {
         rx.bad_encoding = true;
         free(plain);
-        return;
+        return NULL;
     }
     Prometheus__WriteRequest *req =
         prometheus__write_request__unpack(NULL, plen, (const uint8_t *)plain);
     free(plain);
-    if (!req) {
+    if (!req)
         rx.bad_encoding = true;
-        return;
-    }
+    return req;
+}
+
+static void
+record_samples(const Prometheus__WriteRequest *req, unsigned seq)
+{
     for (size_t i = 0; i < req->n_timeseries; i++) {
         const Prometheus__TimeSeries *t = req->timeseries[i];
         char lab[512];
@@ -192,9 +254,23 @@ decode(const struct upload *u)
             snprintf(g->labels, sizeof g->labels, "%s", lab);
             g->ts_ms = t->samples[k]->timestamp;
             g->v = t->samples[k]->value;
+            g->seq = seq;
         }
     }
-    prometheus__write_request__free_unpacked(req, NULL);
+}
+
+static void
+record_metadata(const Prometheus__WriteRequest *req, unsigned seq)
+{
+    for (size_t i = 0; i < req->n_metadata && rx.n_md < MAX_MD; i++) {
+        const Prometheus__MetricMetadata *m = req->metadata[i];
+        struct got_md *g = &rx.md[rx.n_md++];
+        g->type = (int)m->type;
+        snprintf(g->name, sizeof g->name, "%s", m->metric_family_name);
+        snprintf(g->help, sizeof g->help, "%s", m->help);
+        snprintf(g->unit, sizeof g->unit, "%s", m->unit);
+        g->seq = seq;
+    }
 }
 
 static enum MHD_Result
@@ -215,10 +291,28 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
         return MHD_YES;
     }
     pthread_mutex_lock(&rx.lock);
-    unsigned n = rx.requests++;
-    if (n < 64)
-        rx.request_mono_us[n] = fs_monotonic_us();
-    int code = n < 16 && rx.codes[n] ? rx.codes[n] : 204;
+    Prometheus__WriteRequest *req = unpack(u);
+    bool is_md = req && req->n_metadata > 0;
+    if (req && is_md == (req->n_timeseries > 0))
+        rx.mixed = true;
+    unsigned seq = rx.seq++, n;
+    int code;
+    if (is_md) {
+        n = rx.md_requests++;
+        if (n < 64) {
+            rx.md_request_mono_us[n] = fs_monotonic_us();
+            rx.md_request_seq[n] = seq;
+            rx.md_request_entries[n] = req->n_metadata;
+        }
+        code = n < 16 && rx.md_codes[n] ? rx.md_codes[n] : 204;
+    } else {
+        n = rx.requests++;
+        if (n < 64) {
+            rx.request_mono_us[n] = fs_monotonic_us();
+            rx.request_seq[n] = seq;
+        }
+        code = n < 16 && rx.codes[n] ? rx.codes[n] : 204;
+    }
     const char *enc = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Encoding");
     const char *ver =
         MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Prometheus-Remote-Write-Version");
@@ -228,8 +322,12 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
     snprintf(rx.org_id, sizeof rx.org_id, "%s", org ? org : "");
     const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
     snprintf(rx.auth, sizeof rx.auth, "%s", auth ? auth : "");
-    if (code == 204)
-        decode(u);
+    if (req && code == 204) {
+        record_samples(req, seq);
+        record_metadata(req, seq);
+    }
+    if (req)
+        prometheus__write_request__free_unpacked(req, NULL);
     pthread_mutex_unlock(&rx.lock);
     struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
     if (code != 204 && rx.retry_after)
@@ -253,6 +351,8 @@ on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTer
 static void
 rx_start(const int *codes, size_t n, const char *retry_after)
 {
+    if (rx.mhd) /* left running by a failed test: its late requests must not count here */
+        MHD_stop_daemon(rx.mhd);
     memset(&rx, 0, sizeof rx);
     pthread_mutex_init(&rx.lock, NULL);
     if (n)
@@ -265,10 +365,21 @@ rx_start(const int *codes, size_t n, const char *retry_after)
     rx.port = MHD_get_daemon_info(rx.mhd, MHD_DAEMON_INFO_BIND_PORT)->port;
 }
 
+/* Answers to the first metadata requests; before the sender starts. */
+static void
+rx_md_codes(const int *codes, size_t n)
+{
+    pthread_mutex_lock(&rx.lock);
+    memcpy(rx.md_codes, codes, n * sizeof *codes);
+    pthread_mutex_unlock(&rx.lock);
+}
+
 static void
 rx_stop(void)
 {
-    MHD_stop_daemon(rx.mhd);
+    MHD_stop_daemon(rx.mhd); /* its threads are joined: the state is ours now */
+    rx.mhd = NULL;
+    assert_false(rx.mixed); /* metadata never rides with samples, no request is empty */
     free(rx.got);
     pthread_mutex_destroy(&rx.lock);
 }
@@ -311,14 +422,18 @@ fixture_init(struct fixture *f, size_t capacity, size_t per_send)
                                           .max_samples_per_send = per_send,
                                           .batch_send_deadline_us = 50000,
                                           .min_backoff_us = 10000,
-                                          .max_backoff_us = 100000};
+                                          .max_backoff_us = 100000,
+                                          .metadata_send = true,
+                                          .metadata_send_interval_us = 60000000,
+                                          .metadata_max_per_send = 500};
     f->t0 = fs_realtime_us() + 1000000;
 }
 
 /* One poll: a counter counting from just below 2^53 by 2^50+3 per poll (odd values past
- * 2^53 are not doubles) and a gauge, 100 ms apart. */
+ * 2^53 are not doubles) and a gauge, 100 ms apart; with oper_up, a third family
+ * (fabric_port_oper_up, a gauge). */
 static void
-poll_once(struct fixture *f)
+poll_families(struct fixture *f, bool oper_up)
 {
     struct fs_label l[2] = {{"interface", "Eth1/1"}, {"direction", "rx"}};
     struct fs_label g[2] = {{"interface", "Eth1/1"}, {"tc", "3"}};
@@ -328,7 +443,15 @@ poll_once(struct fixture *f)
     fs_sink_counter(f->sink, FS_M_PORT_BYTES, l, 2,
                     base + (uint64_t)f->polls * ((UINT64_C(1) << 50) + 3), 64);
     fs_sink_gauge(f->sink, FS_M_QUEUE_DEPTH, g, 2, 0.5 + f->polls);
+    if (oper_up)
+        fs_sink_gauge(f->sink, FS_M_PORT_OPER_UP, g, 1, 1);
     fs_sink_end(f->sink);
+}
+
+static void
+poll_once(struct fixture *f)
+{
+    poll_families(f, false);
 }
 
 static void
@@ -443,6 +566,82 @@ check_received(struct fixture *f, bool with_ext)
     assert_true(inexact > 0); /* the float64 rounding above 2^53 was exercised */
 }
 
+/* ---- the receiver's state seen from the test ---- */
+
+static struct receiver snap; /* rx as rx_snapshot() copied it */
+
+/* Copies the receiver's state under its lock (the sender may be sending meanwhile). The
+ * samples' array is shared: entries below snap.n_got are not written again. */
+static void
+rx_snapshot(void)
+{
+    pthread_mutex_lock(&rx.lock);
+    snap = rx;
+    pthread_mutex_unlock(&rx.lock);
+}
+
+/* Polls (20 s deadline) until the receiver has seen n metadata requests, feeding samples
+ * meanwhile when feed is set; then snapshots it. */
+static void
+wait_md_requests(struct fixture *f, unsigned n, bool feed)
+{
+    int64_t until = fs_monotonic_us() + 20000000;
+    for (rx_snapshot(); snap.md_requests < n && fs_monotonic_us() < until; rx_snapshot()) {
+        if (feed)
+            poll_once(f);
+        struct timespec ts = {0, 20000000};
+        nanosleep(&ts, NULL);
+    }
+    assert_true(snap.md_requests >= n);
+}
+
+/* The request number (seq) of the first accepted sample of family name; UINT_MAX if none. */
+static unsigned
+first_sample_seq(const char *name)
+{
+    char prefix[160];
+    size_t len = (size_t)snprintf(prefix, sizeof prefix, "__name__=%s,", name);
+    for (size_t i = 0; i < snap.n_got; i++)
+        if (!strncmp(snap.got[i].labels, prefix, len))
+            return snap.got[i].seq;
+    return UINT32_MAX;
+}
+
+/* The first accepted metadata entry of family name; the test fails without one. */
+static const struct got_md *
+md_find(const char *name)
+{
+    for (size_t i = 0; i < snap.n_md; i++)
+        if (!strcmp(snap.md[i].name, name))
+            return &snap.md[i];
+    fail_msg("no metadata of %s received", name);
+    return NULL;
+}
+
+/* Each accepted entry says what /metrics says of its family in # HELP and # TYPE (the
+ * TYPE line's name: a counter with _total), with no unit (/metrics writes none). */
+static void
+check_md_like_exposition(struct fixture *f)
+{
+    struct fs_buf out;
+    fs_buf_init(&out, 1 << 20);
+    assert_int_equal(fs_expo_render(f->st, &out), 0);
+    fs_buf_append(&out, "", 1);
+    for (size_t i = 0; i < snap.n_md; i++) {
+        const struct got_md *g = &snap.md[i];
+        const char *type = g->type == PROMETHEUS__METRIC_METADATA__METRIC_TYPE__COUNTER ? "counter"
+                           : g->type == PROMETHEUS__METRIC_METADATA__METRIC_TYPE__GAUGE ? "gauge"
+                                                                                        : "other";
+        char want[1024];
+        snprintf(want, sizeof want, "# HELP %s %s\n# TYPE %s %s\n", g->name, g->help, g->name,
+                 type);
+        if (!strstr(out.data, want))
+            fail_msg("metadata entry not as /metrics has it: %s", want);
+        assert_string_equal(g->unit, "");
+    }
+    fs_buf_free(&out);
+}
+
 static void
 test_sends_ring_exactly(void **state)
 {
@@ -478,6 +677,25 @@ test_sends_ring_exactly(void **state)
     assert_non_null(strstr(out.data, want));
     assert_non_null(
         strstr(out.data, "# TYPE fabricscope_remote_write_queue_horizon_seconds gauge\n"));
+    /* Metadata of both families before their first samples: one request, or two when the
+     * sender's first walk fell between the creation of the two series (the first poll runs
+     * while the sender starts). The counters on /metrics. */
+    rx_snapshot();
+    assert_true(snap.md_requests == 1 || snap.md_requests == 2);
+    assert_true(md_find("fabric_port_bytes_total")->seq <
+                first_sample_seq("fabric_port_bytes_total"));
+    assert_true(md_find("fabric_queue_depth_bytes")->seq <
+                first_sample_seq("fabric_queue_depth_bytes"));
+    assert_int_equal(s.metadata_sent, snap.n_md);
+    assert_int_equal(s.metadata_failed, 0);
+    snprintf(want, sizeof want,
+             "fabricscope_remote_write_metadata_sent_total{remote_name=\"%s\",url=\"%s\"} %zu\n",
+             f.url, f.url, snap.n_md);
+    assert_non_null(strstr(out.data, want));
+    snprintf(want, sizeof want,
+             "fabricscope_remote_write_metadata_failed_total{remote_name=\"%s\",url=\"%s\"} 0\n",
+             f.url, f.url);
+    assert_non_null(strstr(out.data, want));
     fs_buf_free(&out);
     fixture_free(&f);
     rx_stop();
@@ -491,6 +709,8 @@ test_retries_5xx_and_429(void **state)
     int codes[] = {503, 500, 429};
     rx_start(codes, 3, "1");
     fixture_init(&f, 1000, 100);
+    /* metadata due many times while the samples fail for ~3 s: it must wait for them */
+    f.cfg.metadata_send_interval_us = 300000;
     char err[256];
     assert_int_equal(fs_remote_write_apply(f.rw, &f.cfg, 1, NULL, 0, err, sizeof err), 0);
     for (int i = 0; i < 20; i++)
@@ -504,6 +724,12 @@ test_retries_5xx_and_429(void **state)
     assert_true(rx.request_mono_us[1] - rx.request_mono_us[0] >= 990000);
     assert_true(rx.request_mono_us[3] - rx.request_mono_us[2] >= 990000);
     check_received(&f, false); /* nothing lost, nothing twice */
+    /* no metadata request took a turn between the first failed and the accepted one */
+    rx_snapshot();
+    assert_true(snap.md_requests >= 1);
+    for (unsigned i = 0; i < snap.md_requests && i < 64; i++)
+        assert_false(snap.md_request_seq[i] > snap.request_seq[0] &&
+                     snap.md_request_seq[i] < snap.request_seq[3]);
     fixture_free(&f);
     rx_stop();
 }
@@ -717,14 +943,227 @@ test_tls_ca_file(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* ---- metadata ---- */
+
+/* At start (before the first samples) and before a new family's first samples: each
+ * family once, as the catalogue and /metrics have it. */
+static void
+test_metadata_at_start_and_for_new_families(void **state)
+{
+    (void)state;
+    struct fixture f;
+    char err[256];
+    rx_start(NULL, 0, NULL);
+    fixture_init(&f, 1000, 100); /* send_interval 60 s: nothing periodic in this test */
+    poll_once(&f);               /* both series exist when the sender starts */
+    assert_int_equal(fs_remote_write_apply(f.rw, &f.cfg, 1, NULL, 0, err, sizeof err), 0);
+    for (int i = 0; i < 4; i++)
+        poll_once(&f);
+    wait_settled(&f, 10);
+    rx_snapshot();
+    assert_int_equal(snap.md_requests, 1);
+    assert_int_equal(snap.md_request_entries[0], 2);
+    assert_int_equal(snap.n_md, 2);
+    const struct got_md *bytes = md_find("fabric_port_bytes_total");
+    const struct got_md *depth = md_find("fabric_queue_depth_bytes");
+    assert_non_null(bytes);
+    assert_non_null(depth);
+    assert_int_equal(bytes->type, PROMETHEUS__METRIC_METADATA__METRIC_TYPE__COUNTER);
+    assert_string_equal(bytes->help, "Octets received (rx) or sent (tx) on the port.");
+    assert_int_equal(depth->type, PROMETHEUS__METRIC_METADATA__METRIC_TYPE__GAUGE);
+    assert_true(bytes->seq < first_sample_seq("fabric_port_bytes_total"));
+    assert_true(depth->seq < first_sample_seq("fabric_queue_depth_bytes"));
+    check_md_like_exposition(&f);
+
+    /* a third family: described again (all three), before its first samples */
+    for (int i = 0; i < 5; i++)
+        poll_families(&f, true);
+    wait_settled(&f, 25);
+    rx_snapshot();
+    assert_int_equal(snap.md_requests, 2);
+    assert_int_equal(snap.md_request_entries[1], 3);
+    const struct got_md *up = md_find("fabric_port_oper_up");
+    assert_non_null(up);
+    assert_int_equal(up->type, PROMETHEUS__METRIC_METADATA__METRIC_TYPE__GAUGE);
+    assert_true(first_sample_seq("fabric_port_oper_up") != UINT32_MAX);
+    assert_true(up->seq < first_sample_seq("fabric_port_oper_up"));
+    check_md_like_exposition(&f);
+    struct fs_remote_write_stats s = stats(&f);
+    assert_int_equal(s.metadata_sent, 5);
+    assert_int_equal(s.metadata_failed, 0);
+    assert_int_equal(s.sent, 25);
+    fixture_free(&f);
+    rx_stop();
+}
+
+/* Sent again every send_interval (300 ms here), the same entries each time. */
+static void
+test_metadata_every_interval(void **state)
+{
+    (void)state;
+    struct fixture f;
+    char err[256];
+    rx_start(NULL, 0, NULL);
+    fixture_init(&f, 1000, 100);
+    f.cfg.metadata_send_interval_us = 300000;
+    poll_once(&f);
+    assert_int_equal(fs_remote_write_apply(f.rw, &f.cfg, 1, NULL, 0, err, sizeof err), 0);
+    wait_md_requests(&f, 4, true);
+    for (unsigned i = 0; i < 4; i++) {
+        assert_int_equal(snap.md_request_entries[i], 2);
+        if (i > 0) /* the interval, not a hurry: half of it at least (the requests' own
+                    * times vary under load) */
+            assert_true(snap.md_request_mono_us[i] - snap.md_request_mono_us[i - 1] >= 150000);
+    }
+    for (size_t i = 0; i < snap.n_md; i++)
+        assert_true(!strcmp(snap.md[i].name, "fabric_port_bytes_total") ||
+                    !strcmp(snap.md[i].name, "fabric_queue_depth_bytes"));
+    check_md_like_exposition(&f);
+    assert_true(stats(&f).metadata_sent >= 8);
+    fixture_free(&f);
+    rx_stop();
+}
+
+/* max_samples_per_send bounds the entries of one metadata request: 3 families, 2 a request. */
+static void
+test_metadata_max_per_send(void **state)
+{
+    (void)state;
+    struct fixture f;
+    char err[256];
+    rx_start(NULL, 0, NULL);
+    fixture_init(&f, 1000, 100);
+    f.cfg.metadata_max_per_send = 2;
+    poll_families(&f, true); /* all three series exist at start */
+    assert_int_equal(fs_remote_write_apply(f.rw, &f.cfg, 1, NULL, 0, err, sizeof err), 0);
+    for (int i = 0; i < 4; i++)
+        poll_families(&f, true);
+    wait_settled(&f, 15);
+    rx_snapshot();
+    assert_int_equal(snap.md_requests, 2);
+    assert_int_equal(snap.md_request_entries[0], 2);
+    assert_int_equal(snap.md_request_entries[1], 1);
+    assert_int_equal(snap.n_md, 3);
+    assert_non_null(md_find("fabric_port_bytes_total"));
+    assert_non_null(md_find("fabric_queue_depth_bytes"));
+    assert_non_null(md_find("fabric_port_oper_up"));
+    assert_true(snap.md_request_seq[1] < first_sample_seq("fabric_port_oper_up"));
+    assert_int_equal(stats(&f).metadata_sent, 3);
+    fixture_free(&f);
+    rx_stop();
+}
+
+/* send: false sends no metadata, over a window of several intervals in which samples go. */
+static void
+test_metadata_send_false(void **state)
+{
+    (void)state;
+    struct fixture f;
+    char err[256];
+    rx_start(NULL, 0, NULL);
+    fixture_init(&f, 1000, 100);
+    f.cfg.metadata_send = false;
+    f.cfg.metadata_send_interval_us = 100000;
+    poll_once(&f);
+    assert_int_equal(fs_remote_write_apply(f.rw, &f.cfg, 1, NULL, 0, err, sizeof err), 0);
+    /* an observation window of 6 intervals, not a wait for an event */
+    int64_t until = fs_monotonic_us() + 600000;
+    while (fs_monotonic_us() < until) {
+        poll_once(&f);
+        struct timespec ts = {0, 20000000};
+        nanosleep(&ts, NULL);
+    }
+    wait_settled(&f, 2 * f.polls);
+    rx_snapshot();
+    assert_true(snap.requests >= 2);
+    assert_int_equal(snap.md_requests, 0);
+    struct fs_remote_write_stats s = stats(&f);
+    assert_int_equal(s.metadata_sent + s.metadata_failed, 0);
+    fixture_free(&f);
+    rx_stop();
+}
+
+/* A 4xx on metadata: counted, not retried before the next interval; samples go on, all of
+ * them, in order. */
+static void
+test_metadata_4xx_counted_samples_go_on(void **state)
+{
+    (void)state;
+    struct fixture f;
+    char err[256];
+    int md_codes[] = {400, 400};
+    rx_start(NULL, 0, NULL);
+    rx_md_codes(md_codes, 2);
+    fixture_init(&f, 1000, 100);
+    f.cfg.metadata_send_interval_us = 300000;
+    poll_once(&f);
+    assert_int_equal(fs_remote_write_apply(f.rw, &f.cfg, 1, NULL, 0, err, sizeof err), 0);
+    wait_md_requests(&f, 3, true);
+    /* not retried: the next try is the next interval (half of it at least, as above) */
+    assert_true(snap.md_request_mono_us[1] - snap.md_request_mono_us[0] >= 150000);
+    assert_true(snap.md_request_mono_us[2] - snap.md_request_mono_us[1] >= 150000);
+    wait_settled(&f, 2 * f.polls);
+    struct fs_remote_write_stats s = stats(&f);
+    assert_int_equal(s.metadata_failed, 4); /* two requests of two entries */
+    assert_true(s.metadata_sent >= 2);
+    assert_int_equal(s.sent, 2 * f.polls);
+    assert_int_equal(s.failed + s.retried + s.dropped, 0);
+    rx_snapshot();
+    assert_true(snap.requests >= 1);
+    check_received(&f, false);
+    fixture_free(&f);
+    rx_stop();
+}
+
+/* A 5xx on metadata: retried with the queue's backoff (well before the 60 s interval),
+ * counted per failed attempt; the samples are neither retried nor held back. */
+static void
+test_metadata_5xx_retried_with_backoff(void **state)
+{
+    (void)state;
+    struct fixture f;
+    char err[256];
+    int md_codes[] = {503, 500};
+    rx_start(NULL, 0, NULL);
+    rx_md_codes(md_codes, 2);
+    fixture_init(&f, 1000, 100); /* send_interval 60 s, backoff 10 ms .. 100 ms */
+    poll_once(&f);
+    assert_int_equal(fs_remote_write_apply(f.rw, &f.cfg, 1, NULL, 0, err, sizeof err), 0);
+    wait_md_requests(&f, 3, true);
+    /* at least half of min_backoff, then of twice it */
+    assert_true(snap.md_request_mono_us[1] - snap.md_request_mono_us[0] >= 5000);
+    assert_true(snap.md_request_mono_us[2] - snap.md_request_mono_us[1] >= 10000);
+    wait_settled(&f, 2 * f.polls);
+    struct fs_remote_write_stats s = stats(&f);
+    assert_int_equal(s.metadata_failed, 4);
+    assert_int_equal(s.metadata_sent, 2);
+    assert_int_equal(s.failed + s.retried + s.dropped, 0);
+    rx_snapshot();
+    assert_int_equal(snap.md_requests, 3);
+    assert_int_equal(snap.n_md, 2);
+    check_received(&f, false);
+    fixture_free(&f);
+    rx_stop();
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_config_keys_and_defaults), cmocka_unit_test(test_config_problems),
-        cmocka_unit_test(test_sends_ring_exactly),       cmocka_unit_test(test_retries_5xx_and_429),
-        cmocka_unit_test(test_400_not_retried),          cmocka_unit_test(test_restart_continues),
-        cmocka_unit_test(test_auth_from_files),          cmocka_unit_test(test_tls_ca_file),
+        cmocka_unit_test(test_config_keys_and_defaults),
+        cmocka_unit_test(test_config_problems),
+        cmocka_unit_test(test_sends_ring_exactly),
+        cmocka_unit_test(test_retries_5xx_and_429),
+        cmocka_unit_test(test_400_not_retried),
+        cmocka_unit_test(test_restart_continues),
+        cmocka_unit_test(test_auth_from_files),
+        cmocka_unit_test(test_tls_ca_file),
+        cmocka_unit_test(test_metadata_at_start_and_for_new_families),
+        cmocka_unit_test(test_metadata_every_interval),
+        cmocka_unit_test(test_metadata_max_per_send),
+        cmocka_unit_test(test_metadata_send_false),
+        cmocka_unit_test(test_metadata_4xx_counted_samples_go_on),
+        cmocka_unit_test(test_metadata_5xx_retried_with_backoff),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
