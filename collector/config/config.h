@@ -84,10 +84,10 @@ struct fs_remote_write_cfg {
     uint64_t max_samples_per_send;          /**< default 2000 */
     int64_t batch_send_deadline_us;         /**< default 5 s */
     int64_t min_backoff_us, max_backoff_us; /**< default 30 ms, 5 s */
-    bool metadata_send;                     /**< metadata_config.send; default true */
-    int64_t metadata_send_interval_us;      /**< metadata_config.send_interval; default 1 min */
-    uint64_t metadata_max_per_send; /**< metadata_config.max_samples_per_send: metadata entries
-                                         per request; default 500 */
+    bool metadata_send;                     /**< metadata.send; default true */
+    int64_t metadata_send_interval_us;      /**< metadata.send_interval; default 1 min */
+    uint64_t metadata_max_per_send;         /**< metadata.max_samples_per_send: metadata entries
+                                                 per request; default 500 */
 };
 
 /** True when two receivers' configurations are identical (a reload keeps the sender). */

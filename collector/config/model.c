@@ -349,7 +349,7 @@ build_remote_write(const struct lyd_node *n, struct fs_remote_write_cfg *w,
                    struct fs_cfg_errs *errs)
 {
     const struct lyd_node *ba = fs_cfg_kid(n, "basic_auth"), *tls = fs_cfg_kid(n, "tls");
-    const struct lyd_node *q = fs_cfg_kid(n, "queue"), *md = fs_cfg_kid(n, "metadata_config");
+    const struct lyd_node *q = fs_cfg_kid(n, "queue"), *md = fs_cfg_kid(n, "metadata");
     const struct lyd_node *md_send = fs_cfg_kid(md, "send"),
                           *md_iv = fs_cfg_kid(md, "send_interval");
 

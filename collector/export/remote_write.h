@@ -24,7 +24,7 @@
  * scans). Past it the oldest queued samples are dropped and counted
  * (fabricscope_remote_write_samples_dropped_total).
  *
- * Metadata (metadata_config). Each metric family's type and help, named as the /metrics
+ * Metadata (metadata). Each metric family's type and help, named as the /metrics
  * TYPE lines name it (a counter with _total), unit empty (/metrics writes none), go in
  * WriteRequests of their own (metadata only, never beside samples), at most
  * metadata_max_per_send entries each: for the families of the series this sender sends

@@ -105,7 +105,7 @@ remote_write:
     name: stub400
     headers: { X-Scope-OrgID: tenant-a }
     queue: { batch_send_deadline: 1s }
-    metadata_config: { send_interval: 10m }
+    metadata: { send_interval: 10m }
   - url: http://127.0.0.1:$PROM2/api/v1/write
     name: tiny
     queue: { capacity: 30, max_samples_per_send: 10, batch_send_deadline: 200ms, min_backoff: 30ms, max_backoff: 300ms }
@@ -264,11 +264,11 @@ remote_write:
     bearer_token_file: /nonexistent
     basic_auth: { username: u, password_file: /nonexistent }
     queue: { min_backoff: 10s, max_backoff: 1s, capacity: 10, max_samples_per_send: 20 }
-    metadata_config: { send_interval: 500ms }
+    metadata: { send_interval: 500ms }
 YML
 check_refused "$T/bad2.yaml" 'Authorization is set by the sender' 'exclude each other' \
   'min_backoff is above max_backoff' 'max_samples_per_send \(20\) is above capacity' \
-  'metadata_config\.send_interval: 500ms is below the minimum of 1s'
+  'metadata\.send_interval: 500ms is below the minimum of 1s'
 ok "--check-config refuses a bad remote_write block with every problem"
 
 write_cfg() { # url; the listener binds a free port itself (port 0) and logs it

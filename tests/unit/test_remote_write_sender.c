@@ -74,7 +74,7 @@ test_config_keys_and_defaults(void **state)
                                    "    queue: { capacity: 5000, max_samples_per_send: 500,\n"
                                    "             batch_send_deadline: 2s, min_backoff: 100ms,\n"
                                    "             max_backoff: 10s }\n"
-                                   "    metadata_config: { send: false, send_interval: 30s,\n"
+                                   "    metadata: { send: false, send_interval: 30s,\n"
                                    "                       max_samples_per_send: 100 }\n"
                                    "  - url: http://127.0.0.1:9090/api/v1/write\n"
                                    "    basic_auth: { username: u, password_file: /run/pw }\n");
@@ -112,7 +112,7 @@ test_config_keys_and_defaults(void **state)
     assert_int_equal(b->metadata_max_per_send, 500);
     assert_false(fs_remote_write_cfg_equal(a, b));
     assert_true(fs_remote_write_cfg_equal(a, a));
-    /* a changed metadata_config is a changed receiver: its sender restarts */
+    /* a changed metadata is a changed receiver: its sender restarts */
     struct fs_remote_write_cfg b2 = *b;
     b2.metadata_send_interval_us++;
     assert_false(fs_remote_write_cfg_equal(b, &b2));
@@ -153,16 +153,16 @@ test_config_problems(void **state)
     assert_non_null(strstr(e, "remote_write"));
     free(e);
     e = parse_bad("remote_write:\n  - url: http://x/w\n"
-                  "    metadata_config: { send_interval: 500ms }\n");
-    assert_non_null(strstr(e, "metadata_config.send_interval"));
+                  "    metadata: { send_interval: 500ms }\n");
+    assert_non_null(strstr(e, "metadata.send_interval"));
     assert_non_null(strstr(e, "500ms is below the minimum of 1s"));
     free(e);
     e = parse_bad("remote_write:\n  - url: http://x/w\n"
-                  "    metadata_config: { max_samples_per_send: 0 }\n");
-    assert_non_null(strstr(e, "metadata_config.max_samples_per_send"));
+                  "    metadata: { max_samples_per_send: 0 }\n");
+    assert_non_null(strstr(e, "metadata.max_samples_per_send"));
     free(e);
-    e = parse_bad("remote_write:\n  - url: http://x/w\n    metadata_config: { send: maybe }\n");
-    assert_non_null(strstr(e, "metadata_config.send"));
+    e = parse_bad("remote_write:\n  - url: http://x/w\n    metadata: { send: maybe }\n");
+    assert_non_null(strstr(e, "metadata.send"));
     free(e);
 }
 
