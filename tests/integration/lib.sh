@@ -92,6 +92,20 @@ wait_http() {
   fail "$url did not answer within ${secs}s"
 }
 
+# Under a ThreadSanitizer build of BINARY only: Debian's gRPC, Abseil, c-ares and OpenSSL
+# are not instrumented, so TSan cannot see their locking and flags the memory calls they
+# make through its interceptors. Those calls are ignored (called_from_lib, one line per
+# library the binary loads: a pattern matching two libraries is an error); accesses made
+# by our own code, on whatever thread, stay checked.
+tsan_ignore_uninstrumented_libs() {
+  local bin=$1 supp=$T/tsan-uninstrumented.supp
+  ldd "$bin" | grep -q libtsan || return 0
+  ldd "$bin" | awk '{print $1}' |
+    grep -E '^lib(grpc|gpr|upb|address_sorting|re2|cares|absl_|ssl|crypto)' |
+    sed 's/^/called_from_lib:/' >"$supp"
+  export TSAN_OPTIONS="${TSAN_OPTIONS:-} suppressions=$supp"
+}
+
 # Starts fabricscope (or BINARY, a test build of its daemon) on CONFIG, logging to
 # $T/fabricscope.log; sets FS_PID.
 start_fabricscope() {
