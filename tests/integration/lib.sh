@@ -1,5 +1,6 @@
 # Shared helpers for integration tests (sourced). Each test gets its own scratch dir,
 # starts its peers on free loopback ports, and everything it started is stopped on exit.
+# The scratch dir (logs included) is removed after a pass unless FS_KEEP_TMP is set.
 set -euo pipefail
 
 FS_SOURCE_DIR=${FS_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
@@ -18,6 +19,8 @@ cleanup() {
   if [ $rc -ne 0 ]; then
     echo "--- test failed (rc=$rc); logs in $T:" >&2
     for f in "$T"/*.log; do [ -f "$f" ] && { echo "== $f" >&2; tail -n 40 "$f" >&2; }; done
+  elif [ -n "${FS_KEEP_TMP:-}" ]; then
+    echo "scratch dir kept (FS_KEEP_TMP): $T" >&2
   else
     rm -rf "$T"
   fi
