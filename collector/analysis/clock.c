@@ -21,6 +21,8 @@ nth_newest(const struct fs_clock_filter *f, size_t i)
     return &f->m[(f->head + FS_CLOCK_WINDOW - 1 - i) % FS_CLOCK_WINDOW];
 }
 
+static bool intersect(const struct fs_clock_filter *f, double *lo, double *hi, size_t *used);
+
 int
 fs_clock_filter_add(struct fs_clock_filter *f, const struct fs_clock_meas *m)
 {
@@ -32,7 +34,68 @@ fs_clock_filter_add(struct fs_clock_filter *f, const struct fs_clock_meas *m)
     f->head = (f->head + 1) % FS_CLOCK_WINDOW;
     if (f->n < FS_CLOCK_WINDOW)
         f->n++;
+    /* The window held no contradiction before (widening only grows with age), so one now
+     * involves the new measurement: the clock stepped since some older one. Where among
+     * the older ones is unknown, and those newer than the first contradicting one may
+     * still mix the two clocks (a 1 s clock's readings are a second wide: many fit
+     * both), so the filter starts over from the new measurement alone. */
+    double lo, hi;
+    size_t used;
+    if (intersect(f, &lo, &hi, &used))
+        f->n = 1;
     return 0;
+}
+
+/* The resolution to assume: the configured one, else the coarsest of 1 s, 100 ms, 10 ms
+ * and 1 ms that divides every reading in the window (see fs_clock_filter_init). */
+static int64_t
+resolution(const struct fs_clock_filter *f, int64_t newest)
+{
+    if (f->resolution_us != 0)
+        return f->resolution_us;
+    static const int64_t guesses[] = {1000000, 100000, 10000, 1000};
+    for (size_t g = 0; g < sizeof guesses / sizeof guesses[0]; g++) {
+        bool all = true;
+        for (size_t i = 0; i < f->n && all; i++) {
+            const struct fs_clock_meas *m = nth_newest(f, i);
+            if (i > 0 && newest - m->local_lo_us > f->window_us)
+                break;
+            all = m->device_us % guesses[g] == 0;
+        }
+        if (all)
+            return guesses[g];
+    }
+    return 1;
+}
+
+/* Intersects the measurements of the window, newest first, into [*lo, *hi] (µs, drift
+ * widening included); *used counts them. Returns true when it stopped at a measurement
+ * that contradicts the newer ones (the clock stepped, or drifted past the allowance). */
+static bool
+intersect(const struct fs_clock_filter *f, double *lo, double *hi, size_t *used)
+{
+    const int64_t newest = nth_newest(f, 0)->local_hi_us;
+    const int64_t res = resolution(f, newest);
+    *lo = -1e300;
+    *hi = 1e300;
+    *used = 0;
+    for (size_t i = 0; i < f->n; i++) {
+        const struct fs_clock_meas *m = nth_newest(f, i);
+        int64_t age = newest - m->local_lo_us;
+        if (i > 0 && age > f->window_us)
+            break;
+        double widen = (double)age * f->max_drift_ppm * 1e-6;
+        double mlo = (double)(m->device_us - m->local_hi_us) - widen;
+        double mhi = (double)(m->device_us + res - m->local_lo_us) + widen;
+        double nlo = mlo > *lo ? mlo : *lo;
+        double nhi = mhi < *hi ? mhi : *hi;
+        if (nlo > nhi)
+            return true;
+        *lo = nlo;
+        *hi = nhi;
+        (*used)++;
+    }
+    return false;
 }
 
 void
@@ -44,45 +107,10 @@ fs_clock_filter_estimate(const struct fs_clock_filter *f, struct fs_clock_estima
     e->used = 0;
     if (f->n == 0)
         return;
-    const int64_t newest = nth_newest(f, 0)->local_hi_us;
-    int64_t res = f->resolution_us;
-    if (res == 0) {
-        static const int64_t guesses[] = {1000000, 100000, 10000, 1000};
-        res = 1;
-        for (size_t g = 0; g < sizeof guesses / sizeof guesses[0]; g++) {
-            bool all = true;
-            for (size_t i = 0; i < f->n && all; i++) {
-                const struct fs_clock_meas *m = nth_newest(f, i);
-                if (i > 0 && newest - m->local_lo_us > f->window_us)
-                    break;
-                all = m->device_us % guesses[g] == 0;
-            }
-            if (all) {
-                res = guesses[g];
-                break;
-            }
-        }
-    }
-    /* Bounds in µs as doubles: the drift widening is fractional. */
-    double lo = -1e300, hi = 1e300;
-    for (size_t i = 0; i < f->n; i++) {
-        const struct fs_clock_meas *m = nth_newest(f, i);
-        int64_t age = newest - m->local_lo_us;
-        if (i > 0 && age > f->window_us)
-            break;
-        double widen = (double)age * f->max_drift_ppm * 1e-6;
-        double mlo = (double)(m->device_us - m->local_hi_us) - widen;
-        double mhi = (double)(m->device_us + res - m->local_lo_us) + widen;
-        double nlo = mlo > lo ? mlo : lo;
-        double nhi = mhi < hi ? mhi : hi;
-        /* Contradiction: the clock stepped (or drifted past the allowance) since this
-           measurement; it and everything older no longer describe the clock. */
-        if (nlo > nhi)
-            break;
-        lo = nlo;
-        hi = nhi;
-        e->used++;
-    }
+    /* Bounds in µs as doubles: the drift widening is fractional. fs_clock_filter_add keeps
+     * the window free of contradictions, so this uses all of it. */
+    double lo, hi;
+    intersect(f, &lo, &hi, &e->used);
     double mid = (lo + hi) / 2;
     double half = (hi - lo) / 2;
     e->known = true;

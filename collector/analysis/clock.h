@@ -19,10 +19,12 @@
  *     that straddle a device-second change bound the offset to the time between them
  *     (second-edge detection); the intersection keeps the tightest such bound.
  * Clocks drift: each interval is widened by max_drift_ppm times its age (relative to the
- * newest measurement), and when old and new measurements contradict each other (a clock
- * step) the old ones are dropped. The estimate is the intersection's midpoint and the
- * uncertainty its half width, so the true offset lies within estimate ± uncertainty as
- * long as the device answered between lo and hi and drifts less than max_drift_ppm.
+ * newest measurement), and when a new measurement contradicts the old ones (a clock
+ * step) the filter starts over from it alone: the step happened somewhere among the old
+ * ones, and any of them kept could mix the two clocks. The estimate is the intersection's
+ * midpoint and the uncertainty its half width, so the true offset lies within estimate ±
+ * uncertainty as long as the device answered between lo and hi and drifts less than
+ * max_drift_ppm.
  *
  * Hosts (importers) use an NTP-style exchange instead: client send t1, server receive t2,
  * server send t3, client receive t4; the same interval reasoning over a few rounds.
@@ -73,8 +75,9 @@ void fs_clock_filter_init(struct fs_clock_filter *f, int64_t resolution_us, int6
                           double max_drift_ppm);
 
 /**
- * Adds a measurement. Returns -1 (and keeps nothing) when lo > hi or the measurement is
- * older than the newest one kept; 0 otherwise.
+ * Adds a measurement; when it contradicts the window's intersection, the older ones are
+ * dropped (the filter starts over from it). Returns -1 (and keeps nothing) when lo > hi
+ * or the measurement is older than the newest one kept; 0 otherwise.
  */
 int fs_clock_filter_add(struct fs_clock_filter *f, const struct fs_clock_meas *m);
 

@@ -158,6 +158,54 @@ test_step_drops_old(void **state)
     }
 }
 
+/* A 1 s clock steps by less than its resolution (+400 ms): each old reading alone is a
+ * second wide, so the first new readings often overlap some old ones. A contradiction
+ * must start the filter over from the reading that revealed it; keeping the newer old
+ * readings that happen to overlap mixes two clocks and can bound the offset away from
+ * the truth. Over 200 seeds. */
+static void
+test_subsecond_step_of_a_1s_clock(void **state)
+{
+    (void)state;
+    int dishonest = 0, checked = 0;
+    for (uint64_t seed = 1; seed <= 200; seed++) {
+        rng_state = seed;
+        struct fs_clock_filter f;
+        fs_clock_filter_init(&f, 1000000, 600 * 1000000LL, 20);
+        struct fs_clock_estimate e;
+        int64_t t = 1796236354000000LL + uni(0, 999999);
+        for (int i = 0; i < 150; i++) {
+            t += 1000000 + uni(0, 300000);
+            struct fs_clock_meas m = poll_device(t, 250000, 0, t, 1000000, 500, 3000);
+            fs_clock_filter_add(&f, &m);
+        }
+        fs_clock_filter_estimate(&f, &e);
+        assert_honest(&e, 250000);
+        assert_true(e.uncertainty_us <= 100000); /* narrow: old readings exclude +650 ms */
+        /* A reading that still fits the old bound cannot reveal the step (a 1 s clock
+         * says nothing finer); from the first that moves the estimate beyond its old
+         * uncertainty on, every estimate must hold the new truth. */
+        const struct fs_clock_estimate before = e;
+        bool revealed = false;
+        for (int i = 0; i < 40; i++) {
+            t += 1000000 + uni(0, 300000);
+            struct fs_clock_meas m = poll_device(t, 650000, 0, t, 1000000, 500, 3000);
+            fs_clock_filter_add(&f, &m);
+            fs_clock_filter_estimate(&f, &e);
+            revealed = revealed || llabs(e.offset_us - before.offset_us) > before.uncertainty_us;
+            if (revealed && llabs(e.offset_us - 650000) > e.uncertainty_us)
+                dishonest++;
+            checked += revealed;
+        }
+        assert_true(revealed);
+    }
+    print_message("+400 ms step of a 1 s clock: %d estimates after it was revealed, %d dishonest\n",
+                  checked, dishonest);
+    if (dishonest)
+        fail_msg("%d of %d estimates after a revealed +400 ms step exclude the truth", dishonest,
+                 checked);
+}
+
 /* Resolution guessed from the readings: whole seconds are taken as a 1 s clock (honest),
  * fine readings as a fine clock (tight). */
 static void
@@ -240,6 +288,7 @@ main(void)
         cmocka_unit_test(test_one_second_clock_edges),
         cmocka_unit_test(test_drift_within_allowance),
         cmocka_unit_test(test_step_drops_old),
+        cmocka_unit_test(test_subsecond_step_of_a_1s_clock),
         cmocka_unit_test(test_add_refuses_bad),
         cmocka_unit_test(test_guessed_resolution),
         cmocka_unit_test(test_ntp_best_round),
