@@ -8,6 +8,7 @@
  *                [--targets N] [--interval-ms I] [--timeout-ms T] [--retries R]
  *                [--max-rep M] [--polls K] [--qos-base -1|0|1] [--include RE] [--exclude RE]
  *                [--grep RE] [--print-metrics] [--render-each] [--quiet] [--deadline-ms D]
+ *                [--clock-max-offset-us U]
  *
  * Every interval it starts one cycle on each target (deadline D, by default 90 % of the
  * interval; a round that overruns the interval starts the next one at once) and
@@ -58,15 +59,31 @@ target0_detail(struct fs_store *st, char *buf, size_t len)
 int
 main(int argc, char **argv)
 {
-    static const struct option lo[] = {
-        {"port", 1, 0, 'p'},       {"address", 1, 0, 'a'},       {"community-file", 1, 0, 'c'},
-        {"v3-user", 1, 0, 'u'},    {"auth-file", 1, 0, 'A'},     {"priv-file", 1, 0, 'X'},
-        {"auth-proto", 1, 0, 'H'}, {"priv-proto", 1, 0, 'P'},    {"weak", 0, 0, 'w'},
-        {"targets", 1, 0, 'n'},    {"interval-ms", 1, 0, 'i'},   {"timeout-ms", 1, 0, 't'},
-        {"retries", 1, 0, 'r'},    {"max-rep", 1, 0, 'm'},       {"polls", 1, 0, 'k'},
-        {"qos-base", 1, 0, 'b'},   {"include", 1, 0, 'I'},       {"exclude", 1, 0, 'E'},
-        {"grep", 1, 0, 'g'},       {"print-metrics", 0, 0, 'M'}, {"render-each", 0, 0, 'R'},
-        {"quiet", 0, 0, 'q'},      {"deadline-ms", 1, 0, 'D'},   {0, 0, 0, 0}};
+    static const struct option lo[] = {{"port", 1, 0, 'p'},
+                                       {"address", 1, 0, 'a'},
+                                       {"community-file", 1, 0, 'c'},
+                                       {"v3-user", 1, 0, 'u'},
+                                       {"auth-file", 1, 0, 'A'},
+                                       {"priv-file", 1, 0, 'X'},
+                                       {"auth-proto", 1, 0, 'H'},
+                                       {"priv-proto", 1, 0, 'P'},
+                                       {"weak", 0, 0, 'w'},
+                                       {"targets", 1, 0, 'n'},
+                                       {"interval-ms", 1, 0, 'i'},
+                                       {"timeout-ms", 1, 0, 't'},
+                                       {"retries", 1, 0, 'r'},
+                                       {"max-rep", 1, 0, 'm'},
+                                       {"polls", 1, 0, 'k'},
+                                       {"qos-base", 1, 0, 'b'},
+                                       {"include", 1, 0, 'I'},
+                                       {"exclude", 1, 0, 'E'},
+                                       {"grep", 1, 0, 'g'},
+                                       {"print-metrics", 0, 0, 'M'},
+                                       {"render-each", 0, 0, 'R'},
+                                       {"quiet", 0, 0, 'q'},
+                                       {"deadline-ms", 1, 0, 'D'},
+                                       {"clock-max-offset-us", 1, 0, 'O'},
+                                       {0, 0, 0, 0}};
     struct fs_snmp_cfg sc = {.port = 161,
                              .version = FS_SNMP_V2C,
                              .interval_us = 1000000,
@@ -78,7 +95,7 @@ main(int argc, char **argv)
                              .priv_protocol = FS_PRIV_NONE};
     const char *address = "127.0.0.1", *include = NULL, *exclude = NULL, *grep = NULL;
     int ntargets = 1, polls = 3, c;
-    int64_t deadline_us = 0;
+    int64_t deadline_us = 0, clock_max_offset_us = 0;
     bool print_metrics = false, render_each = false, quiet = false;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {
@@ -159,6 +176,9 @@ main(int argc, char **argv)
         case 'D':
             deadline_us = atoll(optarg) * 1000;
             break;
+        case 'O':
+            clock_max_offset_us = atoll(optarg);
+            break;
         default:
             fprintf(stderr, "snmp-harness: bad arguments (see the source header)\n");
             return 2;
@@ -175,6 +195,7 @@ main(int argc, char **argv)
         fprintf(stderr, "store: %s\n", err);
         return 1;
     }
+    fs_store_set_clock_max_offset(st, clock_max_offset_us); /* <= 0: the default */
     struct fs_target_cfg *tc = calloc((size_t)ntargets, sizeof(*tc));
     struct fs_sink **sinks = calloc((size_t)ntargets, sizeof(*sinks));
     void **ts = calloc((size_t)ntargets, sizeof(*ts));
