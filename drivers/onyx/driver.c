@@ -139,7 +139,7 @@ struct onyx_target {
     int fail_count;
     int64_t next_connect_us;
     enum fs_poll_result last_fail;
-    char last_fail_msg[256];
+    char last_fail_msg[384];
     bool lacks[K_COUNT];
     bool json_ifaces_lacking;
     char release[32];
@@ -976,6 +976,38 @@ rx_append(struct onyx_target *t, const char *data, size_t n)
     return buf_append(&t->rx, &t->rx_len, &t->rx_cap, tmp, c);
 }
 
+/* The session ended before the CLI ever showed a prompt: the account's shell or forced
+ * command failed to start (or refused us). What it printed, if anything, usually names
+ * the cause (a missing or unreadable program), so its last line goes into the error. */
+static void
+fail_before_prompt(struct onyx_target *t)
+{
+    char msg[384];
+    const char *end = t->rx + t->rx_len, *line = NULL;
+    size_t len = 0;
+    while (end > t->rx && len == 0) {
+        const char *e = end;
+        while (e > t->rx && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' '))
+            e--;
+        const char *b = e;
+        while (b > t->rx && b[-1] != '\n' && b[-1] != '\r')
+            b--;
+        line = b;
+        len = (size_t)(e - b);
+        end = b;
+    }
+    if (len > 0)
+        snprintf(msg, sizeof(msg),
+                 "the switch closed the session before showing a prompt: check that the "
+                 "account's shell or forced command works (it printed: %.*s)",
+                 (int)(len < 200 ? len : 200), line);
+    else
+        snprintf(msg, sizeof(msg),
+                 "the switch closed the session before showing a prompt: "
+                 "check that the account's shell or forced command works");
+    fail_session(t, FS_POLL_PROTOCOL, msg);
+}
+
 static void
 target_io(struct onyx_target *t)
 {
@@ -1004,7 +1036,10 @@ target_io(struct onyx_target *t)
         if (r == ONYX_SSH_AGAIN)
             break;
         if (r == ONYX_SSH_EOF) {
-            fail_session(t, FS_POLL_PROTOCOL, "the switch closed the session");
+            if (t->ss == SS_BANNER)
+                fail_before_prompt(t);
+            else
+                fail_session(t, FS_POLL_PROTOCOL, "the switch closed the session");
             return;
         }
         if (r != ONYX_SSH_DONE) {
@@ -1082,7 +1117,7 @@ do_cycle(struct onyx_target *t, uint64_t id, int64_t deadline)
     if (t->ss == SS_DOWN) {
         int64_t now = fs_monotonic_us();
         if (t->fail_count > 0 && now < t->next_connect_us) {
-            char m[320];
+            char m[448];
             snprintf(m, sizeof(m), "%s (backoff: next connect in %.1f s)", t->last_fail_msg,
                      (double)(t->next_connect_us - now) / 1e6);
             finish_cycle(t, t->last_fail, m);

@@ -8,6 +8,7 @@ FS_BUILD_DIR=${FS_BUILD_DIR:-$FS_SOURCE_DIR/build}
 FABRICSCOPE=$FS_BUILD_DIR/fabricscope
 T=$(mktemp -d "${TMPDIR:-/tmp}/fs-it.XXXXXX")
 _pids=()
+_onyx_sims=()
 
 cleanup() {
   local rc=$?
@@ -15,6 +16,9 @@ cleanup() {
   for p in "${_pids[@]}"; do
     for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$p" 2>/dev/null || true
+  done
+  for d in "${_onyx_sims[@]}"; do
+    bash "$FS_SOURCE_DIR/tests/sim/onyx/start-onyx-sim.sh" --stop "$d" >/dev/null 2>&1 || true
   done
   if [ $rc -ne 0 ]; then
     echo "--- test failed (rc=$rc); logs in $T:" >&2
@@ -159,13 +163,28 @@ prom_query() {
 }
 
 # What a test of the ONYX CLI simulator behind a private sshd needs: root (sshd, a test
-# user) and $T searchable by that user (the simulator reads its scenario there). Sets
-# START (the simulator's starter) and PY.
+# user) and $T searchable by that user (the simulator re-reads its scenario there; its code
+# and sshd's files are laid out under /run by the starter). Sets START (the simulator's
+# starter) and PY.
 onyx_sim_prereqs() {
   START=$FS_SOURCE_DIR/tests/sim/onyx/start-onyx-sim.sh
   [ "$(id -u)" = 0 ] || fail "needs root (sshd, test user)"
   PY=/usr/bin/python3
   chmod 0711 "$T"
+}
+
+# start_onyx_sim NAME [start-onyx-sim.sh args...]: the ONYX CLI simulator behind a private
+# sshd in $T/NAME; sources its env.sh, stops it and removes its files at exit. A simulator
+# that cannot start fails the test with the starter's reason.
+start_onyx_sim() {
+  local name=$1
+  shift
+  _onyx_sims+=("$T/$name")
+  bash "$FS_SOURCE_DIR/tests/sim/onyx/start-onyx-sim.sh" --dir "$T/$name" "$@" \
+    >"$T/start-$name.log" 2>&1 || fail "the ONYX simulator $name did not start: $(cat "$T/start-$name.log")"
+  # shellcheck disable=SC1091
+  source "$T/$name/env.sh"
+  track "$SSHD_PID"
 }
 
 # Starts a private snmpd serving this machine's own interfaces and clock (no simulator)

@@ -99,11 +99,7 @@ for tor in tor1 tor2; do
   SNMP_PORT[$tor]=$p
   COMM[$tor]=$SNMP_COMMUNITY_FILE
 
-  "$FS_SOURCE_DIR/tests/sim/onyx/start-onyx-sim.sh" --dir "$T/cli-$tor" --scenario "$T/$tor.json" \
-    >"$T/start-cli-$tor.log" 2>&1 || fail "ONYX simulator for $tor: $(cat "$T/start-cli-$tor.log")"
-  # shellcheck disable=SC1091
-  source "$T/cli-$tor/env.sh"
-  track "$SSHD_PID"
+  start_onyx_sim "cli-$tor" --scenario "$T/$tor.json"
   CLI_ENV[$tor]=$T/cli-$tor/env.sh
 done
 

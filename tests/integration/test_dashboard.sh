@@ -127,10 +127,7 @@ else
  "congestion": {"port": 3, "tc": 3, "period_s": 6, "duration_s": 2, "phase_s": 0}}
 JSON
   chmod 0644 cli-scenario.json
-  "$ONYX_START" --dir "$T/cli" --scenario "$T/cli-scenario.json" >"$T/start-cli.log" 2>&1 ||
-    { cat "$T/start-cli.log" >&2; fail "the ONYX CLI simulator did not start"; }
-  source "$T/cli/env.sh"
-  track "$SSHD_PID"
+  start_onyx_sim cli --scenario "$T/cli-scenario.json"
 fi
 
 HTTP=$(free_tcp_port)

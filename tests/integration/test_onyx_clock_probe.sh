@@ -26,11 +26,7 @@ TARGETS=""
 for sw in ahead behind; do
   echo "{\"ports\": 8, \"clock_offset_ms\": ${OFFSET[$sw]}}" >"$T/scen-$sw.json"
   chmod 0644 "$T/scen-$sw.json"
-  "$START" --dir "$T/sim-$sw" --scenario "$T/scen-$sw.json" >"$T/start-$sw.log" 2>&1 ||
-    { cat "$T/start-$sw.log" >&2; fail "ONYX simulator ($sw)"; }
-  # shellcheck disable=SC1090
-  source "$T/sim-$sw/env.sh"
-  track "$SSHD_PID"
+  start_onyx_sim "sim-$sw" --scenario "$T/scen-$sw.json"
   TARGETS+="  - name: $sw
     address: 127.0.0.1
     cli: { port: $ONYX_SSH_PORT, username: $ONYX_SSH_USER, password_file: $ONYX_PASSWORD_FILE,

@@ -27,10 +27,7 @@ json.dump({"ports": 8, "boot_epoch_s": time.time() - 82, "counter_base": 2**53 +
 EOF
 chmod 0644 "$SCEN"
 start_snmp_sim --scenario "$SCEN"
-"$START" --dir "$T/cli" --scenario "$SCEN" >"$T/start-cli.log" 2>&1 || { cat "$T/start-cli.log" >&2; fail "cli sim"; }
-# shellcheck disable=SC1091
-source "$T/cli/env.sh"
-track "$SSHD_PID"
+start_onyx_sim cli --scenario "$SCEN"
 HTTP=$(free_tcp_port)
 
 write_cfg() { # write_cfg EXPOSE_ALL [SNMP_INTERVAL [RULE_PORT]]

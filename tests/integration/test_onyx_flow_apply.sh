@@ -11,10 +11,7 @@ POLL=$FS_BUILD_DIR/tests/fs-onyx-poll
 onyx_sim_prereqs
 SCEN=$T/scenario.json
 echo '{"ports": 8, "onyx_faults": {}}' >"$SCEN"
-"$START" --dir "$T/sim" --scenario "$SCEN" >"$T/start.log" 2>&1 || { cat "$T/start.log" >&2; fail "sim"; }
-# shellcheck disable=SC1091
-source "$T/sim/env.sh"
-track "$SSHD_PID"
+start_onyx_sim sim --scenario "$SCEN"
 
 run() { # run NAME [args...]
   local name=$1

@@ -13,10 +13,7 @@ source "$(dirname "$0")/lib.sh"
 onyx_sim_prereqs
 SCEN=$T/scenario.json
 echo '{"ports": 8, "onyx_faults": {}}' >"$SCEN"
-"$START" --dir "$T/sim" --scenario "$SCEN" >"$T/start.log" 2>&1 || { cat "$T/start.log" >&2; fail "sim"; }
-# shellcheck disable=SC1091
-source "$T/sim/env.sh"
-track "$SSHD_PID"
+start_onyx_sim sim --scenario "$SCEN"
 acls() { $PY -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["acls"], sort_keys=True))' "$ONYX_STATE"; }
 printf '%s' '{"acls": {"other": {"10": "permit ip any any"}}}' >"$ONYX_STATE.tmp"
 chown "$ONYX_SSH_USER" "$ONYX_STATE.tmp" && mv "$ONYX_STATE.tmp" "$ONYX_STATE"

@@ -22,10 +22,7 @@ json.dump({"ports": 64, "boot_epoch_s": time.time() - 82, "counter_base": 2**53 
 EOF
 chmod 0644 "$SCEN"
 start_snmp_sim --scenario "$SCEN"
-"$START" --dir "$T/cli" --scenario "$SCEN" >"$T/start-cli.log" 2>&1 || { cat "$T/start-cli.log" >&2; fail "cli sim"; }
-# shellcheck disable=SC1091
-source "$T/cli/env.sh"
-track "$SSHD_PID"
+start_onyx_sim cli --scenario "$SCEN"
 
 t0=$($PY -c 'import time; print(time.time())')
 "$HARNESS" --port "$PORT" --community-file "$SNMP_COMMUNITY_FILE" --polls 1 --interval-ms 3000 \

@@ -14,6 +14,9 @@ Keys (all optional):
   boot_epoch_s     realtime seconds of the simulated boot; simulators that should agree
                    are given the same value (default: the simulator's start)
   clock_offset_ms  device clock minus real time (default 0)
+  frozen_at_s      seconds since boot at which every counter, gauge and uptime stands still
+                   (the clock goes on): a test that compares two commands of one poll reads
+                   them at one instant, however slowly the machine answers (default: none)
   tc_share         share of a port's tx octets/packets per traffic class 0..7
                    (default 0.4 on tc 0, 0.6 on tc 3)
   congestion       the recurring incident: {port: 49, tc: 3, period_s: 30, duration_s: 2,
@@ -48,6 +51,8 @@ class Scenario:
         self.counter_base = int(d.get("counter_base", 0))
         self.boot_epoch_s = float(d.get("boot_epoch_s", time.time()))
         self.clock_offset_ms = float(d.get("clock_offset_ms", 0))
+        frozen = d.get("frozen_at_s")
+        self.frozen_at_s = None if frozen is None else float(frozen)
         share = d.get("tc_share", [0.4, 0, 0, 0.6, 0, 0, 0, 0])
         self.tc_share = [float(x) for x in share] + [0.0] * (8 - len(share))
         c = dict(DEFAULT_CONGESTION)
@@ -56,7 +61,8 @@ class Scenario:
 
     # ---- time ----
     def since_boot(self, now=None):
-        return max(0.0, (time.time() if now is None else now) - self.boot_epoch_s)
+        t = max(0.0, (time.time() if now is None else now) - self.boot_epoch_s)
+        return t if self.frozen_at_s is None else min(t, self.frozen_at_s)
 
     def device_time(self, now=None):
         """The device's clock (realtime seconds) at real time now."""
