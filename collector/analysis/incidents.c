@@ -184,6 +184,7 @@ fs_departures_new(const struct fs_an_opts *o, int64_t start_us, int64_t end_us)
         fs_an_opts_default(&d->opts);
     d->start_us = start_us;
     d->end_us = end_us;
+    d->observed_start_us = start_us;
     return d;
 }
 
@@ -253,6 +254,25 @@ push_run(struct fs_departures *d, const struct fs_departure *run)
     if (run->end_us - run->start_us > d->max_run_us)
         d->max_run_us = run->end_us - run->start_us;
     return 0;
+}
+
+int
+fs_departures_add_ref(struct fs_departures *d, const struct fs_an_series_ref *s, uint32_t *idx)
+{
+    struct fs_an_series x = {.target = s->target,
+                             .interface = s->interface,
+                             .tc = s->tc,
+                             .rule = s->rule,
+                             .metric = s->metric,
+                             .kind = s->kind,
+                             .time_uncertainty_us = s->time_uncertainty_us};
+    return remember_series(d, &x, idx);
+}
+
+int
+fs_departures_push(struct fs_departures *d, const struct fs_departure *run)
+{
+    return push_run(d, run);
 }
 
 /* Minimum and maximum of v[from..to) (to > from). Four independent accumulators: a single
@@ -720,35 +740,62 @@ struct occurrence {
 };
 
 struct fit {
-    double a, period, spread;
-    size_t n;      /* inliers */
+    double period, spread, confidence;
+    double next;   /* predicted occurrence after the last hit */
+    size_t n;      /* hits */
     size_t *which; /* indexes into the occurrences; owned */
-    long last_k;
 };
 
-/* Inliers of t = a + k * period (k >= 0, one per k). */
-static size_t
-inliers(const struct occurrence *oc, size_t m, double a, double period, double tol, size_t *which,
-        long *ks)
+/* Most candidate periods tried per series, neighbours paired per occurrence. */
+#define FIT_CANDIDATES 24
+#define FIT_NEIGHBOURS 8
+#define FIT_ANCHORS 8
+/* Up to ~30% of occurrences may be missed; a random train fills less (see fit_period). */
+#define FIT_MIN_FILL 0.5
+/* Chance may explain a fit this often at most, all candidates together. */
+#define FIT_ALPHA 1e-3
+/* The best candidates swept over +-FIT_SWEEP_STEPS fine steps. */
+#define FIT_SWEEP_TOP 4
+#define FIT_SWEEP_STEPS 15
+
+static int
+cmp_double(const void *a, const void *b)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < m; i++) {
-        long k = lround(((double)oc[i].t - a) / period);
-        if (k < 0 || fabs((double)oc[i].t - a - (double)k * period) > tol)
-            continue;
-        if (n > 0 && k == ks[n - 1])
-            continue;
-        which[n] = i;
-        ks[n] = k;
-        n++;
-    }
-    return n;
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
 }
 
-/* Least squares of t = a + k * period. */
-static void
-lsq(const struct occurrence *oc, const size_t *which, const long *ks, size_t n, double *a,
-    double *period, double *rms)
+/* log of the binomial tail P[X >= k] for X ~ Bin(n, p) (0 < p < 1). */
+static double
+log_binom_tail(size_t k, size_t n, double p)
+{
+    if (k == 0)
+        return 0;
+    double lp = log(p), lq = log1p(-p), sum = 0, mx = -INFINITY;
+    double terms[64];
+    size_t nt = 0;
+    /* The tail is dominated by its first terms: sum at most 64 of them. */
+    for (size_t i = k; i <= n && nt < 64; i++) {
+        double t = lgamma((double)n + 1) - lgamma((double)i + 1) - lgamma((double)(n - i) + 1) +
+                   (double)i * lp + (double)(n - i) * lq;
+        terms[nt++] = t;
+        if (t > mx)
+            mx = t;
+    }
+    for (size_t i = 0; i < nt; i++)
+        sum += exp(terms[i] - mx);
+    return mx + log(sum);
+}
+
+struct track {
+    size_t hits, slots;
+    double a, period; /* the grid t = a + k * period the hits fit (k from 0) */
+    double rms, max_resid;
+};
+
+/* Least squares of t = a + k * period over the hits (k: slot numbers). */
+static double
+lsq_period(const struct occurrence *oc, const size_t *which, const long *ks, size_t n, double *a)
 {
     double t0 = (double)oc[which[0]].t;
     double sk = 0, st = 0, skk = 0, skt = 0;
@@ -759,77 +806,271 @@ lsq(const struct occurrence *oc, const size_t *which, const long *ks, size_t n, 
         skk += k * k;
         skt += k * t;
     }
-    double nn = (double)n, den = nn * skk - sk * sk;
+    double nn = (double)n, den = nn * skk - sk * sk, period = 0;
     if (den != 0)
-        *period = (nn * skt - sk * st) / den;
-    *a = (st - *period * sk) / nn + t0;
-    double ss = 0;
-    for (size_t i = 0; i < n; i++) {
-        double res = (double)oc[which[i]].t - *a - (double)ks[i] * *period;
-        ss += res * res;
-    }
-    *rms = sqrt(ss / nn);
+        period = (nn * skt - sk * st) / den;
+    *a = (st - period * sk) / nn + t0;
+    return period;
 }
 
-/* Fits a period to occurrence times (ascending). fit->n = 0 when none fits: too few
-   inliers, too much spread, or too many expected occurrences missing (random bursts fit
-   some grid by chance but leave most of its slots empty). */
-static int
-fit_period(const struct occurrence *oc, size_t m, const struct fs_an_opts *o, struct fit *fit)
+/* The occurrences on the grid t = a + k * P (k >= 0): per slot the nearest within tol.
+ * Fills which/ks; returns the count. */
+static size_t
+grid_hits(const struct occurrence *oc, size_t m, double a, double P, double tol, size_t *which,
+          long *ks)
 {
-    memset(fit, 0, sizeof *fit);
-    if (m < 2)
-        return 0;
-    int rc = -1;
-    double *diffs = malloc((m - 1) * sizeof *diffs);
-    size_t *which = malloc(m * sizeof *which), *best = malloc(m * sizeof *best);
-    long *ks = malloc(m * sizeof *ks), *best_ks = malloc(m * sizeof *best_ks);
-    if (!diffs || !which || !best || !ks || !best_ks)
-        goto out;
-    for (size_t i = 0; i + 1 < m; i++)
-        diffs[i] = (double)(oc[i + 1].t - oc[i].t);
-    double p0 = select_kth(diffs, m - 1, (m - 1) / 2); /* the median spacing */
-    rc = 0;
-    if (p0 <= 0)
-        goto out;
-    size_t nbest = 0;
-    for (size_t anchor = 0; anchor < m && anchor < 5; anchor++) {
-        size_t ni =
-            inliers(oc + anchor, m - anchor, (double)oc[anchor].t, p0, 0.25 * p0, which, ks);
-        if (ni > nbest) {
-            nbest = ni;
-            for (size_t i = 0; i < ni; i++) {
-                best[i] = which[i] + anchor;
-                best_ks[i] = ks[i];
-            }
+    size_t n = 0;
+    for (size_t i = 0; i < m; i++) {
+        double x = ((double)oc[i].t - a) / P;
+        long k = lround(x);
+        double r = fabs((double)oc[i].t - a - (double)k * P);
+        if (k < 0 || r > tol)
+            continue;
+        if (n > 0 && ks[n - 1] == k) { /* two in one slot: keep the nearer */
+            double r0 = fabs((double)oc[which[n - 1]].t - a - (double)k * P);
+            if (r < r0)
+                which[n - 1] = i;
+            continue;
+        }
+        which[n] = i;
+        ks[n] = k;
+        n++;
+    }
+    return n;
+}
+
+/* Epoch folding of the train at period P: the phase (modulo P) where most occurrences
+ * fall within ±tol gives the grid; then the grid is refitted by least squares to its
+ * hits, twice, so a candidate period a little off (or a slowly drifting train) still
+ * collects its occurrences. Extras fall at other phases and are left out. */
+static void
+fold_period(const struct occurrence *oc, size_t m, double P, double tol_frac, double *ph,
+            size_t *which, long *ks, struct track *tr)
+{
+    memset(tr, 0, sizeof *tr);
+    double t0 = (double)oc[0].t;
+    for (size_t i = 0; i < m; i++) {
+        double x = fmod((double)oc[i].t - t0, P) / P;
+        ph[i] = x < 0 ? x + 1 : x;
+    }
+    qsort(ph, m, sizeof *ph, cmp_double);
+    /* Densest circular window of width 2 tol_frac. */
+    size_t best_n = 0, j = 0;
+    double best_c = 0;
+    for (size_t i = 0; i < m; i++) {
+        while (j < i + m && (j < m ? ph[j] : ph[j - m] + 1) <= ph[i] + 2 * tol_frac)
+            j++;
+        if (j - i > best_n) {
+            best_n = j - i;
+            double sum = 0;
+            for (size_t k = i; k < j; k++)
+                sum += k < m ? ph[k] : ph[k - m] + 1;
+            best_c = sum / (double)(j - i);
         }
     }
-    if (nbest < 2)
+    double a = t0 + best_c * P, period = P;
+    while (a - period > (double)oc[0].t - tol_frac * period)
+        a -= period; /* slot 0 at or before the first occurrence */
+    size_t n = 0;
+    for (int pass = 0; pass < 3; pass++) {
+        n = grid_hits(oc, m, a, period, tol_frac * period, which, ks);
+        if (n < 2)
+            break;
+        double na, np = lsq_period(oc, which, ks, n, &na);
+        if (np <= 0 || fabs(np - P) > 0.1 * P)
+            break;
+        a = na;
+        period = np;
+    }
+    if (n < 2)
+        return;
+    n = grid_hits(oc, m, a, period, tol_frac * period, which, ks);
+    if (n < 2)
+        return;
+    double ss = 0, mx = 0;
+    for (size_t i = 0; i < n; i++) {
+        double r = fabs((double)oc[which[i]].t - a - (double)ks[i] * period);
+        ss += r * r;
+        if (r > mx)
+            mx = r;
+    }
+    tr->hits = n;
+    tr->slots = (size_t)(ks[n - 1] - ks[0] + 1);
+    tr->a = a;
+    tr->period = period;
+    tr->rms = sqrt(ss / (double)n);
+    tr->max_resid = mx;
+}
+
+/* Folds at P; keeps the result in *bt (and its hits) when it scores best so far.
+ * Returns its score: hits x sqrt(fill). A half period hits as often but fills half its
+ * slots, a double period fills them all but hits half as often; the square root keeps a
+ * train with missed occurrences from losing to its own double period. */
+static double
+try_period(const struct occurrence *oc, size_t m, double P, double tol_frac, double *ph,
+           size_t *which, long *ks, size_t *best_which, long *best_ks, struct track *bt,
+           double *best_score)
+{
+    struct track tr;
+    fold_period(oc, m, P, tol_frac, ph, which, ks, &tr);
+    if (tr.hits < 2)
+        return 0;
+    double score = (double)tr.hits * sqrt((double)tr.hits / (double)tr.slots);
+    if (score > *best_score || (score == *best_score && tr.rms < bt->rms)) {
+        *best_score = score;
+        *bt = tr;
+        memcpy(best_which, which, tr.hits * sizeof *which);
+        memcpy(best_ks, ks, tr.hits * sizeof *ks);
+    }
+    return score;
+}
+
+/*
+ * Finds the period of one series' occurrence train (onsets, ascending) by epoch folding
+ * over candidate periods. Candidates are the spacings between each occurrence and its
+ * next FIT_NEIGHBOURS (so missed occurrences and extra episodes still leave the true
+ * spacing among them), clustered within 2%; the FIT_CANDIDATES most frequent are folded
+ * (fold_period: densest phase, then a least-squares grid refitted to its hits), and the
+ * FIT_SWEEP_TOP best are swept finely around their value. The fold with the best
+ * hits x sqrt(fill) wins if:
+ *   - it has at least min_occurrences hits and fills at least half of its slots (up to
+ *     ~30% of occurrences may be missed);
+ *   - chance cannot explain it: for a Poisson train at the series' own episode rate lambda
+ *     over the observed span, a slot is hit by chance with p0 = 1 - exp(-2 lambda w),
+ *     w the half-width the hits actually needed (2.5 x their RMS residual and at least
+ *     the largest, at least 0.25% of the period, at most the tolerance); the binomial
+ *     tail P[all hits but one, or more, of the slots but one] times the number of
+ *     candidates must stay under FIT_ALPHA (a fabric has thousands of series with random
+ *     bursts). confidence = 1 - that.
+ * The period is the least-squares slope over the hits, the spread their RMS residual;
+ * the next occurrence is predicted from the grid of the last 5 hits (slow drift).
+ */
+static int
+fit_period(const struct occurrence *oc, size_t m, double span_us, const struct fs_an_opts *o,
+           struct fit *fit)
+{
+    memset(fit, 0, sizeof *fit);
+    if (m < 2 || m < o->min_occurrences)
+        return 0;
+    int rc = -1;
+    size_t nd = 0, cap = m * FIT_NEIGHBOURS;
+    double *diffs = malloc(cap * sizeof *diffs);
+    size_t *which = malloc(m * sizeof *which), *best_which = malloc(m * sizeof *best_which);
+    long *ks = malloc(m * sizeof *ks), *best_ks = malloc(m * sizeof *best_ks);
+    double cand[FIT_CANDIDATES], *ph = malloc(m * sizeof *ph);
+    size_t cand_w[FIT_CANDIDATES], nc = 0;
+    if (!diffs || !which || !best_which || !ks || !best_ks || !ph)
         goto out;
-    double a, period = p0, rms;
-    lsq(oc, best, best_ks, nbest, &a, &period, &rms);
-    if (period <= 0)
+    rc = 0;
+    double t_span = (double)(oc[m - 1].t - oc[0].t);
+    if (t_span <= 0)
         goto out;
-    /* Tighten to the allowed spread and refit. */
-    double tol = o->max_period_spread * period;
-    size_t n = inliers(oc, m, a, period, tol, best, best_ks);
-    if (n < 2 || n < o->min_occurrences)
+    /* A period needs at least min_occurrences slots in the train and a slot per 4
+       occurrences at most (finer periods would fill under 25%). */
+    double p_max = t_span / (double)(o->min_occurrences > 2 ? o->min_occurrences - 1 : 1);
+    double p_min = t_span / (4.0 * (double)m);
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = i + 1; j < m && j <= i + FIT_NEIGHBOURS; j++) {
+            double dd = (double)(oc[j].t - oc[i].t);
+            if (dd >= p_min && dd <= p_max * 1.0001)
+                diffs[nd++] = dd;
+        }
+    if (nd == 0)
         goto out;
-    lsq(oc, best, best_ks, n, &a, &period, &rms);
-    long slots = best_ks[n - 1] - best_ks[0] + 1;
-    if (period <= 0 || rms > o->max_period_spread * period || (double)n < 0.8 * (double)slots)
+    qsort(diffs, nd, sizeof *diffs, cmp_double);
+    /* Clusters within 2% of their first member; the median of each, the largest first. */
+    for (size_t i = 0; i < nd;) {
+        size_t j = i;
+        while (j < nd && diffs[j] <= diffs[i] * 1.02)
+            j++;
+        double med = diffs[i + (j - i) / 2];
+        size_t w = j - i;
+        if (nc < FIT_CANDIDATES) {
+            cand[nc] = med;
+            cand_w[nc++] = w;
+        } else {
+            size_t lo = 0;
+            for (size_t k = 1; k < nc; k++)
+                if (cand_w[k] < cand_w[lo])
+                    lo = k;
+            if (w > cand_w[lo]) {
+                cand[lo] = med;
+                cand_w[lo] = w;
+            }
+        }
+        i = j;
+    }
+    double lambda = (double)m / (span_us > t_span ? span_us : t_span);
+    double tol_frac = o->max_period_spread * 1.5;
+    struct track bt = {0};
+    double best_score = 0;
+    /* Each candidate, then the best few swept finely around their value: a spacing
+       measured between jittered occurrences is off by up to the jitter, and over many
+       slots that misplaces the later ones. */
+    double top_p[FIT_SWEEP_TOP] = {0}, top_s[FIT_SWEEP_TOP] = {0};
+    for (size_t c = 0; c < nc; c++) {
+        double sc = try_period(oc, m, cand[c], tol_frac, ph, which, ks, best_which, best_ks, &bt,
+                               &best_score);
+        for (size_t k = 0; k < FIT_SWEEP_TOP; k++)
+            if (sc > top_s[k]) {
+                memmove(top_s + k + 1, top_s + k, (FIT_SWEEP_TOP - 1 - k) * sizeof *top_s);
+                memmove(top_p + k + 1, top_p + k, (FIT_SWEEP_TOP - 1 - k) * sizeof *top_p);
+                top_s[k] = sc;
+                top_p[k] = cand[c];
+                break;
+            }
+    }
+    for (size_t k = 0; k < FIT_SWEEP_TOP && top_p[k] > 0; k++) {
+        double slots = t_span / top_p[k] + 1;
+        double step = 0.5 * tol_frac / slots;
+        if (step > 0.002)
+            step = 0.002;
+        for (int i = -FIT_SWEEP_STEPS; i <= FIT_SWEEP_STEPS; i++)
+            if (i != 0)
+                try_period(oc, m, top_p[k] * (1 + step * i), tol_frac, ph, which, ks, best_which,
+                           best_ks, &bt, &best_score);
+    }
+    if (bt.hits < o->min_occurrences || bt.hits < 2)
         goto out;
-    fit->a = a;
+    if ((double)bt.hits < FIT_MIN_FILL * (double)bt.slots)
+        goto out;
+    double tol = tol_frac * bt.period;
+    double w = 2.5 * bt.rms;
+    if (w < bt.max_resid)
+        w = bt.max_resid;
+    if (w < 0.0025 * bt.period)
+        w = 0.0025 * bt.period;
+    if (w > tol)
+        w = tol;
+    double p0 = 1 - exp(-2 * lambda * w);
+    if (p0 > 0.999)
+        goto out;
+    /* The phase was taken from the occurrences: chance has to explain all hits but one. */
+    double log_p =
+        log_binom_tail(bt.hits - 1, bt.slots - 1, p0 > 1e-12 ? p0 : 1e-12) + log((double)nc);
+    if (log_p > log(FIT_ALPHA))
+        goto out;
+    double period = bt.period;
+    /* The next one from the grid of the last 5 hits (the train may drift; their average
+       keeps one late occurrence from moving the prediction much). */
+    size_t r0 = bt.hits > 5 ? bt.hits - 5 : 0;
+    double a_recent;
+    double recent = lsq_period(oc, best_which + r0, best_ks + r0, bt.hits - r0, &a_recent);
+    double next = a_recent + (double)(best_ks[bt.hits - 1] + 1) * recent;
+    if (recent <= 0 || fabs(recent - period) > 0.2 * period)
+        next = bt.a + (double)(best_ks[bt.hits - 1] + 1) * period;
+    fit->next = next;
     fit->period = period;
-    fit->spread = rms;
-    fit->n = n;
-    fit->last_k = best_ks[n - 1];
-    fit->which = best;
-    best = NULL;
+    fit->spread = bt.rms;
+    fit->confidence = 1 - exp(log_p);
+    fit->n = bt.hits;
+    fit->which = best_which;
+    best_which = NULL;
 out:
     free(diffs);
+    free(ph);
     free(which);
-    free(best);
+    free(best_which);
     free(ks);
     free(best_ks);
     return rc;
@@ -891,7 +1132,7 @@ find_groups(struct ctx *c, struct fs_incident_report *r, int64_t now_us)
         if (m < d->opts.min_occurrences)
             continue;
         struct fit fit = {0};
-        if (fit_period(oc, m, &d->opts, &fit) != 0)
+        if (fit_period(oc, m, (double)(d->end_us - d->observed_start_us), &d->opts, &fit) != 0)
             goto fail;
         if (fit.n == 0)
             continue;
@@ -924,9 +1165,10 @@ find_groups(struct ctx *c, struct fs_incident_report *r, int64_t now_us)
                 g->series[g->n_series++] = (uint32_t)s;
         g->period_us = fit.period;
         g->spread_us = fit.spread;
+        g->confidence = fit.confidence;
         g->first_us = oc[fit.which[0]].t;
         g->last_us = oc[fit.which[fit.n - 1]].t;
-        double next = fit.a + (double)(fit.last_k + 1) * fit.period;
+        double next = fit.next;
         while (next <= (double)now_us)
             next += fit.period;
         g->next_us = (int64_t)llround(next);

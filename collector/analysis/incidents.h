@@ -129,6 +129,9 @@ struct fs_departure {
 struct fs_departures {
     struct fs_an_opts opts;
     int64_t start_us, end_us;
+    int64_t observed_start_us; /**< since when series were watched (>= start_us when the
+                                    history is shorter than the range): the base of each
+                                    series' episode rate when telling periodic from random */
     struct fs_an_series_ref *series;
     size_t n_series, cap_series;
     struct fs_departure *runs; /**< by start after fs_departures_finish */
@@ -150,6 +153,14 @@ int fs_departures_add(struct fs_departures *d, const struct fs_an_series *s);
  * its own object, and join the results. 0 or -1 (no memory; dst unchanged).
  */
 int fs_departures_merge(struct fs_departures *dst, struct fs_departures *src);
+
+/**
+ * Adds runs found elsewhere (the episode log): fs_departures_add_ref remembers a series
+ * (strings copied; *idx its index), fs_departures_push a run of a remembered series.
+ * The caller keeps one index per series. Before fs_departures_finish; 0 or -1 (no memory).
+ */
+int fs_departures_add_ref(struct fs_departures *d, const struct fs_an_series_ref *s, uint32_t *idx);
+int fs_departures_push(struct fs_departures *d, const struct fs_departure *run);
 
 /** Orders the runs by start; call once after the last add. 0 or -1 (no memory). */
 int fs_departures_finish(struct fs_departures *d);
@@ -183,8 +194,10 @@ struct fs_recurrence {
     size_t n_series;
     size_t occurrences; /**< episodes that fit the period */
     size_t *episodes;   /**< their indexes, ascending */
-    double period_us;
-    double spread_us; /**< RMS of the occurrences' residuals from the fitted period */
+    double period_us;   /**< least-squares period over the occurrences */
+    double spread_us;   /**< RMS distance of the occurrences from the fitted grid */
+    double confidence;  /**< 1 - the chance (times the periods tried) that a random burst
+                             train at the series' own rate fits as well */
     int64_t first_us, last_us;
     int64_t next_us; /**< first predicted occurrence after the range's end */
     unsigned kinds;
