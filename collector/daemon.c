@@ -483,7 +483,8 @@ remote_write_apply(struct daemon *d, const struct fs_config *c)
 
 /* ---- analysis ---- */
 
-/* Applies c's host_events and clock settings: the host-event bounds, the flow rules,
+/* Applies c's host_events, analysis and clock settings: the host-event bounds, the
+ * analysis settings and episode log bounds, the flow rules,
  * and the post token read afresh (an unreadable token disables posting: 403). */
 static void
 analysis_configure(struct daemon *d, const struct fs_config *c)
@@ -492,6 +493,18 @@ analysis_configure(struct daemon *d, const struct fs_config *c)
     struct fs_host_events_opts ho = {c->host_events_memory_limit,
                                      c->host_events_retention_us * 1000};
     fs_host_events_set_opts(fs_analysis_host_events(d->an.an), &ho);
+    struct fs_analysis_opts ao;
+    fs_analysis_opts_default(&ao);
+    ao.an.z_threshold = c->analysis.z_threshold;
+    ao.an.baseline_window_us = c->analysis.baseline_window_us;
+    ao.an.baseline_step_us = c->analysis.baseline_window_us;
+    ao.an.merge_gap_us = c->analysis.merge_gap_us;
+    ao.an.min_occurrences = c->analysis.min_occurrences;
+    ao.an.max_period_spread = c->analysis.max_period_spread;
+    ao.horizon_us = c->analysis.horizon_us;
+    ao.log.retention_us = c->analysis.episode_retention_us;
+    ao.log.memory_limit = c->analysis.episode_memory_limit;
+    fs_analysis_set_opts(d->an.an, &ao);
     struct fs_analysis_flow_rule *rules =
         c->n_flow_rules ? calloc(c->n_flow_rules, sizeof *rules) : NULL;
     if (c->n_flow_rules && !rules) {

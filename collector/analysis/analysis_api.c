@@ -13,11 +13,13 @@
 #include <unistd.h>
 
 #include "analysis/correlate.h"
+#include "analysis/episode_log.h"
 #include "analysis/incidents.h"
 #include "analysis/trace.h"
 #include "http/api.h"
 #include "http/selector.h"
 #include "metrics_catalogue.h"
+#include "util/log.h"
 
 #define US 1000000LL
 #define MAX_WINDOWS 1000
@@ -42,7 +44,10 @@ struct fs_analysis {
     size_t n_rules;
     pthread_mutex_t token_lock;
     char *token;
-    pthread_mutex_t run_lock; /* one heavy analysis at a time */
+    pthread_mutex_t run_lock; /* one heavy analysis at a time; guards opts */
+    struct fs_analysis_opts opts;
+    struct fs_episode_log *log;
+    int64_t data_since_us; /* the oldest sample the ring has shown a refresh (0: none) */
     pthread_mutex_t metrics_lock;
     struct metric_port *ports;
     size_t n_ports;
@@ -61,6 +66,14 @@ fs_analysis_new(const struct fs_host_events_opts *o, char *err, size_t errlen)
     a->events = fs_host_events_new(o, err, errlen);
     if (!a->events) {
         free(a);
+        return NULL;
+    }
+    fs_analysis_opts_default(&a->opts);
+    a->log = fs_episode_log_new(&a->opts.log);
+    if (!a->log) {
+        fs_host_events_free(a->events);
+        free(a);
+        snprintf(err, errlen, "out of memory");
         return NULL;
     }
     pthread_mutex_init(&a->token_lock, NULL);
@@ -89,6 +102,7 @@ fs_analysis_free(struct fs_analysis *a)
     if (!a)
         return;
     fs_host_events_free(a->events);
+    fs_episode_log_free(a->log);
     if (a->token) {
         memset(a->token, 0, strlen(a->token));
         free(a->token);
@@ -102,6 +116,32 @@ fs_analysis_free(struct fs_analysis *a)
     pthread_mutex_destroy(&a->run_lock);
     pthread_mutex_destroy(&a->metrics_lock);
     free(a);
+}
+
+void
+fs_analysis_opts_default(struct fs_analysis_opts *o)
+{
+    fs_an_opts_default(&o->an);
+    o->horizon_us = 24 * 3600 * US;
+    o->log.retention_us = 7 * 24 * 3600 * US;
+    o->log.memory_limit = UINT64_C(64) << 20;
+    o->log.merge_gap_us = o->an.merge_gap_us;
+}
+
+void
+fs_analysis_set_opts(struct fs_analysis *a, const struct fs_analysis_opts *o)
+{
+    pthread_mutex_lock(&a->run_lock);
+    a->opts = *o;
+    a->opts.log.merge_gap_us = o->an.merge_gap_us;
+    fs_episode_log_set_opts(a->log, &a->opts.log);
+    pthread_mutex_unlock(&a->run_lock);
+}
+
+struct fs_episode_log *
+fs_analysis_episode_log(struct fs_analysis *a)
+{
+    return a->log;
 }
 
 struct fs_host_events *
@@ -546,7 +586,8 @@ scan_part_run(void *arg_)
  * the number of threads.
  */
 static struct fs_departures *
-scan_store(struct fs_store *st, int64_t start, int64_t end, char *err, size_t errlen)
+scan_store(struct fs_store *st, const struct fs_an_opts *opts, int64_t start, int64_t end,
+           char *err, size_t errlen)
 {
     struct cands cs = {0};
     struct uncs u = {0};
@@ -574,7 +615,7 @@ scan_store(struct fs_store *st, int64_t start, int64_t end, char *err, size_t er
                                       cs.n * (t + 1) / threads,
                                       start,
                                       end,
-                                      fs_departures_new(NULL, start, end),
+                                      fs_departures_new(opts, start, end),
                                       -1};
         n_parts++;
         if (!parts[t].d) {
@@ -1040,7 +1081,8 @@ fs_analysis_correlate(struct fs_analysis *a, struct fs_store *st,
     }
     pthread_mutex_lock(&a->run_lock);
     char err[128];
-    struct fs_departures *d = scan_store(st, start - co.lead_us, end + co.lag_us, err, sizeof err);
+    struct fs_departures *d =
+        scan_store(st, &a->opts.an, start - co.lead_us, end + co.lag_us, err, sizeof err);
     struct fs_corr_report *r = NULL;
     if (!d || fs_correlate(d, w, nw, &co, &r) != 0) {
         pthread_mutex_unlock(&a->run_lock);
@@ -1176,6 +1218,45 @@ put_recurrence_text(char *text, size_t len, const struct fs_departures *d,
         snprintf(text + o, len - o, ")");
 }
 
+/* Departures over [start, end] (under run_lock): the part the ring holds scanned from it,
+ * the part before replayed from the episode log. With record, what the scan found is
+ * logged first (the periodic refresh, and queries reaching the present). */
+static struct fs_departures *
+departures_with_log(struct fs_analysis *a, struct fs_store *st, int64_t start, int64_t end,
+                    bool record, int64_t now_us, char *err, size_t errlen)
+{
+    struct fs_ring_stats rs;
+    uint64_t limit;
+    fs_store_ring_stats(st, &rs, &limit);
+    int64_t ring_lo = rs.samples ? rs.oldest_ts_us : end;
+    if (rs.samples && (a->data_since_us == 0 || rs.oldest_ts_us < a->data_since_us))
+        a->data_since_us = rs.oldest_ts_us;
+    int64_t scan_lo = start > ring_lo ? start : ring_lo;
+    struct fs_departures *d = NULL;
+    if (scan_lo < end) {
+        d = scan_store(st, &a->opts.an, scan_lo, end, err, errlen);
+    } else if ((d = fs_departures_new(&a->opts.an, start, end)) && fs_departures_finish(d) != 0) {
+        fs_departures_free(d);
+        d = NULL;
+    }
+    if (!d)
+        return NULL;
+    if (record && fs_episode_log_record(a->log, d, now_us) != 0)
+        fs_log(FS_LOG_WARN, "analysis", "episode log: out of memory, some episodes not kept");
+    d->start_us = start;
+    if (start < scan_lo) {
+        if (fs_episode_log_replay(a->log, d, start, scan_lo) != 0 || fs_departures_finish(d) != 0) {
+            fs_departures_free(d);
+            snprintf(err, errlen, "out of memory");
+            return NULL;
+        }
+    }
+    /* The series' episode rates (random or periodic?) count from when data began. */
+    int64_t since = a->data_since_us ? a->data_since_us : start;
+    d->observed_start_us = since > start ? since : start;
+    return d;
+}
+
 static int
 remember_metrics(struct fs_analysis *a, const struct fs_departures *d,
                  const struct fs_incident_report *r)
@@ -1227,8 +1308,11 @@ fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
     int rc = check_args(args, n, known, NULL, out);
     if (rc)
         return rc;
+    pthread_mutex_lock(&a->run_lock);
+    int64_t horizon = a->opts.horizon_us, max_range = a->opts.log.retention_us;
+    pthread_mutex_unlock(&a->run_lock);
     int64_t start, end;
-    if ((rc = parse_range(args, n, now_us, 3600 * US, 7 * 24 * 3600 * US, &start, &end, out)))
+    if ((rc = parse_range(args, n, now_us, horizon, max_range, &start, &end, out)))
         return rc;
     size_t limit = 200;
     const char *lim = arg(args, n, "limit");
@@ -1241,7 +1325,9 @@ fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
     }
     pthread_mutex_lock(&a->run_lock);
     char err[128];
-    struct fs_departures *d = scan_store(st, start, end, err, sizeof err);
+    bool present = end >= now_us - 60 * US;
+    struct fs_departures *d =
+        departures_with_log(a, st, start, end, present, now_us, err, sizeof err);
     struct fs_incident_report *r = NULL;
     /* The next occurrence is predicted after the range's end, or now if that is later. */
     int64_t after = end > now_us ? end : now_us;
@@ -1251,7 +1337,7 @@ fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
         return error_doc(out, 500, "out of memory");
     }
     pthread_mutex_unlock(&a->run_lock);
-    if (end >= now_us - 60 * US)
+    if (present)
         (void)remember_metrics(a, d, r);
 
     fs_buf_reset(out);
@@ -1259,8 +1345,16 @@ fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
     put_time(out, start);
     fs_buf_puts(out, ",\"end\":");
     put_time(out, end);
-    fs_buf_printf(out, ",\"series_scanned\":%zu,\"series_departing\":%zu,\"recurring\":[",
-                  d->series_scanned, d->n_series);
+    struct fs_episode_log_stats ls;
+    fs_episode_log_stats(a->log, &ls);
+    fs_buf_printf(out, ",\"series_scanned\":%zu,\"series_departing\":%zu,", d->series_scanned,
+                  d->n_series);
+    fs_buf_printf(out, "\"episode_log\":{\"episodes\":%zu,\"oldest\":", ls.runs);
+    if (ls.runs)
+        put_time(out, ls.oldest_start_us);
+    else
+        fs_buf_puts(out, "null");
+    fs_buf_puts(out, "},\"recurring\":[");
     for (size_t i = 0; i < r->n_groups; i++) {
         const struct fs_recurrence *g = &r->groups[i];
         char text[1024];
@@ -1273,8 +1367,10 @@ fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
         }
         fs_buf_puts(out, "],\"kinds\":");
         put_kinds(out, g->kinds);
-        fs_buf_printf(out, ",\"occurrences\":%zu,\"period_s\":%.6f,\"spread_s\":%.6f,\"first\":",
-                      g->occurrences, g->period_us / 1e6, g->spread_us / 1e6);
+        fs_buf_printf(out,
+                      ",\"occurrences\":%zu,\"period_s\":%.6f,\"spread_s\":%.6f,"
+                      "\"confidence\":%.6f,\"first\":",
+                      g->occurrences, g->period_us / 1e6, g->spread_us / 1e6, g->confidence);
         put_time(out, g->first_us);
         fs_buf_puts(out, ",\"last\":");
         put_time(out, g->last_us);
@@ -1323,7 +1419,8 @@ fs_analysis_refresh(struct fs_analysis *a, struct fs_store *st, int64_t now_us)
 {
     pthread_mutex_lock(&a->run_lock);
     char err[128];
-    struct fs_departures *d = scan_store(st, now_us - 3600 * US, now_us, err, sizeof err);
+    struct fs_departures *d = departures_with_log(a, st, now_us - a->opts.horizon_us, now_us, true,
+                                                  now_us, err, sizeof err);
     struct fs_incident_report *r = NULL;
     int rc = -1;
     if (d && fs_incidents_find(d, now_us, &r) == 0)
@@ -1380,6 +1477,14 @@ fs_analysis_metrics(struct fs_analysis *a, struct fs_buf *out)
     const char *ev = fs_metric_defs[FS_M_HOST_EVENTS_EVICTED].name;
     fs_buf_printf(out, "%s{reason=\"memory\"} %" PRIu64 "\n%s{reason=\"retention\"} %" PRIu64 "\n",
                   ev, s.evicted_memory, ev, s.evicted_retention);
+    struct fs_episode_log_stats ls;
+    fs_episode_log_stats(a->log, &ls);
+    scalar_u64(out, FS_M_EPISODE_LOG_EPISODES, ls.runs);
+    scalar_u64(out, FS_M_EPISODE_LOG_BYTES, ls.bytes);
+    family_header(out, FS_M_EPISODE_LOG_EVICTED);
+    const char *lev = fs_metric_defs[FS_M_EPISODE_LOG_EVICTED].name;
+    fs_buf_printf(out, "%s{reason=\"memory\"} %" PRIu64 "\n%s{reason=\"retention\"} %" PRIu64 "\n",
+                  lev, ls.evicted_memory, lev, ls.evicted_retention);
     pthread_mutex_lock(&a->metrics_lock);
     static const enum fs_metric fams[3] = {FS_M_INCIDENT_PERIOD, FS_M_INCIDENT_PERIOD_SPREAD,
                                            FS_M_INCIDENT_NEXT_EXPECTED};
@@ -1602,7 +1707,7 @@ fs_analysis_export_trace(struct fs_analysis *a, struct fs_store *st,
     /* Incidents of the range as instants on their switches. */
     if (!oom && !out->overflow) {
         char err[128];
-        d = scan_store(st, start, end, err, sizeof err);
+        d = scan_store(st, &a->opts.an, start, end, err, sizeof err);
         if (!d || fs_incidents_find(d, end, &rep) != 0)
             oom = true;
         for (size_t i = 0; !oom && rep && i < rep->n_episodes; i++) {

@@ -20,7 +20,9 @@
  *        top (1..5, default 5),
  *        limit (events listed, default 200; the summary counts all).
  *   GET  /api/v1/incidents            fs_analysis_incidents
- *        start, end (default the last hour), limit (episodes listed, default 200).
+ *        start, end (default the last analysis horizon, 24 h; at most the episode
+ *        retention), limit (episodes listed, default 200). The part of the window the
+ *        ring holds is scanned from it; the part before comes from the episode log.
  *   GET  /api/v1/export/trace         fs_analysis_export_trace
  *        start, end (default the last 5 min, at most 6 h), match[] (repeatable series
  *        selectors for the counter tracks; default the analysed metrics: ECN marks,
@@ -46,7 +48,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/episode_log.h"
 #include "analysis/host_events.h"
+#include "analysis/incidents.h"
 #include "store/store.h"
 #include "util/buf.h"
 
@@ -61,6 +65,19 @@ struct fs_analysis;
 /** Creates the analysis context with its host-event store; NULL with err on failure. */
 struct fs_analysis *fs_analysis_new(const struct fs_host_events_opts *o, char *err, size_t errlen);
 void fs_analysis_free(struct fs_analysis *a);
+
+/** The analysis settings (config `analysis:`): departures, episodes and recurrences, the
+ *  default window of incidents, the episode log's bounds. */
+struct fs_analysis_opts {
+    struct fs_an_opts an;           /**< thresholds, baseline, merge gap, recurrence */
+    int64_t horizon_us;             /**< default and metrics window of incidents; 24 h */
+    struct fs_episode_log_opts log; /**< retention 7 d, 64 MiB (merge gap taken from an) */
+};
+void fs_analysis_opts_default(struct fs_analysis_opts *o);
+/** Applies o (copied) from the next analysis on. Thread-safe. */
+void fs_analysis_set_opts(struct fs_analysis *a, const struct fs_analysis_opts *o);
+/** The episode log (owned by the context). */
+struct fs_episode_log *fs_analysis_episode_log(struct fs_analysis *a);
 
 /** The host-event store (for reload of its bounds). */
 struct fs_host_events *fs_analysis_host_events(struct fs_analysis *a);
@@ -119,8 +136,8 @@ int fs_analysis_export_trace(struct fs_analysis *a, struct fs_store *st,
                              struct fs_buf *out);
 
 /**
- * Recomputes the incidents of the last hour for the metrics (the daemon may call this
- * periodically, e.g. every 30 s, from a thread of its own). 0 or -1.
+ * Scans the ring into the episode log and recomputes the incidents of the last horizon
+ * for the metrics (the daemon calls this every 30 s from a thread of its own). 0 or -1.
  */
 int fs_analysis_refresh(struct fs_analysis *a, struct fs_store *st, int64_t now_us);
 
@@ -130,6 +147,8 @@ int fs_analysis_refresh(struct fs_analysis *a, struct fs_store *st, int64_t now_
  *   fabricscope_host_events_limit_bytes, fabricscope_host_events_ingested_total,
  *   fabricscope_host_events_rejected_posts_total,
  *   fabricscope_host_events_evicted_total{reason="memory"|"retention"},
+ *   fabricscope_episode_log_episodes, fabricscope_episode_log_bytes,
+ *   fabricscope_episode_log_evicted_total{reason="memory"|"retention"},
  *   fabricscope_incident_period_seconds{target,interface,tc,rule,metric},
  *   fabricscope_incident_period_spread_seconds{...},
  *   fabricscope_incident_next_expected_timestamp_seconds{...}

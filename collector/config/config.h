@@ -107,10 +107,20 @@ struct fs_config {
     uint64_t host_events_memory_limit;      /**< bytes; default 64 MiB */
     int64_t host_events_retention_us;       /**< default 6 h */
     int64_t clock_max_offset_us;            /**< clock.max_offset; default 1 ms */
-    uint32_t shard_index, shard_count;      /**< shard: {index, count}; count 0: no shard block
-                                                 (every target is polled) */
-    struct fs_kv *external_labels;          /**< external_labels, sorted by key (remote_write and
-                                                 /metrics add them to every series) */
+    struct fs_analysis_cfg {                /**< analysis: (defaults in the YANG model) */
+        double z_threshold;                 /**< default 6 */
+        int64_t baseline_window_us;         /**< default 10 min */
+        int64_t merge_gap_us;               /**< default 2 s */
+        int64_t horizon_us;                 /**< default 24 h */
+        uint32_t min_occurrences;           /**< default 3 */
+        double max_period_spread;           /**< default 0.1 */
+        int64_t episode_retention_us;       /**< default 7 d */
+        uint64_t episode_memory_limit;      /**< bytes; default 64 MiB */
+    } analysis;
+    uint32_t shard_index, shard_count; /**< shard: {index, count}; count 0: no shard block
+                                            (every target is polled) */
+    struct fs_kv *external_labels;     /**< external_labels, sorted by key (remote_write and
+                                            /metrics add them to every series) */
     size_t n_external_labels;
     struct fs_flow_rule *flow_rules;
     size_t n_flow_rules;

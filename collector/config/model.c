@@ -516,6 +516,65 @@ build_host_events(const struct lyd_node *tree, struct fs_config *cfg, struct fs_
     return n ? fs_cfg_secret_ref(&cfg->host_events_token, n, "bearer_token") : 0;
 }
 
+/* A duration leaf of analysis: within [lo, hi] or an error naming it. */
+static void
+analysis_duration(const struct lyd_node *n, const char *name, int64_t lo, int64_t hi,
+                  const char *lo_s, const char *hi_s, int64_t *out, struct fs_cfg_errs *errs)
+{
+    const struct lyd_node *k = fs_cfg_kid(n, name);
+    if (!k)
+        return;
+    int64_t us = fs_parse_duration(lyd_get_value(k));
+    if (us < lo || us > hi)
+        fs_cfg_node_err(errs, k, false, "%s is not within %s..%s", lyd_get_value(k), lo_s, hi_s);
+    else
+        *out = us;
+}
+
+/* analysis: the departure, episode and recurrence settings, and the episode log. */
+static void
+build_analysis(const struct lyd_node *tree, struct fs_config *cfg, struct fs_cfg_errs *errs)
+{
+    struct fs_analysis_cfg *a = &cfg->analysis;
+    *a = (struct fs_analysis_cfg){.z_threshold = 6,
+                                  .baseline_window_us = 600 * US_PER_S,
+                                  .merge_gap_us = 2 * US_PER_S,
+                                  .horizon_us = 24 * 3600 * US_PER_S,
+                                  .min_occurrences = 3,
+                                  .max_period_spread = 0.1,
+                                  .episode_retention_us = 7 * 24 * 3600 * US_PER_S,
+                                  .episode_memory_limit = UINT64_C(64) << 20};
+    const struct lyd_node *n = fs_cfg_child(tree, "analysis"), *k;
+    if (!n)
+        return;
+    /* decimal64 and uint32 ranges are libyang's to check; these parse what passed. */
+    if ((k = fs_cfg_kid(n, "z_threshold")))
+        a->z_threshold = strtod(lyd_get_value(k), NULL);
+    if ((k = fs_cfg_kid(n, "max_period_spread")))
+        a->max_period_spread = strtod(lyd_get_value(k), NULL);
+    if ((k = fs_cfg_kid(n, "min_occurrences")))
+        a->min_occurrences = (uint32_t)strtoul(lyd_get_value(k), NULL, 10);
+    analysis_duration(n, "baseline_window", 10 * US_PER_S, 6 * 3600 * US_PER_S, "10s", "6h",
+                      &a->baseline_window_us, errs);
+    analysis_duration(n, "merge_gap", 100000, 600 * US_PER_S, "100ms", "10m", &a->merge_gap_us,
+                      errs);
+    analysis_duration(n, "horizon", 60 * US_PER_S, 90 * 24 * 3600 * US_PER_S, "1m", "90d",
+                      &a->horizon_us, errs);
+    analysis_duration(n, "episode_retention", 3600 * US_PER_S, 90 * 24 * 3600 * US_PER_S, "1h",
+                      "90d", &a->episode_retention_us, errs);
+    if ((k = fs_cfg_kid(n, "episode_memory_limit")) &&
+        fs_parse_size(lyd_get_value(k), &a->episode_memory_limit) == 0 &&
+        a->episode_memory_limit < (UINT64_C(1) << 20))
+        fs_cfg_node_err(errs, k, false, "%s is below the minimum of 1MiB", lyd_get_value(k));
+    if (a->horizon_us > a->episode_retention_us) {
+        k = fs_cfg_kid(n, "horizon");
+        fs_cfg_node_err(errs, k ? k : n, false,
+                        "%s is longer than episode_retention: recurrences cannot be looked for "
+                        "beyond the episodes kept",
+                        k ? lyd_get_value(k) : "the default 24h");
+    }
+}
+
 int
 fs_cfg_model_build(const struct lyd_node *tree, const struct fs_config_opts *opts,
                    struct fs_config *cfg, struct fs_cfg_errs *errs)
@@ -537,6 +596,7 @@ fs_cfg_model_build(const struct lyd_node *tree, const struct fs_config_opts *opt
         return -1;
     if (build_host_events(tree, cfg, errs))
         return -1;
+    build_analysis(tree, cfg, errs);
     cfg->n_flow_rules = count_named(tree, "flow_rules");
     cfg->n_targets = count_named(tree, "targets");
     if (cfg->n_flow_rules &&

@@ -1,0 +1,362 @@
+/* History beyond the ring: the episode log on its own (reconciling overlapping scans,
+ * bounds, replay into one series per key), and the seed's incident end to end through
+ * the analysis context with the default settings: a store that keeps one hour, fed in
+ * virtual time as the drivers would (two switches polled every second, busy and quiet
+ * ports, random bursts on one port), the periodic refresh every 30 s, and a 2 s surge on
+ * tor1 Eth1/49 every 30 minutes. It must be reported recurring, in /api/v1/incidents
+ * and in the metrics, by the end of its third occurrence, never after two, and still
+ * with all four occurrences once the first has left the ring. */
+#include <inttypes.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+#include <json-c/json.h>
+
+#include "analysis/analysis_api.h"
+#include "analysis/episode_log.h"
+#include "analysis/incidents.h"
+#include "store/store.h"
+
+#define S 1000000LL
+#define MIN (60 * S)
+
+static uint64_t rng_state = 4242;
+
+static double
+urand(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (double)(z >> 11) / 9007199254740992.0;
+}
+
+static double
+gauss(void)
+{
+    double u = urand(), v = urand();
+    return sqrt(-2 * log(u + 1e-300)) * cos(2 * M_PI * v);
+}
+
+static int64_t
+realtime_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* ---- the log alone ---- */
+
+static struct fs_departures *
+deps_with(int64_t start, int64_t end, const char *iface, const int64_t (*runs)[2], size_t n)
+{
+    struct fs_departures *d = fs_departures_new(NULL, start, end);
+    struct fs_an_series_ref ref = {"tor1",      iface, "3", "", "fabric_queue_depth_bytes",
+                                   FS_AN_QUEUE, 1000};
+    uint32_t idx;
+    assert_int_equal(fs_departures_add_ref(d, &ref, &idx), 0);
+    for (size_t i = 0; i < n; i++) {
+        struct fs_departure r = {.series = idx,
+                                 .start_us = runs[i][0],
+                                 .end_us = runs[i][1],
+                                 .peak_us = runs[i][0],
+                                 .onset_us = runs[i][0],
+                                 .peak_z = 10 + (double)i,
+                                 .peak_value = 1e6,
+                                 .baseline = 100};
+        assert_int_equal(fs_departures_push(d, &r), 0);
+    }
+    assert_int_equal(fs_departures_finish(d), 0);
+    return d;
+}
+
+static void
+test_log_reconciles_overlapping_scans(void **state)
+{
+    (void)state;
+    struct fs_episode_log *l = fs_episode_log_new(NULL);
+    int64_t T = 1796236354LL * S;
+    /* Scan 1 sees a run still going at its end (truncated at 100 s). */
+    const int64_t s1[][2] = {{T + 10 * S, T + 12 * S}, {T + 95 * S, T + 100 * S}};
+    struct fs_departures *d = deps_with(T, T + 100 * S, "Eth1/1", s1, 2);
+    assert_int_equal(fs_episode_log_record(l, d, T + 100 * S), 0);
+    fs_departures_free(d);
+    /* Scan 2 overlaps: the old run again, the grown one, a new one. */
+    const int64_t s2[][2] = {
+        {T + 10 * S, T + 12 * S}, {T + 95 * S, T + 104 * S}, {T + 150 * S, T + 151 * S}};
+    d = deps_with(T, T + 160 * S, "Eth1/1", s2, 3);
+    assert_int_equal(fs_episode_log_record(l, d, T + 160 * S), 0);
+    fs_departures_free(d);
+    struct fs_episode_log_stats st;
+    fs_episode_log_stats(l, &st);
+    assert_int_equal(st.runs, 3);
+    assert_int_equal(st.series, 1);
+    /* Replayed into a set that already has the series: one series, three runs. */
+    const int64_t s3[][2] = {{T + 200 * S, T + 201 * S}};
+    d = fs_departures_new(NULL, T, T + 300 * S);
+    struct fs_an_series_ref ref = {"tor1",      "Eth1/1", "3", "", "fabric_queue_depth_bytes",
+                                   FS_AN_QUEUE, 1000};
+    uint32_t idx;
+    assert_int_equal(fs_departures_add_ref(d, &ref, &idx), 0);
+    struct fs_departure r = {
+        .series = idx, .start_us = s3[0][0], .end_us = s3[0][1], .onset_us = s3[0][0], .peak_z = 9};
+    assert_int_equal(fs_departures_push(d, &r), 0);
+    assert_int_equal(fs_episode_log_replay(l, d, T, T + 200 * S), 0);
+    assert_int_equal(fs_departures_finish(d), 0);
+    assert_int_equal(d->n_series, 1);
+    assert_int_equal(d->n_runs, 4);
+    assert_int_equal(d->runs[1].end_us, T + 104 * S); /* the grown run, once */
+    fs_departures_free(d);
+    fs_episode_log_free(l);
+}
+
+static void
+test_log_bounds(void **state)
+{
+    (void)state;
+    struct fs_episode_log_opts o = {
+        .retention_us = 3600 * S, .memory_limit = 1 << 20, .merge_gap_us = 2 * S};
+    struct fs_episode_log *l = fs_episode_log_new(&o);
+    int64_t T = 1796236354LL * S;
+    /* 20,000 runs on 100 series, 1 s apart: more than 1 MiB. */
+    for (int batch = 0; batch < 20; batch++) {
+        struct fs_departures *d = fs_departures_new(NULL, T, T + 30000 * S);
+        uint32_t idx[100];
+        for (int k = 0; k < 100; k++) {
+            char ifc[16];
+            snprintf(ifc, sizeof ifc, "Eth1/%d", k + 1);
+            struct fs_an_series_ref ref = {"tor1",     ifc, "", "", "fabric_port_discards_total",
+                                           FS_AN_DROP, 1000};
+            assert_int_equal(fs_departures_add_ref(d, &ref, &idx[k]), 0);
+        }
+        for (int i = 0; i < 1000; i++) {
+            int64_t t = T + (int64_t)(batch * 1000 + i) * S * 10;
+            struct fs_departure r = {
+                .series = idx[i % 100], .start_us = t, .end_us = t + S, .onset_us = t, .peak_z = 7};
+            assert_int_equal(fs_departures_push(d, &r), 0);
+        }
+        assert_int_equal(fs_departures_finish(d), 0);
+        assert_int_equal(fs_episode_log_record(l, d, T), 0);
+        fs_departures_free(d);
+    }
+    struct fs_episode_log_stats st;
+    fs_episode_log_stats(l, &st);
+    print_message("1 MiB log: %zu episodes kept, %" PRIu64 " bytes, %" PRIu64
+                  " evicted for memory\n",
+                  st.runs, st.bytes, st.evicted_memory);
+    assert_true(st.bytes <= (1 << 20));
+    assert_true(st.evicted_memory > 0);
+    assert_int_equal(st.runs + st.evicted_memory, 20000);
+    /* The newest were kept. */
+    assert_true(st.oldest_start_us > T);
+    /* Retention: a record at a later now drops what ended an hour before it. */
+    struct fs_departures *d = fs_departures_new(NULL, T, T + S);
+    assert_int_equal(fs_departures_finish(d), 0);
+    assert_int_equal(fs_episode_log_record(l, d, T + 300000 * S), 0);
+    fs_departures_free(d);
+    fs_episode_log_stats(l, &st);
+    assert_int_equal(st.runs, 0);
+    assert_true(st.evicted_retention > 0);
+    fs_episode_log_free(l);
+}
+
+/* ---- the seed's incident through the analysis context ---- */
+
+#define PORTS 16
+#define PERIOD (30 * MIN)
+
+struct world {
+    struct fs_store *st;
+    struct fs_analysis *an;
+    struct fs_target_cfg t[2];
+    struct fs_sink *sink[2];
+    uint64_t ecn[2][PORTS];
+    double level[2][PORTS], noise[2][PORTS];
+    int64_t first_surge, burst_until;
+    char ifname[PORTS][16];
+    struct fs_buf out;
+};
+
+static bool
+surging(const struct world *w, int64_t t)
+{
+    if (t < w->first_surge)
+        return false;
+    return (t - w->first_surge) % PERIOD < 2 * S;
+}
+
+/* One poll of both switches at t: ECN marks per port (tc 3), busy ports near line rate
+ * with their own noise, quiet ones near zero; tor2 Eth1/5 has random bursts; tor1
+ * Eth1/16 (shown as the culprit) surges. */
+static void
+poll_at(struct world *w, int64_t t)
+{
+    for (int k = 0; k < 2; k++) {
+        int64_t ts = t + 5000 + (int64_t)(urand() * 10000);
+        fs_sink_begin(w->sink[k], ts);
+        for (int p = 0; p < PORTS; p++) {
+            double rate = w->level[k][p] + w->noise[k][p] * gauss();
+            if (rate < 0)
+                rate = 0;
+            if (k == 0 && p == PORTS - 1 && (surging(w, ts) || surging(w, ts - S / 2)))
+                rate += 2e5;
+            if (k == 1 && p == 4) {
+                if (ts > w->burst_until && urand() < 1.0 / 400)
+                    w->burst_until = ts + 3 * S;
+                if (ts <= w->burst_until)
+                    rate += 1e5;
+            }
+            w->ecn[k][p] += (uint64_t)rate;
+            struct fs_label l[2] = {{"interface", w->ifname[p]}, {"tc", "3"}};
+            fs_sink_counter(w->sink[k], FS_M_QUEUE_ECN_MARKED, l, 2, w->ecn[k][p], 64);
+        }
+        fs_sink_end(w->sink[k]);
+    }
+}
+
+static struct json_object *
+incidents(struct world *w, int64_t now)
+{
+    fs_buf_reset(&w->out);
+    int rc = fs_analysis_incidents(w->an, w->st, NULL, 0, now, &w->out);
+    if (rc != 200)
+        fail_msg("incidents: %d %s", rc, w->out.data);
+    struct json_object *o = json_tokener_parse(w->out.data);
+    assert_non_null(o);
+    return o;
+}
+
+/* The recurring group whose first series is TARGET IFACE, or NULL. */
+static struct json_object *
+group_for(struct json_object *o, const char *target, const char *iface)
+{
+    struct json_object *data, *rec;
+    json_object_object_get_ex(o, "data", &data);
+    json_object_object_get_ex(data, "recurring", &rec);
+    for (size_t i = 0; i < json_object_array_length(rec); i++) {
+        struct json_object *g = json_object_array_get_idx(rec, i), *series, *s0, *t, *ifc;
+        json_object_object_get_ex(g, "series", &series);
+        s0 = json_object_array_get_idx(series, 0);
+        json_object_object_get_ex(s0, "target", &t);
+        json_object_object_get_ex(s0, "interface", &ifc);
+        if (!strcmp(json_object_get_string(t), target) &&
+            !strcmp(json_object_get_string(ifc), iface))
+            return g;
+    }
+    return NULL;
+}
+
+static double
+num(struct json_object *g, const char *key)
+{
+    struct json_object *v;
+    assert_true(json_object_object_get_ex(g, key, &v));
+    return json_object_get_double(v);
+}
+
+static void
+test_seed_incident_with_defaults(void **state)
+{
+    (void)state;
+    struct world *w = calloc(1, sizeof *w);
+    char err[256];
+    /* The collector's defaults: storage.retention 1h, analysis defaults. */
+    struct fs_ring_opts ro = {.memory_limit = 256 << 20, .retention_us = 3600 * S};
+    w->st = fs_store_new(&ro, err, sizeof err);
+    struct fs_host_events_opts ho = {64 << 20, 3600LL * 1000000000LL};
+    w->an = fs_analysis_new(&ho, err, sizeof err);
+    assert_non_null(w->st);
+    assert_non_null(w->an);
+    static char *names[2] = {"tor1", "tor2"};
+    for (int k = 0; k < 2; k++) {
+        w->t[k].name = names[k];
+        w->t[k].address = "192.0.2.1";
+        w->t[k].staleness_intervals = 3;
+        w->sink[k] = fs_store_sink_add(w->st, &w->t[k], "snmp", S);
+        for (int p = 0; p < PORTS; p++) {
+            bool busy = urand() < 0.5;
+            w->level[k][p] = busy ? 1e4 + urand() * 1e5 : urand() * 5;
+            w->noise[k][p] = busy ? w->level[k][p] * (0.05 + 0.2 * urand()) : 1;
+        }
+    }
+    /* The culprit is itself a busy port. */
+    w->level[0][PORTS - 1] = 6e4;
+    w->noise[0][PORTS - 1] = 8e3;
+    for (int p = 0; p < PORTS; p++)
+        snprintf(w->ifname[p], sizeof w->ifname[p], "Eth1/%d", p + 1);
+    fs_buf_init(&w->out, 16 << 20);
+    /* Virtual time ending now: occurrences at +2, +32, +62 and +92 min. */
+    int64_t end = realtime_us() / S * S, t0 = end - 100 * MIN;
+    w->first_surge = t0 + 2 * MIN + 7 * S;
+    int64_t third_end = w->first_surge + 2 * PERIOD + 2 * S;
+    bool reported_early = false, reported = false;
+    int64_t reported_at = 0;
+    for (int64_t t = t0; t <= end; t += S) {
+        poll_at(w, t);
+        if ((t - t0) % (30 * S) != 0)
+            continue;
+        assert_int_equal(fs_analysis_refresh(w->an, w->st, t), 0);
+        fs_buf_reset(&w->out);
+        assert_int_equal(fs_analysis_metrics(w->an, &w->out), 0);
+        bool in_metrics =
+            strstr(w->out.data, "fabricscope_incident_next_expected_timestamp_seconds{target="
+                                "\"tor1\",interface=\"Eth1/16\"") != NULL;
+        if (in_metrics && t < third_end - 10 * S)
+            reported_early = true;
+        if (in_metrics && !reported) {
+            reported = true;
+            reported_at = t;
+        }
+    }
+    print_message("reported %+.0f s after the third occurrence ended (refresh every 30 s)\n",
+                  (double)(reported_at - third_end) / 1e6);
+    assert_false(reported_early);
+    assert_true(reported);
+    assert_true(reported_at - third_end <= 90 * S);
+    /* At the end the first occurrence has left the ring: the log holds it. */
+    struct fs_ring_stats rs;
+    uint64_t lim;
+    fs_store_ring_stats(w->st, &rs, &lim);
+    assert_true(rs.oldest_ts_us > w->first_surge + 2 * S);
+    struct json_object *o = incidents(w, end);
+    struct json_object *g = group_for(o, "tor1", "Eth1/16");
+    if (!g)
+        fail_msg("no recurring group for tor1 Eth1/16: %.2000s", w->out.data);
+    double period = num(g, "period_s"), next = num(g, "next_expected");
+    double truth_next = (double)(w->first_surge + 4 * PERIOD) / 1e6;
+    print_message("period %.1f s, next expected %+.1f s from the truth, %d occurrences\n", period,
+                  next - truth_next, (int)num(g, "occurrences"));
+    assert_true(fabs(period - 1800) <= 18);
+    assert_true(fabs(next - truth_next) <= 36);
+    assert_int_equal((int)num(g, "occurrences"), 4);
+    /* The random bursts on tor2 Eth1/5 are no recurrence. */
+    assert_null(group_for(o, "tor2", "Eth1/5"));
+    json_object_put(o);
+    for (int k = 0; k < 2; k++)
+        fs_store_sink_remove(w->st, w->sink[k]);
+    fs_analysis_free(w->an);
+    fs_store_free(w->st);
+    fs_buf_free(&w->out);
+    free(w);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_log_reconciles_overlapping_scans),
+        cmocka_unit_test(test_log_bounds),
+        cmocka_unit_test(test_seed_incident_with_defaults),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
