@@ -636,7 +636,13 @@ value_ok(const struct lysc_node *s, const struct lysc_type *t, const char *tname
         } else if (hidden) {
             snprintf(why, wlen, "the value is not valid");
         } else {
-            snprintf(why, wlen, "%s", ly_errmsg(ctx) ? ly_errmsg(ctx) : "invalid value");
+            const char *m = ly_errmsg(ctx) ? ly_errmsg(ctx) : "invalid value";
+            if (!strncmp(m, "is ", 3)) { /* our own error-message: say what "is" */
+                render(val, sizeof(val), v, hidden, v->plain);
+                snprintf(why, wlen, "%s %s", val, m);
+            } else {
+                snprintf(why, wlen, "%s", m);
+            }
         }
         ly_err_clean((struct ly_ctx *)ctx, NULL);
         break;

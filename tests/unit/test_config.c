@@ -389,6 +389,49 @@ test_types_enums_ranges_all_reported(void **state)
 }
 
 static void
+test_analysis_block(void **state)
+{
+    (void)state;
+    struct fs_config *c = parse_ok("analysis:\n"
+                                   "  z_threshold: 8.5\n"
+                                   "  baseline_window: 20m\n"
+                                   "  merge_gap: 500ms\n"
+                                   "  horizon: 48h\n"
+                                   "  min_occurrences: 4\n"
+                                   "  max_period_spread: 0.05\n"
+                                   "  episode_retention: 14d\n"
+                                   "  episode_memory_limit: 16MiB\n");
+    assert_true(c->analysis.z_threshold == 8.5);
+    assert_int_equal(c->analysis.baseline_window_us, 1200LL * 1000000);
+    assert_int_equal(c->analysis.merge_gap_us, 500000);
+    assert_int_equal(c->analysis.horizon_us, 48LL * 3600 * 1000000);
+    assert_int_equal(c->analysis.min_occurrences, 4);
+    assert_true(c->analysis.max_period_spread == 0.05);
+    assert_int_equal(c->analysis.episode_retention_us, 14LL * 24 * 3600 * 1000000);
+    assert_int_equal(c->analysis.episode_memory_limit, 16u << 20);
+    fs_config_free(c);
+    c = parse_ok("listen: 127.0.0.1:9464\n");
+    assert_true(c->analysis.z_threshold == 6);
+    assert_int_equal(c->analysis.horizon_us, 24LL * 3600 * 1000000);
+    assert_int_equal(c->analysis.min_occurrences, 3);
+    assert_int_equal(c->analysis.episode_retention_us, 7LL * 24 * 3600 * 1000000);
+    fs_config_free(c);
+    expect_errors("analysis:\n"
+                  "  z_threshold: 1\n"
+                  "  min_occurrences: 2\n"
+                  "  baseline_window: 5s\n"
+                  "  horizon: 30d\n"
+                  "  episode_memory_limit: 1KiB\n",
+                  "t.yaml:2:16: analysis.z_threshold: 1 is not in 2..1000\n"
+                  "t.yaml:3:20: analysis.min_occurrences: 2 is not in 3..1000\n"
+                  "t.yaml:4:20: analysis.baseline_window: 5s is not within 10s..6h\n"
+                  "t.yaml:5:12: analysis.horizon: 30d is longer than episode_retention: "
+                  "recurrences cannot be looked for beyond the episodes kept\n"
+                  "t.yaml:6:25: analysis.episode_memory_limit: 1KiB is below the minimum of "
+                  "1MiB\n");
+}
+
+static void
 test_shapes(void **state)
 {
     (void)state;
@@ -1131,6 +1174,7 @@ main(void)
         cmocka_unit_test(test_drivers_and_precedence),
         cmocka_unit_test(test_unknown_keys_and_inline_secrets),
         cmocka_unit_test(test_types_enums_ranges_all_reported),
+        cmocka_unit_test(test_analysis_block),
         cmocka_unit_test(test_shapes),
         cmocka_unit_test(test_missing_mandatory_and_choices),
         cmocka_unit_test(test_duplicates),
