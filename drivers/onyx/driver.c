@@ -6,10 +6,13 @@
  * Session: connect/handshake/host key/auth/shell (ssh.c) -> wait for the first prompt,
  * learn its `<host> [<tag>: <role>] ` prefix -> `enable` (answering the password prompt
  * when an enable password is configured) -> `no cli session paging enable` -> ready. The
- * shell is kept across cycles; any failure closes it. The first failure of a working
- * session lets the next cycle reconnect at once; failing to connect or log in, or failing
- * again, arms a backoff (1 s doubling to 60 s, reset by a good cycle), and cycles in
- * between fail fast with the last error instead of reconnecting (no retry storm).
+ * shell is kept across cycles. A slow shell keeps it: when a cycle's budget runs out the
+ * cycle ends (timeout) and the answers still owed are read and dropped before the next
+ * batch (abandon_cycle, draining); a connection still being set up goes on. Only a session
+ * that answers nothing at all for timeout_us (or breaks) is closed, and the next cycle
+ * reconnects. Only a refused login backs off (1 s doubling to 60 s, reset by a good
+ * cycle), cycles in between failing fast with its error: each retry is a failed login on
+ * the device.
  *
  * Cycle: commands are written in batches (all at once, the shell reads them in turn) and
  * the output is split at each line that starts with the learned prompt prefix; the first
@@ -19,8 +22,8 @@
  * flow rules are configured; or show what-just-happened where telemetry flows is missing);
  * batch 2: congestion-control | json-print of every port batch 1 listed.
  * A command answered with `% Unrecognized command` is dropped for this target for good
- * and reported once (log and target detail). Every read has a deadline (the cycle's, and
- * timeout_us without progress) and the output of a batch is bounded (max_output_bytes).
+ * and reported once (log and target detail). Every cycle has a deadline, every session
+ * timeout_us without progress, and the output of a batch is bounded (max_output_bytes).
  *
  * Clock probes. `show clock` prints whole seconds and polls come at a fixed phase to the
  * device's second edge, so the poll readings alone leave the offset about a second wide.
@@ -132,6 +135,9 @@ struct onyx_target {
     struct cmd *q;
     size_t nq, capq, sent, done, batch_end, resp_start;
     bool echo_skipped;
+    bool draining;       /* a cycle ended while the shell still owed answers: they are read
+                            and dropped, then the session is ready again */
+    size_t owed;         /* answers still owed while draining */
     int64_t batch_lo_us; /* realtime when the batch was written */
     enum fs_poll_result result;
     char msg[256];
@@ -264,6 +270,8 @@ close_session(struct onyx_target *t)
     t->rules_checked = false; /* a new session checks the running config again */
     t->config_in_flight = false;
     t->prober.at_us = 0;
+    t->draining = false;
+    t->owed = 0;
 }
 
 static void plan_probe(struct onyx_target *t);
@@ -285,25 +293,48 @@ finish_cycle(struct onyx_target *t, enum fs_poll_result r, const char *msg)
     fs_sink_done(t->sink, t->cycle_id, r, msg && msg[0] ? msg : NULL);
 }
 
-/* Any failure of the session: close it, arm the backoff, end the cycle with r. */
+/* A lost session: close it and end the cycle with r. Only a refused login (r auth: a
+ * security event on the device each time) backs off, 1 s doubling to 60 s, and cycles in
+ * between fail fast with its error; anything else is retried by the next cycle. */
 static void
 fail_session(struct onyx_target *t, enum fs_poll_result r, const char *msg)
 {
-    bool was_up = t->ss == SS_READY || t->ss == SS_BUSY || t->ss == SS_PROBE;
     close_session(t);
     t->fail_count++;
-    int64_t b = 1000000LL << (t->fail_count - 1 < 6 ? t->fail_count - 1 : 6);
-    if (b > BACKOFF_MAX_US)
-        b = BACKOFF_MAX_US;
-    /* A working session that broke (hung command, dropped connection) is reopened by the
-     * next cycle at once; failing to open one, or breaking again, backs off. */
-    if (was_up && t->fail_count == 1)
-        b = 0;
+    int64_t b = 0;
+    if (r == FS_POLL_AUTH) {
+        b = 1000000LL << (t->fail_count - 1 < 6 ? t->fail_count - 1 : 6);
+        if (b > BACKOFF_MAX_US)
+            b = BACKOFF_MAX_US;
+    }
     t->next_connect_us = fs_monotonic_us() + b;
     t->last_fail = r;
     snprintf(t->last_fail_msg, sizeof(t->last_fail_msg), "%s", msg);
-    fs_log(r == FS_POLL_AUTH ? FS_LOG_ERROR : FS_LOG_WARN, SUBSYS,
-           "target %s: %s (next connect in %.0f s)", t->name, msg, (double)b / 1e6);
+    if (b > 0)
+        fs_log(FS_LOG_ERROR, SUBSYS, "target %s: %s (backoff: next login in %.0f s)", t->name, msg,
+               (double)b / 1e6);
+    else
+        fs_log(FS_LOG_WARN, SUBSYS, "target %s: %s (reconnecting at the next cycle)", t->name, msg);
+    finish_cycle(t, r, msg);
+}
+
+/* The cycle's time is up but the shell is alive (slow, not lost): the cycle ends with r,
+ * the session stays. Answers the shell still owes for this cycle's commands are read and
+ * dropped (draining) before the next cycle's batch goes out; a connection or a clock probe
+ * in progress just goes on. Only a shell that stops answering altogether for timeout_us
+ * is closed (check_timeouts). */
+static void
+abandon_cycle(struct onyx_target *t, enum fs_poll_result r, const char *msg)
+{
+    if (t->ss == SS_BUSY && !t->draining) {
+        if (t->config_in_flight) { /* half-applied configuration: start over cleanly */
+            fail_session(t, r, msg);
+            return;
+        }
+        t->draining = true;
+        t->owed = t->batch_end - t->done;
+    }
+    fs_log(FS_LOG_WARN, SUBSYS, "target %s: %s", t->name, msg);
     finish_cycle(t, r, msg);
 }
 
@@ -752,10 +783,38 @@ rx_keep_prompt(struct onyx_target *t)
     t->resp_start = 0;
 }
 
+/* Reads and drops the answers an abandoned cycle's commands still owed; then the session is
+ * ready, and a cycle that arrived meanwhile sends its batch. */
+static void
+drain_responses(struct onyx_target *t)
+{
+    while (t->owed > 0) {
+        size_t end;
+        if (!response_end(t, &end))
+            return;
+        t->resp_start = end;
+        t->echo_skipped = false;
+        t->owed--;
+    }
+    rx_keep_prompt(t);
+    t->draining = false;
+    t->ss = SS_READY;
+    if (t->in_cycle) {
+        send_batch(t);
+        return;
+    }
+    plan_probe(t);
+    update_detail(t);
+}
+
 /* Splits the batch's output at prompt lines; handles every complete response. */
 static void
 process_responses(struct onyx_target *t)
 {
+    if (t->draining) {
+        drain_responses(t);
+        return;
+    }
     while (t->done < t->batch_end) {
         size_t end;
         if (!response_end(t, &end))
@@ -1109,7 +1168,10 @@ do_cycle(struct onyx_target *t, uint64_t id, int64_t deadline)
     t->deadline_us = deadline;
     t->result = FS_POLL_OK;
     t->msg[0] = '\0';
-    t->progress_us = fs_monotonic_us();
+    /* A session in the middle of something keeps its own progress clock: a shell that
+       stopped answering must not look alive because a new cycle began. */
+    if (t->ss == SS_DOWN || t->ss == SS_READY)
+        t->progress_us = fs_monotonic_us();
     t->prober.at_us = 0;
     t->cycle_start_real_us = fs_realtime_us();
     onyx_samples_clear(&t->samples);
@@ -1128,7 +1190,8 @@ do_cycle(struct onyx_target *t, uint64_t id, int64_t deadline)
     }
     if (t->ss == SS_READY)
         send_batch(t);
-    /* SS_PROBE: the batch follows the probe's answer (process_probe). */
+    /* SS_PROBE: the batch follows the probe's answer (process_probe); draining: it follows
+       the last owed answer (drain_responses); opening: the ready prompt (process_setup). */
     epoll_update(t);
 }
 
@@ -1141,20 +1204,37 @@ check_timeouts(struct onyx_drv *d, int64_t now)
             fail_session(t, FS_POLL_TIMEOUT, "no answer to a clock probe (`show clock`) in time");
             continue;
         }
-        if (!t->in_cycle)
-            continue;
-        bool stalled = now - t->progress_us >= t->cfg.timeout_us;
-        if (now >= t->deadline_us || stalled) {
+        /* Lost: nothing at all from a session that owes something, for timeout_us. */
+        bool waiting = t->ss != SS_DOWN && t->ss != SS_READY && t->ss != SS_PROBE;
+        if (waiting && now - t->progress_us >= t->cfg.timeout_us) {
             char m[200];
-            if (t->ss == SS_PROBE)
-                snprintf(m, sizeof(m), "no answer to a clock probe (`show clock`) in time");
+            if (t->draining)
+                snprintf(m, sizeof(m), "the shell stopped answering (%zu answers owed)", t->owed);
             else if (t->ss == SS_BUSY && t->done < t->nq)
                 snprintf(m, sizeof(m), "no answer to `%s` in time", t->q[t->done].text);
             else
                 snprintf(m, sizeof(m), "no answer in time while %s",
                          t->ss == SS_SSH ? "connecting" : "setting up the CLI session");
             fail_session(t, FS_POLL_TIMEOUT, m);
+            continue;
         }
+        if (!t->in_cycle || now < t->deadline_us)
+            continue;
+        /* Slow: the cycle's budget is spent, the session is kept. */
+        char m[220];
+        if (t->ss == SS_PROBE)
+            snprintf(m, sizeof(m),
+                     "a clock probe's answer was still awaited at the end of the cycle");
+        else if (t->draining)
+            snprintf(m, sizeof(m), "the shell was still answering the previous cycle (%zu owed)",
+                     t->owed);
+        else if (t->ss == SS_BUSY && t->done < t->nq)
+            snprintf(m, sizeof(m), "no answer to `%s` in time (the session is kept)",
+                     t->q[t->done].text);
+        else
+            snprintf(m, sizeof(m), "no answer in time while %s (still trying)",
+                     t->ss == SS_SSH ? "connecting" : "setting up the CLI session");
+        abandon_cycle(t, FS_POLL_TIMEOUT, m);
     }
 }
 
@@ -1166,12 +1246,11 @@ next_timeout_ms(struct onyx_drv *d, int64_t now)
         struct onyx_target *t = d->targets[i];
         if (t->ss == SS_PROBE && t->probe_sent_mono_us + t->cfg.timeout_us - now < best)
             best = t->probe_sent_mono_us + t->cfg.timeout_us - now;
-        if (!t->in_cycle)
-            continue;
-        int64_t a = t->deadline_us - now, b = t->progress_us + t->cfg.timeout_us - now;
-        int64_t m = a < b ? a : b;
-        if (m < best)
-            best = m;
+        if (t->ss != SS_DOWN && t->ss != SS_READY && t->ss != SS_PROBE &&
+            t->progress_us + t->cfg.timeout_us - now < best)
+            best = t->progress_us + t->cfg.timeout_us - now;
+        if (t->in_cycle && t->deadline_us - now < best)
+            best = t->deadline_us - now;
     }
     return best <= 0 ? 0 : (int)((best + 999) / 1000);
 }
@@ -1289,7 +1368,7 @@ drain_requests(struct onyx_drv *d)
             break;
         case RQ_CANCEL:
             if (!t->removed && t->in_cycle)
-                fail_session(t, FS_POLL_TIMEOUT, "cycle cancelled");
+                abandon_cycle(t, FS_POLL_TIMEOUT, "cycle cancelled (the session is kept)");
             break;
         case RQ_REMOVE:
             t->removed = true;
