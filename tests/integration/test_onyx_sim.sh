@@ -174,6 +174,38 @@ sync_poll hang '{"hang": "show interfaces ethernet counters pfc prio 3"}' --time
 grep -q 'no answer to `show interfaces ethernet counters pfc prio 3`' "$T/hang.log" || fail "timeout reason"
 ok "hung command times out; the next cycle recovers"
 
+# A slow but healthy CLI: one command answers after 4 s, past the cycle's 3 s budget but
+# well within the 10 s timeout. The cycle ends as a timeout, the session is kept (its late
+# answers drained), and a later cycle on the same session is good: one login in all.
+write_scenario "$BOOT" '{"slow": "show interfaces ethernet counters tc 4"}'
+$PY - "$SCEN" <<'EOF'
+import json, os, sys
+d = json.load(open(sys.argv[1]))
+d["onyx_slow_s"] = 4
+open(sys.argv[1] + ".tmp", "w").write(json.dumps(d))
+os.replace(sys.argv[1] + ".tmp", sys.argv[1])
+EOF
+accepted0=$(grep -c "Accepted " "$T/main/sshd.log" || true)
+rm -f "$T/slow.go"
+poll "$T/slow.out" --password-file "$T/main/password" --polls 3 --wait-file "$T/slow.go" \
+  --deadline-ms 3000 --timeout-ms 10000 &
+SP=$!
+track "$SP"
+wait_for 60 "slow: poll 1 ends" grep -q '^poll 1 ' "$T/slow.out"
+write_scenario "$BOOT"
+touch "$T/slow.go"
+wait_for 60 "slow: poll 2 ends" grep -q '^poll 2 ' "$T/slow.out"
+touch "$T/slow.go"
+wait "$SP" || true
+[ "$(result "$T/slow.out" 1)" = timeout ] || fail "slow CLI: poll 1 $(result "$T/slow.out" 1)"
+[ "$(result "$T/slow.out" 3)" = ok ] ||
+  fail "slow CLI: poll 3 $(result "$T/slow.out" 3) (poll 2 $(result "$T/slow.out" 2))"
+logins=$(($(grep -c "Accepted " "$T/main/sshd.log") - accepted0))
+[ "$logins" = 1 ] || fail "slow CLI: $logins logins for 3 polls (want 1: the session is kept)"
+grep -q 'no answer to `show interfaces ethernet counters tc 4` in time (the session is kept)' \
+  "$T/slow.log" || fail "slow CLI: the timeout does not say the session is kept"
+ok "a slow CLI: the late poll is a timeout, the session is kept (1 login for 3 polls)"
+
 sync_poll drop '{"drop": "show interfaces ethernet counters tc 5"}'
 [ "$(result "$T/drop.out" 1)" = protocol ] || fail "dropped connection: poll 1 $(result "$T/drop.out" 1)"
 [ "$(result "$T/drop.out" 2)" = ok ] || fail "after the drop: poll 2 $(result "$T/drop.out" 2)"

@@ -24,10 +24,11 @@ Scenario keys read here in addition to scenario.py's (all optional):
   flow_rules        rows of `show telemetry flows`: [{name, protocol, dst_lo, dst_hi, tc}]
                     (default one rule "nccl", udp 4791, tc = the congestion tc)
   onyx_lacks        [CMD, ...]: commands this model lacks (answered `% Unrecognized command`)
-  onyx_faults       {"hang": CMD, "drop": CMD, "malformed": CMD, "reject": CMD, "flood": CMD}:
-                    a command starting with CMD never answers / closes the connection halfway
-                    through its output / gets a garbled line / (configuration) fails with a
-                    `%` line / prints without end.
+  onyx_faults       {"hang": CMD, "drop": CMD, "malformed": CMD, "reject": CMD, "flood": CMD,
+                    "slow": CMD}: a command starting with CMD never answers / closes the
+                    connection halfway through its output / gets a garbled line /
+                    (configuration) fails with a `%` line / prints without end / answers
+                    after onyx_slow_s seconds (default 2).
   onyx_paging_sticky  true: `no cli session paging enable` leaves paging on The scenario file is re-read whenever it
                     changes, so a test adds and removes faults (and reboots the switch by
                     moving boot_epoch_s) while sessions stay open.
@@ -231,6 +232,8 @@ class Sim:
                 continue
             if self.fault("hang", cmd):
                 self.hang()
+            if self.fault("slow", cmd):  # a slow but healthy CLI: answers late
+                time.sleep(float(self.opt("onyx_slow_s", 2.0)))
             lacking = [p for p in self.opt("onyx_lacks", []) if cmd.startswith(p)]
             if lacking:  # a command this model does not have
                 words = cmd.split()
