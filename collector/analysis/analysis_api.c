@@ -1125,12 +1125,16 @@ fs_analysis_correlate(struct fs_analysis *a, struct fs_store *st,
         const struct fs_an_series_ref *s = &d->series[ag->series];
         char port[600], text[1024];
         port_text(port, sizeof port, s);
-        snprintf(text, sizeof text, "%s %s during %zu of %zu slow %s", port,
-                 fs_an_kind_phrase(s->kind), ag->in_top, nw, subject);
+        snprintf(text, sizeof text, "%s %s during %zu of %zu slow %s (%zu of its %zu elsewhere)",
+                 port, fs_an_kind_phrase(s->kind), ag->departs, nw, subject, ag->runs_outside,
+                 ag->runs_total);
         fs_buf_puts(out, i ? ",{" : "{");
         put_series_ref(out, s);
-        fs_buf_printf(out, ",\"first\":%zu,\"in_top\":%zu,\"of\":%zu,\"max_z\":", ag->first,
-                      ag->in_top, nw);
+        fs_buf_printf(out,
+                      ",\"evidence\":%.4f,\"departs\":%zu,\"first\":%zu,\"in_top\":%zu,"
+                      "\"of\":%zu,\"runs_total\":%zu,\"runs_outside\":%zu,\"max_z\":",
+                      ag->evidence, ag->departs, ag->first, ag->in_top, nw, ag->runs_total,
+                      ag->runs_outside);
         put_num(out, ag->max_z);
         fs_buf_puts(out, ",\"text\":");
         fs_buf_json_str(out, text);
@@ -1174,8 +1178,8 @@ fs_analysis_correlate(struct fs_analysis *a, struct fs_store *st,
             put_num(out, sp->peak_z);
             fs_buf_puts(out, ",\"peak_time\":");
             put_time(out, sp->peak_us);
-            fs_buf_printf(out, ",\"lag_ms\":%.3f,\"clock_uncertainty_ms\":%.3f}",
-                          (double)sp->lag_us / 1e3, (double)sp->uncertainty_us / 1e3);
+            fs_buf_printf(out, ",\"evidence\":%.4f,\"lag_ms\":%.3f,\"clock_uncertainty_ms\":%.3f}",
+                          sp->evidence, (double)sp->lag_us / 1e3, (double)sp->uncertainty_us / 1e3);
         }
         fs_buf_puts(out, "],\"other_host_events\":[");
         pthread_mutex_lock(&a->rules_lock);

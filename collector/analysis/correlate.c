@@ -42,6 +42,8 @@ static int
 cmp_suspect(const void *a, const void *b)
 {
     const struct fs_corr_suspect *x = a, *y = b;
+    if (x->evidence != y->evidence)
+        return x->evidence > y->evidence ? -1 : 1;
     int c = fs_an_rank_cmp(x->peak_z, x->specificity, y->peak_z, y->specificity);
     if (c != 0)
         return c;
@@ -52,6 +54,8 @@ static int
 cmp_aggregate(const void *a, const void *b)
 {
     const struct fs_corr_aggregate *x = a, *y = b;
+    if (x->evidence != y->evidence)
+        return x->evidence > y->evidence ? -1 : 1;
     if (x->first != y->first)
         return x->first > y->first ? -1 : 1;
     if (x->in_top != y->in_top)
@@ -59,6 +63,116 @@ cmp_aggregate(const void *a, const void *b)
     if (x->max_z != y->max_z)
         return x->max_z > y->max_z ? -1 : 1;
     return x->series < y->series ? -1 : x->series > y->series;
+}
+
+struct scan {
+    const struct fs_departures *d;
+    const struct fs_corr_opts *o;
+    struct fs_corr_suspect *cand;
+    size_t cand_cap, nc;
+    int32_t *slot; /* per series: its entry in cand, or -1 */
+};
+
+/* The series departing in window w (one entry per series, its strongest run) into
+ * sc->cand[0..nc). 0 or -1 (no memory). */
+static int
+window_candidates(struct scan *sc, const struct fs_corr_window *w)
+{
+    const struct fs_departures *d = sc->d;
+    /* Candidates from the widest series uncertainty; filtered exactly below. */
+    int64_t lo = w->start_us - sc->o->lead_us - w->uncertainty_us;
+    int64_t hi = w->end_us + sc->o->lag_us + w->uncertainty_us;
+    int64_t mu = d->max_time_uncertainty_us;
+    size_t end = runs_after(d, hi + mu);
+    sc->nc = 0;
+    for (size_t k = end; k-- > 0;) {
+        const struct fs_departure *run = &d->runs[k];
+        if (run->start_us < lo - mu - d->max_run_us)
+            break;
+        int64_t su = d->series[run->series].time_uncertainty_us;
+        if (run->end_us < lo - su || run->start_us > hi + su)
+            continue;
+        int32_t sl = sc->slot[run->series];
+        if (sl >= 0) {
+            if (run->peak_z <= sc->cand[sl].peak_z)
+                continue;
+        } else {
+            if (sc->nc == sc->cand_cap) {
+                void *p = realloc(sc->cand, sc->cand_cap * 2 * sizeof *sc->cand);
+                if (!p)
+                    return -1;
+                sc->cand = p;
+                sc->cand_cap *= 2;
+            }
+            sl = (int32_t)sc->nc++;
+            sc->slot[run->series] = sl;
+        }
+        sc->cand[sl] = (struct fs_corr_suspect){
+            .series = run->series,
+            .peak_z = run->peak_z,
+            .peak_value = run->peak_value,
+            .baseline = run->baseline,
+            .peak_us = run->peak_us,
+            .lag_us = run->start_us - w->start_us,
+            .uncertainty_us = w->uncertainty_us + su,
+            .specificity = fs_an_specificity(&d->series[run->series]),
+        };
+    }
+    for (size_t c = 0; c < sc->nc; c++)
+        sc->slot[sc->cand[c].series] = -1;
+    return 0;
+}
+
+static int
+cmp_interval(const void *a, const void *b)
+{
+    const int64_t *x = a, *y = b;
+    return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* Per series: how many of its runs overlap any window (widened as the windows are) and
+ * how many it has in all. 0 or -1. */
+static int
+runs_in_windows(const struct fs_departures *d, const struct fs_corr_window *w, size_t n,
+                const struct fs_corr_opts *o, uint32_t *inside, uint32_t *total)
+{
+    int64_t *iv = malloc((n ? n : 1) * 2 * sizeof *iv);
+    if (!iv)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        iv[2 * i] = w[i].start_us - o->lead_us - w[i].uncertainty_us;
+        iv[2 * i + 1] = w[i].end_us + o->lag_us + w[i].uncertainty_us;
+    }
+    qsort(iv, n, 2 * sizeof *iv, cmp_interval);
+    size_t m = 0; /* merged, disjoint, by start */
+    for (size_t i = 0; i < n; i++) {
+        if (m > 0 && iv[2 * i] <= iv[2 * (m - 1) + 1]) {
+            if (iv[2 * i + 1] > iv[2 * (m - 1) + 1])
+                iv[2 * (m - 1) + 1] = iv[2 * i + 1];
+        } else {
+            iv[2 * m] = iv[2 * i];
+            iv[2 * m + 1] = iv[2 * i + 1];
+            m++;
+        }
+    }
+    for (size_t k = 0; k < d->n_runs; k++) {
+        const struct fs_departure *run = &d->runs[k];
+        int64_t su = d->series[run->series].time_uncertainty_us;
+        total[run->series]++;
+        /* The last merged window starting at or before the run's end (+ su). */
+        size_t lo = 0, hi = m;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (iv[2 * mid] <= run->end_us + su)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo > 0 && iv[2 * (lo - 1) + 1] >= run->start_us - su)
+            inside[run->series]++;
+    }
+    free(iv);
+    return 0;
 }
 
 int
@@ -71,92 +185,90 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
         o = &dflt;
     }
     size_t top = o->top < 1 ? 1 : o->top > FS_CORR_TOP ? FS_CORR_TOP : o->top;
+    size_t ns = d->n_series ? d->n_series : 1;
     struct fs_corr_report *r = calloc(1, sizeof *r);
-    /* Per series: the best suspect entry in the current window (dedup of its runs). */
-    struct fs_corr_suspect *cand = NULL;
-    int32_t *slot = NULL;
+    struct scan sc = {.d = d, .o = o, .cand_cap = 64};
+    uint32_t *hits = NULL, *inside = NULL, *total = NULL;
+    double *evidence = NULL;
     if (!r)
         return -1;
     r->results = calloc(n ? n : 1, sizeof *r->results);
-    r->aggregates = calloc(d->n_series ? d->n_series : 1, sizeof *r->aggregates);
-    slot = malloc((d->n_series ? d->n_series : 1) * sizeof *slot);
-    size_t cand_cap = 64;
-    cand = malloc(cand_cap * sizeof *cand);
-    if (!r->results || !r->aggregates || !slot || !cand)
+    r->aggregates = calloc(ns, sizeof *r->aggregates);
+    sc.slot = malloc(ns * sizeof *sc.slot);
+    sc.cand = malloc(sc.cand_cap * sizeof *sc.cand);
+    hits = calloc(ns, sizeof *hits);
+    inside = calloc(ns, sizeof *inside);
+    total = calloc(ns, sizeof *total);
+    evidence = calloc(ns, sizeof *evidence);
+    if (!r->results || !r->aggregates || !sc.slot || !sc.cand || !hits || !inside || !total ||
+        !evidence)
         goto fail;
     for (size_t s = 0; s < d->n_series; s++) {
-        slot[s] = -1;
+        sc.slot[s] = -1;
         r->aggregates[s].series = (uint32_t)s;
     }
+    /* Pass 1: in how many windows each series departs, and how many of its runs fall
+       outside every window. */
+    for (size_t i = 0; i < n; i++) {
+        if (window_candidates(&sc, &w[i]) != 0)
+            goto fail;
+        for (size_t c = 0; c < sc.nc; c++)
+            hits[sc.cand[c].series]++;
+    }
+    if (runs_in_windows(d, w, n, o, inside, total) != 0)
+        goto fail;
+    for (size_t s = 0; s < d->n_series; s++) {
+        double consistency = n ? (double)hits[s] / (double)n : 0;
+        /* Laplace-smoothed share of its runs that fall in windows: one lucky burst of a
+           quiet port is not "always in windows". Ranking needs at least two windows. */
+        double precision = ((double)inside[s] + 1) / ((double)total[s] + 2);
+        evidence[s] = n >= 2 ? consistency * sqrt(precision) : 1.0;
+        r->aggregates[s].departs = hits[s];
+        r->aggregates[s].runs_total = total[s];
+        r->aggregates[s].runs_outside = total[s] - inside[s];
+        r->aggregates[s].evidence = evidence[s];
+    }
+    /* Pass 2: each window's suspects, by the evidence across windows first. */
     for (size_t i = 0; i < n; i++) {
         struct fs_corr_result *res = &r->results[i];
         res->window = w[i];
-        /* Candidates from the widest series uncertainty; filtered exactly below. */
-        int64_t lo = w[i].start_us - o->lead_us - w[i].uncertainty_us;
-        int64_t hi = w[i].end_us + o->lag_us + w[i].uncertainty_us;
-        int64_t mu = d->max_time_uncertainty_us;
-        size_t end = runs_after(d, hi + mu);
-        size_t nc = 0;
-        for (size_t k = end; k-- > 0;) {
-            const struct fs_departure *run = &d->runs[k];
-            if (run->start_us < lo - mu - d->max_run_us)
-                break;
-            int64_t su = d->series[run->series].time_uncertainty_us;
-            if (run->end_us < lo - su || run->start_us > hi + su)
-                continue;
-            int32_t sl = slot[run->series];
-            if (sl >= 0) {
-                if (run->peak_z <= cand[sl].peak_z)
-                    continue;
-            } else {
-                if (nc == cand_cap) {
-                    void *p = realloc(cand, cand_cap * 2 * sizeof *cand);
-                    if (!p)
-                        goto fail;
-                    cand = p;
-                    cand_cap *= 2;
-                }
-                sl = (int32_t)nc++;
-                slot[run->series] = sl;
-            }
-            cand[sl] = (struct fs_corr_suspect){
-                .series = run->series,
-                .peak_z = run->peak_z,
-                .peak_value = run->peak_value,
-                .baseline = run->baseline,
-                .peak_us = run->peak_us,
-                .lag_us = run->start_us - w[i].start_us,
-                .uncertainty_us = w[i].uncertainty_us + su,
-                .specificity = fs_an_specificity(&d->series[run->series]),
-            };
-        }
-        for (size_t c = 0; c < nc; c++)
-            slot[cand[c].series] = -1;
-        qsort(cand, nc, sizeof *cand, cmp_suspect);
-        res->n_top = nc < top ? nc : top;
-        memcpy(res->top, cand, res->n_top * sizeof *cand);
+        if (window_candidates(&sc, &w[i]) != 0)
+            goto fail;
+        for (size_t c = 0; c < sc.nc; c++)
+            sc.cand[c].evidence = evidence[sc.cand[c].series];
+        qsort(sc.cand, sc.nc, sizeof *sc.cand, cmp_suspect);
+        res->n_top = sc.nc < top ? sc.nc : top;
+        memcpy(res->top, sc.cand, res->n_top * sizeof *sc.cand);
         for (size_t c = 0; c < res->n_top; c++) {
-            struct fs_corr_aggregate *a = &r->aggregates[cand[c].series];
+            struct fs_corr_aggregate *a = &r->aggregates[sc.cand[c].series];
             a->in_top++;
             if (c == 0)
                 a->first++;
-            if (cand[c].peak_z > a->max_z)
-                a->max_z = cand[c].peak_z;
+            if (sc.cand[c].peak_z > a->max_z)
+                a->max_z = sc.cand[c].peak_z;
         }
     }
     r->n_results = n;
     qsort(r->aggregates, d->n_series, sizeof *r->aggregates, cmp_aggregate);
     size_t na = 0;
-    while (na < d->n_series && r->aggregates[na].in_top > 0)
+    while (na < d->n_series && r->aggregates[na].departs > 0)
         na++;
     r->n_aggregates = na;
-    free(cand);
-    free(slot);
+    free(sc.cand);
+    free(sc.slot);
+    free(hits);
+    free(inside);
+    free(total);
+    free(evidence);
     *out = r;
     return 0;
 fail:
-    free(cand);
-    free(slot);
+    free(sc.cand);
+    free(sc.slot);
+    free(hits);
+    free(inside);
+    free(total);
+    free(evidence);
     fs_corr_report_free(r);
     return -1;
 }

@@ -9,8 +9,16 @@
  * spans the whole polling interval in which it rose (from the previous sample), so lead
  * and lag only absorb small effects (a surge building up just before the collective
  * stretches); larger values blame ports for windows next to, not inside, a surge.
- * Suspects are ranked as fs_an_rank_cmp() says (incidents.h): by z up to FS_AN_Z_SURE, then
- * the most specific series first.
+ * Suspects are ranked by the evidence that the series explains the windows, across all of
+ * them (with two windows or more): evidence = consistency x sqrt(precision), where
+ * consistency is the share of windows in which the series departs and precision the
+ * (Laplace-smoothed) share of the series' departure runs in the analysed range that fall
+ * in some window ("departs in most stalls, rarely otherwise"). A quiet port whose random
+ * burst meets one stall has low consistency; a busy port that surges at every stall has
+ * consistency 1 however modest its z; a job that departs on its own schedule (a backup
+ * every 10 minutes) has low precision. Ties, and a single window, are ranked as
+ * fs_an_rank_cmp() says (incidents.h): by z up to FS_AN_Z_SURE, then the most specific
+ * series first.
  * lag = run start - window start.
  *
  * Ownership: reports are freed with fs_corr_report_free; series indexes refer to the
@@ -49,6 +57,7 @@ struct fs_corr_suspect {
     int64_t lag_us;         /**< run start minus window start */
     int64_t uncertainty_us; /**< window's plus series' time uncertainty */
     int specificity;        /**< 3 port and tc, 2 port, 1 flow rule, 0 switch (ranking) */
+    double evidence;        /**< the series' evidence across all windows (see above) */
 };
 
 struct fs_corr_result {
@@ -59,15 +68,19 @@ struct fs_corr_result {
 
 struct fs_corr_aggregate {
     uint32_t series;
-    size_t first;  /**< windows where it ranked first */
-    size_t in_top; /**< windows where it was a suspect */
+    size_t first;                    /**< windows where it ranked first */
+    size_t in_top;                   /**< windows where it was among the top suspects */
+    size_t departs;                  /**< windows in which it departed at all */
+    size_t runs_total, runs_outside; /**< its departure runs in the range, and outside windows */
+    double evidence;
     double max_z;
 };
 
 struct fs_corr_report {
     struct fs_corr_result *results; /**< one per window, in input order */
     size_t n_results;
-    struct fs_corr_aggregate *aggregates; /**< most `first` first, then in_top */
+    struct fs_corr_aggregate *aggregates; /**< every series that departed in a window, by
+                                               evidence, then first, then in_top */
     size_t n_aggregates;
 };
 

@@ -51,15 +51,16 @@ fs_correlate_print(const char *json, FILE *out)
     }
     fprintf(out, "%.0f slow windows of %.0f events, %.0f series scanned\n\n", num(data, "windows"),
             num(data, "events_considered"), num(data, "series_scanned"));
-    fprintf(out, "%-28s %-8s %7s %7s %10s  %s\n", "SUSPECT", "KIND", "FIRST", "DURING", "MAX Z",
-            "SUMMARY");
+    fprintf(out, "%-28s %-8s %8s %7s %7s %10s  %s\n", "SUSPECT", "KIND", "EVIDENCE", "FIRST",
+            "DURING", "MAX Z", "SUMMARY");
     size_t ns = json_object_array_length(summary);
     for (size_t i = 0; i < ns; i++) {
         struct json_object *s = json_object_array_get_idx(summary, i);
         char p[256];
         port(s, p, sizeof p);
-        fprintf(out, "%-28s %-8s %7.0f %7.0f %10.1f  %s\n", p, str(s, "kind"), num(s, "first"),
-                num(s, "in_top"), num(s, "max_z"), str(s, "text"));
+        fprintf(out, "%-28s %-8s %8.2f %7.0f %7.0f %10.1f  %s\n", p, str(s, "kind"),
+                num(s, "evidence"), num(s, "first"), num(s, "departs"), num(s, "max_z"),
+                str(s, "text"));
     }
     if (ns == 0)
         fprintf(out, "(no switch series departed from its baseline in these windows)\n");
