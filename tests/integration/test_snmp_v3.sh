@@ -12,7 +12,8 @@ export SNMP_PERSISTENT_DIR=$T/snmp/persist MIBS=""
 C=$(cat "$SNMP_COMMUNITY_FILE")
 
 "$HARNESS" --port "$PORT" --v3-user "$SNMP_V3_USER" --auth-file "$SNMP_V3_AUTH_FILE" \
-  --priv-file "$SNMP_V3_PRIV_FILE" --polls 3 --interval-ms 1000 --grep 'port_info.*Eth1/64"' \
+  --priv-file "$SNMP_V3_PRIV_FILE" --polls 3 --interval-ms 1000 --deadline-ms 5000 \
+  --grep 'port_info.*Eth1/64"' \
   >"$T/good.out" 2>"$T/good.log" || fail "authPriv polls failed: $(tail -2 "$T/good.out")"
 grep -q '^poll 3 fabric_port_info.*Eth1/64' "$T/good.out" || fail "no data over authPriv"
 grep -q 'ok=3 timeout=0 auth=0' "$T/good.out" || fail "$(grep SUMMARY "$T/good.out")"
