@@ -5,7 +5,7 @@ CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 # Developer and CI builds treat warnings as errors; a plain cmake build does not.
 DEV_FLAGS = -DFS_WERROR=ON
 
-.PHONY: docs all deps build run test test-release test-asan test-tsan test-fuzz bench fuzz format clean
+.PHONY: docs all deps build run test test-release test-asan test-tsan test-fuzz bench eval fuzz format clean
 
 all: build
 
@@ -50,6 +50,13 @@ test-fuzz:
 
 bench: build
 	scripts/run-benches.sh $(BUILD)
+
+# The diagnosis scored on 300 randomized fabrics in virtual time (EVAL lines and a table
+# per scenario family; EVAL_SEEDS per family, EVAL_SEED_BASE picks another set).
+EVAL_SEEDS ?= 50
+EVAL_SEED_BASE ?= 7000
+eval: build
+	$(BUILD)/eval/eval_diagnosis --seeds $(EVAL_SEEDS) --seed-base $(EVAL_SEED_BASE)
 
 # Longer fuzzing: FUZZ_SECONDS per target.
 FUZZ_SECONDS ?= 300

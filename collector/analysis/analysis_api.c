@@ -942,6 +942,10 @@ parse_slow(const char *s, double *pct, double *factor)
     return (end != s && end[0] == 'x' && end[1] == '\0' && *factor > 0) ? 0 : -1;
 }
 
+static struct fs_departures *departures_with_log(struct fs_analysis *a, struct fs_store *st,
+                                                 int64_t start, int64_t end, bool record,
+                                                 int64_t now_us, char *err, size_t errlen);
+
 int
 fs_analysis_correlate(struct fs_analysis *a, struct fs_store *st,
                       const struct fs_analysis_arg *args, size_t n, int64_t now_us,
@@ -1081,8 +1085,9 @@ fs_analysis_correlate(struct fs_analysis *a, struct fs_store *st,
     }
     pthread_mutex_lock(&a->run_lock);
     char err[128];
-    struct fs_departures *d =
-        scan_store(st, &a->opts.an, start - co.lead_us, end + co.lag_us, err, sizeof err);
+    /* The ring for what it holds, the episode log for older windows. */
+    struct fs_departures *d = departures_with_log(a, st, start - co.lead_us, end + co.lag_us,
+                                                  false, now_us, err, sizeof err);
     struct fs_corr_report *r = NULL;
     if (!d || fs_correlate(d, w, nw, &co, &r) != 0) {
         pthread_mutex_unlock(&a->run_lock);
