@@ -18,7 +18,8 @@
  *        p99; or Nx = above N times the median; the slowest 1,000 at most), window
  *        (repeatable "START,END": explain these windows instead of slow host events),
  *        top (1..5, default 5),
- *        limit (events listed, default 200; the summary counts all).
+ *        limit (events listed, default 200; the summary counts all). Switch departures
+ *        come from the ring, and from the episode log for what the ring no longer holds.
  *   GET  /api/v1/incidents            fs_analysis_incidents
  *        start, end (default the last analysis horizon, 24 h; at most the episode
  *        retention), limit (episodes listed, default 200). The part of the window the

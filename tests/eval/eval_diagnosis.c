@@ -40,9 +40,8 @@
 #define MAX_STALLS 64
 
 enum family { F_QUIET, F_BUSY, F_BURSTS, F_SECOND, F_JITTER, F_SKEW, F_COUNT };
-static const char *const family_names[F_COUNT] = {"quiet",           "busy_culprit",
-                                                  "random_bursts",   "second_periodic",
-                                                  "jitter_misses",   "skewed_clocks"};
+static const char *const family_names[F_COUNT] = {
+    "quiet", "busy_culprit", "random_bursts", "second_periodic", "jitter_misses", "skewed_clocks"};
 
 static uint64_t rng_state;
 
@@ -141,16 +140,13 @@ plan(struct scenario *sc, enum family fam)
     }
     double jitter = fam == F_JITTER ? 0.05 : 0.005, miss = fam == F_JITTER ? 0.3 : 0;
     double t = 120 + urand() * 60;
-    int64_t last_sched = 0;
-    while (t < dur - 30) {
+    while (t <= dur) {
         int64_t at = sc->t0 + (int64_t)((t + (urand() * 2 - 1) * jitter * sc->period_s) * 1e6);
-        last_sched = sc->t0 + (int64_t)(t * 1e6);
-        if (urand() >= miss && sc->n_stall < MAX_STALLS)
+        if (urand() >= miss && sc->n_stall < MAX_STALLS && at < sc->end - 2 * S)
             sc->stall[sc->n_stall++] = at;
         t += sc->period_s;
     }
-    (void)last_sched;
-    sc->next_truth = sc->t0 + (int64_t)(t * 1e6);
+    sc->next_truth = sc->t0 + (int64_t)(t * 1e6); /* the first scheduled after the end */
 }
 
 static void
@@ -404,6 +400,12 @@ main(int argc, char **argv)
             if (run_one((enum family)f, base + (uint64_t)s, &r) != 0)
                 return 1;
             add(&fam[f], &r);
+            if (getenv("EVAL_VERBOSE"))
+                fprintf(stderr,
+                        "%s seed %d: first %d top3 %d recurring %d period_err %.4f next_err %.4f "
+                        "answer %.0f s blamed %d/%d\n",
+                        family_names[f], s, r.first, r.top3, r.recurring, r.period_err, r.next_err,
+                        r.answer_s, r.blamed, r.unrelated);
             add(&all, &r);
         }
     clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -412,10 +414,10 @@ main(int argc, char **argv)
     for (int f = 0; f <= F_COUNT; f++) {
         const struct tally *t = f < F_COUNT ? &fam[f] : &all;
         printf("%-16s %5d %7.1f %7.1f %9.1f %9.1f %9.1f %9.1f %10.1f %10.1f\n",
-               f < F_COUNT ? family_names[f] : "all", t->n, pct(t->first, t->n),
-               pct(t->top3, t->n), pct(t->blamed, t->unrelated), pct(t->recurring, t->n),
-               pct(t->period_ok, t->n), pct(t->next_ok, t->n),
-               t->answered ? t->answer_sum / t->answered : -1, t->answer_max);
+               f < F_COUNT ? family_names[f] : "all", t->n, pct(t->first, t->n), pct(t->top3, t->n),
+               pct(t->blamed, t->unrelated), pct(t->recurring, t->n), pct(t->period_ok, t->n),
+               pct(t->next_ok, t->n), t->answered ? t->answer_sum / t->answered : -1,
+               t->answer_max);
     }
     for (int f = 0; f <= F_COUNT; f++) {
         const struct tally *t = f < F_COUNT ? &fam[f] : &all;
