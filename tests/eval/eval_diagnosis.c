@@ -5,6 +5,7 @@
  * that keeps one hour and the analysis at its defaults, refreshed every REFRESH_S. One
  * port (the culprit) surges at each stall of a periodic NCCL stall (period 2-30 min); the
  * slow host windows are the stalls, plus a few slow windows without a switch-side cause.
+ * Each runs about eight periods (at most 5 h) of virtual time.
  * Families change one thing each:
  *   quiet            culprit and most ports quiet
  *   busy_culprit     the culprit near line rate with large noise, most ports busy
@@ -104,9 +105,9 @@ plan(struct scenario *sc, enum family fam)
     memset(sc, 0, sizeof *sc);
     sc->fam = fam;
     sc->period_s = 120 + urand() * 1680;
-    double dur = sc->period_s * 5.3 + 600;
-    if (dur > 4 * 3600)
-        dur = 4 * 3600;
+    double dur = sc->period_s * 8.3 + 600;
+    if (dur > 5 * 3600)
+        dur = 5 * 3600;
     sc->end = (int64_t)time(NULL) * S;
     sc->t0 = sc->end - (int64_t)(dur * 1e6);
     sc->culprit_sw = urand() < 0.5 ? 0 : 1;
