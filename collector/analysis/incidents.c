@@ -747,7 +747,7 @@ struct fit {
 };
 
 /* Most candidate periods tried per series, neighbours paired per occurrence. */
-#define FIT_CANDIDATES 24
+#define FIT_CANDIDATES 16
 #define FIT_NEIGHBOURS 8
 #define FIT_ANCHORS 8
 /* Up to ~30% of occurrences may be missed; a random train fills less (see fit_period). */
@@ -757,6 +757,8 @@ struct fit {
 /* The best candidates swept over +-FIT_SWEEP_STEPS fine steps. */
 #define FIT_SWEEP_TOP 4
 #define FIT_SWEEP_STEPS 15
+/* Phase bins of a fold. */
+#define FOLD_BINS 64
 
 static int
 cmp_double(const void *a, const void *b)
@@ -822,7 +824,7 @@ grid_hits(const struct occurrence *oc, size_t m, double a, double P, double tol,
     size_t n = 0;
     for (size_t i = 0; i < m; i++) {
         double x = ((double)oc[i].t - a) / P;
-        long k = lround(x);
+        long k = (long)floor(x + 0.5);
         double r = fabs((double)oc[i].t - a - (double)k * P);
         if (k < 0 || r > tol)
             continue;
@@ -844,30 +846,51 @@ grid_hits(const struct occurrence *oc, size_t m, double a, double P, double tol,
  * hits, twice, so a candidate period a little off (or a slowly drifting train) still
  * collects its occurrences. Extras fall at other phases and are left out. */
 static void
-fold_period(const struct occurrence *oc, size_t m, double P, double tol_frac, double *ph,
-            size_t *which, long *ks, struct track *tr)
+fold_period(const struct occurrence *oc, size_t m, double P, double tol_frac, double at_least,
+            double *ph, size_t *which, long *ks, struct track *tr)
 {
     memset(tr, 0, sizeof *tr);
     double t0 = (double)oc[0].t;
+    /* Phases in FOLD_BINS bins; the densest circular run of bins spanning 2 tol_frac is
+       the grid's phase, its centre the mean phase of the occurrences in it. O(m). */
+    unsigned hist[FOLD_BINS] = {0};
     for (size_t i = 0; i < m; i++) {
-        double x = fmod((double)oc[i].t - t0, P) / P;
-        ph[i] = x < 0 ? x + 1 : x;
+        double q = ((double)oc[i].t - t0) / P, x = q - floor(q);
+        ph[i] = x < 0 ? 0 : x >= 1 ? 0 : x;
+        size_t b = (size_t)(ph[i] * FOLD_BINS);
+        hist[b < FOLD_BINS ? b : FOLD_BINS - 1]++;
     }
-    qsort(ph, m, sizeof *ph, cmp_double);
-    /* Densest circular window of width 2 tol_frac. */
-    size_t best_n = 0, j = 0;
-    double best_c = 0;
+    size_t wb = (size_t)ceil(2 * tol_frac * FOLD_BINS);
+    if (wb < 1)
+        wb = 1;
+    if (wb > FOLD_BINS)
+        wb = FOLD_BINS;
+    unsigned run = 0, best_run = 0;
+    size_t best_b = 0;
+    for (size_t b = 0; b < wb; b++)
+        run += hist[b];
+    for (size_t b = 0; b < FOLD_BINS; b++) { /* window [b, b + wb) */
+        if (run > best_run) {
+            best_run = run;
+            best_b = b;
+        }
+        run += hist[(b + wb) % FOLD_BINS];
+        run -= hist[b];
+    }
+    /* A fold scores at most its hits, and the refits gain a few at most: one that cannot
+       reach the best so far (at_least) stops here. */
+    if ((double)best_run + 2 < at_least)
+        return;
+    double lo = (double)best_b / FOLD_BINS, sum = 0;
+    size_t cnt = 0;
     for (size_t i = 0; i < m; i++) {
-        while (j < i + m && (j < m ? ph[j] : ph[j - m] + 1) <= ph[i] + 2 * tol_frac)
-            j++;
-        if (j - i > best_n) {
-            best_n = j - i;
-            double sum = 0;
-            for (size_t k = i; k < j; k++)
-                sum += k < m ? ph[k] : ph[k - m] + 1;
-            best_c = sum / (double)(j - i);
+        double x = ph[i] < lo ? ph[i] + 1 : ph[i];
+        if (x < lo + (double)wb / FOLD_BINS) {
+            sum += x;
+            cnt++;
         }
     }
+    double best_c = cnt ? sum / (double)cnt : lo;
     double a = t0 + best_c * P, period = P;
     while (a - period > (double)oc[0].t - tol_frac * period)
         a -= period; /* slot 0 at or before the first occurrence */
@@ -902,6 +925,27 @@ fold_period(const struct occurrence *oc, size_t m, double P, double tol_frac, do
     tr->max_resid = mx;
 }
 
+/* log of the chance that a Poisson train at rate lambda (per us) fits the fold tr as
+ * well, times the nc candidates tried (see fit_period). 0 (certain) when it cannot say. */
+static double
+chance_log_p(const struct track *tr, double lambda, double tol_frac, size_t nc)
+{
+    if (tr->hits < 2 || tr->period <= 0)
+        return 0;
+    double w = 2.5 * tr->rms;
+    if (w < tr->max_resid)
+        w = tr->max_resid;
+    if (w < 0.0025 * tr->period)
+        w = 0.0025 * tr->period;
+    if (w > tol_frac * tr->period)
+        w = tol_frac * tr->period;
+    double p0 = 1 - exp(-2 * lambda * w);
+    if (p0 > 0.999)
+        return 0;
+    /* The phase was taken from the occurrences: chance has to explain all hits but one. */
+    return log_binom_tail(tr->hits - 1, tr->slots - 1, p0 > 1e-12 ? p0 : 1e-12) + log((double)nc);
+}
+
 /* Folds at P; keeps the result in *bt (and its hits) when it scores best so far.
  * Returns its score: hits x sqrt(fill). A half period hits as often but fills half its
  * slots, a double period fills them all but hits half as often; the square root keeps a
@@ -912,7 +956,7 @@ try_period(const struct occurrence *oc, size_t m, double P, double tol_frac, dou
            double *best_score)
 {
     struct track tr;
-    fold_period(oc, m, P, tol_frac, ph, which, ks, &tr);
+    fold_period(oc, m, P, tol_frac, *best_score, ph, which, ks, &tr);
     if (tr.hits < 2)
         return 0;
     double score = (double)tr.hits * sqrt((double)tr.hits / (double)tr.slots);
@@ -1000,7 +1044,6 @@ fit_period(const struct occurrence *oc, size_t m, double span_us, const struct f
         }
         i = j;
     }
-    double lambda = (double)m / (span_us > t_span ? span_us : t_span);
     double tol_frac = o->max_period_spread * 1.5;
     struct track bt = {0};
     double best_score = 0;
@@ -1020,7 +1063,13 @@ fit_period(const struct occurrence *oc, size_t m, double span_us, const struct f
                 break;
             }
     }
-    for (size_t k = 0; k < FIT_SWEEP_TOP && top_p[k] > 0; k++) {
+    /* The sweep refines a train the coarse candidates nearly caught; most series of a
+       busy fabric are random bursts nowhere near periodic, and skip it. */
+    double lambda = (double)m / (span_us > t_span ? span_us : t_span);
+    bool sweep = bt.hits >= 2 && bt.hits + 2 >= o->min_occurrences &&
+                 (double)bt.hits >= 0.3 * (double)bt.slots &&
+                 chance_log_p(&bt, lambda, tol_frac, nc) <= log(FIT_ALPHA) + 3;
+    for (size_t k = 0; sweep && k < FIT_SWEEP_TOP && top_p[k] > 0; k++) {
         double slots = t_span / top_p[k] + 1;
         double step = 0.5 * tol_frac / slots;
         if (step > 0.002)
@@ -1034,20 +1083,7 @@ fit_period(const struct occurrence *oc, size_t m, double span_us, const struct f
         goto out;
     if ((double)bt.hits < FIT_MIN_FILL * (double)bt.slots)
         goto out;
-    double tol = tol_frac * bt.period;
-    double w = 2.5 * bt.rms;
-    if (w < bt.max_resid)
-        w = bt.max_resid;
-    if (w < 0.0025 * bt.period)
-        w = 0.0025 * bt.period;
-    if (w > tol)
-        w = tol;
-    double p0 = 1 - exp(-2 * lambda * w);
-    if (p0 > 0.999)
-        goto out;
-    /* The phase was taken from the occurrences: chance has to explain all hits but one. */
-    double log_p =
-        log_binom_tail(bt.hits - 1, bt.slots - 1, p0 > 1e-12 ? p0 : 1e-12) + log((double)nc);
+    double log_p = chance_log_p(&bt, lambda, tol_frac, nc);
     if (log_p > log(FIT_ALPHA))
         goto out;
     double period = bt.period;
