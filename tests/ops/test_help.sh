@@ -6,8 +6,8 @@
 source "$(dirname "$0")/../integration/lib.sh"
 [ -x "$FABRICSCOPE" ] || fail "build fabricscope first"
 help=$("$FABRICSCOPE" --help) || fail "--help exit $?"
-src="$FS_SOURCE_DIR/collector/main.c $FS_SOURCE_DIR/collector/importers/*.c"
-opts=$(grep -ohE '\{"[a-z][a-z0-9-]*", *(no|required|optional)_argument' $src | sed 's/{"//; s/".*//' | sort -u)
+src=("$FS_SOURCE_DIR/collector/main.c" "$FS_SOURCE_DIR"/collector/importers/*.c)
+opts=$(grep -ohE '\{"[a-z][a-z0-9-]*", *(no|required|optional)_argument' "${src[@]}" | sed 's/{"//; s/".*//' | sort -u)
 [ -n "$opts" ] || fail "no option tables found in the sources"
 for o in $opts; do
   grep -q -- "--$o\b" <<<"$help" || fail "--help does not document --$o"

@@ -24,8 +24,11 @@ for want in '^User=fabricscope$' '^ProtectSystem=strict$' '^NoNewPrivileges=yes$
 done
 grep -q '^u fabricscope ' "$D/fabricscope.sysusers" || fail "no sysusers entry for the user"
 # verify needs the commands to exist: the unit as shipped, with the built binary.
+# systemd splits ExecStart on spaces and the checkout's path may have one: the unit names
+# a link to the binary in the scratch dir.
 mkdir -p "$T/unit"
-sed "s|/usr/bin/fabricscope|$FABRICSCOPE|g" "$UNIT" >"$T/unit/fabricscope.service"
+ln -s "$FABRICSCOPE" "$T/unit/fabricscope"
+sed "s|/usr/bin/fabricscope|$T/unit/fabricscope|g" "$UNIT" >"$T/unit/fabricscope.service"
 out=$(cd "$T/unit" && systemd-analyze verify fabricscope.service 2>&1) || fail "systemd-analyze verify: $out"
 [ -z "$out" ] || fail "systemd-analyze verify complained: $out"
 sec=$(cd "$T/unit" && systemd-analyze security --offline=true fabricscope.service 2>&1) ||
