@@ -749,7 +749,6 @@ struct fit {
 /* Most candidate periods tried per series, neighbours paired per occurrence. */
 #define FIT_CANDIDATES 16
 #define FIT_NEIGHBOURS 8
-#define FIT_ANCHORS 8
 /* Up to ~30% of occurrences may be missed; a random train fills less (see fit_period). */
 #define FIT_MIN_FILL 0.5
 /* Chance may explain a fit this often at most, all candidates together. */

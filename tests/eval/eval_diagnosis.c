@@ -32,6 +32,7 @@
 
 #include <json-c/json.h>
 
+#include "rng.h"
 #include "analysis/analysis_api.h"
 #include "store/store.h"
 
@@ -49,18 +50,13 @@ static uint64_t rng_state;
 static double
 urand(void)
 {
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return (double)(z >> 11) / 9007199254740992.0;
+    return fs_rng_uniform(&rng_state);
 }
 
 static double
 gauss(void)
 {
-    double u = urand(), v = urand();
-    return sqrt(-2 * log(u + 1e-300)) * cos(2 * M_PI * v);
+    return fs_rng_gauss(&rng_state);
 }
 
 struct port {

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "rng.h"
 #include "analysis/incidents.h"
 
 #define S 1000000LL
@@ -26,11 +27,7 @@ static uint64_t rng_state;
 static double
 urand(void)
 {
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return (double)(z >> 11) / 9007199254740992.0;
+    return fs_rng_uniform(&rng_state);
 }
 
 /* Adds a series with runs starting at the given onsets (2 s long, or a tenth of the

@@ -1,0 +1,31 @@
+/*
+ * A small deterministic random source for tests, benchmarks and the evaluation
+ * (splitmix64): the same seed gives the same sequence on every machine and build, so a
+ * seeded scenario is reproducible. The caller owns the state.
+ */
+#ifndef FS_TEST_RNG_H
+#define FS_TEST_RNG_H
+
+#include <math.h>
+#include <stdint.h>
+
+/** Uniform in [0, 1). */
+static inline double
+fs_rng_uniform(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (double)(z >> 11) / 9007199254740992.0;
+}
+
+/** Standard normal (Box-Muller, one of the pair). */
+static inline double
+fs_rng_gauss(uint64_t *state)
+{
+    double u = fs_rng_uniform(state), v = fs_rng_uniform(state);
+    return sqrt(-2 * log(u + 1e-300)) * cos(2 * M_PI * v);
+}
+
+#endif
