@@ -505,6 +505,9 @@ analysis_configure(struct daemon *d, const struct fs_config *c)
     ao.log.retention_us = c->analysis.episode_retention_us;
     ao.log.memory_limit = c->analysis.episode_memory_limit;
     fs_analysis_set_opts(d->an.an, &ao);
+    char herr[160];
+    if (fs_analysis_set_history(d->an.an, c->analysis.history, herr, sizeof herr) != 0)
+        fs_log(FS_LOG_ERROR, "analysis", "analysis.history: %s", herr);
     struct fs_analysis_flow_rule *rules =
         c->n_flow_rules ? calloc(c->n_flow_rules, sizeof *rules) : NULL;
     if (c->n_flow_rules && !rules) {

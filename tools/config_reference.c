@@ -335,6 +335,15 @@ walk(const struct out *o, const struct lysp_module *pmod, const struct lysp_node
         }
         break;
     }
+    case LYS_USES: {
+        /* A grouping's keys are the using node's own (the path does not name it). */
+        const char *gname = ((const struct lysp_node_uses *)n)->name;
+        for (const struct lysp_node_grp *g = pmod->groupings; g;
+             g = (const struct lysp_node_grp *)g->next)
+            if (!strcmp(g->name, gname))
+                walk_children(o, pmod, lysp_node_child(&g->node), prefix);
+        break;
+    }
     default:
         break;
     }

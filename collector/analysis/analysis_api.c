@@ -14,6 +14,7 @@
 
 #include "analysis/correlate.h"
 #include "analysis/episode_log.h"
+#include "analysis/history_scan.h"
 #include "analysis/incidents.h"
 #include "analysis/trace.h"
 #include "http/api.h"
@@ -47,7 +48,11 @@ struct fs_analysis {
     pthread_mutex_t run_lock; /* one heavy analysis at a time; guards opts */
     struct fs_analysis_opts opts;
     struct fs_episode_log *log;
-    int64_t data_since_us; /* the oldest sample the ring has shown a refresh (0: none) */
+    int64_t data_since_us;          /* the oldest sample the ring has shown a refresh (0: none) */
+    struct fs_prom_client *history; /* analysis.history, or NULL (under run_lock) */
+    int64_t history_step_us;
+    uint64_t history_max_points;
+    char history_host[128];
     pthread_mutex_t metrics_lock;
     struct metric_port *ports;
     size_t n_ports;
@@ -103,6 +108,7 @@ fs_analysis_free(struct fs_analysis *a)
         return;
     fs_host_events_free(a->events);
     fs_episode_log_free(a->log);
+    fs_prom_client_free(a->history);
     if (a->token) {
         memset(a->token, 0, strlen(a->token));
         free(a->token);
@@ -116,6 +122,29 @@ fs_analysis_free(struct fs_analysis *a)
     pthread_mutex_destroy(&a->run_lock);
     pthread_mutex_destroy(&a->metrics_lock);
     free(a);
+}
+
+int
+fs_analysis_set_history(struct fs_analysis *a, const struct fs_history_cfg *cfg, char *err,
+                        size_t errlen)
+{
+    struct fs_prom_client *c = NULL;
+    if (cfg && !(c = fs_prom_client_new(cfg, err, errlen)))
+        return -1;
+    pthread_mutex_lock(&a->run_lock);
+    struct fs_prom_client *old = a->history;
+    a->history = c;
+    a->history_host[0] = '\0';
+    if (cfg) {
+        a->history_step_us = cfg->step_us;
+        a->history_max_points = cfg->max_points;
+        const char *h = strstr(cfg->url, "://");
+        h = h ? h + 3 : cfg->url;
+        snprintf(a->history_host, sizeof a->history_host, "%.*s", (int)strcspn(h, "/?#"), h);
+    }
+    pthread_mutex_unlock(&a->run_lock);
+    fs_prom_client_free(old);
+    return 0;
 }
 
 void
@@ -942,9 +971,16 @@ parse_slow(const char *s, double *pct, double *factor)
     return (end != s && end[0] == 'x' && end[1] == '\0' && *factor > 0) ? 0 : -1;
 }
 
+/* What the history added to an answer (used: it was asked). */
+struct hist_use {
+    bool used;
+    struct fs_history_scan_info info;
+};
 static struct fs_departures *departures_with_log(struct fs_analysis *a, struct fs_store *st,
                                                  int64_t start, int64_t end, bool record,
-                                                 int64_t now_us, char *err, size_t errlen);
+                                                 struct hist_use *hu, int64_t now_us, char *err,
+                                                 size_t errlen);
+static void put_history(struct fs_buf *out, const struct fs_analysis *a, const struct hist_use *hu);
 
 int
 fs_analysis_correlate(struct fs_analysis *a, struct fs_store *st,
@@ -1086,8 +1122,9 @@ fs_analysis_correlate(struct fs_analysis *a, struct fs_store *st,
     pthread_mutex_lock(&a->run_lock);
     char err[128];
     /* The ring for what it holds, the episode log for older windows. */
-    struct fs_departures *d = departures_with_log(a, st, start - co.lead_us, end + co.lag_us,
-                                                  false, now_us, err, sizeof err);
+    struct hist_use hu = {0};
+    struct fs_departures *d = departures_with_log(a, st, start - co.lead_us, end + co.lag_us, false,
+                                                  &hu, now_us, err, sizeof err);
     struct fs_corr_report *r = NULL;
     if (!d || fs_correlate(d, w, nw, &co, &r) != 0) {
         pthread_mutex_unlock(&a->run_lock);
@@ -1123,8 +1160,10 @@ fs_analysis_correlate(struct fs_analysis *a, struct fs_store *st,
     fs_buf_json_str(out, explicit ? "windows" : slow);
     fs_buf_printf(out,
                   ",\"events_considered\":%zu,\"windows\":%zu,\"series_scanned\":%zu,"
-                  "\"series_departing\":%zu,\"summary\":[",
+                  "\"series_departing\":%zu,",
                   considered, nw, d->series_scanned, d->n_series);
+    put_history(out, a, &hu);
+    fs_buf_puts(out, "\"summary\":[");
     for (size_t i = 0; i < r->n_aggregates && i < 20; i++) {
         const struct fs_corr_aggregate *ag = &r->aggregates[i];
         const struct fs_an_series_ref *s = &d->series[ag->series];
@@ -1230,9 +1269,86 @@ put_recurrence_text(char *text, size_t len, const struct fs_departures *d,
 /* Departures over [start, end] (under run_lock): the part the ring holds scanned from it,
  * the part before replayed from the episode log. With record, what the scan found is
  * logged first (the periodic refresh, and queries reaching the present). */
+struct targets {
+    char **t;
+    size_t n;
+    bool failed;
+};
+
+static int
+target_cb(void *arg_, const struct fs_instance_info *in)
+{
+    struct targets *ts = arg_;
+    for (size_t i = 0; i < ts->n; i++)
+        if (strcmp(ts->t[i], in->target) == 0)
+            return 0;
+    void *p = realloc(ts->t, (ts->n + 1) * sizeof *ts->t);
+    if (!p || !(((char **)p)[ts->n] = strdup(in->target))) {
+        if (p)
+            ts->t = p;
+        ts->failed = true;
+        return 1;
+    }
+    ts->t = p;
+    ts->n++;
+    return 0;
+}
+
+static bool
+is_local_target(void *arg_, const char *target)
+{
+    const struct targets *ts = arg_;
+    for (size_t i = 0; i < ts->n; i++)
+        if (strcmp(ts->t[i], target) == 0)
+            return true;
+    return false;
+}
+
+/* "history":{...} of an answer, when analysis.history is configured. */
+static void
+put_history(struct fs_buf *out, const struct fs_analysis *a, const struct hist_use *hu)
+{
+    if (!hu->used)
+        return;
+    fs_buf_puts(out, "\"history\":{\"server\":");
+    fs_buf_json_str(out, a->history_host);
+    fs_buf_printf(out,
+                  ",\"step_s\":%.3f,\"series\":%" PRIu64 ",\"refined\":%" PRIu64
+                  ",\"duplicates\":%" PRIu64 ",\"points\":%" PRIu64 ",\"error\":",
+                  hu->info.step_us / 1e6, hu->info.series, hu->info.refined, hu->info.duplicates,
+                  hu->info.points);
+    if (hu->info.error[0])
+        fs_buf_json_str(out, hu->info.error);
+    else
+        fs_buf_puts(out, "null");
+    fs_buf_puts(out, "},");
+}
+
+/* Adds what analysis.history holds that this instance does not: its targets' samples
+   before its own data began, and every other target's (other shards). */
+static void
+add_history(struct fs_analysis *a, struct fs_store *st, struct fs_departures *d, int64_t start,
+            int64_t end, struct hist_use *hu)
+{
+    struct targets ts = {0};
+    hu->used = true;
+    fs_store_foreach_instance(st, target_cb, &ts);
+    if (ts.failed) {
+        snprintf(hu->info.error, sizeof hu->info.error, "out of memory");
+    } else {
+        int64_t local_before = a->data_since_us ? a->data_since_us : end + 1;
+        if (fs_history_scan(a->history, a->history_step_us, a->history_max_points, d, start, end,
+                            is_local_target, &ts, local_before, &hu->info) != 0)
+            fs_log(FS_LOG_WARN, "analysis", "%s", hu->info.error);
+    }
+    for (size_t i = 0; i < ts.n; i++)
+        free(ts.t[i]);
+    free(ts.t);
+}
+
 static struct fs_departures *
 departures_with_log(struct fs_analysis *a, struct fs_store *st, int64_t start, int64_t end,
-                    bool record, int64_t now_us, char *err, size_t errlen)
+                    bool record, struct hist_use *hu, int64_t now_us, char *err, size_t errlen)
 {
     struct fs_ring_stats rs;
     uint64_t limit;
@@ -1262,6 +1378,16 @@ departures_with_log(struct fs_analysis *a, struct fs_store *st, int64_t start, i
     }
     /* The series' episode rates (random or periodic?) count from when data began. */
     int64_t since = a->data_since_us ? a->data_since_us : start;
+    if (hu && a->history) {
+        add_history(a, st, d, start, end, hu);
+        if (fs_departures_finish(d) != 0) {
+            fs_departures_free(d);
+            snprintf(err, errlen, "out of memory");
+            return NULL;
+        }
+        if (hu->info.earliest_us && hu->info.earliest_us < since)
+            since = hu->info.earliest_us;
+    }
     d->observed_start_us = since > start ? since : start;
     return d;
 }
@@ -1335,8 +1461,9 @@ fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
     pthread_mutex_lock(&a->run_lock);
     char err[128];
     bool present = end >= now_us - 60 * US;
+    struct hist_use hu = {0};
     struct fs_departures *d =
-        departures_with_log(a, st, start, end, present, now_us, err, sizeof err);
+        departures_with_log(a, st, start, end, present, &hu, now_us, err, sizeof err);
     struct fs_incident_report *r = NULL;
     /* The next occurrence is predicted after the range's end, or now if that is later. */
     int64_t after = end > now_us ? end : now_us;
@@ -1346,7 +1473,8 @@ fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
         return error_doc(out, 500, "out of memory");
     }
     pthread_mutex_unlock(&a->run_lock);
-    if (present)
+    /* The metrics are this instance's own (each shard exports its targets' incidents). */
+    if (present && !hu.used)
         (void)remember_metrics(a, d, r);
 
     fs_buf_reset(out);
@@ -1358,6 +1486,7 @@ fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
     fs_episode_log_stats(a->log, &ls);
     fs_buf_printf(out, ",\"series_scanned\":%zu,\"series_departing\":%zu,", d->series_scanned,
                   d->n_series);
+    put_history(out, a, &hu);
     fs_buf_printf(out, "\"episode_log\":{\"episodes\":%zu,\"oldest\":", ls.runs);
     if (ls.runs)
         put_time(out, ls.oldest_start_us);
@@ -1429,7 +1558,7 @@ fs_analysis_refresh(struct fs_analysis *a, struct fs_store *st, int64_t now_us)
     pthread_mutex_lock(&a->run_lock);
     char err[128];
     struct fs_departures *d = departures_with_log(a, st, now_us - a->opts.horizon_us, now_us, true,
-                                                  now_us, err, sizeof err);
+                                                  NULL, now_us, err, sizeof err);
     struct fs_incident_report *r = NULL;
     int rc = -1;
     if (d && fs_incidents_find(d, now_us, &r) == 0)

@@ -52,6 +52,7 @@
 #include "analysis/episode_log.h"
 #include "analysis/host_events.h"
 #include "analysis/incidents.h"
+#include "config/config.h"
 #include "store/store.h"
 #include "util/buf.h"
 
@@ -77,6 +78,16 @@ struct fs_analysis_opts {
 void fs_analysis_opts_default(struct fs_analysis_opts *o);
 /** Applies o (copied) from the next analysis on. Thread-safe. */
 void fs_analysis_set_opts(struct fs_analysis *a, const struct fs_analysis_opts *o);
+/**
+ * Sets (cfg copied) or removes (NULL) the history that /api/v1/incidents and
+ * /api/v1/correlate also read (analysis.history; see analysis/history_scan.h): what the
+ * ring and the episode log do not hold, i.e. the targets this instance does not poll and
+ * the time before its own data began. The periodic refresh of the incident metrics does
+ * not read it (each shard exports its own targets' incidents). 0, or -1 with err.
+ * Thread-safe.
+ */
+int fs_analysis_set_history(struct fs_analysis *a, const struct fs_history_cfg *cfg, char *err,
+                            size_t errlen);
 /** The episode log (owned by the context). */
 struct fs_episode_log *fs_analysis_episode_log(struct fs_analysis *a);
 

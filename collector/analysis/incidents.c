@@ -21,40 +21,47 @@ fs_an_kind_name(enum fs_an_kind k)
     return (unsigned)k < FS_AN_KIND_COUNT ? kind_names[k] : "other";
 }
 
+/* Floors: a few packets (or pause frames) per second, 10 kB of queue, 1 ms of pause
+   per second. Below these a change is not worth an engineer's attention. */
+static const struct {
+    const char *name;
+    enum fs_an_kind kind;
+    bool counter;
+    double floor;
+} an_table[] = {
+    {"fabric_port_ecn_marked_packets_total", FS_AN_ECN, true, 10},
+    {"fabric_queue_ecn_marked_packets_total", FS_AN_ECN, true, 10},
+    {"fabric_flow_rule_ecn_marked_packets_total", FS_AN_ECN, true, 10},
+    {"fabric_queue_depth_bytes", FS_AN_QUEUE, false, 10000},
+    {"fabric_queue_depth_max_bytes", FS_AN_QUEUE, false, 10000},
+    {"fabric_queue_depth_cells", FS_AN_QUEUE, false, 100},
+    {"fabric_queue_wred_dropped_packets_total", FS_AN_DROP, true, 1},
+    {"fabric_queue_no_buffer_dropped_packets_total", FS_AN_DROP, true, 1},
+    {"fabric_port_discards_total", FS_AN_DROP, true, 1},
+    {"fabric_flow_rule_dropped_packets_total", FS_AN_DROP, true, 1},
+    {"fabric_pfc_pause_frames_total", FS_AN_PFC, true, 10},
+    {"fabric_pfc_pause_seconds_total", FS_AN_PFC, true, 0.001},
+    {"fabric_port_tx_wait_seconds_total", FS_AN_PFC, true, 0.001},
+};
+
 bool
 fs_an_classify(const char *metric, enum fs_an_kind *kind, bool *counter, double *abs_floor)
 {
-    /* Floors: a few packets (or pause frames) per second, 10 kB of queue, 1 ms of pause
-       per second. Below these a change is not worth an engineer's attention. */
-    static const struct {
-        const char *name;
-        enum fs_an_kind kind;
-        bool counter;
-        double floor;
-    } table[] = {
-        {"fabric_port_ecn_marked_packets_total", FS_AN_ECN, true, 10},
-        {"fabric_queue_ecn_marked_packets_total", FS_AN_ECN, true, 10},
-        {"fabric_flow_rule_ecn_marked_packets_total", FS_AN_ECN, true, 10},
-        {"fabric_queue_depth_bytes", FS_AN_QUEUE, false, 10000},
-        {"fabric_queue_depth_max_bytes", FS_AN_QUEUE, false, 10000},
-        {"fabric_queue_depth_cells", FS_AN_QUEUE, false, 100},
-        {"fabric_queue_wred_dropped_packets_total", FS_AN_DROP, true, 1},
-        {"fabric_queue_no_buffer_dropped_packets_total", FS_AN_DROP, true, 1},
-        {"fabric_port_discards_total", FS_AN_DROP, true, 1},
-        {"fabric_flow_rule_dropped_packets_total", FS_AN_DROP, true, 1},
-        {"fabric_pfc_pause_frames_total", FS_AN_PFC, true, 10},
-        {"fabric_pfc_pause_seconds_total", FS_AN_PFC, true, 0.001},
-        {"fabric_port_tx_wait_seconds_total", FS_AN_PFC, true, 0.001},
-    };
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-        if (strcmp(metric, table[i].name) == 0) {
-            *kind = table[i].kind;
-            *counter = table[i].counter;
-            *abs_floor = table[i].floor;
+    for (size_t i = 0; i < sizeof an_table / sizeof an_table[0]; i++) {
+        if (strcmp(metric, an_table[i].name) == 0) {
+            *kind = an_table[i].kind;
+            *counter = an_table[i].counter;
+            *abs_floor = an_table[i].floor;
             return true;
         }
     }
     return false;
+}
+
+const char *
+fs_an_metric(size_t i)
+{
+    return i < sizeof an_table / sizeof an_table[0] ? an_table[i].name : NULL;
 }
 
 size_t

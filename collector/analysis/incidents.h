@@ -61,6 +61,9 @@ const char *fs_an_kind_name(enum fs_an_kind k);
  */
 bool fs_an_classify(const char *metric, enum fs_an_kind *kind, bool *counter, double *abs_floor);
 
+/** The i-th metric fs_an_classify knows (i from 0), NULL past the last. */
+const char *fs_an_metric(size_t i);
+
 /** One series handed to the analysis (all pointers the caller's, read during the call). */
 struct fs_an_series {
     const char *target, *interface, *tc, *rule; /**< NULL when the series has none */

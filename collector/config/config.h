@@ -90,6 +90,26 @@ struct fs_remote_write_cfg {
                                                  per request; default 500 */
 };
 
+/** analysis.history: a Prometheus-compatible query API (auth, TLS, headers as above). */
+struct fs_history_cfg {
+    char *url; /**< the API base; /api/v1/... is appended */
+    int64_t remote_timeout_us;
+    struct fs_secret_ref bearer_token;
+    char *basic_auth_username; /**< NULL: no basic auth */
+    struct fs_secret_ref basic_auth_password;
+    char *tls_ca_file, *tls_cert_file, *tls_key_file;
+    bool tls_insecure_skip_verify;
+    struct fs_kv *headers; /**< sorted by name */
+    size_t n_headers;
+    int64_t step_us;     /**< step of the first reading of all series; default 1 min */
+    uint64_t max_points; /**< bound of the first reading, and of each raw query; 2,000,000 */
+};
+
+/** Frees h (NULL is fine). */
+void fs_history_cfg_free(struct fs_history_cfg *h);
+/** A deep copy the caller owns (fs_history_cfg_free), or NULL (no memory). */
+struct fs_history_cfg *fs_history_cfg_copy(const struct fs_history_cfg *s);
+
 /** True when two receivers' configurations are identical (a reload keeps the sender). */
 bool fs_remote_write_cfg_equal(const struct fs_remote_write_cfg *a,
                                const struct fs_remote_write_cfg *b);
@@ -116,6 +136,7 @@ struct fs_config {
         double max_period_spread;           /**< default 0.1 */
         int64_t episode_retention_us;       /**< default 7 d */
         uint64_t episode_memory_limit;      /**< bytes; default 64 MiB */
+        struct fs_history_cfg *history;     /**< analysis.history, or NULL */
     } analysis;
     uint32_t shard_index, shard_count; /**< shard: {index, count}; count 0: no shard block
                                             (every target is polled) */

@@ -304,32 +304,41 @@ static const char *const rw_reserved_headers[] = {"Authorization",
                                                   "X-Prometheus-Remote-Write-Version"};
 
 static int
-build_rw_headers(const struct lyd_node *n, struct fs_remote_write_cfg *w, struct fs_cfg_errs *errs)
+build_headers(const struct lyd_node *n, struct fs_kv **out, size_t *n_out,
+              const char *const *reserved, size_t n_reserved, const char *who,
+              struct fs_cfg_errs *errs)
 {
-    size_t i = 0;
+    size_t i = 0, want = count_named(lyd_child(n), "headers");
+    struct fs_kv *h;
 
-    w->n_headers = count_named(lyd_child(n), "headers");
-    if (!w->n_headers)
+    *out = NULL;
+    *n_out = 0;
+    if (!want)
         return 0;
-    w->headers = calloc(w->n_headers, sizeof(*w->headers));
-    if (!w->headers) {
-        w->n_headers = 0;
+    if (!(h = calloc(want, sizeof(*h))))
         return -1;
-    }
-    for (const struct lyd_node *c = NULL; (c = fs_cfg_next(n, c, "headers")) && i < w->n_headers;) {
+    *out = h;
+    for (const struct lyd_node *c = NULL; (c = fs_cfg_next(n, c, "headers")) && i < want;) {
         const char *name = fs_cfg_cval(c, "name"), *v = fs_cfg_cval(c, "value");
-        for (size_t k = 0; name && k < sizeof rw_reserved_headers / sizeof *rw_reserved_headers;
-             k++)
-            if (!strcasecmp(name, rw_reserved_headers[k]))
-                fs_cfg_node_err(errs, c, true, "%s is set by the sender itself", name);
-        if (fs_cfg_strdup(&w->headers[i].key, c, "name") ||
-            dup_str(&w->headers[i].value, v ? v : ""))
+        for (size_t k = 0; name && k < n_reserved; k++)
+            if (!strcasecmp(name, reserved[k]))
+                fs_cfg_node_err(errs, c, true, "%s is set by %s itself", name, who);
+        *n_out = i + 1; /* so that a failure below frees what was built */
+        if (fs_cfg_strdup(&h[i].key, c, "name") || dup_str(&h[i].value, v ? v : ""))
             return -1;
         i++;
     }
-    w->n_headers = i;
-    qsort(w->headers, w->n_headers, sizeof(*w->headers), kv_cmp);
+    *n_out = i;
+    qsort(h, i, sizeof(*h), kv_cmp);
     return 0;
+}
+
+static int
+build_rw_headers(const struct lyd_node *n, struct fs_remote_write_cfg *w, struct fs_cfg_errs *errs)
+{
+    return build_headers(n, &w->headers, &w->n_headers, rw_reserved_headers,
+                         sizeof rw_reserved_headers / sizeof *rw_reserved_headers, "the sender",
+                         errs);
 }
 
 /* Names label the self metrics of each receiver: they must tell the receivers apart. */
@@ -531,8 +540,40 @@ analysis_duration(const struct lyd_node *n, const char *name, int64_t lo, int64_
         *out = us;
 }
 
+/* analysis.history: the query API; its checks follow remote_write's. */
+static int
+build_history(const struct lyd_node *n, struct fs_history_cfg **out, struct fs_cfg_errs *errs)
+{
+    static const char *const reserved[] = {"Authorization", "Content-Type", "Content-Length",
+                                           "Host", "User-Agent"};
+    const struct lyd_node *ba = fs_cfg_kid(n, "basic_auth"), *tls = fs_cfg_kid(n, "tls");
+    struct fs_history_cfg *h = calloc(1, sizeof *h);
+    if (!(*out = h))
+        return -1;
+    if (fs_cfg_strdup(&h->url, n, "url") ||
+        fs_cfg_secret_ref(&h->bearer_token, n, "bearer_token") ||
+        fs_cfg_strdup(&h->basic_auth_username, ba, "username") ||
+        fs_cfg_secret_ref(&h->basic_auth_password, ba, "password") ||
+        fs_cfg_strdup(&h->tls_ca_file, tls, "ca_file") ||
+        fs_cfg_strdup(&h->tls_cert_file, tls, "cert_file") ||
+        fs_cfg_strdup(&h->tls_key_file, tls, "key_file") ||
+        build_headers(n, &h->headers, &h->n_headers, reserved, sizeof reserved / sizeof *reserved,
+                      "the history client", errs))
+        return -1;
+    h->tls_insecure_skip_verify = fs_cfg_bool(tls, "insecure_skip_verify");
+    h->remote_timeout_us = fs_cfg_duration_us(n, "remote_timeout", 30 * US_PER_S);
+    h->step_us = 60 * US_PER_S;
+    analysis_duration(n, "step", US_PER_S, 3600 * US_PER_S, "1s", "1h", &h->step_us, errs);
+    h->max_points = (uint64_t)fs_cfg_long(n, "max_points", 2000000);
+    if (ba && h->bearer_token.file)
+        fs_cfg_node_err(errs, ba, true, "basic_auth and bearer_token_file exclude each other");
+    if (!!h->tls_cert_file != !!h->tls_key_file)
+        fs_cfg_node_err(errs, tls, true, "cert_file and key_file go together");
+    return 0;
+}
+
 /* analysis: the departure, episode and recurrence settings, and the episode log. */
-static void
+static int
 build_analysis(const struct lyd_node *tree, struct fs_config *cfg, struct fs_cfg_errs *errs)
 {
     struct fs_analysis_cfg *a = &cfg->analysis;
@@ -546,7 +587,9 @@ build_analysis(const struct lyd_node *tree, struct fs_config *cfg, struct fs_cfg
                                   .episode_memory_limit = UINT64_C(64) << 20};
     const struct lyd_node *n = fs_cfg_child(tree, "analysis"), *k;
     if (!n)
-        return;
+        return 0;
+    if ((k = fs_cfg_kid(n, "history")) && build_history(k, &a->history, errs))
+        return -1;
     /* decimal64 and uint32 ranges are libyang's to check; these parse what passed. */
     if ((k = fs_cfg_kid(n, "z_threshold")))
         a->z_threshold = strtod(lyd_get_value(k), NULL);
@@ -573,6 +616,7 @@ build_analysis(const struct lyd_node *tree, struct fs_config *cfg, struct fs_cfg
                         "beyond the episodes kept",
                         k ? lyd_get_value(k) : "the default 24h");
     }
+    return 0;
 }
 
 int
@@ -596,7 +640,8 @@ fs_cfg_model_build(const struct lyd_node *tree, const struct fs_config_opts *opt
         return -1;
     if (build_host_events(tree, cfg, errs))
         return -1;
-    build_analysis(tree, cfg, errs);
+    if (build_analysis(tree, cfg, errs))
+        return -1;
     cfg->n_flow_rules = count_named(tree, "flow_rules");
     cfg->n_targets = count_named(tree, "targets");
     if (cfg->n_flow_rules &&
@@ -691,6 +736,67 @@ remote_write_free(struct fs_remote_write_cfg *w)
     free(w->headers);
 }
 
+void
+fs_history_cfg_free(struct fs_history_cfg *h)
+{
+    if (!h)
+        return;
+    free(h->url);
+    fs_cfg_secret_ref_free(&h->bearer_token);
+    free(h->basic_auth_username);
+    fs_cfg_secret_ref_free(&h->basic_auth_password);
+    free(h->tls_ca_file);
+    free(h->tls_cert_file);
+    free(h->tls_key_file);
+    for (size_t i = 0; i < h->n_headers; i++) {
+        free(h->headers[i].key);
+        free(h->headers[i].value);
+    }
+    free(h->headers);
+    free(h);
+}
+
+static int
+secret_ref_copy(struct fs_secret_ref *d, const struct fs_secret_ref *s)
+{
+    *d = (struct fs_secret_ref){0};
+    return dup_str(&d->file, s->file) || dup_str(&d->env, s->env) || dup_str(&d->key, s->key) ? -1
+                                                                                              : 0;
+}
+
+struct fs_history_cfg *
+fs_history_cfg_copy(const struct fs_history_cfg *s)
+{
+    struct fs_history_cfg *d = calloc(1, sizeof *d);
+    if (!d)
+        return NULL;
+    *d = *s;
+    d->url = d->basic_auth_username = d->tls_ca_file = d->tls_cert_file = d->tls_key_file = NULL;
+    d->bearer_token = d->basic_auth_password = (struct fs_secret_ref){0};
+    d->headers = NULL;
+    d->n_headers = 0;
+    if (dup_str(&d->url, s->url) || dup_str(&d->basic_auth_username, s->basic_auth_username) ||
+        dup_str(&d->tls_ca_file, s->tls_ca_file) || dup_str(&d->tls_cert_file, s->tls_cert_file) ||
+        dup_str(&d->tls_key_file, s->tls_key_file) ||
+        secret_ref_copy(&d->bearer_token, &s->bearer_token) ||
+        secret_ref_copy(&d->basic_auth_password, &s->basic_auth_password))
+        goto fail;
+    if (s->n_headers) {
+        if (!(d->headers = calloc(s->n_headers, sizeof *d->headers)))
+            goto fail;
+        for (size_t i = 0; i < s->n_headers; i++) {
+            d->n_headers = i + 1;
+            if (dup_str(&d->headers[i].key, s->headers[i].key) ||
+                dup_str(&d->headers[i].value, s->headers[i].value))
+                goto fail;
+        }
+    }
+    return d;
+fail:
+    fs_history_cfg_free(d);
+    return NULL;
+}
+
 bool
 fs_remote_write_cfg_equal(const struct fs_remote_write_cfg *a, const struct fs_remote_write_cfg *b)
 {
@@ -745,6 +851,7 @@ fs_config_free(struct fs_config *cfg)
     for (size_t i = 0; i < cfg->n_remote_write; i++)
         remote_write_free(&cfg->remote_write[i]);
     free(cfg->remote_write);
+    fs_history_cfg_free(cfg->analysis.history);
     free(cfg);
 }
 

@@ -432,6 +432,57 @@ test_analysis_block(void **state)
 }
 
 static void
+test_analysis_history(void **state)
+{
+    (void)state;
+    struct fs_config *c = parse_ok("analysis:\n"
+                                   "  history:\n"
+                                   "    url: https://mimir.example/prometheus\n"
+                                   "    bearer_token_file: /run/secrets/mimir\n"
+                                   "    tls: { ca_file: /etc/ssl/ca.pem }\n"
+                                   "    headers: { X-Scope-OrgID: fabric }\n"
+                                   "    step: 30s\n"
+                                   "    max_points: 500000\n");
+    const struct fs_history_cfg *h = c->analysis.history;
+    assert_non_null(h);
+    assert_string_equal(h->url, "https://mimir.example/prometheus");
+    assert_string_equal(h->bearer_token.file, "/run/secrets/mimir");
+    assert_string_equal(h->tls_ca_file, "/etc/ssl/ca.pem");
+    assert_int_equal(h->n_headers, 1);
+    assert_string_equal(h->headers[0].key, "X-Scope-OrgID");
+    assert_int_equal(h->step_us, 30LL * 1000000);
+    assert_int_equal(h->max_points, 500000);
+    assert_int_equal(h->remote_timeout_us, 30LL * 1000000);
+    struct fs_history_cfg *copy = fs_history_cfg_copy(h);
+    assert_non_null(copy);
+    assert_string_equal(copy->headers[0].value, "fabric");
+    assert_string_equal(copy->bearer_token.file, "/run/secrets/mimir");
+    fs_history_cfg_free(copy);
+    fs_config_free(c);
+    c = parse_ok("analysis: { history: { url: 'http://prom:9090' } }\n");
+    assert_int_equal(c->analysis.history->step_us, 60LL * 1000000);
+    assert_int_equal(c->analysis.history->max_points, 2000000);
+    fs_config_free(c);
+    c = parse_ok("listen: 127.0.0.1:9464\n");
+    assert_null(c->analysis.history);
+    fs_config_free(c);
+    expect_errors("analysis:\n"
+                  "  history:\n"
+                  "    url: prom:9090\n"
+                  "    step: 500ms\n"
+                  "    headers: { Authorization: x }\n"
+                  "    basic_auth: { username: u, password_file: /p }\n"
+                  "    bearer_token_file: /t\n",
+                  "t.yaml:3:10: analysis.history.url: \"prom:9090\" is not an http:// or https:// "
+                  "URL\n"
+                  "t.yaml:4:11: analysis.history.step: 500ms is not within 1s..1h\n"
+                  "t.yaml:5:16: analysis.history.headers.Authorization: Authorization is set by "
+                  "the history client itself\n"
+                  "t.yaml:6:5: analysis.history.basic_auth: basic_auth and bearer_token_file "
+                  "exclude each other\n");
+}
+
+static void
 test_shapes(void **state)
 {
     (void)state;
@@ -1175,6 +1226,7 @@ main(void)
         cmocka_unit_test(test_unknown_keys_and_inline_secrets),
         cmocka_unit_test(test_types_enums_ranges_all_reported),
         cmocka_unit_test(test_analysis_block),
+        cmocka_unit_test(test_analysis_history),
         cmocka_unit_test(test_shapes),
         cmocka_unit_test(test_missing_mandatory_and_choices),
         cmocka_unit_test(test_duplicates),

@@ -1,0 +1,522 @@
+/* Departures from a Prometheus-compatible history: one range query per analysed metric. */
+#include "analysis/history_scan.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define US INT64_C(1000000)
+#define API_MAX_POINTS_PER_SERIES 11000 /* Prometheus refuses more per series */
+#define BASE_SAMPLES 24                 /* samples a baseline window holds at least */
+
+/* Set of 64-bit hashes of the series already read (FNV-1a of the identifying labels). */
+struct seen {
+    uint64_t *tab;
+    size_t cap, n;
+};
+
+static uint64_t
+fnv(uint64_t h, const char *s)
+{
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+    return (h ^ 0x1f) * 0x100000001b3ULL; /* a separator, so ("ab","c") != ("a","bc") */
+}
+
+/* 1 when added, 0 when already there, -1 when out of memory. */
+static int
+seen_add(struct seen *s, uint64_t h)
+{
+    if (h == 0)
+        h = 1; /* 0 marks an empty slot */
+    if ((s->n + 1) * 2 > s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 1024;
+        uint64_t *t = calloc(cap, sizeof *t);
+        if (!t)
+            return -1;
+        for (size_t i = 0; i < s->cap; i++) {
+            if (!s->tab[i])
+                continue;
+            size_t k = (size_t)s->tab[i] & (cap - 1);
+            while (t[k])
+                k = (k + 1) & (cap - 1);
+            t[k] = s->tab[i];
+        }
+        free(s->tab);
+        s->tab = t;
+        s->cap = cap;
+    }
+    size_t k = (size_t)h & (s->cap - 1);
+    while (s->tab[k]) {
+        if (s->tab[k] == h)
+            return 0;
+        k = (k + 1) & (s->cap - 1);
+    }
+    s->tab[k] = h;
+    s->n++;
+    return 1;
+}
+
+struct ctx {
+    const char *metric;
+    enum fs_an_kind kind;
+    bool counter;
+    double floor;
+    struct fs_departures *d;
+    struct seen *seen;
+    fs_history_is_local is_local;
+    void *arg;
+    int64_t local_before_us, step_us;
+    struct fs_history_scan_info *info;
+    const struct seen *want; /* the refinement: only these series (ref_key hashes) */
+    int64_t *rts;
+    double *rv;
+    size_t rcap;
+};
+
+static bool
+seen_has(const struct seen *s, uint64_t h)
+{
+    if (h == 0)
+        h = 1;
+    if (!s->cap)
+        return false;
+    for (size_t k = (size_t)h & (s->cap - 1); s->tab[k]; k = (k + 1) & (s->cap - 1))
+        if (s->tab[k] == h)
+            return true;
+    return false;
+}
+
+/* The analysis' identity of a series (fs_an_series_ref: metric, target, interface, tc, rule). */
+static uint64_t
+ref_key(const char *metric, const char *target, const char *iface, const char *tc, const char *rule)
+{
+    uint64_t h = fnv(0xcbf29ce484222325ULL, metric);
+    h = fnv(h, target);
+    h = fnv(h, iface);
+    h = fnv(h, tc);
+    return fnv(h, rule);
+}
+
+static const char *
+lab(const struct fs_prom_series *s, const char *name)
+{
+    for (size_t i = 0; i < s->n_labels; i++)
+        if (strcmp(s->labels[i].name, name) == 0)
+            return s->labels[i].value;
+    return NULL;
+}
+
+/* A label of ours; Prometheus renames it exported_<name> when the scrape set one too. */
+static const char *
+our(const struct fs_prom_series *s, const char *name)
+{
+    const char *v = lab(s, name);
+    if (!v) {
+        char ex[64];
+        snprintf(ex, sizeof ex, "exported_%s", name);
+        v = lab(s, ex);
+    }
+    return v ? v : "";
+}
+
+enum { STOP_NOMEM = 1 };
+
+static int
+series_cb(void *arg_, const struct fs_prom_series *s)
+{
+    struct ctx *c = arg_;
+    const char *target = our(s, "target");
+    if (!*target || s->n == 0)
+        return 0; /* not one of a switch's series */
+    /* The labels that tell our series apart; the rest (job, instance, external labels)
+       say where a copy was stored. */
+    static const char *const ids[] = {"interface", "tc",     "rule",  "direction",
+                                      "priority",  "reason", "source"};
+    uint64_t h = fnv(0xcbf29ce484222325ULL, c->metric);
+    h = fnv(h, target);
+    for (size_t i = 0; i < sizeof ids / sizeof *ids; i++)
+        h = fnv(h, our(s, ids[i]));
+    if (c->want && !seen_has(c->want, ref_key(c->metric, target, our(s, "interface"), our(s, "tc"),
+                                              our(s, "rule"))))
+        return 0; /* matched by the refinement's wider selector only */
+    int added = seen_add(c->seen, h);
+    if (added < 0)
+        return STOP_NOMEM;
+    if (added == 0) {
+        c->info->duplicates++;
+        return 0;
+    }
+    c->info->series++;
+    c->info->points += s->n;
+    if (!c->info->earliest_us || s->ts_us[0] < c->info->earliest_us)
+        c->info->earliest_us = s->ts_us[0];
+    size_t n = s->n;
+    if (c->is_local && c->is_local(c->arg, target)) {
+        while (n && s->ts_us[n - 1] >= c->local_before_us)
+            n--; /* the instance's own data covers the rest */
+        if (n < 3)
+            return 0;
+    }
+    if (n > c->rcap) {
+        free(c->rts);
+        free(c->rv);
+        c->rcap = n;
+        c->rts = malloc(n * sizeof *c->rts);
+        c->rv = malloc(n * sizeof *c->rv);
+        if (!c->rts || !c->rv) {
+            c->rcap = 0;
+            return STOP_NOMEM;
+        }
+    }
+    size_t m = 0;
+    if (c->counter) {
+        /* Rates between successive points; a decrease (a reset the exporter did not
+           absorb) gives no rate, as for the ring's counters. */
+        for (size_t i = 1; i < n; i++) {
+            int64_t dt = s->ts_us[i] - s->ts_us[i - 1];
+            if (dt <= 0 || isnan(s->v[i]) || isnan(s->v[i - 1]))
+                continue;
+            double inc = s->v[i] >= s->v[i - 1] ? s->v[i] - s->v[i - 1] : 0.0;
+            c->rts[m] = s->ts_us[i];
+            c->rv[m++] = inc * 1e6 / (double)dt;
+        }
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            if (isnan(s->v[i]))
+                continue;
+            c->rts[m] = s->ts_us[i];
+            c->rv[m++] = s->v[i];
+        }
+    }
+    /* Read at a step: within half of it. Raw samples: within half their interval. */
+    int64_t unc = c->step_us / 2;
+    if (!unc && n > 1)
+        unc = (s->ts_us[n - 1] - s->ts_us[0]) / (int64_t)(n - 1) / 2;
+    const char *iface = our(s, "interface"), *tc = our(s, "tc"), *rule = our(s, "rule");
+    struct fs_an_series a = {
+        .target = target,
+        .interface = *iface ? iface : NULL,
+        .tc = *tc ? tc : NULL,
+        .rule = *rule ? rule : NULL,
+        .metric = c->metric,
+        .kind = c->kind,
+        .is_rate = c->counter,
+        .ts_us = c->rts,
+        .v = c->rv,
+        .n = m,
+        .abs_floor = c->floor,
+        .time_uncertainty_us = unc,
+    };
+    return fs_departures_add(c->d, &a) == 0 ? 0 : STOP_NOMEM;
+}
+
+/* Series count of the analysed metrics at end_us, to size the step. */
+static int
+count_cb(void *arg, const struct fs_prom_series *s)
+{
+    double *n = arg;
+    if (s->n == 1 && isfinite(s->v[0]))
+        *n += s->v[0];
+    return 0;
+}
+
+static uint64_t
+ref_hash(const struct fs_an_series_ref *r)
+{
+    return ref_key(r->metric, r->target, r->interface, r->tc, r->rule);
+}
+
+static bool
+same_ref(const struct fs_an_series_ref *x, const struct fs_an_series_ref *r)
+{
+    return !strcmp(x->metric, r->metric) && !strcmp(x->target, r->target) &&
+           !strcmp(x->interface, r->interface) && !strcmp(x->tc, r->tc) &&
+           !strcmp(x->rule, r->rule);
+}
+
+/* Adds src's series and runs to dst, a series dst already has keeping its index. */
+static int
+absorb(struct fs_departures *dst, const struct fs_departures *src)
+{
+    size_t cap = 64;
+    while (cap < (dst->n_series + src->n_series) * 2)
+        cap *= 2;
+    uint32_t *tab = calloc(cap, sizeof *tab); /* index into dst->series + 1 */
+    uint32_t *to = malloc((src->n_series ? src->n_series : 1) * sizeof *to);
+    int rc = -1;
+    if (!tab || !to)
+        goto out;
+    for (size_t i = 0; i < dst->n_series; i++) {
+        size_t k = (size_t)ref_hash(&dst->series[i]) & (cap - 1);
+        while (tab[k])
+            k = (k + 1) & (cap - 1);
+        tab[k] = (uint32_t)i + 1;
+    }
+    for (size_t i = 0; i < src->n_series; i++) {
+        const struct fs_an_series_ref *r = &src->series[i];
+        size_t k = (size_t)ref_hash(r) & (cap - 1);
+        to[i] = UINT32_MAX;
+        for (; tab[k]; k = (k + 1) & (cap - 1))
+            if (same_ref(&dst->series[tab[k] - 1], r)) {
+                to[i] = tab[k] - 1;
+                break;
+            }
+        if (to[i] == UINT32_MAX) {
+            if (fs_departures_add_ref(dst, r, &to[i]) != 0)
+                goto out;
+            tab[k] = to[i] + 1;
+        }
+    }
+    for (size_t i = 0; i < src->n_runs; i++) {
+        struct fs_departure run = src->runs[i];
+        run.series = to[run.series];
+        if (fs_departures_push(dst, &run) != 0)
+            goto out;
+    }
+    dst->series_scanned += src->series_scanned;
+    rc = 0;
+out:
+    free(tab);
+    free(to);
+    return rc;
+}
+
+/* Appends v to q as a PromQL string's content; with regex, RE2 metacharacters are
+   escaped first (the value is matched literally). */
+static size_t
+put_quoted(char *q, size_t o, size_t cap, const char *v, bool regex)
+{
+    for (; *v && o + 4 < cap; v++) {
+        if (regex && strchr("\\.+*?()|[]{}^$", *v))
+            o += (size_t)snprintf(q + o, cap - o, "\\\\"); /* \\ in PromQL is one \ */
+        if (*v == '"' || *v == '\\')
+            q[o++] = '\\';
+        if (*v == '\n') {
+            q[o++] = '\\';
+            q[o++] = 'n';
+        } else {
+            q[o++] = *v;
+        }
+    }
+    q[o < cap ? o : cap - 1] = '\0';
+    return o;
+}
+
+/* The selector (or max_over_time of it) that reads metric's series in [from, to]. */
+static void
+metric_query(char *q, size_t cap, const char *metric, bool counter, const char *matchers,
+             int64_t step)
+{
+    if (counter)
+        snprintf(q, cap, "%s{%s}", metric, matchers);
+    else
+        snprintf(q, cap, "max_over_time(%s{%s}[%llds])", metric, matchers, (long long)(step / US));
+}
+
+static int64_t
+step_for(int64_t step_us, uint64_t max_points, int64_t span, double n_series)
+{
+    int64_t step = step_us > 0 ? step_us : 60 * US;
+    int64_t by_budget =
+        max_points
+            ? (int64_t)ceil((double)span * (n_series > 1 ? n_series : 1) / (double)max_points)
+            : 0;
+    int64_t by_api = span / (API_MAX_POINTS_PER_SERIES - 10) + 1;
+    if (by_budget > step)
+        step = by_budget;
+    if (by_api > step)
+        step = by_api;
+    return (step + US - 1) / US * US; /* whole seconds: range selectors want them */
+}
+
+/* The analysis' own options at a step: a baseline needs samples, so at a coarse step its
+   window widens to hold BASE_SAMPLES of them (at the ring's resolution the configured
+   window holds hundreds). */
+static struct fs_an_opts
+opts_at(const struct fs_an_opts *o, int64_t step)
+{
+    struct fs_an_opts ho = *o;
+    if (ho.baseline_window_us < BASE_SAMPLES * step)
+        ho.baseline_window_us = BASE_SAMPLES * step;
+    if (ho.baseline_step_us < ho.baseline_window_us)
+        ho.baseline_step_us = ho.baseline_window_us;
+    return ho;
+}
+
+static int
+run_query(struct fs_prom_client *c, const char *q, int64_t from, int64_t to, int64_t step,
+          uint64_t max_points, struct ctx *cx)
+{
+    struct fs_history_scan_info *info = cx->info;
+    if (fs_prom_query_range(c, q, from, to, step, max_points, series_cb, cx, info->error,
+                            sizeof info->error) == 0)
+        return 0;
+    if (strstr(info->error, "stopped (1)"))
+        snprintf(info->error, sizeof info->error, "out of memory");
+    return -1;
+}
+
+/* Pass 1: every analysed series at a step the points budget allows. */
+static int
+scan_all(struct fs_prom_client *c, uint64_t max_points, int64_t step, int64_t start_us,
+         int64_t end_us, struct ctx *cx)
+{
+    char q[512];
+    int64_t from = start_us - cx->d->opts.baseline_window_us;
+    for (size_t i = 0; fs_an_metric(i); i++) {
+        cx->metric = fs_an_metric(i);
+        if (!fs_an_classify(cx->metric, &cx->kind, &cx->counter, &cx->floor))
+            continue;
+        metric_query(q, sizeof q, cx->metric, cx->counter, "", step);
+        if (run_query(c, q, from, end_us, step, max_points, cx) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Pass 2: the series that departed in pass 1, read again as the raw samples stored (a
+   range-vector selector at the range's end), a query per (metric, target) listing their
+   interfaces. */
+#define REFINE_MAX_IFACES 64
+static int
+scan_departing(struct fs_prom_client *c, uint64_t max_points, int64_t start_us, int64_t end_us,
+               const struct fs_departures *coarse, struct ctx *cx)
+{
+    size_t n = coarse->n_series, qcap = 64 + REFINE_MAX_IFACES * 520;
+    char *q = malloc(qcap), *m = malloc(qcap);
+    bool *done = calloc(n ? n : 1, sizeof *done);
+    int64_t from = start_us - cx->d->opts.baseline_window_us;
+    int rc = -1;
+    if (!q || !m || !done) {
+        snprintf(cx->info->error, sizeof cx->info->error, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (done[i])
+            continue;
+        const struct fs_an_series_ref *r = &coarse->series[i];
+        size_t o = (size_t)snprintf(m, qcap, "target=\"");
+        o = put_quoted(m, o, qcap, r->target, false);
+        o += (size_t)snprintf(m + o, qcap - o, "\",interface=~\"");
+        size_t k = 0;
+        for (size_t j = i; j < n && k < REFINE_MAX_IFACES; j++) {
+            const struct fs_an_series_ref *x = &coarse->series[j];
+            if (done[j] || strcmp(x->metric, r->metric) || strcmp(x->target, r->target))
+                continue;
+            done[j] = true;
+            if (k++)
+                m[o++] = '|';
+            o = put_quoted(m, o, qcap, x->interface, true);
+        }
+        snprintf(m + o, qcap - o, "\"");
+        cx->metric = r->metric;
+        if (!fs_an_classify(cx->metric, &cx->kind, &cx->counter, &cx->floor))
+            continue;
+        snprintf(q, qcap, "%s{%s}[%llds]", cx->metric, m,
+                 (long long)((end_us - from + US - 1) / US));
+        if (fs_prom_query_instant(c, q, end_us, max_points, series_cb, cx, cx->info->error,
+                                  sizeof cx->info->error) != 0) {
+            if (strstr(cx->info->error, "stopped (1)"))
+                snprintf(cx->info->error, sizeof cx->info->error, "out of memory");
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    free(q);
+    free(m);
+    free(done);
+    return rc;
+}
+
+int
+fs_history_scan(struct fs_prom_client *c, int64_t step_us, uint64_t max_points,
+                struct fs_departures *d, int64_t start_us, int64_t end_us,
+                fs_history_is_local is_local, void *arg, int64_t local_before_us,
+                struct fs_history_scan_info *info)
+{
+    struct seen seen = {0}, want = {0};
+    struct fs_departures *h = NULL, *fine = NULL;
+    struct ctx cx = {0};
+    char q[1500], names[1400];
+    int rc = -1;
+
+    *info = (struct fs_history_scan_info){0};
+    int64_t span = end_us - (start_us - d->opts.baseline_window_us);
+    if (span <= 0) {
+        info->step_us = step_us;
+        return 0;
+    }
+    /* How many series: the step follows from it and the points allowed. */
+    size_t o = 0;
+    names[0] = '\0';
+    for (size_t i = 0; fs_an_metric(i); i++)
+        o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", i ? "|" : "", fs_an_metric(i));
+    snprintf(q, sizeof q, "count({__name__=~\"%s\"})", names);
+    double n_series = 0;
+    if (fs_prom_query_instant(c, q, end_us, 100, count_cb, &n_series, info->error,
+                              sizeof info->error) != 0)
+        goto out;
+    int64_t step = step_for(step_us, max_points, span, n_series);
+    info->step_us = step;
+    struct fs_an_opts ho = opts_at(&d->opts, step);
+    if (!(h = fs_departures_new(&ho, start_us, end_us))) {
+        snprintf(info->error, sizeof info->error, "out of memory");
+        goto out;
+    }
+    cx = (struct ctx){.d = h,
+                      .seen = &seen,
+                      .is_local = is_local,
+                      .arg = arg,
+                      .local_before_us = local_before_us,
+                      .step_us = step,
+                      .info = info};
+    if (scan_all(c, max_points, step, start_us, end_us, &cx) != 0)
+        goto out;
+    /* The series that departed, read again as stored: their onsets to a sample, not to a
+       step (a recurrence is placed by them), and a counter's rate between its real
+       samples, never between a step and a stale repeat of the last sample. */
+    if (h->n_series) {
+        for (size_t i = 0; i < h->n_series; i++) {
+            const struct fs_an_series_ref *r = &h->series[i];
+            if (seen_add(&want, ref_key(r->metric, r->target, r->interface, r->tc, r->rule)) < 0) {
+                snprintf(info->error, sizeof info->error, "out of memory");
+                goto out;
+            }
+        }
+        ho = opts_at(&d->opts, 0);
+        if (!(fine = fs_departures_new(&ho, start_us, end_us))) {
+            snprintf(info->error, sizeof info->error, "out of memory");
+            goto out;
+        }
+        free(seen.tab);
+        seen = (struct seen){0};
+        uint64_t series = info->series, dups = info->duplicates;
+        cx.d = fine;
+        cx.step_us = 0;
+        cx.want = &want;
+        if (scan_departing(c, max_points, start_us, end_us, h, &cx) != 0)
+            goto out;
+        fs_departures_free(h);
+        h = fine;
+        fine = NULL;
+        info->series = series; /* the refinement re-read some of them */
+        info->duplicates = dups;
+        info->refined = h->series_scanned;
+    }
+    rc = 0;
+out:
+    if (h && absorb(d, h) != 0) {
+        snprintf(info->error, sizeof info->error, "out of memory");
+        rc = -1;
+    }
+    fs_departures_free(h);
+    fs_departures_free(fine);
+    free(seen.tab);
+    free(want.tab);
+    free(cx.rts);
+    free(cx.rv);
+    return rc;
+}

@@ -1,0 +1,57 @@
+/*
+ * Departures read from a Prometheus-compatible query API (analysis.history): the series
+ * this instance does not hold (targets of other shards, or a time before its own data
+ * began), as Prometheus stores them after a scrape of /metrics (job and instance added)
+ * or after our remote_write (external labels added). Such extra labels are ignored;
+ * a series stored more than once (HA replicas, both scraped and remote-written) is read
+ * once. Metrics and their kinds are the ones fs_an_classify names.
+ *
+ * Resolution. Counters are read as stored at each step and turned into rates between
+ * steps (every increment counted); gauges as max_over_time over each step (a short high
+ * survives). The step is the configured one, coarsened so that series x points stays
+ * within max_points and no series exceeds the API's 11,000 points. That first reading
+ * only finds the series that depart: they are read again as the raw samples stored (a
+ * range-vector selector, at most max_points per query), and their departures are found
+ * on those, so onsets are placed to a sample and counter rates are taken between real
+ * samples (a step finer than the scrape interval would repeat stale values). A series
+ * read at step S is placed on the time axis to within S/2, raw samples within half
+ * their interval; a baseline window holds at least 24 steps.
+ *
+ * Threads: none inside; the client is used by the caller's thread.
+ */
+#ifndef FS_ANALYSIS_HISTORY_SCAN_H
+#define FS_ANALYSIS_HISTORY_SCAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "analysis/incidents.h"
+#include "history/prom_query.h"
+
+/** What one scan read, for the answers that used it. */
+struct fs_history_scan_info {
+    int64_t step_us;     /**< the step every series was read at first */
+    uint64_t refined;    /**< series that departed then, read again as raw samples */
+    uint64_t series;     /**< distinct series read */
+    uint64_t duplicates; /**< series read again under other extra labels, ignored */
+    uint64_t points;
+    int64_t earliest_us; /**< first point read (0: none) */
+    char error[256];     /**< "" when the whole scan succeeded */
+};
+
+/** Whether a target is this instance's own (its samples before local_before_us only are read). */
+typedef bool (*fs_history_is_local)(void *arg, const char *target);
+
+/**
+ * Adds to d (not finished: the caller calls fs_departures_finish) the departures the
+ * history shows over [start_us, end_us] (reading baseline_window before start): for a
+ * target is_local names, only its samples before local_before_us; for the others, all.
+ * A series already in d keeps its index. Returns 0, or -1 with info->error set (d then
+ * holds what was read before the failure; memory failures are "out of memory").
+ */
+int fs_history_scan(struct fs_prom_client *c, int64_t step_us, uint64_t max_points,
+                    struct fs_departures *d, int64_t start_us, int64_t end_us,
+                    fs_history_is_local is_local, void *arg, int64_t local_before_us,
+                    struct fs_history_scan_info *info);
+
+#endif

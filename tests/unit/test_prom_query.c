@@ -1,0 +1,197 @@
+/* The Prometheus query API answer parser: matrix and vector answers fed in pieces of
+ * every size, error documents, and the bounds (labels, nesting, points). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "history/prom_query.h"
+
+struct got {
+    size_t series, points, labels;
+    char first_target[64];
+    int64_t first_ts, last_ts;
+    double sum;
+    int nan;
+    int stop_after; /* stop when this many series were seen (0: never) */
+};
+
+static int
+series_cb(void *arg, const struct fs_prom_series *s)
+{
+    struct got *g = arg;
+    g->series++;
+    g->labels += s->n_labels;
+    for (size_t i = 0; i < s->n_labels; i++)
+        if (g->series == 1 && !strcmp(s->labels[i].name, "target"))
+            snprintf(g->first_target, sizeof g->first_target, "%s", s->labels[i].value);
+    for (size_t i = 0; i < s->n; i++) {
+        if (isnan(s->v[i]))
+            g->nan++;
+        else if (isfinite(s->v[i]))
+            g->sum += s->v[i];
+        if (!g->points)
+            g->first_ts = s->ts_us[i];
+        g->last_ts = s->ts_us[i];
+        g->points++;
+    }
+    return g->stop_after && g->series >= (size_t)g->stop_after ? 7 : 0;
+}
+
+/* Parses text fed in pieces of chunk bytes; returns finish's code, err filled. */
+static int
+parse(const char *text, size_t chunk, uint64_t max_points, struct got *g, char *err, size_t len)
+{
+    struct fs_prom_parser *p = fs_prom_parser_new(series_cb, g, max_points);
+    assert_non_null(p);
+    size_t n = strlen(text);
+    for (size_t o = 0; o < n; o += chunk)
+        if (fs_prom_parser_feed(p, text + o, n - o < chunk ? n - o : chunk))
+            break;
+    int rc = fs_prom_parser_finish(p, NULL, NULL, err, len);
+    fs_prom_parser_free(p);
+    return rc;
+}
+
+static const char matrix[] =
+    "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":["
+    "{\"metric\":{\"__name__\":\"fabric_queue_depth_bytes\",\"target\":\"leaf1\","
+    "\"interface\":\"Eth1/1\",\"tc\":\"3\",\"job\":\"fs\",\"instance\":\"a:9464\"},"
+    "\"values\":[[1733300000.25,\"10\"],[1733300015,\"NaN\"],[1733300030,\"2.5e1\"],"
+    "[1733300030,\"99\"]]},"
+    "{\"metric\":{\"target\":\"leaf2\"},\"values\":[[1733300000,\"+Inf\"],[1733300015,\"1\"]]}]},"
+    "\"warnings\":[\"ignored\",{\"nested\":[1,2,null,true]}],\"stats\":{\"a\":[[1]]}}";
+
+static void
+test_matrix_any_chunking(void **state)
+{
+    (void)state;
+    /* Every piece size from 1 byte (each token split) to all at once. */
+    for (size_t chunk = 1; chunk <= sizeof matrix; chunk++) {
+        struct got g = {0};
+        char err[256] = "";
+        int rc = parse(matrix, chunk, 0, &g, err, sizeof err);
+        if (rc != 0)
+            fail_msg("chunk %zu: %s", chunk, err);
+        assert_int_equal(g.series, 2);
+        assert_int_equal(g.labels, 7);
+        assert_string_equal(g.first_target, "leaf1");
+        /* The repeated time (1733300030 twice) keeps the first value only. */
+        assert_int_equal(g.points, 5);
+        assert_int_equal(g.nan, 1);
+        assert_true(fabs(g.sum - 36.0) < 1e-9);
+        assert_true(g.first_ts == 1733300000250000LL);
+    }
+}
+
+static void
+test_vector(void **state)
+{
+    (void)state;
+    struct got g = {0};
+    char err[256];
+    assert_int_equal(parse("{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":"
+                           "[{\"metric\":{},\"value\":[1733300000,\"1234\"]}]}}",
+                           7, 0, &g, err, sizeof err),
+                     0);
+    assert_int_equal(g.series, 1);
+    assert_int_equal(g.points, 1);
+    assert_true(g.sum == 1234);
+}
+
+static void
+expect_error(const char *text, uint64_t max_points, const char *why)
+{
+    struct got g = {0};
+    char err[256] = "";
+    if (parse(text, 5, max_points, &g, err, sizeof err) == 0)
+        fail_msg("accepted: %s", text);
+    if (!strstr(err, why))
+        fail_msg("error \"%s\" lacks \"%s\" (for %s)", err, why, text);
+}
+
+static void
+test_errors(void **state)
+{
+    (void)state;
+    expect_error("{\"status\":\"error\",\"errorType\":\"bad_data\",\"error\":\"parse error at char "
+                 "3\"}",
+                 0, "the server answered: parse error at char 3");
+    expect_error("Unauthorized\n", 0, "not JSON");
+    expect_error("{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[", 0,
+                 "not JSON");
+    expect_error("{\"data\":{\"resultType\":\"matrix\",\"result\":[]}}", 0, "no status");
+    expect_error(
+        "{\"status\":\"success\",\"data\":{\"resultType\":\"scalar\",\"result\":[1,\"2\"]}}", 0,
+        "resultType scalar");
+    expect_error("{\"status\":\"success\",\"data\":{\"result\":[{\"metric\":{\"a\":1}}]}}", 0,
+                 "unexpected number");
+    expect_error("{\"status\":\"success\",\"data\":{\"result\":[{\"values\":[[1,\"x\"]]}]}}", 0,
+                 "is not a number");
+    expect_error("{\"status\":\"success\",\"data\":{\"result\":[{\"values\":[[1]]}]}}", 0,
+                 "a point is not");
+    expect_error("{\"status\":\"success\",\"data\":{\"result\":[{\"values\":[[\"1\",\"2\"]]}]}}", 0,
+                 "a point is not");
+    expect_error("{\"status\":\"success\",\"data\":{\"result\":[{\"values\":[[1,\"2\",3]]}]}}", 0,
+                 "unexpected number");
+}
+
+static void
+test_bounds(void **state)
+{
+    (void)state;
+    /* 65 labels. */
+    char big[8192];
+    size_t o = (size_t)snprintf(big, sizeof big,
+                                "{\"status\":\"success\",\"data\":{\"result\":[{\"metric\":{");
+    for (int i = 0; i < 65; i++)
+        o += (size_t)snprintf(big + o, sizeof big - o, "%s\"l%d\":\"v\"", i ? "," : "", i);
+    snprintf(big + o, sizeof big - o, "},\"values\":[]}]}}");
+    expect_error(big, 0, "more than 64 labels");
+    /* Nesting deeper than the bound, where nothing is read (warnings). */
+    o = (size_t)snprintf(big, sizeof big, "{\"status\":\"success\",\"warnings\":");
+    for (int i = 0; i < 20; i++)
+        big[o++] = '[';
+    for (int i = 0; i < 20; i++)
+        big[o++] = ']';
+    snprintf(big + o, sizeof big - o, "}");
+    expect_error(big, 0, "nested deeper");
+    /* Points past max_points. */
+    expect_error("{\"status\":\"success\",\"data\":{\"result\":[{\"values\":[[1,\"1\"],[2,\"2\"],"
+                 "[3,\"3\"]]}]}}",
+                 2, "more than 2 points");
+}
+
+static void
+test_callback_stops(void **state)
+{
+    (void)state;
+    struct got g = {.stop_after = 1};
+    char err[256] = "";
+    struct fs_prom_parser *p = fs_prom_parser_new(series_cb, &g, 0);
+    assert_non_null(p);
+    assert_int_equal(fs_prom_parser_feed(p, matrix, strlen(matrix)), -1);
+    assert_int_equal(fs_prom_parser_finish(p, NULL, NULL, err, sizeof err), -1);
+    assert_int_equal(fs_prom_parser_stopped(p), 7);
+    assert_int_equal(g.series, 1);
+    assert_non_null(strstr(err, "stopped (7)"));
+    fs_prom_parser_free(p);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_matrix_any_chunking),
+        cmocka_unit_test(test_vector),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_callback_stops),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
