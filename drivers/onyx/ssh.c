@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <libssh2.h>
@@ -193,15 +194,32 @@ fingerprint(const unsigned char *hash, size_t n, char *out, size_t outlen)
     snprintf(out, outlen, "SHA256:%.*s", w, (const char *)b64);
 }
 
-/* The SHA256 fingerprint of a known_hosts entry's base64 key blob. */
+/* The key type name at the start of an SSH public key blob ("ssh-ed25519"), or "?". */
 static void
-stored_fingerprint(const char *key_b64, char *out, size_t outlen)
+blob_type(const unsigned char *blob, size_t n, char *out, size_t outlen)
+{
+    snprintf(out, outlen, "?");
+    if (n < 4)
+        return;
+    size_t tl = (size_t)blob[0] << 24 | (size_t)blob[1] << 16 | (size_t)blob[2] << 8 | blob[3];
+    if (tl == 0 || tl > n - 4 || tl >= outlen)
+        return;
+    for (size_t i = 0; i < tl; i++)
+        if (blob[4 + i] <= ' ' || blob[4 + i] > '~')
+            return;
+    snprintf(out, outlen, "%.*s", (int)tl, (const char *)blob + 4);
+}
+
+/* The SHA256 fingerprint and key type of a known_hosts entry's base64 key blob. */
+static void
+stored_key(const char *key_b64, char *fp, size_t fplen, char *type, size_t typelen)
 {
     size_t n = strlen(key_b64);
     unsigned char *raw = malloc(n + 4);
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;
-    snprintf(out, outlen, "(unreadable)");
+    snprintf(fp, fplen, "(unreadable)");
+    snprintf(type, typelen, "?");
     if (!raw)
         return;
     int len = EVP_DecodeBlock(raw, (const unsigned char *)key_b64, (int)n);
@@ -211,9 +229,288 @@ stored_fingerprint(const char *key_b64, char *out, size_t outlen)
         if (n >= 2 && key_b64[n - 2] == '=')
             len--;
         if (EVP_Digest(raw, (size_t)len, md, &mdlen, EVP_sha256(), NULL) == 1)
-            fingerprint(md, mdlen, out, outlen);
+            fingerprint(md, mdlen, fp, fplen);
+        blob_type(raw, (size_t)len, type, typelen);
     }
     free(raw);
+}
+
+/* The bytes of a known_hosts file as read, to append to (never reformatted by libssh2). */
+struct kh_file {
+    char *data; /* NUL-terminated */
+    size_t len;
+    bool exists;
+    struct stat st; /* when it exists */
+};
+
+#define KH_MAX_BYTES (64u << 20)
+
+/* Reads the whole file into f (a missing file is empty, f->exists false). */
+static int
+kh_read(const char *path, struct kh_file *f, char *errbuf, size_t errlen)
+{
+    memset(f, 0, sizeof(*f));
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) {
+        f->data = calloc(1, 1);
+        if (!f->data) {
+            snprintf(errbuf, errlen, "out of memory");
+            return -1;
+        }
+        return 0;
+    }
+    if (fd < 0 || fstat(fd, &f->st) != 0) {
+        snprintf(errbuf, errlen, "cannot read known_hosts %s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    f->exists = true;
+    size_t cap = 4096;
+    const char *oom = "out of memory";
+    f->data = malloc(cap);
+    if (!f->data)
+        snprintf(errbuf, errlen, "%s", oom);
+    while (f->data) {
+        if (f->len + 1 == cap) {
+            char *d = cap > KH_MAX_BYTES ? NULL : realloc(f->data, cap * 2);
+            if (!d) {
+                if (cap > KH_MAX_BYTES)
+                    snprintf(errbuf, errlen, "known_hosts %s is larger than %u MiB", path,
+                             KH_MAX_BYTES >> 20);
+                else
+                    snprintf(errbuf, errlen, "%s", oom);
+                break;
+            }
+            f->data = d;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, f->data + f->len, cap - 1 - f->len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            snprintf(errbuf, errlen, "cannot read known_hosts %s: %s", path, strerror(errno));
+            break;
+        }
+        if (r == 0) {
+            f->data[f->len] = '\0';
+            close(fd);
+            return 0;
+        }
+        f->len += (size_t)r;
+    }
+    close(fd);
+    free(f->data);
+    f->data = NULL;
+    return -1;
+}
+
+/* Feeds every line of f to libssh2, one at a time, so that a line it cannot parse is
+ * known by its number: the whole file is then refused (libssh2_knownhost_readfile would
+ * stop there and the hosts after it would look unknown). Blank lines and comments are
+ * skipped here. Lines with a marker (@cert-authority, @revoked) are refused: libssh2 does
+ * not know them and would read the marker as a host name, silently ignoring a revocation. */
+static int
+kh_parse(struct onyx_ssh *s, LIBSSH2_KNOWNHOSTS *kh, const struct kh_file *f, char *errbuf,
+         size_t errlen)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    unsigned long no = 0;
+    int rc = 0;
+    for (size_t off = 0; off < f->len && rc == 0;) {
+        const char *p = f->data + off;
+        const char *nl = memchr(p, '\n', f->len - off);
+        size_t n = nl ? (size_t)(nl - p) : f->len - off;
+        off += n + (nl ? 1 : 0);
+        no++;
+        size_t i = 0;
+        while (i < n && (p[i] == ' ' || p[i] == '\t'))
+            i++;
+        if (i == n || p[i] == '#' || (i + 1 == n && p[i] == '\r'))
+            continue;
+        const char *why = NULL;
+        if (memchr(p, '\0', n))
+            why = "it contains a NUL byte";
+        else if (p[i] == '@')
+            why = "markers (@cert-authority, @revoked) are not supported";
+        if (!why) {
+            /* libssh2 wants the line as fgets gives it: newline and NUL at the end. */
+            if (n + 2 > cap) {
+                char *l = realloc(line, n + 2);
+                if (!l) {
+                    snprintf(errbuf, errlen, "out of memory");
+                    rc = ONYX_SSH_FAIL;
+                    break;
+                }
+                line = l;
+                cap = n + 2;
+            }
+            memcpy(line, p, n);
+            line[n] = '\n';
+            line[n + 1] = '\0';
+            if (libssh2_knownhost_readline(kh, line, n + 1, LIBSSH2_KNOWNHOST_FILE_OPENSSH) != 0) {
+                char *msg = NULL;
+                libssh2_session_last_error(s->sess, &msg, NULL, 0);
+                why = msg && msg[0] ? msg : "libssh2 refuses it";
+            }
+        }
+        if (why) {
+            snprintf(errbuf, errlen, "known_hosts %s line %lu cannot be parsed: %s", s->known_hosts,
+                     no, why);
+            rc = ONYX_SSH_FAIL_HOSTKEY;
+        }
+    }
+    free(line);
+    return rc;
+}
+
+static int
+write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Appends one line to the file's bytes as read: written to a temporary file in the same
+ * directory, synced, then renamed over the file (a reader sees the old or the new file,
+ * never a part; every other byte is kept). The file's mode (and owner, where allowed) is
+ * kept; a new file gets 0644. A symbolic link is followed: the file it points to is
+ * replaced, the link stays. */
+static int
+kh_append(const char *path, const struct kh_file *f, const char *line, size_t n, char *errbuf,
+          size_t errlen)
+{
+    if (f->exists && !S_ISREG(f->st.st_mode)) {
+        /* /dev/null, say: never replaced by a file. */
+        snprintf(errbuf, errlen, "cannot record the host key in %s: not a regular file", path);
+        return -1;
+    }
+    char *real = f->exists ? realpath(path, NULL) : NULL;
+    const char *target = real ? real : path;
+    size_t tl = strlen(target);
+    char *tmp = malloc(tl + 16);
+    char *dir = malloc(tl + 2);
+    int fd = -1, rc = -1;
+    const char *step = "out of memory";
+    int err = 0;
+    if (!tmp || !dir)
+        goto out;
+    snprintf(tmp, tl + 16, "%s.tmp.XXXXXX", target);
+    fd = mkstemp(tmp);
+    step = "mkstemp";
+    if (fd < 0)
+        goto fail;
+    bool need_nl = f->len > 0 && f->data[f->len - 1] != '\n';
+    step = "write";
+    if (write_all(fd, f->data, f->len) != 0 || (need_nl && write_all(fd, "\n", 1) != 0) ||
+        write_all(fd, line, n) != 0)
+        goto fail;
+    step = "chmod";
+    if (fchmod(fd, f->exists ? (f->st.st_mode & 07777) : 0644) != 0)
+        goto fail;
+    if (f->exists && (f->st.st_uid != geteuid() || f->st.st_gid != getegid()))
+        (void)!fchown(fd, f->st.st_uid, f->st.st_gid); /* best effort: root may, others not */
+    step = "fsync";
+    if (fsync(fd) != 0)
+        goto fail;
+    step = "close";
+    if (close(fd) != 0) {
+        fd = -1;
+        goto fail;
+    }
+    fd = -1;
+    step = "rename";
+    if (rename(tmp, target) != 0)
+        goto fail;
+    /* The rename itself is durable once the directory is synced. */
+    memcpy(dir, target, tl + 1);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, tl + 2, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        (void)fsync(dfd);
+        close(dfd);
+    }
+    rc = 0;
+    goto out;
+fail:
+    err = errno;
+    if (fd >= 0)
+        close(fd);
+    if (tmp && strcmp(step, "mkstemp") != 0)
+        unlink(tmp);
+out:
+    if (rc != 0)
+        snprintf(errbuf, errlen, "cannot record the host key in %s: %s%s%s", path, step,
+                 err ? ": " : "", err ? strerror(err) : "");
+    free(real);
+    free(tmp);
+    free(dir);
+    return rc;
+}
+
+/* Records a new host's key: the line libssh2 formats for it, appended to the file. */
+static int
+record_new_key(struct onyx_ssh *s, LIBSSH2_KNOWNHOSTS *kh, const struct kh_file *f, const char *key,
+               size_t klen, int kt, const char *fp_new, char *errbuf, size_t errlen)
+{
+    char name[300];
+    if (s->port == 22)
+        snprintf(name, sizeof(name), "%s", s->host);
+    else
+        snprintf(name, sizeof(name), "[%s]:%u", s->host, (unsigned)s->port);
+    struct libssh2_knownhost *added = NULL;
+    if (libssh2_knownhost_addc(kh, name, NULL, key, klen, NULL, 0,
+                               LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW | kt,
+                               &added) != 0 ||
+        !added) {
+        snprintf(errbuf, errlen, "cannot record the host key in %s: libssh2 refused it",
+                 s->known_hosts);
+        return ONYX_SSH_FAIL_HOSTKEY;
+    }
+    size_t cap = 1024, n = 0;
+    char *line = NULL;
+    for (;;) {
+        char *l = realloc(line, cap);
+        if (!l) {
+            free(line);
+            snprintf(errbuf, errlen, "out of memory");
+            return ONYX_SSH_FAIL;
+        }
+        line = l;
+        int r =
+            libssh2_knownhost_writeline(kh, added, line, cap, &n, LIBSSH2_KNOWNHOST_FILE_OPENSSH);
+        if (r == 0)
+            break;
+        if (r != LIBSSH2_ERROR_BUFFER_TOO_SMALL || n + 1 <= cap || cap > (1u << 20)) {
+            free(line);
+            snprintf(errbuf, errlen, "cannot record the host key in %s: libssh2 cannot format it",
+                     s->known_hosts);
+            return ONYX_SSH_FAIL_HOSTKEY;
+        }
+        cap = n + 1;
+    }
+    int r = kh_append(s->known_hosts, f, line, n, errbuf, errlen);
+    free(line);
+    if (r != 0)
+        return ONYX_SSH_FAIL_HOSTKEY;
+    fs_log(FS_LOG_WARN, SUBSYS, "target %s: recorded new host key %s of %s in %s (accept-new)",
+           s->target, fp_new, name, s->known_hosts);
+    return ONYX_SSH_DONE;
 }
 
 static int
@@ -223,37 +520,59 @@ check_host_key(struct onyx_ssh *s, char *errbuf, size_t errlen)
     int ktype = 0;
     const char *key = libssh2_session_hostkey(s->sess, &klen, &ktype);
     const char *hash = libssh2_hostkey_hash(s->sess, LIBSSH2_HOSTKEY_HASH_SHA256);
-    char fp_new[80] = "(none)", fp_old[80];
+    char fp_new[80] = "(none)", fp_old[80], type_new[64], type_old[64];
     if (hash)
         fingerprint((const unsigned char *)hash, 32, fp_new, sizeof(fp_new));
     if (!key || !s->known_hosts) {
         snprintf(errbuf, errlen, "no host key or no known_hosts file");
         return ONYX_SSH_FAIL_HOSTKEY;
     }
+    blob_type((const unsigned char *)key, klen, type_new, sizeof(type_new));
+    struct kh_file f;
+    if (kh_read(s->known_hosts, &f, errbuf, errlen) != 0)
+        return ONYX_SSH_FAIL_HOSTKEY;
     LIBSSH2_KNOWNHOSTS *kh = libssh2_knownhost_init(s->sess);
     if (!kh) {
+        free(f.data);
         snprintf(errbuf, errlen, "out of memory");
         return ONYX_SSH_FAIL;
     }
-    int rc = ONYX_SSH_FAIL_HOSTKEY;
-    /* A missing file is an empty list (accept-new then creates it). */
-    (void)libssh2_knownhost_readfile(kh, s->known_hosts, LIBSSH2_KNOWNHOST_FILE_OPENSSH);
+    /* A missing file is an empty list (accept-new then creates it); one that does not
+       parse whole is refused, whatever the policy. */
+    int rc = kh_parse(s, kh, &f, errbuf, errlen);
+    if (rc != 0)
+        goto out;
+    rc = ONYX_SSH_FAIL_HOSTKEY;
     int kt = knownhost_keytype(ktype);
     struct libssh2_knownhost *found = NULL;
     int r = libssh2_knownhost_checkp(
         kh, s->host, s->port, key, klen,
         LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW | kt, &found);
+    if (r == LIBSSH2_KNOWNHOST_CHECK_NOTFOUND) {
+        /* libssh2 compares only keys of the presented type: a host known by a key of
+           another type looks new. Any key type (0) finds it: then it is a changed key too,
+           never a new host (accept-new only records hosts that have no key at all). A match
+           there is the very same key blob (which names its own type) under another type
+           name on its line: the key that was trusted, so a match. */
+        found = NULL;
+        r = libssh2_knownhost_checkp(kh, s->host, s->port, key, klen,
+                                     LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW,
+                                     &found);
+    }
     switch (r) {
     case LIBSSH2_KNOWNHOST_CHECK_MATCH:
         rc = ONYX_SSH_DONE;
         break;
     case LIBSSH2_KNOWNHOST_CHECK_MISMATCH:
-        stored_fingerprint(found && found->key ? found->key : "", fp_old, sizeof(fp_old));
+        stored_key(found && found->key ? found->key : "", fp_old, sizeof(fp_old), type_old,
+                   sizeof(type_old));
         fs_logkv(FS_LOG_ERROR, SUBSYS, NULL,
-                 "target %s: HOST KEY CHANGED for %s port %u: known_hosts %s has %s, the server "
-                 "presented %s; refused",
-                 s->target, s->host, (unsigned)s->port, s->known_hosts, fp_old, fp_new);
-        snprintf(errbuf, errlen, "host key changed (known %s, presented %s)", fp_old, fp_new);
+                 "target %s: HOST KEY CHANGED for %s port %u: known_hosts %s has a %s key %s, "
+                 "the server presented a %s key %s; refused",
+                 s->target, s->host, (unsigned)s->port, s->known_hosts, type_old, fp_old, type_new,
+                 fp_new);
+        snprintf(errbuf, errlen, "host key changed (known %s %s, presented %s %s)", type_old,
+                 fp_old, type_new, fp_new);
         break;
     case LIBSSH2_KNOWNHOST_CHECK_NOTFOUND:
         if (!s->accept_new) {
@@ -261,31 +580,15 @@ check_host_key(struct onyx_ssh *s, char *errbuf, size_t errlen)
                      s->known_hosts);
             break;
         }
-        {
-            char name[300];
-            if (s->port == 22)
-                snprintf(name, sizeof(name), "%s", s->host);
-            else
-                snprintf(name, sizeof(name), "[%s]:%u", s->host, (unsigned)s->port);
-            if (libssh2_knownhost_addc(
-                    kh, name, NULL, key, klen, NULL, 0,
-                    LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW | kt, NULL) != 0 ||
-                libssh2_knownhost_writefile(kh, s->known_hosts, LIBSSH2_KNOWNHOST_FILE_OPENSSH) !=
-                    0) {
-                snprintf(errbuf, errlen, "cannot record the host key in %s", s->known_hosts);
-                break;
-            }
-            fs_log(FS_LOG_WARN, SUBSYS,
-                   "target %s: recorded new host key %s of %s in %s (accept-new)", s->target,
-                   fp_new, name, s->known_hosts);
-            rc = ONYX_SSH_DONE;
-        }
+        rc = record_new_key(s, kh, &f, key, klen, kt, fp_new, errbuf, errlen);
         break;
     default:
         snprintf(errbuf, errlen, "host key check failed");
         break;
     }
+out:
     libssh2_knownhost_free(kh);
+    free(f.data);
     return rc;
 }
 

@@ -3,9 +3,11 @@
  * driver that calls libssh2. Every function returns at once; the caller (the driver's I/O
  * thread) waits on onyx_ssh_fd() for onyx_ssh_events() and calls again.
  *
- * Establishing walks: TCP connect -> SSH handshake -> host key check (known_hosts; strict,
- * or accept-new that records an unknown host's key; a changed key is always refused and
- * logged with both SHA256 fingerprints) -> authentication (publickey when a key file is
+ * Establishing walks: TCP connect -> SSH handshake -> host key check (known_hosts, which
+ * must parse whole or is refused naming the line; strict, or accept-new that appends the
+ * key of a host that has none, by temporary file and rename, keeping every other byte; a
+ * changed key, or one of another type than the known one, is always refused and logged
+ * with both SHA256 fingerprints) -> authentication (publickey when a key file is
  * given, then password, then keyboard-interactive, as the server offers them) -> session
  * channel, pty, shell.
  *

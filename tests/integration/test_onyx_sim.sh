@@ -292,7 +292,8 @@ f=$(val "$T/lacks.out" 3 'flow_rule_dropped_packets_total.*rule="nccl",reason="W
 ok "a missing command is dropped and reported once; flow-rule drops from WJH records"
 
 # ---------------------------------------------------------------- host keys
-# accept-new records an unknown host, then a changed key is refused anyway.
+# accept-new records an unknown host, then a changed key is refused anyway. (How
+# known_hosts is parsed and written, and keys of another type: test_onyx_known_hosts.sh.)
 rm -f "$T/new_known_hosts"
 "$POLL" --port "$MAIN_PORT" --user "$ONYX_SSH_USER" --password-file "$T/main/password" \
   --known-hosts "$T/new_known_hosts" --accept-new --polls 1 >"$T/acceptnew.out" 2>"$T/acceptnew.log" ||
