@@ -309,7 +309,8 @@ kh_read(const char *path, struct kh_file *f, char *errbuf, size_t errlen)
  * known by its number: the whole file is then refused (libssh2_knownhost_readfile would
  * stop there and the hosts after it would look unknown). Blank lines and comments are
  * skipped here. Lines with a marker (@cert-authority, @revoked) are refused: libssh2 does
- * not know them and would read the marker as a host name, silently ignoring a revocation. */
+ * not know them and would read the marker as a host name, silently ignoring a revocation.
+ * So is a line libssh2 accepts but takes no host from. */
 static int
 kh_parse(struct onyx_ssh *s, LIBSSH2_KNOWNHOSTS *kh, const struct kh_file *f, char *errbuf,
          size_t errlen)
@@ -318,6 +319,7 @@ kh_parse(struct onyx_ssh *s, LIBSSH2_KNOWNHOSTS *kh, const struct kh_file *f, ch
     size_t cap = 0;
     unsigned long no = 0;
     int rc = 0;
+    struct libssh2_knownhost *last = NULL; /* the last entry read so far */
     for (size_t off = 0; off < f->len && rc == 0;) {
         const char *p = f->data + off;
         const char *nl = memchr(p, '\n', f->len - off);
@@ -353,6 +355,19 @@ kh_parse(struct onyx_ssh *s, LIBSSH2_KNOWNHOSTS *kh, const struct kh_file *f, ch
                 char *msg = NULL;
                 libssh2_session_last_error(s->sess, &msg, NULL, 0);
                 why = msg && msg[0] ? msg : "libssh2 refuses it";
+            } else {
+                /* libssh2 also says yes to lines it drops (1.10: host names of one or two
+                   characters, a |1| hash without its second '|'): that host's key would
+                   be unknown. Entries are appended in order: this line's follow last. */
+                bool got = false;
+                struct libssh2_knownhost *e = NULL;
+                while (libssh2_knownhost_get(kh, &e, last) == 0) {
+                    last = e;
+                    got = true;
+                }
+                if (!got)
+                    why = "libssh2 takes no host from it (a name of 1-2 characters or a "
+                          "malformed |1| hash)";
             }
         }
         if (why) {
