@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "importers/client.h"
 #include "importers/correlate_cli.h"
 #include "importers/import_nccl_inspector.h"
 #include "importers/import_nsys.h"
@@ -49,12 +50,19 @@ usage(FILE *f)
         "                            ties perf's clock to time of day\n"
         "  import-nccl-inspector --url URL [--host NAME] [--token-file FILE] DIR\n"
         "                            post the NCCL Inspector plugin's JSON-lines logs of DIR\n"
+        "  clock-offset --url URL [--out FILE] [--host NAME]\n"
+        "                            measure this host's clock minus the collector's and write\n"
+        "                            it (JSON) to FILE or stdout; run it on a GPU host when a\n"
+        "                            capture is taken\n"
         "  correlate --url URL [--start T] [--end T] [--kind K] [--slow pNN|Nx]\n"
         "            [--window START,END]... [--token-file FILE]\n"
         "                            print GET /api/v1/correlate as a table: the suspects,\n"
         "                            then each slow event with its top suspect\n"
         "  Each subcommand takes --help. Importers read the collector's bearer token from\n"
-        "  --token-file FILE or the FABRICSCOPE_TOKEN environment variable.\n"
+        "  --token-file FILE or the FABRICSCOPE_TOKEN environment variable, and take the\n"
+        "  host's clock offset at capture time with --offset-file FILE (from clock-offset)\n"
+        "  or --host-offset NS[:UNCERTAINTY_NS]; without them it is measured at import, which\n"
+        "  is refused for a capture older than 5 minutes unless --offset-now is given.\n"
         "\n"
         "Signals: SIGHUP reloads FILE (a bad file is refused and the running configuration\n"
         "stays; `systemctl reload` sends it), SIGTERM or SIGINT stops (a second one, or 15 s,\n"
@@ -130,6 +138,8 @@ main(int argc, char **argv)
         return fs_import_nccl_inspector_main(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "correlate") == 0)
         return fs_correlate_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "clock-offset") == 0)
+        return fs_imp_clock_offset_main(argc - 1, argv + 1);
 
     while ((c = getopt_long(argc, argv, "c:hVs:", opts, NULL)) != -1) {
         switch (c) {

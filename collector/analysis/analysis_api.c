@@ -769,12 +769,16 @@ fs_analysis_post_host_events(struct fs_analysis *a, const char *authorization, c
     if (auth)
         return auth;
     char err[256];
-    size_t stored = 0;
-    int rc = fs_host_events_ingest(a->events, body, len, now_us * 1000, &stored, err, sizeof err);
+    struct fs_host_events_receipt r;
+    int rc = fs_host_events_post(a->events, body, len, now_us * 1000, &r, err, sizeof err);
     if (rc != 0)
         return error_doc(out, rc, "%s", err);
     fs_buf_reset(out);
-    fs_buf_printf(out, "{\"status\":\"success\",\"data\":{\"stored\":%zu}}", stored);
+    fs_buf_printf(out,
+                  "{\"status\":\"success\",\"data\":{\"stored\":%zu,\"duplicates\":%zu,"
+                  "\"post_id\":%" PRIu64 ",\"oldest_post_id\":%" PRIu64
+                  ",\"evicted_memory_total\":%" PRIu64 "}}",
+                  r.stored, r.duplicates, r.post_id, r.oldest_post_id, r.evicted_memory_total);
     return 200;
 }
 
@@ -802,10 +806,23 @@ struct ev_list {
     size_t n, cap;
     bool failed;
     const char *name; /* filter */
+    bool dump_time;   /* keep events placed at their dump time (placement=dump_time) */
+    size_t left_out;  /* events left out for that */
     /* (kind, name) groups for the percentile */
     char **gkeys;
     size_t n_groups;
 };
+
+/* An NCCL Inspector record without a trace is placed so that it ends at the time its
+   log was dumped: its duration is right, its place in time only roughly. */
+static bool
+placed_at_dump_time(const struct fs_host_event *e)
+{
+    for (uint32_t i = 0; i < e->n_attrs; i++)
+        if (!strcmp(e->attrs[i].key, "placement") && !strcmp(e->attrs[i].value, "dump_time"))
+            return true;
+    return false;
+}
 
 static int
 copy_ev_cb(void *arg_, const struct fs_host_event *e)
@@ -815,6 +832,10 @@ copy_ev_cb(void *arg_, const struct fs_host_event *e)
         return 0;
     if (l->name && strcmp(e->name, l->name) != 0)
         return 0;
+    if (!l->dump_time && placed_at_dump_time(e)) {
+        l->left_out++;
+        return 0;
+    }
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 1024;
         void *p = realloc(l->e, cap * sizeof *l->e);
@@ -987,8 +1008,8 @@ fs_analysis_correlate(struct fs_analysis *a, struct fs_store *st,
                       const struct fs_analysis_arg *args, size_t n, int64_t now_us,
                       struct fs_buf *out)
 {
-    static const char *const known[] = {"start",  "end", "kind",  "name", "slow",
-                                        "window", "top", "limit", NULL};
+    static const char *const known[] = {"start",  "end", "kind",  "name",      "slow",
+                                        "window", "top", "limit", "dump_time", NULL};
     int rc = check_args(args, n, known, "window", out);
     if (rc)
         return rc;
@@ -1028,6 +1049,12 @@ fs_analysis_correlate(struct fs_analysis *a, struct fs_store *st,
     struct fs_corr_window *w = malloc(MAX_WINDOWS * sizeof *w);
     struct ev_list evs = {0};
     evs.name = arg(args, n, "name");
+    const char *dt = arg(args, n, "dump_time");
+    if (dt && strcmp(dt, "include") != 0 && strcmp(dt, "exclude") != 0) {
+        free(w);
+        return error_doc(out, 400, "dump_time: want include or exclude");
+    }
+    evs.dump_time = dt && !strcmp(dt, "include");
     size_t nw = 0, considered = 0;
     bool explicit = false;
     if (!w)
@@ -1159,9 +1186,9 @@ fs_analysis_correlate(struct fs_analysis *a, struct fs_store *st,
     fs_buf_puts(out, ",\"slow\":");
     fs_buf_json_str(out, explicit ? "windows" : slow);
     fs_buf_printf(out,
-                  ",\"events_considered\":%zu,\"windows\":%zu,\"series_scanned\":%zu,"
-                  "\"series_departing\":%zu,",
-                  considered, nw, d->series_scanned, d->n_series);
+                  ",\"events_considered\":%zu,\"events_at_dump_time_left_out\":%zu,"
+                  "\"windows\":%zu,\"series_scanned\":%zu,\"series_departing\":%zu,",
+                  considered, evs.left_out, nw, d->series_scanned, d->n_series);
     put_history(out, a, &hu);
     fs_buf_puts(out, "\"summary\":[");
     for (size_t i = 0; i < r->n_aggregates && i < 20; i++) {
@@ -1611,6 +1638,7 @@ fs_analysis_metrics(struct fs_analysis *a, struct fs_buf *out)
     scalar_u64(out, FS_M_HOST_EVENTS_LIMIT_BYTES, s.memory_limit);
     scalar_u64(out, FS_M_HOST_EVENTS_INGESTED, s.ingested_total);
     scalar_u64(out, FS_M_HOST_EVENTS_REJECTED_POSTS, s.rejected_total);
+    scalar_u64(out, FS_M_HOST_EVENTS_DUPLICATES, s.duplicates_total);
     family_header(out, FS_M_HOST_EVENTS_EVICTED);
     const char *ev = fs_metric_defs[FS_M_HOST_EVENTS_EVICTED].name;
     fs_buf_printf(out, "%s{reason=\"memory\"} %" PRIu64 "\n%s{reason=\"retention\"} %" PRIu64 "\n",

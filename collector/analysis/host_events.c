@@ -14,6 +14,7 @@
 
 struct post {
     struct post *next;
+    uint64_t id; /* 1, 2, ... in arrival order */
     int64_t min_start, max_end;
     size_t bytes;
     size_t n;
@@ -27,7 +28,119 @@ struct fs_host_events {
     struct post *head, *tail; /* oldest first */
     uint64_t events, bytes, posts;
     uint64_t ingested_total, rejected_total, evicted_memory, evicted_retention;
+    uint64_t duplicates_total, last_post_id;
+    /* The identity hash of every event held (event_key), so a post that repeats events
+       already held (an import run twice) stores each once. Linear probing, backward-shift
+       deletion; at most half full. */
+    uint64_t *keys;
+    size_t keys_cap, keys_n;
 };
+
+/* Bytes an event costs in the key set (two slots at most half full). */
+#define KEY_BYTES (2 * sizeof(uint64_t))
+
+static uint64_t
+mix_str(uint64_t h, const char *s)
+{
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+    return (h ^ 0xff) * 0x100000001b3ULL;
+}
+
+static uint64_t
+mix_int(uint64_t h, int64_t v)
+{
+    for (int i = 0; i < 8; i++, v >>= 8)
+        h = (h ^ (unsigned char)(v & 0xff)) * 0x100000001b3ULL;
+    return h;
+}
+
+/* An event's identity: host, kind, name, its times on the HOST clock (as posted, so a
+   second import with another measured offset is still the same event) and its attrs.
+   64 bits: two different events collide with probability ~n^2/2^65, below 1e-7 for a
+   million events held. Never 0 (the empty slot). */
+static uint64_t
+event_key(const struct fs_host_event *e)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    h = mix_str(h, e->host);
+    h = mix_str(h, e->kind);
+    h = mix_str(h, e->name);
+    h = mix_int(h, e->start_ns + e->host_offset_ns);
+    h = mix_int(h, e->end_ns + e->host_offset_ns);
+    for (uint32_t i = 0; i < e->n_attrs; i++) {
+        h = mix_str(h, e->attrs[i].key);
+        h = mix_str(h, e->attrs[i].value);
+    }
+    return h ? h : 1;
+}
+
+static bool
+keys_has(const struct fs_host_events *hs, uint64_t k)
+{
+    if (!hs->keys_cap)
+        return false;
+    for (size_t i = (size_t)k & (hs->keys_cap - 1); hs->keys[i]; i = (i + 1) & (hs->keys_cap - 1))
+        if (hs->keys[i] == k)
+            return true;
+    return false;
+}
+
+/* Inserts k (not present); false when out of memory. */
+static bool
+keys_add(struct fs_host_events *hs, uint64_t k)
+{
+    if ((hs->keys_n + 1) * 2 > hs->keys_cap) {
+        size_t cap = hs->keys_cap ? hs->keys_cap * 2 : 1024;
+        uint64_t *t = calloc(cap, sizeof *t);
+        if (!t)
+            return false;
+        for (size_t i = 0; i < hs->keys_cap; i++) {
+            if (!hs->keys[i])
+                continue;
+            size_t j = (size_t)hs->keys[i] & (cap - 1);
+            while (t[j])
+                j = (j + 1) & (cap - 1);
+            t[j] = hs->keys[i];
+        }
+        free(hs->keys);
+        hs->keys = t;
+        hs->keys_cap = cap;
+    }
+    size_t i = (size_t)k & (hs->keys_cap - 1);
+    while (hs->keys[i])
+        i = (i + 1) & (hs->keys_cap - 1);
+    hs->keys[i] = k;
+    hs->keys_n++;
+    return true;
+}
+
+static void
+keys_del(struct fs_host_events *hs, uint64_t k)
+{
+    if (!hs->keys_cap)
+        return;
+    size_t m = hs->keys_cap - 1, i = (size_t)k & m;
+    while (hs->keys[i] && hs->keys[i] != k)
+        i = (i + 1) & m;
+    if (!hs->keys[i])
+        return;
+    /* Backward shift: move later members of the cluster into the hole when their home
+       slot does not lie between the hole and them. */
+    size_t j = i;
+    for (;;) {
+        j = (j + 1) & m;
+        if (!hs->keys[j])
+            break;
+        size_t home = (size_t)hs->keys[j] & m;
+        if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+            hs->keys[i] = hs->keys[j];
+            i = j;
+        }
+    }
+    hs->keys[i] = 0;
+    hs->keys_n--;
+}
 
 struct fs_host_events *
 fs_host_events_new(const struct fs_host_events_opts *o, char *errbuf, size_t errlen)
@@ -58,6 +171,7 @@ fs_host_events_free(struct fs_host_events *hs)
         free(p);
         p = next;
     }
+    free(hs->keys);
     pthread_rwlock_destroy(&hs->lock);
     free(hs);
 }
@@ -785,9 +899,17 @@ free_post(struct post *p)
 }
 
 static void
+forget_keys(struct fs_host_events *hs, const struct post *p)
+{
+    for (size_t i = 0; i < p->n; i++)
+        keys_del(hs, event_key(&p->ev[i]));
+}
+
+static void
 drop_head(struct fs_host_events *hs)
 {
     struct post *p = hs->head;
+    forget_keys(hs, p);
     hs->head = p->next;
     if (!hs->head)
         hs->tail = NULL;
@@ -806,6 +928,7 @@ expire_locked(struct fs_host_events *hs, int64_t now_ns)
     while (*pp) {
         struct post *p = *pp;
         if (p->max_end < horizon) {
+            forget_keys(hs, p);
             *pp = p->next;
             hs->events -= p->n;
             hs->bytes -= p->bytes;
@@ -878,11 +1001,22 @@ int
 fs_host_events_ingest(struct fs_host_events *hs, const char *body, size_t len, int64_t now_ns,
                       size_t *stored, char *errbuf, size_t errlen)
 {
+    struct fs_host_events_receipt r;
+    int rc = fs_host_events_post(hs, body, len, now_ns, &r, errbuf, errlen);
+    if (stored)
+        *stored = rc == 0 ? r.stored : 0;
+    return rc;
+}
+
+int
+fs_host_events_post(struct fs_host_events *hs, const char *body, size_t len, int64_t now_ns,
+                    struct fs_host_events_receipt *receipt, char *errbuf, size_t errlen)
+{
     int rc = 400;
     struct ingest_ctx c = {0};
     struct post *p = NULL;
-    if (stored)
-        *stored = 0;
+    uint64_t *keys = NULL;
+    *receipt = (struct fs_host_events_receipt){0};
     if (len > FS_HOST_EVENTS_MAX_BODY) {
         fs_errf(errbuf, errlen, "body larger than %u bytes", FS_HOST_EVENTS_MAX_BODY);
         rc = 413;
@@ -904,7 +1038,7 @@ fs_host_events_ingest(struct fs_host_events *hs, const char *body, size_t len, i
     if (rc != 0)
         goto out;
     size_t n = c.n_ev;
-    size_t bytes = sizeof *p + n * sizeof(struct fs_host_event) +
+    size_t bytes = sizeof *p + n * (sizeof(struct fs_host_event) + KEY_BYTES) +
                    c.n_attr * sizeof(struct fs_host_attr) + c.sz_strings;
     pthread_rwlock_rdlock(&hs->lock);
     uint64_t limit = hs->opts.memory_limit;
@@ -917,7 +1051,8 @@ fs_host_events_ingest(struct fs_host_events *hs, const char *body, size_t len, i
     }
     p = malloc(sizeof *p + n * sizeof(struct fs_host_event) +
                c.n_attr * sizeof(struct fs_host_attr));
-    if (!p) {
+    keys = malloc(n * sizeof *keys);
+    if (!p || !keys) {
         fs_errf(errbuf, errlen, "out of memory");
         rc = 500;
         goto out;
@@ -957,30 +1092,79 @@ fs_host_events_ingest(struct fs_host_events *hs, const char *body, size_t len, i
         if (e->end_ns > p->max_end)
             p->max_end = e->end_ns;
     }
+    for (size_t i = 0; i < n; i++)
+        keys[i] = event_key(&p->ev[i]);
     pthread_rwlock_wrlock(&hs->lock);
     expire_locked(hs, now_ns);
-    while (hs->head && hs->bytes + bytes > hs->opts.memory_limit) {
-        hs->evicted_memory += hs->head->n;
-        drop_head(hs);
+    /* Events already held (or repeated within the post) are stored once: the post keeps
+       the others, in order (their attrs stay where they are in its block). */
+    size_t kept = 0;
+    bool oom = false;
+    for (size_t i = 0; i < n; i++) {
+        if (keys_has(hs, keys[i]))
+            continue;
+        if (!keys_add(hs, keys[i])) {
+            oom = true;
+            break;
+        }
+        p->ev[kept++] = p->ev[i];
     }
-    if (hs->tail)
-        hs->tail->next = p;
-    else
-        hs->head = p;
-    hs->tail = p;
-    hs->events += n;
-    hs->bytes += bytes;
-    hs->posts++;
-    hs->ingested_total += n;
+    if (oom) {
+        for (size_t i = 0; i < kept; i++)
+            keys_del(hs, event_key(&p->ev[i]));
+        pthread_rwlock_unlock(&hs->lock);
+        free_post(p);
+        p = NULL;
+        fs_errf(errbuf, errlen, "out of memory");
+        rc = 500;
+        goto out;
+    }
+    hs->duplicates_total += n - kept;
+    receipt->duplicates = n - kept;
+    receipt->stored = kept;
+    if (kept) {
+        bytes -= (n - kept) * (sizeof(struct fs_host_event) + KEY_BYTES);
+        p->n = kept;
+        p->bytes = bytes;
+        p->min_start = INT64_MAX;
+        p->max_end = INT64_MIN;
+        for (size_t i = 0; i < kept; i++) {
+            if (p->ev[i].start_ns < p->min_start)
+                p->min_start = p->ev[i].start_ns;
+            if (p->ev[i].end_ns > p->max_end)
+                p->max_end = p->ev[i].end_ns;
+        }
+        /* Room for it: the oldest posts go (never this one: it fits the limit alone). */
+        while (hs->head && hs->bytes + bytes > hs->opts.memory_limit) {
+            hs->evicted_memory += hs->head->n;
+            drop_head(hs);
+        }
+        p->id = ++hs->last_post_id;
+        receipt->post_id = p->id;
+        if (hs->tail)
+            hs->tail->next = p;
+        else
+            hs->head = p;
+        hs->tail = p;
+        hs->events += kept;
+        hs->bytes += bytes;
+        hs->posts++;
+        hs->ingested_total += kept;
+        p = NULL;
+    } else {
+        free_post(p);
+        p = NULL;
+    }
+    receipt->oldest_post_id = hs->head ? hs->head->id : 0;
+    receipt->last_post_id = hs->last_post_id;
+    receipt->evicted_memory_total = hs->evicted_memory;
     pthread_rwlock_unlock(&hs->lock);
-    p = NULL;
-    if (stored)
-        *stored = n;
     rc = 0;
 out:
     if (rc != 0)
         count_reject(hs);
-    free(p);
+    free(p); /* only ever before its strings were given to it */
+    free(keys);
     free(c.str);
     free(c.ev);
     free(c.attr);
@@ -1029,6 +1213,7 @@ fs_host_events_stats(struct fs_host_events *hs, struct fs_host_events_stats *out
     out->rejected_total = hs->rejected_total;
     out->evicted_memory = hs->evicted_memory;
     out->evicted_retention = hs->evicted_retention;
+    out->duplicates_total = hs->duplicates_total;
     out->memory_limit = hs->opts.memory_limit;
     out->retention_ns = hs->opts.retention_ns;
     pthread_rwlock_unlock(&hs->lock);

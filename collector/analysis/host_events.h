@@ -83,6 +83,7 @@ struct fs_host_events_stats {
     uint64_t rejected_total;    /**< posts refused (bad body, too large) since creation */
     uint64_t evicted_memory;    /**< events dropped for the memory limit */
     uint64_t evicted_retention; /**< events dropped for age */
+    uint64_t duplicates_total;  /**< posted events not stored: already held */
     uint64_t memory_limit;
     int64_t retention_ns;
 };
@@ -105,6 +106,27 @@ void fs_host_events_set_opts(struct fs_host_events *hs, const struct fs_host_eve
  */
 int fs_host_events_ingest(struct fs_host_events *hs, const char *body, size_t len, int64_t now_ns,
                           size_t *stored, char *errbuf, size_t errlen);
+
+/** What a post became. Post ids count accepted posts from 1; a post whose events were
+ *  all held already gets none (post_id 0). A poster that sent several posts has lost
+ *  some to the memory limit when its first post_id is below oldest_post_id. */
+struct fs_host_events_receipt {
+    size_t stored;                 /**< events stored */
+    size_t duplicates;             /**< events already held (or repeated in the post) */
+    uint64_t post_id;              /**< this post's, 0 when nothing was stored */
+    uint64_t oldest_post_id;       /**< the oldest post still held (0: none) */
+    uint64_t last_post_id;         /**< the newest */
+    uint64_t evicted_memory_total; /**< events dropped for the memory limit, ever */
+};
+
+/**
+ * fs_host_events_ingest with the whole receipt. Idempotent: an event identical to one
+ * held (same host, kind, name, start and end on the host's clock, and attrs: the
+ * offset it was posted with does not matter) is not stored again, so importing a file
+ * twice stores its events once.
+ */
+int fs_host_events_post(struct fs_host_events *hs, const char *body, size_t len, int64_t now_ns,
+                        struct fs_host_events_receipt *receipt, char *errbuf, size_t errlen);
 
 /** Drops what retention no longer allows at now_ns. */
 void fs_host_events_expire(struct fs_host_events *hs, int64_t now_ns);

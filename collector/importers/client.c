@@ -8,10 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <getopt.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
 #include "analysis/clock.h"
+#include "importers/command.h"
 
 static int64_t
 realtime_ns(void)
@@ -199,16 +202,45 @@ out:
     return rc;
 }
 
+/* The receipt of one accepted post (analysis/host_events.h). */
+struct receipt {
+    int64_t stored, duplicates, post_id, oldest_post_id;
+};
+
+static int
+parse_receipt(const char *body, struct receipt *r)
+{
+    struct json_object *o = json_tokener_parse(body ? body : ""), *d;
+    int rc = -1;
+    *r = (struct receipt){0};
+    if (o && json_object_object_get_ex(o, "data", &d) && !get_member_int(d, "stored", &r->stored)) {
+        /* A collector before idempotent posts answers stored alone. */
+        (void)get_member_int(d, "duplicates", &r->duplicates);
+        (void)get_member_int(d, "post_id", &r->post_id);
+        (void)get_member_int(d, "oldest_post_id", &r->oldest_post_id);
+        rc = 0;
+    }
+    json_object_put(o);
+    return rc;
+}
+
 int
 fs_imp_client_post(struct fs_imp_client *c, const struct fs_imp_batch *b, int64_t offset_ns,
-                   int64_t uncertainty_ns, size_t *posted, char *err, size_t errlen)
+                   int64_t uncertainty_ns, struct fs_imp_post_result *res, char *err, size_t errlen)
 {
     struct fs_buf body, resp;
     fs_buf_init(&body, FS_HOST_EVENTS_MAX_BODY);
     fs_buf_init(&resp, 64 << 10);
     int rc = -1;
-    *posted = 0;
-    for (size_t from = 0; from < b->n; from += FS_IMP_BATCH) {
+    size_t nb = (b->n + FS_IMP_BATCH - 1) / FS_IMP_BATCH;
+    int64_t *ids = calloc(nb ? nb : 1, sizeof *ids), oldest = 0;
+    size_t *kept = calloc(nb ? nb : 1, sizeof *kept);
+    *res = (struct fs_imp_post_result){0};
+    if (!ids || !kept) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    for (size_t from = 0, k = 0; from < b->n; from += FS_IMP_BATCH, k++) {
         size_t to = from + FS_IMP_BATCH < b->n ? from + FS_IMP_BATCH : b->n;
         fs_buf_reset(&body);
         fs_buf_reset(&resp);
@@ -226,43 +258,251 @@ fs_imp_client_post(struct fs_imp_client *c, const struct fs_imp_batch *b, int64_
                      from, to - 1, status, resp.data ? resp.data : "");
             goto out;
         }
-        *posted += to - from;
+        struct receipt r;
+        if (parse_receipt(resp.data, &r) != 0) {
+            snprintf(err, errlen, "POST /api/v1/host-events: an answer without \"stored\": %.200s",
+                     resp.data ? resp.data : "");
+            goto out;
+        }
+        res->posted += to - from;
+        res->stored += (size_t)r.stored;
+        res->duplicates += (size_t)r.duplicates;
+        ids[k] = r.post_id;
+        kept[k] = (size_t)r.stored;
+        oldest = r.oldest_post_id;
     }
+    /* Posts older than the oldest the store still holds were evicted for its memory
+       limit, some perhaps while this import was still posting. */
+    for (size_t k = 0; k < nb; k++)
+        if (ids[k] > 0 && ids[k] < oldest)
+            res->evicted += kept[k];
     rc = 0;
 out:
+    free(ids);
+    free(kept);
     fs_buf_free(&body);
     fs_buf_free(&resp);
     return rc;
 }
 
+/* The latest end among the batch's events (host clock), 0 when empty. */
+static int64_t
+capture_end(const struct fs_imp_batch *b)
+{
+    int64_t m = 0;
+    for (size_t i = 0; i < b->n; i++)
+        if (b->ev[i].end_ns > m)
+            m = b->ev[i].end_ns;
+    return m;
+}
+
 int
-fs_imp_client_run(const char *url, const char *token_file, const struct fs_imp_batch *b,
-                  const char *what, FILE *o, FILE *e)
+fs_imp_offset_read(const char *path, struct fs_imp_offset *o, char *err, size_t errlen)
+{
+    struct json_object *j = json_object_from_file(path);
+    int rc = -1;
+    if (!j) {
+        snprintf(err, errlen, "offset file %s: cannot be read as JSON (%s)", path,
+                 json_util_get_last_err() ? json_util_get_last_err() : "unknown error");
+        return -1;
+    }
+    struct json_object *h;
+    if (get_member_int(j, "offset_ns", &o->offset_ns) ||
+        get_member_int(j, "uncertainty_ns", &o->uncertainty_ns) ||
+        get_member_int(j, "measured_at_ns", &o->measured_at_ns) || o->uncertainty_ns < 0) {
+        snprintf(err, errlen,
+                 "offset file %s: wants integer offset_ns, uncertainty_ns (>= 0) and "
+                 "measured_at_ns, as `fabricscope clock-offset` writes them",
+                 path);
+        goto out;
+    }
+    o->host[0] = '\0';
+    if (json_object_object_get_ex(j, "host", &h) && json_object_is_type(h, json_type_string))
+        snprintf(o->host, sizeof o->host, "%s", json_object_get_string(h));
+    rc = 0;
+out:
+    json_object_put(j);
+    return rc;
+}
+
+int
+fs_imp_client_run(const struct fs_imp_args *a, const struct fs_imp_batch *b, const char *what,
+                  FILE *o, FILE *e)
 {
     char err[512];
     struct fs_imp_client c;
-    if (fs_imp_client_open(&c, url, token_file, err, sizeof err) != 0) {
+    int64_t off = 0, unc = 0, end = capture_end(b), now = realtime_ns();
+    const char *how = "measured now";
+    char how_buf[600];
+    struct fs_imp_post_result pr;
+    int rc = 1;
+    /* The offset that held when the events were captured: given, recorded then, or
+       measured now when the capture is recent (or the user says the clock held). */
+    if (a->offset_source == FS_IMP_OFFSET_GIVEN) {
+        off = a->host_offset_ns;
+        unc = a->host_offset_unc_ns;
+        how = "given";
+    } else if (a->offset_source == FS_IMP_OFFSET_FILE) {
+        struct fs_imp_offset f;
+        if (fs_imp_offset_read(a->offset_file, &f, err, sizeof err) != 0) {
+            fprintf(e, "fabricscope %s: %s\n", what, err);
+            return 1;
+        }
+        off = f.offset_ns;
+        unc = f.uncertainty_ns;
+        int64_t apart = end > f.measured_at_ns ? end - f.measured_at_ns : f.measured_at_ns - end;
+        snprintf(how_buf, sizeof how_buf, "from %s, measured on %s %.0f s %s the capture's end",
+                 a->offset_file, f.host[0] ? f.host : "an unnamed host", (double)apart / 1e9,
+                 f.measured_at_ns <= end ? "before" : "after");
+        how = how_buf;
+        if (apart > 3600LL * 1000000000)
+            fprintf(e,
+                    "fabricscope %s: warning: the offset in %s was measured %.1f h from the "
+                    "capture; a clock can drift by milliseconds in that time\n",
+                    what, a->offset_file, (double)apart / 3.6e12);
+        if (a->host && f.host[0] && strcmp(a->host, f.host) != 0)
+            fprintf(e, "fabricscope %s: warning: %s was measured on %s, not on %s\n", what,
+                    a->offset_file, f.host, a->host);
+    } else if (end > 0 && now - end > FS_IMP_STALE_CAPTURE_NS && !a->offset_now) {
+        fprintf(e,
+                "fabricscope %s: the capture ended %.0f min ago: an offset measured now, here, "
+                "is not the capture's. Record it on the capture host at capture time "
+                "(`fabricscope clock-offset --url URL --out FILE`) and pass --offset-file FILE, "
+                "or give --host-offset NS[:UNCERTAINTY_NS]; --offset-now posts with the offset "
+                "measured now anyway\n",
+                what, (double)(now - end) / 6e10);
+        return 1;
+    }
+    if (fs_imp_client_open(&c, a->url, a->token_file, err, sizeof err) != 0) {
         fprintf(e, "fabricscope %s: %s\n", what, err);
         return 1;
     }
-    int64_t off = 0, unc = 0;
-    size_t posted = 0;
-    int rc = 1;
-    if (fs_imp_client_offset(&c, &off, &unc, err, sizeof err) != 0) {
+    if (a->offset_source == FS_IMP_OFFSET_MEASURE_NOW &&
+        fs_imp_client_offset(&c, &off, &unc, err, sizeof err) != 0) {
         fprintf(e, "fabricscope %s: measuring the clock offset: %s\n", what, err);
         goto out;
     }
-    if (fs_imp_client_post(&c, b, off, unc, &posted, err, sizeof err) != 0) {
-        fprintf(e, "fabricscope %s: %s (%zu of %zu events posted before)\n", what, err, posted,
+    if (fs_imp_client_post(&c, b, off, unc, &pr, err, sizeof err) != 0) {
+        fprintf(e, "fabricscope %s: %s (%zu of %zu events posted before)\n", what, err, pr.posted,
                 b->n);
         goto out;
     }
     fprintf(o,
-            "fabricscope %s: posted %zu events; host clock %+.3f ms from the collector's "
-            "(± %.3f ms)\n",
-            what, posted, (double)off / 1e6, (double)unc / 1e6);
+            "fabricscope %s: posted %zu events, %zu stored, %zu already held; host clock "
+            "%+.3f ms from the collector's (± %.3f ms, %s)\n",
+            what, pr.posted, pr.stored, pr.duplicates, (double)off / 1e6, (double)unc / 1e6, how);
+    if (pr.evicted) {
+        fprintf(e,
+                "fabricscope %s: the collector dropped %zu of the %zu events stored to stay "
+                "within host_events.memory_limit: raise it, or import less at once\n",
+                what, pr.evicted, pr.stored);
+        goto out;
+    }
     rc = 0;
 out:
     fs_imp_client_close(&c);
+    return rc;
+}
+
+int
+fs_imp_clock_offset_main(int argc, char **argv)
+{
+    static const struct option opts[] = {{"url", required_argument, NULL, 'u'},
+                                         {"out", required_argument, NULL, 'o'},
+                                         {"host", required_argument, NULL, 'H'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *url = NULL, *out = NULL, *host = NULL;
+    char err[512], name[256];
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "u:o:H:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'u':
+            url = optarg;
+            break;
+        case 'o':
+            out = optarg;
+            break;
+        case 'H':
+            host = optarg;
+            break;
+        case 'h':
+            printf("usage: fabricscope clock-offset --url URL [--out FILE] [--host NAME]\n"
+                   "  measures this host's clock minus the collector's (NTP-style rounds over\n"
+                   "  GET /api/v1/time) and writes it as JSON to FILE (atomically) or stdout;\n"
+                   "  run it on a capture host when the capture is taken, and give the file\n"
+                   "  to the importer with --offset-file\n");
+            return 0;
+        default:
+            return 2;
+        }
+    }
+    if (!url || optind != argc) {
+        fprintf(stderr, "fabricscope clock-offset: usage: fabricscope clock-offset --url URL "
+                        "[--out FILE] [--host NAME]\n");
+        return 2;
+    }
+    if (!host) {
+        if (gethostname(name, sizeof name) != 0)
+            snprintf(name, sizeof name, "unknown");
+        name[sizeof name - 1] = '\0';
+        host = name;
+    }
+    struct fs_imp_client c;
+    if (fs_imp_client_open(&c, url, NULL, err, sizeof err) != 0) {
+        fprintf(stderr, "fabricscope clock-offset: %s\n", err);
+        return 1;
+    }
+    int64_t off, unc;
+    int rc = fs_imp_client_offset(&c, &off, &unc, err, sizeof err);
+    fs_imp_client_close(&c);
+    if (rc != 0) {
+        fprintf(stderr, "fabricscope clock-offset: %s\n", err);
+        return 1;
+    }
+    struct json_object *j = json_object_new_object();
+    if (!j) {
+        fprintf(stderr, "fabricscope clock-offset: out of memory\n");
+        return 1;
+    }
+    json_object_object_add(j, "host", json_object_new_string(host));
+    json_object_object_add(j, "url", json_object_new_string(url));
+    json_object_object_add(j, "offset_ns", json_object_new_int64(off));
+    json_object_object_add(j, "uncertainty_ns", json_object_new_int64(unc));
+    json_object_object_add(j, "measured_at_ns", json_object_new_int64(realtime_ns()));
+    const char *text = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN);
+    rc = 1;
+    if (!out) {
+        printf("%s\n", text);
+        rc = 0;
+    } else {
+        /* Written whole or not at all: a reader never sees half a file. */
+        size_t l = strlen(out) + 16;
+        char *tmp = malloc(l);
+        FILE *f = NULL;
+        if (tmp) {
+            snprintf(tmp, l, "%s.tmp%ld", out, (long)getpid());
+            f = fopen(tmp, "w");
+        }
+        if (!f || fprintf(f, "%s\n", text) < 0 || fflush(f) != 0 || fsync(fileno(f)) != 0) {
+            fprintf(stderr, "fabricscope clock-offset: %s: %s\n", tmp ? tmp : out, strerror(errno));
+            if (f)
+                fclose(f);
+            if (tmp)
+                unlink(tmp);
+        } else if (fclose(f) != 0 || rename(tmp, out) != 0) {
+            fprintf(stderr, "fabricscope clock-offset: %s: %s\n", out, strerror(errno));
+            unlink(tmp);
+        } else {
+            fprintf(stderr,
+                    "fabricscope clock-offset: %s: host clock %+.3f ms from the "
+                    "collector's (± %.3f ms)\n",
+                    out, (double)off / 1e6, (double)unc / 1e6);
+            rc = 0;
+        }
+        free(tmp);
+    }
+    json_object_put(j);
     return rc;
 }

@@ -54,18 +54,44 @@ int fs_imp_client_get(struct fs_imp_client *c, const char *path, struct fs_buf *
 int fs_imp_client_offset(struct fs_imp_client *c, int64_t *offset_ns, int64_t *uncertainty_ns,
                          char *err, size_t errlen);
 
-/**
- * Posts all events of b in batches (with the given offset). *posted = events the
- * collector accepted. 0 or -1 with err (including the collector's error text).
- */
-int fs_imp_client_post(struct fs_imp_client *c, const struct fs_imp_batch *b, int64_t offset_ns,
-                       int64_t uncertainty_ns, size_t *posted, char *err, size_t errlen);
+struct fs_imp_post_result {
+    size_t posted;     /**< events the collector accepted */
+    size_t stored;     /**< of them stored (the rest were held already: a repeated import) */
+    size_t duplicates; /**< held already */
+    size_t evicted;    /**< stored, then dropped again for the collector's memory limit
+                            before the import ended */
+};
 
 /**
- * The usual end of an importer: measure the offset, post, print a one-line summary to
- * out. Returns the process exit code (0 ok, 1 failure with the reason on err_out).
+ * Posts all events of b in batches (with the given offset). 0 or -1 with err (including
+ * the collector's error text); res says what became of them (so far, on failure).
  */
-int fs_imp_client_run(const char *url, const char *token_file, const struct fs_imp_batch *b,
-                      const char *what, FILE *out, FILE *err_out);
+int fs_imp_client_post(struct fs_imp_client *c, const struct fs_imp_batch *b, int64_t offset_ns,
+                       int64_t uncertainty_ns, struct fs_imp_post_result *res, char *err,
+                       size_t errlen);
+
+struct fs_imp_args;
+
+/**
+ * The usual end of an importer: the offset at capture time (given, from an offset file,
+ * or measured now; a capture that ended more than FS_IMP_STALE_CAPTURE_NS ago is refused
+ * without one of the first two unless a->offset_now), post, print a one-line summary to
+ * out. Returns the process exit code: 0, or 1 with the reason on err_out, including when
+ * the collector dropped part of what was stored (its memory limit).
+ */
+int fs_imp_client_run(const struct fs_imp_args *a, const struct fs_imp_batch *b, const char *what,
+                      FILE *out, FILE *err_out);
+
+/** An offset file as `fabricscope clock-offset --out FILE` writes it. */
+struct fs_imp_offset {
+    int64_t offset_ns, uncertainty_ns, measured_at_ns;
+    char host[256];
+};
+
+/** Reads an offset file. 0, or -1 with err naming the file and what is wrong. */
+int fs_imp_offset_read(const char *path, struct fs_imp_offset *o, char *err, size_t errlen);
+
+/** `fabricscope clock-offset --url URL [--out FILE] [--host NAME]`: exit code. */
+int fs_imp_clock_offset_main(int argc, char **argv);
 
 #endif

@@ -2,28 +2,53 @@
 #include "importers/command.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "importers/client.h"
 #include "util/errf.h"
 
 #define MAX_EXTRA 4
+#define N_COMMON 7
+
+/* "NS" or "NS:UNCERTAINTY_NS" (host minus collector; the uncertainty defaults to 0). */
+static int
+parse_host_offset(const char *s, int64_t *off, int64_t *unc)
+{
+    char *e;
+    errno = 0;
+    long long o = strtoll(s, &e, 10), u = 0;
+    if (errno || e == s || (*e && *e != ':'))
+        return -1;
+    if (*e == ':') {
+        const char *us = e + 1;
+        u = strtoll(us, &e, 10);
+        if (errno || e == us || *e || u < 0)
+            return -1;
+    }
+    *off = o;
+    *unc = u;
+    return 0;
+}
 
 int
 fs_imp_parse_args(int argc, char **argv, const char *name, const char *usage,
                   const struct fs_imp_extra *extra, size_t n_extra, void *ctx, int operands,
                   bool need_host, struct fs_imp_args *out)
 {
-    struct option opts[4 + MAX_EXTRA + 1] = {{"url", required_argument, NULL, 'u'},
-                                             {"host", required_argument, NULL, 'H'},
-                                             {"token-file", required_argument, NULL, 't'},
-                                             {"help", no_argument, NULL, 'h'}};
-    char shorts[32] = "u:H:t:h";
+    struct option opts[N_COMMON + MAX_EXTRA + 1] = {{"url", required_argument, NULL, 'u'},
+                                                    {"host", required_argument, NULL, 'H'},
+                                                    {"token-file", required_argument, NULL, 't'},
+                                                    {"help", no_argument, NULL, 'h'},
+                                                    {"host-offset", required_argument, NULL, 'O'},
+                                                    {"offset-file", required_argument, NULL, 'F'},
+                                                    {"offset-now", no_argument, NULL, 'N'}};
+    char shorts[40] = "u:H:t:hO:F:N";
     size_t ns = strlen(shorts);
     if (n_extra > MAX_EXTRA)
         n_extra = MAX_EXTRA;
     for (size_t i = 0; i < n_extra; i++) {
-        opts[4 + i] = extra[i].opt;
+        opts[N_COMMON + i] = extra[i].opt;
         shorts[ns++] = (char)extra[i].opt.val;
         if (extra[i].opt.has_arg == required_argument)
             shorts[ns++] = ':';
@@ -43,8 +68,36 @@ fs_imp_parse_args(int argc, char **argv, const char *name, const char *usage,
         case 't':
             out->token_file = optarg;
             break;
+        case 'O':
+            if (out->offset_source == FS_IMP_OFFSET_FILE ||
+                parse_host_offset(optarg, &out->host_offset_ns, &out->host_offset_unc_ns) != 0) {
+                fprintf(stderr,
+                        "fabricscope %s: --host-offset wants NS or NS:UNCERTAINTY_NS (host clock "
+                        "minus the collector's), and excludes --offset-file\n",
+                        name);
+                return 2;
+            }
+            out->offset_source = FS_IMP_OFFSET_GIVEN;
+            break;
+        case 'F':
+            if (out->offset_source == FS_IMP_OFFSET_GIVEN) {
+                fprintf(stderr, "fabricscope %s: --offset-file excludes --host-offset\n", name);
+                return 2;
+            }
+            out->offset_source = FS_IMP_OFFSET_FILE;
+            out->offset_file = optarg;
+            break;
+        case 'N':
+            out->offset_now = true;
+            break;
         case 'h':
-            printf("usage: fabricscope %s %s\n", name, usage);
+            printf("usage: fabricscope %s %s\n"
+                   "  the host's clock offset at capture time: --offset-file FILE (written on the\n"
+                   "  capture host by `fabricscope clock-offset --url URL --out FILE`), or\n"
+                   "  --host-offset NS[:UNCERTAINTY_NS]; without either it is measured now, which\n"
+                   "  is refused for a capture that ended more than 5 minutes ago unless\n"
+                   "  --offset-now says this host's clock then and now are the same\n",
+                   name, usage);
             return 0;
         default: {
             size_t i = 0;
@@ -98,5 +151,5 @@ fs_imp_finish(const char *name, const struct fs_imp_args *a, int read_rc, const 
         fprintf(stderr, "fabricscope %s: %s\n", name, empty);
         return 1;
     }
-    return fs_imp_client_run(a->url, a->token_file, b, name, stdout, stderr);
+    return fs_imp_client_run(a, b, name, stdout, stderr);
 }

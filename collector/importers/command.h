@@ -1,7 +1,8 @@
 /*
  * What every import subcommand shares: its command line (--url, --host, --token-file,
- * --help, plus the importer's own options), reading its input whole, and the usual end
- * (nothing found, or post with the host's measured offset and print one summary line).
+ * --host-offset, --offset-file, --offset-now, --help, plus the importer's own options),
+ * reading its input whole, and the usual end (nothing found, or post with the host's
+ * offset at capture time and print one summary line).
  *
  * Ownership: the strings in struct fs_imp_args point into argv. Threads: main only
  * (getopt).
@@ -16,10 +17,27 @@
 #include "importers/events.h"
 #include "util/buf.h"
 
+/** How the host's clock offset (host minus collector) of the capture is known. */
+enum fs_imp_offset_source {
+    FS_IMP_OFFSET_MEASURE_NOW, /**< measured by this run (refused for an old capture
+                                    unless --offset-now says so) */
+    FS_IMP_OFFSET_GIVEN,       /**< --host-offset NS[:UNCERTAINTY_NS] */
+    FS_IMP_OFFSET_FILE,        /**< --offset-file FILE, written by `fabricscope clock-offset`
+                                    on the capture host at capture time */
+};
+
 struct fs_imp_args {
     const char *url, *host, *token_file;
-    int first_operand; /**< argv index of the first non-option argument */
+    enum fs_imp_offset_source offset_source;
+    const char *offset_file;
+    int64_t host_offset_ns, host_offset_unc_ns; /**< FS_IMP_OFFSET_GIVEN */
+    bool offset_now;                            /**< --offset-now */
+    int first_operand;                          /**< argv index of the first non-option argument */
 };
+
+/** A capture whose last event ended longer ago than this is not posted with an offset
+ *  measured now (clocks drift, and the import may run on another host). */
+#define FS_IMP_STALE_CAPTURE_NS (5LL * 60 * 1000000000)
 
 /** An importer's own option: handle returns 0, or an exit code (2 for a bad value). */
 struct fs_imp_extra {

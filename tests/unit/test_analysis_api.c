@@ -378,6 +378,44 @@ test_correlate(void **state)
     assert_int_equal(fs_analysis_correlate(f->an, f->st, bad4, 2, f->now_us, &f->out), 400);
     struct fs_analysis_arg bad5[] = {{"window", "-99999999999,1"}};
     assert_int_equal(fs_analysis_correlate(f->an, f->st, bad5, 1, f->now_us, &f->out), 400);
+    struct fs_analysis_arg bad6[] = {{"dump_time", "yes"}};
+    assert_int_equal(fs_analysis_correlate(f->an, f->st, bad6, 1, f->now_us, &f->out), 400);
+}
+
+/* NCCL Inspector records placed at their log's dump time are not candidates for "slow"
+ * unless asked for: their place in time is only roughly known. */
+static void
+test_correlate_dump_time(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(fs_analysis_set_token(f->an, "s3cret"), 0);
+    char body[1024];
+    long long t = (long long)(f->now_us - 120 * S) * 1000;
+    snprintf(body, sizeof body,
+             "{\"host_offset_ns\":0,\"host_offset_uncertainty_ns\":0,\"events\":["
+             "{\"host\":\"h\",\"kind\":\"nccl.inspector\",\"name\":\"AllReduce\",\"start\":%lld,"
+             "\"end\":%lld,\"attrs\":{\"placement\":\"dump_time\"}},"
+             "{\"host\":\"h\",\"kind\":\"nccl.inspector\",\"name\":\"AllReduce\",\"start\":%lld,"
+             "\"end\":%lld,\"attrs\":{\"placement\":\"trace\"}}]}",
+             t, t + 2000000000LL, t + 10000000000LL, t + 10001000000LL);
+    assert_int_equal(fs_analysis_post_host_events(f->an, "Bearer s3cret", body, strlen(body),
+                                                  f->now_us, &f->out),
+                     200);
+    char start[32];
+    snprintf(start, sizeof start, "%lld", (long long)(f->now_us / S - 300));
+    struct fs_analysis_arg args[] = {{"start", start}, {"kind", "nccl.inspector"}, {"slow", "p50"}};
+    assert_int_equal(fs_analysis_correlate(f->an, f->st, args, 3, f->now_us, &f->out), 200);
+    struct json_object *o = parse(&f->out);
+    assert_int_equal(json_object_get_int(get(o, "data.events_considered")), 1);
+    assert_int_equal(json_object_get_int(get(o, "data.events_at_dump_time_left_out")), 1);
+    json_object_put(o);
+    struct fs_analysis_arg inc[] = {
+        {"start", start}, {"kind", "nccl.inspector"}, {"slow", "p50"}, {"dump_time", "include"}};
+    assert_int_equal(fs_analysis_correlate(f->an, f->st, inc, 4, f->now_us, &f->out), 200);
+    o = parse(&f->out);
+    assert_int_equal(json_object_get_int(get(o, "data.events_considered")), 2);
+    assert_int_equal(json_object_get_int(get(o, "data.events_at_dump_time_left_out")), 0);
+    json_object_put(o);
 }
 
 static void
@@ -473,6 +511,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_post_auth_and_validation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_correlate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_correlate_dump_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_incidents_and_metrics, setup, teardown),
         cmocka_unit_test_setup_teardown(test_export_trace, setup, teardown),
     };

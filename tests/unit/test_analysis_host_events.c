@@ -250,12 +250,77 @@ test_retention(void **state)
     fs_host_events_free(hs);
 }
 
+/* A post repeated (an import run twice, even with another measured offset) stores its
+ * events once; events dropped from the store may come back; the receipt tells a poster
+ * whether its earlier posts are still held. */
+static void
+test_idempotent_posts(void **state)
+{
+    (void)state;
+    struct fs_host_events *hs = new_store(64 << 10, 3600 * SEC);
+    struct fs_host_events_receipt r;
+    char err[256];
+    char *p = make_post(50, NOW);
+    assert_int_equal(fs_host_events_post(hs, p, strlen(p), NOW, &r, err, sizeof err), 0);
+    assert_int_equal(r.stored, 50);
+    assert_int_equal(r.duplicates, 0);
+    assert_int_equal(r.post_id, 1);
+    assert_int_equal(r.oldest_post_id, 1);
+    assert_int_equal(fs_host_events_post(hs, p, strlen(p), NOW, &r, err, sizeof err), 0);
+    assert_int_equal(r.stored, 0);
+    assert_int_equal(r.duplicates, 50);
+    assert_int_equal(r.post_id, 0);
+    free(p);
+    /* The same events posted with another offset (host times unchanged): duplicates. A
+       post half new, half held, with one event repeated inside it. */
+    char body[1024];
+    snprintf(body, sizeof body,
+             "{\"host_offset_ns\":5000,\"host_offset_uncertainty_ns\":10,\"events\":["
+             "{\"host\":\"h\",\"kind\":\"k\",\"name\":\"n\",\"start\":%lld},"
+             "{\"host\":\"h\",\"kind\":\"k\",\"name\":\"n\",\"start\":%lld},"
+             "{\"host\":\"h\",\"kind\":\"k\",\"name\":\"n\",\"start\":%lld},"
+             "{\"host\":\"h\",\"kind\":\"k\",\"name\":\"other\",\"start\":%lld}]}",
+             (long long)NOW, (long long)(NOW + 1), (long long)(NOW + 1000),
+             (long long)(NOW + 1000));
+    assert_int_equal(fs_host_events_post(hs, body, strlen(body), NOW, &r, err, sizeof err), 0);
+    assert_int_equal(r.duplicates, 2);
+    assert_int_equal(r.stored, 2);
+    assert_int_equal(r.post_id, 2);
+    assert_int_equal(fs_host_events_post(hs, body, strlen(body), NOW, &r, err, sizeof err), 0);
+    assert_int_equal(r.stored, 0);
+    assert_int_equal(r.duplicates, 4);
+    struct fs_host_events_stats st;
+    fs_host_events_stats(hs, &st);
+    assert_int_equal(st.events, 52);
+    assert_int_equal(st.duplicates_total, 56);
+    /* Fill the store past its limit with new events: the first posts are evicted (the
+       receipt says so), and their events, once gone, are stored again when reposted. */
+    uint64_t last = 0;
+    for (int i = 1; i <= 40; i++) {
+        char *q = make_post(50, NOW + i * 1000000);
+        assert_int_equal(fs_host_events_post(hs, q, strlen(q), NOW, &r, err, sizeof err), 0);
+        last = r.post_id;
+        free(q);
+    }
+    assert_true(r.oldest_post_id > 2);
+    assert_int_equal(r.last_post_id, last);
+    assert_true(r.evicted_memory_total >= 52);
+    p = make_post(50, NOW);
+    assert_int_equal(fs_host_events_post(hs, p, strlen(p), NOW, &r, err, sizeof err), 0);
+    assert_int_equal(r.stored, 50);
+    free(p);
+    fs_host_events_stats(hs, &st);
+    assert_true(st.bytes <= 64 << 10);
+    fs_host_events_free(hs);
+}
+
 /* Writers, readers and expiry at once (run under TSan by `make test`): readers never see
  * a half-stored post, the totals add up. */
 struct race {
     struct fs_host_events *hs;
     atomic_bool stop;
     atomic_long bad;
+    atomic_int writers;
 };
 
 static void *
@@ -263,8 +328,9 @@ writer(void *arg)
 {
     struct race *r = arg;
     char err[256];
+    int id = atomic_fetch_add(&r->writers, 1); /* distinct events: none is a duplicate */
     for (int i = 0; i < 200; i++) {
-        char *p = make_post(50, NOW + i * 1000);
+        char *p = make_post(50, NOW + i * 1000 + id * 500);
         if (fs_host_events_ingest(r->hs, p, strlen(p), NOW, NULL, err, sizeof err) != 0)
             atomic_fetch_add(&r->bad, 1);
         free(p);
@@ -302,6 +368,7 @@ test_concurrent_ingest_and_queries(void **state)
     struct race r = {.hs = new_store(256 << 10, 3600 * SEC)};
     atomic_init(&r.stop, false);
     atomic_init(&r.bad, 0);
+    atomic_init(&r.writers, 0);
     pthread_t w[2], rd;
     pthread_create(&rd, NULL, reader, &r);
     for (int i = 0; i < 2; i++)
@@ -692,6 +759,7 @@ main(void)
         cmocka_unit_test(test_size_limits),
         cmocka_unit_test(test_retention),
         cmocka_unit_test(test_concurrent_ingest_and_queries),
+        cmocka_unit_test(test_idempotent_posts),
         cmocka_unit_test_teardown(test_members_in_any_order, fresh_done),
         cmocka_unit_test_teardown(test_repeated_members, fresh_done),
         cmocka_unit_test_teardown(test_integers_where_required, fresh_done),

@@ -19,6 +19,7 @@
 
 #include "analysis/analysis_api.h"
 #include "importers/client.h"
+#include "importers/command.h"
 
 /* The test server's clock runs this far ahead of ours: the host is 40 ms behind it. */
 #define SERVER_AHEAD_NS 40000000LL
@@ -173,12 +174,21 @@ test_offset_and_post(void **state)
         assert_int_equal(fs_imp_attr_int(e, "stream", 7), 0);
         assert_int_equal(fs_imp_attr_str(e, "comm", "0x\"ab\\"), 0);
     }
-    size_t posted;
+    struct fs_imp_post_result pr;
     sv->posts = 0;
-    assert_int_equal(fs_imp_client_post(&c, &b, off, unc, &posted, err, sizeof err), 0);
-    assert_int_equal(posted, b.n);
+    assert_int_equal(fs_imp_client_post(&c, &b, off, unc, &pr, err, sizeof err), 0);
+    assert_int_equal(pr.posted, b.n);
+    assert_int_equal(pr.stored, b.n);
+    assert_int_equal(pr.evicted, 0);
     assert_int_equal(sv->posts, 2);
     struct fs_host_events_stats st;
+    fs_host_events_stats(fs_analysis_host_events(sv->an), &st);
+    assert_int_equal(st.events, b.n);
+    /* The same import again, with another offset: nothing stored twice. */
+    assert_int_equal(fs_imp_client_post(&c, &b, off + 123456, unc, &pr, err, sizeof err), 0);
+    assert_int_equal(pr.posted, b.n);
+    assert_int_equal(pr.stored, 0);
+    assert_int_equal(pr.duplicates, b.n);
     fs_host_events_stats(fs_analysis_host_events(sv->an), &st);
     assert_int_equal(st.events, b.n);
     fs_imp_client_close(&c);
@@ -188,9 +198,9 @@ test_offset_and_post(void **state)
     fputs("wrong\n", f);
     fclose(f);
     assert_int_equal(fs_imp_client_open(&c, url, tokfile, err, sizeof err), 0);
-    assert_int_equal(fs_imp_client_post(&c, &b, off, unc, &posted, err, sizeof err), -1);
+    assert_int_equal(fs_imp_client_post(&c, &b, off, unc, &pr, err, sizeof err), -1);
     assert_non_null(strstr(err, "HTTP 401"));
-    assert_int_equal(posted, 0);
+    assert_int_equal(pr.posted, 0);
     fs_imp_client_close(&c);
     fs_imp_batch_free(&b);
     unlink(tokfile);
@@ -203,11 +213,99 @@ test_offset_and_post(void **state)
     assert_int_equal(fs_imp_client_open(&c, "ftp://x", NULL, err, sizeof err), -1);
 }
 
+/* Runs fs_imp_client_run; its exit code, with what it printed in out and errs. */
+static int
+run(const struct fs_imp_args *a, const struct fs_imp_batch *b, char *out, char *errs, size_t len)
+{
+    FILE *o = tmpfile(), *e = tmpfile();
+    assert_non_null(o);
+    assert_non_null(e);
+    int rc = fs_imp_client_run(a, b, "import-test", o, e);
+    rewind(o);
+    rewind(e);
+    size_t n = fread(out, 1, len - 1, o);
+    out[n] = '\0';
+    n = fread(errs, 1, len - 1, e);
+    errs[n] = '\0';
+    fclose(o);
+    fclose(e);
+    return rc;
+}
+
+/* The offset of the capture: an old capture is refused without one recorded at capture
+ * time; an offset file or a given offset is used as is; a store that drops part of an
+ * import makes it fail. */
+static void
+test_offset_at_capture_and_eviction(void **state)
+{
+    struct server *sv = *state;
+    char url[64], out[2048], errs[2048], path[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned)sv->port);
+    setenv("FABRICSCOPE_TOKEN", "tok-123", 1);
+    struct fs_imp_batch old = {0};
+    int64_t t = now_ns() - 3600LL * 1000000000; /* an hour ago */
+    for (int i = 0; i < 10; i++)
+        assert_non_null(fs_imp_add(&old, "gpu1", "perf.x", "x", t + i, t + i));
+    struct fs_imp_args a = {.url = url, .host = "gpu1"};
+    assert_int_equal(run(&a, &old, out, errs, sizeof out), 1);
+    assert_non_null(strstr(errs, "the capture ended 60 min ago"));
+    assert_non_null(strstr(errs, "--offset-file"));
+    a.offset_now = true;
+    assert_int_equal(run(&a, &old, out, errs, sizeof out), 0);
+    assert_non_null(strstr(out, "posted 10 events, 10 stored"));
+    /* Given: used as is (the events land at host time minus it). */
+    struct fs_imp_args g = {.url = url,
+                            .offset_source = FS_IMP_OFFSET_GIVEN,
+                            .host_offset_ns = 5000000,
+                            .host_offset_unc_ns = 200};
+    struct fs_imp_batch one = {0};
+    assert_non_null(fs_imp_add(&one, "gpu2", "perf.y", "y", t, t));
+    assert_int_equal(run(&g, &one, out, errs, sizeof out), 0);
+    assert_non_null(strstr(out, "+5.000 ms"));
+    /* From a file as clock-offset writes it; a broken file is named. */
+    snprintf(path, sizeof path, "/tmp/fs-test-offset-%d.json", (int)getpid());
+    FILE *f = fopen(path, "w");
+    fprintf(f,
+            "{\"host\":\"gpu3\",\"offset_ns\":-7000000,\"uncertainty_ns\":300,"
+            "\"measured_at_ns\":%lld}\n",
+            (long long)t);
+    fclose(f);
+    struct fs_imp_args fa = {.url = url, .offset_source = FS_IMP_OFFSET_FILE, .offset_file = path};
+    struct fs_imp_batch three = {0};
+    assert_non_null(fs_imp_add(&three, "gpu3", "perf.z", "z", t, t));
+    assert_int_equal(run(&fa, &three, out, errs, sizeof out), 0);
+    assert_non_null(strstr(out, "-7.000 ms"));
+    assert_non_null(strstr(out, "measured on gpu3"));
+    f = fopen(path, "w");
+    fputs("{\"offset_ns\": \"soon\"}\n", f);
+    fclose(f);
+    assert_int_equal(run(&fa, &three, out, errs, sizeof out), 1);
+    assert_non_null(strstr(errs, path));
+    unlink(path);
+    /* A store too small for the import: its first batch is dropped by its second. */
+    struct fs_host_events_opts small = {600 << 10, 3600LL * 1000000000LL};
+    fs_host_events_set_opts(fs_analysis_host_events(sv->an), &small);
+    struct fs_imp_batch big = {0};
+    t = now_ns();
+    for (int i = 0; i < FS_IMP_BATCH + 3000; i++)
+        assert_non_null(
+            fs_imp_add(&big, "gpu4", "nccl.kernel", "AllReduce", t + i * 1000, t + i * 1000 + 10));
+    struct fs_imp_args na = {.url = url};
+    assert_int_equal(run(&na, &big, out, errs, sizeof out), 1);
+    assert_non_null(strstr(errs, "the collector dropped"));
+    fs_imp_batch_free(&old);
+    fs_imp_batch_free(&one);
+    fs_imp_batch_free(&three);
+    fs_imp_batch_free(&big);
+    unsetenv("FABRICSCOPE_TOKEN");
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_offset_and_post, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_offset_at_capture_and_eviction, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
