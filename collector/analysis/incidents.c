@@ -766,13 +766,6 @@ struct fit {
 /* Phase bins of a fold. */
 #define FOLD_BINS 64
 
-static int
-cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* log of the binomial tail P[X >= k] for X ~ Bin(n, p) (0 < p < 1). */
 static double
 log_binom_tail(size_t k, size_t n, double p)
@@ -801,6 +794,53 @@ struct track {
     double rms, max_resid;
 };
 
+/* Ascending, in place: a quicksort that compares inline (qsort's callback per compare
+   was a tenth of the incident search on a busy fabric, where every bursty port's train
+   has hundreds of candidate spacings to sort). */
+static void
+sort_doubles(double *v, size_t n)
+{
+    while (n > 16) {
+        double a = v[0], b = v[n / 2], c = v[n - 1];
+        double piv = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
+        size_t i = 0, j = n - 1;
+        for (;;) {
+            while (v[i] < piv)
+                i++;
+            while (v[j] > piv)
+                j--;
+            if (i >= j)
+                break;
+            double t = v[i];
+            v[i] = v[j];
+            v[j] = t;
+            i++;
+            j--;
+        }
+        /* [0, j] <= piv <= [j + 1, n): recurse into the smaller part, loop on the other. */
+        size_t left = j + 1;
+        if (left >= n)
+            break; /* no split (cannot happen with a median-of-three pivot): insertion */
+        if (left < n - left) {
+            sort_doubles(v, left);
+            v += left;
+            n -= left;
+        } else {
+            sort_doubles(v + left, n - left);
+            n = left;
+        }
+    }
+    for (size_t i = 1; i < n; i++) {
+        double x = v[i];
+        size_t k = i;
+        while (k > 0 && v[k - 1] > x) {
+            v[k] = v[k - 1];
+            k--;
+        }
+        v[k] = x;
+    }
+}
+
 /* Least squares of t = a + k * period over the hits (k: slot numbers). */
 static double
 lsq_period(const struct occurrence *oc, const size_t *which, const long *ks, size_t n, double *a)
@@ -828,11 +868,14 @@ grid_hits(const struct occurrence *oc, size_t m, double a, double P, double tol,
           long *ks)
 {
     size_t n = 0;
+    const double inv = 1.0 / P;
     for (size_t i = 0; i < m; i++) {
-        double x = ((double)oc[i].t - a) / P;
-        long k = (long)floor(x + 0.5);
-        double r = fabs((double)oc[i].t - a - (double)k * P);
-        if (k < 0 || r > tol)
+        double dt = (double)oc[i].t - a, x = dt * inv;
+        if (x < -0.5)
+            continue; /* before slot 0 */
+        long k = (long)(x + 0.5); /* x + 0.5 >= 0: truncation is floor, without the call */
+        double r = fabs(dt - (double)k * P);
+        if (r > tol)
             continue;
         if (n > 0 && ks[n - 1] == k) { /* two in one slot: keep the nearer */
             double r0 = fabs((double)oc[which[n - 1]].t - a - (double)k * P);
@@ -1027,7 +1070,7 @@ fit_period(const struct occurrence *oc, size_t m, double span_us, const struct f
         }
     if (nd == 0)
         goto out;
-    qsort(diffs, nd, sizeof *diffs, cmp_double);
+    sort_doubles(diffs, nd);
     /* Clusters within 2% of their first member; the median of each, the largest first. */
     for (size_t i = 0; i < nd;) {
         size_t j = i;
