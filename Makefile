@@ -55,8 +55,13 @@ bench: build
 # per scenario family; EVAL_SEEDS per family, EVAL_SEED_BASE picks another set).
 EVAL_SEEDS ?= 50
 EVAL_SEED_BASE ?= 7000
+# Then the history_across_shards family end to end (real binary, real Prometheus):
+# EVAL_HISTORY_RUNS runs from EVAL_HISTORY_SEED_BASE.
+EVAL_HISTORY_RUNS ?= 8
+EVAL_HISTORY_SEED_BASE ?= 9100
 eval: build
 	$(BUILD)/eval/eval_diagnosis --seeds $(EVAL_SEEDS) --seed-base $(EVAL_SEED_BASE)
+	FS_BUILD_DIR="$$PWD/$(BUILD)" bash tests/eval/eval_history.sh $(EVAL_HISTORY_RUNS) $(EVAL_HISTORY_SEED_BASE)
 
 # Longer fuzzing: FUZZ_SECONDS per target.
 FUZZ_SECONDS ?= 300

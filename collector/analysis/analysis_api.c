@@ -53,6 +53,7 @@ struct fs_analysis {
     int64_t history_step_us;
     uint64_t history_max_points;
     char history_host[128];
+    bool log_backfilled; /* the history was read into the episode log once */
     pthread_mutex_t metrics_lock;
     struct metric_port *ports;
     size_t n_ports;
@@ -1355,7 +1356,7 @@ put_history(struct fs_buf *out, const struct fs_analysis *a, const struct hist_u
    before its own data began, and every other target's (other shards). */
 static void
 add_history(struct fs_analysis *a, struct fs_store *st, struct fs_departures *d, int64_t start,
-            int64_t end, struct hist_use *hu)
+            int64_t end, bool only_local, struct hist_use *hu)
 {
     struct targets ts = {0};
     hu->used = true;
@@ -1365,12 +1366,44 @@ add_history(struct fs_analysis *a, struct fs_store *st, struct fs_departures *d,
     } else {
         int64_t local_before = a->data_since_us ? a->data_since_us : end + 1;
         if (fs_history_scan(a->history, a->history_step_us, a->history_max_points, d, start, end,
-                            is_local_target, &ts, local_before, &hu->info) != 0)
+                            is_local_target, &ts, local_before, only_local, &hu->info) != 0)
             fs_log(FS_LOG_WARN, "analysis", "%s", hu->info.error);
     }
     for (size_t i = 0; i < ts.n; i++)
         free(ts.t[i]);
     free(ts.t);
+}
+
+/* Once, before the first scan is logged (the log only appends after its latest run of a
+   series): this instance's own episodes from before its data began (a restart), read
+   from the history over the horizon, so the incident metrics and their alert do not
+   wait for three new occurrences. */
+static void
+backfill_log(struct fs_analysis *a, struct fs_store *st, int64_t now_us)
+{
+    struct hist_use hu = {0};
+    int64_t from = now_us - a->opts.horizon_us;
+    a->log_backfilled = true;
+    if (from >= a->data_since_us)
+        return;
+    struct fs_departures *b = fs_departures_new(&a->opts.an, from, a->data_since_us);
+    if (!b) {
+        fs_log(FS_LOG_WARN, "analysis", "history backfill: out of memory");
+        return;
+    }
+    add_history(a, st, b, from, a->data_since_us, true, &hu);
+    if (fs_departures_finish(b) != 0 || fs_episode_log_record(a->log, b, now_us) != 0)
+        fs_log(FS_LOG_WARN, "analysis", "history backfill: out of memory, some episodes not kept");
+    else if (hu.info.error[0])
+        fs_log(FS_LOG_WARN, "analysis",
+               "history backfill failed (%s): the episode log starts with this instance's data",
+               hu.info.error);
+    else
+        fs_log(FS_LOG_INFO, "analysis",
+               "history backfill: %zu departure runs of %" PRIu64 " series of this instance's "
+               "targets before its data began",
+               b->n_runs, hu.info.series);
+    fs_departures_free(b);
 }
 
 static struct fs_departures *
@@ -1393,6 +1426,8 @@ departures_with_log(struct fs_analysis *a, struct fs_store *st, int64_t start, i
     }
     if (!d)
         return NULL;
+    if (record && a->history && !a->log_backfilled && a->data_since_us)
+        backfill_log(a, st, now_us);
     if (record && fs_episode_log_record(a->log, d, now_us) != 0)
         fs_log(FS_LOG_WARN, "analysis", "episode log: out of memory, some episodes not kept");
     d->start_us = start;
@@ -1406,7 +1441,7 @@ departures_with_log(struct fs_analysis *a, struct fs_store *st, int64_t start, i
     /* The series' episode rates (random or periodic?) count from when data began. */
     int64_t since = a->data_since_us ? a->data_since_us : start;
     if (hu && a->history) {
-        add_history(a, st, d, start, end, hu);
+        add_history(a, st, d, start, end, false, hu);
         if (fs_departures_finish(d) != 0) {
             fs_departures_free(d);
             snprintf(err, errlen, "out of memory");

@@ -67,6 +67,7 @@ struct ctx {
     struct seen *seen;
     fs_history_is_local is_local;
     void *arg;
+    bool only_local;
     int64_t local_before_us, step_us;
     struct fs_history_scan_info *info;
     const struct seen *want; /* the refinement: only these series (ref_key hashes) */
@@ -153,7 +154,10 @@ series_cb(void *arg_, const struct fs_prom_series *s)
     if (!c->info->earliest_us || s->ts_us[0] < c->info->earliest_us)
         c->info->earliest_us = s->ts_us[0];
     size_t n = s->n;
-    if (c->is_local && c->is_local(c->arg, target)) {
+    bool local = c->is_local && c->is_local(c->arg, target);
+    if (c->only_local && !local)
+        return 0;
+    if (local) {
         while (n && s->ts_us[n - 1] >= c->local_before_us)
             n--; /* the instance's own data covers the rest */
         if (n < 3)
@@ -434,7 +438,7 @@ out:
 int
 fs_history_scan(struct fs_prom_client *c, int64_t step_us, uint64_t max_points,
                 struct fs_departures *d, int64_t start_us, int64_t end_us,
-                fs_history_is_local is_local, void *arg, int64_t local_before_us,
+                fs_history_is_local is_local, void *arg, int64_t local_before_us, bool only_local,
                 struct fs_history_scan_info *info)
 {
     struct seen seen = {0}, want = {0};
@@ -470,6 +474,7 @@ fs_history_scan(struct fs_prom_client *c, int64_t step_us, uint64_t max_points,
                       .seen = &seen,
                       .is_local = is_local,
                       .arg = arg,
+                      .only_local = only_local,
                       .local_before_us = local_before_us,
                       .step_us = step,
                       .info = info};

@@ -46,12 +46,14 @@ typedef bool (*fs_history_is_local)(void *arg, const char *target);
  * Adds to d (not finished: the caller calls fs_departures_finish) the departures the
  * history shows over [start_us, end_us] (reading baseline_window before start): for a
  * target is_local names, only its samples before local_before_us; for the others, all.
- * A series already in d keeps its index. Returns 0, or -1 with info->error set (d then
+ * With only_local, the other targets are left out (a restart's backfill of this
+ * instance's own episodes). A series already in d keeps its index. Returns 0, or -1 with
+ * info->error set (d then
  * holds what was read before the failure; memory failures are "out of memory").
  */
 int fs_history_scan(struct fs_prom_client *c, int64_t step_us, uint64_t max_points,
                     struct fs_departures *d, int64_t start_us, int64_t end_us,
                     fs_history_is_local is_local, void *arg, int64_t local_before_us,
-                    struct fs_history_scan_info *info);
+                    bool only_local, struct fs_history_scan_info *info);
 
 #endif

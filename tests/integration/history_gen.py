@@ -10,7 +10,7 @@ With --twice, far-leaf1's counters are written a second time under another job a
 instance, as two Prometheus scrape jobs would store them.
 
 usage: history_gen.py OUT END_EPOCH_S HOURS SEED [--period S] [--switches N] [--ports N]
-                      [--step S] [--twice]
+                      [--step S] [--twice] [--next FILE]
 Prints the culprit's surge start times (epoch s), one a line, on stdout.
 """
 import argparse
@@ -26,6 +26,7 @@ ap.add_argument("--switches", type=int, default=2)
 ap.add_argument("--ports", type=int, default=32)
 ap.add_argument("--step", type=int, default=15)
 ap.add_argument("--twice", action="store_true")
+ap.add_argument("--next", help="write the first surge scheduled after the end here (epoch s)")
 a = ap.parse_args()
 STEP, SURGE = a.step, 20
 rng = random.Random(a.seed)
@@ -39,6 +40,9 @@ t = start_s + 600 + rng.uniform(0, 60)
 while t < end_s - 60:
     surges.append(t)
     t += a.period * (1 + rng.uniform(-0.02, 0.02))
+if a.next:
+    with open(a.next, "w") as f:
+        f.write("%.3f\n" % t)
 n_bursts = max(12, a.switches * a.ports // 50)
 bursts = {}
 for _ in range(n_bursts):

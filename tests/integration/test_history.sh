@@ -158,6 +158,7 @@ remote_write:
   - url: http://127.0.0.1:$PB/api/v1/write
     queue: { batch_send_deadline: 200ms }
 analysis:
+  horizon: 10m
   history: { url: "http://127.0.0.1:$PB", step: 1s, max_points: 50000000 }
 targets:
 EOF
@@ -167,10 +168,15 @@ EOF
 }
 config_b 0 "$H0" >"$B/fs0.yaml"
 config_b 1 "$H1" >"$B/fs1.yaml"
+declare -a BPID
+start_b() { # INDEX
+  "$FABRICSCOPE" -c "$B/fs$1.yaml" >>"$T/fabricscope-b$1.log" 2>&1 &
+  BPID[$1]=$!
+  track "${BPID[$1]}"
+}
 for i in 0 1; do
   "$FABRICSCOPE" --check-config "$B/fs$i.yaml" >/dev/null || fail "config B$i refused"
-  "$FABRICSCOPE" -c "$B/fs$i.yaml" >"$T/fabricscope-b$i.log" 2>&1 &
-  track $!
+  start_b "$i"
 done
 wait_http "http://127.0.0.1:$H0/healthz" 20
 wait_http "http://127.0.0.1:$H1/healthz" 20
@@ -190,3 +196,16 @@ wait_for 90 "instance 0 reports the 10 s recurrence on all four switches" all_re
 jq -e '.data.history.error == null and .data.history.duplicates > 0' "$B/inc.json" >/dev/null ||
   fail "want the scraped copies of instance 1's series ignored: $(jq -c .data.history "$B/inc.json")"
 ok "instance 0 (polling $mine) reports the recurrence on leaf1..leaf4 with shard 1's ($theirs) from history ($(jq .data.history.duplicates "$B/inc.json") scraped copies ignored)"
+
+# A restart of instance 1: its episode log starts empty, and is backfilled from the
+# history (its own targets, before its new data began) at its first refresh.
+kill "${BPID[1]}"
+wait_exit "${BPID[1]}" 20
+start_b 1
+wait_http "http://127.0.0.1:$H1/healthz" 20
+_backfilled() { grep -qE 'history backfill: [1-9][0-9]* departure runs' "$T/fabricscope-b1.log"; }
+wait_for 60 "instance 1 backfills its episode log from the history" _backfilled
+grep -q 'history backfill failed' "$T/fabricscope-b1.log" && fail "backfill: $(grep 'history backfill' "$T/fabricscope-b1.log")"
+_incident_metrics() { curl -fsS "http://127.0.0.1:$H1/metrics" | grep -q '^fabricscope_incident_period_seconds{'; }
+wait_for 60 "instance 1 exports incident metrics after its restart" _incident_metrics
+ok "after a restart, instance 1 $(grep -oE 'history backfill: [0-9]+ departure runs of [0-9]+ series' "$T/fabricscope-b1.log" | tail -1)"
