@@ -72,7 +72,55 @@ static struct {
     uint64_t packet_bytes, base;
     double tc_share[NTC];
     double period, duration, phase, ecn_pps, wred_pps, pfc_pps, queue_bytes;
-} scen = {false, 10e9, 1000, 0, {0.4, 0, 0, 0.6, 0, 0, 0, 0}, 30, 2, 10, 200000, 1000, 500, 12e6};
+    /* "busy": the fabric around the incident (queue depth only: SNMP carries no ECN) */
+    bool busy;
+    uint64_t busy_seed;
+    double share, max_ecn_pps, bursty_share, bursts_per_hour, burst_s, queue_bytes_per_pps,
+        burst_queue_bytes;
+} scen = {false, 10e9, 1000, 0, {0.4, 0, 0, 0.6, 0, 0, 0, 0}, 30, 2, 10, 200000, 1000, 500, 12e6,
+          false, 1, 0.6, 50000, 0.3, 12, 3, 40, 4e6};
+
+/* scenario.py's splitmix64 and unit(): the same bits, so both simulators agree. */
+static uint64_t
+splitmix64(uint64_t x)
+{
+    uint64_t z = x + 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static double
+unit(uint64_t h)
+{
+    return (double)(h >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* scenario.py busy_queue(p, t): queue bytes of port p's busy background at t. */
+static uint64_t
+busy_queue(int p, double t)
+{
+    if (!scen.busy)
+        return 0;
+    uint64_t h = splitmix64(scen.busy_seed * 1000003 + (uint64_t)p);
+    uint64_t h2 = splitmix64(h), h3 = splitmix64(h2), h4 = splitmix64(h3);
+    double level = unit(h) < scen.share ? scen.max_ecn_pps * unit(h2) : 0.0;
+    double f1 = 2 * M_PI * unit(h3), f2 = 2 * M_PI * unit(h4);
+    bool bursty = unit(splitmix64(h4)) < scen.bursty_share;
+    double w1 = 2 * M_PI / 7.3, w2 = 2 * M_PI / 61.0;
+    double rate = level * (1 + 0.2 * sin(w1 * t + f1) + 0.1 * sin(w2 * t + f2));
+    double q = rate * scen.queue_bytes_per_pps;
+    if (bursty) {
+        double slot = 3600.0 / scen.bursts_per_hour;
+        double k = floor(t / slot);
+        uint64_t hk = splitmix64(scen.busy_seed * 7919 + (uint64_t)p * 104729 +
+                                 (uint64_t)k * 1299709);
+        double s0 = (k + unit(hk) * 0.9) * slot;
+        if (s0 <= t && t < s0 + scen.burst_s)
+            q += scen.burst_queue_bytes;
+    }
+    return (uint64_t)q;
+}
 
 static double
 jnum(struct json_object *o, const char *k, double dflt)
@@ -127,6 +175,18 @@ scenario_load(const char *path, double *boot_epoch)
     scen.wred_pps = jnum(c, "wred_pps", 1000);
     scen.pfc_pps = jnum(c, "pfc_pps", 500);
     scen.queue_bytes = jnum(c, "queue_bytes", 12000000);
+    struct json_object *bz = NULL;
+    if (json_object_object_get_ex(d, "busy", &bz) && json_object_is_type(bz, json_type_object)) {
+        scen.busy = true;
+        scen.busy_seed = (uint64_t)jnum(bz, "seed", 1);
+        scen.share = jnum(bz, "share", 0.6);
+        scen.max_ecn_pps = jnum(bz, "max_ecn_pps", 50000);
+        scen.bursty_share = jnum(bz, "bursty_share", 0.3);
+        scen.bursts_per_hour = jnum(bz, "bursts_per_hour", 12);
+        scen.burst_s = jnum(bz, "burst_s", 3);
+        scen.queue_bytes_per_pps = jnum(bz, "queue_bytes_per_pps", 40);
+        scen.burst_queue_bytes = jnum(bz, "burst_queue_bytes", 4e6);
+    }
     json_object_put(d);
     return 0;
 }
@@ -223,10 +283,15 @@ cong_elapsed(void)
 static uint64_t
 queue_depth_cells(int p, int tc)
 {
-    if (scen.on)
-        return (p == opt.cong_port && tc == opt.cong_tc && in_surge(since_boot()))
-                   ? (uint64_t)(scen.queue_bytes / 96)
-                   : 0;
+    if (scen.on) {
+        if (tc != opt.cong_tc)
+            return 0;
+        double t = since_boot();
+        uint64_t q = busy_queue(p, t);
+        if (p == opt.cong_port && in_surge(t))
+            q += (uint64_t)scen.queue_bytes;
+        return q / 96;
+    }
     if (p != opt.cong_port || tc != opt.cong_tc)
         return (p % 7 == 0 && tc == 0) ? 3 : 0;
     if (!congested)

@@ -19,6 +19,19 @@ Keys (all optional):
                    them at one instant, however slowly the machine answers (default: none)
   tc_share         share of a port's tx octets/packets per traffic class 0..7
                    (default 0.4 on tc 0, 0.6 on tc 3)
+  busy             a busy fabric around the incident (default: none, every other port flat):
+                   {seed: 1, share: 0.6, max_ecn_pps: 50000, bursty_share: 0.3,
+                   bursts_per_hour: 12, burst_s: 3, burst_ecn_pps: 150000,
+                   queue_bytes_per_pps: 40, burst_queue_bytes: 4000000}. Each port (the
+                   culprit too) is busy with probability share, at its own ECN-mark level
+                   (up to max_ecn_pps on tc), with noise (two sinusoids of 7.3 s and 61 s
+                   at seeded phases: integrable, so counters stay exact functions of t);
+                   a bursty_share of the ports has one incast burst (burst_s at
+                   burst_ecn_pps, burst_queue_bytes of queue) at a seeded place in each
+                   slot of 3600/bursts_per_hour s. Queue depth follows the ECN rate
+                   (queue_bytes_per_pps per mark/s). Port and queue (tc) ECN counters and
+                   the tc's queue depth carry it; the SNMP simulator mirrors the queue
+                   depth (tests/sim/onyx_snmp_sim.c, same formulas).
   congestion       the recurring incident: {port: 49, tc: 3, period_s: 30, duration_s: 2,
                    phase_s: 10, ecn_pps: 200000, wred_pps: 1000, pfc_pps: 500,
                    queue_bytes: 12000000}. A surge is active while
@@ -36,6 +49,26 @@ DEFAULT_CONGESTION = {
     "ecn_pps": 200000.0, "wred_pps": 1000.0, "pfc_pps": 500.0, "queue_bytes": 12000000,
 }
 PAUSE_US_PER_FRAME = 100
+DEFAULT_BUSY = {
+    "seed": 1, "share": 0.6, "max_ecn_pps": 50000.0, "bursty_share": 0.3,
+    "bursts_per_hour": 12.0, "burst_s": 3.0, "burst_ecn_pps": 150000.0,
+    "queue_bytes_per_pps": 40.0, "burst_queue_bytes": 4000000.0,
+}
+M64 = (1 << 64) - 1
+
+
+def splitmix64(x):
+    """The same 64-bit mix as tests/support/rng.h and the SNMP simulator."""
+    x = (x + 0x9E3779B97F4A7C15) & M64
+    z = x
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return z ^ (z >> 31)
+
+
+def unit(h):
+    """A 64-bit hash as a uniform double in [0, 1)."""
+    return (h >> 11) * (1.0 / 9007199254740992.0)
 
 
 class Scenario:
@@ -58,6 +91,72 @@ class Scenario:
         c = dict(DEFAULT_CONGESTION)
         c.update(d.get("congestion", {}))
         self.cong = c
+        self.busy = None
+        if d.get("busy") is not None:
+            b = dict(DEFAULT_BUSY)
+            b.update(d["busy"])
+            self.busy = b
+
+    # ---- the busy fabric (see "busy" above) ----
+    def busy_port(self, p):
+        """(level pps, phase1, phase2, bursty) of port p; level 0 for an idle port."""
+        b = self.busy
+        h = splitmix64((int(b["seed"]) * 1000003 + p) & M64)
+        h2 = splitmix64(h)
+        h3 = splitmix64(h2)
+        h4 = splitmix64(h3)
+        level = b["max_ecn_pps"] * unit(h2) if unit(h) < b["share"] else 0.0
+        return level, 2 * math.pi * unit(h3), 2 * math.pi * unit(h4), unit(splitmix64(h4)) < b["bursty_share"]
+
+    def busy_burst_start(self, p, k):
+        b = self.busy
+        slot = 3600.0 / b["bursts_per_hour"]
+        u = unit(splitmix64((int(b["seed"]) * 7919 + p * 104729 + k * 1299709) & M64))
+        return (k + u * 0.9) * slot
+
+    def busy_burst_seconds(self, p, t):
+        """Seconds of port p's bursts from boot to t."""
+        b = self.busy
+        slot = 3600.0 / b["bursts_per_hour"]
+        total = 0.0
+        k = 0
+        while k * slot <= t:
+            s0 = self.busy_burst_start(p, k)
+            if t > s0:
+                total += min(t - s0, b["burst_s"])
+            k += 1
+        return total
+
+    def busy_in_burst(self, p, t):
+        b = self.busy
+        slot = 3600.0 / b["bursts_per_hour"]
+        k = int(math.floor(t / slot))
+        s0 = self.busy_burst_start(p, k)
+        return s0 <= t < s0 + b["burst_s"]
+
+    def busy_marks(self, p, t):
+        """ECN marks of port p's busy background from boot to t (on the incident's tc)."""
+        if self.busy is None or t <= 0:
+            return 0
+        level, f1, f2, bursty = self.busy_port(p)
+        w1, w2 = 2 * math.pi / 7.3, 2 * math.pi / 61.0
+        x = level * (t + 0.2 / w1 * (math.cos(f1) - math.cos(w1 * t + f1))
+                     + 0.1 / w2 * (math.cos(f2) - math.cos(w2 * t + f2)))
+        if bursty:
+            x += self.busy["burst_ecn_pps"] * self.busy_burst_seconds(p, t)
+        return int(x)
+
+    def busy_queue(self, p, t):
+        """Queue bytes of port p's busy background at t (on the incident's tc)."""
+        if self.busy is None:
+            return 0
+        level, f1, f2, bursty = self.busy_port(p)
+        w1, w2 = 2 * math.pi / 7.3, 2 * math.pi / 61.0
+        rate = level * (1 + 0.2 * math.sin(w1 * t + f1) + 0.1 * math.sin(w2 * t + f2))
+        q = rate * self.busy["queue_bytes_per_pps"]
+        if bursty and self.busy_in_burst(p, t):
+            q += self.busy["burst_queue_bytes"]
+        return int(q)
 
     # ---- time ----
     def since_boot(self, now=None):
@@ -102,9 +201,8 @@ class Scenario:
         return int(self.rate_bps / 8 * ((p % 4) + 1) / 4 * t) // self.packet_bytes + self.counter_base
 
     def port_ecn_marked(self, p, t):
-        if p != self.cong["port"]:
-            return self.counter_base
-        return int(self.cong["ecn_pps"] * self.surge_seconds(t)) + self.counter_base
+        surge = int(self.cong["ecn_pps"] * self.surge_seconds(t)) if p == self.cong["port"] else 0
+        return surge + self.busy_marks(p, t) + self.counter_base
 
     def tc_tx_octets(self, p, tc, t):
         return int((self.port_octets(p, t) - self.counter_base) * self.tc_share[tc]) + self.counter_base
@@ -126,9 +224,12 @@ class Scenario:
         return self.counter_base
 
     def queue_depth_bytes(self, p, tc, t):
-        if p == self.cong["port"] and tc == self.cong["tc"] and self.in_surge(t):
-            return int(self.cong["queue_bytes"])
-        return 0
+        if tc != self.cong["tc"]:
+            return 0
+        q = self.busy_queue(p, t)
+        if p == self.cong["port"] and self.in_surge(t):
+            q += int(self.cong["queue_bytes"])
+        return q
 
     def pfc_rx_pause_frames(self, p, prio, t):
         if p != self.cong["port"] or prio != self.cong["tc"]:
