@@ -15,15 +15,24 @@
  * the device.
  *
  * Cycle: commands are written in batches (all at once, the shell reads them in turn) and
- * the output is split at each line that starts with the learned prompt prefix; the first
- * line of each part is the echoed command. Batch 1: show clock (first, so the request and
+ * the output is split at the prompts (the learned prefix and a mode suffix), found
+ * wherever the lines break: a shell that echoes type-ahead at once (a pty with kernel echo)
+ * echoes the whole batch before the first output and prints each later output on the
+ * prompt's line. Echoes are removed by matching the commands sent, in order, wherever they
+ * are (onyx_strip_echoes). Batch 1: show clock (first, so the request and
  * response times bound the device's answer), show version, show interfaces ethernet
  * | json-print, counters tc 0-7 and pfc prio 0-7 for all ports, show telemetry flows (when
  * flow rules are configured; or show what-just-happened where telemetry flows is missing);
  * batch 2: congestion-control | json-print of every port batch 1 listed.
  * A command answered with `% Unrecognized command` is dropped for this target for good
- * and reported once (log and target detail). Every cycle has a deadline, every session
- * timeout_us without progress, and the output of a batch is bounded (max_output_bytes).
+ * and reported once (log and target detail). When the `| json-print` form of a command
+ * fails (a `%` error, or JSON the parser does not know, as a newer release's layout), its
+ * text form is queued at once in the same cycle and used for this target from then on,
+ * reported once with the reason (log, cli_text_fallbacks in the detail). Only the port
+ * counters (show interfaces ethernet) are essential: any other command failing leaves the
+ * cycle FS_POLL_PARTIAL (the target stays up, the other commands' data is kept).
+ * Every cycle has a deadline, every session timeout_us without progress, and the output of
+ * a batch is bounded (max_output_bytes).
  *
  * Clock probes. `show clock` prints whole seconds and polls come at a fixed phase to the
  * device's second edge, so the poll readings alone leave the offset about a second wide.
@@ -67,6 +76,7 @@
 #define MAX_BATCH 32
 #define SECRET_MAX 512
 #define BACKOFF_MAX_US 60000000LL
+#define JSON_PIPE " | json-print"
 
 enum cmd_kind {
     K_CLOCK,
@@ -110,7 +120,7 @@ struct onyx_target {
     struct fs_sink *sink;
     atomic_bool busy;
     pthread_mutex_t detail_lock;
-    char detail[1280];        /* under detail_lock */
+    char detail[2048];        /* under detail_lock */
     FILE *transcript;         /* under detail_lock */
     bool transcript_mid_line; /* under detail_lock: the last byte written was not a newline */
 
@@ -133,8 +143,11 @@ struct onyx_target {
     uint64_t cycle_id;
     int64_t deadline_us, progress_us;
     struct cmd *q;
-    size_t nq, capq, sent, done, batch_end, resp_start;
-    bool echo_skipped;
+    size_t nq, capq, sent, done, batch_end;
+    size_t resp_start;   /* in rx: where the next command's output starts (after a prompt) */
+    size_t resp_next;    /* set by response_end: after the prompt that ends it */
+    size_t echo_next;    /* q index: the first command sent whose echo was not seen yet */
+    bool requeued;       /* the response just handled queued its command's text form */
     bool draining;       /* a cycle ended while the shell still owed answers: they are read
                             and dropped, then the session is ready again */
     size_t owed;         /* answers still owed while draining */
@@ -147,7 +160,8 @@ struct onyx_target {
     enum fs_poll_result last_fail;
     char last_fail_msg[384];
     bool lacks[K_COUNT];
-    bool json_ifaces_lacking;
+    bool json_off[K_COUNT];          /* the `| json-print` form failed: text form from now on */
+    char json_off_why[K_COUNT][160]; /* why (for the detail) */
     char release[32];
     double last_uptime;
     bool one_at_a_time; /* the CLI pages despite paging off: no pipelining (the pager would eat
@@ -265,7 +279,6 @@ close_session(struct onyx_target *t)
     t->tx_len = 0;
     t->esc_len = 0;
     t->resp_start = 0;
-    t->echo_skipped = false;
     t->enable_pw_sent = false;
     t->rules_checked = false; /* a new session checks the running config again */
     t->config_in_flight = false;
@@ -407,8 +420,7 @@ build_batch1(struct onyx_target *t)
     t->nq = t->sent = t->done = t->batch_end = 0;
     queue_cmd(t, K_CLOCK, "show clock");
     queue_cmd(t, K_VERSION, "show version");
-    queue_cmd(t, K_IFACES, "show interfaces ethernet%s",
-              t->json_ifaces_lacking ? "" : " | json-print");
+    queue_cmd(t, K_IFACES, "show interfaces ethernet%s", t->json_off[K_IFACES] ? "" : JSON_PIPE);
     for (int i = 0; i < 8; i++)
         queue_cmd(t, K_TC, "show interfaces ethernet counters tc %d", i);
     for (int i = 0; i < 8; i++)
@@ -490,9 +502,9 @@ send_batch(struct onyx_target *t)
     size_t end = t->sent + max < t->nq ? t->sent + max : t->nq;
     for (size_t i = t->sent; i < end; i++)
         send_text(t, t->q[i].text, false);
+    t->echo_next = t->sent;
     t->batch_end = end;
     t->sent = end;
-    t->echo_skipped = false;
     t->ss = SS_BUSY;
     t->batch_lo_us = fs_realtime_us();
     flush_tx(t);
@@ -538,14 +550,45 @@ has_pager_line(const char *text, size_t len)
     return false;
 }
 
+/* A command failed (r: what it means for the cycle when the command is essential). Only
+ * the port counters are: another command's failure leaves the cycle partial, the target up
+ * and the other commands' data flowing. A worse result already set is kept. */
 static void
-set_parse_error(struct onyx_target *t, const struct cmd *c, const char *err)
+cmd_failed(struct onyx_target *t, const struct cmd *c, enum fs_poll_result r, const char *err)
 {
-    if (t->result == FS_POLL_OK) {
-        t->result = FS_POLL_PARSE;
-        snprintf(t->msg, sizeof(t->msg), "%s: %.150s", c->text, err);
+    if (c->kind != K_IFACES)
+        r = FS_POLL_PARTIAL;
+    if (t->result == FS_POLL_OK || (t->result == FS_POLL_PARTIAL && r != FS_POLL_PARTIAL)) {
+        t->result = r;
+        snprintf(t->msg, sizeof(t->msg), "`%.80s`: %.150s", c->text, err);
     }
     fs_log(FS_LOG_WARN, SUBSYS, "target %s: `%s`: %s", t->name, c->text, err);
+}
+
+static bool
+is_json_form(const struct cmd *c)
+{
+    size_t n = strlen(c->text), k = strlen(JSON_PIPE);
+    return n > k && strcmp(c->text + n - k, JSON_PIPE) == 0;
+}
+
+/* The `| json-print` form of c failed (why): its text form is queued for this cycle and
+ * used from now on for this target; reported once. */
+static void
+json_fallback(struct onyx_target *t, const struct cmd *c, const char *why)
+{
+    char text[sizeof(c->text)];
+    snprintf(text, sizeof(text), "%.*s", (int)(strlen(c->text) - strlen(JSON_PIPE)), c->text);
+    if (!t->json_off[c->kind]) {
+        t->json_off[c->kind] = true;
+        snprintf(t->json_off_why[c->kind], sizeof(t->json_off_why[c->kind]), "%s", why);
+        fs_log(FS_LOG_WARN, SUBSYS,
+               "target %s: `%s` failed (%s); using the text form of `%s` for this target", t->name,
+               c->text, why, kind_names[c->kind]);
+        update_detail(t);
+    }
+    queue_cmd(t, c->kind, "%s", text); /* c may move: its text was copied */
+    t->requeued = true;
 }
 
 static void
@@ -647,13 +690,12 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
         plan_flow_rules(t, text, len);
         return;
     }
+    const bool json = is_json_form(c);
     if (onyx_error_line(text, len, err, sizeof(err))) {
         bool unknown = strstr(err, "Unrecognized") || strstr(err, "Invalid command") ||
                        strstr(err, "nknown command");
-        if (unknown && c->kind == K_IFACES && !t->json_ifaces_lacking) {
-            t->json_ifaces_lacking = true; /* no json-print here: text from now on */
-            fs_log(FS_LOG_INFO, SUBSYS, "target %s: no `| json-print`; using the text form",
-                   t->name);
+        if (json) {
+            json_fallback(t, c, err);
         } else if (unknown) {
             if (!t->lacks[c->kind])
                 fs_log(FS_LOG_WARN, SUBSYS,
@@ -662,11 +704,7 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
             t->lacks[c->kind] = true;
         } else {
             /* The command exists but failed: the cycle did not get what it asked for. */
-            if (t->result == FS_POLL_OK) {
-                t->result = FS_POLL_PROTOCOL;
-                snprintf(t->msg, sizeof(t->msg), "`%s`: %.150s", c->text, err);
-            }
-            fs_log(FS_LOG_WARN, SUBSYS, "target %s: `%s`: %s", t->name, c->text, err);
+            cmd_failed(t, c, FS_POLL_PROTOCOL, err);
         }
         update_detail(t);
         return;
@@ -702,9 +740,8 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
         break;
     }
     case K_IFACES:
-        rc = t->json_ifaces_lacking
-                 ? onyx_parse_interfaces_text(text, len, &t->samples, err, sizeof(err))
-                 : onyx_parse_interfaces_json(text, len, &t->samples, err, sizeof(err));
+        rc = json ? onyx_parse_interfaces_json(text, len, &t->samples, err, sizeof(err))
+                  : onyx_parse_interfaces_text(text, len, &t->samples, err, sizeof(err));
         if (rc == 0)
             learn_ports(t);
         break;
@@ -717,7 +754,8 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
     case K_CC: {
         struct onyx_tc_profile prof[8];
         size_t np = 0;
-        rc = onyx_parse_congestion_json(text, len, &t->samples, prof, &np, err, sizeof(err));
+        rc = json ? onyx_parse_congestion_json(text, len, &t->samples, prof, &np, err, sizeof(err))
+                  : onyx_parse_congestion_text(text, len, &t->samples, prof, &np, err, sizeof(err));
         for (size_t i = 0; rc == 0 && i < np && !t->profile[0]; i++)
             if (strcasecmp(prof[i].mode, "none") != 0)
                 snprintf(t->profile, sizeof(t->profile), "tc %d %s %s min %s max %s", prof[i].tc,
@@ -738,45 +776,28 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
     case K_COUNT:
         break;
     }
-    if (rc != 0)
-        set_parse_error(t, c, err);
+    if (rc != 0 && json) {
+        onyx_samples_clear(&t->samples); /* the text form's answer replaces it */
+        json_fallback(t, c, err);
+    } else if (rc != 0) {
+        cmd_failed(t, c, FS_POLL_PARSE, err);
+    }
     emit(t, now_real);
 }
 
-/* The next command's response in rx: skips its echoed command line, then finds the
- * prompt line that ends it. True with *end (the prompt line's start) when complete. */
+/* The next command's response in rx: from resp_start (after the previous prompt) to the
+ * prompt that ends it, echoes included. True with *end (the prompt's start) and
+ * t->resp_next (after the prompt: the next response's start) when complete. */
 static bool
 response_end(struct onyx_target *t, size_t *end)
 {
-    if (!t->echo_skipped) {
-        char *nl = memchr(t->rx + t->resp_start, '\n', t->rx_len - t->resp_start);
-        if (!nl)
-            return false;
-        t->resp_start = (size_t)(nl - t->rx) + 1;
-        t->echo_skipped = true;
-    }
-    size_t ls = t->resp_start;
-    while (ls < t->rx_len) {
-        size_t avail = t->rx_len - ls;
-        if (avail >= t->prefix_len) {
-            if (memcmp(t->rx + ls, t->prefix, t->prefix_len) == 0) {
-                *end = ls;
-                return true;
-            }
-        } else if (memcmp(t->rx + ls, t->prefix, avail) == 0) {
-            return false; /* maybe a prompt still arriving */
-        }
-        char *nl = memchr(t->rx + ls, '\n', avail);
-        if (!nl)
-            return false;
-        ls = (size_t)(nl - t->rx) + 1;
-    }
-    return false;
+    return onyx_next_prompt(t->rx, t->rx_len, t->resp_start, t->prefix, t->prefix_len, end,
+                            &t->resp_next);
 }
 
-/* Keeps only the last prompt line in rx (the next command's echo follows it). */
+/* Removes from rx what the responses handled used, up to the last prompt's end. */
 static void
-rx_keep_prompt(struct onyx_target *t)
+rx_consume(struct onyx_target *t)
 {
     memmove(t->rx, t->rx + t->resp_start, t->rx_len - t->resp_start);
     t->rx_len -= t->resp_start;
@@ -792,11 +813,10 @@ drain_responses(struct onyx_target *t)
         size_t end;
         if (!response_end(t, &end))
             return;
-        t->resp_start = end;
-        t->echo_skipped = false;
+        t->resp_start = t->resp_next;
         t->owed--;
     }
-    rx_keep_prompt(t);
+    rx_consume(t);
     t->draining = false;
     t->ss = SS_READY;
     if (t->in_cycle) {
@@ -819,8 +839,16 @@ process_responses(struct onyx_target *t)
         size_t end;
         if (!response_end(t, &end))
             return;
-        const struct cmd *c = &t->q[t->done];
-        handle_response(t, c, t->rx + t->resp_start, end - t->resp_start, fs_realtime_us());
+        /* A copy: handling may queue commands, which moves t->q. */
+        const struct cmd c = t->q[t->done];
+        const char *sent[MAX_BATCH];
+        size_t ns = 0;
+        for (size_t i = t->echo_next; i < t->batch_end && ns < MAX_BATCH; i++)
+            sent[ns++] = t->q[i].text;
+        size_t len = end - t->resp_start;
+        t->echo_next += onyx_strip_echoes(t->rx + t->resp_start, &len, sent, ns);
+        t->requeued = false;
+        handle_response(t, &c, t->rx + t->resp_start, len, fs_realtime_us());
         if (t->pager_broke) {
             t->pager_broke = false;
             fail_session(t, FS_POLL_PROTOCOL,
@@ -828,18 +856,19 @@ process_responses(struct onyx_target *t)
             return;
         }
         t->done++;
-        t->resp_start = end;
-        t->echo_skipped = false;
-        if (c->kind == K_IFACES && !t->lacks[K_CC]) {
+        t->resp_start = t->resp_next;
+        /* After the port list's last form (not one whose text form was just queued). */
+        if (c.kind == K_IFACES && !t->requeued && !t->lacks[K_CC]) {
             for (size_t i = 0; i < t->nports; i++) {
                 const char *p = t->ports[i];
-                queue_cmd(t, K_CC, "show interfaces ethernet %s congestion-control | json-print",
-                          strncmp(p, "Eth", 3) == 0 ? p + 3 : p);
+                queue_cmd(t, K_CC, "show interfaces ethernet %s congestion-control%s",
+                          strncmp(p, "Eth", 3) == 0 ? p + 3 : p,
+                          t->json_off[K_CC] ? "" : JSON_PIPE);
             }
         }
     }
-    /* The batch is complete: keep only the last prompt line. */
-    rx_keep_prompt(t);
+    /* The batch is complete: drop its text, up to the last prompt. */
+    rx_consume(t);
     if (t->config_in_flight) {
         bool pending = false;
         for (size_t i = t->done; i < t->nq; i++)
@@ -887,7 +916,6 @@ send_probe(struct onyx_target *t)
     if (!fs_sink_clock_estimate(t->sink, &off, &unc))
         return;
     fs_clock_prober_sent(&t->prober, off, unc);
-    t->echo_skipped = false;
     t->ss = SS_PROBE;
     send_text(t, "show clock", false);
     t->probe_sent_mono_us = fs_monotonic_us();
@@ -905,8 +933,10 @@ process_probe(struct onyx_target *t)
     if (!response_end(t, &end))
         return;
     const int64_t now_real = fs_realtime_us();
-    const char *text = t->rx + t->resp_start;
-    const size_t len = end - t->resp_start;
+    char *text = t->rx + t->resp_start;
+    size_t len = end - t->resp_start;
+    const char *sent[1] = {"show clock"};
+    onyx_strip_echoes(text, &len, sent, 1);
     char err[256];
     int64_t dev_us, res_us;
     if (onyx_error_line(text, len, err, sizeof(err)) ||
@@ -918,9 +948,8 @@ process_probe(struct onyx_target *t)
         fs_sink_clock_prober_reading(t->sink, &t->prober, dev_us, res_us, t->probe_lo_us, now_real,
                                      true);
     }
-    t->resp_start = end;
-    t->echo_skipped = false;
-    rx_keep_prompt(t);
+    t->resp_start = t->resp_next;
+    rx_consume(t);
     t->ss = SS_READY;
     if (t->in_cycle) {
         send_batch(t); /* the cycle arrived during the probe and waited for its answer */
@@ -1278,6 +1307,21 @@ target_free(struct onyx_target *t)
     free(t);
 }
 
+/* s as the inside of a JSON string: quotes and backslashes escaped, control and non-ASCII
+ * bytes as spaces (a device's message may hold anything, not valid UTF-8); cut to fit len. */
+static void
+json_escape(const char *s, char *out, size_t len)
+{
+    size_t o = 0;
+    for (; *s && o + 3 < len; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            out[o++] = '\\';
+        out[o++] = ch < 0x20 || ch >= 0x7f ? ' ' : (char)ch;
+    }
+    out[o] = '\0';
+}
+
 static void
 update_detail(struct onyx_target *t)
 {
@@ -1287,25 +1331,38 @@ update_detail(struct onyx_target *t)
         if (t->lacks[k] && o < sizeof(dropped))
             o += (size_t)snprintf(dropped + o, sizeof(dropped) - o, "%s\"%s\"", o ? "," : "",
                                   kind_names[k]);
-    char d[1280];
-    snprintf(
-        d, sizeof(d),
-        "\"cli_session\":\"%s\",\"cli_release\":\"%s\",\"cli_interfaces_form\":\"%s\","
-        "\"cli_dropped_commands\":[%s],\"cli_ecn_profile\":\"%s\",\"cli_sessions_opened\":%llu,"
-        "\"cli_flow_rules\":\"%s\",\"cli_pipelining\":%s,\"cli_clock_probes\":%llu,"
-        "\"cli_clock_probing\":\"%s\"",
-        t->ss == SS_DOWN                                               ? "down"
-        : (t->ss == SS_READY || t->ss == SS_BUSY || t->ss == SS_PROBE) ? "up"
-                                                                       : "opening",
-        t->release, t->json_ifaces_lacking ? "text" : "json", dropped, t->profile,
-        (unsigned long long)t->sessions,
-        !t->cfg.apply_flow_rules ? "not applied (apply_flow_rules off)"
-        : t->config_in_flight    ? "applying"
-        : !t->rules_checked      ? "not checked"
-        : t->config_failed       ? "failed, rolled back"
-                                 : "in place",
-        t->one_at_a_time ? "false" : "true", (unsigned long long)t->prober.sent,
-        t->prober.state ? t->prober.state : FS_CLOCK_PROBER_STATE_NONE);
+    char fallbacks[768] = "";
+    o = 0;
+    for (int k = 0; k < K_COUNT; k++) {
+        if (!t->json_off[k] || o >= sizeof(fallbacks))
+            continue;
+        char why[2 * sizeof(t->json_off_why[k])];
+        json_escape(t->json_off_why[k], why, sizeof(why));
+        o += (size_t)snprintf(fallbacks + o, sizeof(fallbacks) - o,
+                              "%s{\"command\":\"%s\",\"reason\":\"%s\"}", o ? "," : "",
+                              kind_names[k], why);
+    }
+    if (o >= sizeof(fallbacks)) /* cut: keep the JSON valid */
+        snprintf(fallbacks, sizeof(fallbacks), "{\"command\":\"(too many)\",\"reason\":\"\"}");
+    char d[2048];
+    snprintf(d, sizeof(d),
+             "\"cli_session\":\"%s\",\"cli_release\":\"%s\",\"cli_interfaces_form\":\"%s\","
+             "\"cli_text_fallbacks\":[%s],\"cli_dropped_commands\":[%s],\"cli_ecn_profile\":\"%s\","
+             "\"cli_sessions_opened\":%llu,"
+             "\"cli_flow_rules\":\"%s\",\"cli_pipelining\":%s,\"cli_clock_probes\":%llu,"
+             "\"cli_clock_probing\":\"%s\"",
+             t->ss == SS_DOWN                                               ? "down"
+             : (t->ss == SS_READY || t->ss == SS_BUSY || t->ss == SS_PROBE) ? "up"
+                                                                            : "opening",
+             t->release, t->json_off[K_IFACES] ? "text" : "json", fallbacks, dropped, t->profile,
+             (unsigned long long)t->sessions,
+             !t->cfg.apply_flow_rules ? "not applied (apply_flow_rules off)"
+             : t->config_in_flight    ? "applying"
+             : !t->rules_checked      ? "not checked"
+             : t->config_failed       ? "failed, rolled back"
+                                      : "in place",
+             t->one_at_a_time ? "false" : "true", (unsigned long long)t->prober.sent,
+             t->prober.state ? t->prober.state : FS_CLOCK_PROBER_STATE_NONE);
     pthread_mutex_lock(&t->detail_lock);
     bool changed = strcmp(d, t->detail) != 0;
     if (changed)

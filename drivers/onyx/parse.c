@@ -349,6 +349,98 @@ onyx_error_line(const char *text, size_t len, char *msg, size_t msglen)
     return false;
 }
 
+/* The mode suffix of a prompt at buf[i]: 1 with *end after it, 0 when the buffer ends
+ * before it is complete, -1 when buf[i] does not start one. */
+static int
+prompt_suffix(const char *buf, size_t len, size_t i, size_t *end)
+{
+    if (i >= len)
+        return 0;
+    if (buf[i] == '(') {
+        static const char cfg[] = "(config";
+        size_t k = 0;
+        for (; k < sizeof(cfg) - 1; k++) {
+            if (i + k >= len)
+                return 0;
+            if (buf[i + k] != cfg[k])
+                return -1;
+        }
+        for (i += k; i < len && buf[i] != ')'; i++)
+            if (buf[i] == '\n')
+                return -1;
+        if (i >= len)
+            return 0;
+        for (i++; i < len && buf[i] == ' '; i++)
+            ;
+        if (i >= len)
+            return 0;
+        if (buf[i] != '#')
+            return -1;
+    } else if (buf[i] != '#' && buf[i] != '>') {
+        return -1;
+    }
+    /* The trailing space real prompts have; a line end is taken too. */
+    if (i + 1 >= len)
+        return 0;
+    if (buf[i + 1] != ' ' && buf[i + 1] != '\n')
+        return -1;
+    *end = i + 2;
+    return 1;
+}
+
+bool
+onyx_next_prompt(const char *buf, size_t len, size_t from, const char *prefix, size_t prefix_len,
+                 size_t *pstart, size_t *pend)
+{
+    bool found = false;
+    size_t i = from;
+    /* Anywhere, not only at line starts: an output without a final line end runs into the
+     * prompt. Prefix and suffix together do not occur in outputs. */
+    while (!found && prefix_len > 0 && i + prefix_len <= len) {
+        const char *p = memchr(buf + i, prefix[0], len - i);
+        if (!p || (size_t)(p - buf) + prefix_len > len)
+            break;
+        i = (size_t)(p - buf);
+        if (memcmp(p, prefix, prefix_len) == 0) {
+            int r = prompt_suffix(buf, len, i + prefix_len, pend);
+            if (r == 0)
+                break; /* still arriving */
+            if (r > 0) {
+                *pstart = i;
+                found = true;
+            }
+        }
+        i++;
+    }
+    return found;
+}
+
+size_t
+onyx_strip_echoes(char *text, size_t *len, const char *const *cmds, size_t n)
+{
+    size_t seen = 0, r = 0, w = 0, l = *len;
+    while (r < l) {
+        const char *nl = memchr(text + r, '\n', l - r);
+        size_t e = nl ? (size_t)(nl - text) + 1 : l;
+        const char *s = text + r;
+        size_t sn = (nl ? e - 1 : e) - r;
+        onyx_trim(&s, &sn);
+        bool echo = false;
+        for (size_t j = seen; j < n && sn > 0 && !echo; j++)
+            if (strlen(cmds[j]) == sn && memcmp(s, cmds[j], sn) == 0) {
+                echo = true;
+                seen = j + 1;
+            }
+        if (!echo) {
+            memmove(text + w, text + r, e - r);
+            w += e - r;
+        }
+        r = e;
+    }
+    *len = w;
+    return seen;
+}
+
 bool
 onyx_json_span(const char *text, size_t len, size_t *start, size_t *end)
 {

@@ -75,6 +75,28 @@ bool onyx_pager_at_end(const char *buf, size_t len, size_t *pager_start);
 bool onyx_password_prompt_at_end(const char *buf, size_t len);
 
 /**
+ * The first prompt in a shell's output from offset from: the learned prompt prefix (e.g.
+ * `sw [standalone: master] `) then a mode suffix (`> `, `# `, `(config...) # `), wherever
+ * the lines break: at a line start, right after another prompt (a command without output),
+ * after an output without a final line end; and the next output may follow it on the same
+ * line (a shell that echoes type-ahead at once, as a pty with kernel echo, prints each
+ * output right after the prompt). True with *pstart / *pend (the prompt's first byte / the
+ * first byte after it); false when there is none yet (one still arriving counts as none).
+ */
+bool onyx_next_prompt(const char *buf, size_t len, size_t from, const char *prefix,
+                      size_t prefix_len, size_t *pstart, size_t *pend);
+
+/**
+ * Removes the shell's echoes from one command's output, in place: a line that is (spaces
+ * trimmed) one of cmds[0..n) — the commands sent whose echo was not seen yet, in the order
+ * sent — is an echo, wherever it is (a shell may echo a whole batch before the first
+ * output). Echoes come in order: matching cmds[j] marks cmds[0..j] seen, and later lines
+ * are compared with cmds[j+1..n) only. *len gets the new length; returns how many of cmds
+ * are now seen.
+ */
+size_t onyx_strip_echoes(char *text, size_t *len, const char *const *cmds, size_t n);
+
+/**
  * The first line of text that starts with `%` (a command error), copied into msg without
  * the line end. Returns true if there is one.
  */
@@ -147,6 +169,15 @@ int onyx_parse_congestion_json(const char *text, size_t len, struct onyx_samples
                                size_t errlen);
 
 /* ---------------- per-TC, PFC, clock, telemetry flows (assumed layouts) ---------------- */
+
+/**
+ * `show interfaces ethernet <port> congestion-control` text form (the fallback when the
+ * JSON form fails): the same samples and profiles as onyx_parse_congestion_json. Layout
+ * ASSUMED: parse_assumed.c (A4).
+ */
+int onyx_parse_congestion_text(const char *text, size_t len, struct onyx_samples *out,
+                               struct onyx_tc_profile *profiles, size_t *n_profiles, char *errbuf,
+                               size_t errlen);
 
 /** `show interfaces ethernet counters tc N` (all ports). Layout ASSUMED: parse_assumed.c. */
 int onyx_parse_tc_counters(const char *text, size_t len, struct onyx_samples *out, char *errbuf,

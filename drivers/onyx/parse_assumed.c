@@ -26,6 +26,12 @@
  * |                                                |     Dropped  Queue-depth`, columns found by |
  * |                                                |     header name (any order, extra columns   |
  * |                                                |     ignored), a dashed ruler optional.      |
+ * | show interfaces ethernet <p> congestion-control| A4: the JSON form's elements as blocks: a   |
+ * | (text form; its JSON form is VERBATIM)         |     title line `Interface ethernet 1/1` or  |
+ * |                                                |     `TC-N`, then indented `Key: value` lines|
+ * |                                                |     with the JSON form's keys (`ECN marked  |
+ * |                                                |     packets`, `Mode`, `RED dropped packets`,|
+ * |                                                |     ...); key padding free.                 |
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -343,4 +349,84 @@ onyx_parse_telemetry_flows(const char *text, size_t len, struct onyx_samples *ou
         return -1;
     }
     return 0;
+}
+
+/* ---------------- A4: congestion-control, text form ---------------- */
+
+int
+onyx_parse_congestion_text(const char *text, size_t len, struct onyx_samples *out,
+                           struct onyx_tc_profile *profiles, size_t *n_profiles, char *errbuf,
+                           size_t errlen)
+{
+    size_t pos = 0, ll;
+    const char *ls;
+    char port[ONYX_LABEL_VALUE_MAX] = "";
+    char tc[8] = "";
+    struct onyx_tc_profile *prof = NULL;
+    int rc = 0;
+    if (n_profiles)
+        *n_profiles = 0;
+    while (rc == 0 && onyx_next_line(text, len, &pos, &ls, &ll)) {
+        const char *t = ls;
+        size_t tn = ll;
+        onyx_trim(&t, &tn);
+        if (tn == 0)
+            continue;
+        if (!isspace((unsigned char)ls[0])) { /* a block title */
+            static const char ifp[] = "Interface ethernet ";
+            uint64_t v;
+            size_t used;
+            tc[0] = '\0';
+            prof = NULL;
+            if (tn > sizeof(ifp) - 1 && strncasecmp(t, ifp, sizeof(ifp) - 1) == 0) {
+                const char *n = t + sizeof(ifp) - 1;
+                size_t nn = tn - (sizeof(ifp) - 1);
+                snprintf(port, sizeof(port), "%s%.*s", isdigit((unsigned char)n[0]) ? "Eth" : "",
+                         (int)nn, n);
+            } else if (port[0] && tn > 3 && strncasecmp(t, "TC-", 3) == 0 &&
+                       onyx_parse_u64(t + 3, tn - 3, &v, &used) && used == tn - 3 && v < 16) {
+                snprintf(tc, sizeof(tc), "%u", (unsigned)v);
+                if (profiles && n_profiles && *n_profiles < 8) {
+                    prof = &profiles[(*n_profiles)++];
+                    memset(prof, 0, sizeof(*prof));
+                    prof->tc = (int)v;
+                }
+            }
+            continue;
+        }
+        const char *colon = memchr(t, ':', tn);
+        if (!port[0] || !colon)
+            continue;
+        const char *k = t, *v = colon + 1;
+        size_t kn = (size_t)(colon - t), vn = tn - kn - 1;
+        onyx_trim(&k, &kn);
+        onyx_trim(&v, &vn);
+        uint64_t n;
+        size_t used;
+        bool num = onyx_parse_u64(v, vn, &n, &used) && used == vn;
+        if (!tc[0]) {
+            if (num && onyx_eq(k, kn, "ECN marked packets"))
+                rc = onyx_add_counter(out, FS_M_PORT_ECN_MARKED, n, 1.0, "interface", port, NULL,
+                                      NULL, NULL, NULL);
+            continue;
+        }
+        if (num && onyx_eq(k, kn, "RED dropped packets"))
+            rc = onyx_add_counter(out, FS_M_QUEUE_WRED_DROPPED, n, 1.0, "interface", port, "tc", tc,
+                                  NULL, NULL);
+        else if (prof && onyx_eq(k, kn, "Mode"))
+            snprintf(prof->mode, sizeof(prof->mode), "%.*s", (int)vn, v);
+        else if (prof && onyx_eq(k, kn, "Threshold mode"))
+            snprintf(prof->threshold_mode, sizeof(prof->threshold_mode), "%.*s", (int)vn, v);
+        else if (prof && onyx_eq(k, kn, "Minimum threshold"))
+            snprintf(prof->min, sizeof(prof->min), "%.*s", (int)vn, v);
+        else if (prof && onyx_eq(k, kn, "Maximum threshold"))
+            snprintf(prof->max, sizeof(prof->max), "%.*s", (int)vn, v);
+    }
+    if (rc < 0)
+        onyx_errf(errbuf, errlen, "out of memory");
+    else if (!port[0]) {
+        onyx_errf(errbuf, errlen, "congestion-control: no `Interface ethernet` block");
+        rc = -1;
+    }
+    return rc;
 }

@@ -13,7 +13,7 @@
  *
  * Every interval it starts one cycle on each target (deadline D, default 90 % of the
  * interval) and waits for all of them. After each poll it prints
- *   `poll K result=<ok|timeout|auth|protocol|parse> wall_ms=W msg=<text>` (target 0)
+ *   `poll K result=<ok|timeout|auth|protocol|parse|partial> wall_ms=W msg=<text>` (target 0)
  * and, with --grep, the /metrics lines matching RE prefixed with `poll K `.
  * --wait-file F: before each poll after the first, waits until F exists and then deletes
  * it, so a test can change the simulated switch between polls without sleeping.
@@ -268,7 +268,7 @@ main(int argc, char **argv)
             fs_buf_reset(&b);
             fs_expo_render(st, &b);
         }
-        char msg[512] = "";
+        char msg[2048] = "";
         {
             /* the cycle's message as the store keeps it is internal; the driver's log has
              * it too. Print the result and the target's detail. */
@@ -287,14 +287,14 @@ main(int argc, char **argv)
     double cpu = fs_ph_cpu_ms() - (polls > 1 ? cpu_after_first : cpu0);
     if (print_metrics)
         fwrite(b.data, 1, b.len, stdout);
-    char detail[1024];
+    char detail[2048];
     fs_onyx_target_describe(ds, ts[0], detail, sizeof(detail));
     int later = polls > 1 ? polls - 1 : 1;
     printf("SUMMARY targets=%d polls=%d ok=%lu timeout=%lu auth=%lu protocol=%lu parse=%lu "
-           "wall_ms_avg=%.2f wall_ms_max=%.2f cpu_ms_per_poll=%.2f\n",
+           "partial=%lu wall_ms_avg=%.2f wall_ms_max=%.2f cpu_ms_per_poll=%.2f\n",
            ntargets, polls, fs_ph_result_count(0), fs_ph_result_count(1), fs_ph_result_count(2),
-           fs_ph_result_count(3), fs_ph_result_count(4), wall_sum / 1e3 / later, wall_max / 1e3,
-           cpu / later / ntargets);
+           fs_ph_result_count(3), fs_ph_result_count(4), fs_ph_result_count(5),
+           wall_sum / 1e3 / later, wall_max / 1e3, cpu / later / ntargets);
     printf("DETAIL {%s}\n", detail);
     if (cfg.plan_only) {
         char plan[8192];

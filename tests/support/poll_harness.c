@@ -7,8 +7,8 @@
 #include <sys/resource.h>
 #include <time.h>
 
-const char *const fs_ph_result_names[FS_PH_RESULTS] = {"ok", "timeout", "auth", "protocol",
-                                                       "parse"};
+const char *const fs_ph_result_names[FS_PH_RESULTS] = {"ok",       "timeout", "auth",
+                                                       "protocol", "parse",   "partial"};
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;

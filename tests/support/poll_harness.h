@@ -16,7 +16,7 @@
 #include "store/store.h"
 #include "util/buf.h"
 
-#define FS_PH_RESULTS 5 /* enum fs_poll_result: ok, timeout, auth, protocol, parse */
+#define FS_PH_RESULTS 6 /* enum fs_poll_result: ok, timeout, auth, protocol, parse, partial */
 
 extern const char *const fs_ph_result_names[FS_PH_RESULTS];
 

@@ -399,6 +399,165 @@ test_pager_password_errors_clean(void **state)
     assert_memory_equal(buf, "abc\nd Xe", 8);
 }
 
+/* ---------------- splitting a shell's output at prompts ---------------- */
+
+#define P "sw-1 [standalone: master] "
+
+/* Cuts stream into outputs at prompts from *from, as the driver does: the next output's text
+ * (echoes of sent[*seen..n) removed) into out; false when no complete output is left. */
+static bool
+next_output(char *stream, size_t len, size_t *from, const char *const *sent, size_t n, size_t *seen,
+            char *out, size_t outlen)
+{
+    size_t ps = 0, pe = 0;
+    if (!onyx_next_prompt(stream, len, *from, P, strlen(P), &ps, &pe))
+        return false;
+    size_t tl = ps - *from;
+    *seen += onyx_strip_echoes(stream + *from, &tl, sent + *seen, n - *seen);
+    assert_true(tl < outlen);
+    memcpy(out, stream + *from, tl);
+    out[tl] = '\0';
+    *from = pe;
+    return true;
+}
+
+/* A pty with kernel echo, a batch sent at once: every echo comes first, then each output
+ * starts on the prompt's line (the JSON document after `# `), commands without output
+ * leave prompts back to back. */
+static void
+test_split_outputs_on_prompt_lines(void **state)
+{
+    (void)state;
+    const char *const sent[] = {"show clock", "show interfaces ethernet | json-print",
+                                "configure terminal", "exit", "show version"};
+    char stream[] = "show clock\n"
+                    "show interfaces ethernet | json-print\n"
+                    "configure terminal\n"
+                    "exit\n"
+                    "show version\n"
+                    "Time:       09:14:00\nDate:       2026/12/04\n" P "# [\n"
+                    "    {\n"
+                    "        \"Eth1/1\": [\n"
+                    "            {\"Operational state\": \"Up\", \"Rx\": {\"bytes\": \"5\"}}\n"
+                    "        ]\n"
+                    "    }\n"
+                    "]\n" P "# " P "(config) # " P "# Product name:      Onyx\n"
+                    "Product release:   3.8.2306\n" P "# ";
+    size_t len = strlen(stream), from = 0, seen = 0;
+    char out[512], err[128];
+    struct onyx_samples s = {0};
+
+    assert_true(next_output(stream, len, &from, sent, 5, &seen, out, sizeof(out)));
+    assert_int_equal(seen, 5); /* all five echoes were in the first output */
+    assert_string_equal(out, "Time:       09:14:00\nDate:       2026/12/04\n");
+    int64_t us, res;
+    assert_int_equal(onyx_parse_clock(out, strlen(out), &us, &res, err, sizeof(err)), 0);
+
+    assert_true(next_output(stream, len, &from, sent, 5, &seen, out, sizeof(out)));
+    assert_int_equal(out[0], '[');
+    assert_int_equal(onyx_parse_interfaces_json(out, strlen(out), &s, err, sizeof(err)), 0);
+    PORT_COUNTER(&s, FS_M_PORT_BYTES, "Eth1/1", "rx", 5);
+
+    assert_true(next_output(stream, len, &from, sent, 5, &seen, out, sizeof(out)));
+    assert_string_equal(out, ""); /* configure terminal */
+    assert_true(next_output(stream, len, &from, sent, 5, &seen, out, sizeof(out)));
+    assert_string_equal(out, ""); /* exit, answered by the (config) prompt */
+    assert_true(next_output(stream, len, &from, sent, 5, &seen, out, sizeof(out)));
+    struct onyx_version v;
+    assert_int_equal(onyx_parse_version_text(out, strlen(out), &v, err, sizeof(err)), 0);
+    assert_string_equal(v.release, "3.8.2306");
+    assert_false(next_output(stream, len, &from, sent, 5, &seen, out, sizeof(out)));
+    assert_int_equal(from, len);
+    onyx_samples_free(&s);
+}
+
+/* The CLI's own echo (`<prompt><command>` then the output on the next line), output
+ * without a final line end, echoes interleaved in the middle of an output. */
+static void
+test_split_outputs_cli_echo(void **state)
+{
+    (void)state;
+    const char *const sent[] = {"show clock", "show version"};
+    char stream[] = "show clock\n% Unrecognized command \"clock\".\nType \"?\" for help.\n" P
+                    "# show version\nProduct name:      Onyx\nProduct release:   3.6.5000" P "# ";
+    size_t len = strlen(stream), from = 0, seen = 0;
+    char out[256], msg[64];
+    assert_true(next_output(stream, len, &from, sent, 2, &seen, out, sizeof(out)));
+    assert_int_equal(seen, 1);
+    assert_true(onyx_error_line(out, strlen(out), msg, sizeof(msg)));
+    assert_string_equal(msg, "% Unrecognized command \"clock\".");
+    /* "...3.6.5000" runs into the prompt: found all the same */
+    assert_true(next_output(stream, len, &from, sent, 2, &seen, out, sizeof(out)));
+    assert_int_equal(seen, 2);
+    assert_string_equal(out, "Product name:      Onyx\nProduct release:   3.6.5000");
+    assert_int_equal(from, len);
+
+    /* Echoes anywhere, in order; an output line equal to an earlier command is kept. */
+    const char *const cmds[] = {"a b", "c", "d"};
+    char t[] = "x\n  c  \ny\na b\nd\nz";
+    size_t tl = strlen(t);
+    assert_int_equal(onyx_strip_echoes(t, &tl, cmds, 3), 3);
+    assert_int_equal(tl, 9);
+    assert_memory_equal(t, "x\ny\na b\nz", 9);
+}
+
+/* Prompts still arriving, and lines that only look like one. */
+static void
+test_next_prompt_edges(void **state)
+{
+    (void)state;
+    size_t ps, pe;
+    const char *partial[] = {"out\nsw-1 [standalone: mas", "out\n" P, "out\n" P "#",
+                             "out\n" P "(config", "out\n" P "(config) "};
+    for (size_t i = 0; i < sizeof(partial) / sizeof(partial[0]); i++)
+        assert_false(onyx_next_prompt(partial[i], strlen(partial[i]), 0, P, strlen(P), &ps, &pe));
+    const char *not_prompt = "x " P "#x\n" P "says hi\n" P "(conf) # \n" P "(config\n) # ";
+    assert_false(onyx_next_prompt(not_prompt, strlen(not_prompt), 0, P, strlen(P), &ps, &pe));
+    const char *sub = "out\n" P "(config interface ethernet 1/1) # rest";
+    assert_true(onyx_next_prompt(sub, strlen(sub), 0, P, strlen(P), &ps, &pe));
+    assert_int_equal(ps, 4);
+    assert_string_equal(sub + pe, "rest");
+    const char *user = P "> ";
+    assert_true(onyx_next_prompt(user, strlen(user), 0, P, strlen(P), &ps, &pe));
+    assert_int_equal(pe, strlen(user));
+}
+
+/* The text form of congestion-control (the fallback; layout assumed, the simulator's). */
+static void
+test_congestion_text(void **state)
+{
+    (void)state;
+    const char *t = "Interface ethernet 1/7\n"
+                    "  ECN marked packets: 9007199254740993\n"
+                    "TC-0\n"
+                    "  Mode: none\n"
+                    "TC-3\n"
+                    "  Mode: ECN\n"
+                    "  Threshold mode: absolute\n"
+                    "  Minimum threshold: 500 KB\n"
+                    "  Maximum threshold: 1550 KB\n"
+                    "  RED dropped packets: 17\n";
+    struct onyx_samples s = {0};
+    struct onyx_tc_profile prof[8];
+    size_t np = 0;
+    char err[128];
+    assert_int_equal(onyx_parse_congestion_text(t, strlen(t), &s, prof, &np, err, sizeof(err)), 0);
+    assert_true(find(&s, FS_M_PORT_ECN_MARKED, "interface", "Eth1/7", 0, 0, 0, 0)->raw ==
+                9007199254740993ULL);
+    assert_true(find(&s, FS_M_QUEUE_WRED_DROPPED, "interface", "Eth1/7", "tc", "3", 0, 0)->raw ==
+                17);
+    assert_int_equal(count_metric(&s, FS_M_QUEUE_WRED_DROPPED), 1);
+    assert_int_equal(np, 2);
+    assert_int_equal(prof[1].tc, 3);
+    assert_string_equal(prof[1].mode, "ECN");
+    assert_string_equal(prof[1].max, "1550 KB");
+    assert_string_equal(prof[0].mode, "none");
+    onyx_samples_free(&s);
+    assert_int_not_equal(
+        onyx_parse_congestion_text("TC-3\n  Mode: ECN\n", 16, &s, NULL, NULL, err, sizeof(err)), 0);
+    onyx_samples_free(&s);
+}
+
 /* ---------------- WJH (the WJH library's table, verbatim from Cumulus) ---------------- */
 
 struct wjh_acc {
@@ -562,6 +721,10 @@ main(void)
         cmocka_unit_test(test_congestion_json),
         cmocka_unit_test(test_prompts_from_captures),
         cmocka_unit_test(test_pager_password_errors_clean),
+        cmocka_unit_test(test_split_outputs_on_prompt_lines),
+        cmocka_unit_test(test_split_outputs_cli_echo),
+        cmocka_unit_test(test_next_prompt_edges),
+        cmocka_unit_test(test_congestion_text),
         cmocka_unit_test(test_wjh_tables),
         cmocka_unit_test(test_tc_and_pfc_counters),
         cmocka_unit_test(test_clock),

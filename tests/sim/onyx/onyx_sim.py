@@ -25,13 +25,26 @@ Scenario keys read here in addition to scenario.py's (all optional):
                     (default one rule "nccl", udp 4791, tc = the congestion tc)
   onyx_lacks        [CMD, ...]: commands this model lacks (answered `% Unrecognized command`)
   onyx_faults       {"hang": CMD, "drop": CMD, "malformed": CMD, "reject": CMD, "flood": CMD,
-                    "slow": CMD}: a command starting with CMD never answers / closes the
-                    connection halfway through its output / gets a garbled line /
-                    (configuration) fails with a `%` line / prints without end / answers
-                    after onyx_slow_s seconds (default 2).
-  onyx_paging_sticky  true: `no cli session paging enable` leaves paging on The scenario file is re-read whenever it
-                    changes, so a test adds and removes faults (and reboots the switch by
-                    moving boot_epoch_s) while sessions stay open.
+                    "slow": CMD, "error": CMD}: a command starting with CMD never answers /
+                    closes the connection halfway through its output / gets a garbled line
+                    / (configuration) fails with a `%` line / prints without end / answers
+                    after onyx_slow_s seconds (default 2) / (show) fails with a `%` line
+                    although the command exists.
+  onyx_paging_sticky  true: `no cli session paging enable` leaves paging on
+  onyx_echo         "cli" (default): the CLI echoes each command line when it reads it, so
+                    an output starts on the line after `<prompt><command>`.
+                    "typeahead": a pty with kernel echo: input is echoed the moment it
+                    arrives, so commands sent together are echoed together before the
+                    first output, and each later output starts on the prompt's line
+                    (`sw [standalone: master] # [`, `sw [standalone: master] # Eth1/1`);
+                    a command without output leaves two prompts on one line.
+  onyx_json_fails   {CMD: "unrecognized" | "layout"}: `CMD... | json-print` fails while the
+                    text form works: `% Unrecognized command "json-print".`, or a JSON
+                    document in a layout the driver does not know (a made-up "newer
+                    release" layout: {"interfaces": [{"name": .., "counters": ..}]} /
+                    {"interface": .., "traffic-classes": [..]}; NOT from a real device).
+The scenario file is re-read whenever it changes, so a test adds and removes faults (and
+reboots the switch by moving boot_epoch_s) while sessions stay open.
 
 Layouts that onyx-facts.md does not have (per-TC and PFC counters, show clock, telemetry
 flows, WJH on ONYX) are the ones drivers/onyx/parse_assumed.c assumes (UNVERIFIED).
@@ -83,6 +96,7 @@ class Sim:
             self.acls = {n: {int(k): v for k, v in r.items()} for n, r in d.get("acls", {}).items()}
         self.inbuf = b""
         self.tty = False
+        self.echo_off = False  # a password is being read: the terminal does not echo it
 
     # ---- scenario ----
     def load(self):
@@ -133,7 +147,18 @@ class Sim:
         if not chunk:
             sys.exit(0)
         self.inbuf += chunk
+        if self.typeahead() and not self.echo_off:  # kernel echo: as it arrives
+            self.write(chunk.decode(errors="replace").replace("\r\n", "\n").replace("\r", "\n"))
         return True
+
+    def typeahead(self):
+        return self.opt("onyx_echo", "cli") == "typeahead"
+
+    def take_typeahead(self):
+        """Reads (and so, with kernel echo, echoes) all input already sent, as a pty echoes
+        type-ahead before the program reads it."""
+        while select.select([0], [], [], 0)[0]:
+            self.read_more(0)
 
     def read_line(self, echo=True):
         while True:
@@ -145,7 +170,9 @@ class Sim:
                         rest = rest[1:]
                     self.inbuf = rest
                     text = line.decode(errors="replace")
-                    if echo:
+                    if self.typeahead() and not self.echo_off:
+                        pass  # echoed on arrival (read_more)
+                    elif echo:
                         self.write(text + "\n")
                     else:
                         self.write("\n")
@@ -225,6 +252,8 @@ class Sim:
         self.write("Mellanox Switch\n\n")
         while True:
             self.write(self.prompt())
+            if self.typeahead():
+                self.take_typeahead()
             line = self.read_line()
             self.load()
             cmd = " ".join(line.split())
@@ -234,6 +263,9 @@ class Sim:
                 self.hang()
             if self.fault("slow", cmd):  # a slow but healthy CLI: answers late
                 time.sleep(float(self.opt("onyx_slow_s", 2.0)))
+            if self.fault("error", cmd):  # the command exists but fails this time
+                self.write("% Internal error: the command failed (simulated)\n")
+                continue
             lacking = [p for p in self.opt("onyx_lacks", []) if cmd.startswith(p)]
             if lacking:  # a command this model does not have
                 words = cmd.split()
@@ -249,18 +281,34 @@ class Sim:
     def unrecognized(self, cmd):
         self.write('%% Unrecognized command "%s".\nType "?" for help.\n' % cmd.split()[0])
 
+    def json_fails(self, cmd):
+        """How `cmd | json-print` fails in this scenario (onyx_json_fails), or None."""
+        for pref, how in (self.opt("onyx_json_fails", {}) or {}).items():
+            if cmd.startswith(pref):
+                return how
+        return None
+
     def dispatch(self, cmd):
         json_print = False
         if cmd.endswith("| json-print"):
             json_print = True
             cmd = cmd[: -len("| json-print")].strip()
+            how = self.json_fails(cmd)
+            if how == "unrecognized":
+                return self.unrecognized("json-print")
+            if how == "layout":
+                json_print = "layout"
         w = cmd.split()
         if w[0] in ("enable", "ena", "en"):
             if self.mode == "user":
                 pw = self.opt("enable_password", None)
                 if pw:
                     self.write("Password: ")
-                    got = self.read_line(echo=False)
+                    self.echo_off = True
+                    try:
+                        got = self.read_line(echo=False)
+                    finally:
+                        self.echo_off = False
                     if got != pw:
                         self.write("% Authentication failed\n")
                         return
@@ -434,6 +482,14 @@ class Sim:
         return c, c
 
     def interfaces(self, ports, t, js, new_json):
+        if js == "layout":  # made-up "newer release" layout (onyx_json_fails)
+            items = []
+            for p in ports:
+                rx, tx = self.port_counters(p, t)
+                items.append({"name": self.sc.port_name(p), "oper-state": "up",
+                              "counters": {"rx": {k: v for k, v in rx.items()},
+                                           "tx": {k: v for k, v in tx.items()}}})
+            return json.dumps({"interfaces": items}, indent=4) + "\n"
         if js:
             items = []
             for p in ports:
@@ -512,6 +568,9 @@ class Sim:
                               "RED dropped packets": str(sc.tc_wred_dropped(p, tc, t))})
             else:
                 items.append({"header": "TC-%d" % tc, "Mode": "none"})
+        if js == "layout":  # made-up "newer release" layout (onyx_json_fails)
+            return json.dumps({"interface": items[0]["Interface ethernet"],
+                               "traffic-classes": items[1:]}, indent=4) + "\n"
         if js:
             return json.dumps(items, indent=4) + "\n"
         # The text form is not in the facts: printed as Key: value blocks (unverified).
