@@ -395,13 +395,16 @@ onyx_next_prompt(const char *buf, size_t len, size_t from, const char *prefix, s
     bool found = false;
     size_t i = from;
     /* Anywhere, not only at line starts: an output without a final line end runs into the
-     * prompt. Prefix and suffix together do not occur in outputs. */
+     * prompt. A tagged prefix (`host [standalone: master] `) and a suffix together do not
+     * occur in outputs; a bare `host ` might, so that one only starts a line. */
+    const bool tagged = memchr(prefix, ']', prefix_len) != NULL;
     while (!found && prefix_len > 0 && i + prefix_len <= len) {
         const char *p = memchr(buf + i, prefix[0], len - i);
         if (!p || (size_t)(p - buf) + prefix_len > len)
             break;
         i = (size_t)(p - buf);
-        if (memcmp(p, prefix, prefix_len) == 0) {
+        bool may_start = tagged || i == from || buf[i - 1] == '\n';
+        if (may_start && memcmp(p, prefix, prefix_len) == 0) {
             int r = prompt_suffix(buf, len, i + prefix_len, pend);
             if (r == 0)
                 break; /* still arriving */

@@ -78,7 +78,8 @@ bool onyx_password_prompt_at_end(const char *buf, size_t len);
  * The first prompt in a shell's output from offset from: the learned prompt prefix (e.g.
  * `sw [standalone: master] `) then a mode suffix (`> `, `# `, `(config...) # `), wherever
  * the lines break: at a line start, right after another prompt (a command without output),
- * after an output without a final line end; and the next output may follow it on the same
+ * after an output without a final line end (a prefix without the `[...]` tag only at a
+ * line start or at from); and the next output may follow it on the same
  * line (a shell that echoes type-ahead at once, as a pty with kernel echo, prints each
  * output right after the prompt). True with *pstart / *pend (the prompt's first byte / the
  * first byte after it); false when there is none yet (one still arriving counts as none).

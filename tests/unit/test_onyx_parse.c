@@ -517,6 +517,13 @@ test_next_prompt_edges(void **state)
     assert_true(onyx_next_prompt(sub, strlen(sub), 0, P, strlen(P), &ps, &pe));
     assert_int_equal(ps, 4);
     assert_string_equal(sub + pe, "rest");
+    /* An untagged prompt (`host # `) only at a line start: mid-line it may be output. */
+    const char *bare = "the sw-1 # 3\nsw-1 # x";
+    assert_true(onyx_next_prompt(bare, strlen(bare), 0, "sw-1 ", 5, &ps, &pe));
+    assert_int_equal(ps, 13);
+    assert_string_equal(bare + pe, "x");
+    assert_true(onyx_next_prompt(bare, strlen(bare), 4, "sw-1 ", 5, &ps, &pe));
+    assert_int_equal(ps, 4); /* at from: right after the previous prompt */
     const char *user = P "> ";
     assert_true(onyx_next_prompt(user, strlen(user), 0, P, strlen(P), &ps, &pe));
     assert_int_equal(pe, strlen(user));
