@@ -827,7 +827,7 @@ drain_responses(struct onyx_target *t)
     update_detail(t);
 }
 
-/* Splits the batch's output at prompt lines; handles every complete response. */
+/* Splits the batch's output at the prompts; handles every complete response. */
 static void
 process_responses(struct onyx_target *t)
 {
