@@ -20,6 +20,7 @@ PACKAGES=(
   libgrpc-dev protobuf-c-compiler libprotobuf-c-dev libprotobuf-dev protobuf-compiler python3-grpcio python3-protobuf openssl
   systemd nftables linux-perf  # packaging test (systemd-analyze verify); acceptance test (packet loss, perf record)
   chromium  # web view test: the page rendered in headless Chromium (tests/integration/test_web_view.sh)
+  tshark  # sFlow decoder test: Wireshark's dissector as an independent decoder (tests/integration/test_sflow_tshark.sh)
 )
 
 missing=()
