@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
 """Compares the sFlow decoder's output with tshark's and with the generator's truth.
 
-  sflow_compare.py TRUTH.jsonl DECODED.jsonl TSHARK.pdml
+  sflow_compare.py TRUTH.jsonl DECODED.jsonl TSHARK.pdml HEADERS.pdml
 
 TRUTH is what tests/sim/sflow/sflow_gen.py built, DECODED what fs-sflow-dump printed for
 the same datagrams, TSHARK the PDML of `tshark -T pdml -d udp.port==6343,sflow` on the
-generator's pcap. Two checks:
+generator's pcap, HEADERS the PDML of tshark on its --headers-pcap (every sampled header
+alone, in truth order). Three checks:
   1. every decoded datagram equals its truth, field for field;
-  2. every decoded field that tshark also decodes equals tshark's value. Fields tshark
-     cannot give (no dissector for them in this version, or its parse of the rest of a
-     datagram is no longer trustworthy, see RELIABILITY) are counted as checked against
-     the truth only, with the reason, and printed.
+  2. every decoded field that tshark also decodes in the datagram equals tshark's value.
+     Fields tshark cannot give (no dissector for them in this version, or its parse of the
+     rest of a datagram is no longer trustworthy, see RELIABILITY) are counted as checked
+     against the truth only, with the reason, and printed;
+  3. the packet fields decoded from every sampled header (drop notifications and samples
+     tshark could not reach included) equal tshark's dissection of that header alone.
 Exits 1 on any mismatch, or when a field that tshark should cross-check never was.
 """
 import json
@@ -32,6 +35,7 @@ NOT_SHOWN = "tshark shows no such field"
 
 failures = []
 checked = {}  # field -> count compared with tshark
+checked_alone = {}  # packet field -> count compared with tshark on the header alone
 truth_only = {}  # field -> {reason: count}
 
 
@@ -301,10 +305,34 @@ def compare_sample(dg, sample, ts, reliable):
                             (dg, sample["index"], field, value, got))
 
 
+def compare_headers_alone(decoded, path):
+    """Check 3: the sampled headers as frames of their own, in decoded (= truth) order."""
+    packets = ET.parse(path).getroot().findall("packet")
+    samples = [(d["datagram"], s) for d in decoded for s in d["samples"] if "raw" in s]
+    if len(packets) != len(samples):
+        failures.append("headers pcap: tshark read %d frames for %d sampled headers" %
+                        (len(packets), len(samples)))
+    for pkt, (dg, smp) in zip(packets, samples):
+        ts = {"fields": fields_of(pkt), "own": {}}
+        for field, value in sorted(flatten(smp["raw"]["pkt"]).items()):
+            if field == "truncated":
+                continue
+            key = "%s.raw.pkt.%s" % (smp["kind"], field)
+            got = tshark_value("raw.pkt." + field, smp, ts)
+            if got is None:
+                count_truth(key + " (header alone)", NO_VALUE)
+                continue
+            checked_alone[key] = checked_alone.get(key, 0) + 1
+            if got != value:
+                failures.append("datagram %d sample %d header alone %s: decoder %r, tshark %r" %
+                                (dg, smp["index"], field, value, got))
+
+
 def main():
     truth = [json.loads(l) for l in open(sys.argv[1])]
     decoded = [json.loads(l) for l in open(sys.argv[2])]
     tshark = tshark_datagrams(sys.argv[3])
+    compare_headers_alone(decoded, sys.argv[4])
     errs = []
     diff(truth, decoded, "", errs)
     for e in errs:
@@ -357,9 +385,16 @@ def main():
     for m in must:
         if not checked.get(m):
             failures.append("%s was never cross-checked by tshark" % m)
-    print("Fields compared with tshark (count):")
+    for m in ("discard.raw.pkt.src_ip", "discard.raw.pkt.ecn", "discard.raw.pkt.vlan",
+              "discard.raw.pkt.dst_port", "discard.raw.pkt.bth_dest_qp", "flow.raw.pkt.bth_psn"):
+        if not checked_alone.get(m):
+            failures.append("%s was never cross-checked by tshark on the header alone" % m)
+    print("Fields compared with tshark in the datagram (count):")
     for k in sorted(checked):
         print("  %-40s %d" % (k, checked[k]))
+    print("Packet fields compared with tshark on the sampled header alone (count):")
+    for k in sorted(checked_alone):
+        print("  %-40s %d" % (k, checked_alone[k]))
     print("Fields compared with the generator's truth only (count [why]):")
     tags = {}
     for k in sorted(truth_only):
@@ -370,10 +405,11 @@ def main():
         print("  [%s] %s" % (tag, why))
     for f in failures:
         print("MISMATCH: " + f)
-    total = sum(checked.values())
-    print("sflow cross-check: %d values against tshark, %d against truth only, %d datagrams "
-          "equal to truth" % (total, sum(sum(v.values()) for v in truth_only.values()),
-                              len(truth) if not errs else 0))
+    total = sum(checked.values()) + sum(checked_alone.values())
+    print("sflow cross-check: %d values against tshark in the datagram, %d on the sampled "
+          "headers alone, %d against truth only, %d datagrams equal to truth" %
+          (sum(checked.values()), sum(checked_alone.values()),
+           sum(sum(v.values()) for v in truth_only.values()), len(truth) if not errs else 0))
     print("%d passed, %d failed" % (total, len(failures)))
     return 1 if failures else 0
 

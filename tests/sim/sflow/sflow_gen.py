@@ -12,7 +12,9 @@ Writes:
   --pcap FILE     the datagrams as UDP packets to port 6343 (Ethernet/IPv4), for tshark;
   --raw-dir DIR   each datagram's UDP payload as DIR/dgram_NNN.bin;
   --truth FILE    one JSON object per datagram: what a correct decoder must report, in the
-                  shape tests/integration/sflow_dump.c prints.
+                  shape tests/integration/sflow_dump.c prints;
+  --headers-pcap FILE  every sampled header alone as a (cut) Ethernet frame, so that tshark
+                  can check the packet fields even where it cannot parse the sample.
 --count N adds N-5 seeded random datagrams after the five fixed ones (default 12 in all).
 """
 import argparse
@@ -128,8 +130,9 @@ def raw_header_record(p, max_header=128, header_len=None):
     n = min(len(frame), max_header) if header_len is None else header_len
     header = frame[:n]
     body = u32(1) + u32(len(frame) + 4) + u32(4) + opaque(header)
+    # Keys starting with "_" are for --headers-pcap and are not written to the truth.
     truth = {"protocol": 1, "frame_length": len(frame) + 4, "stripped": 4, "header_length": n,
-             "pkt": packet_truth(p, n)}
+             "pkt": packet_truth(p, n), "_header": header, "_frame_len": len(frame)}
     return tagged(0, 1, body), truth
 
 
@@ -363,12 +366,21 @@ def udp_frame(payload, index):
     return eth + ip + udp
 
 
-def write_pcap(path, payloads):
+def write_pcap(path, frames):
+    """frames: (captured bytes, original length) pairs, Ethernet link type."""
     with open(path, "wb") as f:
         f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
-        for i, p in enumerate(payloads):
-            frame = udp_frame(p, i)
-            f.write(struct.pack("<IIII", 1764800000 + i, 0, len(frame), len(frame)) + frame)
+        for i, (frame, orig_len) in enumerate(frames):
+            f.write(struct.pack("<IIII", 1764800000 + i, 0, len(frame), orig_len) + frame)
+
+
+def public(t):
+    """t without the generator's own keys (those starting with "_")."""
+    if isinstance(t, dict):
+        return {k: public(v) for k, v in t.items() if not k.startswith("_")}
+    if isinstance(t, list):
+        return [public(v) for v in t]
+    return t
 
 
 def main():
@@ -376,6 +388,8 @@ def main():
     ap.add_argument("--pcap")
     ap.add_argument("--raw-dir")
     ap.add_argument("--truth")
+    ap.add_argument("--headers-pcap", help="one frame per sampled header (in truth order: "
+                    "datagram, then sample), captured length = the header's")
     ap.add_argument("--count", type=int, default=12)
     ap.add_argument("--seed", type=int, default=17)
     a = ap.parse_args()
@@ -383,7 +397,11 @@ def main():
     for body, _ in dgrams:
         assert len(body) <= 1400, "datagram larger than one Ethernet frame"
     if a.pcap:
-        write_pcap(a.pcap, [b for b, _ in dgrams])
+        frames = [udp_frame(b, i) for i, (b, _) in enumerate(dgrams)]
+        write_pcap(a.pcap, [(f, len(f)) for f in frames])
+    if a.headers_pcap:
+        write_pcap(a.headers_pcap, [(s["raw"]["_header"], s["raw"]["_frame_len"])
+                                    for _, t in dgrams for s in t["samples"] if "raw" in s])
     if a.raw_dir:
         os.makedirs(a.raw_dir, exist_ok=True)
         for i, (body, _) in enumerate(dgrams):
@@ -392,7 +410,7 @@ def main():
     if a.truth:
         with open(a.truth, "w") as f:
             for _, t in dgrams:
-                f.write(json.dumps(t, sort_keys=True) + "\n")
+                f.write(json.dumps(public(t), sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":
