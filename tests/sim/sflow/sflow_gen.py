@@ -259,8 +259,8 @@ def counter_sample(rng, seq, expanded, unknown=False):
     return tagged(0, truth["format"], body), truth
 
 
-# Reason codes of sflow_drops.txt used here: 0 net_unreachable, 257 ttl_exceeded,
-# 258 acl, 259 no_buffer_space, 262 pkt_too_big.
+# drop_reason codes of sflow_drops.txt used here (names as host-sflow's sflow_drop.h has
+# them): 0 net_unreachable, 257 ttl_exceeded, 258 acl, 259 no_buffer_space, 262 pkt_too_big.
 DROP_REASONS = [0, 257, 258, 259, 262]
 
 
