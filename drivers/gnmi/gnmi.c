@@ -319,7 +319,13 @@ on_response(void *arg, const Gnmi__SubscribeResponse *r, int64_t recv_us)
             fs_gnmi_map_notification(t->map, r->update, recv_us, &fs_gnmi_sink_emit, &t->sa);
         pthread_mutex_lock(&t->lock);
         t->st.map = *fs_gnmi_map_get_stats(t->map);
+        bool synced = t->st.synced;
         pthread_mutex_unlock(&t->lock);
+        /* Each update of a synced stream ends a "cycle" (driver.h), so the target's last
+         * poll is the last update received, not the sync: a healthy stream does not
+         * look stale. Before the sync the data is incomplete and the target not up. */
+        if (synced)
+            fs_sink_done(t->sink, 0, FS_POLL_OK, NULL);
         if (recv_us - t->detail_us >= DETAIL_EVERY_US) {
             t->detail_us = recv_us;
             publish_detail(t);

@@ -5,8 +5,10 @@
  *
  * A target's stream reports through its sink: one batch per Notification (stamped with
  * the arrival time; the device timestamp goes to fs_sink_clock), fs_sink_done(OK,
- * "synced") at each sync_response, and fs_sink_done(<kind>, reason) whenever the stream
- * goes down (then it reconnects with backoff). No sample is invented across a gap.
+ * "synced") at each sync_response, fs_sink_done(OK, NULL) after each Notification once
+ * synced (so the target's last poll in /api/v1/targets is the last update received),
+ * and fs_sink_done(<kind>, reason) whenever the stream goes down (then it reconnects
+ * with backoff). No sample is invented across a gap.
  * The sink is marked streaming by the daemon, so a stream's end stales its series at
  * once. The stream's own health goes through the sink too, as catalogue samples:
  * fabricscope_stream_state{state} (at each state change and every interval, at most 1 s

@@ -3,7 +3,8 @@
 # target simulator (tests/sim/gnmi/gnmi_sim.py, Debian's python3-grpcio) over real gRPC
 # with TLS and credentials on loopback. Checked: --check-config accepts the block; queue
 # depth and ECN series with source="gnmi" in /metrics (the ECN counter exactly past 2^53);
-# fabricscope_target_up{source="gnmi"} 1; the stream's state in /api/v1/targets; after the
+# fabricscope_target_up{source="gnmi"} 1; the stream's state in /api/v1/targets, whose
+# last_poll follows the updates received after the sync (issue 18); after the
 # simulator is killed the target goes down, and after it is restarted the stream resumes
 # and /api/v1/raw shows the gap: no sample stamped while the target was away.
 # Also: the stream metrics (fabricscope_stream_state, fabricscope_stream_updates_total);
@@ -120,6 +121,30 @@ t = t[0]
 assert t["gnmi_state"] == "streaming" and t["synced"] is True and t["encoding"] == "PROTO", t
 PY
 ok "/api/v1/targets: streaming, synced, PROTO"
+
+# --- a synced stream's last poll is its last update received, not its sync (issue 18):
+# seconds later, with no new sync or down, sim1's (200 ms sampling) last poll is recent.
+# sim1 [FIELD...]: sim1's gnmi entry of /api/v1/targets, its fields on one line.
+sim1() {
+  curl -fsS "http://127.0.0.1:$HTTP/api/v1/targets" >"$T/tg.json" &&
+    $PY - "$T/tg.json" "$@" <<'PY'
+import json, sys
+t = [o for o in json.load(open(sys.argv[1]))["data"]
+     if o.get("target") == "sim1" and o.get("source") == "gnmi"][0]
+print(" ".join(str(t[k]) for k in sys.argv[2:]))
+PY
+}
+read -r syncs0 downs0 <<<"$(sim1 syncs downs)"
+t_lp=$(date +%s.%N)
+last_poll_advances() {
+  local lp
+  lp=$(sim1 last_poll_unix) &&
+    $PY -c 'import sys, time; lp, t0 = map(float, sys.argv[1:]); sys.exit(not (lp >= t0 + 2 and time.time() - lp < 2))' "$lp" "$t_lp"
+}
+wait_for 15 "sim1's last poll 2 s past the check's start and recent (last update, not the sync)" last_poll_advances
+[ "$(sim1 syncs downs)" = "$syncs0 $downs0" ] ||
+  fail "sim1 resynced or went down meanwhile ($(sim1 syncs downs), was $syncs0 $downs0): the check proves nothing"
+ok "/api/v1/targets: a synced stream's last poll follows its updates ($(sim1 last_poll))"
 
 # --- stream metrics through the sink
 SS() { echo "fabricscope_stream_state{$L,state=\"$1\",source=\"gnmi\"}"; }
