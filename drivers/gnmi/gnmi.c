@@ -480,6 +480,7 @@ fs_gnmi_target_add(void *state, const char *name, const char *address,
     if (!(t->map = fs_gnmi_map_new(&mo, errbuf, errlen)))
         goto done;
     t->sa.sink = sink;
+    t->sa.clk_max_delay_us = cfg->clock_max_delay_us;
 
     if (cfg->username && !(password = read_secret(&cfg->password, errbuf, errlen)))
         goto done;
@@ -558,8 +559,12 @@ size_t
 fs_gnmi_target_describe(void *state, void *tstate, char *buf, size_t len)
 {
     (void)state;
+    const struct fs_gnmi_target *t = tstate;
     struct fs_gnmi_target_stats s;
     fs_gnmi_target_get_stats(tstate, &s);
+    /* The clock's error bar rests on this assumption: stated beside it (set at add). */
+    int64_t delay =
+        t->sa.clk_max_delay_us > 0 ? t->sa.clk_max_delay_us : FS_GNMI_CLOCK_MAX_DELAY_US;
     char err[2 * sizeof s.last_error];
     size_t o = 0;
     for (const char *p = s.last_error; *p && o + 2 < sizeof err; p++) {
@@ -573,14 +578,17 @@ fs_gnmi_target_describe(void *state, void *tstate, char *buf, size_t len)
                      "\"downs\":%llu,\"syncs\":%llu,\"notifications\":%llu,\"updates\":%llu,"
                      "\"mapped\":%llu,\"exposed\":%llu,\"unmapped\":%llu,\"rejected\":%llu,"
                      "\"deletes\":%llu,"
-                     "\"last_device_ts_ns\":%lld,\"last_error\":\"%s\"",
+                     "\"last_device_ts_ns\":%lld,"
+                     "\"clock_assumed_max_delivery_delay_seconds\":%lld.%06lld,"
+                     "\"last_error\":\"%s\"",
                      conn_names[s.conn & 3], s.synced ? "true" : "false", s.encoding,
                      (unsigned long long)s.attempts, (unsigned long long)s.downs,
                      (unsigned long long)s.syncs, (unsigned long long)s.map.notifications,
                      (unsigned long long)s.map.updates, (unsigned long long)s.map.mapped,
                      (unsigned long long)s.map.exposed, (unsigned long long)s.map.unmapped,
                      (unsigned long long)s.map.rejected, (unsigned long long)s.map.deletes,
-                     (long long)s.map.last_device_ns, err);
+                     (long long)s.map.last_device_ns, (long long)(delay / 1000000),
+                     (long long)(delay % 1000000), err);
     if (n < 0)
         return 0;
     return (size_t)n < len ? (size_t)n : (len ? len - 1 : 0);

@@ -13,6 +13,9 @@
 #define DEFAULT_SNAPSHOT_US (10 * US_PER_S)
 /* The cadence of a stream some of whose values may stay silent while unchanged. */
 #define SILENT_INTERVAL_US (600 * US_PER_S)
+/* The range of clock_max_delivery_delay (fabricscope-gnmi.yang). */
+#define CLOCK_DELAY_MIN_US 1000
+#define CLOCK_DELAY_MAX_US (10 * US_PER_S)
 
 void
 fs_gnmi_cfg_defaults(struct fs_gnmi_cfg *c)
@@ -21,6 +24,7 @@ fs_gnmi_cfg_defaults(struct fs_gnmi_cfg *c)
     c->encoding = FS_GNMI_ENC_AUTO;
     c->list_mode = FS_GNMI_LIST_STREAM;
     c->interval_us = 0;
+    c->clock_max_delay_us = FS_GNMI_CLOCK_MAX_DELAY_US;
 }
 
 static void
@@ -248,6 +252,19 @@ check_transport(const struct lyd_node *n, const struct fs_gnmi_cfg *c, struct fs
                         "backoff_min is longer than backoff_max");
 }
 
+/* The clock's error bar rests on this value: an absurd one would make it meaningless
+ * (0: a bound that excludes the truth) or useless (beyond seconds). */
+static void
+build_clock_delay(const struct lyd_node *n, struct fs_gnmi_cfg *c, struct fs_cfg_errs *errs)
+{
+    const struct lyd_node *k = fs_cfg_kid(n, "clock_max_delivery_delay");
+    int64_t us = fs_cfg_duration_us(n, "clock_max_delivery_delay", FS_GNMI_CLOCK_MAX_DELAY_US);
+    if (us < CLOCK_DELAY_MIN_US || us > CLOCK_DELAY_MAX_US)
+        fs_cfg_node_err(errs, k, false, "%s is not within 1ms..10s", fs_cfg_value(k));
+    else
+        c->clock_max_delay_us = us;
+}
+
 int
 fs_gnmi_config_build(const struct lyd_node *n, void **dcfg, struct fs_cfg_errs *errs)
 {
@@ -280,6 +297,7 @@ fs_gnmi_config_build(const struct lyd_node *n, void **dcfg, struct fs_cfg_errs *
         fs_cfg_secret_ref(&c->password, n, "password"))
         return -1;
     check_transport(n, c, errs);
+    build_clock_delay(n, c, errs);
 
     size_t ns = count_entries(n, "subscriptions"), nm = count_entries(n, "mappings"),
            na = count_entries(n, "acl_rules");
@@ -343,6 +361,7 @@ fs_gnmi_config_equal(const void *pa, const void *pb)
         a->list_mode != b->list_mode || a->updates_only != b->updates_only ||
         a->interval_us != b->interval_us || a->stall_us != b->stall_us ||
         a->backoff_min_us != b->backoff_min_us || a->backoff_max_us != b->backoff_max_us ||
+        a->clock_max_delay_us != b->clock_max_delay_us ||
         a->n_subscriptions != b->n_subscriptions || a->n_user_maps != b->n_user_maps ||
         a->n_acl_rules != b->n_acl_rules || a->expose_unmapped != b->expose_unmapped)
         return false;

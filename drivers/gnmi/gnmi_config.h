@@ -63,6 +63,9 @@ struct fs_gnmi_cfg {
                                  subscriptions (3 x the shortest sample/heartbeat period) */
     int64_t backoff_min_us; /**< first reconnect delay; 0: 1 s */
     int64_t backoff_max_us; /**< reconnect delay cap; 0: 30 s */
+    /** clock_max_delivery_delay: the assumed bound the clock offset's error bar rests on
+     *  (fs_gnmi_sink_arg.clk_max_delay_us of map.h); 1 ms..10 s, default 5 ms. */
+    int64_t clock_max_delay_us;
     struct fs_gnmi_subscription *subscriptions;
     size_t n_subscriptions;
     struct fs_gnmi_user_map *user_maps; /**< see map.h */

@@ -1336,21 +1336,23 @@ fs_gnmi_map_notification(struct fs_gnmi_map *m, const Gnmi__Notification *n, int
  * is a lower bound. The least delayed notification of each second (the largest lag) is
  * that second's measurement. The delay itself is not observable (a device stamps the
  * time its data was collected, which can precede sending by milliseconds), so the upper
- * bound rests on one assumption: over the last CLOCK_WINDOW seconds, the least delayed
- * notification of all took at most CLOCK_MAX_DELAY_US (our simulator's take ~1-2.5 ms).
- * Each second is therefore reported as [its own lag, best lag of the window + 5 ms]:
+ * bound rests on one assumption: over the last FS_GNMI_CLOCK_LAGS seconds, the least
+ * delayed notification of all took at most clk_max_delay_us (the target's configured
+ * clock_max_delivery_delay, default 5 ms; our simulator's take ~1-2.5 ms). Arrival minus
+ * stamp measures offset plus delay together, so the delay cannot be measured from the
+ * stream alone: it takes a probe with a round trip (as the ONYX and SNMP drivers have).
+ * Each second is therefore reported as [its own lag, best lag of the window + delay]:
  * the lower bound is a fact, the upper one the assumption, and a second that was
  * delayed throughout (a loaded host) only loosens its own lower bound instead of
- * widening every bound (bounding each second by its own lag + 5 ms would be wrong for
+ * widening every bound (bounding each second by its own lag + delay would be wrong for
  * such a second, and the core's filter intersects, so a wrong bound would stay).
  * A device clock stepping forward contradicts the old bounds at once (the core drops
  * them); one stepping back is followed once the window has forgotten the old lags
- * (CLOCK_WINDOW seconds). Nothing is reported before CLOCK_WARMUP seconds were seen:
+ * (FS_GNMI_CLOCK_LAGS seconds). Nothing is reported before CLOCK_WARMUP seconds were seen:
  * the first seconds of a stream (connection set-up, a loaded host) are the ones most
  * often delayed throughout (seen in CI: a first second delayed 7.8 ms).
  */
 #define CLOCK_BUCKET_US 1000000
-#define CLOCK_MAX_DELAY_US 5000
 #define CLOCK_WARMUP 10
 _Static_assert(FS_GNMI_CLOCK_LAGS >= CLOCK_WARMUP, "the window holds the warm-up");
 
@@ -1369,8 +1371,9 @@ clock_sample(struct fs_gnmi_sink_arg *a, int64_t dev_us, int64_t recv_us)
             if (a->clk_lags[i] > best)
                 best = a->clk_lags[i];
         /* device said d while our clock read in [r - w, r]: offset in [lag, lag + w];
-         * w is chosen so that the upper end is best + CLOCK_MAX_DELAY_US */
-        int64_t w = best - lag + CLOCK_MAX_DELAY_US;
+         * w is chosen so that the upper end is best + the assumed delivery delay */
+        int64_t delay = a->clk_max_delay_us > 0 ? a->clk_max_delay_us : FS_GNMI_CLOCK_MAX_DELAY_US;
+        int64_t w = best - lag + delay;
         if (a->clk_n >= CLOCK_WARMUP)
             fs_sink_clock(a->sink, a->clk_best_dev_us, a->clk_best_recv_us - w,
                           a->clk_best_recv_us);

@@ -106,14 +106,20 @@ struct fs_gnmi_emit {
  * retired at once (fs_sink_retire: no longer exported, history kept), and the device
  * timestamps as clock measurements (fs_sink_clock) by minimum-delay filtering: per second,
  * the least delayed notification, bounded above by the best lag of the last minute plus
- * 5 ms (see map.c).
+ * the assumed maximum delivery delay clk_max_delay_us (see map.c).
  */
 extern const struct fs_gnmi_emit fs_gnmi_sink_emit;
 /** Per-second best lags kept for the upper bound (seconds): a device clock stepping back
  *  is followed this long after the step. */
 #define FS_GNMI_CLOCK_LAGS 60
+/** The default of clk_max_delay_us (config clock_max_delivery_delay). */
+#define FS_GNMI_CLOCK_MAX_DELAY_US 5000
 struct fs_gnmi_sink_arg {
     struct fs_sink *sink;
+    /** Assumed: the least delayed notification of the last FS_GNMI_CLOCK_LAGS seconds was
+     *  stamped at most this long before it arrived (µs; the clock offset's upper bound
+     *  rests on it); <= 0: FS_GNMI_CLOCK_MAX_DELAY_US. Set before the first notification. */
+    int64_t clk_max_delay_us;
     /* internal state of the clock measurement (zero-initialized) */
     bool clk_have;
     int64_t clk_bucket_us, clk_best_dev_us, clk_best_recv_us;

@@ -119,8 +119,10 @@ t = [o for o in walk(doc) if o.get("gnmi_state") is not None]
 assert t, "no gnmi_state member"
 t = t[0]
 assert t["gnmi_state"] == "streaming" and t["synced"] is True and t["encoding"] == "PROTO", t
+# the assumption the clock's error bar rests on (clock_max_delivery_delay, default 5 ms)
+assert t["clock_assumed_max_delivery_delay_seconds"] == 0.005, t
 PY
-ok "/api/v1/targets: streaming, synced, PROTO"
+ok "/api/v1/targets: streaming, synced, PROTO; assumed delivery delay 5 ms stated"
 
 # --- a synced stream's last poll is its last update received, not its sync (issue 18):
 # seconds later, with no new sync or down, sim1's (200 ms sampling) last poll is recent.

@@ -17,7 +17,9 @@
 #include "config/config.h"
 #include "daemon.h"
 #include "driver.h"
+#include "gnmi/gnmi.h"
 #include "gnmi/gnmi_config.h"
+#include "store/store.h"
 
 #define S INT64_C(1000000)
 
@@ -82,6 +84,7 @@ static const char *const full_block =
     "      stall_timeout: 7s\n"
     "      backoff_min: 2s\n"
     "      backoff_max: 1m\n"
+    "      clock_max_delivery_delay: 20ms\n"
     "      subscriptions:\n"
     "        - { path: /qos/interfaces/interface/output/queues, interval: 100ms }\n"
     "        - { path: /interfaces/interface/state/oper-status, mode: on_change, "
@@ -119,6 +122,7 @@ test_every_key_built(void **state)
     assert_int_equal(g->stall_us, 7 * S);
     assert_int_equal(g->backoff_min_us, 2 * S);
     assert_int_equal(g->backoff_max_us, 60 * S);
+    assert_int_equal(g->clock_max_delay_us, 20000);
     assert_int_equal(g->n_subscriptions, 3);
     assert_string_equal(g->subscriptions[0].path, "/qos/interfaces/interface/output/queues");
     assert_int_equal(g->subscriptions[0].mode, FS_GNMI_SUB_SAMPLE);
@@ -165,6 +169,7 @@ test_interval_follows_promises(void **state)
         "  - { name: e, address: x, gnmi: { insecure: true, subscribe_mode: once, interval: 3s,\n"
         "      subscriptions: [ { path: /s } ] } }\n");
     assert_int_equal(interval_of(c, 0), 2 * S);
+    assert_int_equal(gnmi_of(c, 0)->clock_max_delay_us, 5000); /* the default */
     assert_int_equal(fs_gnmi_cfg_stall(gnmi_of(c, 0)), 1 * S); /* 3 x 100 ms, at least 1 s */
     /* A value that may stay silent while unchanged: a long cadence, no stall bound. */
     assert_int_equal(interval_of(c, 1), 600 * S);
@@ -192,6 +197,7 @@ test_equal_sees_every_change(void **state)
         {"scale: 0.5", "scale: 0.25"},
         {"value: '0'", "value: '1'"},
         {"sequence_id: 10", "sequence_id: 11"},
+        {"clock_max_delivery_delay: 20ms", "clock_max_delivery_delay: 21ms"},
     };
     struct fs_config *a = parse_ok(full_block), *b = parse_ok(full_block);
     const struct fs_cfg_block_ops *ops = a->targets[0].blocks[0].ops;
@@ -238,6 +244,66 @@ test_refused(void **state)
     free(e);
 }
 
+/* The clock's error bar rests on clock_max_delivery_delay: outside 1ms..10s it is
+ * refused, naming the key (0 by the walker, as every duration); the bounds are accepted. */
+static void
+test_clock_delay_range(void **state)
+{
+    (void)state;
+    char *e = parse_err(
+        "targets:\n"
+        "  - { name: a, address: x, gnmi: { insecure: true, "
+        "clock_max_delivery_delay: 0ms, subscriptions: [ { path: /q, mode: on_change } ] } }\n"
+        "  - { name: b, address: x, gnmi: { insecure: true, "
+        "clock_max_delivery_delay: 11s, subscriptions: [ { path: /q, mode: on_change } ] } }\n");
+    assert_string_equal(e, "t.yaml:2:78: targets[a].gnmi.clock_max_delivery_delay: \"0ms\": a "
+                           "duration must be greater than 0\n"
+                           "t.yaml:3:78: targets[b].gnmi.clock_max_delivery_delay: 11s is not "
+                           "within 1ms..10s\n");
+    free(e);
+    struct fs_config *c = parse_ok(
+        "targets:\n"
+        "  - { name: a, address: x, gnmi: { insecure: true, "
+        "clock_max_delivery_delay: 1ms, subscriptions: [ { path: /q, mode: on_change } ] } }\n"
+        "  - { name: b, address: x, gnmi: { insecure: true, "
+        "clock_max_delivery_delay: 10s, subscriptions: [ { path: /q, mode: on_change } ] } }\n");
+    assert_int_equal(gnmi_of(c, 0)->clock_max_delay_us, 1000);
+    assert_int_equal(gnmi_of(c, 1)->clock_max_delay_us, 10 * S);
+    fs_config_free(c);
+}
+
+/* The configured delay reaches the target's clock measurement (fs_gnmi_sink_arg, whose
+ * use test_gnmi_map checks) and /api/v1/targets states it. No server listens: the
+ * stream retries in the background, which does not matter here. */
+static void
+test_clock_delay_reaches_target(void **state)
+{
+    (void)state;
+    struct fs_config *c = parse_ok("targets:\n"
+                                   "  - { name: a, address: 127.0.0.1, gnmi: { insecure: true, "
+                                   "port: 1, clock_max_delivery_delay: 20ms,\n"
+                                   "      subscriptions: [ { path: /q, mode: on_change } ] } }\n");
+    char err[256], buf[2048];
+    struct fs_ring_opts ro = {.memory_limit = 16 << 20, .retention_us = 3600LL * 1000000};
+    struct fs_store *st = fs_store_new(&ro, err, sizeof err);
+    assert_non_null(st);
+    struct fs_sink *sink = fs_store_sink_add(st, &c->targets[0], "gnmi", 1000000);
+    assert_non_null(sink);
+    void *drv = NULL, *t = NULL;
+    assert_int_equal(fs_gnmi_init(&drv, err, sizeof err), 0);
+    if (fs_gnmi_target_add(drv, "a", "127.0.0.1", gnmi_of(c, 0), sink, NULL, NULL, &t, err,
+                           sizeof err) != 0)
+        fail_msg("target_add: %s", err);
+    assert_true(fs_gnmi_target_describe(drv, t, buf, sizeof buf) > 0);
+    if (!strstr(buf, "\"clock_assumed_max_delivery_delay_seconds\":0.020000,"))
+        fail_msg("the assumption is not stated: %s", buf);
+    fs_gnmi_target_remove(drv, t);
+    fs_gnmi_shutdown(drv);
+    fs_store_sink_remove(st, sink);
+    fs_store_free(st);
+    fs_config_free(c);
+}
+
 int
 main(void)
 {
@@ -251,6 +317,8 @@ main(void)
         cmocka_unit_test(test_interval_follows_promises),
         cmocka_unit_test(test_equal_sees_every_change),
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_clock_delay_range),
+        cmocka_unit_test(test_clock_delay_reaches_target),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -805,6 +805,42 @@ test_sink_clock_bound(void **state)
     fs_store_free(st);
 }
 
+/*
+ * The assumed delivery delay (config clock_max_delivery_delay) is what the upper bound of
+ * the offset rests on: with 40 ms instead of the default 5 ms, the same stream gives
+ * [best lag, best lag + 40 ms], an uncertainty of about 20 ms, with the truth inside.
+ */
+static void
+test_sink_clock_assumed_delay(void **state)
+{
+    (void)state;
+    char err[256];
+    struct fs_ring_opts ro = {.memory_limit = 16 << 20, .retention_us = 3600LL * 1000000};
+    struct fs_store *st = fs_store_new(&ro, err, sizeof err);
+    assert_non_null(st);
+    struct fs_target_cfg tcfg = {.name = "leaf1", .address = "127.0.0.1", .staleness_intervals = 3};
+    struct fs_sink *sink = fs_store_sink_add(st, &tcfg, "gnmi", 1000000);
+    assert_non_null(sink);
+    struct fs_gnmi_map *m = map_new(NULL);
+    struct fs_gnmi_sink_arg a = {.sink = sink, .clk_max_delay_us = 40000};
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t t0 = ((int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000) | 1; /* not round */
+    int64_t off = -120000;                                               /* device behind */
+    int sec = 0;
+    for (int i = 0; i < 14; i++)
+        feed_second(m, &a, t0, off, &sec);
+    struct clock_seen c = clock_of(st);
+    assert_true(c.known);
+    assert_true(fabs(c.offset - off / 1e6) <= c.uncertainty + 1e-6);
+    /* best lag: off - 1.2 ms; upper bound: that + 40 ms (plus 20 ppm drift widening) */
+    assert_true(c.uncertainty >= 0.0199 && c.uncertainty <= 0.0201);
+    assert_true(fabs(c.offset - (off + 18800) / 1e6) <= 0.0001);
+    fs_gnmi_map_free(m);
+    fs_store_sink_remove(st, sink);
+    fs_store_free(st);
+}
+
 /* expose_unmapped: numeric values of unmapped paths as fabric_gnmi_value{path}, with
  * origin, keys (escaped) and module prefixes dropped; strings dropped and counted;
  * mapped paths unchanged; deletes reach exposed series too. */
@@ -947,6 +983,7 @@ main(void)
         cmocka_unit_test(test_cache_bounded),
         cmocka_unit_test(test_sink_emitter_store),
         cmocka_unit_test(test_sink_clock_bound),
+        cmocka_unit_test(test_sink_clock_assumed_delay),
         cmocka_unit_test(test_expose_unmapped),
         cmocka_unit_test(test_expose_unmapped_bounded),
     };
