@@ -231,6 +231,48 @@ cleanup:
     return rc;
 }
 
+int
+fs_file_read(const char *path, const char *key, size_t max, char **out, size_t *out_len,
+             char *errbuf, size_t errlen)
+{
+    const char *who = key ? key : path;
+    char *buf = NULL;
+    int rc = -1, fd;
+    ssize_t n = -1;
+
+    *out = NULL;
+    *out_len = 0;
+    fd = open_regular(path, key, errbuf, errlen);
+    if (fd < 0)
+        goto cleanup;
+    if (!(buf = malloc(max + 1))) {
+        snprintf(errbuf, errlen, "%s: %s: out of memory", who, path);
+        goto cleanup;
+    }
+    /* One byte past the limit is enough to refuse, whatever the file is. */
+    n = read_full(fd, buf, max + 1);
+    if (n < 0) {
+        snprintf(errbuf, errlen, "%s: cannot read %s: %s", who, path, strerror(errno));
+        goto cleanup;
+    }
+    if ((size_t)n > max) {
+        snprintf(errbuf, errlen, "%s: %s is larger than %zu bytes", who, path, max);
+        goto cleanup;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *out_len = (size_t)n;
+    buf = NULL;
+    rc = 0;
+cleanup:
+    if (fd >= 0)
+        close(fd);
+    if (buf)
+        explicit_bzero(buf, max + 1); /* it may have held part of a key */
+    free(buf);
+    return rc;
+}
+
 /* ------------------------------------------------------------------------------------
  * Secrets
  */

@@ -209,6 +209,18 @@ bool fs_target_instance_equal(const struct fs_target_cfg *a, const struct fs_tar
 int fs_secret_read(const struct fs_secret_ref *ref, char *buf, size_t len, char *errbuf,
                    size_t errlen);
 
+/**
+ * Reads a whole file that the configuration names (a PEM, a key) into *out: malloc'd,
+ * NUL-terminated, its length in *out_len; the caller frees it (wipes it first if it is
+ * secret). Opened like a secret file: without blocking, and only a regular file (a FIFO,
+ * device or directory is refused, never waited on, e.g. "KEY: PATH is not a regular
+ * file"). More than max bytes is refused. Errors start with key (the configuration key
+ * that names the file, e.g. "targets[t].gnmi.tls.ca_file"; the path when NULL) and name
+ * the file, never its content. Returns 0, or -1 with *out NULL.
+ */
+int fs_file_read(const char *path, const char *key, size_t max, char **out, size_t *out_len,
+                 char *errbuf, size_t errlen);
+
 /** Parses "100ms", "10s", "5m", "1h", "1d" (a whole number and one unit) into µs; -1 if bad. */
 int64_t fs_parse_duration(const char *s);
 

@@ -1,7 +1,6 @@
 /* The gNMI driver: configuration -> stream, responses -> mapping -> sink (see gnmi.h). */
 #include "gnmi.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,52 +116,39 @@ publish_detail(struct fs_gnmi_target *t)
 
 /* ---- secrets and files ---- */
 
+/*
+ * Reads a file the target's block names (key: its configuration key under the target)
+ * with the core's reader: the daemon's main thread calls target_add, so a FIFO or device
+ * given as a PEM must be refused at once, never waited on.
+ */
 static char *
-read_file(const char *path, size_t max, const char *what, char *errbuf, size_t errlen)
+read_file(const char *target, const char *key, const char *path, char *errbuf, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(errbuf, errlen, "cannot read %s file %s: %s", what, path, strerror(errno));
+    char k[320];
+    char *buf = NULL;
+    size_t len;
+    snprintf(k, sizeof k, "targets[%s].gnmi.%s", target, key);
+    if (fs_file_read(path, k, PEM_MAX, &buf, &len, errbuf, errlen) != 0)
         return NULL;
-    }
-    char *buf = malloc(max + 1);
-    size_t n = buf ? fread(buf, 1, max + 1, f) : 0;
-    bool err = ferror(f) != 0;
-    fclose(f);
-    if (!buf || err || n > max) {
-        snprintf(errbuf, errlen, "cannot read %s file %s (%s)", what, path,
-                 !buf  ? "out of memory"
-                 : err ? "read error"
-                       : "too large");
-        free(buf);
-        return NULL;
-    }
-    buf[n] = '\0';
     return buf;
 }
 
-/* Reads a secret (trailing newlines stripped); errors name the source, never the content. */
+/* Reads a secret with the core's reader (a file is never waited on); errors name the
+ * source, never the content. */
 static char *
 read_secret(const struct fs_secret_ref *ref, char *errbuf, size_t errlen)
 {
-    char *v = NULL;
-    if (ref->file) {
-        v = read_file(ref->file, SECRET_MAX, "password", errbuf, errlen);
-    } else if (ref->env) {
-        const char *e = getenv(ref->env);
-        if (!e) {
-            snprintf(errbuf, errlen, "environment variable %s is not set", ref->env);
-            return NULL;
-        }
-        v = strdup(e);
-    } else {
-        return strdup("");
-    }
-    if (!v)
+    if (!ref->file && !ref->env)
+        return strdup("");            /* the config refuses a username without a password */
+    char *v = malloc(SECRET_MAX + 2); /* the secret, its newline (stripped), the NUL */
+    if (!v) {
+        snprintf(errbuf, errlen, "out of memory");
         return NULL;
-    size_t l = strlen(v);
-    while (l > 0 && (v[l - 1] == '\n' || v[l - 1] == '\r'))
-        v[--l] = '\0';
+    }
+    if (fs_secret_read(ref, v, SECRET_MAX + 2, errbuf, errlen) != 0) {
+        free(v); /* wiped by fs_secret_read */
+        return NULL;
+    }
     return v;
 }
 
@@ -485,13 +471,14 @@ fs_gnmi_target_add(void *state, const char *name, const char *address,
     if (cfg->username && !(password = read_secret(&cfg->password, errbuf, errlen)))
         goto done;
     if (!cfg->insecure) {
-        if (cfg->tls_ca_file && !(ca = read_file(cfg->tls_ca_file, PEM_MAX, "CA", errbuf, errlen)))
+        if (cfg->tls_ca_file &&
+            !(ca = read_file(name, "tls.ca_file", cfg->tls_ca_file, errbuf, errlen)))
             goto done;
         if (cfg->tls_cert_file &&
-            !(cert = read_file(cfg->tls_cert_file, PEM_MAX, "certificate", errbuf, errlen)))
+            !(cert = read_file(name, "tls.cert_file", cfg->tls_cert_file, errbuf, errlen)))
             goto done;
         if (cfg->tls_key_file &&
-            !(key = read_file(cfg->tls_key_file, PEM_MAX, "key", errbuf, errlen)))
+            !(key = read_file(name, "tls.key_file", cfg->tls_key_file, errbuf, errlen)))
             goto done;
         if ((cert != NULL) != (key != NULL)) {
             snprintf(errbuf, errlen, "a client certificate needs both tls cert and key files");

@@ -17,7 +17,8 @@
  *
  * Ownership: the driver copies what it needs from cfg, address and name; the sink must
  * stay valid until fs_gnmi_target_remove() returns. Secrets (password file/env, TLS key)
- * are read at target_add and never logged.
+ * and PEMs are read at target_add, with the core's non-blocking reader (fs_file_read,
+ * fs_secret_read: a FIFO is refused, never waited on), and never logged.
  */
 #ifndef FS_GNMI_H
 #define FS_GNMI_H

@@ -4,7 +4,8 @@
 # with TLS and credentials on loopback. Checked: --check-config accepts the block; queue
 # depth and ECN series with source="gnmi" in /metrics (the ECN counter exactly past 2^53);
 # fabricscope_target_up{source="gnmi"} 1; the stream's state in /api/v1/targets, whose
-# last_poll follows the updates received after the sync (issue 18); after the
+# last_poll follows the updates received after the sync (issue 18); a third target whose
+# CA file is a FIFO is down with the reason, not a hung daemon (issue 18); after the
 # simulator is killed the target goes down, and after it is restarted the stream resumes
 # and /api/v1/raw shows the gap: no sample stamped while the target was away.
 # Also: the stream metrics (fabricscope_stream_state, fabricscope_stream_updates_total);
@@ -78,7 +79,16 @@ targets:
       backoff_max: 1s
       subscriptions:
         - { path: "/interfaces/interface[name=*]/state/counters", mode: sample, interval: 10s }
+  - name: fifo
+    address: 127.0.0.1
+    gnmi:
+      port: $SIM_PORT
+      tls: { ca_file: $T/ca.fifo, server_name: gnmi-sim.test }
+      subscriptions:
+        - { path: "/interfaces/interface[name=*]/state/counters", mode: sample, interval: 1s }
 EOF
+# A FIFO as the CA file (issue 18): refused at once, never waited on (nothing writes it).
+mkfifo "$T/ca.fifo"
 "$FABRICSCOPE" --check-config fs.yaml >check.out 2>&1 || fail "config refused: $(cat check.out)"
 tsan_ignore_uninstrumented_libs "$FABRICSCOPE"
 start_fabricscope "$T/fs.yaml"
@@ -123,6 +133,14 @@ assert t["gnmi_state"] == "streaming" and t["synced"] is True and t["encoding"] 
 assert t["clock_assumed_max_delivery_delay_seconds"] == 0.005, t
 PY
 ok "/api/v1/targets: streaming, synced, PROTO; assumed delivery delay 5 ms stated"
+$PY - targets.json "$T/ca.fifo" <<'PY' || fail "the FIFO CA target is not down with the reason: $(head -c 1500 targets.json)"
+import json, sys
+t = [o for o in json.load(open(sys.argv[1]))["data"] if o.get("target") == "fifo"]
+assert len(t) == 1 and t[0]["state"] == "down", t
+want = f"targets[fifo].gnmi.tls.ca_file: {sys.argv[2]} is not a regular file"
+assert want in t[0]["last_error"], t[0]["last_error"]
+PY
+ok "a FIFO as the CA file: that target down, \"is not a regular file\", the others streaming"
 
 # --- a synced stream's last poll is its last update received, not its sync (issue 18):
 # seconds later, with no new sync or down, sim1's (200 ms sampling) last poll is recent.

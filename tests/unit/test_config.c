@@ -987,6 +987,48 @@ test_secret_read(void **state)
     assert_int_equal(fs_secret_read(&ref, buf, sizeof(buf), err, sizeof(err)), -1);
 }
 
+/* fs_file_read: a whole regular file; a FIFO refused at once (never waited on), naming
+ * the key and the file; too large refused. */
+static void
+test_file_read(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/fs-test-file-XXXXXX", path[64], fifo[64], err[256];
+    char *buf = NULL;
+    size_t len = 1;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/ca.pem", dir);
+    snprintf(fifo, sizeof fifo, "%s/ca.fifo", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("-----BEGIN CERTIFICATE-----\n", f);
+    fclose(f);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+
+    assert_int_equal(fs_file_read(path, "k.ca_file", 64, &buf, &len, err, sizeof err), 0);
+    assert_string_equal(buf, "-----BEGIN CERTIFICATE-----\n");
+    assert_int_equal(len, 28);
+    free(buf);
+    assert_int_equal(fs_file_read(path, "k.ca_file", 27, &buf, &len, err, sizeof err), -1);
+    assert_null(buf);
+    char want[256];
+    snprintf(want, sizeof want, "k.ca_file: %s is larger than 27 bytes", path);
+    assert_string_equal(err, want);
+    /* No writer: a blocking open would wait forever. */
+    assert_int_equal(fs_file_read(fifo, "k.ca_file", 64, &buf, &len, err, sizeof err), -1);
+    snprintf(want, sizeof want, "k.ca_file: %s is not a regular file", fifo);
+    assert_string_equal(err, want);
+    assert_int_equal(fs_file_read(dir, NULL, 64, &buf, &len, err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s: is not a regular file", dir);
+    assert_string_equal(err, want);
+    unlink(path);
+    assert_int_equal(fs_file_read(path, "k.ca_file", 64, &buf, &len, err, sizeof err), -1);
+    snprintf(want, sizeof want, "k.ca_file: cannot open %s: No such file or directory", path);
+    assert_string_equal(err, want);
+    unlink(fifo);
+    rmdir(dir);
+}
+
 static void
 test_load(void **state)
 {
@@ -1243,6 +1285,7 @@ main(void)
         cmocka_unit_test(test_parse_duration),
         cmocka_unit_test(test_parse_size),
         cmocka_unit_test(test_secret_read),
+        cmocka_unit_test(test_file_read),
         cmocka_unit_test(test_load),
         cmocka_unit_test(test_source_precedence_names),
         cmocka_unit_test(test_snmpv3_secure_by_default),

@@ -11,6 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -304,6 +307,57 @@ test_clock_delay_reaches_target(void **state)
     fs_config_free(c);
 }
 
+/* A FIFO given as the CA file (issue 18): the target is refused at once with a reason
+ * naming the key and the file (target_add runs on the daemon's main thread: a blocking
+ * open would wait for a writer forever), and the next target is added as usual. */
+static void
+test_pem_fifo_refused(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/fs-test-gnmi-XXXXXX", fifo[64], text[512], err[512], want[512];
+    assert_non_null(mkdtemp(dir));
+    snprintf(fifo, sizeof fifo, "%s/ca.pem", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    snprintf(text, sizeof text,
+             "targets:\n"
+             "  - { name: a, address: 127.0.0.1, gnmi: { port: 1, tls: { ca_file: %s },\n"
+             "      subscriptions: [ { path: /q, mode: on_change } ] } }\n"
+             "  - { name: b, address: 127.0.0.1, gnmi: { port: 1, insecure: true,\n"
+             "      subscriptions: [ { path: /q, mode: on_change } ] } }\n",
+             fifo);
+    struct fs_config *c = parse_ok(text);
+    struct fs_ring_opts ro = {.memory_limit = 16 << 20, .retention_us = 3600LL * 1000000};
+    struct fs_store *st = fs_store_new(&ro, err, sizeof err);
+    assert_non_null(st);
+    struct fs_sink *sa = fs_store_sink_add(st, &c->targets[0], "gnmi", 1000000);
+    struct fs_sink *sb = fs_store_sink_add(st, &c->targets[1], "gnmi", 1000000);
+    assert_non_null(sa);
+    assert_non_null(sb);
+    void *drv = NULL, *ta = NULL, *tb = NULL;
+    assert_int_equal(fs_gnmi_init(&drv, err, sizeof err), 0);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(fs_gnmi_target_add(drv, "a", "127.0.0.1", gnmi_of(c, 0), sa, NULL, NULL, &ta,
+                                        err, sizeof err),
+                     -1);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    assert_null(ta);
+    snprintf(want, sizeof want, "targets[a].gnmi.tls.ca_file: %s is not a regular file", fifo);
+    assert_string_equal(err, want);
+    assert_true((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 < 1000);
+    if (fs_gnmi_target_add(drv, "b", "127.0.0.1", gnmi_of(c, 1), sb, NULL, NULL, &tb, err,
+                           sizeof err) != 0)
+        fail_msg("the other target was refused: %s", err);
+    fs_gnmi_target_remove(drv, tb);
+    fs_gnmi_shutdown(drv);
+    fs_store_sink_remove(st, sa);
+    fs_store_sink_remove(st, sb);
+    fs_store_free(st);
+    fs_config_free(c);
+    unlink(fifo);
+    rmdir(dir);
+}
+
 int
 main(void)
 {
@@ -319,6 +373,7 @@ main(void)
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_clock_delay_range),
         cmocka_unit_test(test_clock_delay_reaches_target),
+        cmocka_unit_test(test_pem_fifo_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
