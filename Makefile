@@ -5,7 +5,7 @@ CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 # Developer and CI builds treat warnings as errors; a plain cmake build does not.
 DEV_FLAGS = -DFS_WERROR=ON
 
-.PHONY: docs all deps build run test test-release test-asan test-tsan test-fuzz bench eval fuzz format clean
+.PHONY: docs all deps build run test test-release test-asan test-tsan test-fuzz bench eval fuzz format clean package
 
 all: build
 
@@ -62,6 +62,10 @@ EVAL_HISTORY_SEED_BASE ?= 9100
 eval: build
 	$(BUILD)/eval/eval_diagnosis --seeds $(EVAL_SEEDS) --seed-base $(EVAL_SEED_BASE)
 	FS_BUILD_DIR="$$PWD/$(BUILD)" bash tests/eval/eval_history.sh $(EVAL_HISTORY_RUNS) $(EVAL_HISTORY_SEED_BASE)
+
+# The Debian package of the collector (CPack): build/fabricscope_<version>_<arch>.deb.
+package: build
+	cd $(BUILD) && cpack -G DEB
 
 # Longer fuzzing: FUZZ_SECONDS per target.
 FUZZ_SECONDS ?= 300
