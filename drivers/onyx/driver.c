@@ -71,6 +71,7 @@
 #include "store/sink.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "wjh_tally.h"
 
 #define SUBSYS "cli"
 #define MAX_BATCH 32
@@ -170,7 +171,8 @@ struct onyx_target {
     char **ports;
     size_t nports;
     char profile[160];
-    bool rules_checked; /* this session compared the running config with the flow rules */
+    struct onyx_wjh_tally wjh; /* WJH drops counted once each, across polls and sessions */
+    bool rules_checked;        /* this session compared the running config with the flow rules */
     bool config_failed, config_in_flight;
     struct onyx_plan plan; /* I/O thread writes it under detail_lock */
     bool plan_ready;       /* under detail_lock */
@@ -611,27 +613,38 @@ learn_ports(struct onyx_target *t)
 
 struct wjh_acc {
     struct onyx_target *t;
+    char window_end[32];
+    bool oom;
 };
 
+/* One row of the WJH table: its new drops (wjh_tally.h) go to the totals of every rule
+ * it matches. */
 static void
 wjh_record(const struct onyx_wjh_record *r, void *arg)
 {
-    struct onyx_target *t = ((struct wjh_acc *)arg)->t;
+    struct wjh_acc *a = arg;
+    struct onyx_target *t = a->t;
+    snprintf(a->window_end, sizeof(a->window_end), "%s", r->window_end);
+    int64_t fresh = onyx_wjh_tally_row(&t->wjh, r);
+    if (fresh < 0) {
+        a->oom = true;
+        return;
+    }
     for (size_t i = 0; i < t->cfg.n_flow_rules; i++) {
         const struct fs_flow_rule *rule = &t->cfg.flow_rules[i];
-        if (!onyx_wjh_matches_rule(r, rule))
-            continue;
-        /* The aggregated table's count is cumulative: one counter per (rule, reason). */
-        struct onyx_sample *found = NULL;
-        for (size_t k = 0; k < t->samples.n; k++) {
-            struct onyx_sample *x = &t->samples.v[k];
-            if (!strcmp(x->labels[0].value, rule->name) && !strcmp(x->labels[1].value, r->reason))
-                found = x;
-        }
-        if (found) {
-            found->raw += r->count;
-            continue;
-        }
+        /* a rule with no drops yet still gets its total (0) once a row matches it */
+        if (onyx_wjh_matches_rule(r, rule) &&
+            onyx_wjh_tally_add(&t->wjh, rule->name, r->reason, (uint64_t)fresh) < 0)
+            a->oom = true;
+    }
+}
+
+/* The WJH totals as samples: one counter per (rule, reason), each drop counted once. */
+static void
+wjh_samples(struct onyx_target *t)
+{
+    for (size_t i = 0; i < t->wjh.n_totals; i++) {
+        const struct onyx_wjh_total *w = &t->wjh.totals[i];
         if (t->samples.n == t->samples.cap) {
             size_t nc = t->samples.cap ? t->samples.cap * 2 : 16;
             struct onyx_sample *v = realloc(t->samples.v, nc * sizeof(*v));
@@ -645,14 +658,14 @@ wjh_record(const struct onyx_wjh_record *r, void *arg)
         x->metric = FS_M_FLOW_RULE_DROPPED;
         x->counter = true;
         x->scale = 1.0;
-        x->raw = r->count;
+        x->raw = w->drops;
         x->n_labels = 2;
         x->labels[0].name = "rule";
-        snprintf(x->labels[0].value, sizeof(x->labels[0].value), "%s", rule->name);
+        snprintf(x->labels[0].value, sizeof(x->labels[0].value), "%s", w->rule);
         x->labels[1].name = "reason";
         /* a long drop reason is cut to the label size */
         snprintf(x->labels[1].value, sizeof(x->labels[1].value), "%.*s",
-                 (int)sizeof(x->labels[1].value) - 1, r->reason);
+                 (int)sizeof(x->labels[1].value) - 1, w->reason);
     }
 }
 
@@ -731,6 +744,8 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
                 fs_log(FS_LOG_INFO, SUBSYS, "target %s: uptime went from %.0f s to %.0f s: reboot",
                        t->name, t->last_uptime, v.uptime_s);
                 fs_sink_counter_reset(t->sink, FS_RESET_REBOOT, NULL);
+                /* the rebooted device's WJH table is a new one: all its rows are new */
+                t->wjh.had_prev = false;
             }
             if (v.uptime_s >= 0)
                 t->last_uptime = v.uptime_s;
@@ -766,8 +781,22 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
         rc = onyx_parse_telemetry_flows(text, len, &t->samples, err, sizeof(err));
         break;
     case K_WJH: {
-        struct wjh_acc a = {t};
+        struct wjh_acc a = {.t = t};
+        onyx_wjh_tally_begin(&t->wjh);
         rc = onyx_parse_wjh(text, len, wjh_record, &a, err, sizeof(err)) < 0 ? -1 : 0;
+        if (rc == 0 && a.oom) {
+            snprintf(err, sizeof(err), "what-just-happened: out of memory counting records");
+            rc = -1;
+        }
+        if (rc == 0) {
+            onyx_wjh_tally_end(&t->wjh, a.window_end);
+            if (t->wjh.overflow)
+                fs_log(FS_LOG_WARN, SUBSYS,
+                       "target %s: the WJH table has more than %d rows: rows beyond them are "
+                       "counted again in every poll",
+                       t->name, ONYX_WJH_MAX_ROWS);
+            wjh_samples(t);
+        }
         break;
     }
     case K_RUNCFG:
@@ -1299,6 +1328,7 @@ target_free(struct onyx_target *t)
     free(t->tx);
     free(t->q);
     onyx_samples_free(&t->samples);
+    onyx_wjh_tally_free(&t->wjh);
     onyx_plan_free(&t->plan);
     fs_onyx_cfg_free(&t->cfg);
     pthread_mutex_destroy(&t->detail_lock);

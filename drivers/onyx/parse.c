@@ -1084,7 +1084,25 @@ onyx_parse_wjh(const char *text, size_t len, void (*cb)(const struct onyx_wjh_re
     size_t ncols = 0;
     int records = 0;
     bool in_table = false;
+    char wstart[32] = "", wend[32] = "";
     while (onyx_next_line(text, len, &pos, &ls, &ll)) {
+        if (!in_table && ll > 13 && strncasecmp(ls, "Sample Window", 13) == 0) {
+            /* "Sample Window : 2021/06/16 12:57:23.046 - 2021/06/16 14:46:17.701" */
+            const char *s = memchr(ls, ':', ll);
+            size_t sn = s ? ll - (size_t)(s + 1 - ls) : 0;
+            s = s ? s + 1 : ls;
+            const char *dash = NULL;
+            for (size_t i = 0; i + 2 < sn; i++)
+                if (s[i] == ' ' && s[i + 1] == '-' && s[i + 2] == ' ')
+                    dash = s + i;
+            const char *a = s, *b = dash ? dash + 3 : s + sn;
+            size_t an = dash ? (size_t)(dash - s) : sn, bn = dash ? (size_t)(s + sn - b) : 0;
+            onyx_trim(&a, &an);
+            onyx_trim(&b, &bn);
+            copy_field(wstart, sizeof(wstart), a, an);
+            copy_field(wend, sizeof(wend), b, bn);
+            continue;
+        }
         if (!in_table) {
             size_t i = 0;
             bool ruler = ll > 0 && ls[0] == '-';
@@ -1151,12 +1169,22 @@ onyx_parse_wjh(const char *text, size_t len, void (*cb)(const struct onyx_wjh_re
         memset(&r, 0, sizeof(r));
         r.src_port = r.dst_port = -1;
         r.count = 1;
+        snprintf(r.window_start, sizeof(r.window_start), "%s", wstart);
+        snprintf(r.window_end, sizeof(r.window_end), "%s", wend);
+        uint64_t h = 1469598103934665603ull; /* FNV-1a over the identifying cells */
         for (size_t c = 0; c < ncols; c++) {
             const char *s;
             size_t sn;
             size_t b = c + 1 < ncols ? cols[c + 1].start : (size_t)-1;
             slice(ls, ll, cols[c].start, b, &s, &sn);
             const char *nm = cols[c].name;
+            if (strcmp(nm, "#") != 0 && strcasecmp(nm, "Count") != 0) {
+                for (size_t i = 0; i < sn; i++)
+                    h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+                h = (h ^ 0x1f) * 1099511628211ull; /* cell separator */
+            }
+            if (strcasecmp(nm, "Count") == 0)
+                r.aggregated = true;
             if (strcasecmp(nm, "Timestamp") == 0)
                 copy_field(r.timestamp, sizeof(r.timestamp), s, sn);
             else if (strcasecmp(nm, "sPort") == 0)
@@ -1184,6 +1212,7 @@ onyx_parse_wjh(const char *text, size_t len, void (*cb)(const struct onyx_wjh_re
         }
         if (!r.reason[0])
             continue;
+        r.ident = r.aggregated ? (h ^ 0xa5a5a5a5a5a5a5a5ull) * 1099511628211ull : h;
         records++;
         if (cb)
             cb(&r, arg);

@@ -199,6 +199,13 @@ int onyx_parse_telemetry_flows(const char *text, size_t len, struct onyx_samples
 
 /** One WJH drop record (raw or aggregated; count 1 for a raw record). */
 struct onyx_wjh_record {
+    /** Identity of the row: a hash of every cell except the row number (`#`) and `Count`,
+     *  so the same drop (raw) or the same aggregation key (aggregated) has the same ident
+     *  in every poll, wherever the table places it. */
+    uint64_t ident;
+    bool aggregated; /**< the table has a Count column (an aggregation over its window) */
+    /** The table's `Sample Window : A - B` line, split; empty when the output has none. */
+    char window_start[32], window_end[32];
     char timestamp[32];
     char sport[24];
     char src_ip[48];

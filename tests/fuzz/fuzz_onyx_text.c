@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "parse.h"
+#include "wjh_tally.h"
 
 static void
 check(const struct onyx_samples *s)
@@ -23,14 +24,22 @@ check(const struct onyx_samples *s)
     }
 }
 
+/* Each row goes through the tally as the driver's does; a row is never more new drops
+ * than it holds. */
 static void
 wjh_cb(const struct onyx_wjh_record *r, void *arg)
 {
-    (void)arg;
-    if (strlen(r->reason) >= sizeof(r->reason) || strlen(r->src_ip) >= sizeof(r->src_ip))
+    struct onyx_wjh_tally *t = arg;
+    if (strlen(r->reason) >= sizeof(r->reason) || strlen(r->src_ip) >= sizeof(r->src_ip) ||
+        strlen(r->window_start) >= sizeof(r->window_start))
         abort();
     struct fs_flow_rule rule = {.protocol = FS_PROTO_UDP, .dst_lo = 4791, .dst_hi = 4791};
     (void)onyx_wjh_matches_rule(r, &rule);
+    int64_t fresh = onyx_wjh_tally_row(t, r);
+    if (fresh > 0 && (uint64_t)fresh > r->count)
+        abort();
+    if (fresh > 0 && onyx_wjh_tally_add(t, "r", r->reason, (uint64_t)fresh) < 0)
+        abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -55,7 +64,20 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     (void)onyx_error_line(buf, size, msg, sizeof(msg));
     (void)onyx_parse_version_text(buf, size, &v, err, sizeof(err));
     (void)onyx_parse_clock(buf, size, &us, &res, err, sizeof(err));
-    (void)onyx_parse_wjh(buf, size, wjh_cb, NULL, err, sizeof(err));
+    /* the same table twice: the second poll finds nothing new */
+    struct onyx_wjh_tally tally = {0};
+    for (int poll = 0; poll < 2; poll++) {
+        onyx_wjh_tally_begin(&tally);
+        (void)onyx_parse_wjh(buf, size, wjh_cb, &tally, err, sizeof(err));
+        onyx_wjh_tally_end(&tally, "");
+        if (poll == 0)
+            for (size_t i = 0; i < tally.n_totals; i++)
+                tally.totals[i].drops = 0;
+    }
+    for (size_t i = 0; i < tally.n_totals; i++)
+        if (tally.totals[i].drops != 0 && !tally.overflow)
+            abort();
+    onyx_wjh_tally_free(&tally);
     (void)onyx_parse_interfaces_text(buf, size, &s, err, sizeof(err));
     check(&s);
     onyx_samples_clear(&s);

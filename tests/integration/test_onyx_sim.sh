@@ -296,6 +296,51 @@ f=$(val "$T/lacks.out" 3 'flow_rule_dropped_packets_total.*rule="nccl",reason="W
 [ "$f" = 6000 ] && [ "$w" = $((BASE + 6000)) ] || fail "WJH drops $f vs WRED counter $w (both 6000 above the base)"
 ok "a missing command is dropped and reported once; flow-rule drops from WJH records"
 
+# ---------------------------------------------------------------- WJH as a window
+# A WJH table that aggregates only the last 5 s: its count rises during a surge and falls
+# to 0 as the drops leave the window. Each drop must be counted once: the rule's total is
+# the drops between the first poll's window start and the last poll, exactly (summing the
+# table as a counter counts every shrink as a clear and more than doubles it). The switch
+# stands still at each step (frozen_at_s), the test moves it between polls.
+wjh_at() { # wjh_at T: the scenario frozen at T s after boot, WJH window 5 s
+  write_scenario "$BOOT" '{}' '["show telemetry flows"]' "$1"
+  $PY - "$SCEN" <<'EOF'
+import json, os, sys
+d = json.load(open(sys.argv[1]))
+d["onyx_wjh_window_s"] = 5
+open(sys.argv[1] + ".tmp", "w").write(json.dumps(d))
+os.replace(sys.argv[1] + ".tmp", sys.argv[1])
+EOF
+}
+STEPS=(39 40.5 41.5 42.5 44 46 48 50 69 70.5 71.5 73 75 78)
+wjh_at "${STEPS[0]}"
+rm -f "$T/wjh.go"
+poll "$T/wjh.out" --password-file "$T/main/password" --polls 14 --wait-file "$T/wjh.go" \
+  --flow-rule nccl:udp:4791:3 --grep 'flow_rule_dropped|counters_reset' &
+WP=$!
+track "$WP"
+k=1
+for s in "${STEPS[@]:1}"; do
+  for _ in $(seq 600); do grep -q "^poll $k result" "$T/wjh.out" 2>/dev/null && break; sleep 0.1; done
+  grep -q "^poll $k result" "$T/wjh.out" || fail "WJH poll $k did not end"
+  wjh_at "$s"
+  touch "$T/wjh.go"
+  k=$((k + 1))
+done
+wait "$WP" || fail "WJH window polls failed: $(grep result "$T/wjh.out")"
+write_scenario "$BOOT"
+f1=$(val "$T/wjh.out" 1 'flow_rule_dropped_packets_total.*rule="nccl",reason="WRED"')
+f14=$(val "$T/wjh.out" 14 'flow_rule_dropped_packets_total.*rule="nccl",reason="WRED"')
+f8=$(val "$T/wjh.out" 8 'flow_rule_dropped_packets_total.*rule="nccl",reason="WRED"')
+# the window at 39 s holds nothing (the last surge ended at 12 s); two surges of 2 s at
+# 1000 drops/s follow (40-42 s, 70-72 s); at 50 s the first one has left the window
+[ "${f1:-0}" = 0 ] && [ "$f8" = 2000 ] && [ "$f14" = 4000 ] ||
+  fail "WJH window drops: $f1 / $f8 / $f14 at 39 / 50 / 78 s, want 0 / 2000 / 4000"
+if grep -Eq '^poll .*counters_reset_total.*kind="cleared"} [1-9]' "$T/wjh.out"; then
+  fail "a shrinking WJH window was counted as a clear"
+fi
+ok "a rolling WJH window: each drop counted once (0 / 2000 / 4000 after 0 / 1 / 2 surges)"
+
 # ---------------------------------------------------------------- host keys
 # accept-new records an unknown host, then a changed key is refused anyway. (How
 # known_hosts is parsed and written, and keys of another type: test_onyx_known_hosts.sh.)

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "parse.h"
+#include "wjh_tally.h"
 
 static char *
 fixture(const char *name, size_t *len)
@@ -620,6 +621,96 @@ test_wjh_tables(void **state)
     assert_int_equal(onyx_parse_wjh("nothing\n", 8, wjh_cb, &a, err, sizeof(err)), -1);
 }
 
+/* One poll of a WJH table through the tally: the new drops of its rows. */
+static uint64_t
+wjh_poll(struct onyx_wjh_tally *t, const char *text)
+{
+    struct wjh_acc a = {0};
+    char err[128];
+    uint64_t fresh = 0;
+    onyx_wjh_tally_begin(t);
+    int n = onyx_parse_wjh(text, strlen(text), wjh_cb, &a, err, sizeof(err));
+    assert_true(n >= 0);
+    assert_int_equal(n, a.n);
+    for (int i = 0; i < a.n; i++) {
+        int64_t f = onyx_wjh_tally_row(t, &a.r[i]);
+        assert_true(f >= 0);
+        fresh += (uint64_t)f;
+    }
+    onyx_wjh_tally_end(t, a.n ? a.r[0].window_end : "");
+    return fresh;
+}
+
+#define RAW_HDR                                                                                    \
+    "#    Timestamp              sPort  dPort  Src IP:Port        Dst IP:Port        IP Proto  "   \
+    "Drop reason - Recommended action\n"                                                           \
+    "---- ---------------------- ------ ------ ------------------ ------------------ --------- "   \
+    "-----------------------------------------------\n"
+#define RAW_ROW(n, ts, port)                                                                       \
+    n "    21/06/16 " ts "  swp1   N/A    10.0.0.1:" port "      10.0.1.1:4791      udp       "    \
+      "WRED - Congestion\n"
+
+/* The WJH table is a window: each drop is counted once, whatever the window does. */
+static void
+test_wjh_tally_window(void **state)
+{
+    (void)state;
+    struct onyx_wjh_tally t = {0};
+    /* Raw records: two identical drops in the same millisecond count twice; a record seen
+     * in the previous poll is not new, wherever its row; records that left add nothing. */
+    assert_int_equal(wjh_poll(&t, RAW_HDR RAW_ROW("1", "12:00:00.001", "5000")
+                                      RAW_ROW("2", "12:00:00.002", "5001")
+                                          RAW_ROW("3", "12:00:00.002", "5001")),
+                     3);
+    assert_int_equal(wjh_poll(&t, RAW_HDR RAW_ROW("1", "12:00:00.002", "5001")
+                                      RAW_ROW("2", "12:00:00.002", "5001")
+                                          RAW_ROW("3", "12:00:01.000", "5000")),
+                     1);
+    assert_int_equal(wjh_poll(&t, RAW_HDR RAW_ROW("1", "12:00:01.000", "5000")
+                                      RAW_ROW("2", "12:00:01.000", "5000")),
+                     1);                        /* one more drop with the same identity */
+    assert_int_equal(wjh_poll(&t, RAW_HDR), 0); /* the window emptied: not a clear */
+    assert_int_equal(wjh_poll(&t, RAW_HDR RAW_ROW("1", "12:00:05.000", "5000")), 1);
+    onyx_wjh_tally_free(&t);
+
+    /* Aggregated rows: what Count grew by while the windows overlap; nothing when it
+     * shrinks as the window rolls; the whole Count when the new window starts after the
+     * previous one ended (the table was cleared). */
+#define AGG(start, end, count)                                                                     \
+    "Sample Window : 2021/06/16 " start " - 2021/06/16 " end "\n\n"                                \
+    "#  sPort  Src IP:Port     Dst IP:Port     IP Proto  Count  Drop reason - Recommended "        \
+    "action\n"                                                                                     \
+    "-- ------ --------------- --------------- --------- ------ "                                  \
+    "----------------------------------\n"                                                         \
+    "1  swp4   10.0.0.1:49152  10.0.1.1:4791   udp       " count "    WRED - Congestion\n"
+    assert_int_equal(wjh_poll(&t, AGG("12:00:00.000", "12:10:00.000", "100")), 100);
+    assert_int_equal(wjh_poll(&t, AGG("12:00:00.000", "12:11:00.000", "150")), 50);
+    assert_int_equal(wjh_poll(&t, AGG("12:05:00.000", "12:20:00.000", "120")), 0);
+    assert_int_equal(wjh_poll(&t, AGG("12:05:00.000", "12:21:00.000", "125")), 5);
+    assert_int_equal(wjh_poll(&t, AGG("12:30:00.000", "12:31:00.000", "010")), 10);
+#undef AGG
+
+    /* Totals per (rule, reason), monotonic; too many reasons of a rule go to "other". */
+    assert_int_equal(onyx_wjh_tally_add(&t, "nccl", "WRED", 3), 0);
+    assert_int_equal(onyx_wjh_tally_add(&t, "nccl", "WRED", 2), 0);
+    char reason[32];
+    for (int i = 0; i < 40; i++) {
+        snprintf(reason, sizeof(reason), "r%d", i);
+        assert_int_equal(onyx_wjh_tally_add(&t, "nccl", reason, 1), 0);
+    }
+    uint64_t wred = 0, other = 0;
+    for (size_t i = 0; i < t.n_totals; i++) {
+        if (!strcmp(t.totals[i].reason, "WRED"))
+            wred = t.totals[i].drops;
+        if (!strcmp(t.totals[i].reason, "other"))
+            other = t.totals[i].drops;
+    }
+    assert_true(wred == 5);
+    assert_true(other == 40 - 31); /* 32 reasons a rule, WRED being the first */
+    assert_true(t.n_totals == 33);
+    onyx_wjh_tally_free(&t);
+}
+
 /* ---------------- assumed layouts (parse_assumed.c) ---------------- */
 
 static void
@@ -733,6 +824,7 @@ main(void)
         cmocka_unit_test(test_next_prompt_edges),
         cmocka_unit_test(test_congestion_text),
         cmocka_unit_test(test_wjh_tables),
+        cmocka_unit_test(test_wjh_tally_window),
         cmocka_unit_test(test_tc_and_pfc_counters),
         cmocka_unit_test(test_clock),
         cmocka_unit_test(test_telemetry_flows),

@@ -43,6 +43,8 @@ Scenario keys read here in addition to scenario.py's (all optional):
                     document in a layout the driver does not know (a made-up "newer
                     release" layout: {"interfaces": [{"name": .., "counters": ..}]} /
                     {"interface": .., "traffic-classes": [..]}; NOT from a real device).
+  onyx_wjh_window_s  the WJH table aggregates the drops of the last N seconds of device
+                    time (its Sample Window line shows them) instead of all since boot.
 The scenario file is re-read whenever it changes, so a test adds and removes faults (and
 reboots the switch by moving boot_epoch_s) while sessions stay open.
 
@@ -610,17 +612,31 @@ class Sim:
 
     def wjh(self, t):
         """Aggregated WJH buffer drops (the WJH library's table layout): WRED drops of the
-        congested port's RoCE traffic (udp 4791), count since boot."""
+        congested port's RoCE traffic (udp 4791), counted since boot, or over a rolling
+        window of the last `onyx_wjh_window_s` seconds of device time when the scenario
+        sets it (then the count shrinks as drops leave the window, as a real WJH buffer's
+        does)."""
         sc = self.sc
         cp, tc = sc.cong["port"], sc.cong["tc"]
         count = sc.tc_wred_dropped(cp, tc, t) - sc.counter_base
+        win = self.opt("onyx_wjh_window_s", None)
+        window = "boot - now"
+        if win:
+            t0 = max(0.0, t - float(win))
+            count -= sc.tc_wred_dropped(cp, tc, t0) - sc.counter_base
+
+            def stamp(x):
+                e = sc.boot_epoch_s + x
+                return time.strftime("%Y/%m/%d %H:%M:%S", time.gmtime(e)) + ".%03d" % (
+                    int(round(e * 1000)) % 1000)
+            window = "%s - %s" % (stamp(t0), stamp(t))
         hdr = ("#  sPort    VLAN  sMAC               dMAC               EthType  "
                "Src IP:Port          Dst IP:Port          IP Proto  Count     Severity  "
                "Drop reason - Recommended action\n")
         rule = ("-- -------- ----- ------------------ ------------------ -------- "
                 "-------------------- -------------------- --------- --------- --------- "
                 "-----------------------------------------------\n")
-        out = ["Sample Window : boot - now\n\n", hdr, rule]
+        out = ["Sample Window : %s\n\n" % window, hdr, rule]
         if count > 0:
             out.append("1  %-8s N/A   7c:fe:90:00:00:01  7c:fe:90:00:00:02  IPv4     "
                        "%-20s %-20s %-9s %-9d %-9s %s\n"
