@@ -4,6 +4,8 @@
  * Flow rules are not part of the block: they are the configuration's, and reach the
  * driver through the target (fs_target_cfg.flow_rules) at target_add.
  */
+#include <regex.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,8 +44,22 @@ fs_onyx_config_build(const struct lyd_node *n, void **dcfg, struct fs_cfg_errs *
     if (fs_cfg_strdup(&c->username, n, "username") || fs_cfg_strdup(&c->key_file, n, "key_file") ||
         fs_cfg_strdup(&c->known_hosts, n, "known_hosts") ||
         fs_cfg_secret_ref(&c->password, n, "password") ||
-        fs_cfg_secret_ref(&c->enable_password, n, "enable_password"))
+        fs_cfg_secret_ref(&c->enable_password, n, "enable_password") ||
+        fs_cfg_strdup(&c->flow_rule_ports, n, "flow_rule_ports"))
         return -1;
+    if (c->flow_rule_ports && (leaf = fs_cfg_kid(n, "flow_rule_ports"))) {
+        regex_t re;
+        char anchored[600];
+        snprintf(anchored, sizeof(anchored), "^(%s)$", c->flow_rule_ports);
+        int rc = regcomp(&re, anchored, REG_EXTENDED | REG_NOSUB);
+        if (rc != 0) {
+            char why[128];
+            regerror(rc, &re, why, sizeof(why));
+            fs_cfg_node_err(errs, leaf, false, "not a POSIX extended regular expression: %s", why);
+        } else {
+            regfree(&re);
+        }
+    }
     return 0;
 }
 
@@ -72,7 +88,8 @@ fs_onyx_config_equal(const void *pa, const void *pb)
            fs_cfg_secret_ref_equal(&a->enable_password, &b->enable_password) &&
            a->interval_us == b->interval_us && a->timeout_us == b->timeout_us &&
            a->apply_flow_rules == b->apply_flow_rules && a->plan_only == b->plan_only &&
-           a->max_output_bytes == b->max_output_bytes;
+           a->max_output_bytes == b->max_output_bytes &&
+           fs_cfg_str_equal(a->flow_rule_ports, b->flow_rule_ports);
 }
 
 int64_t

@@ -54,6 +54,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <regex.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -88,6 +89,7 @@ enum cmd_kind {
     K_CC,
     K_FLOWS,
     K_WJH,
+    K_ACL,
     K_RUNCFG,
     K_CONFIG,
     K_ROLLBACK,
@@ -102,6 +104,7 @@ static const char *const kind_names[K_COUNT] = {
     "show interfaces ethernet <port> congestion-control",
     "show telemetry flows",
     "show what-just-happened",
+    ("show ipv4 access-lists " FS_ONYX_ACL_NAME), /* parenthesized: one element */
     "show running-config",
     "flow rule configuration",
     "flow rule rollback",
@@ -121,7 +124,7 @@ struct onyx_target {
     struct fs_sink *sink;
     atomic_bool busy;
     pthread_mutex_t detail_lock;
-    char detail[2048];        /* under detail_lock */
+    char detail[3072];        /* under detail_lock */
     FILE *transcript;         /* under detail_lock */
     bool transcript_mid_line; /* under detail_lock: the last byte written was not a newline */
 
@@ -172,7 +175,11 @@ struct onyx_target {
     size_t nports;
     char profile[160];
     struct onyx_wjh_tally wjh; /* WJH drops counted once each, across polls and sessions */
-    bool rules_checked;        /* this session compared the running config with the flow rules */
+    regex_t ports_re;          /* cfg.flow_rule_ports, anchored; compiled when ports_re_ok */
+    bool ports_re_ok;
+    size_t *acl_order;      /* onyx_flow_order() of the flow rules (n_flow_rules of them) */
+    char acl_counters[200]; /* the ACL counters' state, for the detail */
+    bool rules_checked;     /* this session compared the running config with the flow rules */
     bool config_failed, config_in_flight;
     struct onyx_plan plan; /* I/O thread writes it under detail_lock */
     bool plan_ready;       /* under detail_lock */
@@ -432,6 +439,10 @@ build_batch1(struct onyx_target *t)
             queue_cmd(t, K_FLOWS, "show telemetry flows");
         else
             queue_cmd(t, K_WJH, "show what-just-happened");
+        /* Without the telemetry view, per-rule packets and bytes come from the flow-rule
+         * ACL's entry counters (its output layout is assumed: parse_assumed.c). */
+        if (t->lacks[K_FLOWS] && !t->lacks[K_ACL] && t->acl_order)
+            queue_cmd(t, K_ACL, "%s", kind_names[K_ACL]);
     }
     if ((t->cfg.apply_flow_rules || t->cfg.plan_only) && !t->rules_checked)
         queue_cmd(t, K_RUNCFG, "show running-config");
@@ -443,8 +454,17 @@ plan_flow_rules(struct onyx_target *t, const char *text, size_t len)
 {
     char err[256];
     struct onyx_plan plan;
-    int prc =
-        onyx_flow_plan(t->cfg.flow_rules, t->cfg.n_flow_rules, text, len, &plan, err, sizeof(err));
+    /* the ports shown by this cycle's interface listing that flow_rule_ports selects */
+    const char **sel = t->nports ? calloc(t->nports, sizeof(*sel)) : NULL;
+    size_t nsel = 0;
+    for (size_t i = 0; sel && i < t->nports; i++)
+        if (!t->ports_re_ok || regexec(&t->ports_re, t->ports[i], 0, NULL, 0) == 0)
+            sel[nsel++] = t->ports[i];
+    int prc = onyx_flow_plan(t->cfg.flow_rules, t->cfg.n_flow_rules, text, len, sel, nsel, &plan,
+                             err, sizeof(err));
+    free(sel);
+    for (size_t i = 0; prc == 0 && i < plan.n_notes; i++)
+        fs_log(FS_LOG_WARN, SUBSYS, "target %s: flow rules: %s", t->name, plan.notes[i]);
     pthread_mutex_lock(&t->detail_lock);
     onyx_plan_free(&t->plan);
     if (prc == 0)
@@ -639,34 +659,92 @@ wjh_record(const struct onyx_wjh_record *r, void *arg)
     }
 }
 
+/* Adds a 64-bit counter sample with one or two labels (name2 NULL: one) to t->samples;
+ * values are cut to the label size. 0, or -1 when out of memory. */
+static int
+push_counter(struct onyx_target *t, enum fs_metric m, uint64_t raw, const char *name1,
+             const char *value1, const char *name2, const char *value2)
+{
+    if (t->samples.n == t->samples.cap) {
+        size_t nc = t->samples.cap ? t->samples.cap * 2 : 16;
+        struct onyx_sample *v = realloc(t->samples.v, nc * sizeof(*v));
+        if (!v)
+            return -1;
+        t->samples.v = v;
+        t->samples.cap = nc;
+    }
+    struct onyx_sample *x = &t->samples.v[t->samples.n++];
+    memset(x, 0, sizeof(*x));
+    x->metric = m;
+    x->counter = true;
+    x->scale = 1.0;
+    x->raw = raw;
+    x->n_labels = name2 ? 2 : 1;
+    x->labels[0].name = name1;
+    snprintf(x->labels[0].value, sizeof(x->labels[0].value), "%.*s",
+             (int)sizeof(x->labels[0].value) - 1, value1);
+    if (name2) {
+        x->labels[1].name = name2;
+        snprintf(x->labels[1].value, sizeof(x->labels[1].value), "%.*s",
+                 (int)sizeof(x->labels[1].value) - 1, value2);
+    }
+    return 0;
+}
+
 /* The WJH totals as samples: one counter per (rule, reason), each drop counted once. */
 static void
 wjh_samples(struct onyx_target *t)
 {
     for (size_t i = 0; i < t->wjh.n_totals; i++) {
         const struct onyx_wjh_total *w = &t->wjh.totals[i];
-        if (t->samples.n == t->samples.cap) {
-            size_t nc = t->samples.cap ? t->samples.cap * 2 : 16;
-            struct onyx_sample *v = realloc(t->samples.v, nc * sizeof(*v));
-            if (!v)
-                return;
-            t->samples.v = v;
-            t->samples.cap = nc;
-        }
-        struct onyx_sample *x = &t->samples.v[t->samples.n++];
-        memset(x, 0, sizeof(*x));
-        x->metric = FS_M_FLOW_RULE_DROPPED;
-        x->counter = true;
-        x->scale = 1.0;
-        x->raw = w->drops;
-        x->n_labels = 2;
-        x->labels[0].name = "rule";
-        snprintf(x->labels[0].value, sizeof(x->labels[0].value), "%s", w->rule);
-        x->labels[1].name = "reason";
-        /* a long drop reason is cut to the label size */
-        snprintf(x->labels[1].value, sizeof(x->labels[1].value), "%.*s",
-                 (int)sizeof(x->labels[1].value) - 1, w->reason);
+        if (push_counter(t, FS_M_FLOW_RULE_DROPPED, w->drops, "rule", w->rule, "reason",
+                         w->reason) != 0)
+            return;
     }
+}
+
+/* The flow-rule ACL's entry counters -> per-rule packets, bytes and (where a rule has
+ * its `ecn: ce` twin) CE-marked packets (flowrules.h). */
+static int
+acl_counters(struct onyx_target *t, const char *text, size_t len, char *err, size_t errlen)
+{
+    size_t n = t->cfg.n_flow_rules;
+    uint64_t *v = calloc(n * 7, sizeof(*v));
+    bool *seen = calloc(n, sizeof(*seen));
+    int rc = -1;
+    if (!v || !seen) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    uint64_t *epk = v, *eby = v + n, *rpk = v + 2 * n, *rby = v + 3 * n, *ce = v + 4 * n;
+    if (onyx_parse_acl_counters(text, len, epk, eby, seen, n, err, errlen) != 0)
+        goto out;
+    size_t missing = 0;
+    for (size_t k = 0; k < n; k++)
+        missing += !seen[k];
+    if (missing) {
+        snprintf(err, errlen, "access-list counters: %zu of %zu entries without a packet count",
+                 missing, n);
+        goto out;
+    }
+    onyx_flow_rule_counts(t->cfg.flow_rules, n, t->acl_order, epk, eby, rpk, rby, ce);
+    for (size_t i = 0; i < n; i++) {
+        const char *rule = t->cfg.flow_rules[i].name;
+        if (push_counter(t, FS_M_FLOW_RULE_PACKETS, rpk[i], "rule", rule, NULL, NULL) != 0 ||
+            push_counter(t, FS_M_FLOW_RULE_BYTES, rby[i], "rule", rule, NULL, NULL) != 0 ||
+            (ce[i] != UINT64_MAX &&
+             push_counter(t, FS_M_FLOW_RULE_ECN_MARKED, ce[i], "rule", rule, NULL, NULL) != 0)) {
+            snprintf(err, errlen, "out of memory");
+            goto out;
+        }
+    }
+    snprintf(t->acl_counters, sizeof(t->acl_counters),
+             "read (layout assumed, unverified against a real switch)");
+    rc = 0;
+out:
+    free(v);
+    free(seen);
+    return rc;
 }
 
 static void
@@ -707,6 +785,12 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
     if (onyx_error_line(text, len, err, sizeof(err))) {
         bool unknown = strstr(err, "Unrecognized") || strstr(err, "Invalid command") ||
                        strstr(err, "nknown command");
+        if (c->kind == K_ACL && !unknown) {
+            /* the ACL is not on the switch (apply_flow_rules installs it): no failure */
+            snprintf(t->acl_counters, sizeof(t->acl_counters), "absent: %.150s", err);
+            update_detail(t);
+            return;
+        }
         if (json) {
             json_fallback(t, c, err);
         } else if (unknown) {
@@ -799,6 +883,9 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
         }
         break;
     }
+    case K_ACL:
+        rc = acl_counters(t, text, len, err, sizeof(err));
+        break;
     case K_RUNCFG:
     case K_CONFIG:
     case K_ROLLBACK:
@@ -1329,6 +1416,9 @@ target_free(struct onyx_target *t)
     free(t->q);
     onyx_samples_free(&t->samples);
     onyx_wjh_tally_free(&t->wjh);
+    if (t->ports_re_ok)
+        regfree(&t->ports_re);
+    free(t->acl_order);
     onyx_plan_free(&t->plan);
     fs_onyx_cfg_free(&t->cfg);
     pthread_mutex_destroy(&t->detail_lock);
@@ -1374,12 +1464,19 @@ update_detail(struct onyx_target *t)
     }
     if (o >= sizeof(fallbacks)) /* cut: keep the JSON valid */
         snprintf(fallbacks, sizeof(fallbacks), "{\"command\":\"(too many)\",\"reason\":\"\"}");
-    char d[2048];
+    char acl_state[2 * sizeof(t->acl_counters)];
+    json_escape(t->acl_counters[0]     ? t->acl_counters
+                : !t->cfg.n_flow_rules ? "no flow rules"
+                : !t->lacks[K_FLOWS]   ? "not read (show telemetry flows gives the rules' counts)"
+                                       : "not read yet",
+                acl_state, sizeof(acl_state));
+    char d[sizeof(t->detail)];
     snprintf(d, sizeof(d),
              "\"cli_session\":\"%s\",\"cli_release\":\"%s\",\"cli_interfaces_form\":\"%s\","
              "\"cli_text_fallbacks\":[%s],\"cli_dropped_commands\":[%s],\"cli_ecn_profile\":\"%s\","
              "\"cli_sessions_opened\":%llu,"
-             "\"cli_flow_rules\":\"%s\",\"cli_pipelining\":%s,\"cli_clock_probes\":%llu,"
+             "\"cli_flow_rules\":\"%s\",\"cli_acl_counters\":\"%s\","
+             "\"cli_pipelining\":%s,\"cli_clock_probes\":%llu,"
              "\"cli_clock_probing\":\"%s\"",
              t->ss == SS_DOWN                                               ? "down"
              : (t->ss == SS_READY || t->ss == SS_BUSY || t->ss == SS_PROBE) ? "up"
@@ -1391,7 +1488,7 @@ update_detail(struct onyx_target *t)
              : !t->rules_checked      ? "not checked"
              : t->config_failed       ? "failed, rolled back"
                                       : "in place",
-             t->one_at_a_time ? "false" : "true", (unsigned long long)t->prober.sent,
+             acl_state, t->one_at_a_time ? "false" : "true", (unsigned long long)t->prober.sent,
              t->prober.state ? t->prober.state : FS_CLOCK_PROBER_STATE_NONE);
     pthread_mutex_lock(&t->detail_lock);
     bool changed = strcmp(d, t->detail) != 0;
@@ -1648,6 +1745,21 @@ target_add(void *state, const char *name, const char *address, const struct fs_o
         snprintf(errbuf, errlen, "out of memory");
         return FS_DRV_ERR;
     }
+    if (t->cfg.n_flow_rules) {
+        if (!(t->acl_order = calloc(t->cfg.n_flow_rules, sizeof(*t->acl_order)))) {
+            fs_onyx_cfg_free(&t->cfg);
+            free(t);
+            snprintf(errbuf, errlen, "out of memory");
+            return FS_DRV_ERR;
+        }
+        onyx_flow_order(t->cfg.flow_rules, t->cfg.n_flow_rules, t->acl_order);
+    }
+    if (t->cfg.flow_rule_ports) {
+        char anchored[600];
+        snprintf(anchored, sizeof(anchored), "^(%s)$", t->cfg.flow_rule_ports);
+        /* checked when the configuration was read */
+        t->ports_re_ok = regcomp(&t->ports_re, anchored, REG_EXTENDED | REG_NOSUB) == 0;
+    }
     if (!t->cfg.known_hosts) {
         const char *home = getenv("HOME");
         char p[1024];
@@ -1769,7 +1881,9 @@ fs_onyx_target_plan(void *state, void *tstate, char *buf, size_t len)
     pthread_mutex_lock(&t->detail_lock);
     if (t->plan_ready) {
         rc = 0;
-        if (t->plan.n > 0)
+        for (size_t i = 0; i < t->plan.n_notes && o < len; i++)
+            o += (size_t)snprintf(buf + o, len - o, "# %s\n", t->plan.notes[i]);
+        if (t->plan.n > 0 && o < len)
             o += (size_t)snprintf(buf + o, len - o, "configure terminal\n");
         for (size_t i = 0; i < t->plan.n && o < len; i++)
             o += (size_t)snprintf(buf + o, len - o, "%s\n", t->plan.cmds[i]);
@@ -1827,20 +1941,27 @@ vt_plan(void *state, void *tstate, FILE *out, char *errbuf, size_t errlen)
         fprintf(out, "# %s: no flow_rules configured: nothing to install\n", t->name);
         rc = 0;
     } else if (fs_onyx_target_plan(state, tstate, buf, len) == 0) {
-        if (buf[0])
+        /* the plan's notes are `# ` lines; anything else is a command */
+        bool cmds = false;
+        for (const char *l = buf; *l && !cmds; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : "")
+            cmds = strncmp(l, "# ", 2) != 0;
+        if (cmds)
             fprintf(out, "# %s: against its running configuration\n%s", t->name, buf);
         else
             fprintf(out,
                     "# %s: its running configuration already holds the flow rules: "
-                    "nothing to send\n",
-                    t->name);
+                    "nothing to send\n%s",
+                    t->name, buf);
         rc = 0;
-    } else if (onyx_flow_plan(t->cfg.flow_rules, t->cfg.n_flow_rules, NULL, 0, &plan, errbuf,
-                              errlen) == 0) {
+    } else if (onyx_flow_plan(t->cfg.flow_rules, t->cfg.n_flow_rules, NULL, 0, NULL, 0, &plan,
+                              errbuf, errlen) == 0) {
         fprintf(out,
                 "# %s: could not read the running configuration; the plan if none of the "
-                "project's ACLs exist yet:\nconfigure terminal\n",
+                "project's ACLs exist yet:\n",
                 t->name);
+        for (size_t i = 0; i < plan.n_notes; i++)
+            fprintf(out, "# %s\n", plan.notes[i]);
+        fprintf(out, "configure terminal\n");
         for (size_t i = 0; i < plan.n; i++)
             fprintf(out, "%s\n", plan.cmds[i]);
         fprintf(out, "exit\n");

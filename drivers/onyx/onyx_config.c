@@ -63,7 +63,7 @@ fs_onyx_cfg_copy(const struct fs_onyx_cfg *src, const struct fs_flow_rule *rules
 {
     *dst = *src;
     /* nothing of src may be freed through dst if a copy below fails */
-    dst->username = dst->key_file = dst->known_hosts = NULL;
+    dst->username = dst->key_file = dst->known_hosts = dst->flow_rule_ports = NULL;
     memset(&dst->password, 0, sizeof(dst->password));
     memset(&dst->enable_password, 0, sizeof(dst->enable_password));
     dst->flow_rules = NULL;
@@ -71,6 +71,7 @@ fs_onyx_cfg_copy(const struct fs_onyx_cfg *src, const struct fs_flow_rule *rules
     if (dup_str(&dst->username, src->username) < 0 || dup_ref(&dst->password, &src->password) < 0 ||
         dup_str(&dst->key_file, src->key_file) < 0 ||
         dup_str(&dst->known_hosts, src->known_hosts) < 0 ||
+        dup_str(&dst->flow_rule_ports, src->flow_rule_ports) < 0 ||
         dup_ref(&dst->enable_password, &src->enable_password) < 0 ||
         dup_rules(dst, rules, n_rules) < 0) {
         fs_onyx_cfg_free(dst);
@@ -86,6 +87,7 @@ fs_onyx_cfg_free(struct fs_onyx_cfg *c)
     fs_cfg_secret_ref_free(&c->password);
     free(c->key_file);
     free(c->known_hosts);
+    free(c->flow_rule_ports);
     fs_cfg_secret_ref_free(&c->enable_password);
     for (size_t i = 0; i < c->n_flow_rules; i++)
         free(c->flow_rules[i].name);

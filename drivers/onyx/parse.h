@@ -195,6 +195,15 @@ int onyx_parse_clock(const char *text, size_t len, int64_t *device_us, int64_t *
 int onyx_parse_telemetry_flows(const char *text, size_t len, struct onyx_samples *out, char *errbuf,
                                size_t errlen);
 
+/**
+ * `show ipv4 access-lists NAME`: the packet and byte counters of the entries
+ * seq-number 10 * (k + 1), k < n_entries, into pk[k] / by[k] (seen[k]: the entry's packet
+ * counter was found). Layout ASSUMED (parse_assumed.c, A5). 0, or -1 when no such entry
+ * is in the text.
+ */
+int onyx_parse_acl_counters(const char *text, size_t len, uint64_t *pk, uint64_t *by, bool *seen,
+                            size_t n_entries, char *errbuf, size_t errlen);
+
 /* ---------------- What-Just-Happened ---------------- */
 
 /** One WJH drop record (raw or aggregated; count 1 for a raw record). */

@@ -32,11 +32,19 @@
  * |                                                |     with the JSON form's keys (`ECN marked  |
  * |                                                |     packets`, `Mode`, `RED dropped packets`,|
  * |                                                |     ...); key padding free.                 |
+ * | show ipv4 access-lists NAME                    | A5: one line per entry holding             |
+ * | (the per-entry counters of the flow-rule ACL)  |     `seq-number N`, its counters on that    |
+ * |                                                |     line or the indented lines below it up  |
+ * |                                                |     to the next entry: a number next to the |
+ * |                                                |     word packets and one next to bytes      |
+ * |                                                |     (`1234 packets`, `packets: 1234`, `Bytes|
+ * |                                                |     = 9`), any case, any order.             |
  */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "parse.h"
@@ -429,4 +437,90 @@ onyx_parse_congestion_text(const char *text, size_t len, struct onyx_samples *ou
         rc = -1;
     }
     return rc;
+}
+
+/* ---------------- A5: ACL entry counters ---------------- */
+
+/* The number that belongs to the word at token index i of toks: the one after it when a
+ * ':' or '=' follows the word ("Packets: 12"), else the one before it ("12 packets"),
+ * else the one right after it ("packets 12"). */
+static bool
+number_near(char toks[][64], size_t n, size_t i, uint64_t *v)
+{
+    size_t used;
+    if (i + 2 < n && (!strcmp(toks[i + 1], ":") || !strcmp(toks[i + 1], "=")))
+        return onyx_parse_u64(toks[i + 2], strlen(toks[i + 2]), v, &used) &&
+               used == strlen(toks[i + 2]);
+    if (i > 0 && onyx_parse_u64(toks[i - 1], strlen(toks[i - 1]), v, &used) &&
+        used == strlen(toks[i - 1]))
+        return true;
+    return i + 1 < n && onyx_parse_u64(toks[i + 1], strlen(toks[i + 1]), v, &used) &&
+           used == strlen(toks[i + 1]);
+}
+
+int
+onyx_parse_acl_counters(const char *text, size_t len, uint64_t *pk, uint64_t *by, bool *seen,
+                        size_t n_entries, char *errbuf, size_t errlen)
+{
+    size_t pos = 0, ll;
+    const char *ls;
+    long cur = -1; /* entry index of the current seq-number, -1: none or not ours */
+    size_t entries = 0;
+    for (size_t k = 0; k < n_entries; k++) {
+        pk[k] = by[k] = 0;
+        seen[k] = false;
+    }
+    while (onyx_next_line(text, len, &pos, &ls, &ll)) {
+        /* tokens: words and numbers, with ':' '=' ',' '(' ')' as separators (':' and '='
+         * kept as tokens of their own) */
+        char toks[48][64];
+        size_t n = 0;
+        for (size_t i = 0; i < ll && n < 48;) {
+            char ch = ls[i];
+            if (ch == ' ' || ch == '\t' || ch == ',' || ch == '(' || ch == ')' || ch == '[' ||
+                ch == ']') {
+                i++;
+                continue;
+            }
+            size_t a = i;
+            if (ch == ':' || ch == '=')
+                i++;
+            else
+                while (i < ll && !strchr(" \t,()[]:=", ls[i]))
+                    i++;
+            size_t tn = i - a < 63 ? i - a : 63;
+            memcpy(toks[n], ls + a, tn);
+            toks[n][tn] = '\0';
+            n++;
+        }
+        for (size_t i = 0; i + 1 < n; i++) {
+            if (strcasecmp(toks[i], "seq-number") != 0)
+                continue;
+            uint64_t seq;
+            size_t used;
+            cur = -1;
+            if (onyx_parse_u64(toks[i + 1], strlen(toks[i + 1]), &seq, &used) && seq % 10 == 0 &&
+                seq >= 10 && seq / 10 <= n_entries) {
+                cur = (long)(seq / 10 - 1);
+                entries++;
+            }
+            break;
+        }
+        if (cur < 0)
+            continue;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t v;
+            if (!strncasecmp(toks[i], "packet", 6) && number_near(toks, n, i, &v)) {
+                pk[cur] = v;
+                seen[cur] = true;
+            } else if (!strncasecmp(toks[i], "byte", 4) && number_near(toks, n, i, &v)) {
+                by[cur] = v;
+            }
+        }
+    }
+    if (entries == 0) {
+        onyx_errf(errbuf, errlen, "access-list counters: no entry of the flow rules");
+        return -1;
+    }
+    return 0;
 }

@@ -64,6 +64,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     (void)onyx_error_line(buf, size, msg, sizeof(msg));
     (void)onyx_parse_version_text(buf, size, &v, err, sizeof(err));
     (void)onyx_parse_clock(buf, size, &us, &res, err, sizeof(err));
+    {
+        uint64_t pk[4], by[4];
+        bool seen[4];
+        (void)onyx_parse_acl_counters(buf, size, pk, by, seen, 4, err, sizeof(err));
+    }
     /* the same table twice: the second poll finds nothing new */
     struct onyx_wjh_tally tally = {0};
     for (int poll = 0; poll < 2; poll++) {

@@ -9,7 +9,7 @@
  *                [--deadline-ms D] [--flow-rule NAME:udp|tcp|any:LO[-HI][:TC]]...
  *                [--grep RE] [--print-metrics] [--transcript FILE] [--wait-file F]
  *                [--back-to-back] [--render-each] [--apply-flow-rules] [--plan]
- *                [--max-output-bytes N]
+ *                [--max-output-bytes N] [--flow-rule-ports RE]
  *
  * Every interval it starts one cycle on each target (deadline D, default 90 % of the
  * interval) and waits for all of them. After each poll it prints
@@ -20,7 +20,8 @@
  * --back-to-back: each poll starts as soon as the previous one ended. --render-each: renders
  * /metrics after every poll (as a scrape would; always done with --grep).
  * --plan: reads the running config and prints the flow-rule plan (PLAN ... END PLAN),
- * touching nothing; --apply-flow-rules: installs the flow rules' ACLs.
+ * touching nothing; --apply-flow-rules: installs the flow rules' ACLs (bound to the ports
+ * --flow-rule-ports selects). A --flow-rule NAME ending in "-ce" matches CE-marked packets.
  * At the end: `SUMMARY ...` (results by kind, wall time per poll, process CPU time per
  * poll) and `DETAIL {...}` (target 0's driver detail).
  */
@@ -67,6 +68,8 @@ parse_rule(const char *s, struct fs_flow_rule *r)
     r->dst_lo = (uint16_t)lo;
     r->dst_hi = (uint16_t)hi;
     r->tc = tc;
+    size_t nl = strlen(name);
+    r->ecn_ce = nl > 3 && !strcmp(name + nl - 3, "-ce");
     return 0;
 }
 
@@ -96,6 +99,7 @@ main(int argc, char **argv)
                                        {"apply-flow-rules", 0, 0, 'A'},
                                        {"plan", 0, 0, 'L'},
                                        {"max-output-bytes", 1, 0, 'O'},
+                                       {"flow-rule-ports", 1, 0, 'P'},
                                        {0, 0, 0, 0}};
     struct fs_onyx_cfg cfg;
     fs_onyx_cfg_defaults(&cfg);
@@ -180,6 +184,9 @@ main(int argc, char **argv)
             break;
         case 'O':
             cfg.max_output_bytes = (size_t)atoll(optarg);
+            break;
+        case 'P':
+            cfg.flow_rule_ports = optarg; /* the driver copies it */
             break;
         default:
             fprintf(stderr, "fs-onyx-poll: bad arguments (see the source header)\n");

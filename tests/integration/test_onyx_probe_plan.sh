@@ -33,6 +33,7 @@ targets:
       known_hosts: $ONYX_KNOWN_HOSTS
       interval: 2s
       apply_flow_rules: $2
+      flow_rule_ports: "Eth1/(1|2)"
   - name: gone
     address: 127.0.0.1
     cli:
@@ -71,10 +72,14 @@ before=$(acls)
   fail "plan-flow-rules failed: $(cat "$T/plan.log")"
 cat >"$T/plan.want" <<'EOF'
 # sw1: against its running configuration
+# flow rule nccl-roce: an ACL cannot match tc 3: its ACL count covers every traffic class
 configure terminal
-ipv4 access-list fabricscope-nccl-roce
+ipv4 access-list fabricscope-flows
+seq-number 60000 permit ip any any
 seq-number 10 permit udp any any dst-port-range 4791 4791
 exit
+interface ethernet 1/1 ipv4 port access-group fabricscope-flows
+interface ethernet 1/2 ipv4 port access-group fabricscope-flows
 exit
 EOF
 diff -u "$T/plan.want" "$T/plan.out" || fail "plan differs"
@@ -100,7 +105,7 @@ rc=0
 grep -q '^# sw1: its running configuration already holds' "$T/plan3.out" || fail "sw1 missing"
 grep -qx "# gone: could not read the running configuration; the plan if none of the project's ACLs exist yet:" \
   "$T/plan3.out" || fail "no could-not-read line: $(cat "$T/plan3.out")"
-sed -n '/^# gone:/,$p' "$T/plan3.out" | grep -qx 'ipv4 access-list fabricscope-nccl-roce' ||
+sed -n '/^# gone:/,$p' "$T/plan3.out" | grep -qx 'ipv4 access-list fabricscope-flows' ||
   fail "no offline plan for gone"
 grep -q '^gone/cli: ' "$T/plan3.log" || fail "the reason is not shown: $(cat "$T/plan3.log")"
 ok "an unreachable switch: could not read, offline plan, exit 1, reason on stderr"

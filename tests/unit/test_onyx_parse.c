@@ -711,6 +711,36 @@ test_wjh_tally_window(void **state)
     onyx_wjh_tally_free(&t);
 }
 
+/* A5: the ACL's entry counters, in the simulator's layout and in other plausible ones. */
+static void
+test_acl_counters(void **state)
+{
+    (void)state;
+    uint64_t pk[3], by[3];
+    bool seen[3];
+    char err[128];
+    const char *sim = "ipv4 access-list fabricscope-flows\n"
+                      "  seq-number 10 permit udp any any dst-port-range 4791 4791 ecn 3  (match: "
+                      "5 packets, 500 bytes)\n"
+                      "  seq-number 20 permit udp any any dst-port-range 4791 4791  (match: 100 "
+                      "packets, 10000 bytes)\n"
+                      "  seq-number 60000 permit ip any any  (match: 7 packets, 9 bytes)\n";
+    assert_int_equal(onyx_parse_acl_counters(sim, strlen(sim), pk, by, seen, 3, err, sizeof(err)),
+                     0);
+    assert_true(seen[0] && seen[1] && !seen[2]);
+    assert_true(pk[0] == 5 && by[0] == 500 && pk[1] == 100 && by[1] == 10000);
+    const char *other = "Seq-number 10 permit udp any any\n"
+                        "    Packets: 12   Bytes = 3400\n"
+                        "seq-number 30 permit tcp any any\n"
+                        "    Packets: 1\n";
+    assert_int_equal(
+        onyx_parse_acl_counters(other, strlen(other), pk, by, seen, 3, err, sizeof(err)), 0);
+    assert_true(seen[0] && !seen[1] && seen[2]);
+    assert_true(pk[0] == 12 && by[0] == 3400 && pk[2] == 1);
+    assert_int_equal(onyx_parse_acl_counters("% nothing\n", 10, pk, by, seen, 3, err, sizeof(err)),
+                     -1);
+}
+
 /* ---------------- assumed layouts (parse_assumed.c) ---------------- */
 
 static void
@@ -825,6 +855,7 @@ main(void)
         cmocka_unit_test(test_congestion_text),
         cmocka_unit_test(test_wjh_tables),
         cmocka_unit_test(test_wjh_tally_window),
+        cmocka_unit_test(test_acl_counters),
         cmocka_unit_test(test_tc_and_pfc_counters),
         cmocka_unit_test(test_clock),
         cmocka_unit_test(test_telemetry_flows),

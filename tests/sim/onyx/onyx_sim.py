@@ -92,10 +92,12 @@ class Sim:
         self.submode = None  # ACL name in `(config ipv4 access-list X)`
         self.paging = True
         self.acls = {}  # name -> {seq: rule text}
+        self.bindings = {}  # port "1/N" -> ACL name (`ipv4 port access-group`)
         if state_path and os.path.exists(state_path):
             with open(state_path) as f:
                 d = json.load(f)
             self.acls = {n: {int(k): v for k, v in r.items()} for n, r in d.get("acls", {}).items()}
+            self.bindings = dict(d.get("bindings", {}))
         self.inbuf = b""
         self.tty = False
         self.echo_off = False  # a password is being read: the terminal does not echo it
@@ -362,15 +364,15 @@ class Sim:
             return
         tmp = self.state_path + ".tmp"
         with open(tmp, "w") as f:
-            json.dump({"acls": self.acls}, f)
+            json.dump({"acls": self.acls, "bindings": self.bindings}, f)
         os.replace(tmp, self.state_path)
 
     def config(self, w, cmd):
-        before = json.dumps(self.acls, sort_keys=True)
+        before = json.dumps([self.acls, self.bindings], sort_keys=True)
         try:
             return self.config_cmd(w, cmd)
         finally:
-            if json.dumps(self.acls, sort_keys=True) != before:
+            if json.dumps([self.acls, self.bindings], sort_keys=True) != before:
                 self.save()
 
     def config_cmd(self, w, cmd):
@@ -395,8 +397,18 @@ class Sim:
             if self.acls.pop(w[3], None) is None:
                 self.write("%% Access-list %s does not exist\n" % w[3])
             return
-        if w[0] == "interface" and "access-group" in w:
-            return  # binding accepted (not modelled)
+        if w[:2] == ["interface", "ethernet"] and len(w) >= 3 and "access-group" in w:
+            port = w[2]
+            if w[3:6] == ["ipv4", "port", "access-group"] and len(w) == 7:
+                if w[6] not in self.acls:
+                    self.write("%% Access-list %s does not exist\n" % w[6])
+                    return
+                self.bindings[port] = w[6]
+                return
+            if w[3:7] == ["no", "ipv4", "port", "access-group"]:
+                if self.bindings.pop(port, None) is None:
+                    self.write("%% No access-group is bound to ethernet %s\n" % port)
+                return
         return self.unrecognized(cmd)
 
     # ---- show ----
@@ -437,6 +449,11 @@ class Sim:
             return self.out(self.flows(t), cmd)
         if w[:1] == ["what-just-happened"]:
             return self.out(self.wjh(t), cmd)
+        if w[:2] == ["ipv4", "access-lists"] and len(w) == 3:
+            if w[2] not in self.acls:
+                self.write("%% Access-list %s does not exist\n" % w[2])
+                return
+            return self.out(self.acl_counters(w[2], t), cmd)
         if w == ["running-config"]:
             return self.out(self.running_config(), cmd)
         return self.unrecognized(bad)
@@ -644,6 +661,68 @@ class Sim:
                           "Warning", "WRED - Congestion on the egress queue"))
         return "".join(out)
 
+    def acl_atoms(self, ports, t):
+        """The traffic an ACL bound to these ports sees, as atoms a rule either matches
+        whole or not at all: (proto, dst port, CE, packets, bytes). The model's
+        incident class is RoCEv2 (udp 4791) on every port, its CE-marked part the
+        congested port's ECN marks; the other classes are NCCL socket traffic (tcp 50000).
+        The ports' egress counters stand for their ingress (a simulator's shortcut)."""
+        sc = self.sc
+        ctc = sc.cong["tc"]
+        roce_pk = roce_by = other_pk = other_by = 0
+        for p in ports:
+            for tc in range(8):
+                pk = sc.tc_tx_pkts(p, tc, t) - sc.counter_base
+                by = sc.tc_tx_octets(p, tc, t) - sc.counter_base
+                if tc == ctc:
+                    roce_pk, roce_by = roce_pk + pk, roce_by + by
+                else:
+                    other_pk, other_by = other_pk + pk, other_by + by
+        ce = 0
+        if sc.cong["port"] in ports:
+            ce = min(roce_pk, sc.tc_ecn_marked(sc.cong["port"], ctc, t) - sc.counter_base)
+        ce_by = roce_by * ce // roce_pk if roce_pk else 0
+        return [("udp", 4791, True, ce, ce_by),
+                ("udp", 4791, False, roce_pk - ce, roce_by - ce_by),
+                ("tcp", 50000, False, other_pk, other_by)]
+
+    @staticmethod
+    def entry_matches(text, atom):
+        """Whether an ACL entry (the driver's assumed syntax) matches an atom."""
+        w = text.split()
+        if len(w) < 4 or w[0] != "permit":
+            return False
+        proto, dport, ce = atom[0], atom[1], atom[2]
+        if w[1] not in ("ip", proto):
+            return False
+        if "dst-port-range" in w:
+            i = w.index("dst-port-range")
+            if not int(w[i + 1]) <= dport <= int(w[i + 2]):
+                return False
+        if "src-port-range" in w:
+            return False  # the atoms' source ports are ephemeral: no range holds them all
+        if "ecn" in w and not (ce and w[w.index("ecn") + 1] == "3"):
+            return False
+        return True
+
+    def acl_counters(self, name, t):
+        """`show ipv4 access-lists NAME` in the layout parse_assumed.c assumes (A5): each
+        entry with the packets and bytes it matched first, over the ports it is bound to."""
+        ports = sorted(int(p.split("/")[-1]) for p, a in self.bindings.items() if a == name)
+        atoms = self.acl_atoms(ports, t)
+        taken = [False] * len(atoms)
+        out = ["ipv4 access-list %s\n" % name]
+        for seq in sorted(self.acls[name]):
+            text = self.acls[name][seq]
+            pk = by = 0
+            for i, a in enumerate(atoms):
+                if not taken[i] and self.entry_matches(text, a):
+                    taken[i] = True
+                    pk += a[3]
+                    by += a[4]
+            out.append("  seq-number %d %s  (match: %d packets, %d bytes)\n" % (seq, text, pk, by))
+        return "".join(out)
+
     def running_config(self):
         host = self.opt("hostname", "switch-sim")
         out = ["##\n## Running database \"initial\"\n## Generated at %s\n## Hostname: %s\n##\n\n"
@@ -657,6 +736,12 @@ class Sim:
                 for seq in sorted(self.acls[name]):
                     out.append("   ipv4 access-list %s seq-number %d %s\n"
                                % (name, seq, self.acls[name][seq]))
+            out.append("\n")
+        if self.bindings:
+            out.append("##\n## ACL bindings\n##\n")
+            for port in sorted(self.bindings, key=lambda p: [int(x) for x in p.split("/")]):
+                out.append("   interface ethernet %s ipv4 port access-group %s\n"
+                           % (port, self.bindings[port]))
             out.append("\n")
         out.append("##\n## Persistent prefix mode setting\n##\ncli default prefix-modes enable\n")
         return "".join(out)
