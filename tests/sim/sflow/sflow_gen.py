@@ -202,6 +202,14 @@ def flow_sample(rng, seq, expanded, packet, transit=False, unknown=False, header
         records = extra + records if transit_first else records + extra
     truth["n_records"] = len(records)
     truth["unknown_records"] = 1 if unknown else 0
+    return encode_flow_sample(seq, src_type, src_index, rate, pool, drops, in_if, out_if,
+                              records, expanded), truth
+
+
+def encode_flow_sample(seq, src_type, src_index, rate, pool, drops, in_if, out_if, records,
+                       expanded=False):
+    """A flow sample (format 1) or expanded flow sample (format 3) around encoded records;
+    shared with the agent simulator (sim_agent.py) so both write the same bytes."""
     if expanded:
         body = (u32(seq) + u32(src_type) + u32(src_index) + u32(rate) + u32(pool) + u32(drops) +
                 u32(0) + u32(in_if) + u32(0) + u32(out_if))
@@ -209,7 +217,7 @@ def flow_sample(rng, seq, expanded, packet, transit=False, unknown=False, header
         body = (u32(seq) + u32(src_type << 24 | src_index) + u32(rate) + u32(pool) + u32(drops) +
                 u32(in_if) + u32(out_if))
     body += u32(len(records)) + b"".join(records)
-    return tagged(0, truth["format"], body), truth
+    return tagged(0, 3 if expanded else 1, body)
 
 
 GENERIC_FIELDS = [("if_index", 4), ("if_type", 4), ("if_speed", 8), ("if_direction", 4),
@@ -228,7 +236,6 @@ ETHERNET_FIELDS = ["alignment_errors", "fcs_errors", "single_collision_frames",
 def counter_sample(rng, seq, expanded, unknown=False):
     src_index = rng.randrange(1, 64) if not expanded else rng.randrange(1 << 24, 1 << 30)
     g = {}
-    body_g = b""
     for name, size in GENERIC_FIELDS:
         if name == "if_index":
             v = src_index
@@ -245,18 +252,29 @@ def counter_sample(rng, seq, expanded, unknown=False):
         else:
             v = rng.randrange(2**32)
         g[name] = v
-        body_g += u64(v) if size == 8 else u32(v)
     e = {name: rng.randrange(2**32) for name in ETHERNET_FIELDS}
-    body_e = b"".join(u32(e[n]) for n in ETHERNET_FIELDS)
-    records = [tagged(0, 1, body_g), tagged(0, 2, body_e)]
+    records = counter_records(g, e)
     if unknown:
         records.append(unknown_record(rng))
     truth = {"kind": "counters", "format": 4 if expanded else 2, "sequence": seq,
              "source_type": 0, "source_index": src_index, "n_records": len(records),
              "unknown_records": 1 if unknown else 0, "generic": g, "ethernet": e}
+    return encode_counter_sample(seq, src_index, records, expanded), truth
+
+
+def counter_records(g, e):
+    """The generic interface (1) and Ethernet (2) counter records from dicts keyed by the
+    names of GENERIC_FIELDS and ETHERNET_FIELDS."""
+    body_g = b"".join(u64(g[n]) if size == 8 else u32(g[n]) for n, size in GENERIC_FIELDS)
+    body_e = b"".join(u32(e[n]) for n in ETHERNET_FIELDS)
+    return [tagged(0, 1, body_g), tagged(0, 2, body_e)]
+
+
+def encode_counter_sample(seq, src_index, records, expanded=False):
+    """A counter sample (format 2) or expanded counter sample (format 4), source type 0."""
     src = u32(0) + u32(src_index) if expanded else u32(src_index)
     body = u32(seq) + src + u32(len(records)) + b"".join(records)
-    return tagged(0, truth["format"], body), truth
+    return tagged(0, 4 if expanded else 2, body)
 
 
 # drop_reason codes of sflow_drops.txt used here (names as host-sflow's sflow_drop.h has
@@ -275,9 +293,14 @@ def discard_sample(rng, seq, packet, reason, unknown=False):
              "source_index": src_index, "drops": drops, "input": in_if, "output": out_if,
              "reason": reason, "n_records": len(records), "unknown_records": 1 if unknown else 0,
              "raw": raw}
+    return encode_discard_sample(seq, src_index, drops, in_if, out_if, reason, records), truth
+
+
+def encode_discard_sample(seq, src_index, drops, in_if, out_if, reason, records):
+    """A discarded-packet sample of sflow_drops.txt (format 5), source type 0."""
     body = (u32(seq) + u32(0) + u32(src_index) + u32(drops) + u32(in_if) + u32(out_if) +
             u32(reason) + u32(len(records)) + b"".join(records))
-    return tagged(0, 5, body), truth
+    return tagged(0, 5, body)
 
 
 def unknown_sample(rng):
@@ -287,8 +310,7 @@ def unknown_sample(rng):
 def datagram(index, agent, seq, uptime, samples):
     """samples: list of (bytes, truth or None for an unknown sample)."""
     a = ipaddress.ip_address(agent)
-    body = (u32(5) + u32(1 if a.version == 4 else 2) + a.packed + u32(0) + u32(seq) +
-            u32(uptime) + u32(len(samples)) + b"".join(s for s, _ in samples))
+    body = encode_datagram(agent, 0, seq, uptime, [s for s, _ in samples])
     truth = {"datagram": index, "version": 5, "agent": str(a), "sub_agent": 0, "sequence": seq,
              "uptime_ms": uptime, "n_samples": len(samples),
              "samples": [dict(t, index=i) for i, (_, t) in enumerate(samples) if t is not None],
@@ -296,6 +318,14 @@ def datagram(index, agent, seq, uptime, samples):
              "unknown_records": sum(t["unknown_records"] for _, t in samples if t is not None),
              "trailing_bytes": 0}
     return body, truth
+
+
+def encode_datagram(agent, sub_agent, seq, uptime, samples):
+    """An sFlow v5 datagram: header (agent address IPv4 or IPv6, sub-agent, sequence,
+    uptime in ms) and the encoded samples."""
+    a = ipaddress.ip_address(agent)
+    return (u32(5) + u32(1 if a.version == 4 else 2) + a.packed + u32(sub_agent) + u32(seq) +
+            u32(uptime) + u32(len(samples)) + b"".join(samples))
 
 
 def build_all(count, seed):
