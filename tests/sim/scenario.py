@@ -146,6 +146,18 @@ class Scenario:
             x += self.busy["burst_ecn_pps"] * self.busy_burst_seconds(p, t)
         return int(x)
 
+    def busy_ecn_rate(self, p, t):
+        """ECN marks per second of port p's busy background at t: the derivative of
+        busy_marks (the sFlow agent simulator marks sampled packets CE at this rate)."""
+        if self.busy is None or t <= 0:
+            return 0.0
+        level, f1, f2, bursty = self.busy_port(p)
+        w1, w2 = 2 * math.pi / 7.3, 2 * math.pi / 61.0
+        rate = level * (1 + 0.2 * math.sin(w1 * t + f1) + 0.1 * math.sin(w2 * t + f2))
+        if bursty and self.busy_in_burst(p, t):
+            rate += self.busy["burst_ecn_pps"]
+        return rate
+
     def busy_queue(self, p, t):
         """Queue bytes of port p's busy background at t (on the incident's tc)."""
         if self.busy is None:
@@ -203,6 +215,12 @@ class Scenario:
     def port_ecn_marked(self, p, t):
         surge = int(self.cong["ecn_pps"] * self.surge_seconds(t)) if p == self.cong["port"] else 0
         return surge + self.busy_marks(p, t) + self.counter_base
+
+    def port_ecn_rate(self, p, t):
+        """ECN marks per second on port p at t (all on the incident's tc): the derivative
+        of port_ecn_marked, whose integral the counters carry."""
+        surge = self.cong["ecn_pps"] if p == self.cong["port"] and self.in_surge(t) else 0.0
+        return surge + self.busy_ecn_rate(p, t)
 
     def tc_tx_octets(self, p, tc, t):
         return int((self.port_octets(p, t) - self.counter_base) * self.tc_share[tc]) + self.counter_base
