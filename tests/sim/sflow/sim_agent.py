@@ -44,8 +44,19 @@ hashes of (--seed, port, sample number) with the model's splitmix64; sample numb
 port is the packet drawn at random inside that port's b-th block of rate packets since
 boot (one sample per block: exactly 1 in rate, random position), and its time is the
 model's time of that packet. So the samples describing a stretch of scenario time are the
-same whatever the process's start and tick times. --truth writes, per emitted sample, what
-a checker needs to recompute it from the model (tests/integration/sflow_sim_check.py).
+same whatever the process's start and tick times (test_sflow_sim compares a live run with
+an offline one in other ticks). --truth writes JSON lines: {"kind": "start", uptime_ms,
+sampling_rate}, then per datagram (sent or skipped by --drop-seq) its header and every
+sample with what a checker needs to recompute it from the model: port, ifIndex, sample
+time t, packet number, traffic kind, tc, proto, ports, DSCP, ECN, the CE probability used,
+sampling rate, frame length, queue depth, delay (tests/integration/sflow_sim_check.py
+does), and {"kind": "end", uptime_ms, datagrams}.
+
+Sampling rate: default DEFAULT_RATE (1 in 10,000, as switches are commonly set), lowered
+for a scenario too slow for it to the largest power of ten that gives the culprit port at
+least MIN_CULPRIT_SAMPLES_PER_S samples per second, so that a 2 s surge holds about 100
+samples. The default scenario (64 ports, 10 Gb/s) keeps 1 in 10,000: about 5,000 samples
+per second in all, 62 per second on Eth1/49, about a fifth of a core in Python.
 
 Sequence numbers: datagrams count from 1 at process start (per agent, as a restarted
 agent does); a port's flow sample sequence is its sample number since boot + 1 and the
@@ -133,6 +144,8 @@ def auto_sampling_rate(sc):
 def tc_of(sc, u):
     """The traffic class drawn with uniform u from the scenario's tc_share."""
     total = sum(sc.tc_share)
+    if total <= 0:
+        return 0
     acc = 0.0
     for tc, s in enumerate(sc.tc_share):
         acc += s / total
@@ -144,7 +157,7 @@ def tc_of(sc, u):
 def ce_probability(sc, p, tc, t):
     """Chance that a packet of port p on tc at t is CE-marked: the model's mark rate over
     the port's packet rate on that tc (marks are all on the incident's tc), at most 1."""
-    if tc != sc.cong["tc"] or sc.tc_share[tc] <= 0:
+    if tc != sc.cong["tc"] or not 0 <= tc < 8 or sc.tc_share[tc] <= 0:
         return 0.0
     pps = port_Bps(sc, p) / sc.packet_bytes * sc.tc_share[tc] / sum(sc.tc_share)
     return min(1.0, sc.port_ecn_rate(p, t) / pps) if pps > 0 else 0.0
