@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The sFlow agent simulator (tests/sim/sflow/sim_agent.py) tells the truth of the shared
-# scenario model: it runs over real UDP for about 6 s of scenario time around a culprit's
+# scenario model: it runs over real UDP for about 10 s of scenario time around a culprit's
 # surge, to two collectors at once (IPv4 and IPv6 loopback, tests/integration/sflow_sink.py),
 # with some datagram sequence numbers skipped (--drop-seq); the datagrams one collector
 # received are decoded by our decoder (fs-sflow-dump, drivers/sflow/decode.c) and by tshark,
@@ -34,18 +34,19 @@ wait_for 20 "the IPv6 collector is bound" test -s "$T/rx6.ready"
 # 8 ports at 1 Gb/s (so the default sampling rate is the lowered 1 in 1,000), every port
 # busy with its own ECN and queue level, a surge on Eth1/5 tc 3 from 10 s to 12 s after
 # boot (and every 60 s after), counters near 2^53 to check 64-bit exactness. The switch
-# booted 8 s ago, so the run sees 2 s before the surge, the surge, and 2 s after.
+# booted 4 s ago and the agent runs 10 s, so the whole surge and time on both sides of
+# it are in the run even when the agent starts seconds late on a loaded machine.
 $PY - "$T/scenario.json" <<'PY'
 import json, sys, time
 json.dump({"ports": 8, "rate_bps": 1e9, "packet_bytes": 1000, "counter_base": 2**53 + 1,
-           "boot_epoch_s": time.time() - 8.0,
+           "boot_epoch_s": time.time() - 4.0,
            "busy": {"seed": 2, "share": 1.0, "max_ecn_pps": 3000, "bursty_share": 0},
            "congestion": {"port": 5, "tc": 3, "period_s": 60, "duration_s": 2, "phase_s": 10,
                           "ecn_pps": 15000, "wred_pps": 40, "pfc_pps": 10,
                           "queue_bytes": 3000000}}, open(sys.argv[1], "w"))
 PY
 $PY "$AGENT" --scenario "$T/scenario.json" --collector "127.0.0.1:$P4" --collector "[::1]:$P6" \
-  --agent 10.0.0.17 --sub-agent 3 --counter-interval 1 --duration 6 --seed 7 \
+  --agent 10.0.0.17 --sub-agent 3 --counter-interval 1 --duration 10 --seed 7 \
   --drop-seq "$DROP_SEQ" --ready-file "$T/agent.ready" --truth "$T/truth.jsonl" >"$T/agent.log" 2>&1 &
 AGENT_PID=$!
 track $AGENT_PID
