@@ -24,6 +24,12 @@ arena_alloc(void *arg, size_t n)
     }
     if (need > SIZE_MAX - sizeof(struct fs_gnmi_arena_block))
         return NULL;
+    if (a->overflow_limit &&
+        need > a->overflow_limit - (a->overflow_bytes < a->overflow_limit ? a->overflow_bytes
+                                                                          : a->overflow_limit)) {
+        a->overflow_refused = true;
+        return NULL;
+    }
     struct fs_gnmi_arena_block *b = malloc(sizeof *b + need);
     if (!b)
         return NULL;
@@ -51,6 +57,8 @@ fs_gnmi_arena_init(struct fs_gnmi_arena *a, size_t cap, size_t max_cap)
     a->max_cap = max_cap > cap ? max_cap : cap;
     a->used = 0;
     a->overflow_bytes = 0;
+    a->overflow_limit = 0;
+    a->overflow_refused = false;
     a->blocks = NULL;
 }
 
@@ -76,6 +84,7 @@ fs_gnmi_arena_reset(struct fs_gnmi_arena *a)
     }
     a->used = 0;
     a->overflow_bytes = 0;
+    a->overflow_refused = false;
 }
 
 void

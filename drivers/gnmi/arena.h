@@ -12,6 +12,7 @@
 #define FS_GNMI_ARENA_H
 
 #include <protobuf-c/protobuf-c.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 struct fs_gnmi_arena_block;
@@ -20,7 +21,9 @@ struct fs_gnmi_arena {
     ProtobufCAllocator pa; /**< pass &arena.pa to *_unpack() */
     unsigned char *chunk;
     size_t cap, used, max_cap;
-    size_t overflow_bytes;              /**< bytes served outside the chunk since reset */
+    size_t overflow_bytes; /**< bytes served outside the chunk since reset */
+    size_t overflow_limit; /**< at most this many overflow bytes until reset; 0: no limit */
+    bool overflow_refused; /**< an allocation was refused for the limit since reset */
     struct fs_gnmi_arena_block *blocks; /**< those allocations */
 };
 

@@ -507,6 +507,7 @@ fs_gnmi_target_add(void *state, const char *name, const char *address,
         .backoff_max_us = cfg->backoff_max_us,
         .poll_us = cfg->list_mode == FS_GNMI_LIST_POLL ? interval : 0,
         .reopen_us = cfg->list_mode == FS_GNMI_LIST_ONCE ? interval : 0,
+        .max_message_bytes = cfg->max_message_bytes,
     };
     if (fs_gnmi_stream_start(d->io, &so, &stream_cb, t, &t->stream, errbuf, errlen) != 0)
         goto done;

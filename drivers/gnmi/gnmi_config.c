@@ -3,6 +3,7 @@
  * parse, mappings onto real catalogue metrics and labels, TLS versus insecure,
  * credentials in pairs) and building struct fs_gnmi_cfg; see gnmi_config.h.
  */
+#include "config/config.h"
 #include "gnmi_config.h"
 
 #include <stdio.h>
@@ -25,6 +26,22 @@ fs_gnmi_cfg_defaults(struct fs_gnmi_cfg *c)
     c->list_mode = FS_GNMI_LIST_STREAM;
     c->interval_us = 0;
     c->clock_max_delay_us = FS_GNMI_CLOCK_MAX_DELAY_US;
+    c->max_message_bytes = FS_GNMI_MAX_MESSAGE_DEFAULT;
+}
+
+/* Below 64 KiB not even one port's sample fits; above 256 MiB one target could take the
+ * collector's memory. */
+static void
+build_max_message(const struct lyd_node *n, struct fs_gnmi_cfg *c, struct fs_cfg_errs *errs)
+{
+    const struct lyd_node *k = fs_cfg_kid(n, "max_message");
+    uint64_t b = 0;
+    if (!k)
+        return;
+    if (fs_parse_size(fs_cfg_value(k), &b) != 0 || b < (64u << 10) || b > (256u << 20))
+        fs_cfg_node_err(errs, k, false, "%s is not within 64KiB..256MiB", fs_cfg_value(k));
+    else
+        c->max_message_bytes = (int64_t)b;
 }
 
 static void
@@ -298,6 +315,7 @@ fs_gnmi_config_build(const struct lyd_node *n, void **dcfg, struct fs_cfg_errs *
         return -1;
     check_transport(n, c, errs);
     build_clock_delay(n, c, errs);
+    build_max_message(n, c, errs);
 
     size_t ns = count_entries(n, "subscriptions"), nm = count_entries(n, "mappings"),
            na = count_entries(n, "acl_rules");
@@ -362,8 +380,9 @@ fs_gnmi_config_equal(const void *pa, const void *pb)
         a->interval_us != b->interval_us || a->stall_us != b->stall_us ||
         a->backoff_min_us != b->backoff_min_us || a->backoff_max_us != b->backoff_max_us ||
         a->clock_max_delay_us != b->clock_max_delay_us ||
-        a->n_subscriptions != b->n_subscriptions || a->n_user_maps != b->n_user_maps ||
-        a->n_acl_rules != b->n_acl_rules || a->expose_unmapped != b->expose_unmapped)
+        a->max_message_bytes != b->max_message_bytes || a->n_subscriptions != b->n_subscriptions ||
+        a->n_user_maps != b->n_user_maps || a->n_acl_rules != b->n_acl_rules ||
+        a->expose_unmapped != b->expose_unmapped)
         return false;
     for (size_t i = 0; i < a->n_subscriptions; i++)
         if (!subs_equal(&a->subscriptions[i], &b->subscriptions[i]))

@@ -66,6 +66,8 @@ struct fs_gnmi_cfg {
     /** clock_max_delivery_delay: the assumed bound the clock offset's error bar rests on
      *  (fs_gnmi_sink_arg.clk_max_delay_us of map.h); 1 ms..10 s, default 5 ms. */
     int64_t clock_max_delay_us;
+    /** max_message: largest SubscribeResponse accepted, bytes; 64 KiB..256 MiB, default 4 MiB */
+    int64_t max_message_bytes;
     struct fs_gnmi_subscription *subscriptions;
     size_t n_subscriptions;
     struct fs_gnmi_user_map *user_maps; /**< see map.h */
@@ -74,6 +76,9 @@ struct fs_gnmi_cfg {
     size_t n_acl_rules;
     bool expose_unmapped; /**< unmapped numeric values as fabric_gnmi_value{path} (map.h) */
 };
+
+/** Default of max_message. */
+#define FS_GNMI_MAX_MESSAGE_DEFAULT (4 << 20)
 
 /** Fills the defaults into a zeroed struct. */
 void fs_gnmi_cfg_defaults(struct fs_gnmi_cfg *c);

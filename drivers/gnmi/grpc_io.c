@@ -16,9 +16,9 @@
 #include "util/clock.h"
 #include "util/log.h"
 
-#define TICK_MS 50                /* timers (backoff, stall, poll) are checked this often */
-#define CAPS_TIMEOUT_US 10000000  /* a Capabilities answer must come within this */
-#define MAX_RECV_BYTES (64 << 20) /* largest SubscribeResponse accepted */
+#define TICK_MS 50                       /* timers (backoff, stall, poll) are checked this often */
+#define CAPS_TIMEOUT_US 10000000         /* a Capabilities answer must come within this */
+#define MAX_RECV_BYTES_DEFAULT (4 << 20) /* largest SubscribeResponse accepted by default */
 
 enum op_kind { OP_CAPS = 0, OP_START, OP_STATUS, OP_RECV, OP_SEND, OP_COUNT };
 
@@ -37,6 +37,7 @@ struct fs_gnmi_stream {
     void *arg;
     char *target;
     int64_t stall_us, backoff_min_us, backoff_max_us, poll_us, reopen_us;
+    int64_t max_message; /* bytes: the channel's receive limit */
     grpc_channel *ch;
     grpc_metadata md[2];
     size_t n_md;
@@ -455,9 +456,14 @@ on_recv(struct fs_gnmi_stream *s, bool ok)
     grpc_byte_buffer_destroy(s->recv_buf);
     s->recv_buf = NULL;
     struct fs_gnmi_arena *arena = &s->io->arena;
-    Gnmi__SubscribeResponse *r = gnmi__subscribe_response__unpack(&arena->pa, GRPC_SLICE_LENGTH(sl),
-                                                                  GRPC_SLICE_START_PTR(sl));
+    size_t wire = GRPC_SLICE_LENGTH(sl);
+    /* A message of many tiny fields decodes to far more than its size: bounded, so one
+     * target cannot make the thread that serves them all allocate without limit. */
+    arena->overflow_limit = 32 * wire + (1u << 20);
+    Gnmi__SubscribeResponse *r =
+        gnmi__subscribe_response__unpack(&arena->pa, wire, GRPC_SLICE_START_PTR(sl));
     grpc_slice_unref(sl);
+    bool over = arena->overflow_refused;
     if (!s->streaming) {
         s->streaming = true;
         s->backoff_us = s->backoff_min_us; /* the target answered: start backoff afresh */
@@ -468,7 +474,9 @@ on_recv(struct fs_gnmi_stream *s, bool ok)
         fs_gnmi_arena_reset(arena);
         grpc_call_cancel(s->call, NULL);
         s->cancelled = true;
-        s->cancel_reason = "undecodable SubscribeResponse";
+        s->cancel_reason = over ? "a SubscribeResponse that decodes to more than 32 times its "
+                                  "size (memory bound)"
+                                : "undecodable SubscribeResponse";
         return;
     }
     s->cb.response(s->arg, r, recv_us);
@@ -528,7 +536,7 @@ connect_channel(struct fs_gnmi_stream *s, const struct fs_gnmi_stream_opts *o, c
     size_t n_args = 0;
     args[n_args].type = GRPC_ARG_INTEGER;
     args[n_args].key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
-    args[n_args++].value.integer = MAX_RECV_BYTES;
+    args[n_args++].value.integer = (int)s->max_message;
     /* One connection per target: a stall or reset of one never touches another. */
     args[n_args].type = GRPC_ARG_INTEGER;
     args[n_args].key = (char *)GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL;
@@ -578,6 +586,9 @@ fs_gnmi_stream_start(struct fs_gnmi_io *io, const struct fs_gnmi_stream_opts *o,
     s->arg = arg;
     s->stall_us = o->stall_us;
     s->backoff_min_us = o->backoff_min_us > 0 ? o->backoff_min_us : 1000000;
+    s->max_message = o->max_message_bytes > 0 && o->max_message_bytes <= INT32_MAX
+                         ? o->max_message_bytes
+                         : MAX_RECV_BYTES_DEFAULT;
     s->backoff_max_us = o->backoff_max_us > 0 ? o->backoff_max_us : 30000000;
     if (s->backoff_max_us < s->backoff_min_us)
         s->backoff_max_us = s->backoff_min_us;

@@ -61,11 +61,13 @@ struct fs_gnmi_stream_opts {
     const char *server_name; /**< name to check in the server certificate, or NULL */
     const char *username;    /**< NULL: no credentials metadata */
     const char *password;
-    int64_t stall_us;       /**< 0: no stall detection */
-    int64_t backoff_min_us; /**< first retry delay; 0: 1 s */
-    int64_t backoff_max_us; /**< cap; 0: 30 s */
-    int64_t poll_us;        /**< POLL mode: send a Poll this often; 0: never */
-    int64_t reopen_us;      /**< ONCE mode: reopen this long after a normal end */
+    int64_t stall_us;          /**< 0: no stall detection */
+    int64_t backoff_min_us;    /**< first retry delay; 0: 1 s */
+    int64_t backoff_max_us;    /**< cap; 0: 30 s */
+    int64_t poll_us;           /**< POLL mode: send a Poll this often; 0: never */
+    int64_t reopen_us;         /**< ONCE mode: reopen this long after a normal end */
+    int64_t max_message_bytes; /**< largest message accepted; 0: 4 MiB. A decode may use at
+                                    most 32 x the message + 1 MiB beyond the arena's chunk */
 };
 
 /** Initialises gRPC and starts the I/O thread. Returns 0, or -1 with errbuf filled. */

@@ -125,6 +125,30 @@ test_growth_bounded(void **state)
     fs_gnmi_arena_fini(&a);
 }
 
+/* The overflow limit: a decode that needs more than it fails (and says so), and the next
+ * one within it works. */
+static void
+test_overflow_limit(void **state)
+{
+    (void)state;
+    struct fs_gnmi_arena a;
+    fs_gnmi_arena_init(&a, 1024, 4096);
+    ProtobufCBinaryData b = packed(500);
+    a.overflow_limit = 16 << 10;
+    assert_null(gnmi__notification__unpack(&a.pa, b.len, b.data));
+    assert_true(a.overflow_refused);
+    assert_true(a.overflow_bytes <= a.overflow_limit);
+    fs_gnmi_arena_reset(&a);
+    assert_false(a.overflow_refused);
+    a.overflow_limit = 32 * b.len + (1u << 20); /* what grpc_io.c allows */
+    Gnmi__Notification *n = gnmi__notification__unpack(&a.pa, b.len, b.data);
+    check(n, 500);
+    assert_false(a.overflow_refused);
+    fs_gnmi_arena_reset(&a);
+    free(b.data);
+    fs_gnmi_arena_fini(&a);
+}
+
 int
 main(void)
 {
@@ -132,6 +156,7 @@ main(void)
         cmocka_unit_test(test_small_fits_chunk),
         cmocka_unit_test(test_large_overflows_then_grows),
         cmocka_unit_test(test_growth_bounded),
+        cmocka_unit_test(test_overflow_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

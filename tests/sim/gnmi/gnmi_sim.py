@@ -17,6 +17,8 @@ Fault injection: write a command into the --control file (it is consumed):
   reset         end every open Subscribe with UNAVAILABLE
   stall SECS    send nothing (no updates, no heartbeats) for SECS on every open stream
   malformed N   the next N notifications carry values of the wrong type / broken JSON
+  huge BYTES    the next notification batch carries one more update, a string of BYTES
+                bytes at an unknown path (/fabricscope-test/padding): a message too large
   delete PATH   every open stream sends a Notification deleting PATH (e.g.
                 /interfaces/interface[name=Eth1/3]); from then on no stream sends values
                 under it (until the process restarts)
@@ -189,6 +191,7 @@ class Control:
         self.reset_gen = 0
         self.stall_until = 0.0
         self.malformed = 0
+        self.huge = 0  # bytes of padding for the next batch (0: none)
         self.deletes = []  # (path string, elems), in order; never shrinks
 
     def poll(self):
@@ -212,11 +215,18 @@ class Control:
                     self.stall_until = time.time() + float(w[1])
                 elif w[0] == "malformed":
                     self.malformed += int(w[1])
+                elif w[0] == "huge":
+                    self.huge = int(w[1])
                 elif w[0] == "delete":
                     self.deletes.append((w[1], split_path(w[1])))
 
     def deleted(self, leaf):
         return any(path_matches(d, leaf.full) for _, d in self.deletes)
+
+    def take_huge(self):
+        with self.lock:
+            n, self.huge = self.huge, 0
+            return n
 
     def take_malformed(self):
         with self.lock:
@@ -304,6 +314,13 @@ class Target:
             for name, keys in leaf.rel:
                 u.path.elem.add(name=name, key=keys)
             u.val.CopyFrom(self.value(leaf, t, enc, bad))
+        pad = self.ctl.take_huge()
+        if pad and out:
+            u = out[0].update.add()
+            u.path.elem.add(name="fabricscope-test")
+            u.path.elem.add(name="padding")
+            u.val.string_val = "x" * pad
+            log("sent-huge %d" % out[0].ByteSize())
         return out
 
     def subscribe(self, request_iterator, context):
