@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "cluster.h"
-#include "analysis/analysis_api.h"
+#include "http/analysis_api.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "driver.h"

@@ -25,7 +25,7 @@
 #include <time.h>
 #include <zlib.h>
 
-#include "analysis/analysis_api.h"
+#include "http/analysis_api.h"
 #include "analysis/host_events.h"
 #include "http/api.h"
 #include "http/expo.h"

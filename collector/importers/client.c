@@ -13,7 +13,7 @@
 
 #include <json-c/json.h>
 
-#include "analysis/clock.h"
+#include "clock/clock.h"
 #include "importers/command.h"
 
 static int64_t

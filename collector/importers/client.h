@@ -9,7 +9,7 @@
  *
  * The host offset is measured with an NTP-style exchange over FS_IMP_TIME_ROUNDS
  * requests on one kept-alive connection (t1/t4 from this host's CLOCK_REALTIME), the
- * minimum-delay round kept (analysis/clock.h). Events are posted in batches of
+ * minimum-delay round kept (clock/clock.h). Events are posted in batches of
  * FS_IMP_BATCH events; a refused batch stops the import with the server's error.
  *
  * Ownership: a client owns its curl handle and copies of the URL and token

@@ -32,7 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analysis/clock_probe.h" /* a driver's clock prober, fed by this sink */
+#include "clock/clock_probe.h" /* a driver's clock prober, fed by this sink */
 #include "metrics_catalogue.h"
 
 struct fs_sink;
@@ -155,7 +155,7 @@ void fs_sink_done(struct fs_sink *s, uint64_t cycle_id, enum fs_poll_result r, c
 /**
  * Reports a clock measurement: the device said device_us while our clock read between
  * local_lo_us and local_hi_us (realtime). The core feeds each target's clock filter
- * (analysis/clock.h: the intersection of the last 10 minutes' bounds, resolution guessed
+ * (clock/clock.h: the intersection of the last 10 minutes' bounds, resolution guessed
  * from the readings, 20 ppm drift allowed) and exports its offset and uncertainty.
  * Measurements must come in time order (an older one is ignored).
  */
@@ -167,14 +167,14 @@ void fs_sink_clock(struct fs_sink *s, int64_t device_us, int64_t local_lo_us, in
  * *uncertainty_us (half width, >= 1) filled when known, 0 (outputs untouched) when no
  * measurement was taken yet. Read-only; a driver uses it to decide whether more
  * measurements are worth taking (for a whole-second clock: when and whether to probe,
- * with the planner and prober of analysis/clock_probe.h, included above so that drivers
+ * with the planner and prober of clock/clock_probe.h, included above so that drivers
  * reach them through this header). Same threading as the other calls of this sink.
  */
 int fs_sink_clock_estimate(struct fs_sink *s, int64_t *offset_us, int64_t *uncertainty_us);
 
 /**
  * A reading of a whole-second device clock whose driver probes it (p: the target's
- * prober, analysis/clock_probe.h): fs_sink_clock(device_us, local_lo_us, local_hi_us),
+ * prober, clock/clock_probe.h): fs_sink_clock(device_us, local_lo_us, local_hi_us),
  * then the prober learns the round trip and the resolution res_us. A poll's reading
  * (probe false) that moves the estimate beyond its uncertainty makes the prober check it;
  * a probe's answer (probe true: after fs_clock_prober_sent) gets the prober's verdict.

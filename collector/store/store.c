@@ -24,7 +24,7 @@
 #include <time.h>
 
 #include "store/counter.h"
-#include "analysis/clock.h"
+#include "clock/clock.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -179,7 +179,7 @@ struct fs_sink {
     uint64_t poll_count;
     int64_t cycle_start_mono_us;
     uint64_t cycle_id;
-    struct fs_clock_filter clock_filter; /* the device clock's measurements (analysis/clock.h) */
+    struct fs_clock_filter clock_filter; /* the device clock's measurements (clock/clock.h) */
     bool clock_known;
     double clock_offset, clock_uncertainty;
     char *detail;
@@ -1335,7 +1335,7 @@ fs_sink_clock(struct fs_sink *s, int64_t device_us, int64_t local_lo_us, int64_t
     struct fs_clock_estimate e;
     pthread_mutex_lock(&s->stats_lock);
     /* The filter intersects the bounds of the window's measurements (minimum delay for
-     * fine clocks, second edges for 1 s ones), widened for drift; see analysis/clock.h. */
+     * fine clocks, second edges for 1 s ones), widened for drift; see clock/clock.h. */
     if (fs_clock_filter_add(&s->clock_filter, &m) == 0) {
         fs_clock_filter_estimate(&s->clock_filter, &e);
         if (e.known) {

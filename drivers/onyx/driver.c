@@ -39,7 +39,7 @@
  * Between cycles, while the core's estimate (fs_sink_clock_estimate) is wider than
  * max(5 ms, 2 round trips), the I/O thread sends single `show clock` commands timed by a
  * timerfd so that the device's next second edge falls in the middle of the round trip
- * under the current estimate (analysis/clock_probe.h, via sink.h: the planner and the
+ * under the current estimate (clock/clock_probe.h, via sink.h: the planner and the
  * prober, whose policy the SNMP driver shares); each answer goes to fs_sink_clock exactly
  * like the poll's. One probe at a time on the session (state SS_PROBE), never inside a
  * cycle, at least PROBE_SPACING_US apart, planned to end before the next cycle is due; a

@@ -33,7 +33,7 @@
  * Clock probes. Polls come at a fixed phase to the agent's second edge, so their readings
  * alone leave the offset about a second wide. Once a poll has seen hrSystemDate in whole
  * seconds (no tenths), the driver thread sends, between cycles, GETs of hrSystemDate.0
- * alone at the times the shared prober picks (analysis/clock_probe.h, via sink.h: the
+ * alone at the times the shared prober picks (clock/clock_probe.h, via sink.h: the
  * agent's next second edge in the middle of the round trip under the current estimate,
  * fs_sink_clock_estimate), each answer handed to fs_sink_clock with its own send and
  * receive times. A timerfd (CLOCK_REALTIME, absolute) wakes the thread at the planned

@@ -33,7 +33,7 @@
 #include <json-c/json.h>
 
 #include "rng.h"
-#include "analysis/analysis_api.h"
+#include "http/analysis_api.h"
 #include "store/store.h"
 
 #define S 1000000LL

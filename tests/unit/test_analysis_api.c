@@ -15,7 +15,7 @@
 #include <cmocka.h>
 #include <json-c/json.h>
 
-#include "analysis/analysis_api.h"
+#include "http/analysis_api.h"
 #include "importers/correlate_cli.h"
 #include "store/store.h"
 

@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "analysis/clock.h"
+#include "clock/clock.h"
 
 static uint64_t rng_state;
 

@@ -1,5 +1,5 @@
 /*
- * Second-edge probe planning for a whole-second device clock (analysis/clock_probe.h):
+ * Second-edge probe planning for a whole-second device clock (clock/clock_probe.h):
  *   - the ideal send time puts the device's next second edge (under the estimate's
  *     midpoint) in the middle of the round trip, and either answer leaves (w + rtt) / 2;
  *   - the send time stays inside the allowed window; when the ideal one is outside, an
@@ -30,7 +30,7 @@
 
 #include <cmocka.h>
 
-#include "analysis/clock_probe.h"
+#include "clock/clock_probe.h"
 #include "store/store.h"
 
 #define SEC 1000000LL

@@ -21,7 +21,7 @@
 #include <json-c/json.h>
 
 #include "rng.h"
-#include "analysis/analysis_api.h"
+#include "http/analysis_api.h"
 #include "analysis/episode_log.h"
 #include "analysis/incidents.h"
 #include "store/store.h"

@@ -22,7 +22,7 @@
 
 #include <cmocka.h>
 
-#include "analysis/analysis_api.h"
+#include "http/analysis_api.h"
 #include "http/api.h"
 #include "http/http.h"
 #include "store/store.h"

@@ -17,7 +17,7 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 
-#include "analysis/analysis_api.h"
+#include "http/analysis_api.h"
 #include "importers/client.h"
 #include "importers/command.h"
 

@@ -1,5 +1,5 @@
 /* Clock offset estimation by interval intersection (see clock.h). */
-#include "analysis/clock.h"
+#include "clock/clock.h"
 
 #include <stdbool.h>
 #include <stdio.h>

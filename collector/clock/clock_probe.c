@@ -1,5 +1,5 @@
 /* Second-edge probe planning and the prober's policy (see clock_probe.h). */
-#include "analysis/clock_probe.h"
+#include "clock/clock_probe.h"
 
 /* Edges considered per plan: the window spans a few device seconds at most. */
 #define MAX_EDGES 16

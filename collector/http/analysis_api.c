@@ -1,5 +1,5 @@
 /* The analysis endpoints (see analysis_api.h). */
-#include "analysis/analysis_api.h"
+#include "http/analysis_api.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -5,7 +5,7 @@
  *
  * Why. A reading D of a clock of resolution r, taken while our clock went from t1 (send)
  * to t2 (reply), bounds the offset (device minus collector) to [D - t2, D + r - t1]; the
- * core's filter (collector/analysis/clock.h) intersects such bounds. Polls come at a fixed
+ * core's filter (collector/clock/clock.h) intersects such bounds. Polls come at a fixed
  * phase relative to the device's second edge, so their bounds stay about a second wide.
  * A probe sent at t1 = E - x, for a device edge E (a multiple of r) and a cut point x
  * inside the current bound [lo, hi], is answered either with a reading before E (then
