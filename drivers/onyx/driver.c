@@ -74,6 +74,9 @@
 #include "util/log.h"
 #include "wjh_tally.h"
 
+/* The receive buffer a session keeps between answers (it grows for one and shrinks back). */
+#define RX_KEEP_BYTES (256u << 10)
+
 #define SUBSYS "cli"
 #define MAX_BATCH 32
 #define SECRET_MAX 512
@@ -173,6 +176,7 @@ struct onyx_target {
     bool pager_broke;   /* this batch's stream was corrupted by the pager */
     char **ports;
     size_t nports;
+    size_t ports_listed; /* > ONYX_MAX_PORTS: the switch listed this many (cut); else 0 */
     char profile[160];
     struct onyx_wjh_tally wjh; /* WJH drops counted once each, across polls and sessions */
     regex_t ports_re;          /* cfg.flow_rule_ports, anchored; compiled when ports_re_ok */
@@ -613,6 +617,10 @@ json_fallback(struct onyx_target *t, const struct cmd *c, const char *why)
     t->requeued = true;
 }
 
+/* The ports a switch may list: the largest Spectrum has 256 with every split; a listing
+ * beyond this is a hostile or broken device, and each port costs a command per cycle. */
+#define ONYX_MAX_PORTS 1024
+
 static void
 learn_ports(struct onyx_target *t)
 {
@@ -624,11 +632,23 @@ learn_ports(struct onyx_target *t)
     size_t n = 0;
     for (size_t i = 0; i < t->samples.n; i++)
         n += t->samples.v[i].metric == FS_M_PORT_OPER_UP;
+    if (n > ONYX_MAX_PORTS) {
+        if (t->ports_listed != n)
+            fs_log(FS_LOG_WARN, SUBSYS,
+                   "target %s: the switch lists %zu ports; per-port commands go to the first "
+                   "%d only",
+                   t->name, n, ONYX_MAX_PORTS);
+        t->ports_listed = n;
+        n = ONYX_MAX_PORTS;
+    } else {
+        t->ports_listed = 0;
+    }
     if (n == 0 || !(t->ports = calloc(n, sizeof(*t->ports))))
         return;
-    for (size_t i = 0; i < t->samples.n; i++)
-        if (t->samples.v[i].metric == FS_M_PORT_OPER_UP && t->samples.v[i].n_labels == 1)
-            t->ports[t->nports++] = strdup(t->samples.v[i].labels[0].value);
+    for (size_t i = 0; i < t->samples.n && t->nports < n; i++)
+        if (t->samples.v[i].metric == FS_M_PORT_OPER_UP && t->samples.v[i].n_labels == 1 &&
+            (t->ports[t->nports] = strdup(t->samples.v[i].labels[0].value)))
+            t->nports++;
 }
 
 struct wjh_acc {
@@ -918,6 +938,15 @@ rx_consume(struct onyx_target *t)
     memmove(t->rx, t->rx + t->resp_start, t->rx_len - t->resp_start);
     t->rx_len -= t->resp_start;
     t->resp_start = 0;
+    /* One large answer (up to max_output) must not pin its buffer for the session's
+     * life: many targets would each keep their largest answer ever. */
+    if (t->rx_cap > RX_KEEP_BYTES && t->rx_len < RX_KEEP_BYTES / 2) {
+        char *p = realloc(t->rx, RX_KEEP_BYTES);
+        if (p) {
+            t->rx = p;
+            t->rx_cap = RX_KEEP_BYTES;
+        }
+    }
 }
 
 /* Reads and drops the answers an abandoned cycle's commands still owed; then the session is
@@ -1477,7 +1506,7 @@ update_detail(struct onyx_target *t)
              "\"cli_sessions_opened\":%llu,"
              "\"cli_flow_rules\":\"%s\",\"cli_acl_counters\":\"%s\","
              "\"cli_pipelining\":%s,\"cli_clock_probes\":%llu,"
-             "\"cli_clock_probing\":\"%s\"",
+             "\"cli_clock_probing\":\"%s\",\"cli_ports_listed_beyond_bound\":%zu",
              t->ss == SS_DOWN                                               ? "down"
              : (t->ss == SS_READY || t->ss == SS_BUSY || t->ss == SS_PROBE) ? "up"
                                                                             : "opening",
@@ -1489,7 +1518,7 @@ update_detail(struct onyx_target *t)
              : t->config_failed       ? "failed, rolled back"
                                       : "in place",
              acl_state, t->one_at_a_time ? "false" : "true", (unsigned long long)t->prober.sent,
-             t->prober.state ? t->prober.state : FS_CLOCK_PROBER_STATE_NONE);
+             t->prober.state ? t->prober.state : FS_CLOCK_PROBER_STATE_NONE, t->ports_listed);
     pthread_mutex_lock(&t->detail_lock);
     bool changed = strcmp(d, t->detail) != 0;
     if (changed)

@@ -13,7 +13,8 @@
  *
  * Every interval it starts one cycle on each target (deadline D, default 90 % of the
  * interval) and waits for all of them. After each poll it prints
- *   `poll K result=<ok|timeout|auth|protocol|parse|partial> wall_ms=W msg=<text>` (target 0)
+ *   `poll K result=<ok|timeout|auth|protocol|parse|partial> wall_ms=W rss_kib=R detail={..}`
+ *   (target 0; R: this process's resident memory, VmRSS)
  * and, with --grep, the /metrics lines matching RE prefixed with `poll K `.
  * --wait-file F: before each poll after the first, waits until F exists and then deletes
  * it, so a test can change the simulated switch between polls without sleeping.
@@ -38,6 +39,21 @@
 #include "poll_harness.h"
 #include "store/store.h"
 #include "util/buf.h"
+
+/* This process's resident set (VmRSS), KiB; -1 when unknown. */
+static long
+rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long v = -1;
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "VmRSS: %ld", &v) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return v;
+}
 
 struct done_arg {
     int index;
@@ -281,8 +297,8 @@ main(int argc, char **argv)
              * it too. Print the result and the target's detail. */
             fs_onyx_target_describe(ds, ts[0], msg, sizeof(msg));
         }
-        printf("poll %d result=%s wall_ms=%.1f detail={%s}\n", k, fs_ph_result_names[r0],
-               wall / 1e3, msg);
+        printf("poll %d result=%s wall_ms=%.1f rss_kib=%ld detail={%s}\n", k,
+               fs_ph_result_names[r0], wall / 1e3, rss_kib(), msg);
         if (grep)
             fs_ph_grep_print(&b, &grep_re, k);
         fflush(stdout);

@@ -228,6 +228,31 @@ grep -q 'runaway output' "$T/flood.log" || fail "runaway output not named"
 [ "$(result "$T/flood.out" 2)" = ok ] || fail "after the runaway output: poll 2 $(result "$T/flood.out" 2)"
 ok "a runaway output is bounded (protocol error), the next cycle recovers"
 
+# One large but finite answer (10 MB of blank lines after `show clock`, within max_output)
+# is read, and the session's receive buffer shrinks back after it: the poll tool's
+# resident memory after the next poll is within 6 MiB of before (without the shrink it
+# keeps the 16 MiB buffer: +15 MB measured). ASan's quarantine would keep freed memory
+# resident: off here.
+rm -f "$T/bloat.go"
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=0" \
+  poll "$T/bloat.out" --password-file "$T/main/password" --polls 3 --wait-file "$T/bloat.go" \
+  --interval-ms 8000 &
+BP=$!
+track "$BP"
+for k in 1 2; do
+  for _ in $(seq 300); do grep -q "^poll $k " "$T/bloat.out" 2>/dev/null && break; sleep 0.1; done
+  grep -q "^poll $k " "$T/bloat.out" || fail "bloat: poll $k did not end"
+  if [ "$k" = 1 ]; then write_scenario "$BOOT" '{"bloat": "show clock"}'; else write_scenario "$BOOT"; fi
+  touch "$T/bloat.go"
+done
+wait "$BP" || fail "bloat polls failed: $(grep result "$T/bloat.out")"
+rss() { awk -v p="$1" '$1=="poll" && $2==p {for (i = 3; i <= NF; i++) if ($i ~ /^rss_kib=/) {sub("rss_kib=", "", $i); print $i}}' "$T/bloat.out"; }
+[ "$(result "$T/bloat.out" 2)" = ok ] || fail "the large answer: poll 2 $(result "$T/bloat.out" 2)"
+r1=$(rss 1) r2=$(rss 2) r3=$(rss 3)
+echo "fs-onyx-poll VmRSS: $r1 KiB, $r2 KiB after the 10 MB answer, $r3 KiB after the next poll"
+[ $((r3 - r1)) -lt 6144 ] || fail "the receive buffer kept the large answer: +$((r3 - r1)) KiB"
+ok "a 10 MB answer is read and its buffer given back (+$((r3 - r1)) KiB after it)"
+
 # ---------------------------------------------------------------- pager
 # A CLI that keeps paging after `no cli session paging enable`: the driver pages through.
 $PY -c '

@@ -25,11 +25,12 @@ Scenario keys read here in addition to scenario.py's (all optional):
                     (default one rule "nccl", udp 4791, tc = the congestion tc)
   onyx_lacks        [CMD, ...]: commands this model lacks (answered `% Unrecognized command`)
   onyx_faults       {"hang": CMD, "drop": CMD, "malformed": CMD, "reject": CMD, "flood": CMD,
-                    "slow": CMD, "error": CMD}: a command starting with CMD never answers /
+                    "slow": CMD, "error": CMD, "bloat": CMD}: a command starting with CMD never answers /
                     closes the connection halfway through its output / gets a garbled line
                     / (configuration) fails with a `%` line / prints without end / answers
                     after onyx_slow_s seconds (default 2) / (show) fails with a `%` line
-                    although the command exists.
+                    although the command exists / ends its answer with onyx_bloat_lines
+                    (10,000,000) blank lines: one large, finite answer.
   onyx_paging_sticky  true: `no cli session paging enable` leaves paging on
   onyx_echo         "cli" (default): the CLI echoes each command line when it reads it, so
                     an output starts on the line after `<prompt><command>`.
@@ -217,6 +218,8 @@ class Sim:
             lines.pop()
         if self.fault("malformed", cmd) and lines:
             lines.insert(len(lines) // 2, "  12x34\x07\x00 ]]} packets %%% \x1b[7m")
+        if self.fault("bloat", cmd):  # one large but finite answer (blank lines after it)
+            lines += [""] * int(self.opt("onyx_bloat_lines", 10000000))
         if self.fault("flood", cmd):  # a runaway output: never ends
             line = "  0                    flood packets\n" * 1000
             while True:
