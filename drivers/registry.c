@@ -18,6 +18,9 @@ extern const struct fs_driver fs_driver_snmp;
 #ifdef FS_HAVE_ONYX
 extern const struct fs_driver fs_driver_onyx;
 #endif
+#ifdef FS_HAVE_SFLOW
+extern const struct fs_driver fs_driver_sflow;
+#endif
 
 const struct fs_driver *const fs_builtin_drivers[] = {
 #ifdef FS_HAVE_GNMI
@@ -29,6 +32,9 @@ const struct fs_driver *const fs_builtin_drivers[] = {
 #ifdef FS_HAVE_ONYX
     &fs_driver_onyx,
 #endif
+#ifdef FS_HAVE_SFLOW
+    &fs_driver_sflow,
+#endif
     NULL,
 };
 
@@ -36,7 +42,7 @@ const size_t fs_builtin_driver_count =
     sizeof(fs_builtin_drivers) / sizeof(fs_builtin_drivers[0]) - 1;
 
 /* Every driver fabricscope knows is built in by default (CMake options can leave any out). */
-const char *const fs_known_driver_names[] = {"gnmi", "cli", "snmp"};
+const char *const fs_known_driver_names[] = {"gnmi", "cli", "snmp", "sflow"};
 
 const size_t fs_known_driver_count =
     sizeof(fs_known_driver_names) / sizeof(fs_known_driver_names[0]);

@@ -293,8 +293,14 @@ walk(const struct out *o, const struct lysp_module *pmod, const struct lysp_node
                 type_text(o, pmod, &((const struct lysp_node_leaf *)v)->type);
             if (l->flags & LYS_SET_MAX)
                 fprintf(f, ", at most %u entries", l->max);
-            fputs(" | none, e.g. ", f);
-            code(f, "{ rack: r12 }");
+            /* The label-like example only fits maps keyed by names; a numeric key
+             * (the sflow block's ifIndex map) gives its own in the description. */
+            if (k && strstr(((const struct lysp_node_leaf *)k)->type.name, "int")) {
+                fputs(" | none", f);
+            } else {
+                fputs(" | none, e.g. ", f);
+                code(f, "{ rack: r12 }");
+            }
             row_end(f, n->dsc);
             break;
         }

@@ -191,6 +191,18 @@ void fs_sink_clock_prober_reading(struct fs_sink *s, struct fs_clock_prober *p, 
  */
 void fs_sink_set_detail(struct fs_sink *s, const char *json_members);
 
+/**
+ * The interface name another source of the same target gave ifindex: the `interface`
+ * label of that source's fabric_port_info series whose `ifindex` label is ifindex (the
+ * newest if several), copied into buf (cut to len - 1 bytes). Returns 1 when found, 0
+ * when no other live source of the target exported it (yet). For drivers whose protocol
+ * carries ifIndex only (sFlow), so that a port gets the same `interface` label from
+ * every source. Takes the store's read lock for a scan of the fabric_port_info series:
+ * cache the answer, ask again only for an ifIndex not known yet (at most every few
+ * seconds). Any thread; touches nothing of s but its target's name.
+ */
+int fs_sink_ifindex_name(struct fs_sink *s, uint32_t ifindex, char *buf, size_t len);
+
 /** The target's name, for log lines. */
 const char *fs_sink_target(const struct fs_sink *s);
 

@@ -522,6 +522,41 @@ fs_sink_target(const struct fs_sink *s)
     return s->target;
 }
 
+int
+fs_sink_ifindex_name(struct fs_sink *s, uint32_t ifindex, char *buf, size_t len)
+{
+    struct fs_store *st = s->st;
+    char want[16];
+    int found = 0;
+    int64_t best_ts = INT64_MIN;
+    if (len == 0)
+        return 0;
+    snprintf(want, sizeof want, "%" PRIu32, ifindex);
+    pthread_rwlock_rdlock(&st->lock);
+    for (size_t i = 0; i < st->n_by_metric[FS_M_PORT_INFO]; i++) {
+        const struct series *se = st->by_metric[FS_M_PORT_INFO][i];
+        const char *iface = NULL, *idx = NULL;
+        if (se->sink == s || se->sink->retired || strcmp(se->sink->target, s->target) != 0 ||
+            atomic_load(&se->gone))
+            continue;
+        for (size_t l = 0; l < se->n_labels; l++) {
+            if (!strcmp(se->labels[l].name, "interface"))
+                iface = se->labels[l].value;
+            else if (!strcmp(se->labels[l].name, "ifindex"))
+                idx = se->labels[l].value;
+        }
+        /* The newest wins: a port renamed by its source leaves its old series behind. */
+        int64_t ts = atomic_load(&se->ts_us);
+        if (iface && idx && !strcmp(idx, want) && ts > best_ts) {
+            best_ts = ts;
+            snprintf(buf, len, "%s", iface);
+            found = 1;
+        }
+    }
+    pthread_rwlock_unlock(&st->lock);
+    return found;
+}
+
 void
 fs_sink_set_done_cb(struct fs_sink *s, fs_sink_done_cb cb, void *arg)
 {

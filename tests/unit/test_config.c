@@ -676,20 +676,25 @@ test_source_precedence_names(void **state)
                      "  - { name: t, address: x, source_precedence: [gnmi, snmp],\n"
                      "      snmp: { community_file: /c } }\n";
     assert_int_equal(fs_config_parse(ok, strlen(ok), "t.yaml", &real_opts, &r, &e), 0);
-    /* ... and the built ones not listed follow (cli, unless FS_DRIVER_ONYX=OFF) */
-    assert_int_equal(r->targets[0].n_source_precedence, fs_driver_find("cli") ? 3 : 2);
+    /* ... and the built ones not listed follow by rank (cli 20, then sflow 25, unless
+     * FS_DRIVER_ONYX or FS_DRIVER_SFLOW is OFF) */
+    assert_int_equal(r->targets[0].n_source_precedence,
+                     2 + (fs_driver_find("cli") != NULL) + (fs_driver_find("sflow") != NULL));
     assert_string_equal(r->targets[0].source_precedence[0], "gnmi");
     assert_string_equal(r->targets[0].source_precedence[1], "snmp");
     if (fs_driver_find("cli"))
         assert_string_equal(r->targets[0].source_precedence[2], "cli");
+    if (fs_driver_find("cli") && fs_driver_find("sflow"))
+        assert_string_equal(r->targets[0].source_precedence[3], "sflow");
     fs_config_free(r);
     e = parse_err("targets:\n"
                   "  - { name: t, address: x, source_precedence: [snmp, telnet] }\n",
                   &real_opts, &rc);
     /* Built drivers first (registry order), then the known ones this build lacks. */
-    if (fs_driver_find("gnmi") && fs_driver_find("snmp") && fs_driver_find("cli"))
+    if (fs_driver_find("gnmi") && fs_driver_find("snmp") && fs_driver_find("cli") &&
+        fs_driver_find("sflow"))
         assert_string_equal(e, "t.yaml:2:54: targets[t].source_precedence: \"telnet\" is not "
-                               "a driver name (known: gnmi, snmp, cli)\n");
+                               "a driver name (known: gnmi, snmp, cli, sflow)\n");
     else
         assert_non_null(strstr(e, "\"telnet\" is not a driver name (known: "));
     free(e);
@@ -1249,11 +1254,12 @@ test_driver_api_version(void **state)
     /* The registry's view: every known name, the built ones resolvable. */
     assert_ptr_equal(fs_driver_of_block(&snmp->block), snmp);
     assert_null(fs_driver_of_block(&test_cli));
-    /* Of the built drivers only the ONYX CLI one reads the flow rules (a reload that
-     * changes them restarts its instances only). */
+    /* Of the built drivers the ONYX CLI one and the sFlow one read the flow rules (a
+     * reload that changes them restarts their instances only). */
     for (size_t i = 0; i < fs_builtin_driver_count; i++)
         assert_int_equal(fs_builtin_drivers[i]->block.uses_flow_rules,
-                         strcmp(fs_builtin_drivers[i]->block.name, "cli") == 0);
+                         strcmp(fs_builtin_drivers[i]->block.name, "cli") == 0 ||
+                             strcmp(fs_builtin_drivers[i]->block.name, "sflow") == 0);
     assert_int_equal(real_opts.n_blocks, fs_builtin_driver_count);
     assert_int_equal(real_opts.n_blocks + real_opts.n_absent, fs_known_driver_count);
 }
