@@ -518,10 +518,11 @@ classify(const char *msg)
     enum fs_sflow_decode_reason r = FS_SFLOW_DEC_MALFORMED;
     if (strstr(msg, "version"))
         r = FS_SFLOW_DEC_VERSION;
+    else if (strstr(msg, "runs past the datagram") || strstr(msg, "ends ") ||
+             strstr(msg, "shorter than"))
+        r = FS_SFLOW_DEC_TRUNCATED; /* the datagram (or a record) ends before its content */
     else if (strstr(msg, "runs past") || strstr(msg, "larger than"))
-        r = FS_SFLOW_DEC_LENGTH;
-    else if (strstr(msg, "ends ") || strstr(msg, "shorter than"))
-        r = FS_SFLOW_DEC_TRUNCATED;
+        r = FS_SFLOW_DEC_LENGTH; /* a nested length that lies about its container */
     return r;
 }
 
