@@ -109,6 +109,28 @@ sample_name(uint32_t enterprise, uint32_t format)
     return name;
 }
 
+/* Where in the datagram a problem is: formatted only when there is one (a snprintf per
+ * sample and record would cost most of the decoder's time). */
+struct loc {
+    uint32_t sample, enterprise, format;
+    bool has_record;
+    uint32_t record;
+    char buf[96];
+};
+
+static const char *
+loc_str(struct loc *l)
+{
+    char where[64];
+    snprintf(where, sizeof(where), "sample %u (%s %u:%u)", l->sample,
+             sample_name(l->enterprise, l->format), l->enterprise, l->format);
+    if (l->has_record)
+        snprintf(l->buf, sizeof(l->buf), "%s record %u", where, l->record);
+    else
+        snprintf(l->buf, sizeof(l->buf), "%s", where);
+    return l->buf;
+}
+
 /* ---------------- sampled packet header ---------------- */
 
 static void
@@ -232,7 +254,7 @@ sflow_decode_packet_header(uint32_t protocol, const uint8_t *bytes, size_t len,
 /* Decodes the body of one known flow record (c spans exactly the record). */
 static int
 flow_record_body(struct decoder *d, uint32_t format, struct cursor *c, struct sflow_flow_records *r,
-                 const char *where)
+                 struct loc *where)
 {
     int rc = 0;
     uint32_t v;
@@ -245,14 +267,14 @@ flow_record_body(struct decoder *d, uint32_t format, struct cursor *c, struct sf
             rc = decode_fail(d,
                              "%s (raw packet header): record shorter than its 16-byte fixed "
                              "part",
-                             where);
+                             loc_str(where));
             break;
         }
         if (h.header_length > cursor_left(c)) {
             rc = decode_fail(d,
                              "%s (raw packet header): header length %u runs past its record "
                              "(%zu bytes left) at offset %zu",
-                             where, h.header_length, cursor_left(c), c->pos);
+                             loc_str(where), h.header_length, cursor_left(c), c->pos);
             break;
         }
         h.header = c->buf + c->pos;
@@ -270,7 +292,8 @@ flow_record_body(struct decoder *d, uint32_t format, struct cursor *c, struct sf
     case SFLOW_FLOW_TRANSIT_DELAY:
     case SFLOW_FLOW_QUEUE_DEPTH:
         if (!cursor_u32(c, &v)) {
-            rc = decode_fail(d, "%s (format %u): record shorter than 4 bytes", where, format);
+            rc = decode_fail(d, "%s (format %u): record shorter than 4 bytes", loc_str(where),
+                             format);
             break;
         }
         if (format == SFLOW_FLOW_EGRESS_QUEUE && !r->has_egress_queue) {
@@ -300,32 +323,37 @@ flow_record_known(uint32_t enterprise, uint32_t format)
 
 /* Decodes flow_record<> (count, then tagged records) that fills the rest of sample c. */
 static int
-flow_records(struct decoder *d, struct cursor *c, struct sflow_flow_records *r, const char *where)
+flow_records(struct decoder *d, struct cursor *c, struct sflow_flow_records *r, struct loc *where)
 {
     int rc = 0;
-    char at[96];
     if (!cursor_u32(c, &r->n_records))
-        rc = decode_fail(d, "%s: ends before its record count at offset %zu", where, c->pos);
+        rc = decode_fail(d, "%s: ends before its record count at offset %zu", loc_str(where),
+                         c->pos);
     for (uint32_t i = 0; rc == 0 && i < r->n_records; i++) {
         uint32_t tag, length;
         struct cursor rec;
-        snprintf(at, sizeof(at), "%s record %u", where, i);
         if (!cursor_u32(c, &tag) || !cursor_u32(c, &length)) {
-            rc = decode_fail(d, "%s: declares %u records but ends after %u at offset %zu", where,
-                             r->n_records, i, c->pos);
+            rc = decode_fail(d, "%s: declares %u records but ends after %u at offset %zu",
+                             loc_str(where), r->n_records, i, c->pos);
             break;
         }
         if (length > cursor_left(c)) {
-            rc = decode_fail(d,
-                             "%s (format %u:%u): length %u runs past its sample (%zu bytes "
-                             "left) at offset %zu",
-                             at, tag >> 12, tag & 0xfff, length, cursor_left(c), c->pos);
+            where->has_record = true;
+            where->record = i;
+            rc =
+                decode_fail(d,
+                            "%s (format %u:%u): length %u runs past its sample (%zu bytes "
+                            "left) at offset %zu",
+                            loc_str(where), tag >> 12, tag & 0xfff, length, cursor_left(c), c->pos);
             break;
         }
         rec = (struct cursor){.buf = c->buf, .pos = c->pos, .end = c->pos + length};
         c->pos += length;
         if (flow_record_known(tag >> 12, tag & 0xfff)) {
-            rc = flow_record_body(d, tag & 0xfff, &rec, r, at);
+            where->has_record = true;
+            where->record = i;
+            rc = flow_record_body(d, tag & 0xfff, &rec, r, where);
+            where->has_record = false;
         } else {
             r->n_unknown_records++;
             d->stats.n_unknown_records++;
@@ -377,17 +405,18 @@ counter_ethernet(struct cursor *c, struct sflow_eth_counters *e)
 
 static int
 counter_records(struct decoder *d, struct cursor *c, struct sflow_counter_sample *s,
-                const char *where)
+                struct loc *where)
 {
     int rc = 0;
     if (!cursor_u32(c, &s->n_records))
-        rc = decode_fail(d, "%s: ends before its record count at offset %zu", where, c->pos);
+        rc = decode_fail(d, "%s: ends before its record count at offset %zu", loc_str(where),
+                         c->pos);
     for (uint32_t i = 0; rc == 0 && i < s->n_records; i++) {
         uint32_t tag, length, enterprise, format;
         struct cursor rec;
         if (!cursor_u32(c, &tag) || !cursor_u32(c, &length)) {
-            rc = decode_fail(d, "%s: declares %u records but ends after %u at offset %zu", where,
-                             s->n_records, i, c->pos);
+            rc = decode_fail(d, "%s: declares %u records but ends after %u at offset %zu",
+                             loc_str(where), s->n_records, i, c->pos);
             break;
         }
         enterprise = tag >> 12;
@@ -396,7 +425,7 @@ counter_records(struct decoder *d, struct cursor *c, struct sflow_counter_sample
             rc = decode_fail(d,
                              "%s record %u (format %u:%u): length %u runs past its sample (%zu "
                              "bytes left) at offset %zu",
-                             where, i, enterprise, format, length, cursor_left(c), c->pos);
+                             loc_str(where), i, enterprise, format, length, cursor_left(c), c->pos);
             break;
         }
         rec = (struct cursor){.buf = c->buf, .pos = c->pos, .end = c->pos + length};
@@ -407,7 +436,7 @@ counter_records(struct decoder *d, struct cursor *c, struct sflow_counter_sample
                 rc = decode_fail(d,
                                  "%s record %u (generic interface counters): length %u shorter "
                                  "than 88",
-                                 where, i, length);
+                                 loc_str(where), i, length);
             else if (!s->has_generic) {
                 s->has_generic = true;
                 s->generic = g;
@@ -416,7 +445,7 @@ counter_records(struct decoder *d, struct cursor *c, struct sflow_counter_sample
             struct sflow_eth_counters e;
             if (counter_ethernet(&rec, &e) != 0)
                 rc = decode_fail(d, "%s record %u (Ethernet counters): length %u shorter than 52",
-                                 where, i, length);
+                                 loc_str(where), i, length);
             else if (!s->has_ethernet) {
                 s->has_ethernet = true;
                 s->ethernet = e;
@@ -469,7 +498,7 @@ interface(struct cursor *c, bool expanded, struct sflow_interface *ifc)
 
 static int
 sample_body(struct decoder *d, uint32_t format, struct cursor *c, struct sflow_sample *s,
-            const char *where)
+            struct loc *where)
 {
     int rc = 0;
     bool expanded =
@@ -484,8 +513,8 @@ sample_body(struct decoder *d, uint32_t format, struct cursor *c, struct sflow_s
             !cursor_u32(c, &f->sampling_rate) || !cursor_u32(c, &f->sample_pool) ||
             !cursor_u32(c, &f->drops) || !interface(c, expanded, &f->input) ||
             !interface(c, expanded, &f->output))
-            rc = decode_fail(d, "%s: shorter than its fixed fields (ends at offset %zu)", where,
-                             c->end);
+            rc = decode_fail(d, "%s: shorter than its fixed fields (ends at offset %zu)",
+                             loc_str(where), c->end);
         else
             rc = flow_records(d, c, &f->records, where);
         break;
@@ -496,8 +525,8 @@ sample_body(struct decoder *d, uint32_t format, struct cursor *c, struct sflow_s
         s->kind = SFLOW_KIND_COUNTERS;
         if (!cursor_u32(c, &k->sequence) ||
             !source_id(c, expanded, &k->source_id_type, &k->source_id_index))
-            rc = decode_fail(d, "%s: shorter than its fixed fields (ends at offset %zu)", where,
-                             c->end);
+            rc = decode_fail(d, "%s: shorter than its fixed fields (ends at offset %zu)",
+                             loc_str(where), c->end);
         else
             rc = counter_records(d, c, k, where);
         break;
@@ -510,8 +539,8 @@ sample_body(struct decoder *d, uint32_t format, struct cursor *c, struct sflow_s
             !source_id(c, true, &x->source_id_type, &x->source_id_index) ||
             !cursor_u32(c, &x->drops) || !cursor_u32(c, &x->input) || !cursor_u32(c, &x->output) ||
             !cursor_u32(c, &x->reason))
-            rc = decode_fail(d, "%s: shorter than its fixed fields (ends at offset %zu)", where,
-                             c->end);
+            rc = decode_fail(d, "%s: shorter than its fixed fields (ends at offset %zu)",
+                             loc_str(where), c->end);
         else
             rc = flow_records(d, c, &x->records, where);
         break;
@@ -582,7 +611,7 @@ sflow_decode_datagram(const uint8_t *buf, size_t len, sflow_sample_fn on_sample,
     for (uint32_t i = 0; rc == 0 && i < h.n_samples; i++) {
         uint32_t tag, length, enterprise, format;
         struct cursor body;
-        char where[64];
+        struct loc where = {0};
         if (!cursor_u32(&c, &tag) || !cursor_u32(&c, &length)) {
             rc = decode_fail(&d, "datagram declares %u samples but ends after %u at offset %zu",
                              h.n_samples, i, c.pos);
@@ -590,13 +619,14 @@ sflow_decode_datagram(const uint8_t *buf, size_t len, sflow_sample_fn on_sample,
         }
         enterprise = tag >> 12;
         format = tag & 0xfff;
-        snprintf(where, sizeof(where), "sample %u (%s %u:%u)", i, sample_name(enterprise, format),
-                 enterprise, format);
+        where.sample = i;
+        where.enterprise = enterprise;
+        where.format = format;
         if (length > cursor_left(&c)) {
             rc = decode_fail(&d,
                              "%s: length %u runs past the datagram (%zu bytes left) at offset "
                              "%zu",
-                             where, length, cursor_left(&c), c.pos);
+                             loc_str(&where), length, cursor_left(&c), c.pos);
             break;
         }
         body = (struct cursor){.buf = buf, .pos = c.pos, .end = c.pos + length};
@@ -611,7 +641,7 @@ sflow_decode_datagram(const uint8_t *buf, size_t len, sflow_sample_fn on_sample,
         s.index = i;
         s.format = format;
         s.length = length;
-        rc = sample_body(&d, format, &body, &s, where);
+        rc = sample_body(&d, format, &body, &s, &where);
         if (rc == 0) {
             d.stats.n_samples_decoded++;
             if (on_sample)

@@ -4,11 +4,18 @@
  * buffer of exactly its size (an over-read is a sanitizer report); every sample handed to
  * the callback must hold its invariants: raw header bytes inside the datagram, 24-bit BTH
  * fields, a known kind, decoded counts within the declared ones.
+ *
+ * The same input then goes through what the driver does with a datagram of a known
+ * agent (drivers/sflow/agg.c: accounting, rule matching, aggregation), twice (the second
+ * time it is a duplicate unless it does not decode), and a flush whose every label must
+ * be a non-empty string and whose per-rule series must stay within the bounds.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "agg.h"
 #include "decode.h"
 
 struct span {
@@ -67,6 +74,86 @@ on_sample(const struct sflow_datagram_header *hdr, const struct sflow_sample *s,
     }
 }
 
+static const struct fs_flow_rule rules[] = {
+    {.name = "roce", .protocol = FS_PROTO_UDP, .dst_lo = 4791, .dst_hi = 4791, .tc = -1},
+    {.name = "ce", .ecn_ce = true, .tc = -1},
+    {.name = "tc3", .protocol = FS_PROTO_TCP, .src_lo = 1, .src_hi = 1024, .tc = 3},
+};
+#define MAX_PORTS 4
+
+static size_t emitted_rule_series;
+
+static void
+check_labels(const struct fs_label *l, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!l[i].name || !l[i].value || !l[i].value[0])
+            abort();
+}
+
+static void
+emit_counter(void *arg, enum fs_metric m, const struct fs_label *l, size_t n, uint64_t raw,
+             unsigned bits)
+{
+    (void)arg, (void)raw;
+    check_labels(l, n);
+    if (bits != 32 && bits != 64)
+        abort();
+    if (m == FS_M_FLOW_RULE_PACKETS)
+        emitted_rule_series++;
+}
+
+static void
+emit_gauge(void *arg, enum fs_metric m, const struct fs_label *l, size_t n, double v)
+{
+    (void)arg, (void)m;
+    check_labels(l, n);
+    if (v < 0)
+        abort();
+}
+
+static int
+emit_ifname(void *arg, uint32_t ifindex, char *buf, size_t len)
+{
+    (void)arg;
+    if (ifindex % 2)
+        return 0;
+    snprintf(buf, len, "Eth1/%u", ifindex);
+    return 1;
+}
+
+static void
+emit_rate(void *arg, const char *iface, double v)
+{
+    (void)arg, (void)v;
+    if (!iface || !iface[0])
+        abort();
+}
+
+static const struct fs_sflow_emit emit = {emit_counter, emit_gauge, emit_ifname, emit_rate};
+
+static void
+aggregate(const uint8_t *buf, size_t size)
+{
+    char err[128];
+    struct fs_sflow_agg_opts o = {.rules = rules, .n_rules = 3, .max_ports = MAX_PORTS};
+    struct fs_sflow_agg *a = fs_sflow_agg_new(&o, err, sizeof err);
+    if (!a)
+        return;
+    int rc1 = fs_sflow_agg_feed(a, buf, size, 1);
+    int rc2 = fs_sflow_agg_feed(a, buf, size, 2);
+    const struct fs_sflow_agg_stats *st = fs_sflow_agg_get_stats(a);
+    if (rc1 == 0 && (rc2 != 1 || st->datagrams != 1 || st->duplicates != 1))
+        abort();
+    if (rc1 != 0 && (rc2 != -1 || st->datagrams != 0))
+        abort();
+    emitted_rule_series = 0;
+    fs_sflow_agg_flush(a, &emit, NULL, 3);
+    if (emitted_rule_series > 3 * MAX_PORTS)
+        abort();
+    fs_sflow_agg_free(a);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int
@@ -90,6 +177,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     (void)sflow_decode_datagram(buf, size, NULL, NULL, NULL, NULL, small, sizeof(small));
     if (memchr(small, '\0', sizeof(small)) == NULL)
         abort();
+    aggregate(buf, size);
     free(buf);
     return 0;
 }
