@@ -805,6 +805,34 @@ fs_sflow_agg_take_restart(struct fs_sflow_agg *a)
     return r;
 }
 
+/* The tables' sizes for these options (what fs_sflow_agg_new allocates). */
+static size_t
+table_bytes(size_t n_rules, uint32_t max_ports)
+{
+    size_t rules = n_rules ? n_rules : 1, cells = rules * max_ports;
+    return sizeof(struct fs_sflow_agg) + rules * sizeof(struct fs_flow_rule) +
+           pow2_at_least((size_t)max_ports * 2) * sizeof(struct port) +
+           pow2_at_least((size_t)max_ports * 4 * 2) * sizeof(struct source) +
+           pow2_at_least(cells * 2) * (sizeof(struct cell) + sizeof(struct drop_cell));
+}
+
+size_t
+fs_sflow_agg_bound(size_t n_rules, uint32_t max_ports)
+{
+    size_t rules = n_rules ? n_rules : 1;
+    return table_bytes(n_rules, max_ports) + rules * max_ports * 2 * RESERVOIR * sizeof(uint32_t);
+}
+
+size_t
+fs_sflow_agg_bytes(const struct fs_sflow_agg *a)
+{
+    size_t n = table_bytes(a->n_rules, a->max_ports);
+    for (size_t i = 0; i < a->cell_cap; i++)
+        if (a->cells[i].res)
+            n += 2 * RESERVOIR * sizeof(uint32_t);
+    return n;
+}
+
 const struct fs_sflow_agg_stats *
 fs_sflow_agg_get_stats(const struct fs_sflow_agg *a)
 {

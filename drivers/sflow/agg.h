@@ -33,9 +33,12 @@
  * Bounds (per aggregate, fixed at creation): ports (distinct ifIndex) <= max_ports;
  * rule x port cells <= n_rules x max_ports; drop cells (rule, port, reason) <= the same;
  * sample sources <= 4 x max_ports; sub-agents <= 16. What does not fit is counted
- * (lost samples, kind over_limit) and dropped. Memory at most about
- *   max_ports x (4 x 48 + 400) + n_rules x max_ports x (2 x 72 + 512) bytes
- * (a 256-port, 8-rule target: about 1.5 MB), allocated as ports and cells appear.
+ * (lost samples, kind over_limit) and dropped. The tables are allocated whole at
+ * creation (open addressing, at most half full); a rule x port cell's quantile buffers
+ * (512 bytes) when its first queue or transit record comes. fs_sflow_agg_bound() gives the
+ * exact maximum: about 1.2 KB per port plus 0.7 KB per rule and port, more by the
+ * rounding of table sizes to powers of two (256 ports and 8 rules: 1.75 MB; 64 ports and
+ * 4 rules: 0.26 MB; the largest, 4096 ports and 32 rules: 97 MB).
  *
  * Threads: an aggregate is used by one thread at a time.
  * Ownership: the aggregate owns everything it allocates (fs_sflow_agg_free); it copies
@@ -160,6 +163,13 @@ void fs_sflow_agg_flush(struct fs_sflow_agg *a, const struct fs_sflow_emit *e, v
                         int64_t now_mono_us);
 
 const struct fs_sflow_agg_stats *fs_sflow_agg_get_stats(const struct fs_sflow_agg *a);
+
+/** Bytes the aggregate holds now (tables and quantile buffers). */
+size_t fs_sflow_agg_bytes(const struct fs_sflow_agg *a);
+
+/** The most an aggregate of n_rules rules and max_ports ports ever holds (agg.h's bound,
+ *  exactly; the README's figures come from it). */
+size_t fs_sflow_agg_bound(size_t n_rules, uint32_t max_ports);
 
 /* ---- exposed for the tests ---- */
 

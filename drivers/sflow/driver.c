@@ -69,7 +69,7 @@ struct tgt {
     struct fs_sflow_agg *agg;
     int64_t interval_us, silent_us;
     int64_t next_flush_mono, last_dgram_mono;
-    bool data_since_flush, ever, silent_reported;
+    bool data_since_flush, ever, silent_reported, first_flush;
     int64_t log_window_mono;
     unsigned logs_in_window;
 };
@@ -144,9 +144,9 @@ publish_detail(struct tgt *t)
              "\"sflow_agent\":\"%s\",\"sflow_listen\":\"%s\",\"sflow_datagrams\":%" PRIu64
              ",\"sflow_flow_samples\":%" PRIu64 ",\"sflow_counter_samples\":%" PRIu64
              ",\"sflow_discard_samples\":%" PRIu64 ",\"sflow_lost_datagrams\":%" PRIu64
-             ",\"sflow_duplicates\":%" PRIu64,
+             ",\"sflow_duplicates\":%" PRIu64 ",\"sflow_memory_bytes\":%zu",
              t->agent_str, t->sock->label, s->datagrams, s->flow_samples, s->counter_samples,
-             s->discard_samples, s->lost_datagrams, s->duplicates);
+             s->discard_samples, s->lost_datagrams, s->duplicates, fs_sflow_agg_bytes(t->agg));
     fs_sink_set_detail(t->sink, buf);
 }
 
@@ -157,6 +157,10 @@ flush_target(struct tgt *t, int64_t now_mono)
     struct fs_label l[2] = {{"listen", t->sock->label}, {"kind", "unknown_agent"}};
     if (fs_sflow_agg_take_restart(t->agg))
         fs_sink_counter_reset(t->sink, FS_RESET_REBOOT, NULL);
+    else if (t->first_flush)
+        /* A re-added target (a reload) counts from 0 again: not a clear. */
+        fs_sink_counter_reset(t->sink, FS_RESET_DISCONTINUITY, NULL);
+    t->first_flush = false;
     fs_sink_begin(t->sink, fs_realtime_us());
     fs_sflow_agg_flush(t->agg, &sink_emit, t->sink, now_mono);
     fs_sink_counter(t->sink, FS_M_SFLOW_SOCKET_DROPPED, l, 2, t->sock->unknown_agent, 64);
@@ -454,6 +458,7 @@ sflow_target_add(void *state, const struct fs_target_cfg *tcfg, const void *dcfg
         return FS_DRV_ERR;
     }
     t->sink = sink;
+    t->first_flush = true;
     t->has_sub = c->has_sub_agent;
     t->sub = c->sub_agent;
     t->agent = c->agent;

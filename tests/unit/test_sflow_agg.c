@@ -411,6 +411,28 @@ test_bounds(void **state)
     assert_true(val(&rc, "fabric_flow_rule_packets_total{rule=sockets,interface=ifIndex2}") == 10);
     assert_true(val(&rc, "fabric_flow_rule_packets_total{rule=sockets,interface=ifIndex3}") == -1);
     assert_int_equal(s->lost_samples[FS_SFLOW_LOST_OVER_LIMIT], 2);
+    /* every cell full with quantile buffers: still within the stated bound */
+    sfb_datagram(&x, AGENT, 0, 2, 200);
+    for (uint32_t p = 1; p <= 2; p++) {
+        struct sfb_flow f = {.seq = 2,
+                             .source = p,
+                             .rate = 10,
+                             .in = 9,
+                             .out = p,
+                             .pkt = roce_ce,
+                             .frame_length = 100,
+                             .has_depth = true,
+                             .depth = 5,
+                             .has_queue = true,
+                             .queue = 3};
+        sfb_flow_sample(&x, &f);
+    }
+    sfb_discard_sample(&x, 1, 1, 1, 259, 0, &roce_ce);
+    sfb_discard_sample(&x, 2, 2, 2, 258, 0, &tcp_in);
+    feed(a, &x);
+    assert_true(fs_sflow_agg_bytes(a) <= fs_sflow_agg_bound(N_RULES, 2));
+    /* 6 of the 8 cells have quantile buffers (the TCP ones had no records) */
+    assert_int_equal(fs_sflow_agg_bytes(a), fs_sflow_agg_bound(N_RULES, 2) - 2 * 512);
     fs_sflow_agg_free(a);
 }
 
