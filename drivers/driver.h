@@ -71,7 +71,7 @@ struct fs_driver {
     unsigned api_version;
 
     /** The driver's configuration block (config/block.h): name ("snmp", also the
-     *  `source` label and log subsystem), default_rank (gnmi 10, cli 20, snmp 30; lower
+     *  `source` label and log subsystem), default_rank (gnmi 10, cli 20, sflow 25, snmp 30; lower
      *  wins), yang_module, config_build, config_free, config_equal, config_interval. */
     struct fs_cfg_block_ops block;
 

@@ -42,7 +42,7 @@ struct fs_cfg_block_ops {
     /** The block's key under a target, the `source` label and the log subsystem ("snmp"):
      *  [a-z][a-z0-9_]*, unique in the build. */
     const char *name;
-    /** Default source precedence, lower wins (gnmi 10, cli 20, snmp 30). A target's
+    /** Default source precedence, lower wins (gnmi 10, cli 20, sflow 25, snmp 30). A target's
      *  source_precedence lists sources first; the others follow by rank. */
     int default_rank;
     /** YANG 1.1 module text (NUL-terminated). It imports fabricscope-config (prefix fsc)
