@@ -20,10 +20,12 @@ fs_pid=""
 gnmi_pid=""
 cli_started=""
 sim=""
+sflow_pid=""
 stop_all() {
   trap - INT TERM EXIT
   if [ -n "$fs_pid" ]; then kill "$fs_pid" 2>/dev/null || true; wait "$fs_pid" 2>/dev/null || true; fi
   if [ -n "$gnmi_pid" ]; then kill "$gnmi_pid" 2>/dev/null || true; wait "$gnmi_pid" 2>/dev/null || true; fi
+  if [ -n "$sflow_pid" ]; then kill "$sflow_pid" 2>/dev/null || true; wait "$sflow_pid" 2>/dev/null || true; fi
   bash tests/sim/start-snmp-sim.sh --stop "$run" >/dev/null 2>&1 || true
   if [ -n "$cli_started" ]; then bash tests/sim/onyx/start-onyx-sim.sh --stop "$sim/cli" >/dev/null 2>&1 || true; fi
   if [ -n "$sim" ]; then rm -rf "$sim"; fi
@@ -43,6 +45,19 @@ chmod 0644 "$sim/scenario.json"
 # Writes run/demo/community, which config/demo.yaml names.
 FS_BUILD_DIR=$top/$BUILD bash tests/sim/start-snmp-sim.sh --dir "$run" --port 16100 \
   -- --scenario "$sim/scenario.json" >/dev/null
+
+# sim-tor1 also exports sFlow (tests/sim/sflow/sim_agent.py) from the same scenario to
+# udp 127.0.0.1:16343: NCCL RoCEv2 and socket flows with CE marks, queue depth, drops.
+rm -f "$run/sflow.ready"
+/usr/bin/python3 tests/sim/sflow/sim_agent.py --scenario "$sim/scenario.json" \
+  --collector 127.0.0.1:16343 --agent 127.0.0.1 --counter-interval 20 --sampling-rate 20000 \
+  --ready-file "$run/sflow.ready" >"$run/sflow-sim.log" 2>&1 &
+sflow_pid=$!
+for _ in $(seq 200); do
+  [ -s "$run/sflow.ready" ] && break
+  kill -0 "$sflow_pid" 2>/dev/null || { cat "$run/sflow-sim.log" >&2; echo "sFlow simulator did not start" >&2; exit 1; }
+  sleep 0.1
+done
 
 # The gNMI simulator (Debian's python3-grpcio, hence /usr/bin/python3) binds a free port
 # (--port 0) and writes it to run/demo/gnmi.port. Plaintext: the demo stays on loopback.
@@ -101,6 +116,7 @@ fi
 
 echo "fabricscope demo: http://127.0.0.1:9464/ (Ctrl-C stops; logs follow)"
 echo "  sim-tor1: SNMP on udp 127.0.0.1:16100${cli_started:+, ONYX CLI on ssh 127.0.0.1:$cli_port}"
+echo "  sim-tor1: sFlow from a simulated agent to udp 127.0.0.1:16343"
 echo "  sim-leaf1: gNMI on 127.0.0.1:$gnmi_port (plaintext, demo only)"
 "$BUILD/fabricscope" -c "$run/demo.yaml" &
 fs_pid=$!
