@@ -161,8 +161,10 @@ struct fs_sink {
     size_t rates_cap, rates_len;
     uint64_t rates_gen;
 
-    /* Newest sample time per metric, for source precedence. */
-    _Atomic int64_t metric_ts[FS_METRIC_COUNT];
+    /* Newest sample time per metric, for source precedence: [m][1] of the series with an
+     * interface label, [m][0] of the others (a per-port breakdown of a family does not
+     * hide, and is not hidden by, a source's per-device totals of it). */
+    _Atomic int64_t metric_ts[FS_METRIC_COUNT][2];
     _Atomic uint64_t n_series;
 
     /* Health, under stats_lock. */
@@ -1136,7 +1138,8 @@ fs_sink_end(struct fs_sink *s)
         se->last_mono_us = s->batch_mono_us;
         atomic_store_explicit(&se->value, s->pend[i].value, memory_order_relaxed);
         atomic_store_explicit(&se->ts_us, s->batch_ts, memory_order_release);
-        atomic_store_explicit(&s->metric_ts[se->metric], s->batch_ts, memory_order_relaxed);
+        atomic_store_explicit(&s->metric_ts[se->metric][se->iface != NULL], s->batch_ts,
+                              memory_order_relaxed);
         if (se->retire_seq != s->batch_seq)
             atomic_store_explicit(&se->gone, false, memory_order_relaxed);
     }
@@ -1452,9 +1455,11 @@ fresh(const struct fs_sink *s, int64_t ts, int64_t now)
            ts > atomic_load_explicit(&s->stale_through_us, memory_order_relaxed);
 }
 
-/* Whether a sibling source of the same target with higher precedence has fresh data of m. */
+/* Whether a sibling source of the same target with higher precedence has fresh data of m
+ * in the same shape (per port or not: port). */
 static bool
-shadowed(const struct fs_store *st, const struct fs_sink *s, enum fs_metric m, int64_t now)
+shadowed(const struct fs_store *st, const struct fs_sink *s, enum fs_metric m, bool port,
+         int64_t now)
 {
     if (s->tcfg->expose_all_sources)
         return false;
@@ -1463,7 +1468,7 @@ shadowed(const struct fs_store *st, const struct fs_sink *s, enum fs_metric m, i
         if (o == s || strcmp(o->tcfg->name, s->tcfg->name) != 0)
             continue;
         if (precedence_rank(s->tcfg, o->source) < mine &&
-            fresh(o, atomic_load_explicit(&o->metric_ts[m], memory_order_relaxed), now))
+            fresh(o, atomic_load_explicit(&o->metric_ts[m][port], memory_order_relaxed), now))
             return true;
     }
     return false;
@@ -1481,7 +1486,7 @@ fs_store_foreach_series_chunk(struct fs_store *st, bool only_exported, uint64_t 
         /* A sink's series of one metric are mostly adjacent: decide precedence once per
          * run of them rather than per series (it scans the target's other sources). */
         const struct fs_sink *memo_sink = NULL;
-        bool memo_shadowed = false;
+        bool memo_port = false, memo_shadowed = false;
         for (; i < st->n_by_metric[m]; i++) {
             if (seen++ == max)
                 goto out;
@@ -1489,10 +1494,11 @@ fs_store_foreach_series_chunk(struct fs_store *st, bool only_exported, uint64_t 
             struct fs_series_info in;
             in.ts_us = atomic_load_explicit(&se->ts_us, memory_order_acquire);
             uint64_t v = atomic_load_explicit(&se->value, memory_order_relaxed);
-            if (se->sink != memo_sink) {
+            if (se->sink != memo_sink || (se->iface != NULL) != memo_port) {
                 memo_sink = se->sink;
-                memo_shadowed =
-                    !se->sink->retired && shadowed(st, se->sink, (enum fs_metric)m, now);
+                memo_port = se->iface != NULL;
+                memo_shadowed = !se->sink->retired &&
+                                shadowed(st, se->sink, (enum fs_metric)m, memo_port, now);
             }
             /* a removed instance's series are history only: readable, never exported */
             in.exported = !se->sink->retired && fresh(se->sink, in.ts_us, now) && !memo_shadowed &&

@@ -334,6 +334,26 @@ test_source_precedence(void **state)
     assert_int_equal(find(f->st, "fabric_device_uptime_seconds", NULL, true).n, 1);
     f->t.expose_all_sources = true;
     assert_int_equal(find(f->st, "fabric_port_bytes_total", NULL, true).n, 2);
+    f->t.expose_all_sources = false;
+
+    /* Per-port flow-rule counts (as sFlow gives them) beside a preferred source's
+     * per-device ones (as the CLI gives them): a breakdown is not a duplicate, both show;
+     * a lower source's per-device counts of the same family are still hidden. */
+    fs_sink_begin(cli, t);
+    fs_sink_counter(cli, FS_M_FLOW_RULE_PACKETS, (struct fs_label[]){{"rule", "nccl"}}, 1, 500,
+                    64);
+    fs_sink_end(cli);
+    fs_sink_begin(snmp, t);
+    fs_sink_counter(snmp, FS_M_FLOW_RULE_PACKETS,
+                    (struct fs_label[]){{"rule", "nccl"}, {"interface", "Eth1/1"}}, 2, 300, 64);
+    fs_sink_counter(snmp, FS_M_FLOW_RULE_PACKETS, (struct fs_label[]){{"rule", "nccl"}}, 1, 499,
+                    64);
+    fs_sink_end(snmp);
+    r = find(f->st, "fabric_flow_rule_packets_total", NULL, true);
+    assert_int_equal(r.n, 2);
+    r = find(f->st, "fabric_flow_rule_packets_total", "interface=\"Eth1/1\"", true);
+    assert_int_equal(r.n, 1);
+    assert_non_null(strstr(r.text, "source=\"snmp\""));
 }
 
 static int
