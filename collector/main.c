@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "hostagent/agent.h"
 #include "importers/client.h"
 #include "importers/correlate_cli.h"
 #include "importers/import_nccl_inspector.h"
@@ -54,6 +55,12 @@ usage(FILE *f)
         "                            measure this host's clock minus the collector's and write\n"
         "                            it (JSON) to FILE or stdout; run it on a GPU host when a\n"
         "                            capture is taken\n"
+        "  host-agent -c FILE [--check-config] [--once]\n"
+        "                            the agent of a GPU host: keeps its clock offset to the\n"
+        "                            collector measured, posts NCCL Inspector records as they\n"
+        "                            are written (spooled while the collector is away) and runs\n"
+        "                            perf around the next predicted incident; --check-config\n"
+        "                            validates FILE (exit 0 or 2), --once captures once now\n"
         "  correlate --url URL [--start T] [--end T] [--kind K] [--slow pNN|Nx]\n"
         "            [--window START,END]... [--token-file FILE]\n"
         "                            print GET /api/v1/correlate as a table: the suspects,\n"
@@ -138,6 +145,8 @@ main(int argc, char **argv)
         return fs_import_nccl_inspector_main(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "correlate") == 0)
         return fs_correlate_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "host-agent") == 0)
+        return fs_host_agent_main(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "clock-offset") == 0)
         return fs_imp_clock_offset_main(argc - 1, argv + 1);
 

@@ -87,6 +87,10 @@ const struct lyd_node *fs_cfg_given(const struct lyd_node *parent, const char *n
 const struct lyd_node *fs_cfg_next(const struct lyd_node *parent, const struct lyd_node *prev,
                                    const char *name);
 
+/** The top-level node name among the siblings from first (a document's top level, see
+ *  fs_cfg_doc_load in config.h), or NULL. */
+const struct lyd_node *fs_cfg_top(const struct lyd_node *first, const char *name);
+
 /** Canonical text of a leaf node ("10s", "true", "2c"). */
 const char *fs_cfg_value(const struct lyd_node *leaf);
 

@@ -231,6 +231,86 @@ cleanup:
     return rc;
 }
 
+/* The stages of fs_config_parse for a standalone document (see config.h). */
+static int
+doc_parse(const char *text, size_t len, const char *filename, const char *module_text,
+          fs_cfg_doc_build_fn build, void *ctx, char **errors)
+{
+    struct fs_cfg_errs errs = {0};
+    struct fs_ynode *root = NULL;
+    struct lyd_node *tree = NULL;
+    char why[256] = "";
+    uint32_t quiet = LY_LOSTORE_LAST;
+    int rc = 0;
+    const struct fs_cfg_schema *sc = fs_cfg_schema_doc(module_text, why, sizeof(why));
+
+    ly_temp_log_options(&quiet);
+    if (len > FS_CONFIG_MAX_BYTES) {
+        fs_cfg_err_add(&errs, 1, 1, "", "the file is larger than %d bytes (1 MiB)",
+                       FS_CONFIG_MAX_BYTES);
+        goto report;
+    }
+    if (!sc) {
+        fs_cfg_err_add(&errs, 1, 1, "", "%s", why);
+        goto report;
+    }
+    if (fs_cfg_read_yaml(text, len, &errs, &root) < 0 || fs_cfg_errs_any(&errs))
+        goto report;
+    fs_cfg_walk(sc, NULL, root, &errs, &tree);
+    if (errs.oom || fs_cfg_errs_any(&errs))
+        goto report;
+    if (lyd_new_implicit_all(&tree, sc->ctx, LYD_IMPLICIT_NO_STATE, NULL) != LY_SUCCESS) {
+        ly_err_clean(sc->ctx, NULL);
+        errs.oom = true;
+        goto report;
+    }
+    if (build(tree, ctx, &errs) != 0) {
+        errs.oom = true;
+        goto report;
+    }
+    if (fs_cfg_errs_any(&errs))
+        goto report;
+    if (lyd_validate_all(&tree, sc->ctx, LYD_VALIDATE_PRESENT, NULL) != LY_SUCCESS)
+        report_libyang(sc->ctx, tree, &errs);
+report:
+    if (fs_cfg_errs_any(&errs)) {
+        rc = (int)(errs.n + errs.dropped) + (errs.n == 0);
+        *errors = fs_cfg_errs_format(&errs, filename);
+    }
+    lyd_free_all(tree);
+    fs_ynode_free(root);
+    fs_cfg_errs_free(&errs);
+    ly_temp_log_options(NULL);
+    return rc;
+}
+
+int
+fs_cfg_doc_load(const char *path, const char *module_text, fs_cfg_doc_build_fn build, void *ctx,
+                char **errors)
+{
+    char *buf = NULL;
+    ssize_t len;
+    int fd, rc = 1;
+    char msg[600];
+
+    *errors = NULL;
+    fd = open_regular(path, NULL, msg, sizeof(msg) - 1);
+    if (fd >= 0 && !(buf = malloc(FS_CONFIG_MAX_BYTES + 1)))
+        snprintf(msg, sizeof(msg) - 1, "%s: out of memory", path);
+    else if (fd >= 0 && (len = read_full(fd, buf, FS_CONFIG_MAX_BYTES + 1)) < 0)
+        snprintf(msg, sizeof(msg) - 1, "%s: cannot read: %s", path, strerror(errno));
+    else if (fd >= 0)
+        rc = doc_parse(buf, (size_t)len, path, module_text, build, ctx, errors);
+    if (rc != 0 && !*errors) {
+        strcat(msg, "\n");
+        *errors = strdup(msg);
+    }
+    if (fd >= 0)
+        close(fd);
+    free(buf);
+    return rc;
+}
+
 int
 fs_file_read(const char *path, const char *key, size_t max, char **out, size_t *out_len,
              char *errbuf, size_t errlen)

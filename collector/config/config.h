@@ -184,6 +184,25 @@ int fs_config_parse(const char *text, size_t len, const char *filename,
 int fs_config_load(const char *path, const struct fs_config_opts *opts, struct fs_config **out,
                    char **errors);
 
+/**
+ * Builds a caller's structure from a walked document: first is its first top-level node
+ * (fs_cfg_top), YANG defaults present. Problems go to errs (fs_cfg_node_err). 0, or -1
+ * when out of memory.
+ */
+typedef int (*fs_cfg_doc_build_fn)(const struct lyd_node *first, void *ctx,
+                                   struct fs_cfg_errs *errs);
+
+/**
+ * A configuration file of another program of the project (the host agent), with its own
+ * YANG module (static text; it may import fabricscope-config for its types): read like
+ * fs_config_load() (regular file, at most FS_CONFIG_MAX_BYTES), walked against the
+ * module with the same messages ("FILE:LINE:COL: key.path: reason"), built by build,
+ * then validated by libyang. Returns 0 when good, else the number of problems with
+ * *errors (malloc'd, one per line) set; the caller's structure is then incomplete.
+ */
+int fs_cfg_doc_load(const char *path, const char *module_text, fs_cfg_doc_build_fn build, void *ctx,
+                    char **errors);
+
 /** Frees a configuration; accepts NULL. */
 void fs_config_free(struct fs_config *cfg);
 

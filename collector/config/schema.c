@@ -185,3 +185,59 @@ fs_cfg_schema_get(const struct fs_config_opts *opts, char *errbuf, size_t errlen
     pthread_mutex_unlock(&g_lock);
     return c ? &c->sc : NULL;
 }
+
+/* Standalone documents (fs_cfg_doc_load): one context per module text, made once. */
+struct cached_doc {
+    struct cached_doc *next;
+    const char *text; /* static text of the caller, compared by address */
+    struct fs_cfg_schema sc;
+};
+
+static struct cached_doc *g_docs;
+
+const struct fs_cfg_schema *
+fs_cfg_schema_doc(const char *module_text, char *errbuf, size_t errlen)
+{
+    struct cached_doc *c;
+    uint32_t quiet = LY_LOSTORE_LAST;
+    struct lys_module *mod = NULL;
+
+    pthread_once(&g_log_once, log_init);
+    pthread_mutex_lock(&g_lock);
+    for (c = g_docs; c; c = c->next)
+        if (c->text == module_text)
+            break;
+    if (c)
+        goto out;
+    ly_temp_log_options(&quiet);
+    c = calloc(1, sizeof(*c));
+    if (!c) {
+        snprintf(errbuf, errlen, "out of memory");
+    } else if (ly_ctx_new(NULL, LY_CTX_NO_YANGLIBRARY | LY_CTX_SET_PRIV_PARSED, &c->sc.ctx) !=
+               LY_SUCCESS) {
+        snprintf(errbuf, errlen, "cannot create the libyang context");
+    } else if (lys_parse_mem(c->sc.ctx, fs_yang_module_text, LYS_IN_YANG, NULL) != LY_SUCCESS ||
+               lys_parse_mem(c->sc.ctx, module_text, LYS_IN_YANG, &mod) != LY_SUCCESS) {
+        snprintf(errbuf, errlen, "the built-in YANG module does not compile: %s",
+                 ly_errmsg(c->sc.ctx) ? ly_errmsg(c->sc.ctx) : "?");
+    } else {
+        /* The document's own module is the top level the walker reads; the core only
+         * lends its types and extensions, and no driver block can be written here. */
+        c->sc.core = mod;
+        c->sc.targets = NULL;
+        c->text = module_text;
+        ly_err_clean(c->sc.ctx, NULL);
+        c->next = g_docs;
+        g_docs = c;
+    }
+    if (c && !c->text) {
+        if (c->sc.ctx)
+            ly_ctx_destroy(c->sc.ctx);
+        free(c);
+        c = NULL;
+    }
+    ly_temp_log_options(NULL);
+out:
+    pthread_mutex_unlock(&g_lock);
+    return c ? &c->sc : NULL;
+}

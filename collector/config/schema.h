@@ -40,4 +40,12 @@ const struct lysc_node *fs_cfg_schema_child(const struct fs_cfg_schema *sc,
                                             const struct lysc_node *sparent, const char *name,
                                             size_t len);
 
+/**
+ * The schema of a standalone document (fs_cfg_doc_load): the core module, whose types
+ * and extensions it may import, plus module_text, whose top level is the document's.
+ * Made once per module_text (static text, compared by address) and never freed.
+ * @return the schema (targets NULL), or NULL with errbuf filled
+ */
+const struct fs_cfg_schema *fs_cfg_schema_doc(const char *module_text, char *errbuf, size_t errlen);
+
 #endif

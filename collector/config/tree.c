@@ -287,6 +287,12 @@ fs_cfg_child(const struct lyd_node *first, const char *name)
     return NULL;
 }
 
+const struct lyd_node *
+fs_cfg_top(const struct lyd_node *first, const char *name)
+{
+    return fs_cfg_child(first, name);
+}
+
 const char *
 fs_cfg_cval(const struct lyd_node *parent, const char *name)
 {

@@ -119,7 +119,7 @@ request(struct fs_imp_client *c, const char *path, const char *body, size_t body
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, resp);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, c->timeout_s > 0 ? c->timeout_s : 60L);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     if (body) {
         hdr = curl_slist_append(hdr, "Content-Type: application/json");
@@ -164,12 +164,22 @@ int
 fs_imp_client_offset(struct fs_imp_client *c, int64_t *offset_ns, int64_t *uncertainty_ns,
                      char *err, size_t errlen)
 {
-    struct fs_ntp_round r[FS_IMP_TIME_ROUNDS];
+    return fs_imp_client_offset_rounds(c, FS_IMP_TIME_ROUNDS, offset_ns, uncertainty_ns, err,
+                                       errlen);
+}
+
+int
+fs_imp_client_offset_rounds(struct fs_imp_client *c, int rounds, int64_t *offset_ns,
+                            int64_t *uncertainty_ns, char *err, size_t errlen)
+{
+    struct fs_ntp_round r[64];
     size_t n = 0;
     struct fs_buf resp;
     fs_buf_init(&resp, 4096);
     int rc = -1;
-    for (int i = 0; i < FS_IMP_TIME_ROUNDS; i++) {
+    if (rounds < 1 || rounds > 64)
+        rounds = FS_IMP_TIME_ROUNDS;
+    for (int i = 0; i < rounds; i++) {
         fs_buf_reset(&resp);
         long status = 0;
         int64_t t1 = realtime_ns();
@@ -281,6 +291,36 @@ out:
     free(ids);
     free(kept);
     fs_buf_free(&body);
+    fs_buf_free(&resp);
+    return rc;
+}
+
+int
+fs_imp_client_post_body(struct fs_imp_client *c, const char *body, size_t len, size_t n_events,
+                        long *status, struct fs_imp_post_result *res, char *err, size_t errlen)
+{
+    struct fs_buf resp;
+    fs_buf_init(&resp, 64 << 10);
+    int rc = -1;
+    *res = (struct fs_imp_post_result){0};
+    *status = 0;
+    if (request(c, "/api/v1/host-events", body, len, &resp, status, err, errlen) != 0)
+        goto out;
+    rc = 0;
+    struct receipt r;
+    if (*status < 200 || *status > 299) {
+        snprintf(err, errlen, "POST /api/v1/host-events: HTTP %ld: %.400s", *status,
+                 resp.data ? resp.data : "");
+    } else if (parse_receipt(resp.data, &r) != 0) {
+        /* Accepted, but not by a collector we understand: not worth a retry loop. */
+        snprintf(err, errlen, "POST /api/v1/host-events: an answer without \"stored\": %.200s",
+                 resp.data ? resp.data : "");
+    } else {
+        res->posted = n_events;
+        res->stored = (size_t)r.stored;
+        res->duplicates = (size_t)r.duplicates;
+    }
+out:
     fs_buf_free(&resp);
     return rc;
 }

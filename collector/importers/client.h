@@ -31,6 +31,7 @@ struct fs_imp_client {
     void *curl;
     char *base_url; /**< without a trailing '/' */
     char *auth_header;
+    long timeout_s; /**< per request; 0: 60 s */
 };
 
 /**
@@ -54,6 +55,10 @@ int fs_imp_client_get(struct fs_imp_client *c, const char *path, struct fs_buf *
 int fs_imp_client_offset(struct fs_imp_client *c, int64_t *offset_ns, int64_t *uncertainty_ns,
                          char *err, size_t errlen);
 
+/** The same over `rounds` rounds (1..64). */
+int fs_imp_client_offset_rounds(struct fs_imp_client *c, int rounds, int64_t *offset_ns,
+                                int64_t *uncertainty_ns, char *err, size_t errlen);
+
 struct fs_imp_post_result {
     size_t posted;     /**< events the collector accepted */
     size_t stored;     /**< of them stored (the rest were held already: a repeated import) */
@@ -69,6 +74,14 @@ struct fs_imp_post_result {
 int fs_imp_client_post(struct fs_imp_client *c, const struct fs_imp_batch *b, int64_t offset_ns,
                        int64_t uncertainty_ns, struct fs_imp_post_result *res, char *err,
                        size_t errlen);
+
+/**
+ * Posts one body made by fs_imp_body (n_events events). 0 with *status set (for a 2xx,
+ * res says what the collector stored; otherwise err holds its answer), or -1 with err on
+ * a transport failure (collector unreachable).
+ */
+int fs_imp_client_post_body(struct fs_imp_client *c, const char *body, size_t len, size_t n_events,
+                            long *status, struct fs_imp_post_result *res, char *err, size_t errlen);
 
 struct fs_imp_args;
 

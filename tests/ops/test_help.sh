@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # `fabricscope --help` documents every flag and subcommand: each long option defined in
-# collector/main.c and the importers' sources (struct option tables), and each
-# subcommand main.c dispatches, is named in the help text; --help exits 0 on stdout,
+# collector/main.c, the importers' and the host agent's sources (struct option tables),
+# and each subcommand main.c dispatches, is named in the help text; --help exits 0 on stdout,
 # a bad flag exits 2 with the help on stderr.
 source "$(dirname "$0")/../integration/lib.sh"
 [ -x "$FABRICSCOPE" ] || fail "build fabricscope first"
 help=$("$FABRICSCOPE" --help) || fail "--help exit $?"
-src=("$FS_SOURCE_DIR/collector/main.c" "$FS_SOURCE_DIR"/collector/importers/*.c)
+src=("$FS_SOURCE_DIR/collector/main.c" "$FS_SOURCE_DIR"/collector/importers/*.c "$FS_SOURCE_DIR"/collector/hostagent/*.c)
 opts=$(grep -ohE '\{"[a-z][a-z0-9-]*", *(no|required|optional)_argument' "${src[@]}" | sed 's/{"//; s/".*//' | sort -u)
 [ -n "$opts" ] || fail "no option tables found in the sources"
 for o in $opts; do

@@ -1,0 +1,762 @@
+/* `fabricscope host-agent` (see agent.h). */
+#include "hostagent/agent.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "analysis/host_events.h"
+#include "hostagent/agent_config.h"
+#include "hostagent/capture.h"
+#include "hostagent/offset_track.h"
+#include "hostagent/spool.h"
+#include "hostagent/tail.h"
+#include "importers/client.h"
+#include "util/buf.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+#define TAIL_READ_MAX (1u << 20) /* bytes of log lines per batch */
+#define REQUEST_TIMEOUT_S 10L
+#define SPOOL_RETRY_MAX_US 10000000
+
+enum cap_state { CAP_IDLE, CAP_ARMED, CAP_RUNNING };
+
+/* What /metrics shows; written by the loop, read by libmicrohttpd's thread. */
+struct counters {
+    int64_t offset_ns, unc_ns, measured_at_ns; /* measured_at_ns 0: never */
+    uint64_t clock_jumps, clock_failures;
+    uint64_t posted, stored, duplicates, refused;
+    uint64_t spool_bytes, spool_events, spool_dropped_events;
+    uint64_t captures, capture_failures, capture_events;
+    uint64_t nccl_lines_bad;
+};
+
+struct agent {
+    struct fs_agent_cfg cfg;
+    struct fs_imp_client cli;
+    struct fs_offset_track clock;
+    struct fs_spool spool;
+    struct fs_tail tail;
+    bool tail_on, down;
+    int64_t next_clock_us, next_tail_us, next_spool_us, next_poll_us, spool_retry_us;
+    /* capture */
+    enum cap_state cap;
+    int64_t win_start_ns, win_end_ns; /* host clock */
+    int64_t last_capture_us;          /* monotonic start of the last capture, 0: none */
+    pid_t perf;
+    char raw[4096], what[512], last_failure[96];
+    unsigned capture_seq;
+    bool quota_reported;
+    /* metrics */
+    pthread_mutex_t mu;
+    struct counters c;
+    struct MHD_Daemon *mhd;
+};
+
+static volatile sig_atomic_t g_stop;
+
+static void
+on_signal(int sig)
+{
+    (void)sig;
+    g_stop = 1;
+}
+
+static int64_t
+now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void
+sync_spool_counters(struct agent *a)
+{
+    pthread_mutex_lock(&a->mu);
+    a->c.spool_bytes = a->spool.bytes;
+    a->c.spool_events = a->spool.events;
+    a->c.spool_dropped_events = a->spool.dropped_events;
+    pthread_mutex_unlock(&a->mu);
+}
+
+static void
+collector_down(struct agent *a, const char *why)
+{
+    if (!a->down)
+        fs_log(FS_LOG_WARN, "agent", "collector unreachable, spooling: %s", why);
+    a->down = true;
+}
+
+static void
+collector_up(struct agent *a)
+{
+    if (a->down)
+        fs_log(FS_LOG_INFO, "agent", "collector reachable again (%zu batches spooled)",
+               a->spool.files);
+    a->down = false;
+}
+
+/* 400 and 413 will never be taken: posting them again would block the spool forever. */
+static bool
+refused_for_good(long status)
+{
+    return status == 400 || status == 413;
+}
+
+static void
+count_posted(struct agent *a, const struct fs_imp_post_result *r)
+{
+    pthread_mutex_lock(&a->mu);
+    a->c.posted += r->posted;
+    a->c.stored += r->stored;
+    a->c.duplicates += r->duplicates;
+    pthread_mutex_unlock(&a->mu);
+}
+
+static void
+count_refused(struct agent *a, size_t n, const char *why)
+{
+    fs_log(FS_LOG_ERROR, "agent", "the collector refused %zu events for good: %s", n, why);
+    pthread_mutex_lock(&a->mu);
+    a->c.refused += n;
+    pthread_mutex_unlock(&a->mu);
+}
+
+/*
+ * Posts b with the offset measured nearest capture_ns, or spools it (always while older
+ * batches wait in the spool, so the order holds). 0 when every event is with the
+ * collector, refused for good or spooled; -1 when the disk refused the spool (the
+ * caller keeps its position and tries again).
+ */
+static int
+deliver(struct agent *a, const struct fs_imp_batch *b, int64_t capture_ns)
+{
+    struct fs_agent_meas m;
+    struct fs_buf body;
+    char err[600];
+    int rc = 0;
+    if (b->n == 0)
+        return 0;
+    if (!fs_offset_track_at(&a->clock, capture_ns, &m)) {
+        fs_log(FS_LOG_WARN, "agent", "no clock offset measured yet: %zu events wait", b->n);
+        return -1;
+    }
+    fs_buf_init(&body, FS_HOST_EVENTS_MAX_BODY);
+    for (size_t from = 0; from < b->n && rc == 0; from += FS_IMP_BATCH) {
+        size_t to = from + FS_IMP_BATCH < b->n ? from + FS_IMP_BATCH : b->n;
+        fs_buf_reset(&body);
+        if (fs_imp_body(b, from, to, m.offset_ns, m.unc_ns, &body) != 0) {
+            count_refused(a, to - from, "body larger than the collector takes");
+            continue;
+        }
+        if (a->spool.files == 0) {
+            long status;
+            struct fs_imp_post_result r;
+            if (fs_imp_client_post_body(&a->cli, body.data, body.len, to - from, &status, &r, err,
+                                        sizeof err) == 0 &&
+                status >= 200 && status <= 299) {
+                collector_up(a);
+                count_posted(a, &r);
+                continue;
+            }
+            if (status && refused_for_good(status)) {
+                count_refused(a, to - from, err);
+                continue;
+            }
+            collector_down(a, err);
+        }
+        if (fs_spool_put(&a->spool, body.data, body.len, to - from, err, sizeof err) != 0) {
+            fs_log(FS_LOG_ERROR, "agent", "%s", err);
+            rc = -1;
+        }
+    }
+    fs_buf_free(&body);
+    sync_spool_counters(a);
+    return rc;
+}
+
+/* Posts spooled batches, oldest first, until the spool is empty or the collector fails. */
+static void
+flush_spool(struct agent *a)
+{
+    char name[300], err[600];
+    while (a->spool.files && !g_stop) {
+        char *body;
+        size_t len, n;
+        int r = fs_spool_oldest(&a->spool, &body, &len, &n, name, sizeof name, err, sizeof err);
+        if (r <= 0) {
+            if (r < 0)
+                fs_log(FS_LOG_ERROR, "agent", "%s", err);
+            break;
+        }
+        long status;
+        struct fs_imp_post_result pr;
+        int prc = fs_imp_client_post_body(&a->cli, body, len, n, &status, &pr, err, sizeof err);
+        free(body);
+        bool ok = prc == 0 && status >= 200 && status <= 299;
+        if (!ok && !(prc == 0 && refused_for_good(status))) {
+            collector_down(a, err);
+            a->spool_retry_us = a->spool_retry_us ? a->spool_retry_us * 2 : 1000000;
+            if (a->spool_retry_us > SPOOL_RETRY_MAX_US)
+                a->spool_retry_us = SPOOL_RETRY_MAX_US;
+            a->next_spool_us = fs_monotonic_us() + a->spool_retry_us;
+            break;
+        }
+        if (ok) {
+            collector_up(a);
+            count_posted(a, &pr);
+        } else {
+            count_refused(a, n, err);
+        }
+        a->spool_retry_us = 0;
+        if (fs_spool_remove(&a->spool, name, err, sizeof err) != 0) {
+            fs_log(FS_LOG_ERROR, "agent", "%s", err);
+            break;
+        }
+        if (a->spool.files == 0)
+            fs_log(FS_LOG_INFO, "agent", "spool posted: empty again");
+    }
+    sync_spool_counters(a);
+}
+
+static int
+measure(struct agent *a)
+{
+    char err[600];
+    struct fs_agent_meas m;
+    bool jumped;
+    struct fs_agent_meas prev;
+    bool had = fs_offset_track_last(&a->clock, &prev);
+    if (fs_imp_client_offset_rounds(&a->cli, a->cfg.clock_rounds, &m.offset_ns, &m.unc_ns, err,
+                                    sizeof err) != 0) {
+        collector_down(a, err);
+        pthread_mutex_lock(&a->mu);
+        a->c.clock_failures++;
+        pthread_mutex_unlock(&a->mu);
+        return -1;
+    }
+    collector_up(a);
+    m.at_ns = now_ns();
+    fs_offset_track_add(&a->clock, &m, &jumped);
+    if (!had)
+        fs_log(FS_LOG_INFO, "agent", "clock offset %+.3f ms (± %.3f ms) from the collector's",
+               (double)m.offset_ns / 1e6, (double)m.unc_ns / 1e6);
+    else if (jumped)
+        fs_log(FS_LOG_WARN, "agent",
+               "clock offset jumped from %+.3f ms (± %.3f) to %+.3f ms (± %.3f): the host's or "
+               "the collector's clock was stepped",
+               (double)prev.offset_ns / 1e6, (double)prev.unc_ns / 1e6, (double)m.offset_ns / 1e6,
+               (double)m.unc_ns / 1e6);
+    pthread_mutex_lock(&a->mu);
+    a->c.offset_ns = m.offset_ns;
+    a->c.unc_ns = m.unc_ns;
+    a->c.measured_at_ns = m.at_ns;
+    a->c.clock_jumps += jumped;
+    pthread_mutex_unlock(&a->mu);
+    return 0;
+}
+
+/* Tails until no file has new lines (or a batch could not be placed). */
+static void
+tail_step(struct agent *a)
+{
+    char err[600];
+    for (int i = 0; i < 64 && !g_stop; i++) {
+        struct fs_imp_batch b = {0};
+        struct fs_tail_pos pos;
+        int r = fs_tail_next(&a->tail, a->cfg.host, TAIL_READ_MAX, &b, &pos, err, sizeof err);
+        int64_t end = 0;
+        for (size_t k = 0; k < b.n; k++)
+            if (b.ev[k].end_ns > end)
+                end = b.ev[k].end_ns;
+        bool placed = r == 1 && deliver(a, &b, end ? end : now_ns()) == 0;
+        fs_imp_batch_free(&b);
+        pthread_mutex_lock(&a->mu);
+        a->c.nccl_lines_bad = a->tail.lines_bad;
+        pthread_mutex_unlock(&a->mu);
+        if (r < 0)
+            fs_log(FS_LOG_ERROR, "agent", "nccl_inspector: %s", err);
+        if (!placed)
+            return;
+        if (fs_tail_commit(&a->tail, &pos, err, sizeof err) != 0) {
+            fs_log(FS_LOG_ERROR, "agent", "%s", err);
+            return;
+        }
+    }
+}
+
+/* Bytes the raw capture files of state_dir take. */
+static uint64_t
+raw_bytes(const struct agent *a)
+{
+    DIR *d = opendir(a->cfg.state_dir);
+    uint64_t sum = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        struct stat st;
+        char p[4400];
+        if (strncmp(de->d_name, "capture-", 8) != 0)
+            continue;
+        snprintf(p, sizeof p, "%s/%s", a->cfg.state_dir, de->d_name);
+        if (stat(p, &st) == 0 && S_ISREG(st.st_mode))
+            sum += (uint64_t)st.st_size;
+    }
+    if (d)
+        closedir(d);
+    return sum;
+}
+
+static void
+report_capture_failure(struct agent *a, const char *err)
+{
+    pthread_mutex_lock(&a->mu);
+    a->c.capture_failures++;
+    pthread_mutex_unlock(&a->mu);
+    /* Once per kind of failure: the same refusal every min_interval is no news. */
+    if (strncmp(a->last_failure, err, sizeof a->last_failure - 1) == 0) {
+        fs_log(FS_LOG_DEBUG, "agent", "%s", err);
+        return;
+    }
+    snprintf(a->last_failure, sizeof a->last_failure, "%s", err);
+    fs_log(FS_LOG_ERROR, "agent", "%s (reported once; the agent keeps running)", err);
+}
+
+/* Starts perf now for the rest of the window. 0 or -1 (reported). */
+static int
+capture_begin(struct agent *a)
+{
+    char err[600];
+    int64_t dur_us = (a->win_end_ns - now_ns()) / 1000;
+    if (dur_us < 100000)
+        dur_us = 100000;
+    if (dur_us > a->cfg.max_length_us)
+        dur_us = a->cfg.max_length_us;
+    snprintf(a->raw, sizeof a->raw, "%s/capture-%" PRId64 "-%u.data", a->cfg.state_dir,
+             a->win_start_ns / 1000000000, a->capture_seq++);
+    a->perf = fs_capture_start(&a->cfg, a->raw, dur_us, err, sizeof err);
+    if (a->perf < 0) {
+        report_capture_failure(a, err);
+        return -1;
+    }
+    a->last_capture_us = fs_monotonic_us();
+    (void)fs_capture_hook(&a->cfg, "start", a->win_start_ns, a->win_end_ns);
+    fs_log(FS_LOG_INFO, "agent", "capture started: perf record for %.1f s into %s",
+           (double)dur_us / 1e6, a->raw);
+    return 0;
+}
+
+/* perf exited with ws: import, post, clean up. 0 when events were placed. */
+static int
+capture_end(struct agent *a, int ws)
+{
+    char err[800], log[4200];
+    struct fs_imp_batch b = {0};
+    int rc = -1;
+    (void)fs_capture_hook(&a->cfg, "end", a->win_start_ns, a->win_end_ns);
+    if (fs_capture_import(&a->cfg, a->raw, ws, &b, err, sizeof err) != 0) {
+        report_capture_failure(a, err);
+    } else if (deliver(a, &b, a->win_start_ns / 2 + a->win_end_ns / 2) == 0) {
+        fs_log(FS_LOG_INFO, "agent", "capture %s: %zu events placed", a->raw, b.n);
+        pthread_mutex_lock(&a->mu);
+        a->c.captures++;
+        a->c.capture_events += b.n;
+        pthread_mutex_unlock(&a->mu);
+        a->last_failure[0] = '\0';
+        rc = 0;
+    }
+    fs_imp_batch_free(&b);
+    snprintf(log, sizeof log, "%s.log", a->raw);
+    if (!a->cfg.keep_raw || rc != 0) {
+        unlink(a->raw);
+        unlink(log);
+    }
+    a->perf = 0;
+    return rc;
+}
+
+/* Polls the collector's predictions and arms a window around the next one. */
+static void
+capture_poll(struct agent *a)
+{
+    struct fs_buf resp;
+    struct fs_agent_meas m;
+    char err[600];
+    long status = 0;
+    int64_t next = 0, now = now_ns();
+    if (!fs_offset_track_at(&a->clock, now, &m))
+        return;
+    fs_buf_init(&resp, 64u << 20);
+    if (fs_imp_client_get(&a->cli, "/api/v1/incidents", &resp, &status, err, sizeof err) != 0 ||
+        status != 200) {
+        if (status)
+            fs_log(FS_LOG_WARN, "agent", "GET /api/v1/incidents: HTTP %ld", status);
+        goto out;
+    }
+    /* Windows on the host's clock: collector time + offset (host minus collector). */
+    int64_t coll_now = now - m.offset_ns;
+    int r = fs_capture_pick(resp.data ? resp.data : "", &a->cfg, coll_now, &next, a->what,
+                            sizeof a->what, err, sizeof err);
+    if (r < 0)
+        fs_log(FS_LOG_WARN, "agent", "%s", err);
+    if (r != 1)
+        goto out;
+    int64_t start = next + m.offset_ns - a->cfg.lead_us * 1000;
+    int64_t end = next + m.offset_ns + a->cfg.length_us * 1000;
+    if (end - start > a->cfg.max_length_us * 1000)
+        end = start + a->cfg.max_length_us * 1000;
+    int64_t wait_us = (start - now) / 1000;
+    if (a->last_capture_us && fs_monotonic_us() + (wait_us > 0 ? wait_us : 0) - a->last_capture_us <
+                                  a->cfg.min_interval_us) {
+        fs_log(FS_LOG_DEBUG, "agent", "next incident within capture.min_interval: not captured");
+        goto out;
+    }
+    if (raw_bytes(a) >= a->cfg.raw_quota_bytes) {
+        if (!a->quota_reported)
+            fs_log(FS_LOG_WARN, "agent",
+                   "raw captures in %s reach capture.raw_quota_bytes: no capture until some "
+                   "are removed",
+                   a->cfg.state_dir);
+        a->quota_reported = true;
+        goto out;
+    }
+    a->quota_reported = false;
+    a->win_start_ns = start;
+    a->win_end_ns = end;
+    a->cap = CAP_ARMED;
+    fs_log(FS_LOG_INFO, "agent", "capture armed: %.1f s from now for %.1f s (%s)",
+           (double)wait_us / 1e6, (double)(end - start) / 1e9, a->what);
+out:
+    fs_buf_free(&resp);
+}
+
+static void
+capture_step(struct agent *a)
+{
+    int64_t mono = fs_monotonic_us();
+    if (a->cap == CAP_IDLE && mono >= a->next_poll_us) {
+        a->next_poll_us = mono + a->cfg.poll_us;
+        capture_poll(a);
+    }
+    if (a->cap == CAP_ARMED && now_ns() >= a->win_start_ns)
+        a->cap = capture_begin(a) == 0 ? CAP_RUNNING : CAP_IDLE;
+    if (a->cap == CAP_RUNNING) {
+        int ws;
+        pid_t p = waitpid(a->perf, &ws, WNOHANG);
+        if (p == a->perf || (p < 0 && errno == ECHILD)) {
+            (void)capture_end(a, p == a->perf ? ws : 0);
+            a->cap = CAP_IDLE;
+            a->next_poll_us = mono;
+        }
+    }
+}
+
+/* ---- /metrics ---- */
+
+static enum MHD_Result
+serve(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+      const char *version, const char *data, size_t *data_len, void **req)
+{
+    struct agent *a = cls;
+    (void)version;
+    (void)data;
+    (void)data_len;
+    (void)req;
+    struct fs_buf b;
+    fs_buf_init(&b, 1 << 20);
+    unsigned code = 200;
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+        code = 405;
+        fs_buf_puts(&b, "method not allowed\n");
+    } else if (strcmp(url, "/metrics") != 0) {
+        code = 404;
+        fs_buf_puts(&b, "not found: the agent serves /metrics only\n");
+    } else {
+        pthread_mutex_lock(&a->mu);
+        struct counters c = a->c;
+        pthread_mutex_unlock(&a->mu);
+#define G(name, help, fmt, v)                                                                      \
+    fs_buf_printf(&b,                                                                              \
+                  "# HELP fabricscope_host_agent_" name " " help "\n"                              \
+                  "# TYPE fabricscope_host_agent_" name " gauge\n"                                 \
+                  "fabricscope_host_agent_" name " " fmt "\n",                                     \
+                  v)
+#define C(name, help, v)                                                                           \
+    fs_buf_printf(&b,                                                                              \
+                  "# HELP fabricscope_host_agent_" name " " help "\n"                              \
+                  "# TYPE fabricscope_host_agent_" name " counter\n"                               \
+                  "fabricscope_host_agent_" name " %" PRIu64 "\n",                                 \
+                  v)
+        if (c.measured_at_ns) {
+            G("clock_offset_seconds", "This host's clock minus the collector's (last burst).",
+              "%.9f", (double)c.offset_ns / 1e9);
+            G("clock_uncertainty_seconds", "Uncertainty of the offset.", "%.9f",
+              (double)c.unc_ns / 1e9);
+            G("clock_age_seconds", "Time since the offset was measured.", "%.3f",
+              (double)(now_ns() - c.measured_at_ns) / 1e9);
+        }
+        C("clock_jumps_total", "Offset changes larger than both uncertainties.", c.clock_jumps);
+        C("clock_failures_total", "Offset bursts that failed.", c.clock_failures);
+        C("events_posted_total", "Events the collector accepted.", c.posted);
+        C("events_duplicates_total", "Of them, held by the collector already.", c.duplicates);
+        C("events_refused_total", "Events the collector refused for good (400, 413).", c.refused);
+        G("spool_bytes", "Bytes of batches waiting in the spool.", "%" PRIu64, c.spool_bytes);
+        G("spool_events", "Events waiting in the spool.", "%" PRIu64, c.spool_events);
+        C("spool_dropped_events_total", "Events dropped from the full spool, oldest first.",
+          c.spool_dropped_events);
+        C("captures_total", "perf captures imported and placed.", c.captures);
+        C("capture_failures_total", "perf captures that failed.", c.capture_failures);
+        C("capture_events_total", "Events of the perf captures.", c.capture_events);
+        C("nccl_lines_bad_total", "NCCL Inspector lines that were not JSON (skipped).",
+          c.nccl_lines_bad);
+#undef G
+#undef C
+    }
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(b.len, b.data ? b.data : (void *)"", MHD_RESPMEM_MUST_COPY);
+    fs_buf_free(&b);
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, "Content-Type",
+                            code == 200 ? "text/plain; version=0.0.4" : "text/plain");
+    enum MHD_Result ret = MHD_queue_response(conn, code, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static int
+metrics_start(struct agent *a, char *err, size_t errlen)
+{
+    const char *host = a->cfg.metrics_host;
+    unsigned port = a->cfg.metrics_port;
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD;
+    if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
+        s4->sin_family = AF_INET;
+        s4->sin_port = htons((uint16_t)port);
+    } else if (inet_pton(AF_INET6, host, &s6->sin6_addr) == 1) {
+        s6->sin6_family = AF_INET6;
+        s6->sin6_port = htons((uint16_t)port);
+        flags |= MHD_USE_IPv6;
+    } else {
+        snprintf(err, errlen, "metrics.listen: %s is not an IP address", host);
+        return -1;
+    }
+    a->mhd = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, serve, a, MHD_OPTION_SOCK_ADDR,
+                              (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT, 16u,
+                              MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+    if (!a->mhd) {
+        snprintf(err, errlen, "metrics.listen: cannot listen on %s", a->cfg.metrics_listen);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the subcommand ---- */
+
+static int
+agent_open(struct agent *a, char *err, size_t errlen)
+{
+    char dir[4200];
+    if (mkdir(a->cfg.state_dir, 0750) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "state_dir %s: %s", a->cfg.state_dir, strerror(errno));
+        return -1;
+    }
+    if (fs_imp_client_open(&a->cli, a->cfg.url, a->cfg.token_file, err, errlen) != 0)
+        return -1;
+    a->cli.timeout_s = REQUEST_TIMEOUT_S;
+    snprintf(dir, sizeof dir, "%s/spool", a->cfg.state_dir);
+    if (fs_spool_open(&a->spool, dir, a->cfg.spool_max_bytes, err, errlen) != 0)
+        return -1;
+    if (a->spool.files)
+        fs_log(FS_LOG_INFO, "agent", "%zu batches (%zu events) wait in the spool", a->spool.files,
+               a->spool.events);
+    sync_spool_counters(a);
+    if (a->cfg.nccl_dir) {
+        if (fs_tail_open(&a->tail, a->cfg.nccl_dir, a->cfg.state_dir, err, errlen) != 0)
+            return -1;
+        a->tail_on = true;
+    }
+    if (a->cfg.metrics_listen && metrics_start(a, err, errlen) != 0)
+        return -1;
+    return 0;
+}
+
+static void
+agent_close(struct agent *a)
+{
+    if (a->mhd)
+        MHD_stop_daemon(a->mhd);
+    if (a->tail_on)
+        fs_tail_close(&a->tail);
+    if (a->spool.dir)
+        fs_spool_close(&a->spool);
+    if (a->cli.curl)
+        fs_imp_client_close(&a->cli);
+    fs_agent_cfg_free(&a->cfg);
+    pthread_mutex_destroy(&a->mu);
+}
+
+static int
+run(struct agent *a)
+{
+    fs_log(FS_LOG_INFO, "agent", "host-agent for %s started: collector %s, state in %s",
+           a->cfg.host, a->cfg.url, a->cfg.state_dir);
+    while (!g_stop) {
+        int64_t mono = fs_monotonic_us();
+        if (mono >= a->next_clock_us) {
+            a->next_clock_us = mono + a->cfg.clock_interval_us;
+            (void)measure(a);
+        }
+        if (a->spool.files && mono >= a->next_spool_us)
+            flush_spool(a);
+        if (a->tail_on && mono >= a->next_tail_us) {
+            a->next_tail_us = mono + a->cfg.nccl_scan_us;
+            tail_step(a);
+        }
+        if (a->cfg.capture)
+            capture_step(a);
+        struct timespec ts = {0, 50 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    if (a->cap == CAP_RUNNING) {
+        /* perf writes what it has on SIGINT: the window so far is still imported. */
+        int ws = 0;
+        kill(a->perf, SIGINT);
+        while (waitpid(a->perf, &ws, 0) < 0 && errno == EINTR)
+            ;
+        (void)capture_end(a, ws);
+    }
+    fs_log(FS_LOG_INFO, "agent", "stopped");
+    return 0;
+}
+
+/* --once: one capture of capture.length now, posted; the exit code. */
+static int
+once(struct agent *a)
+{
+    if (measure(a) != 0) {
+        fprintf(stderr, "fabricscope host-agent: the collector's clock cannot be read; nothing "
+                        "captured\n");
+        return 1;
+    }
+    a->win_start_ns = now_ns();
+    a->win_end_ns = a->win_start_ns + a->cfg.length_us * 1000;
+    if (capture_begin(a) != 0)
+        return 1;
+    int ws = 0;
+    while (waitpid(a->perf, &ws, 0) < 0) {
+        if (errno != EINTR)
+            break;
+        if (g_stop)
+            kill(a->perf, SIGINT);
+    }
+    size_t spooled = a->spool.files;
+    if (capture_end(a, ws) != 0)
+        return 1;
+    pthread_mutex_lock(&a->mu);
+    struct counters c = a->c;
+    pthread_mutex_unlock(&a->mu);
+    printf("fabricscope host-agent: captured %" PRIu64 " events, %" PRIu64 " posted (%" PRIu64
+           " stored), host clock %+.3f ms from the collector's (± %.3f ms)%s\n",
+           c.capture_events, c.posted, c.stored, (double)c.offset_ns / 1e6, (double)c.unc_ns / 1e6,
+           a->spool.files > spooled ? "; the rest is spooled for the running agent" : "");
+    return a->spool.files > spooled ? 1 : 0;
+}
+
+int
+fs_host_agent_main(int argc, char **argv)
+{
+    static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+                                         {"check-config", no_argument, NULL, 'C'},
+                                         {"once", no_argument, NULL, 'o'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *path = NULL;
+    bool check = false, one = false;
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'c':
+            path = optarg;
+            break;
+        case 'C':
+            check = true;
+            break;
+        case 'o':
+            one = true;
+            break;
+        case 'h':
+            printf("usage: fabricscope host-agent -c FILE [--check-config] [--once]\n"
+                   "  the agent of a GPU host: measures its clock offset to the collector,\n"
+                   "  posts NCCL Inspector records as they are written, and runs perf around\n"
+                   "  the collector's next predicted incident (README \"Host agent\");\n"
+                   "  --check-config: validate FILE and exit 0 (good) or 2 (bad);\n"
+                   "  --once: one capture of capture.length now, posted, then exit\n");
+            return 0;
+        default:
+            return 2;
+        }
+    }
+    if (!path || optind != argc) {
+        fprintf(stderr, "fabricscope host-agent: usage: fabricscope host-agent -c FILE "
+                        "[--check-config] [--once]\n");
+        return 2;
+    }
+    struct agent *a = calloc(1, sizeof *a);
+    char *errors = NULL, err[800];
+    int rc = 2;
+    if (!a) {
+        fprintf(stderr, "fabricscope host-agent: out of memory\n");
+        return 1;
+    }
+    pthread_mutex_init(&a->mu, NULL);
+    if (fs_agent_cfg_load(path, &a->cfg, &errors) != 0) {
+        fputs(errors ? errors : "out of memory\n", stderr);
+        goto out;
+    }
+    if (check) {
+        printf("%s: good\n", path);
+        rc = 0;
+        goto out;
+    }
+    if (one && !a->cfg.capture) {
+        fprintf(stderr, "fabricscope host-agent: --once needs a capture: block in %s\n", path);
+        goto out;
+    }
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    rc = 1;
+    if (agent_open(a, err, sizeof err) != 0) {
+        fprintf(stderr, "fabricscope host-agent: %s\n", err);
+        goto out;
+    }
+    rc = one ? once(a) : run(a);
+out:
+    free(errors);
+    agent_close(a);
+    free(a);
+    return rc;
+}

@@ -1,0 +1,246 @@
+/* Predicted captures (see capture.h). */
+#include "hostagent/capture.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "importers/command.h"
+#include "importers/import_perf.h"
+#include "util/errf.h"
+
+static bool
+listed(char **v, size_t n, const char *s)
+{
+    for (size_t i = 0; s && i < n; i++)
+        if (strcmp(v[i], s) == 0)
+            return true;
+    return false;
+}
+
+static const char *
+str_of(struct json_object *o, const char *key)
+{
+    struct json_object *m;
+    if (!json_object_object_get_ex(o, key, &m) || !json_object_is_type(m, json_type_string))
+        return NULL;
+    return json_object_get_string(m);
+}
+
+static bool
+follows(const struct fs_agent_cfg *cfg, struct json_object *series)
+{
+    if (!cfg->n_targets && !cfg->n_rules)
+        return true;
+    for (size_t i = 0; i < json_object_array_length(series); i++) {
+        struct json_object *s = json_object_array_get_idx(series, i);
+        if (listed(cfg->targets, cfg->n_targets, str_of(s, "target")))
+            return true;
+        const char *rule = str_of(s, "rule");
+        if (rule && *rule && listed(cfg->rules, cfg->n_rules, rule))
+            return true;
+    }
+    return false;
+}
+
+int
+fs_capture_pick(const char *json, const struct fs_agent_cfg *cfg, int64_t not_before_ns,
+                int64_t *next_ns, char *what, size_t whatlen, char *err, size_t errlen)
+{
+    struct json_object *j = json_tokener_parse(json), *data, *rec;
+    int rc = -1;
+    if (!j || !json_object_object_get_ex(j, "data", &data) ||
+        !json_object_object_get_ex(data, "recurring", &rec) ||
+        !json_object_is_type(rec, json_type_array)) {
+        fs_errf(err, errlen, "GET /api/v1/incidents: an answer without data.recurring");
+        goto out;
+    }
+    rc = 0;
+    for (size_t i = 0; i < json_object_array_length(rec); i++) {
+        struct json_object *g = json_object_array_get_idx(rec, i), *series, *next;
+        if (!json_object_object_get_ex(g, "series", &series) ||
+            !json_object_is_type(series, json_type_array) ||
+            !json_object_object_get_ex(g, "next_expected", &next) || !follows(cfg, series))
+            continue;
+        /* Seconds with µs, as put_time writes them: exact in a double to the µs. */
+        int64_t ns = (int64_t)llround(json_object_get_double(next) * 1e6) * 1000;
+        if (ns < not_before_ns || (rc == 1 && ns >= *next_ns))
+            continue;
+        *next_ns = ns;
+        const char *text = str_of(g, "text");
+        snprintf(what, whatlen, "%s", text ? text : "a recurring incident");
+        rc = 1;
+    }
+out:
+    json_object_put(j);
+    return rc;
+}
+
+pid_t
+fs_capture_start(const struct fs_agent_cfg *cfg, const char *raw, int64_t duration_us, char *err,
+                 size_t errlen)
+{
+    char secs[32], log[4200];
+    const char *argv[64];
+    size_t n = 0;
+    snprintf(secs, sizeof secs, "%.3f", (double)duration_us / 1e6);
+    snprintf(log, sizeof log, "%s.log", raw);
+    argv[n++] = cfg->perf;
+    argv[n++] = "record";
+    argv[n++] = "-k";
+    argv[n++] = "mono";
+    for (size_t i = 0; i < cfg->n_events && n < 50; i++) {
+        argv[n++] = "-e";
+        argv[n++] = cfg->events[i];
+    }
+    argv[n++] = "-a";
+    argv[n++] = "-o";
+    argv[n++] = raw;
+    argv[n++] = "--";
+    argv[n++] = "sleep";
+    argv[n++] = secs;
+    argv[n] = NULL;
+    pid_t pid = fork();
+    if (pid < 0) {
+        fs_errf(err, errlen, "fork: %s", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0640);
+        int nul = open("/dev/null", O_RDWR);
+        if (fd >= 0) {
+            dup2(fd, 2);
+            dup2(fd, 1);
+        }
+        if (nul >= 0)
+            dup2(nul, 0);
+        /* perf stops (and writes its file) on SIGINT, which the agent sends on stop. */
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        execvp(argv[0], (char *const *)argv);
+        dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    return pid;
+}
+
+/* What perf's stderr says, and the fix for the refusals it knows. */
+static void
+diagnose(const char *log, const char *raw, char *err, size_t errlen)
+{
+    FILE *f = fopen(log, "r");
+    char text[2048] = "", line[512];
+    size_t n = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        size_t l = strlen(line);
+        if (n + l < sizeof text - 1) {
+            memcpy(text + n, line, l);
+            n += l;
+            text[n] = '\0';
+        }
+    }
+    if (f)
+        fclose(f);
+    for (size_t i = 0; i < n; i++)
+        if (text[i] == '\n' || text[i] == '\t')
+            text[i] = ' ';
+    const char *fix = "";
+    if (strstr(text, "ermission") || strstr(text, "perf_event_paranoid") ||
+        strstr(text, "EACCES") || strstr(text, "not permitted"))
+        fix = "fix: run the agent as root, or give it CAP_PERFMON (CAP_SYS_ADMIN on kernels "
+              "before 5.8) and read access to /sys/kernel/tracing, or set "
+              "kernel.perf_event_paranoid to -1; ";
+    else if (strstr(text, "event syntax error") || strstr(text, "nknown tracepoint") ||
+             strstr(text, "not found"))
+        fix = "fix: this kernel lacks a tracepoint of capture.events (see `perf list "
+              "tracepoint`) or tracefs is not mounted; ";
+    else if (strstr(text, "cannot run"))
+        fix = "fix: install perf (linux-perf) or set capture.perf; ";
+    fs_errf(err, errlen, "perf record into %s failed: %s%.600s", raw, fix,
+            text[0] ? text : "(it said nothing)");
+}
+
+int
+fs_capture_import(const struct fs_agent_cfg *cfg, const char *raw, int ws, struct fs_imp_batch *b,
+                  char *err, size_t errlen)
+{
+    char log[4200], script[4200];
+    snprintf(log, sizeof log, "%s.log", raw);
+    snprintf(script, sizeof script, "%s.txt", raw);
+    if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0 || access(raw, R_OK) != 0) {
+        diagnose(log, raw, err, errlen);
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        fs_errf(err, errlen, "fork: %s", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        int fd = open(script, O_WRONLY | O_CREAT | O_TRUNC, 0640);
+        int lfd = open(log, O_WRONLY | O_APPEND);
+        if (fd >= 0)
+            dup2(fd, 1);
+        if (lfd >= 0)
+            dup2(lfd, 2);
+        execlp(cfg->perf, cfg->perf, "script", "--header", "-i", raw, (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    FILE *f = fopen(script, "r");
+    struct fs_buf text;
+    char why[256];
+    int rc = -1;
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || !f) {
+        diagnose(log, raw, err, errlen);
+        if (f)
+            fclose(f);
+        unlink(script);
+        return -1;
+    }
+    int read_rc = fs_imp_read_all(f, &text, why, sizeof why);
+    fclose(f);
+    unlink(script);
+    size_t skipped = 0;
+    struct fs_perf_ref none = {0};
+    if (read_rc != 0)
+        fs_errf(err, errlen, "perf script of %s: %s", raw, why);
+    else if (text.len == 0 || !memchr(text.data, '\n', text.len))
+        rc = 0; /* no sample at all */
+    else if (fs_import_perf_read(text.data, text.len, cfg->host, &none, b, &skipped, why,
+                                 sizeof why) != 0)
+        fs_errf(err, errlen, "perf script of %s: %s", raw, why);
+    else
+        rc = 0;
+    fs_buf_free(&text);
+    return rc;
+}
+
+pid_t
+fs_capture_hook(const struct fs_agent_cfg *cfg, const char *phase, int64_t start_ns, int64_t end_ns)
+{
+    if (!cfg->hook)
+        return 0;
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    char a[32], z[32];
+    snprintf(a, sizeof a, "%" PRId64, start_ns);
+    snprintf(z, sizeof z, "%" PRId64, end_ns);
+    setenv("FS_WINDOW_START_NS", a, 1);
+    setenv("FS_WINDOW_END_NS", z, 1);
+    setenv("FS_WINDOW_PHASE", phase, 1);
+    execl("/bin/sh", "sh", "-c", cfg->hook, (char *)NULL);
+    _exit(127);
+}

@@ -1,0 +1,53 @@
+/*
+ * Predicted captures: which recurring incident of the collector's GET /api/v1/incidents
+ * the agent follows, and running perf around it.
+ *
+ * A capture is `perf record -k mono -e E1 -e E2 ... -a -o FILE -- sleep SECONDS` (the
+ * monotonic clock, so that `perf script --header` carries the reference time the
+ * importer places samples with), then `perf script --header -i FILE` read by the
+ * importer's fs_import_perf_read. perf runs as a child process of the agent, one at a
+ * time; its stderr goes to FILE.log, which is read to tell a refusal (permissions, a
+ * tracepoint this kernel lacks) from a capture.
+ *
+ * Ownership: callers own every buffer and batch. Threads: the owner's.
+ */
+#ifndef FS_AGENT_CAPTURE_H
+#define FS_AGENT_CAPTURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "hostagent/agent_config.h"
+#include "importers/events.h"
+
+/**
+ * From an /api/v1/incidents answer, the earliest next_expected (collector clock, ns) of
+ * the recurring groups the configuration follows (a series of one of capture.targets or
+ * capture.rules; every group when both are empty) that is not before not_before_ns.
+ * 1 with *next_ns and a description in what, 0 when none, -1 with err (not an answer).
+ */
+int fs_capture_pick(const char *json, const struct fs_agent_cfg *cfg, int64_t not_before_ns,
+                    int64_t *next_ns, char *what, size_t whatlen, char *err, size_t errlen);
+
+/**
+ * Starts perf record for duration_us into raw (its stderr to raw.log). The child's pid,
+ * or -1 with err (fork failed).
+ */
+pid_t fs_capture_start(const struct fs_agent_cfg *cfg, const char *raw, int64_t duration_us,
+                       char *err, size_t errlen);
+
+/**
+ * After perf record exited with wait status ws: runs perf script on raw and imports its
+ * samples into b under host. 0 (b may be empty: nothing happened), or -1 with err: what
+ * perf said and, for a refusal it knows, the fix.
+ */
+int fs_capture_import(const struct fs_agent_cfg *cfg, const char *raw, int ws,
+                      struct fs_imp_batch *b, char *err, size_t errlen);
+
+/** Runs the hook (if any) in the background with the window in its environment; its pid
+ *  or 0 (no hook) or -1. */
+pid_t fs_capture_hook(const struct fs_agent_cfg *cfg, const char *phase, int64_t start_ns,
+                      int64_t end_ns);
+
+#endif

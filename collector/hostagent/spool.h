@@ -1,0 +1,49 @@
+/*
+ * The agent's on-disk spool: POST bodies (fs_imp_body) the collector could not take yet,
+ * one file each in <state_dir>/spool/, named <seq>-<events>.json so that a directory
+ * listing is the posting order. Files are written whole (temporary file, fsync, rename),
+ * so a crash leaves either the whole body or none. Bounded by max_bytes: a body that
+ * would exceed it first drops the oldest files, counted in dropped_events.
+ *
+ * Ownership: a spool owns its dir string (fs_spool_close). Threads: the owner's.
+ */
+#ifndef FS_AGENT_SPOOL_H
+#define FS_AGENT_SPOOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct fs_spool {
+    char *dir;
+    uint64_t max_bytes;
+    uint64_t bytes;          /**< what the spooled files take now */
+    size_t files, events;    /**< spooled now */
+    uint64_t next_seq;       /**< next file's number */
+    uint64_t dropped_events; /**< dropped to the bound since start */
+    uint64_t dropped_files;
+};
+
+/** Opens (creates) dir and counts what a previous run left there. 0 or -1 with err. */
+int fs_spool_open(struct fs_spool *s, const char *dir, uint64_t max_bytes, char *err,
+                  size_t errlen);
+void fs_spool_close(struct fs_spool *s);
+
+/**
+ * Spools one body of n_events events, dropping the oldest files while the bound would be
+ * exceeded (a body larger than the bound alone is dropped itself and counted).
+ * 0 or -1 with err (the disk refused: the caller keeps its data).
+ */
+int fs_spool_put(struct fs_spool *s, const char *body, size_t len, size_t n_events, char *err,
+                 size_t errlen);
+
+/**
+ * The oldest body: 1 with *body (malloc'd, NUL-terminated; the caller frees), its length,
+ * event count and file name (for fs_spool_remove); 0 when empty; -1 with err.
+ */
+int fs_spool_oldest(struct fs_spool *s, char **body, size_t *len, size_t *n_events, char *name,
+                    size_t namelen, char *err, size_t errlen);
+
+/** Removes a spooled file (after the collector took it). 0 or -1 with err. */
+int fs_spool_remove(struct fs_spool *s, const char *name, char *err, size_t errlen);
+
+#endif
