@@ -1,0 +1,238 @@
+/* The host agent's parts that need no collector: the offset track (nearest measurement,
+ * widened uncertainty, jumps), the spool (order, bound with the oldest dropped and
+ * counted, what a restart finds), the choice of the incident to capture from an
+ * /api/v1/incidents answer, and the configuration (defaults; refusals naming the key). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "hostagent/agent_config.h"
+#include "hostagent/capture.h"
+#include "hostagent/offset_track.h"
+#include "hostagent/spool.h"
+
+static void
+offset_track_nearest(void **state)
+{
+    (void)state;
+    static struct fs_offset_track t;
+    struct fs_agent_meas m;
+    bool jumped;
+    memset(&t, 0, sizeof t);
+    assert_false(fs_offset_track_at(&t, 0, &m));
+    for (int i = 0; i < 10; i++) {
+        struct fs_agent_meas in = {(int64_t)i * 4000000000, 1000000 + i, 50000};
+        fs_offset_track_add(&t, &in, &jumped);
+        assert_false(jumped);
+    }
+    /* 9.9 s is nearest the measurement at 8 s; 2 s away: +40 µs at 20 ppm. */
+    assert_true(fs_offset_track_at(&t, 9900000000, &m));
+    assert_int_equal(m.at_ns, 8000000000);
+    assert_int_equal(m.offset_ns, 1000002);
+    assert_int_equal(m.unc_ns, 50000 + 38000);
+    /* Before the first and after the last. */
+    assert_true(fs_offset_track_at(&t, -5, &m));
+    assert_int_equal(m.at_ns, 0);
+    assert_true(fs_offset_track_at(&t, 100000000000, &m));
+    assert_int_equal(m.at_ns, 36000000000);
+    /* A step of 1 ms against 2 × 50 µs of uncertainty is a jump. */
+    struct fs_agent_meas step = {40000000000, 2000000, 50000};
+    fs_offset_track_add(&t, &step, &jumped);
+    assert_true(jumped);
+    /* The ring keeps the newest FS_AGENT_CLOCK_KEEP. */
+    for (int i = 0; i < FS_AGENT_CLOCK_KEEP + 5; i++) {
+        struct fs_agent_meas in = {50000000000 + (int64_t)i * 1000, 7, 1};
+        fs_offset_track_add(&t, &in, &jumped);
+    }
+    assert_true(fs_offset_track_at(&t, 0, &m));
+    assert_int_equal(m.at_ns, 50000000000 + 5 * 1000);
+}
+
+static void
+spool_bound(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/fs-spool-XXXXXX", err[256], name[300];
+    assert_non_null(mkdtemp(dir));
+    struct fs_spool s;
+    assert_int_equal(fs_spool_open(&s, dir, 1000, err, sizeof err), 0);
+    char body[401];
+    for (int i = 0; i < 4; i++) {
+        memset(body, 'a' + i, 400);
+        body[400] = '\0';
+        assert_int_equal(fs_spool_put(&s, body, 400, 10 + (size_t)i, err, sizeof err), 0);
+    }
+    /* 4 × 400 bytes in 1000: the two oldest went, counted. */
+    assert_int_equal(s.files, 2);
+    assert_int_equal(s.bytes, 800);
+    assert_int_equal(s.dropped_events, 10 + 11);
+    assert_int_equal(s.dropped_files, 2);
+    /* Larger than the whole bound: dropped itself. */
+    char big[1500];
+    memset(big, 'z', sizeof big);
+    assert_int_equal(fs_spool_put(&s, big, sizeof big, 99, err, sizeof err), 0);
+    assert_int_equal(s.dropped_events, 10 + 11 + 99);
+    fs_spool_close(&s);
+
+    /* A restart finds what is left, and the oldest comes first. */
+    assert_int_equal(fs_spool_open(&s, dir, 1000, err, sizeof err), 0);
+    assert_int_equal(s.files, 2);
+    assert_int_equal(s.events, 12 + 13);
+    char *got;
+    size_t len, n;
+    assert_int_equal(fs_spool_oldest(&s, &got, &len, &n, name, sizeof name, err, sizeof err), 1);
+    assert_int_equal(len, 400);
+    assert_int_equal(n, 12);
+    assert_int_equal(got[0], 'c');
+    free(got);
+    assert_int_equal(fs_spool_remove(&s, name, err, sizeof err), 0);
+    assert_int_equal(fs_spool_oldest(&s, &got, &len, &n, name, sizeof name, err, sizeof err), 1);
+    assert_int_equal(got[0], 'd');
+    free(got);
+    /* A new body goes after the ones left, however many were dropped. */
+    assert_int_equal(fs_spool_put(&s, "e", 1, 1, err, sizeof err), 0);
+    assert_int_equal(fs_spool_remove(&s, name, err, sizeof err), 0);
+    assert_int_equal(fs_spool_oldest(&s, &got, &len, &n, name, sizeof name, err, sizeof err), 1);
+    assert_int_equal(got[0], 'e');
+    free(got);
+    assert_int_equal(fs_spool_remove(&s, name, err, sizeof err), 0);
+    assert_int_equal(fs_spool_oldest(&s, &got, &len, &n, name, sizeof name, err, sizeof err), 0);
+    assert_int_equal(s.files, 0);
+    assert_int_equal(s.bytes, 0);
+    fs_spool_close(&s);
+    assert_int_equal(rmdir(dir), 0);
+}
+
+static const char *incidents =
+    "{\"status\":\"success\",\"data\":{\"recurring\":["
+    "{\"series\":[{\"target\":\"tor2\",\"interface\":\"Eth1/1\",\"tc\":\"\",\"rule\":\"\"}],"
+    "\"period_s\":60,\"next_expected\":1000.000000,\"text\":\"tor2\"},"
+    "{\"series\":[{\"target\":\"tor1\",\"interface\":\"Eth1/49\",\"tc\":\"3\",\"rule\":\"\"}],"
+    "\"period_s\":60,\"next_expected\":1100.250000,\"text\":\"tor1 a\"},"
+    "{\"series\":[{\"target\":\"tor1\",\"interface\":\"\",\"tc\":\"\",\"rule\":\"nccl\"}],"
+    "\"period_s\":60,\"next_expected\":1050.000001,\"text\":\"tor1 rule\"}],"
+    "\"episodes\":[]}}";
+
+static void
+capture_pick(void **state)
+{
+    (void)state;
+    struct fs_agent_cfg cfg = {0};
+    char what[128], err[256];
+    int64_t next = 0;
+    /* No filter: the earliest. */
+    assert_int_equal(fs_capture_pick(incidents, &cfg, 0, &next, what, sizeof what, err, sizeof err),
+                     1);
+    assert_int_equal(next, 1000000000000);
+    /* Not before a time: the next after it. */
+    assert_int_equal(
+        fs_capture_pick(incidents, &cfg, 1001000000000, &next, what, sizeof what, err, sizeof err),
+        1);
+    assert_int_equal(next, 1050000001000);
+    assert_string_equal(what, "tor1 rule");
+    /* Targets: tor1's groups only. */
+    char *targets[] = {"tor1"};
+    cfg.targets = targets;
+    cfg.n_targets = 1;
+    assert_int_equal(fs_capture_pick(incidents, &cfg, 0, &next, what, sizeof what, err, sizeof err),
+                     1);
+    assert_int_equal(next, 1050000001000);
+    /* Rules only: the rule's group. */
+    char *rules[] = {"nccl"};
+    cfg.targets = NULL;
+    cfg.n_targets = 0;
+    cfg.rules = rules;
+    cfg.n_rules = 1;
+    assert_int_equal(
+        fs_capture_pick(incidents, &cfg, 1060000000000, &next, what, sizeof what, err, sizeof err),
+        0);
+    /* Not an answer. */
+    assert_int_equal(fs_capture_pick("{\"status\":\"error\"}", &cfg, 0, &next, what, sizeof what,
+                                     err, sizeof err),
+                     -1);
+}
+
+/* Writes text to a temporary file; its path in path. */
+static void
+write_file(char *path, const char *text)
+{
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+}
+
+static void
+config_defaults_and_refusals(void **state)
+{
+    (void)state;
+    struct fs_agent_cfg c;
+    char *errors = NULL;
+    char p1[] = "/tmp/fs-agent-cfg-XXXXXX";
+    write_file(p1, "collector: { url: http://c:9464 }\nstate_dir: /var/lib/x\ncapture: {}\n");
+    assert_int_equal(fs_agent_cfg_load(p1, &c, &errors), 0);
+    assert_null(errors);
+    assert_string_equal(c.url, "http://c:9464");
+    assert_int_equal(c.clock_interval_us, 4000000);
+    assert_int_equal(c.clock_rounds, 8);
+    assert_true(c.capture);
+    assert_int_equal(c.lead_us, 5000000);
+    assert_int_equal(c.length_us, 10000000);
+    assert_int_equal(c.n_events, 2);
+    assert_string_equal(c.events[0], "tcp:tcp_retransmit_skb");
+    assert_string_equal(c.events[1], "skb:kfree_skb");
+    assert_null(c.nccl_dir);
+    assert_null(c.metrics_listen);
+    assert_int_equal(c.spool_max_bytes, 256u << 20);
+    fs_agent_cfg_free(&c);
+    unlink(p1);
+
+    char p2[] = "/tmp/fs-agent-cfg-XXXXXX";
+    write_file(p2, "collector: { url: http://c:9464, tls: {} }\nstate_dir: rel\n"
+                   "capture: { lead: 5, events: [kfree_skb] }\nmetrics: { listen: x }\n");
+    assert_int_not_equal(fs_agent_cfg_load(p2, &c, &errors), 0);
+    assert_non_null(errors);
+    assert_non_null(strstr(errors, ":1:34: collector.tls: unknown key"));
+    assert_non_null(strstr(errors, "capture.lead: \"5\" is not a duration"));
+    assert_non_null(strstr(errors, "capture.events: \"kfree_skb\" is not a tracepoint"));
+    assert_non_null(strstr(errors, "metrics.listen: \"x\" is not host:port"));
+    free(errors);
+    errors = NULL;
+    fs_agent_cfg_free(&c);
+    unlink(p2);
+
+    char p3[] = "/tmp/fs-agent-cfg-XXXXXX";
+    write_file(p3, "collector: { url: http://c:1 }\nstate_dir: rel\n");
+    assert_int_not_equal(fs_agent_cfg_load(p3, &c, &errors), 0);
+    assert_non_null(strstr(errors, "state_dir: must be an absolute path"));
+    free(errors);
+    errors = NULL;
+    fs_agent_cfg_free(&c);
+    unlink(p3);
+    char p4[] = "/tmp/fs-agent-cfg-XXXXXX";
+    write_file(p4, "collector: { token_file: /t }\nstate_dir: /x\n");
+    assert_int_not_equal(fs_agent_cfg_load(p4, &c, &errors), 0);
+    assert_non_null(strstr(errors, "collector: missing required key \"url\""));
+    free(errors);
+    fs_agent_cfg_free(&c);
+    unlink(p4);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(offset_track_nearest),
+        cmocka_unit_test(spool_bound),
+        cmocka_unit_test(capture_pick),
+        cmocka_unit_test(config_defaults_and_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
