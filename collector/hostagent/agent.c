@@ -355,7 +355,7 @@ capture_begin(struct agent *a)
         return -1;
     }
     a->last_capture_us = fs_monotonic_us();
-    (void)fs_capture_hook(&a->cfg, "start", a->win_start_ns, a->win_end_ns);
+    fs_capture_hook(&a->cfg, "start", a->win_start_ns, a->win_end_ns);
     fs_log(FS_LOG_INFO, "agent", "capture started: perf record for %.1f s into %s",
            (double)dur_us / 1e6, a->raw);
     return 0;
@@ -363,13 +363,13 @@ capture_begin(struct agent *a)
 
 /* perf exited with ws: import, post, clean up. 0 when events were placed. */
 static int
-capture_end(struct agent *a, int ws)
+capture_end(struct agent *a, int ws, bool interrupted)
 {
     char err[800], log[4200];
     struct fs_imp_batch b = {0};
     int rc = -1;
-    (void)fs_capture_hook(&a->cfg, "end", a->win_start_ns, a->win_end_ns);
-    if (fs_capture_import(&a->cfg, a->raw, ws, &b, err, sizeof err) != 0) {
+    fs_capture_hook(&a->cfg, "end", a->win_start_ns, a->win_end_ns);
+    if (fs_capture_import(&a->cfg, a->raw, ws, interrupted, &b, err, sizeof err) != 0) {
         report_capture_failure(a, err);
     } else if (deliver(a, &b, a->win_start_ns / 2 + a->win_end_ns / 2) == 0) {
         fs_log(FS_LOG_INFO, "agent", "capture %s: %zu events placed", a->raw, b.n);
@@ -459,7 +459,7 @@ capture_step(struct agent *a)
         int ws;
         pid_t p = waitpid(a->perf, &ws, WNOHANG);
         if (p == a->perf || (p < 0 && errno == ECHILD)) {
-            (void)capture_end(a, p == a->perf ? ws : 0);
+            (void)capture_end(a, p == a->perf ? ws : 0, false);
             a->cap = CAP_IDLE;
             a->next_poll_us = mono;
         }
@@ -643,7 +643,7 @@ run(struct agent *a)
         kill(a->perf, SIGINT);
         while (waitpid(a->perf, &ws, 0) < 0 && errno == EINTR)
             ;
-        (void)capture_end(a, ws);
+        (void)capture_end(a, ws, true);
     }
     fs_log(FS_LOG_INFO, "agent", "stopped");
     return 0;
@@ -663,14 +663,17 @@ once(struct agent *a)
     if (capture_begin(a) != 0)
         return 1;
     int ws = 0;
+    bool interrupted = false;
     while (waitpid(a->perf, &ws, 0) < 0) {
         if (errno != EINTR)
             break;
-        if (g_stop)
+        if (g_stop && !interrupted) {
             kill(a->perf, SIGINT);
+            interrupted = true;
+        }
     }
     size_t spooled = a->spool.files;
-    if (capture_end(a, ws) != 0)
+    if (capture_end(a, ws, interrupted) != 0)
         return 1;
     pthread_mutex_lock(&a->mu);
     struct counters c = a->c;

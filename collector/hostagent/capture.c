@@ -170,13 +170,14 @@ diagnose(const char *log, const char *raw, char *err, size_t errlen)
 }
 
 int
-fs_capture_import(const struct fs_agent_cfg *cfg, const char *raw, int ws, struct fs_imp_batch *b,
-                  char *err, size_t errlen)
+fs_capture_import(const struct fs_agent_cfg *cfg, const char *raw, int ws, bool interrupted,
+                  struct fs_imp_batch *b, char *err, size_t errlen)
 {
     char log[4200], script[4200];
     snprintf(log, sizeof log, "%s.log", raw);
     snprintf(script, sizeof script, "%s.txt", raw);
-    if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0 || access(raw, R_OK) != 0) {
+    bool exited_ok = WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
+    if ((!exited_ok && !interrupted) || access(raw, R_OK) != 0) {
         diagnose(log, raw, err, errlen);
         return -1;
     }
@@ -227,14 +228,23 @@ fs_capture_import(const struct fs_agent_cfg *cfg, const char *raw, int ws, struc
     return rc;
 }
 
-pid_t
+void
 fs_capture_hook(const struct fs_agent_cfg *cfg, const char *phase, int64_t start_ns, int64_t end_ns)
 {
     if (!cfg->hook)
-        return 0;
+        return;
+    /* Forked twice: the hook belongs to init, and the agent has no child to reap but
+     * perf (a hook may run as long as it likes). */
     pid_t pid = fork();
-    if (pid != 0)
-        return pid;
+    if (pid > 0) {
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        return;
+    }
+    if (pid < 0)
+        return;
+    if (fork() != 0)
+        _exit(0);
     char a[32], z[32];
     snprintf(a, sizeof a, "%" PRId64, start_ns);
     snprintf(z, sizeof z, "%" PRId64, end_ns);

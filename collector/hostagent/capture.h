@@ -14,6 +14,7 @@
 #ifndef FS_AGENT_CAPTURE_H
 #define FS_AGENT_CAPTURE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -39,15 +40,17 @@ pid_t fs_capture_start(const struct fs_agent_cfg *cfg, const char *raw, int64_t 
 
 /**
  * After perf record exited with wait status ws: runs perf script on raw and imports its
- * samples into b under host. 0 (b may be empty: nothing happened), or -1 with err: what
- * perf said and, for a refusal it knows, the fix.
+ * samples into b under host. interrupted: the agent stopped perf early with SIGINT (its
+ * exit status is then not a failure; what it wrote is imported). 0 (b may be empty:
+ * nothing happened), or -1 with err: what perf said and, for a refusal it knows, the
+ * fix.
  */
-int fs_capture_import(const struct fs_agent_cfg *cfg, const char *raw, int ws,
+int fs_capture_import(const struct fs_agent_cfg *cfg, const char *raw, int ws, bool interrupted,
                       struct fs_imp_batch *b, char *err, size_t errlen);
 
-/** Runs the hook (if any) in the background with the window in its environment; its pid
- *  or 0 (no hook) or -1. */
-pid_t fs_capture_hook(const struct fs_agent_cfg *cfg, const char *phase, int64_t start_ns,
-                      int64_t end_ns);
+/** Runs the hook (if any) in the background, detached (never waited for), with the window
+ *  in its environment. */
+void fs_capture_hook(const struct fs_agent_cfg *cfg, const char *phase, int64_t start_ns,
+                     int64_t end_ns);
 
 #endif
