@@ -31,7 +31,10 @@
 #include "util/log.h"
 
 #define TAIL_READ_MAX (1u << 20) /* bytes of log lines per batch */
+/* One thread does everything: a collector that does not answer must not hold the
+ * loop (and a capture's start) for long. */
 #define REQUEST_TIMEOUT_S 10L
+#define CONNECT_TIMEOUT_S 3L
 #define SPOOL_RETRY_MAX_US 10000000
 
 enum cap_state { CAP_IDLE, CAP_ARMED, CAP_RUNNING };
@@ -52,7 +55,7 @@ struct agent {
     struct fs_offset_track clock;
     struct fs_spool spool;
     struct fs_tail tail;
-    bool tail_on, down;
+    bool tail_on, down, waiting_reported;
     int64_t next_clock_us, next_tail_us, next_spool_us, next_poll_us, spool_retry_us;
     /* capture */
     enum cap_state cap;
@@ -154,7 +157,10 @@ deliver(struct agent *a, const struct fs_imp_batch *b, int64_t capture_ns)
     if (b->n == 0)
         return 0;
     if (!fs_offset_track_at(&a->clock, capture_ns, &m)) {
-        fs_log(FS_LOG_WARN, "agent", "no clock offset measured yet: %zu events wait", b->n);
+        /* Once: they wait in their files (or perf's output) until the collector answers. */
+        if (!a->waiting_reported)
+            fs_log(FS_LOG_WARN, "agent", "no clock offset measured yet: %zu events wait", b->n);
+        a->waiting_reported = true;
         return -1;
     }
     fs_buf_init(&body, FS_HOST_EVENTS_MAX_BODY);
@@ -583,6 +589,7 @@ agent_open(struct agent *a, char *err, size_t errlen)
     if (fs_imp_client_open(&a->cli, a->cfg.url, a->cfg.token_file, err, errlen) != 0)
         return -1;
     a->cli.timeout_s = REQUEST_TIMEOUT_S;
+    a->cli.connect_timeout_s = CONNECT_TIMEOUT_S;
     snprintf(dir, sizeof dir, "%s/spool", a->cfg.state_dir);
     if (fs_spool_open(&a->spool, dir, a->cfg.spool_max_bytes, err, errlen) != 0)
         return -1;

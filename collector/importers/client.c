@@ -120,6 +120,8 @@ request(struct fs_imp_client *c, const char *path, const char *body, size_t body
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, resp);
     curl_easy_setopt(h, CURLOPT_TIMEOUT, c->timeout_s > 0 ? c->timeout_s : 60L);
+    if (c->connect_timeout_s > 0)
+        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, c->connect_timeout_s);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     if (body) {
         hdr = curl_slist_append(hdr, "Content-Type: application/json");

@@ -31,7 +31,8 @@ struct fs_imp_client {
     void *curl;
     char *base_url; /**< without a trailing '/' */
     char *auth_header;
-    long timeout_s; /**< per request; 0: 60 s */
+    long timeout_s;         /**< per request; 0: 60 s */
+    long connect_timeout_s; /**< 0: curl's default (300 s) */
 };
 
 /**

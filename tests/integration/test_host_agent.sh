@@ -8,7 +8,8 @@
 #   - with the collector stopped, it spools (its spool_events metric counts them), and
 #     once the collector is back (empty: its host events live in memory) the spooled
 #     records arrive, each once, and the spool is empty again;
-#   - its own /metrics shows the measured clock offset.
+#   - its own /metrics shows the measured clock offset;
+#   - the example configuration of the README's "Host agent" section is valid.
 source "$(dirname "$0")/lib.sh"
 
 PY=/usr/bin/python3
@@ -32,6 +33,11 @@ nccl_inspector: { dir: $T/nccl, scan_interval: 200ms }
 metrics: { listen: 127.0.0.1:$AGENT_METRICS }
 YML
 "$FABRICSCOPE" host-agent -c "$T/agent.yaml" --check-config >/dev/null || fail "agent config refused"
+awk '/^## Host agent/ {f = 1} f && /^```yaml/ {g = 1; next} g && /^```$/ {exit} g {print}' \
+  "$FS_SOURCE_DIR/README.md" >"$T/readme-agent.yaml"
+[ -s "$T/readme-agent.yaml" ] || fail "no yaml block in the README's Host agent section"
+"$FABRICSCOPE" host-agent -c "$T/readme-agent.yaml" --check-config >"$T/readme-check.log" 2>&1 ||
+  fail "the README's example agent configuration is refused: $(cat "$T/readme-check.log")"
 start_fabricscope "$T/fs.yaml"
 wait_http "http://127.0.0.1:$HTTP/healthz" 20
 
