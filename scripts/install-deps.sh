@@ -22,6 +22,7 @@ PACKAGES=(
   chromium  # web view test: the page rendered in headless Chromium (tests/integration/test_web_view.sh)
   tshark  # sFlow decoder test: Wireshark's dissector as an independent decoder (tests/integration/test_sflow_tshark.sh)
   lintian  # Debian package test (tests/ops/test_deb.sh; the package is built by cpack)
+  libfaketime  # host agent capture test: the agent's (and its perf's) wall clock set 40 ms behind
 )
 
 missing=()

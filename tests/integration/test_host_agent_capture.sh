@@ -10,15 +10,20 @@
 # the stream's retransmits inside it on the collector's axis, matched to the flow rule;
 # the raw file was deleted (keep_raw false). Then `host-agent --once` run as an
 # unprivileged user: perf refuses, one clear error naming the fix, exit 1.
-# The agent's clock is the collector's here (one machine): the offset it applies is
-# measured but near zero; no time namespace can shift CLOCK_REALTIME.
-# Needs root (network namespaces, nftables, perf -a).
+# The agent's wall clock runs 40 ms behind the collector's: it runs under libfaketime
+# (FAKETIME=-0.04, CLOCK_MONOTONIC left alone), which its perf children inherit, so perf's
+# `# reference time` is on the same shifted clock (a time namespace cannot do this: it
+# does not shift CLOCK_REALTIME). The agent must measure -40 ms and place the
+# retransmits on the collector's axis with it: uncorrected they would land 40 ms early.
+# Needs root (network namespaces, nftables, perf -a) and libfaketime.
 source "$(dirname "$0")/lib.sh"
 
 PY=/usr/bin/python3
 [ -x "$FABRICSCOPE" ] || fail "build fabricscope first"
 [ "$(id -u)" = 0 ] || fail "needs root (network namespaces, nftables, perf)"
 for c in perf nft ip setpriv; do command -v "$c" >/dev/null || fail "needs $c"; done
+FAKETIME_LIB=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
+[ -f "$FAKETIME_LIB" ] || fail "needs libfaketime (scripts/install-deps.sh)"
 
 NS=fsagt-$$-$RANDOM
 NFT_TABLE=fsagt
@@ -96,13 +101,14 @@ def nft(*w):
 with open(out, "a", buffering=1) as f:
     for k in range(count):
         time.sleep(max(0, t0 + k * period - time.time()))
-        os.kill(sim, signal.SIGUSR2)
+        on = time.time()  # before the rule exists: no drop, so no retransmit, before it
         nft("add", "rule", "inet", table, "in", "tcp", "dport", dport, "numgen", "random", "mod", "10", "<", "3", "drop")
-        f.write("on %.6f\n" % time.time())
+        os.kill(sim, signal.SIGUSR2)
+        f.write("on %.6f\n" % on)
         time.sleep(max(0, t0 + k * period + dur - time.time()))
         nft("flush", "chain", "inet", table, "in")
         os.kill(sim, signal.SIGUSR2)
-        f.write("off %.6f\n" % time.time())
+        f.write("off %.6f\n" % time.time())  # after the rule is gone
 PYEOF
 $PY "$T/surges.py" "$SIM_PID" "$NS" "$NFT_TABLE" "$DPORT" "$T/surges.txt" >"$T/surges.log" 2>&1 &
 SURGES_PID=$!
@@ -127,20 +133,28 @@ capture:
 metrics: { listen: 127.0.0.1:$AM }
 YML
 "$FABRICSCOPE" host-agent -c "$T/agent.yaml" --check-config >/dev/null || fail "agent config refused"
-"$FABRICSCOPE" host-agent -c "$T/agent.yaml" >"$T/agent.log" 2>&1 &
+# ASan wants to come first among the loaded libraries; libfaketime must (LD_PRELOAD).
+FAKETIME=-0.04 FAKETIME_DONT_FAKE_MONOTONIC=1 LD_PRELOAD=$FAKETIME_LIB \
+  ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0" \
+  "$FABRICSCOPE" host-agent -c "$T/agent.yaml" >"$T/agent.log" 2>&1 &
 AGENT_PID=$!
 track "$AGENT_PID"
 captures() { curl -fsS "http://127.0.0.1:$AM/metrics" | awk '$1 == "fabricscope_host_agent_captures_total" {print $2}'; }
 captured() { local n; n=$(captures); [ -n "$n" ] && [ "$n" -ge 1 ]; }
 wait_for 100 "the agent captured a predicted surge" captured
 grep -q 'capture armed' "$T/agent.log" || fail "no window was armed"
+off=$(curl -fsS "http://127.0.0.1:$AM/metrics" | awk '$1 == "fabricscope_host_agent_clock_offset_seconds" {print $2}')
+awk -v o="$off" 'BEGIN { exit !(o > -0.045 && o < -0.035) }' || fail "the agent measured ${off}s, want -0.040 ± 0.005"
 ok "the agent armed a window from /api/v1/incidents and imported a capture: $(grep 'events placed' "$T/agent.log" | head -n1 | sed 's/.*msg=//')"
 
 # ---- a window that opened before a surge began and closed after it ended, and its
 # retransmits inside that surge on the collector's axis.
-$PY - "$T/hook.txt" "$T/surges.txt" >"$T/covered.txt" <<'PYEOF' || fail "no captured window covers a surge: $(cat "$T/hook.txt") / $(cat "$T/surges.txt")"
+$PY - "$T/hook.txt" "$T/surges.txt" "$off" >"$T/covered.txt" <<'PYEOF' || fail "no captured window covers a surge: $(cat "$T/hook.txt") / $(cat "$T/surges.txt")"
 import sys
-wins = [(int(l.split()[1]) / 1e9, int(l.split()[2]) / 1e9) for l in open(sys.argv[1]) if l.startswith("start ")]
+# The hook's window is on the agent's clock: collector time = host time - offset.
+off = float(sys.argv[3])
+wins = [(int(l.split()[1]) / 1e9 - off, int(l.split()[2]) / 1e9 - off)
+        for l in open(sys.argv[1]) if l.startswith("start ")]
 ev = [l.split() for l in open(sys.argv[2])]
 surges = [(float(ev[i][1]), float(ev[i + 1][1])) for i in range(0, len(ev) - 1, 2)]
 for s, e in surges:
@@ -161,15 +175,17 @@ s, e, dport = float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 rt = [o for o in d["events"][0]["other_host_events"]
       if o["kind"] == "perf.tcp_retransmit_skb" and str(o["attrs"].get("dport")) == dport]
 assert rt, "no retransmit of port %s in the surge window" % dport
-# Retransmits trail the drops by an RTO (rto_min 20 ms) at most a few times over.
-bad = [o["start"] for o in rt if not (s - 0.05 <= o["start"] <= e + 0.5)]
+# None before the drops began (placed without the -40 ms offset, a retransmit of the
+# first drops would land up to 40 ms before the surge); they trail the drops by an RTO
+# (rto_min 20 ms) at most a few times over.
+bad = [o["start"] for o in rt if not (s - 0.002 <= o["start"] <= e + 0.5)]
 assert not bad, "retransmits outside the surge [%s, %s]: %s" % (s, e, bad[:5])
 assert all("nccl-sockets" in o.get("flow_rules", []) for o in rt), "not matched to the flow rule"
 print(len(rt))
 PYEOF
 }
 wait_for 20 "/correlate lists the surge's retransmits" check_correlate
-ok "/api/v1/correlate: $(check_correlate) retransmits of the stream inside the surge window, matched to nccl-sockets"
+ok "/api/v1/correlate: $(check_correlate) retransmits of the stream inside the surge window, matched to nccl-sockets (agent clock offset ${off}s)"
 
 # ---- perf refused: one clear error, exit 1 (an unprivileged user; perf_event_paranoid > -1)
 if [ "$(cat /proc/sys/kernel/perf_event_paranoid)" -gt -1 ]; then
