@@ -9,7 +9,8 @@
 # before a surge began and closed after it ended; /api/v1/correlate for that surge lists
 # the stream's retransmits inside it on the collector's axis, matched to the flow rule;
 # the raw file was deleted (keep_raw false). Then `host-agent --once` run as an
-# unprivileged user: perf refuses, one clear error naming the fix, exit 1.
+# unprivileged user: perf refuses, one clear error naming the fix, exit 1; as root with
+# CAP_PERFMON its only capability (the systemd unit's setting), --once captures.
 # The agent's wall clock runs 40 ms behind the collector's: it runs under libfaketime
 # (FAKETIME=-0.04, CLOCK_MONOTONIC left alone), which its perf children inherit, so perf's
 # `# reference time` is on the same shifted clock (a time namespace cannot do this: it
@@ -205,6 +206,13 @@ if [ "$(cat /proc/sys/kernel/perf_event_paranoid)" -gt -1 ]; then
     fail "want one error naming the fix: $(cat "$T/once.log")"
   ok "perf refused for an unprivileged user: one error with the fix, exit 1"
 fi
+# ---- root with CAP_PERFMON alone (as docker/fabricscope-host-agent.service runs it): works
+sed "s|state_dir: .*|state_dir: $T/perfmon|; /metrics:/d; /hook:/d; s|length: 4s|length: 1s|" "$T/agent.yaml" \
+  >"$T/perfmon.yaml"
+setpriv --bounding-set -all,+perfmon --no-new-privs "$FABRICSCOPE" host-agent -c "$T/perfmon.yaml" --once \
+  >"$T/perfmon.out" 2>"$T/perfmon.log" || fail "--once as root with CAP_PERFMON only: $(cat "$T/perfmon.log")"
+grep -q '^fabricscope host-agent: captured' "$T/perfmon.out" || fail "--once printed: $(cat "$T/perfmon.out")"
+ok "root with CAP_PERFMON as its only capability captures: $(cat "$T/perfmon.out")"
 kill -TERM "$AGENT_PID"
 wait_exit "$AGENT_PID" 30
 if grep -q 'Sanitizer' "$T/agent.log"; then fail "sanitizer report in the agent's log"; fi

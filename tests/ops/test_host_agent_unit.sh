@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The host agent's service files, checked offline (no systemd as PID 1 here):
+# - docker/fabricscope-host-agent.service: systemd-analyze verify says nothing, the
+#   hardening asked for is there (CAP_PERFMON the only capability, perf_event_open the
+#   one syscall added to @system-service), and systemd-analyze security rates its
+#   exposure at most 3.0 of 10 (it runs as root for tracefs, hence above the collector's);
+# - docker/fabricscope-host-agent.yaml, the example it names, is a valid agent file.
+source "$(dirname "$0")/../integration/lib.sh"
+FS_SOURCE_DIR=$(readlink -f "$FS_SOURCE_DIR")
+D=$FS_SOURCE_DIR/docker
+[ -x "$FABRICSCOPE" ] || fail "build fabricscope first"
+FABRICSCOPE=$(readlink -f "$FABRICSCOPE") # systemd wants an absolute path
+UNIT=$D/fabricscope-host-agent.service
+for want in '^CapabilityBoundingSet=CAP_PERFMON$' '^AmbientCapabilities=$' '^NoNewPrivileges=yes$' \
+  '^ProtectSystem=strict$' '^StateDirectory=fabricscope-host-agent$' \
+  '^SystemCallFilter=@system-service perf_event_open$' \
+  '^ExecStartPre=/usr/bin/fabricscope host-agent -c /etc/fabricscope/host-agent.yaml --check-config$'; do
+  grep -qE "$want" "$UNIT" || fail "fabricscope-host-agent.service lacks $want"
+done
+mkdir -p "$T/unit"
+ln -s "$FABRICSCOPE" "$T/unit/fabricscope"
+sed "s|/usr/bin/fabricscope|$T/unit/fabricscope|g" "$UNIT" >"$T/unit/fabricscope-host-agent.service"
+out=$(cd "$T/unit" && systemd-analyze verify fabricscope-host-agent.service 2>&1) ||
+  fail "systemd-analyze verify: $out"
+[ -z "$out" ] || fail "systemd-analyze verify complained: $out"
+sec=$(cd "$T/unit" && systemd-analyze security --offline=true fabricscope-host-agent.service 2>&1) ||
+  fail "systemd-analyze security: $sec"
+score=$(sed -n 's/.*Overall exposure level for fabricscope-host-agent.service: \([0-9.]*\).*/\1/p' <<<"$sec")
+[ -n "$score" ] || fail "no exposure score: $sec"
+awk -v s="$score" 'BEGIN { exit !(s <= 3.0) }' || fail "exposure $score > 3.0"
+ok "fabricscope-host-agent.service: verify clean, hardening present, exposure $score"
+"$FABRICSCOPE" host-agent -c "$D/fabricscope-host-agent.yaml" --check-config >"$T/check.log" 2>&1 ||
+  fail "docker/fabricscope-host-agent.yaml refused: $(cat "$T/check.log")"
+ok "docker/fabricscope-host-agent.yaml is a valid agent configuration"
