@@ -80,6 +80,17 @@ fs_spool_open(struct fs_spool *s, const char *dir, uint64_t max_bytes, char *err
         fs_errf(err, errlen, "%s: %s", dir, strerror(errno));
         goto fail;
     }
+    /* A temporary file is a body a crash interrupted: its batch was not spooled. */
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d)))
+        if (strncmp(de->d_name, ".tmp-", 5) == 0) {
+            char tmp[4400];
+            snprintf(tmp, sizeof tmp, "%s/%s", dir, de->d_name);
+            unlink(tmp);
+        }
+    if (d)
+        closedir(d);
     int n = list(s, &names, err, errlen);
     if (n < 0)
         goto fail;

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,10 +238,21 @@ fs_tail_next(struct fs_tail *t, const char *host, size_t max_bytes, struct fs_im
         size_t end = (size_t)got;
         while (end && buf[end - 1] != '\n')
             end--;
+        if (end == 0 && (size_t)got == max_bytes) {
+            /* No record is that long (the importer refuses such lines too): skip this
+             * part of it, or the tail would stop here for good; its rest is skipped as
+             * a line that is not JSON. */
+            free(buf);
+            t->lines_bad++;
+            fs_log(FS_LOG_WARN, "agent",
+                   "%s at offset %" PRIu64 ": a line longer than %zu "
+                   "bytes: skipped",
+                   path, from, max_bytes);
+            *pos = (struct fs_tail_pos){idx, (uint64_t)st.st_dev, (uint64_t)st.st_ino, from + got};
+            rc = 1;
+            break;
+        }
         if (end == 0) {
-            if ((size_t)got == max_bytes)
-                fs_log(FS_LOG_WARN, "agent", "%s: a line longer than %zu bytes: not read", path,
-                       max_bytes);
             free(buf);
             continue;
         }

@@ -32,7 +32,8 @@ struct fs_tail {
     char *dir, *state_path;
     struct fs_tail_file *f;
     size_t n, cap;
-    uint64_t lines_bad; /**< lines that were not JSON, skipped (logged) */
+    uint64_t lines_bad; /**< lines that were not JSON or longer than a batch, skipped
+                             (logged) */
 };
 
 /** Where a batch of fs_tail_next ends, for fs_tail_commit. */

@@ -1,6 +1,7 @@
 /* The host agent's parts that need no collector: the offset track (nearest measurement,
  * widened uncertainty, jumps), the spool (order, bound with the oldest dropped and
- * counted, what a restart finds), the choice of the incident to capture from an
+ * counted, what a restart finds), the NCCL Inspector tail (resume from its state file,
+ * torn, bad, overlong lines, a replaced file), the choice of the incident to capture from an
  * /api/v1/incidents answer, and the configuration (defaults; refusals naming the key). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +18,7 @@
 #include "hostagent/capture.h"
 #include "hostagent/offset_track.h"
 #include "hostagent/spool.h"
+#include "hostagent/tail.h"
 
 static void
 offset_track_nearest(void **state)
@@ -159,6 +161,77 @@ capture_pick(void **state)
                      -1);
 }
 
+static void
+append(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "a");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+#define REC(sn)                                                                                    \
+    "{\"header\":{\"id\":\"0x1\",\"rank\":0,\"n_ranks\":2},\"metadata\":{\"dump_timestamp_us\":"   \
+    "1796236355900000,\"hostname\":\"g\"},\"event_trace_ts\":{\"coll_start_ts\":1796236355000000}" \
+    ","                                                                                            \
+    "\"coll_perf\":{\"coll\":\"AllReduce\",\"coll_sn\":" #sn ",\"coll_exec_time_us\":2500}}"
+
+/* Reads everything new; the number of events, committed. */
+static size_t
+drain(struct fs_tail *t, size_t max)
+{
+    char err[256];
+    size_t n = 0;
+    for (;;) {
+        struct fs_imp_batch b = {0};
+        struct fs_tail_pos pos;
+        int r = fs_tail_next(t, "h", max, &b, &pos, err, sizeof err);
+        assert_true(r >= 0);
+        n += b.n;
+        fs_imp_batch_free(&b);
+        if (r == 0)
+            return n;
+        assert_int_equal(fs_tail_commit(t, &pos, err, sizeof err), 0);
+    }
+}
+
+static void
+tail_resume(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/fs-tail-XXXXXX", err[256], path[300], cmd[400];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/a.log", dir);
+    struct fs_tail t;
+    assert_int_equal(fs_tail_open(&t, dir, dir, err, sizeof err), 0);
+    append(path, REC(1) "\n" REC(2) "\nnot json\n" REC(3));
+    assert_int_equal(drain(&t, 1 << 20), 2); /* the third line is not whole yet */
+    assert_int_equal(t.lines_bad, 1);
+    fs_tail_close(&t);
+    /* A restart goes on from the state file: the completed line, once. */
+    append(path, "\n");
+    assert_int_equal(fs_tail_open(&t, dir, dir, err, sizeof err), 0);
+    assert_int_equal(drain(&t, 1 << 20), 1);
+    assert_int_equal(drain(&t, 1 << 20), 0);
+    /* A line longer than a batch is skipped, not a stop. */
+    char big[5000];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    append(path, big);
+    append(path, "\n" REC(4) "\n");
+    assert_int_equal(drain(&t, 4096), 1);
+    assert_true(t.lines_bad >= 2);
+    /* A file replaced under its name is read from its start. */
+    char tmp[320];
+    snprintf(tmp, sizeof tmp, "%s/new", dir);
+    append(tmp, REC(5) "\n");
+    assert_int_equal(rename(tmp, path), 0);
+    assert_int_equal(drain(&t, 1 << 20), 1);
+    fs_tail_close(&t);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 /* Writes text to a temporary file; its path in path. */
 static void
 write_file(char *path, const char *text)
@@ -232,6 +305,7 @@ main(void)
         cmocka_unit_test(offset_track_nearest),
         cmocka_unit_test(spool_bound),
         cmocka_unit_test(capture_pick),
+        cmocka_unit_test(tail_resume),
         cmocka_unit_test(config_defaults_and_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
