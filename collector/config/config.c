@@ -289,7 +289,7 @@ fs_cfg_doc_load(const char *path, const char *module_text, fs_cfg_doc_build_fn b
                 char **errors)
 {
     char *buf = NULL;
-    ssize_t len;
+    ssize_t len = 0;
     int fd, rc = 1;
     char msg[600];
 

@@ -339,7 +339,9 @@ report_capture_failure(struct agent *a, const char *err)
         fs_log(FS_LOG_DEBUG, "agent", "%s", err);
         return;
     }
-    snprintf(a->last_failure, sizeof a->last_failure, "%s", err);
+    size_t l = strnlen(err, sizeof a->last_failure - 1);
+    memcpy(a->last_failure, err, l);
+    a->last_failure[l] = '\0';
     fs_log(FS_LOG_ERROR, "agent", "%s (reported once; the agent keeps running)", err);
 }
 

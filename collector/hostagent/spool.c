@@ -95,8 +95,8 @@ fs_spool_open(struct fs_spool *s, const char *dir, uint64_t max_bytes, char *err
     if (n < 0)
         goto fail;
     for (int i = 0; i < n; i++) {
-        uint64_t seq, size;
-        size_t ev;
+        uint64_t seq = 0, size;
+        size_t ev = 0;
         (void)parse_name(names[i]->d_name, &seq, &ev);
         if (file_size(s, names[i]->d_name, &size) != 0)
             continue;
@@ -128,8 +128,8 @@ drop_oldest(struct fs_spool *s)
     char err[256], name[300];
     int n = list(s, &names, err, sizeof err), rc = -1;
     if (n > 0) {
-        uint64_t seq;
-        size_t ev;
+        uint64_t seq = 0;
+        size_t ev = 0;
         snprintf(name, sizeof name, "%s", names[0]->d_name);
         (void)parse_name(name, &seq, &ev);
         if (fs_spool_remove(s, name, err, sizeof err) == 0) {
@@ -201,7 +201,7 @@ fs_spool_oldest(struct fs_spool *s, char **body, size_t *len, size_t *n_events, 
         rc = n;
         goto out;
     }
-    uint64_t seq;
+    uint64_t seq = 0;
     snprintf(name, namelen, "%s", names[0]->d_name);
     (void)parse_name(name, &seq, n_events);
     char path[4096];
