@@ -10,7 +10,9 @@
 # the stream's retransmits inside it on the collector's axis, matched to the flow rule;
 # the raw file was deleted (keep_raw false). Then `host-agent --once` run as an
 # unprivileged user: perf refuses, one clear error naming the fix, exit 1; as root with
-# CAP_PERFMON its only capability (the systemd unit's setting), --once captures.
+# CAP_PERFMON its only capability (the systemd unit's setting), --once captures. Last,
+# the collector is stopped while a window is armed: the capture's events are spooled and
+# reach the restarted collector once each.
 # The agent's wall clock runs 40 ms behind the collector's: it runs under libfaketime
 # (FAKETIME=-0.04, CLOCK_MONOTONIC left alone), which its perf children inherit, so perf's
 # `# reference time` is on the same shifted clock (a time namespace cannot do this: it
@@ -213,6 +215,26 @@ setpriv --bounding-set -all,+perfmon --no-new-privs "$FABRICSCOPE" host-agent -c
   >"$T/perfmon.out" 2>"$T/perfmon.log" || fail "--once as root with CAP_PERFMON only: $(cat "$T/perfmon.log")"
 grep -q '^fabricscope host-agent: captured' "$T/perfmon.out" || fail "--once printed: $(cat "$T/perfmon.out")"
 ok "root with CAP_PERFMON as its only capability captures: $(cat "$T/perfmon.out")"
+# ---- collector outage during a capture: the events are spooled and arrive once each
+agent_metric() { curl -fsS "http://127.0.0.1:$AM/metrics" | awk -v n="$1" '$1 == n {print $2}'; }
+armed() { grep -c 'capture armed' "$T/agent.log" || true; }
+armed_above() { [ "$(armed)" -gt "$1" ]; }
+spooled() { local n; n=$(agent_metric fabricscope_host_agent_spool_events); [ -n "$n" ] && [ "$n" -gt 0 ]; }
+held() { curl -fsS "$URL/metrics" | awk '$1 == "fabricscope_host_events" {print $2}'; }
+held_is() { [ "$(held)" = "$1" ]; }
+spool_empty() { [ "$(agent_metric fabricscope_host_agent_spool_events)" = 0 ]; }
+wait_for 60 "the next window is armed" armed_above "$(armed)"
+kill -TERM "$FS_PID"
+wait_exit "$FS_PID" 20
+wait_for 60 "the window's events are spooled" spooled
+N_SPOOLED=$(agent_metric fabricscope_host_agent_spool_events)
+start_fabricscope "$T/fs.yaml"
+wait_http "$URL/healthz" 20
+wait_for 40 "the $N_SPOOLED spooled events are held by the restarted collector" held_is "$N_SPOOLED"
+wait_for 10 "the spool is empty" spool_empty
+dups=$(curl -fsS "$URL/metrics" | awk '$1 == "fabricscope_host_events_duplicates_total" {print $2}')
+[ "$dups" = 0 ] || fail "$dups duplicates after the outage"
+ok "collector stopped during a capture: its $N_SPOOLED events were spooled and arrived once each"
 kill -TERM "$AGENT_PID"
 wait_exit "$AGENT_PID" 30
 if grep -q 'Sanitizer' "$T/agent.log"; then fail "sanitizer report in the agent's log"; fi
