@@ -68,6 +68,13 @@ read_state(struct fs_tail *t, char *err, size_t errlen)
             !json_object_object_get_ex(o, "ino", &ino) ||
             !json_object_object_get_ex(o, "offset", &off))
             continue;
+        /* A log that is gone (the job's process ended and the file was removed) leaves
+         * the state here, so the state does not grow with every process ever run. */
+        char path[4096];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", t->dir, json_object_get_string(name));
+        if (stat(path, &st) != 0)
+            continue;
         struct fs_tail_file *f = add(t, json_object_get_string(name), &idx);
         if (!f) {
             fs_errf(err, errlen, "out of memory");

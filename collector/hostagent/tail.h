@@ -9,7 +9,8 @@
  * took the batch or it sits in the spool). A file replaced under the same name (another
  * inode) or truncated below the offset is read from its start again. After a crash
  * between the post and the commit, the batch is posted again and the collector drops it
- * as duplicates (its events have the same identity).
+ * as duplicates (its events have the same identity). Files no longer in dir are left out
+ * of the state when it is read at the next start.
  *
  * Ownership: a tail owns its strings and its file table (fs_tail_close). Threads: the
  * owner's.
