@@ -193,7 +193,9 @@ fs_capture_import(const struct fs_agent_cfg *cfg, const char *raw, int ws, bool 
             dup2(fd, 1);
         if (lfd >= 0)
             dup2(lfd, 2);
-        execlp(cfg->perf, cfg->perf, "script", "--header", "-i", raw, (char *)NULL);
+        /* --ns: two events in one µs would otherwise be identical, and the collector
+         * keeps identical events once. */
+        execlp(cfg->perf, cfg->perf, "script", "--header", "--ns", "-i", raw, (char *)NULL);
         _exit(127);
     }
     int st = 0;

@@ -3,7 +3,7 @@
  * the agent follows, and running perf around it.
  *
  * A capture is `perf record -k mono -e E1 -e E2 ... -a -o FILE -- sleep SECONDS` (the
- * monotonic clock, so that `perf script --header` carries the reference time the
+ * monotonic clock, so that `perf script --header --ns` carries the reference time the
  * importer places samples with), then `perf script --header -i FILE` read by the
  * importer's fs_import_perf_read. perf runs as a child process of the agent, one at a
  * time; its stderr goes to FILE.log, which is read to tell a refusal (permissions, a
