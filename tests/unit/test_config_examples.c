@@ -277,9 +277,9 @@ test_demo_contents(void **state)
     struct fs_config *cfg = NULL;
     char *errors = NULL;
     const struct fs_driver *snmp = fs_driver_find("snmp"), *gnmi = fs_driver_find("gnmi"),
-                           *cli = fs_driver_find("cli");
+                           *cli = fs_driver_find("cli"), *sflow = fs_driver_find("sflow");
     snprintf(path, sizeof(path), "%s/config/demo.yaml", src_dir());
-    if (!snmp || !gnmi || !cli) {
+    if (!snmp || !gnmi || !cli || !sflow) {
         /* A build without one of the demo's drivers refuses it, saying why. */
         assert_int_not_equal(fs_config_load(path, &opts, &cfg, &errors), 0);
         if (!snmp)
@@ -288,6 +288,8 @@ test_demo_contents(void **state)
             assert_non_null(strstr(errors, ".gnmi: this build has no gnmi driver\n"));
         if (!cli)
             assert_non_null(strstr(errors, ".cli: this build has no cli driver\n"));
+        if (!sflow)
+            assert_non_null(strstr(errors, ".sflow: this build has no sflow driver\n"));
         free(errors);
         return;
     }
@@ -298,8 +300,13 @@ test_demo_contents(void **state)
     assert_int_equal(cfg->n_targets, 2);
     assert_string_equal(cfg->targets[0].name, "sim-tor1");
     assert_string_equal(cfg->targets[0].address, "127.0.0.1");
-    /* One simulated switch two ways, SNMP and its CLI, each polled every second. */
-    assert_int_equal(cfg->targets[0].n_blocks, 2);
+    /* One simulated switch three ways: SNMP and its CLI, each polled every second, and
+     * the sFlow it exports (committed every second, counter samples every 20 s). */
+    assert_int_equal(cfg->targets[0].n_blocks, 3);
+    assert_non_null(fs_target_block_cfg(&cfg->targets[0], &sflow->block));
+    assert_int_equal(
+        sflow->block.config_interval(fs_target_block_cfg(&cfg->targets[0], &sflow->block)),
+        20000000);
     assert_ptr_equal(fs_target_block_cfg(&cfg->targets[0], &snmp->block),
                      cfg->targets[0].blocks[0].cfg);
     assert_int_equal(
