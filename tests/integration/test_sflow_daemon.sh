@@ -14,7 +14,7 @@
 source "$(dirname "$0")/lib.sh"
 
 PY=${PYTHON:-python3}
-SEND="$PY $FS_SOURCE_DIR/tests/integration/sflow_send.py"
+SEND=("$PY" "$FS_SOURCE_DIR/tests/integration/sflow_send.py") # an array: the path may hold spaces
 [ -x "$FABRICSCOPE" ] || fail "build fabricscope first"
 command -v promtool >/dev/null || fail "promtool is not installed"
 cd "$T"
@@ -95,7 +95,7 @@ cat >d.json <<'JSON'
    {"kind": "flow", "n": 1, "rate": 1000, "traffic": "roce", "source": 101, "in": 3,
     "out": 101, "seq": 44, "payload": 4000}]}]
 JSON
-$SEND --to "127.0.0.1:$UDP" <d.json >frames.txt || fail "sending the datagrams"
+"${SEND[@]}" --to "127.0.0.1:$UDP" <d.json >frames.txt || fail "sending the datagrams"
 FL=$(head -1 frames.txt | $PY -c 'import json,sys; print(json.loads(sys.stdin.readline())["frame_length"])')
 
 S='source="sflow"'
@@ -157,7 +157,7 @@ cat >d6.json <<'JSON'
    {"kind": "flow", "n": 4, "rate": 500, "traffic": "roce", "ipv": 6, "source": 12,
     "in": 12, "out": 13, "seq": 1}]}]
 JSON
-$SEND --to "[::1]:$UDP" <d6.json >/dev/null || fail "sending over IPv6"
+"${SEND[@]}" --to "[::1]:$UDP" <d6.json >/dev/null || fail "sending over IPv6"
 expect "fabric_flow_rule_packets_total{target=\"tor6\",rule=\"roce\",interface=\"ifIndex12\",$S}" \
   2000 "the IPv6 agent's target"
 ok "IPv6 sender and agent reach their target"
