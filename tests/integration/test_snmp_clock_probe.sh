@@ -3,7 +3,8 @@
 # real fabricscope binary, against a private real snmpd serving this machine's own clock,
 # polled every 1 s. The true offset is 0 up to one kernel tick: snmpd reads time(), which
 # on Linux is the coarse realtime clock (CLOCK_REALTIME_COARSE), behind CLOCK_REALTIME by
-# less than its resolution (a tick, 4 ms at HZ=250); so the truth lies in [-tick, 0].
+# about its resolution (a tick, 4 ms at HZ=250), more when a tick comes late on a loaded
+# machine; the checker measures that lag all along, and the truth lies in [-lag, 0].
 # Polls alone come at a fixed phase to the agent's second edge and leave the offset
 # about a second wide; the driver's second-edge probes
 # (extra GETs of hrSystemDate.0 between polls) must bring the target's clock uncertainty
@@ -41,16 +42,28 @@ start_fabricscope "$T/fs.yaml"
 wait_http "http://127.0.0.1:$HTTP/healthz" 20
 
 $PY - "http://127.0.0.1:$HTTP/api/v1/targets" <<'EOF' || fail "SNMP clock offset (see above)"
-import json, sys, time, urllib.request
+import json, sys, threading, time, urllib.request
 url = sys.argv[1]
 GOAL, CONVERGE_MAX, DEADLINE = 0.020, 30.0, 45.0
-# The agent's clock (time(), the coarse clock) lags ours by less than one tick.
+# The agent's clock (time(), the coarse clock) lags ours by about a tick, and by more
+# when the timer tick that advances it comes late (a loaded machine, a vCPU the
+# hypervisor held: 8.4 ms seen here with a 4 ms tick). The lag is measured all along.
 CLOCK_REALTIME_COARSE = 5  # Linux; not named in Python's time module
 TICK = time.clock_getres(CLOCK_REALTIME_COARSE)
 assert 0 < TICK <= 0.010, TICK
-LO, HI = -TICK, 0.0
-def dist(off):  # how far off lies from the truth interval [LO, HI]
-    return max(LO - off, off - HI, 0.0)
+lag = {"max": TICK, "run": True}
+def watch_lag():
+    while lag["run"]:
+        d = time.clock_gettime(time.CLOCK_REALTIME) - time.clock_gettime(CLOCK_REALTIME_COARSE)
+        if d > lag["max"]:
+            lag["max"] = d
+        time.sleep(0.0002)
+threading.Thread(target=watch_lag, daemon=True).start()
+HI = 0.0
+def lo():  # the truth interval is [-largest lag seen, 0]
+    return -lag["max"]
+def dist(off):  # how far off lies from the truth interval [lo(), HI]
+    return max(lo() - off, off - HI, 0.0)
 EPS = 1e-6  # /api/v1/targets rounds to whole microseconds
 t_start = time.monotonic()
 first_known = converged = stopped = None
@@ -77,8 +90,8 @@ while time.monotonic() - t_start < DEADLINE and stopped is None:
         widest = max(widest, unc)
         last = o
         if dist(off) > unc + EPS:
-            errs.append("dishonest estimate %.6f +- %.6f s (truth in [%.3f, 0]), after %s probes"
-                        % (off, unc, LO, o.get("snmp_clock_probes")))
+            errs.append("dishonest estimate %.6f +- %.6f s (truth in [%.4f, 0]), after %s probes"
+                        % (off, unc, lo(), o.get("snmp_clock_probes")))
         if unc <= GOAL and converged is None:
             converged = now
         if converged is not None and o.get("snmp_clock_probing") == "converged":
@@ -93,7 +106,7 @@ if last is None:
 else:
     o = last
     off, unc = o["clock_offset_seconds"], o["clock_uncertainty_seconds"]
-    print("# host: truth in [%.3f, 0] s (coarse clock tick %.3f s)" % (LO, TICK))
+    print("# host: truth in [%.4f, 0] s (coarse clock tick %.3f s, largest lag seen)" % (lo(), TICK))
     print("# host: final offset %+.6f s +- %.6f s, %s probes, probing \"%s\", %d estimates "
           "checked (widest +- %.3f s)" % (off, unc, o.get("snmp_clock_probes"),
                                           o.get("snmp_clock_probing"), seen, widest))
@@ -108,7 +121,7 @@ else:
         if stopped is None:
             errs.append("probing did not stop (\"%s\") within %.0f s" % (o.get("snmp_clock_probing"), DEADLINE))
     if dist(off) > GOAL:
-        errs.append("offset %.6f s, truth in [%.3f, 0]: beyond 20 ms" % (off, LO))
+        errs.append("offset %.6f s, truth in [%.4f, 0]: beyond 20 ms" % (off, lo()))
     if not o.get("snmp_clock_probes"):
         errs.append("no clock probe counted (snmp_clock_probes %s)" % o.get("snmp_clock_probes"))
     bad = {k: v for k, v in o["poll_errors"].items() if v}
@@ -118,4 +131,4 @@ for e in errs:
     print("FAIL: " + e, file=sys.stderr)
 sys.exit(1 if errs else 0)
 EOF
-ok "SNMP hrSystemDate (whole seconds, polled every 1 s): within 20 ms of the truth ([-tick, 0]) within 30 s by second-edge probes, honest all along; probing then stops; polls unharmed"
+ok "SNMP hrSystemDate (whole seconds, polled every 1 s): within 20 ms of the truth ([-lag, 0]) within 30 s by second-edge probes, honest all along; probing then stops; polls unharmed"
