@@ -121,13 +121,6 @@ fs_tail_close(struct fs_tail *t)
     memset(t, 0, sizeof *t);
 }
 
-static bool
-is_log_name(const char *n)
-{
-    size_t l = strlen(n);
-    return (l > 4 && strcmp(n + l - 4, ".log") == 0) || (l > 6 && strcmp(n + l - 6, ".jsonl") == 0);
-}
-
 static int
 cmp_str(const void *a, const void *b)
 {
@@ -175,7 +168,7 @@ fs_tail_next(struct fs_tail *t, const char *host, size_t max_bytes, struct fs_im
         return -1;
     }
     while ((de = readdir(d)) && rc == 0) {
-        if (!is_log_name(de->d_name))
+        if (!fs_nccl_inspector_is_log_name(de->d_name))
             continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 16;

@@ -172,8 +172,8 @@ fs_import_nccl_inspector_read(const char *text, size_t len, const char *name, co
     return rc;
 }
 
-static bool
-is_log_name(const char *n)
+bool
+fs_nccl_inspector_is_log_name(const char *n)
 {
     size_t l = strlen(n);
     return (l > 4 && strcmp(n + l - 4, ".log") == 0) || (l > 6 && strcmp(n + l - 6, ".jsonl") == 0);
@@ -201,7 +201,7 @@ fs_import_nccl_inspector_dir(const char *dir, const char *host, struct fs_imp_ba
     int rc = 0;
     struct dirent *de;
     while ((de = readdir(d))) {
-        if (!is_log_name(de->d_name))
+        if (!fs_nccl_inspector_is_log_name(de->d_name))
             continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 16;

@@ -17,6 +17,7 @@
 #ifndef FS_IMPORT_NCCL_INSPECTOR_H
 #define FS_IMPORT_NCCL_INSPECTOR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "importers/events.h"
@@ -35,5 +36,9 @@ int fs_import_nccl_inspector_dir(const char *dir, const char *host, struct fs_im
 
 /** The subcommand (argv[0] = "import-nccl-inspector"); returns the exit code. */
 int fs_import_nccl_inspector_main(int argc, char **argv);
+
+/** Whether a file of an NCCL Inspector output directory is one of its logs (.log, .jsonl):
+ *  the importer and the host agent's tail read the same files. */
+bool fs_nccl_inspector_is_log_name(const char *name);
 
 #endif

@@ -1007,3 +1007,33 @@ fs_sflow_agg_flush(struct fs_sflow_agg *a, const struct fs_sflow_emit *e, void *
     flush_cells(a, e, arg);
     flush_self(a, e, arg);
 }
+
+/* ---- the sink as the emitter ---- */
+
+static void
+sink_counter(void *arg, enum fs_metric m, const struct fs_label *l, size_t n, uint64_t raw,
+             unsigned bits)
+{
+    fs_sink_counter(arg, m, l, n, raw, bits);
+}
+
+static void
+sink_gauge(void *arg, enum fs_metric m, const struct fs_label *l, size_t n, double v)
+{
+    fs_sink_gauge(arg, m, l, n, v);
+}
+
+static int
+sink_ifname(void *arg, uint32_t ifindex, char *buf, size_t len)
+{
+    return fs_sink_ifindex_name(arg, ifindex, buf, len);
+}
+
+static void
+sink_max_rate(void *arg, const char *iface, double octets_per_s)
+{
+    fs_sink_set_max_rate(arg, iface, octets_per_s);
+}
+
+const struct fs_sflow_emit fs_sflow_sink_emit = {sink_counter, sink_gauge, sink_ifname,
+                                                 sink_max_rate};

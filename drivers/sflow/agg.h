@@ -117,6 +117,10 @@ struct fs_sflow_emit {
     void (*max_rate)(void *arg, const char *iface, double octets_per_s);
 };
 
+/** The emitter onto a target's sink (arg: the struct fs_sink *): what the driver flushes
+ *  into, and what the benchmark measures. */
+extern const struct fs_sflow_emit fs_sflow_sink_emit;
+
 struct fs_sflow_agg;
 
 /** NULL with errbuf on failure (out of memory, bad options). Free with fs_sflow_agg_free. */

@@ -86,36 +86,6 @@ struct drv {
     uint8_t *bufs; /* RECV_BATCH x DGRAM_BUF, the receive thread's */
 };
 
-/* ---- the sink as the aggregate's emitter ---- */
-
-static void
-emit_counter(void *arg, enum fs_metric m, const struct fs_label *l, size_t n, uint64_t raw,
-             unsigned bits)
-{
-    fs_sink_counter(arg, m, l, n, raw, bits);
-}
-
-static void
-emit_gauge(void *arg, enum fs_metric m, const struct fs_label *l, size_t n, double v)
-{
-    fs_sink_gauge(arg, m, l, n, v);
-}
-
-static int
-emit_ifname(void *arg, uint32_t ifindex, char *buf, size_t len)
-{
-    return fs_sink_ifindex_name(arg, ifindex, buf, len);
-}
-
-static void
-emit_max_rate(void *arg, const char *iface, double octets_per_s)
-{
-    fs_sink_set_max_rate(arg, iface, octets_per_s);
-}
-
-static const struct fs_sflow_emit sink_emit = {emit_counter, emit_gauge, emit_ifname,
-                                               emit_max_rate};
-
 /* ---- helpers ---- */
 
 static bool
@@ -162,7 +132,7 @@ flush_target(struct tgt *t, int64_t now_mono)
         fs_sink_counter_reset(t->sink, FS_RESET_DISCONTINUITY, NULL);
     t->first_flush = false;
     fs_sink_begin(t->sink, fs_realtime_us());
-    fs_sflow_agg_flush(t->agg, &sink_emit, t->sink, now_mono);
+    fs_sflow_agg_flush(t->agg, &fs_sflow_sink_emit, t->sink, now_mono);
     fs_sink_counter(t->sink, FS_M_SFLOW_SOCKET_DROPPED, l, 2, t->sock->unknown_agent, 64);
     l[1].value = "undecodable";
     fs_sink_counter(t->sink, FS_M_SFLOW_SOCKET_DROPPED, l, 2, t->sock->undecodable, 64);

@@ -58,33 +58,6 @@ rnd(uint32_t n)
     return (uint32_t)(rng % n);
 }
 
-static void
-emit_counter(void *arg, enum fs_metric m, const struct fs_label *l, size_t n, uint64_t raw,
-             unsigned bits)
-{
-    fs_sink_counter(arg, m, l, n, raw, bits);
-}
-
-static void
-emit_gauge(void *arg, enum fs_metric m, const struct fs_label *l, size_t n, double v)
-{
-    fs_sink_gauge(arg, m, l, n, v);
-}
-
-static int
-emit_ifname(void *arg, uint32_t ifindex, char *buf, size_t len)
-{
-    return fs_sink_ifindex_name(arg, ifindex, buf, len);
-}
-
-static void
-emit_rate(void *arg, const char *iface, double v)
-{
-    fs_sink_set_max_rate(arg, iface, v);
-}
-
-static const struct fs_sflow_emit emit = {emit_counter, emit_gauge, emit_ifname, emit_rate};
-
 int
 main(void)
 {
@@ -144,7 +117,7 @@ main(void)
             since_flush += PER_DGRAM;
             if (since_flush >= FLUSH_EVERY) {
                 fs_sink_begin(sink, (int64_t)(now_s() * 1e6));
-                fs_sflow_agg_flush(a, &emit, sink, 0);
+                fs_sflow_agg_flush(a, &fs_sflow_sink_emit, sink, 0);
                 fs_sink_end(sink);
                 since_flush = 0;
             }
