@@ -679,46 +679,14 @@ wjh_record(const struct onyx_wjh_record *r, void *arg)
     }
 }
 
-/* Adds a 64-bit counter sample with one or two labels (name2 NULL: one) to t->samples;
- * values are cut to the label size. 0, or -1 when out of memory. */
-static int
-push_counter(struct onyx_target *t, enum fs_metric m, uint64_t raw, const char *name1,
-             const char *value1, const char *name2, const char *value2)
-{
-    if (t->samples.n == t->samples.cap) {
-        size_t nc = t->samples.cap ? t->samples.cap * 2 : 16;
-        struct onyx_sample *v = realloc(t->samples.v, nc * sizeof(*v));
-        if (!v)
-            return -1;
-        t->samples.v = v;
-        t->samples.cap = nc;
-    }
-    struct onyx_sample *x = &t->samples.v[t->samples.n++];
-    memset(x, 0, sizeof(*x));
-    x->metric = m;
-    x->counter = true;
-    x->scale = 1.0;
-    x->raw = raw;
-    x->n_labels = name2 ? 2 : 1;
-    x->labels[0].name = name1;
-    snprintf(x->labels[0].value, sizeof(x->labels[0].value), "%.*s",
-             (int)sizeof(x->labels[0].value) - 1, value1);
-    if (name2) {
-        x->labels[1].name = name2;
-        snprintf(x->labels[1].value, sizeof(x->labels[1].value), "%.*s",
-                 (int)sizeof(x->labels[1].value) - 1, value2);
-    }
-    return 0;
-}
-
 /* The WJH totals as samples: one counter per (rule, reason), each drop counted once. */
 static void
 wjh_samples(struct onyx_target *t)
 {
     for (size_t i = 0; i < t->wjh.n_totals; i++) {
         const struct onyx_wjh_total *w = &t->wjh.totals[i];
-        if (push_counter(t, FS_M_FLOW_RULE_DROPPED, w->drops, "rule", w->rule, "reason",
-                         w->reason) != 0)
+        if (onyx_add_counter(&t->samples, FS_M_FLOW_RULE_DROPPED, w->drops, 1.0, "rule", w->rule,
+                             "reason", w->reason, NULL, NULL) != 0)
             return;
     }
 }
@@ -750,10 +718,13 @@ acl_counters(struct onyx_target *t, const char *text, size_t len, char *err, siz
     onyx_flow_rule_counts(t->cfg.flow_rules, n, t->acl_order, epk, eby, rpk, rby, ce);
     for (size_t i = 0; i < n; i++) {
         const char *rule = t->cfg.flow_rules[i].name;
-        if (push_counter(t, FS_M_FLOW_RULE_PACKETS, rpk[i], "rule", rule, NULL, NULL) != 0 ||
-            push_counter(t, FS_M_FLOW_RULE_BYTES, rby[i], "rule", rule, NULL, NULL) != 0 ||
+        if (onyx_add_counter(&t->samples, FS_M_FLOW_RULE_PACKETS, rpk[i], 1.0, "rule", rule, NULL,
+                             NULL, NULL, NULL) != 0 ||
+            onyx_add_counter(&t->samples, FS_M_FLOW_RULE_BYTES, rby[i], 1.0, "rule", rule, NULL,
+                             NULL, NULL, NULL) != 0 ||
             (ce[i] != UINT64_MAX &&
-             push_counter(t, FS_M_FLOW_RULE_ECN_MARKED, ce[i], "rule", rule, NULL, NULL) != 0)) {
+             onyx_add_counter(&t->samples, FS_M_FLOW_RULE_ECN_MARKED, ce[i], 1.0, "rule", rule,
+                              NULL, NULL, NULL, NULL) != 0)) {
             snprintf(err, errlen, "out of memory");
             goto out;
         }

@@ -48,6 +48,11 @@ struct onyx_samples {
 };
 
 void onyx_samples_free(struct onyx_samples *s);
+/** Appends a counter sample with up to three labels (NULL name: absent; values cut to the
+ *  label size); the parsers and the driver's own totals (WJH, ACL) use it. -1: no memory. */
+int onyx_add_counter(struct onyx_samples *s, enum fs_metric m, uint64_t raw, double scale,
+                     const char *l1, const char *v1, const char *l2, const char *v2, const char *l3,
+                     const char *v3);
 /** Empties the list, keeping its memory for the next command. */
 void onyx_samples_clear(struct onyx_samples *s);
 

@@ -12,10 +12,6 @@
 
 struct json_object;
 
-/** Appends a counter / gauge sample with up to three labels (NULL name: absent). -1: no memory. */
-int onyx_add_counter(struct onyx_samples *s, enum fs_metric m, uint64_t raw, double scale,
-                     const char *l1, const char *v1, const char *l2, const char *v2, const char *l3,
-                     const char *v3);
 int onyx_add_gauge(struct onyx_samples *s, enum fs_metric m, double value, const char *l1,
                    const char *v1, const char *l2, const char *v2, const char *l3, const char *v3);
 void onyx_errf(char *errbuf, size_t errlen, const char *msg);
