@@ -175,17 +175,24 @@ series_cb(void *arg_, const struct fs_prom_series *s)
         }
     }
     size_t m = 0;
+    double abs_floor = c->floor;
     if (c->counter) {
         /* Rates between successive points; a decrease (a reset the exporter did not
-           absorb) gives no rate, as for the ring's counters. */
+           absorb) gives no rate, as for the ring's counters. The increases give the
+           counter's step (fs_an_step_floor): a fractional one has none. */
+        struct fs_an_step step = {0};
         for (size_t i = 1; i < n; i++) {
             int64_t dt = s->ts_us[i] - s->ts_us[i - 1];
             if (dt <= 0 || isnan(s->v[i]) || isnan(s->v[i - 1]))
                 continue;
             double inc = s->v[i] >= s->v[i - 1] ? s->v[i] - s->v[i - 1] : 0.0;
+            if (inc > 0)
+                fs_an_step_add(&step,
+                               inc == floor(inc) && inc < 9007199254740992.0 ? (uint64_t)inc : 1);
             c->rts[m] = s->ts_us[i];
             c->rv[m++] = inc * 1e6 / (double)dt;
         }
+        abs_floor = fs_an_step_floor(&step, c->floor, s->ts_us[0], s->ts_us[n - 1], n, 1.0);
     } else {
         for (size_t i = 0; i < n; i++) {
             if (isnan(s->v[i]))
@@ -210,7 +217,7 @@ series_cb(void *arg_, const struct fs_prom_series *s)
         .ts_us = c->rts,
         .v = c->rv,
         .n = m,
-        .abs_floor = c->floor,
+        .abs_floor = abs_floor,
         .time_uncertainty_us = unc,
     };
     return fs_departures_add(c->d, &a) == 0 ? 0 : STOP_NOMEM;

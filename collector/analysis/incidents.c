@@ -82,6 +82,32 @@ fs_an_counter_rates(const int64_t *ts_us, const uint64_t *u, size_t n, double sc
 }
 
 void
+fs_an_step_add(struct fs_an_step *st, uint64_t inc)
+{
+    if (inc == 0)
+        return;
+    uint64_t a = st->g, b = inc;
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    st->g = a;
+    st->n_inc++;
+}
+
+double
+fs_an_step_floor(const struct fs_an_step *st, double abs_floor, int64_t first_us, int64_t last_us,
+                 size_t n, double scale)
+{
+    if (st->n_inc < FS_AN_MIN_STEPS || st->g <= 1 || n < 2 || last_us <= first_us)
+        return abs_floor;
+    double mean_dt_s = (double)(last_us - first_us) / 1e6 / (double)(n - 1);
+    double f = (double)st->g * scale / mean_dt_s;
+    return f > abs_floor ? f : abs_floor;
+}
+
+void
 fs_an_opts_default(struct fs_an_opts *o)
 {
     o->z_threshold = 6;
@@ -872,7 +898,7 @@ grid_hits(const struct occurrence *oc, size_t m, double a, double P, double tol,
     for (size_t i = 0; i < m; i++) {
         double dt = (double)oc[i].t - a, x = dt * inv;
         if (x < -0.5)
-            continue; /* before slot 0 */
+            continue;             /* before slot 0 */
         long k = (long)(x + 0.5); /* x + 0.5 >= 0: truncation is floor, without the call */
         double r = fabs(dt - (double)k * P);
         if (r > tol)

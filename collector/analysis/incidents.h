@@ -85,6 +85,28 @@ struct fs_an_series {
 size_t fs_an_counter_rates(const int64_t *ts_us, const uint64_t *u, size_t n, double scale,
                            int64_t *out_ts, double *out_v);
 
+/**
+ * The step of a counter: a counter whose every increase is a whole multiple of one g > 1
+ * (at least FS_AN_MIN_STEPS increases seen) moves in steps of g. That is a sampled
+ * estimate (sFlow: each sample adds the sampling rate) or a coarse counter, and one
+ * step per interval is the finest rate it can show: a series that sits at zero would
+ * otherwise depart (z = rate / floor in the thousands) on a single sample. Feed the raw
+ * increases with fs_an_step_add (0 is ignored; a decrease is a reset, not a step), then
+ * fs_an_step_floor gives the floor to use for the series' rate: max(abs_floor,
+ * g * scale per mean sample interval), or abs_floor when no step was established. An
+ * exact counter reaches g = 1 after a few increases and keeps its floor.
+ */
+#define FS_AN_MIN_STEPS 4
+struct fs_an_step {
+    uint64_t g;   /**< gcd of the increases so far (0: none yet) */
+    size_t n_inc; /**< increases seen */
+};
+void fs_an_step_add(struct fs_an_step *st, uint64_t inc);
+/** ts_us[0], ts_us[n-1] and n give the mean interval; scale turns a raw step into the
+ *  series' unit. */
+double fs_an_step_floor(const struct fs_an_step *st, double abs_floor, int64_t first_us,
+                        int64_t last_us, size_t n, double scale);
+
 struct fs_an_opts {
     double z_threshold;         /**< default 6 */
     double prefilter;           /**< fraction of z_threshold, default 0.75 */

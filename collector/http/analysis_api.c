@@ -503,10 +503,11 @@ free_reader(struct reader *r)
     free(r->v);
 }
 
-/* Reads one candidate into (ts, v) (rates for counters); returns samples or -1 (memory). */
+/* Reads one candidate into (ts, v) (rates for counters); returns samples or -1 (memory).
+   With floor_out, a counter's floor there is raised to its step (fs_an_step_floor). */
 static long
 read_series(struct fs_store *st, const struct cand *c, int64_t from, int64_t to, struct reader *r,
-            const int64_t **ts_out, const double **v_out)
+            const int64_t **ts_out, const double **v_out, double *floor_out)
 {
     bool trunc = false;
     long n;
@@ -552,7 +553,17 @@ read_series(struct fs_store *st, const struct cand *c, int64_t from, int64_t to,
         else
             r->v[i] = r->smp[i].v.d;
     }
+    if (floor_out)
+        *floor_out = c->floor;
     if (c->counter) {
+        if (floor_out && n > 1) {
+            struct fs_an_step step = {0};
+            for (long i = 1; i < n; i++)
+                if (r->u[i] > r->u[i - 1])
+                    fs_an_step_add(&step, r->u[i] - r->u[i - 1]);
+            *floor_out =
+                fs_an_step_floor(&step, c->floor, r->ts[0], r->ts[n - 1], (size_t)n, c->scale);
+        }
         n = (long)fs_an_counter_rates(r->ts, r->u, (size_t)n, c->scale, r->rts, r->v);
         *ts_out = r->rts;
     } else {
@@ -583,8 +594,9 @@ scan_part_run(void *arg_)
         const struct cand *c = &p->cs->c[i];
         const int64_t *ts;
         const double *v;
-        long n =
-            read_series(p->st, c, p->start - p->d->opts.baseline_window_us, p->end, &r, &ts, &v);
+        double floor;
+        long n = read_series(p->st, c, p->start - p->d->opts.baseline_window_us, p->end, &r, &ts,
+                             &v, &floor);
         if (n < 0) {
             p->rc = -1;
             break;
@@ -600,7 +612,7 @@ scan_part_run(void *arg_)
             .ts_us = ts,
             .v = v,
             .n = (size_t)n,
-            .abs_floor = c->floor,
+            .abs_floor = floor,
             .time_uncertainty_us = unc_of(p->u, c->target, c->source),
         };
         p->rc = fs_departures_add(p->d, &s);
@@ -1888,7 +1900,7 @@ fs_analysis_export_trace(struct fs_analysis *a, struct fs_store *st,
         const struct cand *c = &cs.c[i];
         const int64_t *ts;
         const double *v;
-        long m = read_series(st, c, start, end, &r, &ts, &v);
+        long m = read_series(st, c, start, end, &r, &ts, &v, NULL);
         if (m < 0) {
             oom = true;
             break;

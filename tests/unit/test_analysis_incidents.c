@@ -345,6 +345,76 @@ test_counter_rates_and_slow_marking(void **state)
     assert_false(fs_an_classify("fabric_port_bytes_total", &k, &counter, &floor));
 }
 
+/* A counter in steps (a sampled estimate: 10,000 packets a sample) gets one step per
+   interval as its floor, so one stray sample on a quiet series does not depart while a
+   surge of many samples does; an exact counter keeps the metric's floor. */
+static void
+test_counter_step_floor(void **state)
+{
+    (void)state;
+    struct fs_an_step st = {0};
+    fs_an_step_add(&st, 0); /* no increase: ignored */
+    fs_an_step_add(&st, 20000);
+    fs_an_step_add(&st, 10000);
+    fs_an_step_add(&st, 30000);
+    assert_true(st.g == 10000 && st.n_inc == 3);
+    /* too few increases for a step */
+    assert_true(fs_an_step_floor(&st, 10, 0, 10 * S, 11, 1.0) == 10);
+    fs_an_step_add(&st, 10000);
+    assert_true(fs_an_step_floor(&st, 10, 0, 10 * S, 11, 1.0) == 10000); /* 1 s apart */
+    assert_true(fs_an_step_floor(&st, 10, 0, 5 * S, 11, 2.0) == 40000);  /* 0.5 s, scale 2 */
+    struct fs_an_step ex = {0};
+    uint64_t inc[6] = {1000, 1003, 998, 2001, 1000, 997};
+    for (int i = 0; i < 6; i++)
+        fs_an_step_add(&ex, inc[i]);
+    assert_true(ex.g == 1 && fs_an_step_floor(&ex, 10, 0, 10 * S, 11, 1.0) == 10);
+
+    /* A quiet series at zero with one stray sample and a 3-interval surge of 10 samples
+       each (1 in 10,000, 1 s apart): only the surge departs with the step's floor. */
+    enum { N = 120 };
+    int64_t ts[N], rts[N];
+    uint64_t u[N];
+    double v[N];
+    uint64_t acc = 0;
+    struct fs_an_step sp = {0};
+    for (int i = 0; i < N; i++) {
+        ts[i] = T0 + i * S;
+        uint64_t k = (i % 7 == 3) ? 1 : (i >= 80 && i < 83) ? 10 : 0;
+        if (i)
+            fs_an_step_add(&sp, k * 10000);
+        acc += k * 10000;
+        u[i] = acc;
+    }
+    size_t m = fs_an_counter_rates(ts, u, N, 1.0, rts, v);
+    double floor = fs_an_step_floor(&sp, 10, ts[0], ts[N - 1], N, 1.0);
+    assert_true(floor == 10000);
+    struct fs_an_opts o;
+    fs_an_opts_default(&o);
+    for (int pass = 0; pass < 2; pass++) {
+        struct fs_departures *d = fs_departures_new(&o, T0, T0 + N * S);
+        assert_non_null(d);
+        struct fs_an_series s = {.target = "sw1",
+                                 .interface = "Eth1/5",
+                                 .rule = "roce",
+                                 .metric = "fabric_flow_rule_ecn_marked_packets_total",
+                                 .kind = FS_AN_ECN,
+                                 .is_rate = true,
+                                 .ts_us = rts,
+                                 .v = v,
+                                 .n = m,
+                                 .abs_floor = pass ? floor : 10};
+        assert_int_equal(fs_departures_add(d, &s), 0);
+        assert_int_equal(fs_departures_finish(d), 0);
+        if (pass) { /* one run: the surge */
+            assert_int_equal(d->n_runs, 1);
+            assert_true(d->runs[0].start_us >= T0 + 79 * S && d->runs[0].end_us <= T0 + 83 * S);
+        } else { /* the metric's floor alone: every stray sample departs */
+            assert_true(d->n_runs > 10);
+        }
+        fs_departures_free(d);
+    }
+}
+
 int
 main(void)
 {
@@ -354,6 +424,7 @@ main(void)
                                         teardown),
         cmocka_unit_test(test_correlate_ranks_certain_suspects_by_specificity),
         cmocka_unit_test(test_counter_rates_and_slow_marking),
+        cmocka_unit_test(test_counter_step_floor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -51,6 +51,23 @@
       names: ["fabric_port_discards_total"],
       rate: true, combine: "sum", exclusive: false, unit: "/s",
     },
+    /* Per flow rule (sFlow estimates, ACL counters): rules may overlap (a CE-only rule
+     * inside a wider one), so a port shows its hottest rule, not a sum. */
+    rule_ecn: {
+      label: "flow-rule ECN marks/s",
+      names: ["fabric_flow_rule_ecn_marked_packets_total"],
+      rate: true, combine: "max", exclusive: false, unit: "/s",
+    },
+    rule_depth: {
+      label: "flow-rule queue depth",
+      names: ["fabric_flow_rule_queue_depth_max_bytes"],
+      rate: false, combine: "max", exclusive: false, unit: "B",
+    },
+    rule_drops: {
+      label: "flow-rule drops/s",
+      names: ["fabric_flow_rule_dropped_packets_total"],
+      rate: true, combine: "max", exclusive: false, unit: "/s",
+    },
   };
   const PALETTE = ["#58a6ff", "#3fb950", "#d29922", "#f85149", "#bc8cff", "#39c5cf",
                    "#ff7b72", "#e3b341", "#a5d6ff", "#7ee787"];
@@ -434,6 +451,9 @@
     if (m.tc !== undefined) parts.push("tc " + m.tc);
     if (m.direction !== undefined) parts.push(m.direction);
     if (m.priority !== undefined) parts.push("prio " + m.priority);
+    if (m.rule !== undefined) parts.push("rule " + m.rule);
+    if (m.reason !== undefined) parts.push(m.reason);
+    if (m.rule !== undefined && m.source !== undefined) parts.push("(" + m.source + ")");
     const short = m.__name__.replace(/^fabric_/, "").replace(/_total$/, "");
     if (!withMetric && parts.length) return parts.join(" ");
     return (parts.length ? parts.join(" ") + " · " : "") + short;
