@@ -3,6 +3,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,7 @@ const char *const fs_sflow_reset_kind_names[FS_SFLOW_RESET_KIND_COUNT] = {"agent
                                                                           "datagram", "sample"};
 const char *const fs_sflow_decode_reason_names[FS_SFLOW_DEC_REASON_COUNT] = {
     "truncated", "length", "version", "malformed"};
+const char *const fs_sflow_pool_result_names[FS_SFLOW_POOL_RESULT_COUNT] = {"ok", "mismatch"};
 
 /* A sequence window: bit i of seen is number high - i. */
 struct seqwin {
@@ -44,6 +46,13 @@ struct source {
     struct seqwin seq;
     bool have_drops;
     uint32_t drops; /* the agent's cumulative drops field, last seen */
+    /* flow sources: the sample pool against the sequence numbers (agg.h) */
+    bool have_pool;
+    uint32_t pool_seq, pool; /* the last in-order sample's sequence number and pool */
+    uint64_t pool_n;         /* samples accounted since the last check */
+    double pool_got;         /* their pool increase */
+    double pool_want;        /* samples x sampling rate */
+    double pool_var;         /* samples x rate^2: the variance random sampling allows */
 };
 
 enum name_kind { NAME_NONE = 0, NAME_FALLBACK, NAME_CORE, NAME_CONFIG };
@@ -552,7 +561,7 @@ fs_sflow_agg_decode_error(struct fs_sflow_agg *a, enum fs_sflow_decode_reason re
         a->st.decode_errors[reason]++;
 }
 
-static void
+static enum seq_verdict
 sample_seq(struct fs_sflow_agg *a, enum src_kind kind, uint32_t type, uint32_t index, uint32_t seq,
            struct source **out)
 {
@@ -561,13 +570,63 @@ sample_seq(struct fs_sflow_agg *a, enum src_kind kind, uint32_t type, uint32_t i
     *out = s;
     if (!s) {
         a->st.lost_samples[FS_SFLOW_LOST_OVER_LIMIT]++;
-        return;
+        return SEQ_DUP;
     }
-    if (seq_update(&s->seq, seq, &lost) == SEQ_RESET)
+    enum seq_verdict v = seq_update(&s->seq, seq, &lost);
+    if (v == SEQ_RESET)
         a->st.resets[FS_SFLOW_RESET_SAMPLE]++;
     a->st.lost_samples[kind == SRC_FLOW       ? FS_SFLOW_LOST_FLOW
                        : kind == SRC_COUNTERS ? FS_SFLOW_LOST_COUNTERS
                                               : FS_SFLOW_LOST_DISCARD] += lost;
+    return v;
+}
+
+/* The sample pool of an in-order flow sample against the previous one's: the pool grows
+   by the packets the source saw, about (sequence increase) x sampling rate. A pool that
+   grew by fewer packets than samples were taken is wrong at once; otherwise the sums go
+   to the source's check at the next flush (pool_verdict). */
+static void
+pool_update(struct fs_sflow_agg *a, struct source *s, enum seq_verdict v,
+            const struct sflow_flow_sample *f)
+{
+    if (!s || v == SEQ_LATE || v == SEQ_DUP)
+        return;
+    if (v == SEQ_NEXT && s->have_pool) {
+        uint32_t dseq = f->sequence - s->pool_seq, dpool = f->sample_pool - s->pool;
+        if (dpool < dseq) {
+            a->st.pool_checks[FS_SFLOW_POOL_MISMATCH]++;
+            s->pool_n = 0;
+            s->pool_got = s->pool_want = s->pool_var = 0;
+        } else {
+            double r = (double)f->sampling_rate;
+            s->pool_n += dseq;
+            s->pool_got += (double)dpool;
+            s->pool_want += (double)dseq * r;
+            s->pool_var += (double)dseq * r * r;
+        }
+    } else { /* the first sample, or the sequence restarted: start over */
+        s->pool_n = 0;
+        s->pool_got = s->pool_want = s->pool_var = 0;
+    }
+    s->have_pool = true;
+    s->pool_seq = f->sequence;
+    s->pool = f->sample_pool;
+}
+
+/* At a flush, a source with FS_SFLOW_POOL_MIN_SAMPLES accounted: its pool increase must
+   be its samples x rate within FS_SFLOW_POOL_SIGMAS standard deviations of random
+   sampling (each sample's skip has a standard deviation of about the rate), plus one
+   rate for sampling in fixed blocks. */
+static void
+pool_verdict(struct fs_sflow_agg *a, struct source *s)
+{
+    if (s->kind != SRC_FLOW || s->pool_n < FS_SFLOW_POOL_MIN_SAMPLES)
+        return;
+    double tol = FS_SFLOW_POOL_SIGMAS * sqrt(s->pool_var) + s->pool_want / (double)s->pool_n;
+    a->st.pool_checks[fabs(s->pool_got - s->pool_want) > tol ? FS_SFLOW_POOL_MISMATCH
+                                                             : FS_SFLOW_POOL_OK]++;
+    s->pool_n = 0;
+    s->pool_got = s->pool_want = s->pool_var = 0;
 }
 
 /* The agent's cumulative drop count of a source: its increase is lost samples. */
@@ -609,7 +668,9 @@ on_flow(struct fs_sflow_agg *a, const struct sflow_flow_sample *f)
     int tc;
 
     a->st.flow_samples++;
-    sample_seq(a, SRC_FLOW, f->source_id_type, f->source_id_index, f->sequence, &src);
+    enum seq_verdict v =
+        sample_seq(a, SRC_FLOW, f->source_id_type, f->source_id_index, f->sequence, &src);
+    pool_update(a, src, v, f);
     source_drops(a, src, f->drops, FS_SFLOW_LOST_AGENT_DROPPED);
     if (!r->raw.present)
         return;
@@ -985,6 +1046,10 @@ flush_self(struct fs_sflow_agg *a, const struct fs_sflow_emit *e, void *arg)
         l = (struct fs_label){"reason", fs_sflow_decode_reason_names[k]};
         e->counter(arg, FS_M_SFLOW_DECODE_ERRORS, &l, 1, a->st.decode_errors[k], 64);
     }
+    for (int k = 0; k < FS_SFLOW_POOL_RESULT_COUNT; k++) {
+        l = (struct fs_label){"result", fs_sflow_pool_result_names[k]};
+        e->counter(arg, FS_M_SFLOW_POOL_CHECKS, &l, 1, a->st.pool_checks[k], 64);
+    }
 }
 
 void
@@ -997,11 +1062,13 @@ fs_sflow_agg_flush(struct fs_sflow_agg *a, const struct fs_sflow_emit *e, void *
             a->st.lost_datagrams += seq_settle(&a->subs[i].dgram);
     for (size_t i = 0; i < a->src_cap; i++) {
         struct source *s = &a->srcs[i];
-        if (s->used)
+        if (s->used) {
             a->st.lost_samples[s->kind == SRC_FLOW       ? FS_SFLOW_LOST_FLOW
                                : s->kind == SRC_COUNTERS ? FS_SFLOW_LOST_COUNTERS
                                                          : FS_SFLOW_LOST_DISCARD] +=
                 seq_settle(&s->seq);
+            pool_verdict(a, s);
+        }
     }
     flush_ports(a, e, arg);
     flush_cells(a, e, arg);

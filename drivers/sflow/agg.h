@@ -21,6 +21,16 @@
  * or its data source is the output port), else the data source (the input port of
  * ingress sampling); ifIndex 0 is the port named "unknown".
  *
+ * Sample pools: a flow sample's sample_pool counts the packets its source saw (mod 2^32),
+ * so between two in-order samples of one source it grows by about (sequence increase) x
+ * sampling rate. Per source the increases are summed; at a flush, a source with at least
+ * FS_SFLOW_POOL_MIN_SAMPLES samples summed is checked (result ok or mismatch): a pool
+ * increase off from samples x rate by more than FS_SFLOW_POOL_SIGMAS standard deviations
+ * of random sampling (sqrt(samples) x rate) plus one rate is a mismatch: the agent's
+ * sampling rate field or its sample accounting is wrong, and so are the estimates. A pool
+ * that grew by less than the samples taken is a mismatch at once. Late samples and
+ * sequence restarts are not checked (a restart starts the sums over).
+ *
  * Discard samples (sflow_drops.txt): each notification counts 1 for each matching rule,
  * on the output port when known (else the input), by reason name; notifications are
  * rate-limited, not sampled, so they are never scaled; the agent's count of unreported
@@ -83,6 +93,16 @@ enum fs_sflow_decode_reason {
     FS_SFLOW_DEC_REASON_COUNT
 };
 
+/* The sample pool check (see the header comment). */
+enum fs_sflow_pool_result {
+    FS_SFLOW_POOL_OK = 0,
+    FS_SFLOW_POOL_MISMATCH,
+    FS_SFLOW_POOL_RESULT_COUNT
+};
+#define FS_SFLOW_POOL_MIN_SAMPLES 100
+#define FS_SFLOW_POOL_SIGMAS 6.0
+
+extern const char *const fs_sflow_pool_result_names[FS_SFLOW_POOL_RESULT_COUNT];
 extern const char *const fs_sflow_lost_kind_names[FS_SFLOW_LOST_KIND_COUNT];
 extern const char *const fs_sflow_reset_kind_names[FS_SFLOW_RESET_KIND_COUNT];
 extern const char *const fs_sflow_decode_reason_names[FS_SFLOW_DEC_REASON_COUNT];
@@ -95,7 +115,8 @@ struct fs_sflow_agg_stats {
     uint64_t resets[FS_SFLOW_RESET_KIND_COUNT];
     uint64_t decode_errors[FS_SFLOW_DEC_REASON_COUNT];
     uint64_t flow_samples, counter_samples, discard_samples;
-    uint64_t matched; /**< (sample, rule) matches */
+    uint64_t matched;                                 /**< (sample, rule) matches */
+    uint64_t pool_checks[FS_SFLOW_POOL_RESULT_COUNT]; /**< sample pool checks by result */
 };
 
 struct fs_sflow_agg_opts {

@@ -219,3 +219,11 @@ print("# hottest in the surge: %s rule %s at %.0f/s (%d series)" % (hot[0], hot[
 assert hot == (culprit, "nccl-roce"), peak
 PY
 ok "the web view's flow-rule ECN metric: Eth1/$CULPRIT hottest during the surge"
+
+# ---- the agent's sample pools agree with its sequence numbers and sampling rate
+curl -fsS "$URL/metrics" >"$T/m.txt" || fail "/metrics"
+POOL_OK=$(awk -v k="fabricscope_sflow_sample_pool_checks_total{target=\"sw1\",result=\"ok\",$S}" 'index($0, k " ") == 1 {print $2}' "$T/m.txt")
+POOL_BAD=$(awk -v k="fabricscope_sflow_sample_pool_checks_total{target=\"sw1\",result=\"mismatch\",$S}" 'index($0, k " ") == 1 {print $2}' "$T/m.txt")
+[ "${POOL_OK:-0}" -ge $PORTS ] && [ "$POOL_BAD" = 0 ] ||
+  fail "sample pool checks: ok ${POOL_OK:-none}, mismatch ${POOL_BAD:-none} (want >= $PORTS and 0)"
+ok "sample pools: $POOL_OK checks ok, none mismatched"

@@ -7,6 +7,7 @@
  * late after a flush, agent restart, sequence restart, sample gaps, the agent's own drop
  * counts); decode errors counted whole; the bounds (over_limit).
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -386,6 +387,69 @@ test_loss(void **state)
 }
 
 static void
+pool_one(struct fs_sflow_agg *a, uint32_t dseq, uint32_t sseq, uint32_t pool, uint32_t rate)
+{
+    struct sfb x;
+    sfb_datagram(&x, AGENT, 0, dseq, 1000 + dseq);
+    struct sfb_flow f = {.seq = sseq,
+                         .source = 101,
+                         .rate = rate,
+                         .pool = pool,
+                         .in = 3,
+                         .out = 101,
+                         .pkt = roce,
+                         .frame_length = 1000};
+    sfb_flow_sample(&x, &f);
+    fs_sflow_agg_feed(a, x.b, x.n, 1);
+}
+
+/* Sample pools against sequence numbers: random skips of mean `rate` (wrapping past
+   2^32, with lost samples the pool still covers) pass; an agent whose pool grows by a
+   tenth of samples x rate (its rate field lies) fails the check; a pool that grows by
+   less than the samples taken fails at once; fewer than 100 samples are not judged. */
+static void
+test_sample_pool(void **state)
+{
+    (void)state;
+    struct fs_sflow_agg *a = agg_new(16);
+    struct recorder rc = {0};
+    const struct fs_sflow_agg_stats *s = fs_sflow_agg_get_stats(a);
+    uint32_t dseq = 1, sseq = 1, pool = UINT32_MAX - 2000;
+    uint64_t h = 42;
+    for (int i = 0; i < 120; i++) { /* exponential skips of mean 100, two samples lost */
+        h = h * 6364136223846793005ULL + 1442695040888963407ULL;
+        double u = ((double)(h >> 11) + 0.5) / 9007199254740992.0;
+        pool += 1 + (uint32_t)(-100.0 * log(u));
+        pool_one(a, dseq++, sseq, pool, 100);
+        sseq += (i == 10 || i == 20) ? 2 : 1;
+        if (i == 10 || i == 20)
+            pool += 100; /* the lost sample's packets */
+    }
+    fs_sflow_agg_flush(a, &rec_emit, &rc, 2);
+    assert_int_equal(s->pool_checks[FS_SFLOW_POOL_OK], 1);
+    assert_int_equal(s->pool_checks[FS_SFLOW_POOL_MISMATCH], 0);
+    assert_true(val(&rc, "fabricscope_sflow_sample_pool_checks_total{result=ok}") == 1);
+    for (int i = 0; i < 120; i++) { /* the agent says 1 in 100 but samples 1 in 10 */
+        pool += 10;
+        pool_one(a, dseq++, sseq++, pool, 100);
+    }
+    fs_sflow_agg_flush(a, &rec_emit, &rc, 3);
+    assert_int_equal(s->pool_checks[FS_SFLOW_POOL_MISMATCH], 1);
+    assert_true(val(&rc, "fabricscope_sflow_sample_pool_checks_total{result=mismatch}") == 1);
+    for (int i = 0; i < 10; i++) { /* too few to judge */
+        pool += 10;
+        pool_one(a, dseq++, sseq++, pool, 100);
+    }
+    fs_sflow_agg_flush(a, &rec_emit, &rc, 4);
+    assert_int_equal(s->pool_checks[FS_SFLOW_POOL_OK] + s->pool_checks[FS_SFLOW_POOL_MISMATCH], 2);
+    sseq += 5; /* five samples, but the pool grew by 3 packets */
+    pool += 3;
+    pool_one(a, dseq++, sseq, pool, 100);
+    assert_int_equal(s->pool_checks[FS_SFLOW_POOL_MISMATCH], 2);
+    fs_sflow_agg_free(a);
+}
+
+static void
 test_bounds(void **state)
 {
     (void)state;
@@ -534,8 +598,8 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_match),  cmocka_unit_test(test_aggregate),
-        cmocka_unit_test(test_loss),   cmocka_unit_test(test_bounds),
-        cmocka_unit_test(test_config),
+        cmocka_unit_test(test_loss),   cmocka_unit_test(test_sample_pool),
+        cmocka_unit_test(test_bounds), cmocka_unit_test(test_config),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
