@@ -460,10 +460,26 @@ fs_gnmi_target_add(void *state, const char *name, const char *address,
         if (fs_gnmi_path_parse(cfg->subscriptions[i].path, &t->paths[i], errbuf, errlen) != 0)
             goto done;
     }
-    struct fs_gnmi_map_opts mo = {
-        cfg->user_maps,      cfg->n_user_maps, cfg->acl_rules, cfg->n_acl_rules, 0,
-        cfg->expose_unmapped};
-    if (!(t->map = fs_gnmi_map_new(&mo, errbuf, errlen)))
+    /* the flow rules' names, for ACL entries named by description (the map copies them) */
+    const char **rule_names = NULL;
+    size_t n_names = cfg->acl_by_description ? cfg->n_flow_rules : 0;
+    if (n_names && !(rule_names = calloc(n_names, sizeof *rule_names))) {
+        snprintf(errbuf, errlen, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < n_names; i++)
+        rule_names[i] = cfg->flow_rules[i].name;
+    struct fs_gnmi_map_opts mo = {.user_maps = cfg->user_maps,
+                                  .n_user_maps = cfg->n_user_maps,
+                                  .acl_rules = cfg->acl_rules,
+                                  .n_acl_rules = cfg->n_acl_rules,
+                                  .rule_names = rule_names,
+                                  .n_rule_names = n_names,
+                                  .acl_description_prefix = cfg->acl_description_prefix,
+                                  .expose_unmapped = cfg->expose_unmapped};
+    t->map = fs_gnmi_map_new(&mo, errbuf, errlen);
+    free(rule_names);
+    if (!t->map)
         goto done;
     t->sa.sink = sink;
     t->sa.clk_max_delay_us = cfg->clock_max_delay_us;
@@ -588,7 +604,11 @@ static int
 gnmi_target_add(void *state, const struct fs_target_cfg *tcfg, const void *dcfg,
                 struct fs_sink *sink, void **tstate, char *errbuf, size_t errlen)
 {
-    return fs_gnmi_target_add(state, tcfg->name, tcfg->address, dcfg, sink, NULL, NULL, tstate,
+    /* the target's flow rules go with its gnmi block (ACL entries named by description) */
+    struct fs_gnmi_cfg c = *(const struct fs_gnmi_cfg *)dcfg;
+    c.flow_rules = tcfg->flow_rules;
+    c.n_flow_rules = tcfg->n_flow_rules;
+    return fs_gnmi_target_add(state, tcfg->name, tcfg->address, &c, sink, NULL, NULL, tstate,
                               errbuf, errlen) == 0
                ? FS_DRV_OK
                : FS_DRV_ERR;
@@ -606,6 +626,7 @@ const struct fs_driver fs_driver_gnmi = {
         {
             .name = "gnmi",
             .default_rank = 10,
+            .uses_flow_rules = true, /* ACL entries named for a rule by description */
             .yang_module = fs_gnmi_yang_module,
             .config_build = fs_gnmi_config_build,
             .config_free = fs_gnmi_config_free,

@@ -76,6 +76,7 @@ fs_gnmi_cfg_free(struct fs_gnmi_cfg *c)
         free(c->subscriptions[i].path);
     free(c->subscriptions);
     user_maps_free(c->user_maps, c->n_user_maps);
+    free(c->acl_description_prefix);
     for (size_t i = 0; i < c->n_acl_rules; i++) {
         free(c->acl_rules[i].acl_name);
         free(c->acl_rules[i].rule);
@@ -301,6 +302,9 @@ fs_gnmi_config_build(const struct lyd_node *n, void **dcfg, struct fs_cfg_errs *
         (enum fs_gnmi_list_mode)enum_index(fs_cfg_cval(n, "subscribe_mode"), list_modes, 3);
     c->updates_only = fs_cfg_bool(n, "updates_only");
     c->expose_unmapped = fs_cfg_bool(n, "expose_unmapped");
+    c->acl_by_description = fs_cfg_bool(n, "acl_by_description");
+    if (fs_cfg_strdup(&c->acl_description_prefix, n, "acl_description_prefix"))
+        return -1;
     c->interval_us = fs_cfg_duration_us(n, "interval", 0);
     c->stall_us = fs_cfg_duration_us(n, "stall_timeout", 0);
     c->backoff_min_us = fs_cfg_duration_us(n, "backoff_min", US_PER_S);
@@ -382,7 +386,9 @@ fs_gnmi_config_equal(const void *pa, const void *pb)
         a->clock_max_delay_us != b->clock_max_delay_us ||
         a->max_message_bytes != b->max_message_bytes || a->n_subscriptions != b->n_subscriptions ||
         a->n_user_maps != b->n_user_maps || a->n_acl_rules != b->n_acl_rules ||
-        a->expose_unmapped != b->expose_unmapped)
+        a->expose_unmapped != b->expose_unmapped ||
+        a->acl_by_description != b->acl_by_description ||
+        !fs_cfg_str_equal(a->acl_description_prefix, b->acl_description_prefix))
         return false;
     for (size_t i = 0; i < a->n_subscriptions; i++)
         if (!subs_equal(&a->subscriptions[i], &b->subscriptions[i]))

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "config/block.h"
+#include "config/config.h"
 #include "map.h"
 
 /** Requested encoding; AUTO lets Capabilities choose (PROTO, else JSON_IETF, else JSON). */
@@ -74,7 +75,13 @@ struct fs_gnmi_cfg {
     size_t n_user_maps;
     struct fs_gnmi_acl_rule *acl_rules; /**< ACL entry -> flow rule name (map.h) */
     size_t n_acl_rules;
-    bool expose_unmapped; /**< unmapped numeric values as fabric_gnmi_value{path} (map.h) */
+    bool expose_unmapped;         /**< unmapped numeric values as fabric_gnmi_value{path} (map.h) */
+    bool acl_by_description;      /**< ACL entries named for a rule by description (map.h) */
+    char *acl_description_prefix; /**< before the rule's name in the description; "" */
+    /** The target's flow rules (borrowed from the target's config for fs_gnmi_target_add;
+     *  NULL in a config built alone): the names acl_by_description looks for. */
+    const struct fs_flow_rule *flow_rules;
+    size_t n_flow_rules;
 };
 
 /** Default of max_message. */

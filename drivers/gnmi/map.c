@@ -77,6 +77,11 @@ struct brule {
     {                                                                                              \
         "rule", LS_ACL, NULL                                                                       \
     }
+/* the port an ACL set is bound to (/acl/interfaces/interface[id]) */
+#define L_ACL_IF                                                                                   \
+    {                                                                                              \
+        "interface", LS_KEY, "interface.id"                                                        \
+    }
 
 /* The built-in table: OpenConfig interfaces/qos/acl and the Cumulus (NVUE) additions. */
 static const struct brule builtin_rules[] = {
@@ -141,25 +146,25 @@ static const struct brule builtin_rules[] = {
      FS_M_FLOW_RULE_PACKETS,
      VK_COUNTER,
      1,
-     {L_RULE}},
+     {L_RULE, L_ACL_IF}},
     {"acl/interfaces/interface/ingress-acl-sets/ingress-acl-set/acl-entries/acl-entry/state/"
      "matched-octets",
      FS_M_FLOW_RULE_BYTES,
      VK_COUNTER,
      1,
-     {L_RULE}},
+     {L_RULE, L_ACL_IF}},
     {"acl/interfaces/interface/egress-acl-sets/egress-acl-set/acl-entries/acl-entry/state/"
      "matched-packets",
      FS_M_FLOW_RULE_PACKETS,
      VK_COUNTER,
      1,
-     {L_RULE}},
+     {L_RULE, L_ACL_IF}},
     {"acl/interfaces/interface/egress-acl-sets/egress-acl-set/acl-entries/acl-entry/state/"
      "matched-octets",
      FS_M_FLOW_RULE_BYTES,
      VK_COUNTER,
      1,
-     {L_RULE}},
+     {L_RULE, L_ACL_IF}},
 };
 #define N_BUILTIN (sizeof builtin_rules / sizeof builtin_rules[0])
 
@@ -194,11 +199,23 @@ struct pview {
     size_t n_keys;
 };
 
+/* An ACL entry named for a flow rule by its description (map.h). */
+struct acl_named {
+    char *set;        /* owned */
+    long long seq;    /* sequence-id */
+    const char *rule; /* one of the map's rule names */
+};
+
 struct fs_gnmi_map {
     struct crule *rules; /* built-in first, then the user's */
     size_t n_rules;
     struct fs_gnmi_acl_rule *acl;
     size_t n_acl;
+    const char **rule_names; /* strings in owned */
+    size_t n_rule_names;
+    const char *desc_prefix; /* in owned */
+    struct acl_named *named; /* FS_GNMI_ACL_NAMED_MAX */
+    size_t n_named;
     char **owned; /* strings copied from the options */
     size_t n_owned;
     struct rentry **slots;
@@ -336,6 +353,22 @@ fs_gnmi_map_new(const struct fs_gnmi_map_opts *o, char *errbuf, size_t errlen)
     m->tok = json_tokener_new_ex(JSON_MAX_DEPTH * 2);
     m->rules = calloc(N_BUILTIN + o->n_user_maps, sizeof *m->rules);
     m->acl = calloc(o->n_acl_rules + 1, sizeof *m->acl);
+    if (o->rule_names && o->n_rule_names) {
+        m->rule_names = calloc(o->n_rule_names, sizeof *m->rule_names);
+        m->named = calloc(FS_GNMI_ACL_NAMED_MAX, sizeof *m->named);
+        m->desc_prefix = own(m, o->acl_description_prefix ? o->acl_description_prefix : "");
+        if (!m->rule_names || !m->named || !m->desc_prefix) {
+            snprintf(errbuf, errlen, "out of memory");
+            goto fail;
+        }
+        for (size_t i = 0; i < o->n_rule_names; i++) {
+            if (!(m->rule_names[i] = own(m, o->rule_names[i]))) {
+                snprintf(errbuf, errlen, "out of memory");
+                goto fail;
+            }
+            m->n_rule_names++;
+        }
+    }
     if (!m->slots || !m->tok || !m->rules || !m->acl) {
         snprintf(errbuf, errlen, "out of memory");
         goto fail;
@@ -427,6 +460,10 @@ fs_gnmi_map_free(struct fs_gnmi_map *m)
         free(m->owned[i]);
     free(m->owned);
     free(m->acl);
+    for (size_t i = 0; i < m->n_named; i++)
+        free(m->named[i].set);
+    free(m->named);
+    free(m->rule_names);
     if (m->tok)
         json_tokener_free(m->tok);
     free(m);
@@ -544,7 +581,79 @@ acl_rule(const struct fs_gnmi_map *m, const struct pview *vs, size_t n)
         if (strcmp(m->acl[i].acl_name, set) == 0 &&
             (m->acl[i].sequence_id < 0 || m->acl[i].sequence_id == sq))
             return m->acl[i].rule;
+    for (size_t i = 0; i < m->n_named; i++)
+        if (m->named[i].seq == sq && strcmp(m->named[i].set, set) == 0)
+            return m->named[i].rule;
     return NULL;
+}
+
+/* Forgets every resolved path: they are resolved again as they come (an ACL entry's rule
+   changed, and paths of it may have been resolved, or resolved as unmapped, before). */
+static void
+cache_clear(struct fs_gnmi_map *m)
+{
+    for (size_t i = 0; i < m->n_slots; i++) {
+        free(m->slots[i]);
+        m->slots[i] = NULL;
+    }
+    m->st.cache_entries = 0;
+}
+
+/*
+ * An acl-entry's description under /acl/acl-sets/acl-set[name]/acl-entries/
+ * acl-entry[sequence-id]/{config,state}/description: true when the path is one (the
+ * value is consumed, whatever it says). Records, moves or removes the entry's rule.
+ */
+static bool
+acl_description(struct fs_gnmi_map *m, size_t n, const char *desc)
+{
+    const struct pview *vs = m->views;
+    if (!m->n_rule_names || n < 4 || strcmp(strip_module(vs[n - 1].name), "description") != 0 ||
+        strcmp(strip_module(vs[n - 3].name), "acl-entry") != 0)
+        return false;
+    const char *parent = strip_module(vs[n - 2].name);
+    if (strcmp(parent, "config") != 0 && strcmp(parent, "state") != 0)
+        return false;
+    const char *set = elem_key(vs, n, "acl-set.name");
+    const char *seq = view_key(&vs[n - 3], "sequence-id");
+    if (!set || !seq)
+        return false;
+    char *end;
+    errno = 0;
+    long long sq = strtoll(seq, &end, 10);
+    if (errno || end == seq || *end)
+        return false;
+    m->st.acl_descriptions++;
+    const char *rule = NULL;
+    size_t pl = strlen(m->desc_prefix);
+    if (strncmp(desc, m->desc_prefix, pl) == 0)
+        for (size_t i = 0; i < m->n_rule_names && !rule; i++)
+            if (strcmp(desc + pl, m->rule_names[i]) == 0)
+                rule = m->rule_names[i];
+    size_t i = 0;
+    while (i < m->n_named && !(m->named[i].seq == sq && strcmp(m->named[i].set, set) == 0))
+        i++;
+    if (i < m->n_named) {
+        if (m->named[i].rule == rule)
+            return true;
+        if (rule) {
+            m->named[i].rule = rule;
+        } else {
+            free(m->named[i].set);
+            m->named[i] = m->named[--m->n_named];
+        }
+    } else {
+        if (!rule)
+            return true;
+        char *s = m->n_named < FS_GNMI_ACL_NAMED_MAX ? strdup(set) : NULL;
+        if (!s) {
+            m->st.acl_named_over++;
+            return true;
+        }
+        m->named[m->n_named++] = (struct acl_named){s, sq, rule};
+    }
+    cache_clear(m);
+    return true;
 }
 
 /* Matches the rules against the path; fills the entry's metric/kind and label values. */
@@ -942,6 +1051,8 @@ rejected:
 static void
 map_leaf(struct fs_gnmi_map *m, size_t len, size_t n_views, const struct val *v)
 {
+    if (v->t == V_STR && v->s && acl_description(m, n_views, v->s))
+        return;
     struct rentry *tmp = NULL;
     struct rentry *e = lookup(m, len, n_views, &tmp);
     if (!e) {

@@ -31,6 +31,8 @@
 #include "metrics_catalogue.h"
 #include "store/sink.h"
 
+#define FS_GNMI_ACL_NAMED_MAX 1024
+
 /** ACL entry -> flow rule (labels `rule` of fabric_flow_rule_*_total). */
 struct fs_gnmi_acl_rule {
     char *acl_name;      /**< the ACL set's name as the target reports it */
@@ -64,6 +66,18 @@ struct fs_gnmi_map_opts {
     const struct fs_gnmi_acl_rule *acl_rules;
     size_t n_acl_rules;
     size_t cache_max; /**< resolved paths kept; 0: 65536 */
+    /** ACL entries named by description: the string value of an acl-entry's
+     *  config/description or state/description under /acl/acl-sets/acl-set[name] that is
+     *  acl_description_prefix (NULL: "") + one of rule_names maps that entry's counters
+     *  (matched-packets/-octets, also under /acl/interfaces/..., found by set name and
+     *  sequence-id) to that rule, unless acl_rules maps it. A description seen later
+     *  than the counters applies from then on (resolved paths are forgotten when an
+     *  entry's rule changes); a changed description moves the entry, one naming no rule
+     *  removes it. At most FS_GNMI_ACL_NAMED_MAX entries are remembered (more are counted
+     *  in acl_named_over). rule_names NULL or n_rule_names 0: off. The names are copied. */
+    const char *const *rule_names;
+    size_t n_rule_names;
+    const char *acl_description_prefix;
     /** Unmapped numeric values (numbers, numeric strings, booleans as 1/0) go out as the
      *  gauge fabric_gnmi_value{path="origin:/a/b[k=v]/c"} (module prefixes dropped)
      *  instead of being dropped; other strings are still dropped (counted unmapped).
@@ -74,12 +88,14 @@ struct fs_gnmi_map_opts {
 /** Per-target counts (monotonic). */
 struct fs_gnmi_map_stats {
     uint64_t notifications;
-    uint64_t updates;  /**< Update messages received */
-    uint64_t mapped;   /**< values reported as samples of a mapped metric */
-    uint64_t exposed;  /**< unmapped numeric values exported as fabric_gnmi_value */
-    uint64_t unmapped; /**< values of paths no mapping covers (dropped) */
-    uint64_t rejected; /**< values that could not be decoded for their mapping */
-    uint64_t deletes;  /**< series marked deleted */
+    uint64_t updates;          /**< Update messages received */
+    uint64_t mapped;           /**< values reported as samples of a mapped metric */
+    uint64_t exposed;          /**< unmapped numeric values exported as fabric_gnmi_value */
+    uint64_t unmapped;         /**< values of paths no mapping covers (dropped) */
+    uint64_t acl_descriptions; /**< ACL entry descriptions read (acl_by_description) */
+    uint64_t acl_named_over;   /**< entries named for a rule beyond FS_GNMI_ACL_NAMED_MAX */
+    uint64_t rejected;         /**< values that could not be decoded for their mapping */
+    uint64_t deletes;          /**< series marked deleted */
     uint64_t cache_overflow;
     size_t cache_entries;
     int64_t last_device_ns; /**< timestamp of the latest notification (device clock) */

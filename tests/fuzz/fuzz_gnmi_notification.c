@@ -55,7 +55,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                              0,
                                              ls,
                                              2};
-        struct fs_gnmi_map_opts o = {&um, 1, acl, 2, 512, true}; /* expose: render_path too */
+        /* ACL entries named by description too (their table and the cache clearing) */
+        static const char *const names[] = {"roce", "sockets"};
+        struct fs_gnmi_map_opts o = {.user_maps = &um,
+                                     .n_user_maps = 1,
+                                     .acl_rules = acl,
+                                     .n_acl_rules = 2,
+                                     .cache_max = 512,
+                                     .rule_names = names,
+                                     .n_rule_names = 2,
+                                     .acl_description_prefix = "fs:",
+                                     .expose_unmapped = true}; /* expose: render_path too */
         char err[256];
         m = fs_gnmi_map_new(&o, err, sizeof err);
         if (!m) {

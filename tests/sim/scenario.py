@@ -39,6 +39,12 @@ Keys (all optional):
                    During it, on that port: ECN-marked packets grow at ecn_pps (port and tc),
                    WRED drops at wred_pps (tc), rx PFC pause frames at pfc_pps (priority = tc,
                    each pausing 100 us), and the tc's egress queue holds queue_bytes (else 0).
+  acl_entries      ACL entries of the switch's flow ACL (default none), as the gNMI simulator
+                   serves them under /acl/acl-sets: [{set: "FLOWS", seq: 10,
+                   description: "fabricscope:nccl-roce", tc: 3}, ...]. An entry matches
+                   the traffic of its tc on every port: matched-packets (-octets) is the
+                   sum over the ports of tc_tx_pkts (tc_tx_octets) without counter_base,
+                   plus counter_base once (acl_matched_pkts / acl_matched_octets).
 """
 import json
 import math
@@ -91,6 +97,7 @@ class Scenario:
         c = dict(DEFAULT_CONGESTION)
         c.update(d.get("congestion", {}))
         self.cong = c
+        self.acl_entries = [dict(e) for e in d.get("acl_entries", [])]
         self.busy = None
         if d.get("busy") is not None:
             b = dict(DEFAULT_BUSY)
@@ -253,6 +260,16 @@ class Scenario:
         if p != self.cong["port"] or prio != self.cong["tc"]:
             return self.counter_base
         return int(self.cong["pfc_pps"] * self.surge_seconds(t)) + self.counter_base
+
+    def acl_matched_pkts(self, entry, t):
+        tc = int(entry["tc"])
+        return sum(self.tc_tx_pkts(p, tc, t) - self.counter_base
+                   for p in range(1, self.ports + 1)) + self.counter_base
+
+    def acl_matched_octets(self, entry, t):
+        tc = int(entry["tc"])
+        return sum(self.tc_tx_octets(p, tc, t) - self.counter_base
+                   for p in range(1, self.ports + 1)) + self.counter_base
 
     def pfc_rx_pause_us(self, p, prio, t):
         return (self.pfc_rx_pause_frames(p, prio, t) - self.counter_base) * PAUSE_US_PER_FRAME + self.counter_base

@@ -1254,12 +1254,14 @@ test_driver_api_version(void **state)
     /* The registry's view: every known name, the built ones resolvable. */
     assert_ptr_equal(fs_driver_of_block(&snmp->block), snmp);
     assert_null(fs_driver_of_block(&test_cli));
-    /* Of the built drivers the ONYX CLI one and the sFlow one read the flow rules (a
-     * reload that changes them restarts their instances only). */
+    /* Of the built drivers the ONYX CLI one, the sFlow one and the gNMI one (ACL entries
+     * named for a rule) read the flow rules (a reload that changes them restarts their
+     * instances only). */
     for (size_t i = 0; i < fs_builtin_driver_count; i++)
         assert_int_equal(fs_builtin_drivers[i]->block.uses_flow_rules,
                          strcmp(fs_builtin_drivers[i]->block.name, "cli") == 0 ||
-                             strcmp(fs_builtin_drivers[i]->block.name, "sflow") == 0);
+                             strcmp(fs_builtin_drivers[i]->block.name, "sflow") == 0 ||
+                             strcmp(fs_builtin_drivers[i]->block.name, "gnmi") == 0);
     assert_int_equal(real_opts.n_blocks, fs_builtin_driver_count);
     assert_int_equal(real_opts.n_blocks + real_opts.n_absent, fs_known_driver_count);
 }

@@ -537,6 +537,97 @@ test_acl_map(void **state)
     fs_gnmi_map_free(m);
 }
 
+/* ACL entries named for a flow rule by their description: counters that came before the
+   description map once it is seen (PROTO), a JSON_IETF acl-set with description and
+   counters in one blob maps at once, the per-interface counters of the entry follow its
+   set's description, acl_rules win, a changed description moves the entry, one naming
+   no rule removes it, and the prefix must be there. */
+static void
+test_acl_by_description(void **state)
+{
+    (void)state;
+    const char *names[] = {"nccl-roce", "nccl-sockets", "explicit"};
+    struct fs_gnmi_acl_rule acl[] = {{"FLOWS", 30, "explicit"}};
+    struct fs_gnmi_map_opts o = {.acl_rules = acl,
+                                 .n_acl_rules = 1,
+                                 .rule_names = names,
+                                 .n_rule_names = 3,
+                                 .acl_description_prefix = "fs:"};
+    struct fs_gnmi_map *m = map_new(&o);
+    const struct fs_gnmi_map_stats *st = fs_gnmi_map_get_stats(m);
+    struct recorder r = {0};
+#define E(seq) "acl-set[name=FLOWS][type=ACL_IPV4]/acl-entries/acl-entry[sequence-id=" #seq "]/"
+    Gnmi__Notification *n = notif("/acl/acl-sets", 0);
+    add_uint(n, E(10) "state/matched-packets", 5); /* before its description: unmapped */
+    add_str(n, E(10) "state/description", "fs:nccl-roce");
+    add_str(n, E(20) "config/description", "nccl-sockets");   /* no prefix: no rule */
+    add_str(n, E(30) "state/description", "fs:nccl-sockets"); /* acl_rules win */
+    fs_gnmi_map_notification(m, n, 1, &rec_emit, &r);
+    notif_free(n);
+    assert_int_equal(r.n, 0);
+    assert_int_equal(st->acl_descriptions, 3);
+    n = notif("/acl/acl-sets", 0);
+    add_uint(n, E(10) "state/matched-packets", 6);
+    add_uint(n, E(10) "state/matched-octets", 6000);
+    add_uint(n, E(20) "state/matched-packets", 7);
+    add_uint(n, E(30) "state/matched-packets", 8);
+    fs_gnmi_map_notification(m, n, 2, &rec_emit, &r);
+    notif_free(n);
+    assert_true(find(&r, FS_M_FLOW_RULE_PACKETS, "rule=nccl-roce")->u == 6);
+    assert_true(find(&r, FS_M_FLOW_RULE_BYTES, "rule=nccl-roce")->u == 6000);
+    assert_true(find(&r, FS_M_FLOW_RULE_PACKETS, "rule=explicit")->u == 8);
+    assert_int_equal(r.n, 3);
+    /* the entry's counters bound to an interface follow the set's description */
+    r.n = 0;
+    n = notif(NULL, 0);
+    add_uint(n,
+             "/acl/interfaces/interface[id=Eth1/5]/ingress-acl-sets/ingress-acl-set"
+             "[set-name=FLOWS][type=ACL_IPV4]/acl-entries/acl-entry[sequence-id=10]/state/"
+             "matched-packets",
+             3);
+    fs_gnmi_map_notification(m, n, 3, &rec_emit, &r);
+    notif_free(n);
+    assert_true(find(&r, FS_M_FLOW_RULE_PACKETS, "rule=nccl-roce,interface=Eth1/5")->u == 3);
+    /* moved to another rule, then to no rule */
+    r.n = 0;
+    n = notif("/acl/acl-sets", 0);
+    add_str(n, E(10) "state/description", "fs:nccl-sockets");
+    add_uint(n, E(10) "state/matched-packets", 9);
+    add_str(n, E(10) "config/description", "something else");
+    add_uint(n, E(10) "state/matched-octets", 9000);
+    fs_gnmi_map_notification(m, n, 4, &rec_emit, &r);
+    notif_free(n);
+    assert_int_equal(r.n, 1);
+    assert_true(find(&r, FS_M_FLOW_RULE_PACKETS, "rule=nccl-sockets")->u == 9);
+    /* JSON_IETF: one acl-set blob with the description and the counters */
+    r.n = 0;
+    n = notif(NULL, 0);
+    add_json(n, "/acl/acl-sets",
+             "{\"openconfig-acl:acl-set\":[{\"name\":\"J\",\"type\":\"ACL_IPV4\","
+             "\"config\":{\"name\":\"J\",\"type\":\"ACL_IPV4\"},\"acl-entries\":{"
+             "\"acl-entry\":[{\"sequence-id\":10,\"state\":{\"sequence-id\":10,"
+             "\"description\":\"fs:nccl-roce\",\"matched-packets\":\"11\"}}]}}]}",
+             true);
+    fs_gnmi_map_notification(m, n, 5, &rec_emit, &r);
+    notif_free(n);
+    assert_true(find(&r, FS_M_FLOW_RULE_PACKETS, "rule=nccl-roce")->u == 11);
+#undef E
+    fs_gnmi_map_free(m);
+    /* off (no rule names): a description is an unmapped string as before */
+    struct fs_gnmi_map_opts off = {0};
+    m = map_new(&off);
+    n = notif("/acl/acl-sets", 0);
+    add_str(n,
+            "acl-set[name=FLOWS][type=ACL_IPV4]/acl-entries/acl-entry[sequence-id=10]/state/"
+            "description",
+            "fs:nccl-roce");
+    fs_gnmi_map_notification(m, n, 1, &rec_emit, &r);
+    notif_free(n);
+    assert_int_equal(fs_gnmi_map_get_stats(m)->acl_descriptions, 0);
+    assert_int_equal(fs_gnmi_map_get_stats(m)->unmapped, 1);
+    fs_gnmi_map_free(m);
+}
+
 static void
 test_user_maps(void **state)
 {
@@ -979,6 +1070,7 @@ main(void)
         cmocka_unit_test(test_deletes),
         cmocka_unit_test(test_json_lists),
         cmocka_unit_test(test_acl_map),
+        cmocka_unit_test(test_acl_by_description),
         cmocka_unit_test(test_user_maps),
         cmocka_unit_test(test_cache_bounded),
         cmocka_unit_test(test_sink_emitter_store),

@@ -125,6 +125,19 @@ def build_leaves(sc):
                                lambda t, p=p, pr=prio: sc.pfc_rx_pause_frames(p, pr, t), "u64"))
             leaves.append(Leaf(pgrp, [sp, ("state", {}), ("in-pause-duration", {})],
                                lambda t, p=p, pr=prio: sc.pfc_rx_pause_us(p, pr, t), "u64"))
+    # The scenario's ACL entries (openconfig-acl): one group per set, each entry's
+    # description (config and state) and its counters.
+    for e in sc.acl_entries:
+        agrp = ("/acl/acl-sets/acl-set[name=%s][type=ACL_IPV4]" % e["set"],
+                [("acl", {}), ("acl-sets", {}), ("acl-set", {"name": e["set"], "type": "ACL_IPV4"})])
+        ent = [("acl-entries", {}), ("acl-entry", {"sequence-id": str(e["seq"])})]
+        for rel, fn, kind in [
+            ("config/description", lambda t, e=e: e["description"], "str"),
+            ("state/description", lambda t, e=e: e["description"], "str"),
+            ("state/matched-packets", lambda t, e=e: sc.acl_matched_pkts(e, t), "u64"),
+            ("state/matched-octets", lambda t, e=e: sc.acl_matched_octets(e, t), "u64"),
+        ]:
+            leaves.append(Leaf(agrp, ent + elems(rel), fn, kind))
     return leaves
 
 
@@ -262,7 +275,7 @@ class Target:
     def capabilities(self, req, context):
         self.check_auth(context)
         r = g.CapabilityResponse(gNMI_version="0.10.0")
-        for name in ("openconfig-interfaces", "openconfig-qos"):
+        for name in ("openconfig-interfaces", "openconfig-qos", "openconfig-acl"):
             r.supported_models.add(name=name, organization="OpenConfig working group",
                                    version="1.0.0")
         r.supported_encodings.extend(self.args.encodings_list)
@@ -278,7 +291,7 @@ class Target:
                 tv.json_ietf_val = b'{"broken":'
             return tv
         if enc == g.PROTO:
-            if leaf.kind == "enum":
+            if leaf.kind in ("enum", "str"):
                 tv.string_val = v
             else:
                 tv.uint_val = v
