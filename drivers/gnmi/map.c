@@ -206,6 +206,15 @@ struct acl_named {
     const char *rule; /* one of the map's rule names */
 };
 
+/* An nvidia-wjh aggregate: its last count and window, and what it added (map.h). */
+struct wjh_agg {
+    char *key; /* owned: "interface\0group\0id\0severity\0" */
+    size_t key_len;
+    char *reason; /* owned: the label value */
+    uint64_t count, total;
+    uint64_t win_start, win_end; /* 0: unknown */
+};
+
 struct fs_gnmi_map {
     struct crule *rules; /* built-in first, then the user's */
     size_t n_rules;
@@ -216,6 +225,9 @@ struct fs_gnmi_map {
     const char *desc_prefix; /* in owned */
     struct acl_named *named; /* FS_GNMI_ACL_NAMED_MAX */
     size_t n_named;
+    struct wjh_agg *wjh; /* grown up to FS_GNMI_WJH_MAX */
+    size_t n_wjh, cap_wjh;
+    json_tokener *wjh_tok;
     char **owned; /* strings copied from the options */
     size_t n_owned;
     struct rentry **slots;
@@ -351,6 +363,7 @@ fs_gnmi_map_new(const struct fs_gnmi_map_opts *o, char *errbuf, size_t errlen)
     m->n_slots = 1024;
     m->slots = calloc(m->n_slots, sizeof *m->slots);
     m->tok = json_tokener_new_ex(JSON_MAX_DEPTH * 2);
+    m->wjh_tok = json_tokener_new_ex(8);
     m->rules = calloc(N_BUILTIN + o->n_user_maps, sizeof *m->rules);
     m->acl = calloc(o->n_acl_rules + 1, sizeof *m->acl);
     if (o->rule_names && o->n_rule_names) {
@@ -369,7 +382,7 @@ fs_gnmi_map_new(const struct fs_gnmi_map_opts *o, char *errbuf, size_t errlen)
             m->n_rule_names++;
         }
     }
-    if (!m->slots || !m->tok || !m->rules || !m->acl) {
+    if (!m->slots || !m->tok || !m->wjh_tok || !m->rules || !m->acl) {
         snprintf(errbuf, errlen, "out of memory");
         goto fail;
     }
@@ -463,6 +476,13 @@ fs_gnmi_map_free(struct fs_gnmi_map *m)
     for (size_t i = 0; i < m->n_named; i++)
         free(m->named[i].set);
     free(m->named);
+    for (size_t i = 0; i < m->n_wjh; i++) {
+        free(m->wjh[i].key);
+        free(m->wjh[i].reason);
+    }
+    free(m->wjh);
+    if (m->wjh_tok)
+        json_tokener_free(m->wjh_tok);
     free(m->rule_names);
     if (m->tok)
         json_tokener_free(m->tok);
@@ -1048,10 +1068,143 @@ rejected:
 }
 
 /* Resolves m->key[0..len) with n_views views and emits v. */
+/* A JSON member as a uint64 (a non-negative integer, or a string of digits). */
+static bool
+wjh_u64(json_object *o, const char *name, uint64_t *out)
+{
+    json_object *x;
+    if (!json_object_object_get_ex(o, name, &x))
+        return false;
+    if (json_object_get_type(x) == json_type_int) {
+        if (json_object_get_int64(x) < 0)
+            return false;
+        *out = json_object_get_uint64(x);
+        return true;
+    }
+    if (json_object_get_type(x) != json_type_string)
+        return false;
+    const char *s = json_object_get_string(x);
+    if (!s || !isdigit((unsigned char)s[0]))
+        return false;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end)
+        return false;
+    *out = v;
+    return true;
+}
+
+/*
+ * The `drop` leaf of an nvidia-wjh aggregate reason (map.h): true when the path is one
+ * (the value is consumed, counted in wjh_records, and wjh_rejected when it cannot be
+ * read). Adds to the aggregate's total as a window and emits it.
+ */
+static bool
+wjh_drop(struct fs_gnmi_map *m, size_t n, const char *json)
+{
+    const struct pview *vs = m->views;
+    if (n < 7 || strcmp(strip_module(vs[n - 1].name), "drop") != 0 ||
+        strcmp(strip_module(vs[n - 2].name), "reason") != 0 ||
+        strcmp(strip_module(vs[n - 3].name), "reasons") != 0 ||
+        strcmp(strip_module(vs[n - 5].name), "aggregate") != 0 ||
+        strcmp(strip_module(vs[n - 6].name), "wjh") != 0)
+        return false;
+    const char *iface = elem_key(vs, n, "interface.name");
+    const char *group = strip_module(vs[n - 4].name);
+    const char *id = view_key(&vs[n - 2], "id");
+    const char *sev = view_key(&vs[n - 2], "severity");
+    if (!iface || !id)
+        return false;
+    if (!sev)
+        sev = "";
+    m->st.wjh_records++;
+    size_t jl = strlen(json);
+    uint64_t count = 0, ws = 0, we = 0;
+    const char *reason = NULL;
+    char idr[48];
+    json_object *jo = NULL;
+    if (jl > FS_GNMI_WJH_JSON_MAX)
+        goto rejected;
+    json_tokener_reset(m->wjh_tok);
+    jo = json_tokener_parse_ex(m->wjh_tok, json, (int)jl);
+    if (!jo && json_tokener_get_error(m->wjh_tok) == json_tokener_continue)
+        jo = json_tokener_parse_ex(m->wjh_tok, "", 1);
+    if (!jo || json_object_get_type(jo) != json_type_object || !wjh_u64(jo, "count", &count))
+        goto rejected;
+    if (!wjh_u64(jo, "window_start", &ws) || !wjh_u64(jo, "window_end", &we) || we < ws)
+        ws = we = 0;
+    json_object *r;
+    if (json_object_object_get_ex(jo, "reason", &r) &&
+        json_object_get_type(r) == json_type_string && json_object_get_string_len(r) > 0 &&
+        json_object_get_string_len(r) < 96)
+        reason = json_object_get_string(r);
+    else {
+        snprintf(idr, sizeof idr, "id_%.40s", id);
+        reason = idr;
+    }
+    /* the aggregate's key: interface, group, id, severity */
+    size_t kl = strlen(iface) + strlen(group) + strlen(id) + strlen(sev) + 4;
+    char key[KEY_MAX + 64];
+    if (kl > sizeof key)
+        goto rejected;
+    size_t o = 0;
+    const char *parts[4] = {iface, group, id, sev};
+    for (int i = 0; i < 4; i++) {
+        size_t l = strlen(parts[i]);
+        memcpy(key + o, parts[i], l + 1);
+        o += l + 1;
+    }
+    struct wjh_agg *a = NULL;
+    for (size_t i = 0; i < m->n_wjh && !a; i++)
+        if (m->wjh[i].key_len == kl && memcmp(m->wjh[i].key, key, kl) == 0)
+            a = &m->wjh[i];
+    if (!a) {
+        if (m->n_wjh == FS_GNMI_WJH_MAX)
+            goto rejected;
+        if (m->n_wjh == m->cap_wjh) {
+            size_t cap = m->cap_wjh ? m->cap_wjh * 2 : 16;
+            struct wjh_agg *g = realloc(m->wjh, cap * sizeof *g);
+            if (!g)
+                goto rejected;
+            m->wjh = g;
+            m->cap_wjh = cap;
+        }
+        char *k = malloc(kl), *rs = strdup(reason);
+        if (!k || !rs) {
+            free(k);
+            free(rs);
+            goto rejected;
+        }
+        memcpy(k, key, kl);
+        a = &m->wjh[m->n_wjh++];
+        *a = (struct wjh_agg){.key = k, .key_len = kl, .reason = rs, .total = count};
+    } else if (a->win_end && ws && ws > a->win_end) {
+        a->total += count; /* a new window after the previous one: all of it is new */
+    } else if (count > a->count) {
+        a->total += count - a->count;
+    }
+    a->count = count;
+    a->win_start = ws;
+    a->win_end = we;
+    json_object_put(jo);
+    struct fs_label l[3] = {{"interface", iface}, {"group", group}, {"reason", a->reason}};
+    begin_batch(m);
+    if (m->e->counter)
+        m->e->counter(m->arg, FS_M_PORT_WJH_DROPPED, l, 3, a->total, 1.0);
+    m->st.mapped++;
+    return true;
+rejected:
+    if (jo)
+        json_object_put(jo);
+    m->st.wjh_rejected++;
+    return true;
+}
+
 static void
 map_leaf(struct fs_gnmi_map *m, size_t len, size_t n_views, const struct val *v)
 {
-    if (v->t == V_STR && v->s && acl_description(m, n_views, v->s))
+    if (v->t == V_STR && v->s && (acl_description(m, n_views, v->s) || wjh_drop(m, n_views, v->s)))
         return;
     struct rentry *tmp = NULL;
     struct rentry *e = lookup(m, len, n_views, &tmp);

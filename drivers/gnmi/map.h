@@ -12,6 +12,22 @@
  * cached too. The cache is bounded (a hostile target may send endless distinct paths):
  * when full, paths are resolved without being cached and counted in cache_overflow.
  *
+ * Cumulus nvidia-wjh: the string leaf `drop` of
+ * /interfaces/interface[name]/wjh/aggregate/<group>/reasons/reason[id][severity] holds
+ * JSON. Its layout is ASSUMED (the facts show the paths, not the JSON): an object with
+ * "count" (drops in the aggregate's sample window; a number or a numeric string), an
+ * optional "reason" (text) and optional "window_start"/"window_end" (the sample
+ * window's bounds, ns since the epoch, numbers or numeric strings). Parsed with json-c
+ * (the map's JSON library), at most FS_GNMI_WJH_JSON_MAX bytes and depth 8. The
+ * aggregate is a window, not a counter (as ONYX's WJH table, drivers/onyx/wjh_tally.h):
+ * per (interface, group, id, severity) the first sight adds its count, a later one adds
+ * what the count grew, or its whole count when its window starts after the previous one
+ * ended; a count that shrinks adds nothing, never a clear. The total goes out as
+ * fabric_port_wjh_dropped_packets_total{interface, group, reason} (reason: the JSON's
+ * "reason", else "id_<id>"); per port only: the assumed layout carries no 5-tuple to
+ * match a flow rule with. At most FS_GNMI_WJH_MAX aggregates per target (more counted
+ * in wjh_rejected).
+ *
  * Everything a target sends is untrusted: any value type for any path, paths of any
  * depth, keys with any bytes, JSON of any shape. Bad values are counted as rejected and
  * skipped; nothing here fails.
@@ -32,6 +48,10 @@
 #include "store/sink.h"
 
 #define FS_GNMI_ACL_NAMED_MAX 1024
+/* nvidia-wjh aggregates remembered per target (interface, group, reason id, severity) */
+#define FS_GNMI_WJH_MAX 4096
+/* longest `drop` JSON string parsed */
+#define FS_GNMI_WJH_JSON_MAX 65536
 
 /** ACL entry -> flow rule (labels `rule` of fabric_flow_rule_*_total). */
 struct fs_gnmi_acl_rule {
@@ -93,6 +113,8 @@ struct fs_gnmi_map_stats {
     uint64_t exposed;          /**< unmapped numeric values exported as fabric_gnmi_value */
     uint64_t unmapped;         /**< values of paths no mapping covers (dropped) */
     uint64_t acl_descriptions; /**< ACL entry descriptions read (acl_by_description) */
+    uint64_t wjh_records;      /**< nvidia-wjh aggregate `drop` leaves read */
+    uint64_t wjh_rejected;     /**< of them: not the assumed JSON layout, or beyond bounds */
     uint64_t acl_named_over;   /**< entries named for a rule beyond FS_GNMI_ACL_NAMED_MAX */
     uint64_t rejected;         /**< values that could not be decoded for their mapping */
     uint64_t deletes;          /**< series marked deleted */

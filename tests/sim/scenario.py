@@ -45,6 +45,12 @@ Keys (all optional):
                    the traffic of its tc on every port: matched-packets (-octets) is the
                    sum over the ports of tc_tx_pkts (tc_tx_octets) without counter_base,
                    plus counter_base once (acl_matched_pkts / acl_matched_octets).
+  wjh              What-Just-Happened aggregates, as the gNMI simulator serves them on
+                   Cumulus' nvidia-wjh paths (default none): {window_s: 4}. The WRED drops
+                   of every port's incident tc (tc_wred_dropped without counter_base)
+                   are aggregated in tumbling sample windows of window_s seconds from
+                   boot: at t the aggregate holds the drops since the start of t's window
+                   (wjh_window / wjh_count).
 """
 import json
 import math
@@ -98,6 +104,7 @@ class Scenario:
         c.update(d.get("congestion", {}))
         self.cong = c
         self.acl_entries = [dict(e) for e in d.get("acl_entries", [])]
+        self.wjh = dict(d["wjh"]) if d.get("wjh") is not None else None
         self.busy = None
         if d.get("busy") is not None:
             b = dict(DEFAULT_BUSY)
@@ -270,6 +277,17 @@ class Scenario:
         tc = int(entry["tc"])
         return sum(self.tc_tx_octets(p, tc, t) - self.counter_base
                    for p in range(1, self.ports + 1)) + self.counter_base
+
+    def wjh_window(self, t):
+        """(start, end) in seconds since boot of the WJH sample window at t."""
+        w = float(self.wjh["window_s"])
+        return math.floor(t / w) * w, t
+
+    def wjh_count(self, p, t):
+        """WRED drops of port p on the incident's tc in the WJH window at t."""
+        s, _ = self.wjh_window(t)
+        tc = self.cong["tc"]
+        return self.tc_wred_dropped(p, tc, t) - self.tc_wred_dropped(p, tc, s)
 
     def pfc_rx_pause_us(self, p, prio, t):
         return (self.pfc_rx_pause_frames(p, prio, t) - self.counter_base) * PAUSE_US_PER_FRAME + self.counter_base

@@ -628,6 +628,51 @@ test_acl_by_description(void **state)
     fs_gnmi_map_free(m);
 }
 
+/* Cumulus nvidia-wjh aggregates (assumed JSON layout, map.h) counted as a window: the
+   first sight adds the count, growth adds the difference, a shrinking count adds
+   nothing, a window after the previous one adds all of it; bad JSON is rejected. */
+static void
+test_wjh_aggregate(void **state)
+{
+    (void)state;
+    struct fs_gnmi_map *m = map_new(NULL);
+    const struct fs_gnmi_map_stats *st = fs_gnmi_map_get_stats(m);
+    struct recorder r = {0};
+#define WJH(iface, grp) "/interfaces/interface[name=" iface "]/wjh/aggregate/" grp "/reasons/"
+    static const struct {
+        const char *json;
+        uint64_t want;
+    } steps[] = {
+        {"{\"count\":5,\"reason\":\"WRED\",\"window_start\":100,\"window_end\":200}", 5},
+        {"{\"count\":\"8\",\"reason\":\"WRED\",\"window_start\":100,\"window_end\":250}", 8},
+        {"{\"count\":3,\"reason\":\"WRED\",\"window_start\":150,\"window_end\":260}", 8},
+        {"{\"count\":4,\"reason\":\"WRED\",\"window_start\":300,\"window_end\":400}", 12},
+        {"{\"count\":6}", 14},
+    };
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        Gnmi__Notification *n = notif(NULL, 0);
+        r.n = 0; /* the recorder appends: keep this step's samples only */
+        add_str(n, WJH("swp5", "buffer") "reason[id=1][severity=Warning]/drop", steps[i].json);
+        fs_gnmi_map_notification(m, n, 1 + (int64_t)i, &rec_emit, &r);
+        notif_free(n);
+        assert_true(find(&r, FS_M_PORT_WJH_DROPPED, "interface=swp5,group=buffer,reason=WRED")->u ==
+                    steps[i].want);
+    }
+    /* another aggregate without a reason text; bad JSON and a missing count rejected */
+    Gnmi__Notification *n = notif(NULL, 0);
+    add_str(n, WJH("swp6", "l2") "reason[id=207][severity=Error]/drop", "{\"count\":2}");
+    add_str(n, WJH("swp6", "l2") "reason[id=208][severity=Error]/drop", "{\"count\":");
+    add_str(n, WJH("swp6", "l2") "reason[id=209][severity=Error]/drop", "{\"reason\":\"x\"}");
+    add_str(n, WJH("swp6", "l2") "reason[id=210][severity=Error]/drop", "[1,2]");
+    fs_gnmi_map_notification(m, n, 9, &rec_emit, &r);
+    notif_free(n);
+#undef WJH
+    assert_true(find(&r, FS_M_PORT_WJH_DROPPED, "interface=swp6,group=l2,reason=id_207")->u == 2);
+    assert_int_equal(st->wjh_records, 9);
+    assert_int_equal(st->wjh_rejected, 3);
+    fs_gnmi_map_free(m);
+}
+
 static void
 test_user_maps(void **state)
 {
@@ -1071,6 +1116,7 @@ main(void)
         cmocka_unit_test(test_json_lists),
         cmocka_unit_test(test_acl_map),
         cmocka_unit_test(test_acl_by_description),
+        cmocka_unit_test(test_wjh_aggregate),
         cmocka_unit_test(test_user_maps),
         cmocka_unit_test(test_cache_bounded),
         cmocka_unit_test(test_sink_emitter_store),

@@ -125,6 +125,22 @@ def build_leaves(sc):
                                lambda t, p=p, pr=prio: sc.pfc_rx_pause_frames(p, pr, t), "u64"))
             leaves.append(Leaf(pgrp, [sp, ("state", {}), ("in-pause-duration", {})],
                                lambda t, p=p, pr=prio: sc.pfc_rx_pause_us(p, pr, t), "u64"))
+    # Cumulus nvidia-wjh: one buffer-group aggregate (WRED, id 1, severity Notice) per
+    # port, its `drop` leaf a JSON string (the layout fabricscope assumes, map.h).
+    if sc.wjh is not None:
+        for p in range(1, sc.ports + 1):
+            ifn = sc.port_name(p)
+            wgrp = ("/interfaces/interface[name=%s]/wjh/aggregate/buffer" % ifn,
+                    [("interfaces", {}), ("interface", {"name": ifn}), ("wjh", {}),
+                     ("aggregate", {}), ("buffer", {})])
+
+            def drop(t, p=p):
+                s, e = sc.wjh_window(t)
+                ns = lambda x: int(round((sc.boot_epoch_s + x) * 1e9))  # noqa: E731
+                return json.dumps({"count": sc.wjh_count(p, t), "reason": "WRED",
+                                   "window_start": ns(s), "window_end": ns(e)})
+            leaves.append(Leaf(wgrp, [("reasons", {}), ("reason", {"id": "1", "severity": "Notice"}),
+                                      ("drop", {})], drop, "str"))
     # The scenario's ACL entries (openconfig-acl): one group per set, each entry's
     # description (config and state) and its counters.
     for e in sc.acl_entries:
