@@ -21,6 +21,7 @@ PACKAGES=(
   systemd nftables linux-perf  # packaging test (systemd-analyze verify); acceptance test (packet loss, perf record)
   chromium  # web view test: the page rendered in headless Chromium (tests/integration/test_web_view.sh)
   tshark  # sFlow decoder test: Wireshark's dissector as an independent decoder (tests/integration/test_sflow_tshark.sh)
+  pmacct  # sFlow estimate test: sfacctd's per-port volumes beside ours (tests/integration/test_sflow_pmacct.sh)
   lintian  # Debian package test (tests/ops/test_deb.sh; the package is built by cpack)
   libfaketime  # host agent capture test: the agent's (and its perf's) wall clock set 40 ms behind
 )
