@@ -1945,7 +1945,8 @@ fs_analysis_export_trace(struct fs_analysis *a, struct fs_store *st,
         if (evl.failed)
             oom = true;
         else {
-            qsort(evl.e, evl.n, sizeof *evl.e, cmp_ev_start);
+            if (evl.n) /* no host events (a switch-only fabric): no array to sort */
+                qsort(evl.e, evl.n, sizeof *evl.e, cmp_ev_start);
             for (size_t i = 0; i < evl.n && !tc.failed; i++)
                 trace_ev_cb(&tc, &evl.e[i]);
         }
