@@ -467,6 +467,17 @@ fs_gnmi_target_add(void *state, const char *name, const char *address,
         goto done;
     t->sa.sink = sink;
     t->sa.clk_max_delay_us = cfg->clock_max_delay_us;
+    {
+        /* The upper bound of the clock rests on an assumption, stated in the answers. */
+        int64_t dly =
+            cfg->clock_max_delay_us > 0 ? cfg->clock_max_delay_us : FS_GNMI_CLOCK_MAX_DELAY_US;
+        char basis[160];
+        snprintf(basis, sizeof basis,
+                 "notification timestamps; delivery delay assumed at most %lld.%03lld ms "
+                 "(gnmi.clock_max_delivery_delay)",
+                 (long long)(dly / 1000), (long long)(dly % 1000));
+        fs_sink_clock_basis(sink, basis);
+    }
 
     if (cfg->username && !(password = read_secret(&cfg->password, errbuf, errlen)))
         goto done;

@@ -178,8 +178,12 @@ struct onyx_target {
     size_t nports;
     size_t ports_listed; /* > ONYX_MAX_PORTS: the switch listed this many (cut); else 0 */
     char profile[160];
-    struct onyx_wjh_tally wjh; /* WJH drops counted once each, across polls and sessions */
-    regex_t ports_re;          /* cfg.flow_rule_ports, anchored; compiled when ports_re_ok */
+    struct onyx_wjh_tally wjh;    /* WJH drops counted once each, across polls and sessions */
+    int64_t clock_utc_offset_s;   /* show clock's UTC offset: the zone of WJH time stamps */
+    uint64_t wjh_events;          /* WJH rows with new drops handed over as device events */
+    uint64_t wjh_events_unplaced; /* not placed (clock not measured yet) or over the bound */
+    unsigned wjh_events_poll;     /* handed over in this poll (bounded) */
+    regex_t ports_re;             /* cfg.flow_rule_ports, anchored; compiled when ports_re_ok */
     bool ports_re_ok;
     size_t *acl_order;      /* onyx_flow_order() of the flow rules (n_flow_rules of them) */
     char acl_counters[200]; /* the ACL counters' state, for the detail */
@@ -651,6 +655,68 @@ learn_ports(struct onyx_target *t)
             t->nports++;
 }
 
+/* Device events handed over per poll at most: a full table of new rows must not flood
+ * the host-event store (the counters keep every drop). */
+#define WJH_EVENTS_PER_POLL 256
+
+/*
+ * A WJH row's new drops as a timestamped device event (kind "wjh.drop", name: the
+ * reason), so /api/v1/correlate and the trace export show when they happened: a raw
+ * record at its own time stamp; an aggregated row over the part of its Sample Window
+ * that is new since the previous table (its whole window when the windows do not meet).
+ */
+static void
+wjh_event(struct onyx_target *t, const struct onyx_wjh_record *r, uint64_t drops, const char *rule)
+{
+    int64_t a_us, b_us, prev_us;
+    if (r->aggregated) {
+        if (onyx_parse_wjh_time(r->window_start, t->clock_utc_offset_s, &a_us) != 0 ||
+            onyx_parse_wjh_time(r->window_end, t->clock_utc_offset_s, &b_us) != 0 || b_us < a_us)
+            goto unplaced;
+        if (t->wjh.prev_window_end[0] &&
+            onyx_parse_wjh_time(t->wjh.prev_window_end, t->clock_utc_offset_s, &prev_us) == 0 &&
+            prev_us > a_us && prev_us <= b_us)
+            a_us = prev_us;
+    } else if (onyx_parse_wjh_time(r->timestamp, t->clock_utc_offset_s, &a_us) == 0) {
+        b_us = a_us;
+    } else {
+        goto unplaced;
+    }
+    if (t->wjh_events_poll >= WJH_EVENTS_PER_POLL)
+        goto unplaced;
+    char n[24], sp[16], dp[16];
+    snprintf(n, sizeof(n), "%llu", (unsigned long long)drops);
+    struct fs_label at[8];
+    size_t na = 0;
+    at[na++] = (struct fs_label){"drops", n};
+    if (r->sport[0])
+        at[na++] = (struct fs_label){"interface", r->sport};
+    if (rule)
+        at[na++] = (struct fs_label){"rule", rule};
+    if (r->proto[0])
+        at[na++] = (struct fs_label){"proto", r->proto};
+    if (r->src_ip[0]) {
+        at[na++] = (struct fs_label){"saddr", r->src_ip};
+        snprintf(sp, sizeof(sp), "%d", r->src_port);
+        if (r->src_port >= 0)
+            at[na++] = (struct fs_label){"sport", sp};
+    }
+    if (r->dst_ip[0]) {
+        at[na++] = (struct fs_label){"daddr", r->dst_ip};
+        snprintf(dp, sizeof(dp), "%d", r->dst_port);
+        if (r->dst_port >= 0)
+            at[na++] = (struct fs_label){"dport", dp};
+    }
+    if (fs_sink_device_event(t->sink, a_us, b_us, "wjh.drop", r->reason[0] ? r->reason : "drop", at,
+                             na) != 0)
+        goto unplaced;
+    t->wjh_events_poll++;
+    t->wjh_events++;
+    return;
+unplaced:
+    t->wjh_events_unplaced++;
+}
+
 struct wjh_acc {
     struct onyx_target *t;
     char window_end[32];
@@ -670,13 +736,19 @@ wjh_record(const struct onyx_wjh_record *r, void *arg)
         a->oom = true;
         return;
     }
+    const char *first_rule = NULL;
     for (size_t i = 0; i < t->cfg.n_flow_rules; i++) {
         const struct fs_flow_rule *rule = &t->cfg.flow_rules[i];
         /* a rule with no drops yet still gets its total (0) once a row matches it */
-        if (onyx_wjh_matches_rule(r, rule) &&
-            onyx_wjh_tally_add(&t->wjh, rule->name, r->reason, (uint64_t)fresh) < 0)
-            a->oom = true;
+        if (onyx_wjh_matches_rule(r, rule)) {
+            if (!first_rule)
+                first_rule = rule->name;
+            if (onyx_wjh_tally_add(&t->wjh, rule->name, r->reason, (uint64_t)fresh) < 0)
+                a->oom = true;
+        }
     }
+    if (fresh > 0)
+        wjh_event(t, r, (uint64_t)fresh, first_rule);
 }
 
 /* The WJH totals as samples: one counter per (rule, reason), each drop counted once. */
@@ -802,6 +874,8 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
     case K_CLOCK: {
         int64_t dev_us, res_us;
         rc = onyx_parse_clock(text, len, &dev_us, &res_us, err, sizeof(err));
+        if (rc == 0)
+            onyx_parse_clock_utc_offset(text, len, &t->clock_utc_offset_s);
         /* The raw reading: the device read dev_us (truncated to its resolution) while our
          * clock was between the batch's send and this answer. The core's filter does the
          * rest (second-edge detection across polls and clock probes for a whole-second
@@ -857,6 +931,7 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
         break;
     case K_WJH: {
         struct wjh_acc a = {.t = t};
+        t->wjh_events_poll = 0;
         onyx_wjh_tally_begin(&t->wjh);
         rc = onyx_parse_wjh(text, len, wjh_record, &a, err, sizeof(err)) < 0 ? -1 : 0;
         if (rc == 0 && a.oom) {
@@ -864,6 +939,12 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
             rc = -1;
         }
         if (rc == 0) {
+            /* An empty table still says where its window ended: the next table's new
+             * drops came after it (wjh_event). */
+            char ws[32];
+            if (!a.window_end[0])
+                onyx_parse_wjh_window(text, len, ws, sizeof(ws), a.window_end,
+                                      sizeof(a.window_end));
             onyx_wjh_tally_end(&t->wjh, a.window_end);
             if (t->wjh.overflow)
                 fs_log(FS_LOG_WARN, SUBSYS,
@@ -1477,7 +1558,8 @@ update_detail(struct onyx_target *t)
              "\"cli_sessions_opened\":%llu,"
              "\"cli_flow_rules\":\"%s\",\"cli_acl_counters\":\"%s\","
              "\"cli_pipelining\":%s,\"cli_clock_probes\":%llu,"
-             "\"cli_clock_probing\":\"%s\",\"cli_ports_listed_beyond_bound\":%zu",
+             "\"cli_clock_probing\":\"%s\",\"cli_ports_listed_beyond_bound\":%zu,"
+             "\"cli_wjh_events\":%llu,\"cli_wjh_events_unplaced\":%llu",
              t->ss == SS_DOWN                                               ? "down"
              : (t->ss == SS_READY || t->ss == SS_BUSY || t->ss == SS_PROBE) ? "up"
                                                                             : "opening",
@@ -1489,7 +1571,8 @@ update_detail(struct onyx_target *t)
              : t->config_failed       ? "failed, rolled back"
                                       : "in place",
              acl_state, t->one_at_a_time ? "false" : "true", (unsigned long long)t->prober.sent,
-             t->prober.state ? t->prober.state : FS_CLOCK_PROBER_STATE_NONE, t->ports_listed);
+             t->prober.state ? t->prober.state : FS_CLOCK_PROBER_STATE_NONE, t->ports_listed,
+             (unsigned long long)t->wjh_events, (unsigned long long)t->wjh_events_unplaced);
     pthread_mutex_lock(&t->detail_lock);
     bool changed = strcmp(d, t->detail) != 0;
     if (changed)

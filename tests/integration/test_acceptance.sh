@@ -76,15 +76,17 @@ BOOT=$((NOW - 100)) PHASE=$((100 + LEAD))
 # Both TORs are busy fabrics (scenario.py "busy"; on tor1 the culprit port is busy and
 # bursty itself): most ports carry ECN marks and queue
 # at their own level with noise, and a share of them have random incast bursts (3 s every
-# ~5 min each), so a suspect must stand out against a busy fabric.
+# ~5 min each), so a suspect must stand out against a busy fabric. Like a real ONYX
+# switch they have no `show telemetry flows`: per-rule drops come from the WJH table (a
+# 10 s window), whose rows are also timestamped switch events.
 cat >"$T/tor1.json" <<EOF
-{"ports": 64, "boot_epoch_s": $BOOT, "clock_offset_ms": 250,
+{"ports": 64, "boot_epoch_s": $BOOT, "clock_offset_ms": 250, "onyx_wjh_window_s": 10, "onyx_lacks": ["show telemetry flows"],
  "busy": {"seed": 12},
  "congestion": {"port": 49, "tc": 3, "period_s": $PERIOD, "duration_s": $DURATION, "phase_s": $PHASE}}
 EOF
 # tor2: the same kind of switch without incidents (its first surge would be 30 years away)
 cat >"$T/tor2.json" <<EOF
-{"ports": 64, "boot_epoch_s": $BOOT, "clock_offset_ms": 0,
+{"ports": 64, "boot_epoch_s": $BOOT, "clock_offset_ms": 0, "onyx_wjh_window_s": 10, "onyx_lacks": ["show telemetry flows"],
  "busy": {"seed": 11},
  "congestion": {"port": 49, "tc": 3, "period_s": $PERIOD, "duration_s": $DURATION, "phase_s": 1e9}}
 EOF
@@ -374,6 +376,34 @@ assert not bad, "host offsets off -40 ms by more than 5 ms: %s" % bad[:5]
 top = d["summary"][0]
 print("# summary: %s" % top["text"])
 assert top["target"] == "tor1" and top["interface"] == "Eth1/49", "summary: %s" % top
+# WJH drops are timestamped device events (tor1's clock is 250 ms ahead; its offset
+# places them): each overlaps a surge of the scenario (which surges before and after the
+# ones the generator played, on the same grid), ending after the surge began and
+# starting before it ended (+ a poll).
+wjh = {}
+for e in events:
+    for o in e["other_host_events"]:
+        if o["kind"] == "wjh.drop":
+            wjh[(o["start"], o["end"])] = o
+P = gen["surges"][1][0] - gen["surges"][0][0]
+a0, b0 = gen["surges"][0]
+def over_surge(o):
+    s, e = float(o["start"]), float(o["end"])
+    k = round((e - a0) / P)
+    return any(e >= a0 + j * P and s <= b0 + j * P + 1.5 for j in (k - 1, k))
+bad = [o for o in wjh.values()
+       if o["host"] != "tor1" or o["attrs"].get("interface") != "Eth1/49" or not over_surge(o)]
+hit = {k for k, (a, b) in enumerate(gen["surges"])
+       if any(float(o["end"]) >= a and float(o["start"]) <= b + 1.5 for o in wjh.values())}
+print("# WJH drop events in the answer: %d, over %d of %d played surges; misplaced %d"
+      % (len(wjh), len(hit), len(gen["surges"]), len(bad)))
+assert wjh and not bad, "WJH events misplaced: %s" % bad[:3]
+assert len(hit) >= len(gen["surges"]) - 1, "WJH events over only %d of %d surges" % (len(hit), len(gen["surges"]))
+# The answer states the clocks its times rest on, the culprit's switch among them.
+clk = {(c["target"], c["source"]): c for c in d["clocks"]}
+print("# clocks in the answer: %s" % sorted("%s/%s" % k for k in clk))
+g = clk.get(("tor1", "gnmi"))
+assert g and "delivery delay assumed at most 5.000 ms" in g["basis"], "tor1/gnmi clock: %s" % g
 PYEOF
 
 # ---- clock offsets per (target, source)
@@ -421,6 +451,14 @@ for tgt, val in true_off.items():
             errs.append("%s/%s: the true offset %.3f is outside %s +- %s" % (tgt, src, val, off, unc))
         if abs(off - val) > tight.get(src, 0.020):
             errs.append("%s/%s offset %s, want %.3f +- %.3f" % (tgt, src, off, val, tight.get(src, 0.020)))
+# What each measured clock's bounds rest on is stated: gNMI's on its assumed delivery
+# delay (a configured value), the CLI's on the round trips of its probes.
+for tgt in true_off:
+    basis = {src: (inst.get((tgt, src)) or {}).get("clock_basis") or "" for src in ("gnmi", "cli")}
+    if "delivery delay assumed at most 5.000 ms (gnmi.clock_max_delivery_delay)" not in basis["gnmi"]:
+        errs.append("%s/gnmi clock_basis does not state the assumed delay: %r" % (tgt, basis["gnmi"]))
+    if "round trip" not in basis["cli"]:
+        errs.append("%s/cli clock_basis: %r" % (tgt, basis["cli"]))
 # The SNMP simulator serves no hrSystemDate: the offset must be unknown, not invented.
 for tgt in ("tor1", "tor2"):
     o = inst.get((tgt, "snmp"))

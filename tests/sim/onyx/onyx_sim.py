@@ -646,7 +646,8 @@ class Sim:
             count -= sc.tc_wred_dropped(cp, tc, t0) - sc.counter_base
 
             def stamp(x):
-                e = sc.boot_epoch_s + x
+                # the device stamps its table with its own clock
+                e = sc.boot_epoch_s + x + sc.clock_offset_ms / 1000.0
                 return time.strftime("%Y/%m/%d %H:%M:%S", time.gmtime(e)) + ".%03d" % (
                     int(round(e * 1000)) % 1000)
             window = "%s - %s" % (stamp(t0), stamp(t))
