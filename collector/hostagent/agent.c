@@ -702,6 +702,9 @@ fs_host_agent_main(int argc, char **argv)
                                          {"once", no_argument, NULL, 'o'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
+    /* The subcommand of fabricscope, or the fabricscope-host-agent binary. */
+    const char *prog =
+        strcmp(argv[0], "host-agent") == 0 ? "fabricscope host-agent" : "fabricscope-host-agent";
     const char *path = NULL;
     bool check = false, one = false;
     int ch;
@@ -718,20 +721,20 @@ fs_host_agent_main(int argc, char **argv)
             one = true;
             break;
         case 'h':
-            printf("usage: fabricscope host-agent -c FILE [--check-config] [--once]\n"
+            printf("usage: %s -c FILE [--check-config] [--once]\n"
                    "  the agent of a GPU host: measures its clock offset to the collector,\n"
                    "  posts NCCL Inspector records as they are written, and runs perf around\n"
                    "  the collector's next predicted incident (README \"Host agent\");\n"
                    "  --check-config: validate FILE and exit 0 (good) or 2 (bad);\n"
-                   "  --once: one capture of capture.length now, posted, then exit\n");
+                   "  --once: one capture of capture.length now, posted, then exit\n",
+                   prog);
             return 0;
         default:
             return 2;
         }
     }
     if (!path || optind != argc) {
-        fprintf(stderr, "fabricscope host-agent: usage: fabricscope host-agent -c FILE "
-                        "[--check-config] [--once]\n");
+        fprintf(stderr, "%s: usage: %s -c FILE [--check-config] [--once]\n", prog, prog);
         return 2;
     }
     struct agent *a = calloc(1, sizeof *a);
