@@ -23,9 +23,11 @@
 #include "hostagent/agent_config.h"
 #include "hostagent/capture.h"
 #include "hostagent/offset_track.h"
+#include "hostagent/runcmd.h"
 #include "hostagent/spool.h"
 #include "hostagent/tail.h"
 #include "importers/client.h"
+#include "importers/import_perf.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -47,6 +49,7 @@ struct counters {
     uint64_t spool_bytes, spool_events, spool_dropped_events;
     uint64_t captures, capture_failures, capture_events;
     uint64_t nccl_lines_bad;
+    uint64_t commands, command_failures, command_events;
 };
 
 struct agent {
@@ -65,6 +68,10 @@ struct agent {
     char raw[4096], what[512], last_failure[96];
     unsigned capture_seq;
     bool quota_reported;
+    /* command */
+    struct fs_runcmd cmd;
+    int64_t next_cmd_us;
+    char cmd_reported[160]; /* the last kind of outcome reported (once each) */
     /* metrics */
     pthread_mutex_t mu;
     struct counters c;
@@ -72,6 +79,8 @@ struct agent {
 };
 
 static volatile sig_atomic_t g_stop;
+
+static void command_start(struct agent *a, int64_t win_start_ns, int64_t win_end_ns);
 
 static void
 on_signal(int sig)
@@ -461,8 +470,11 @@ capture_step(struct agent *a)
         a->next_poll_us = mono + a->cfg.poll_us;
         capture_poll(a);
     }
-    if (a->cap == CAP_ARMED && now_ns() >= a->win_start_ns)
+    if (a->cap == CAP_ARMED && now_ns() >= a->win_start_ns) {
+        if (a->cfg.cmd_argv && a->cfg.cmd_at_capture)
+            command_start(a, a->win_start_ns, a->win_end_ns);
         a->cap = capture_begin(a) == 0 ? CAP_RUNNING : CAP_IDLE;
+    }
     if (a->cap == CAP_RUNNING) {
         int ws;
         pid_t p = waitpid(a->perf, &ws, WNOHANG);
@@ -472,6 +484,100 @@ capture_step(struct agent *a)
             a->next_poll_us = mono;
         }
     }
+}
+
+/* ---- the configured command ---- */
+
+/* Once per kind of outcome (how): the same failure every interval is no news. */
+static void
+report_command(struct agent *a, const char *how, const char *detail, bool error)
+{
+    if (strcmp(a->cmd_reported, how) == 0) {
+        fs_log(FS_LOG_DEBUG, "agent", "command %s: %s", how, detail);
+        return;
+    }
+    snprintf(a->cmd_reported, sizeof a->cmd_reported, "%s", how);
+    fs_log(error ? FS_LOG_ERROR : FS_LOG_WARN, "agent",
+           "command %s %s: %s (reported once; the agent keeps running)", a->cfg.cmd_argv[0], how,
+           detail[0] ? detail : "(nothing on its stderr)");
+}
+
+static void
+command_start(struct agent *a, int64_t win_start_ns, int64_t win_end_ns)
+{
+    char err[300];
+    if (fs_runcmd_running(&a->cmd)) {
+        report_command(a, "still running", "this run is skipped", false);
+        return;
+    }
+    if (fs_runcmd_start(&a->cmd, a->cfg.cmd_argv, a->cfg.cmd_max_output, win_start_ns, win_end_ns,
+                        err, sizeof err) != 0)
+        report_command(a, "not started", err, true);
+}
+
+/* The run is over: how it ended (reported), its output imported and posted with the
+ * offset measured nearest the middle of the run. */
+static void
+command_end(struct agent *a)
+{
+    struct fs_runcmd *r = &a->cmd;
+    struct fs_imp_batch b = {0};
+    char how[160], why[300], err[1200];
+    const char *text = r->out.data ? r->out.data : "";
+    size_t len = r->out.len, skipped = 0;
+    bool failed = !r->stopped &&
+                  (r->timed_out || r->cut || !WIFEXITED(r->status) || WEXITSTATUS(r->status) != 0);
+    bool placed = false;
+    for (size_t i = 0; i < r->err_len; i++)
+        if (r->err_text[i] == '\n' || r->err_text[i] == '\t')
+            r->err_text[i] = ' ';
+    while (r->err_len && r->err_text[r->err_len - 1] == ' ')
+        r->err_text[--r->err_len] = '\0';
+    fs_runcmd_describe(r, how, sizeof how);
+    snprintf(err, sizeof err, "stderr: %s", r->err_len ? r->err_text : "(empty)");
+    if (r->stopped)
+        fs_log(FS_LOG_INFO, "agent", "command %s %s", a->cfg.cmd_argv[0], how);
+    else if (failed || r->err_len)
+        report_command(a, how, err, failed);
+    else
+        a->cmd_reported[0] = '\0';
+    if (r->cut) /* its complete lines only */
+        while (len && text[len - 1] != '\n')
+            len--;
+    if (len && memchr(text, '\n', len)) {
+        /* Without perf script's "# reference time" header, the samples are on this host's
+         * CLOCK_MONOTONIC (perf -k mono; perf's default clock on the kernels seen). */
+        struct fs_perf_ref ref = {0};
+        if (!memmem(text, len, "# reference time:", 17)) {
+            struct timespec rt, mt;
+            clock_gettime(CLOCK_REALTIME, &rt);
+            clock_gettime(CLOCK_MONOTONIC, &mt);
+            ref.known = true;
+            ref.tod_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
+            ref.clock_ns = (int64_t)mt.tv_sec * 1000000000 + mt.tv_nsec;
+        }
+        if (fs_import_perf_read(text, len, a->cfg.host, &ref, &b, &skipped, why, sizeof why) != 0) {
+            failed = true;
+            report_command(a, "output not imported", why, true);
+        } else if (deliver(a, &b, r->start_ns / 2 + r->end_ns / 2) != 0) {
+            failed = true;
+            fs_log(FS_LOG_WARN, "agent",
+                   "command: %zu events not placed (no clock offset yet, "
+                   "or the spool refused them)",
+                   b.n);
+        } else {
+            placed = true;
+        }
+    }
+    if (placed || len == 0)
+        fs_log(FS_LOG_DEBUG, "agent", "command %s %s: %zu events placed", a->cfg.cmd_argv[0], how,
+               b.n);
+    pthread_mutex_lock(&a->mu);
+    a->c.commands++;
+    a->c.command_failures += failed;
+    a->c.command_events += placed ? b.n : 0;
+    pthread_mutex_unlock(&a->mu);
+    fs_imp_batch_free(&b);
 }
 
 /* ---- /metrics ---- */
@@ -532,6 +638,11 @@ serve(void *cls, struct MHD_Connection *conn, const char *url, const char *metho
         C("capture_events_total", "Events of the perf captures.", c.capture_events);
         C("nccl_lines_bad_total", "NCCL Inspector lines that were not JSON (skipped).",
           c.nccl_lines_bad);
+        C("commands_total", "Runs of the configured command that ended.", c.commands);
+        C("command_failures_total",
+          "Of them, runs that failed (exit status, timeout, output bound, not imported).",
+          c.command_failures);
+        C("command_events_total", "Events of the command's output placed.", c.command_events);
 #undef G
 #undef C
     }
@@ -612,6 +723,7 @@ agent_open(struct agent *a, char *err, size_t errlen)
 static void
 agent_close(struct agent *a)
 {
+    fs_runcmd_free(&a->cmd);
     if (a->mhd)
         MHD_stop_daemon(a->mhd);
     if (a->tail_on)
@@ -643,8 +755,24 @@ run(struct agent *a)
         }
         if (a->cfg.capture)
             capture_step(a);
-        struct timespec ts = {0, 50 * 1000000};
-        nanosleep(&ts, NULL);
+        if (a->cfg.cmd_argv && !a->cfg.cmd_at_capture && mono >= a->next_cmd_us &&
+            !fs_runcmd_running(&a->cmd)) {
+            a->next_cmd_us = mono + a->cfg.cmd_interval_us;
+            command_start(a, 0, 0);
+        }
+        if (fs_runcmd_running(&a->cmd)) {
+            /* The tick waits on the command's output instead of sleeping. */
+            if (fs_runcmd_step(&a->cmd, a->cfg.cmd_timeout_us, 50) == 1)
+                command_end(a);
+        } else {
+            struct timespec ts = {0, 50 * 1000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    if (fs_runcmd_running(&a->cmd)) {
+        /* What it printed so far is still imported. */
+        fs_runcmd_kill(&a->cmd);
+        command_end(a);
     }
     if (a->cap == CAP_RUNNING) {
         /* perf writes what it has on SIGINT: the window so far is still imported. */
@@ -669,6 +797,8 @@ once(struct agent *a)
     }
     a->win_start_ns = now_ns();
     a->win_end_ns = a->win_start_ns + a->cfg.length_us * 1000;
+    if (a->cfg.cmd_argv && a->cfg.cmd_at_capture)
+        command_start(a, a->win_start_ns, a->win_end_ns);
     if (capture_begin(a) != 0)
         return 1;
     int ws = 0;
@@ -682,14 +812,24 @@ once(struct agent *a)
         }
     }
     size_t spooled = a->spool.files;
-    if (capture_end(a, ws, interrupted) != 0)
+    int crc = capture_end(a, ws, interrupted);
+    /* The command of the window (command.at_capture) ends too, whatever perf did. */
+    while (fs_runcmd_running(&a->cmd)) {
+        if (g_stop)
+            fs_runcmd_kill(&a->cmd);
+        if (fs_runcmd_step(&a->cmd, a->cfg.cmd_timeout_us, 50) == 1)
+            command_end(a);
+    }
+    if (crc != 0)
         return 1;
     pthread_mutex_lock(&a->mu);
     struct counters c = a->c;
     pthread_mutex_unlock(&a->mu);
-    printf("fabricscope host-agent: captured %" PRIu64 " events, %" PRIu64 " posted (%" PRIu64
+    printf("fabricscope host-agent: captured %" PRIu64 " events (the command %" PRIu64
+           "), %" PRIu64 " posted (%" PRIu64
            " stored), host clock %+.3f ms from the collector's (± %.3f ms)%s\n",
-           c.capture_events, c.posted, c.stored, (double)c.offset_ns / 1e6, (double)c.unc_ns / 1e6,
+           c.capture_events, c.command_events, c.posted, c.stored, (double)c.offset_ns / 1e6,
+           (double)c.unc_ns / 1e6,
            a->spool.files > spooled ? "; the rest is spooled for the running agent" : "");
     return a->spool.files > spooled ? 1 : 0;
 }
