@@ -20,6 +20,7 @@
 #include <microhttpd.h>
 
 #include "analysis/host_events.h"
+#include "config/block.h"
 #include "hostagent/agent_config.h"
 #include "hostagent/capture.h"
 #include "hostagent/offset_track.h"
@@ -78,15 +79,17 @@ struct agent {
     struct MHD_Daemon *mhd;
 };
 
-static volatile sig_atomic_t g_stop;
+static volatile sig_atomic_t g_stop, g_reload;
 
 static void command_start(struct agent *a, int64_t win_start_ns, int64_t win_end_ns);
 
 static void
 on_signal(int sig)
 {
-    (void)sig;
-    g_stop = 1;
+    if (sig == SIGHUP)
+        g_reload = 1;
+    else
+        g_stop = 1;
 }
 
 static int64_t
@@ -658,11 +661,13 @@ serve(void *cls, struct MHD_Connection *conn, const char *url, const char *metho
     return ret;
 }
 
+/* Serves /metrics as cfg's metrics.listen says into *mhd. 0 or -1 with err. */
 static int
-metrics_start(struct agent *a, char *err, size_t errlen)
+metrics_start(struct agent *a, const struct fs_agent_cfg *cfg, struct MHD_Daemon **mhd, char *err,
+              size_t errlen)
 {
-    const char *host = a->cfg.metrics_host;
-    unsigned port = a->cfg.metrics_port;
+    const char *host = cfg->metrics_host;
+    unsigned port = cfg->metrics_port;
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof ss);
     struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
@@ -679,11 +684,11 @@ metrics_start(struct agent *a, char *err, size_t errlen)
         snprintf(err, errlen, "metrics.listen: %s is not an IP address", host);
         return -1;
     }
-    a->mhd = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, serve, a, MHD_OPTION_SOCK_ADDR,
-                              (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT, 16u,
-                              MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
-    if (!a->mhd) {
-        snprintf(err, errlen, "metrics.listen: cannot listen on %s", a->cfg.metrics_listen);
+    *mhd = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, serve, a, MHD_OPTION_SOCK_ADDR,
+                            (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT, 16u,
+                            MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+    if (!*mhd) {
+        snprintf(err, errlen, "metrics.listen: cannot listen on %s", cfg->metrics_listen);
         return -1;
     }
     return 0;
@@ -715,7 +720,7 @@ agent_open(struct agent *a, char *err, size_t errlen)
             return -1;
         a->tail_on = true;
     }
-    if (a->cfg.metrics_listen && metrics_start(a, err, errlen) != 0)
+    if (a->cfg.metrics_listen && metrics_start(a, &a->cfg, &a->mhd, err, errlen) != 0)
         return -1;
     return 0;
 }
@@ -736,12 +741,125 @@ agent_close(struct agent *a)
     pthread_mutex_destroy(&a->mu);
 }
 
+/* Logs each line of a refusal (FILE:LINE:COL: key: reason). */
+static void
+log_refusal(const char *path, const char *errors)
+{
+    const char *p = errors ? errors : "out of memory\n";
+    fs_log(FS_LOG_ERROR, "agent", "reload of %s refused; the running configuration stays:", path);
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        int n = nl ? (int)(nl - p) : (int)strlen(p);
+        if (n)
+            fs_log(FS_LOG_ERROR, "agent", "  %.*s", n, p);
+        p += n + (nl ? 1 : 0);
+    }
+}
+
+/*
+ * SIGHUP: the file is read again. A file the validation refuses, or whose collector,
+ * state directory, log directory or /metrics address cannot be opened, is refused whole
+ * and the running configuration stays. Else the new parts replace the old: tail positions
+ * and the spool are on disk (the new ones read them back), the clock track is kept
+ * unless the collector's URL changed, an armed window is dropped (picked again with the
+ * new settings) and a running command ends (what it printed is imported).
+ */
+static void
+reload(struct agent *a, const char *path)
+{
+    struct fs_agent_cfg nc;
+    struct fs_imp_client cli = {0};
+    struct fs_spool sp = {0};
+    struct fs_tail tl = {0};
+    struct MHD_Daemon *mhd = NULL;
+    char *errors = NULL, err[800], dir[4200];
+    bool tail_on = false, same_listen;
+    if (fs_agent_cfg_load(path, &nc, &errors) != 0) {
+        log_refusal(path, errors);
+        goto refused;
+    }
+    same_listen = fs_cfg_str_equal(nc.metrics_listen, a->cfg.metrics_listen);
+    if (mkdir(nc.state_dir, 0750) != 0 && errno != EEXIST) {
+        snprintf(err, sizeof err, "state_dir %s: %s", nc.state_dir, strerror(errno));
+        goto failed;
+    }
+    if (fs_imp_client_open(&cli, nc.url, nc.token_file, err, sizeof err) != 0)
+        goto failed;
+    cli.timeout_s = REQUEST_TIMEOUT_S;
+    cli.connect_timeout_s = CONNECT_TIMEOUT_S;
+    snprintf(dir, sizeof dir, "%s/spool", nc.state_dir);
+    if (fs_spool_open(&sp, dir, nc.spool_max_bytes, err, sizeof err) != 0)
+        goto failed;
+    if (nc.nccl_dir) {
+        if (fs_tail_open(&tl, nc.nccl_dir, nc.state_dir, err, sizeof err) != 0)
+            goto failed;
+        tail_on = true;
+    }
+    if (!same_listen && nc.metrics_listen && metrics_start(a, &nc, &mhd, err, sizeof err) != 0)
+        goto failed;
+
+    /* Accepted: end what belongs to the old configuration, then swap. */
+    if (fs_runcmd_running(&a->cmd)) {
+        fs_runcmd_kill(&a->cmd);
+        command_end(a);
+    }
+    if (a->cap == CAP_ARMED)
+        a->cap = CAP_IDLE;
+    if (!fs_cfg_str_equal(nc.url, a->cfg.url))
+        memset(&a->clock, 0, sizeof a->clock);
+    sp.dropped_events += a->spool.dropped_events;
+    sp.dropped_files += a->spool.dropped_files;
+    tl.lines_bad += a->tail.lines_bad;
+    fs_imp_client_close(&a->cli);
+    fs_spool_close(&a->spool);
+    if (a->tail_on)
+        fs_tail_close(&a->tail);
+    if (!same_listen) {
+        if (a->mhd)
+            MHD_stop_daemon(a->mhd);
+        a->mhd = mhd;
+    }
+    a->cli = cli;
+    a->spool = sp;
+    a->tail = tl;
+    a->tail_on = tail_on;
+    fs_agent_cfg_free(&a->cfg);
+    a->cfg = nc;
+    a->next_clock_us = a->next_tail_us = a->next_spool_us = a->next_poll_us = a->next_cmd_us = 0;
+    a->waiting_reported = false;
+    a->cmd_reported[0] = '\0';
+    sync_spool_counters(a);
+    fs_log(FS_LOG_INFO, "agent", "configuration reloaded from %s: collector %s, state in %s", path,
+           a->cfg.url, a->cfg.state_dir);
+    free(errors);
+    return;
+failed:
+    fs_log(FS_LOG_ERROR, "agent", "reload of %s refused; the running configuration stays: %s", path,
+           err);
+    if (mhd)
+        MHD_stop_daemon(mhd);
+    if (tail_on)
+        fs_tail_close(&tl);
+    if (sp.dir)
+        fs_spool_close(&sp);
+    if (cli.curl)
+        fs_imp_client_close(&cli);
+refused:
+    fs_agent_cfg_free(&nc);
+    free(errors);
+}
+
 static int
-run(struct agent *a)
+run(struct agent *a, const char *path)
 {
     fs_log(FS_LOG_INFO, "agent", "host-agent for %s started: collector %s, state in %s",
            a->cfg.host, a->cfg.url, a->cfg.state_dir);
     while (!g_stop) {
+        /* Not while perf runs: its import needs the configuration it started with. */
+        if (g_reload && a->cap != CAP_RUNNING) {
+            g_reload = 0;
+            reload(a, path);
+        }
         int64_t mono = fs_monotonic_us();
         if (mono >= a->next_clock_us) {
             a->next_clock_us = mono + a->cfg.clock_interval_us;
@@ -825,9 +943,8 @@ once(struct agent *a)
     pthread_mutex_lock(&a->mu);
     struct counters c = a->c;
     pthread_mutex_unlock(&a->mu);
-    printf("fabricscope host-agent: captured %" PRIu64 " events (the command %" PRIu64
-           "), %" PRIu64 " posted (%" PRIu64
-           " stored), host clock %+.3f ms from the collector's (± %.3f ms)%s\n",
+    printf("fabricscope host-agent: captured %" PRIu64 " events (the command %" PRIu64 "), %" PRIu64
+           " posted (%" PRIu64 " stored), host clock %+.3f ms from the collector's (± %.3f ms)%s\n",
            c.capture_events, c.command_events, c.posted, c.stored, (double)c.offset_ns / 1e6,
            (double)c.unc_ns / 1e6,
            a->spool.files > spooled ? "; the rest is spooled for the running agent" : "");
@@ -866,7 +983,9 @@ fs_host_agent_main(int argc, char **argv)
                    "  posts NCCL Inspector records as they are written, and runs perf around\n"
                    "  the collector's next predicted incident (README \"Host agent\");\n"
                    "  --check-config: validate FILE and exit 0 (good) or 2 (bad);\n"
-                   "  --once: one capture of capture.length now, posted, then exit\n",
+                   "  --once: one capture of capture.length now, posted, then exit;\n"
+                   "  SIGHUP reloads FILE (a bad file is refused whole, the running\n"
+                   "  configuration stays), SIGTERM or SIGINT stops\n",
                    prog);
             return 0;
         default:
@@ -902,13 +1021,14 @@ fs_host_agent_main(int argc, char **argv)
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     rc = 1;
     if (agent_open(a, err, sizeof err) != 0) {
         fprintf(stderr, "fabricscope host-agent: %s\n", err);
         goto out;
     }
-    rc = one ? once(a) : run(a);
+    rc = one ? once(a) : run(a, path);
 out:
     free(errors);
     agent_close(a);

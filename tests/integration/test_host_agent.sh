@@ -15,6 +15,9 @@
 #     command that outlives command.timeout is killed and reported once; with
 #     at_capture, `--once` runs it with the window in its environment and posts its
 #     samples even though perf failed;
+#   - SIGHUP: a bad file is refused whole, naming the key, and the agent goes on with the
+#     running configuration; a good one is taken (its new /metrics address serves, the
+#     old one is closed) and the log is followed on from where it was, nothing twice;
 #   - the example configuration of the README's "Host agent" section is valid.
 source "$(dirname "$0")/lib.sh"
 
@@ -211,3 +214,53 @@ read -r ws we <"$T/once-runs.window" || true  # no newline at its end
 [ $((we - ws)) = 1000000000 ] || fail "the command's window is $ws..$we, not capture.length"
 [ "$(held)" = $((before + 5)) ] || fail "held $(held), want $((before + 5)): the command's samples"
 ok "--once with at_capture: perf's failure reported, the command ran in the 1 s window, 5 samples posted"
+
+# 8. SIGHUP reloads the file.
+mkdir -p "$T/nccl-hup"
+P1=$(free_tcp_port)
+write_hup() { # write_hup METRICS_PORT [EXTRA LINE]
+  cat >"$T/agent-hup.yaml" <<YML
+collector: { url: http://127.0.0.1:$HTTP, token_file: $T/token }
+host: gpu-node-7
+state_dir: $T/state-hup
+nccl_inspector: { dir: $T/nccl-hup, scan_interval: 200ms }
+metrics: { listen: 127.0.0.1:$1 }
+${2:-}
+YML
+}
+write_hup "$P1" "clock: { interval: 1s }"
+"${GEN[@]}" --file "$T/nccl-hup/gpu-node-7-pid1.log" --first 0 --count 10
+"$FABRICSCOPE" host-agent -c "$T/agent-hup.yaml" >"$T/agent-hup.log" 2>&1 &
+HUP_PID=$!
+track "$HUP_PID"
+wait_http "http://127.0.0.1:$P1/metrics" 10
+held_delta_is() { [ "$(( $(held) - base ))" = "$1" ]; }
+# The 10 records may still be on their way: wait for the log to be read up to its end.
+agent_posted() { [ "$(metric "$P1" fabricscope_host_agent_events_posted_total)" = "$1" ]; }
+wait_for 20 "the 10 records written before the start are posted" agent_posted 10
+base=$(held)
+write_hup "$P1" "clock: { rounds: 0 }"
+kill -HUP "$HUP_PID"
+refused() { grep -q 'clock.rounds' "$T/agent-hup.log"; }
+wait_for 10 "the bad file is refused, naming clock.rounds" refused
+grep -q "reload of $T/agent-hup.yaml refused; the running configuration stays" "$T/agent-hup.log" ||
+  fail "no refusal line: $(cat "$T/agent-hup.log")"
+kill -0 "$HUP_PID" || fail "the agent died on a bad reload"
+"${GEN[@]}" --file "$T/nccl-hup/gpu-node-7-pid1.log" --first 10 --count 10
+wait_for 20 "records written after the refused reload are posted" held_delta_is 10
+ok "SIGHUP with a bad file: refused naming clock.rounds, the agent goes on with the old one"
+P2=$(free_tcp_port)
+write_hup "$P2" "clock: { interval: 1s, rounds: 4 }"
+kill -HUP "$HUP_PID"
+reloaded() { grep -q "configuration reloaded from $T/agent-hup.yaml" "$T/agent-hup.log"; }
+wait_for 10 "the good file is taken" reloaded
+wait_http "http://127.0.0.1:$P2/metrics" 10
+if curl -fsS "http://127.0.0.1:$P1/metrics" >/dev/null 2>&1; then fail "the old /metrics address still serves"; fi
+"${GEN[@]}" --file "$T/nccl-hup/gpu-node-7-pid1.log" --first 20 --count 10
+wait_for 20 "records written after the reload are posted" held_delta_is 20
+no_duplicates
+kill -TERM "$HUP_PID"
+wait_exit "$HUP_PID" 20
+[ "$(held)" = $((base + 20)) ] || fail "held $(held), want $((base + 20))"
+ok "SIGHUP with a good file: /metrics moved to the new address, the log followed on, each record once"
+if grep -q 'Sanitizer' "$T/agent-hup.log"; then fail "sanitizer report in the agent's log"; fi
