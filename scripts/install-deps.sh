@@ -21,7 +21,8 @@ PACKAGES=(
   systemd nftables linux-perf  # packaging test (systemd-analyze verify); acceptance test (packet loss, perf record)
   chromium  # web view test: the page rendered in headless Chromium (tests/integration/test_web_view.sh)
   tshark  # sFlow decoder test: Wireshark's dissector as an independent decoder (tests/integration/test_sflow_tshark.sh)
-  lintian  # Debian package test (tests/ops/test_deb.sh; the package is built by cpack)
+  lintian man-db  # Debian packages test (tests/ops/test_deb.sh; built by cpack; man-db: lintian reads the man pages)
+  debootstrap  # the packages installed into a clean root (tests/ops/deb-clean-root.sh, make package-check-root)
   libfaketime  # host agent capture test: the agent's (and its perf's) wall clock set 40 ms behind
 )
 
