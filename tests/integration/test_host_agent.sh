@@ -214,6 +214,7 @@ read -r ws we <"$T/once-runs.window" || true  # no newline at its end
 [ $((we - ws)) = 1000000000 ] || fail "the command's window is $ws..$we, not capture.length"
 [ "$(held)" = $((before + 5)) ] || fail "held $(held), want $((before + 5)): the command's samples"
 ok "--once with at_capture: perf's failure reported, the command ran in the 1 s window, 5 samples posted"
+if grep -q 'Sanitizer' "$T/once.log"; then fail "sanitizer report in --once's log"; fi
 
 # 8. SIGHUP reloads the file.
 mkdir -p "$T/nccl-hup"
