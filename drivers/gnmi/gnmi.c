@@ -109,7 +109,7 @@ report_stream(struct fs_gnmi_target *t)
 static void
 publish_detail(struct fs_gnmi_target *t)
 {
-    char buf[2048];
+    char buf[4096];
     if (fs_gnmi_target_describe(t->drv, t, buf, sizeof buf) > 0)
         fs_sink_set_detail(t->sink, buf);
 }
@@ -541,6 +541,7 @@ fs_gnmi_target_add(void *state, const char *name, const char *address,
         .username = cfg->username,
         .password = password,
         .stall_us = fs_gnmi_cfg_stall(cfg),
+        .stall_adapt = cfg->stall_us == 0,
         .backoff_min_us = cfg->backoff_min_us,
         .backoff_max_us = cfg->backoff_max_us,
         .poll_us = cfg->list_mode == FS_GNMI_LIST_POLL ? interval : 0,
@@ -599,31 +600,36 @@ fs_gnmi_target_describe(void *state, void *tstate, char *buf, size_t len)
         err[o++] = *p;
     }
     err[o] = '\0';
+    int64_t gap = 0, stall = 0;
+    if (t->stream)
+        fs_gnmi_stream_cadence(t->stream, &gap, &stall);
     char reasons[512];
     size_t ro = 0;
     for (int i = 0; i < FS_GNMI_REJ_COUNT && ro < sizeof reasons; i++)
         ro += (size_t)snprintf(reasons + ro, sizeof reasons - ro, "%s\"%s\":%llu", i ? "," : "",
                                fs_gnmi_reject_names[i], (unsigned long long)s.map.rejected_by[i]);
-    int n = snprintf(buf, len,
-                     "\"gnmi_state\":\"%s\",\"synced\":%s,\"encoding\":\"%s\",\"attempts\":%llu,"
-                     "\"downs\":%llu,\"syncs\":%llu,\"notifications\":%llu,\"updates\":%llu,"
-                     "\"mapped\":%llu,\"exposed\":%llu,\"unmapped\":%llu,\"rejected\":%llu,"
-                     "\"rejected_by\":{%s},\"bad_timestamps\":%llu,\"cache_entries\":%zu,"
-                     "\"cache_bytes\":%zu,\"cache_overflow\":%llu,"
-                     "\"deletes\":%llu,"
-                     "\"last_device_ts_ns\":%lld,"
-                     "\"clock_assumed_max_delivery_delay_seconds\":%lld.%06lld,"
-                     "\"last_error\":\"%s\"",
-                     conn_names[s.conn & 3], s.synced ? "true" : "false", s.encoding,
-                     (unsigned long long)s.attempts, (unsigned long long)s.downs,
-                     (unsigned long long)s.syncs, (unsigned long long)s.map.notifications,
-                     (unsigned long long)s.map.updates, (unsigned long long)s.map.mapped,
-                     (unsigned long long)s.map.exposed, (unsigned long long)s.map.unmapped,
-                     (unsigned long long)s.map.rejected, reasons,
-                     (unsigned long long)s.map.bad_timestamps, s.map.cache_entries,
-                     s.map.cache_bytes, (unsigned long long)s.map.cache_overflow,
-                     (unsigned long long)s.map.deletes, (long long)s.map.last_device_ns,
-                     (long long)(delay / 1000000), (long long)(delay % 1000000), err);
+    int n = snprintf(
+        buf, len,
+        "\"gnmi_state\":\"%s\",\"synced\":%s,\"encoding\":\"%s\",\"attempts\":%llu,"
+        "\"downs\":%llu,\"syncs\":%llu,\"notifications\":%llu,\"updates\":%llu,"
+        "\"mapped\":%llu,\"exposed\":%llu,\"unmapped\":%llu,\"rejected\":%llu,"
+        "\"rejected_by\":{%s},\"bad_timestamps\":%llu,\"cache_entries\":%zu,"
+        "\"cache_bytes\":%zu,\"cache_overflow\":%llu,"
+        "\"deletes\":%llu,"
+        "\"last_device_ts_ns\":%lld,"
+        "\"delivered_gap_seconds\":%lld.%06lld,\"stall_after_seconds\":%lld.%06lld,"
+        "\"clock_assumed_max_delivery_delay_seconds\":%lld.%06lld,"
+        "\"last_error\":\"%s\"",
+        conn_names[s.conn & 3], s.synced ? "true" : "false", s.encoding,
+        (unsigned long long)s.attempts, (unsigned long long)s.downs, (unsigned long long)s.syncs,
+        (unsigned long long)s.map.notifications, (unsigned long long)s.map.updates,
+        (unsigned long long)s.map.mapped, (unsigned long long)s.map.exposed,
+        (unsigned long long)s.map.unmapped, (unsigned long long)s.map.rejected, reasons,
+        (unsigned long long)s.map.bad_timestamps, s.map.cache_entries, s.map.cache_bytes,
+        (unsigned long long)s.map.cache_overflow, (unsigned long long)s.map.deletes,
+        (long long)s.map.last_device_ns, (long long)(gap / 1000000), (long long)(gap % 1000000),
+        (long long)(stall / 1000000), (long long)(stall % 1000000), (long long)(delay / 1000000),
+        (long long)(delay % 1000000), err);
     if (n < 0)
         return 0;
     return (size_t)n < len ? (size_t)n : (len ? len - 1 : 0);

@@ -299,7 +299,7 @@ main(int argc, char **argv)
         usleep(10000);
     }
     fs_gnmi_target_get_stats(t, &cur);
-    char desc[2048];
+    char desc[4096];
     fs_gnmi_target_describe(drv, t, desc, sizeof desc);
     long rss_after = rss_kib();
     int all_synced = 0;
