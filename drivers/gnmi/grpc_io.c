@@ -441,7 +441,8 @@ note_gap(struct fs_gnmi_stream *s, int64_t gap_us)
         s->cadence_seen = true;
     if (gap_us > s->gap_cur_us)
         s->gap_cur_us = gap_us;
-    if (s->stall_adapt && !s->slow_logged && s->cadence_seen && 3 * gap_us > s->stall_us) {
+    /* stall_us is 3 x the promised period (or 1 s): say so past 1.5 x that period */
+    if (s->stall_adapt && !s->slow_logged && s->cadence_seen && 2 * gap_us > s->stall_us) {
         s->slow_logged = true;
         fs_log(FS_LOG_INFO, "gnmi",
                "%s: the target delivers every %.1f s, slower than subscribed: the stall "

@@ -33,6 +33,10 @@ Fault injection: write a command into the --control file (it is consumed):
                 device clock; their values are those of the true time
 (malformed N in PROTO cycles through the wrong types: a string, a negative integer, a
 fraction, a boolean, bytes; an enum leaf gets an integer.)
+Option --bench-replay (benchmarks): a STREAM's SAMPLE subscriptions are each served as
+one Notification of every selected leaf (full paths, values of the subscription's start),
+encoded once and re-sent every interval with a fresh timestamp: the target costs the
+simulator a few microseconds a round, so one process can feed many collector streams.
 Option --clamp-interval SECS serves any requested sample interval shorter than SECS at
 SECS, as devices do that have a minimum ("clamp" logged).
 A server restart is a real one: the test kills the process and starts it again.
@@ -286,6 +290,7 @@ class Target:
         self.args = args
         self.sc = sc
         self.leaves = build_leaves(sc)
+        self.replay_cache = {}
         self.ctl = Control(args.control)
         threading.Thread(target=self._control_loop, daemon=True).start()
 
@@ -459,7 +464,61 @@ class Target:
             return
         yield from self.stream(context, subs, enc, sl.updates_only)
 
+    def replay(self, context, subs, enc):
+        """--bench-replay: each SAMPLE subscription as one pre-encoded Notification."""
+        ts_ns = time.time_ns()
+        t = sample_time(self.sc, ts_ns)
+        bodies = []
+        for s, sel in subs:
+            key = (s.SerializeToString(), enc)
+            with self.ctl.lock:  # one encoding for every stream with this subscription
+                body = self.replay_cache.get(key)
+                if body is None:
+                    n = g.Notification()
+                    for leaf in sel:
+                        u = n.update.add()
+                        for name, keys in leaf.full:
+                            u.path.elem.add(name=name, key=keys)
+                        u.val.CopyFrom(self.value(leaf, t, enc, False))
+                    body = self.replay_cache[key] = n.SerializeToString()
+            interval = s.sample_interval / 1e9 if s.sample_interval else 1.0
+            bodies.append([body, interval, time.time()])
+
+        def varint(v):
+            out = bytearray()
+            while True:
+                b = v & 0x7F
+                v >>= 7
+                if v:
+                    out.append(b | 0x80)
+                else:
+                    out.append(b)
+                    return bytes(out)
+
+        def framed(body):
+            # SubscribeResponse{update(1): Notification{timestamp(1), ...body}}
+            notif = b"\x08" + varint(time.time_ns()) + body
+            return b"\x0a" + varint(len(notif)) + notif
+
+        for b in bodies:
+            yield framed(b[0])
+        yield g.SubscribeResponse(sync_response=True)
+        while context.is_active():
+            now = time.time()
+            for b in bodies:
+                if now >= b[2] + b[1]:
+                    b[2] += b[1]
+                    if b[2] < now - b[1]:
+                        b[2] = now  # fell behind: no burst to catch up
+                    yield framed(b[0])
+            wake = min(b[2] + b[1] for b in bodies)
+            time.sleep(max(0.0, min(0.05, wake - time.time())))
+        log("stream-end client")
+
     def stream(self, context, subs, enc, updates_only):
+        if self.args.bench_replay:
+            yield from self.replay(context, subs, enc)
+            return
         gen = self.ctl.reset_gen
         now = time.time()
         state = []
@@ -552,6 +611,8 @@ def main():
     ap.add_argument("--password-file")
     ap.add_argument("--encodings", default="PROTO,JSON_IETF,JSON")
     ap.add_argument("--control", help="fault-injection command file (see above)")
+    ap.add_argument("--bench-replay", action="store_true",
+                    help="serve SAMPLE subscriptions as pre-encoded notifications (benchmarks)")
     ap.add_argument("--clamp-interval", type=float, default=0.0,
                     help="serve shorter sample intervals at this many seconds")
     ap.add_argument("--max-workers", type=int, default=64,
@@ -572,7 +633,7 @@ def main():
             response_serializer=g.CapabilityResponse.SerializeToString),
         "Subscribe": grpc.stream_stream_rpc_method_handler(
             tgt.subscribe, request_deserializer=g.SubscribeRequest.FromString,
-            response_serializer=g.SubscribeResponse.SerializeToString),
+            response_serializer=lambda m: m if isinstance(m, bytes) else m.SerializeToString()),
     })
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=args.max_workers),
                          maximum_concurrent_rpcs=args.max_workers)
