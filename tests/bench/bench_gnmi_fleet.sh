@@ -20,7 +20,8 @@
 #                                    (where /metrics reads it); _internal_: from the
 #                                    notification's arrival on the gRPC thread
 #   gnmi_fleet_targets               targets that synced (all must)
-# GNMI_FLEET_TARGETS (default 1000; FS_BENCH_QUICK=1: 50). The stall bound is set to 60 s
+# GNMI_FLEET_TARGETS (default 1000; FS_BENCH_QUICK=1: 50). All targets must sync within
+# 5 minutes, else the benchmark fails saying how many did. The stall bound is set to 60 s
 # (GNMI_FLEET_STALL_MS): Python simulators feeding hundreds of streams on a shared machine
 # fall seconds behind, and the derived 3 s bound would then measure reconnection storms.
 set -euo pipefail
@@ -61,7 +62,7 @@ ulimit -n $((N * 4 + 256)) 2>/dev/null || true
   --stall-ms "${GNMI_FLEET_STALL_MS:-60000}" \
   --path "/interfaces/interface[name=*]/state/counters,sample,1000" \
   --path "/qos/interfaces/interface[interface-id=*]/output/queues,sample,1000" \
-  --duration-ms 900000 >"$T/fleet.out" 2>"$T/fleet.log"
+  --duration-ms 300000 >"$T/fleet.out" 2>"$T/fleet.log"
 awk '
   { for (i = 2; i <= NF; i++) { split($i, a, "="); v[$1 "." a[1]] = a[2] } }
   END {
