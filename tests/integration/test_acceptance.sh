@@ -92,46 +92,12 @@ cat >"$T/tor2.json" <<EOF
 EOF
 chmod 0644 "$T/tor1.json" "$T/tor2.json"
 
-# ---- the simulators, three per TOR
+# ---- the simulators, three per TOR (lib.sh start_tor)
 export SNMP_PERSISTENT_DIR=$T/snmp-persist MIBS=""
 mkdir -p "$SNMP_PERSISTENT_DIR"
-declare -A SNMP_PORT COMM CLI_ENV GNMI_PORT
-for tor in tor1 tor2; do
-  p=$(free_udp_port)
-  bash "$FS_SOURCE_DIR/tests/sim/start-snmp-sim.sh" --dir "$T/snmp-$tor" --port "$p" \
-    --bin "$FS_BUILD_DIR/sim/onyx-snmp-sim" -- --scenario "$T/$tor.json" >"$T/start-snmp-$tor.log" 2>&1 ||
-    fail "SNMP simulator for $tor: $(cat "$T/start-snmp-$tor.log")"
-  # shellcheck disable=SC1091
-  source "$T/snmp-$tor/env.sh"
-  track "$SIM_PID"
-  track "$SNMPD_PID"
-  SNMP_PORT[$tor]=$p
-  COMM[$tor]=$SNMP_COMMUNITY_FILE
-
-  start_onyx_sim "cli-$tor" --scenario "$T/$tor.json"
-  CLI_ENV[$tor]=$T/cli-$tor/env.sh
-done
-
+make_gnmi_certs
+for tor in tor1 tor2; do start_tor "$tor" "$T/$tor.json"; done
 cd "$T"
-ec="-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
-# shellcheck disable=SC2086
-openssl req -x509 $ec -keyout ca.key -out ca.pem -days 2 -subj /CN=fs-acc-ca 2>/dev/null
-# shellcheck disable=SC2086
-openssl req $ec -keyout srv.key -out srv.csr -subj /CN=gnmi-sim 2>/dev/null
-printf 'subjectAltName=DNS:gnmi-sim.test,IP:127.0.0.1\n' >san.ext
-openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 2 \
-  -extfile san.ext 2>/dev/null
-(umask 077; printf 's3cret-gnmi-pw\n' >gnmi-pw.txt)
-for tor in tor1 tor2; do
-  $PY "$FS_SOURCE_DIR/tests/sim/gnmi/gnmi_sim.py" --gen-dir "$T/gen-$tor" --scenario "$T/$tor.json" \
-    --port 0 --port-file "$T/gnmi-$tor.port" --tls-cert srv.pem --tls-key srv.key \
-    --username monitor --password-file gnmi-pw.txt >"$T/gnmi-$tor.log" 2>&1 &
-  track $!
-done
-for tor in tor1 tor2; do
-  wait_for 30 "the gNMI simulator of $tor listens" test -s "$T/gnmi-$tor.port"
-  GNMI_PORT[$tor]=$(cat "$T/gnmi-$tor.port")
-done
 ok "simulators: 2 TORs x (SNMP, ONYX CLI, gNMI), one scenario file per TOR"
 
 # Each simulator applies its scenario's clock offset (checked without fabricscope, so a
@@ -173,40 +139,14 @@ flow_rules:
   - { name: nccl-sockets, protocol: tcp, dst_ports: 50000-50999 }
 targets:
 EOF
-  for tor in tor1 tor2; do
-    # shellcheck disable=SC1090
-    source "${CLI_ENV[$tor]}"
-    cat <<EOF
-  - name: $tor
-    address: 127.0.0.1
-    snmp: { port: ${SNMP_PORT[$tor]}, version: 2c, community_file: ${COMM[$tor]}, interval: 1s,
-            timeout: 800ms, retries: 1, max_repetitions: 50 }
-    cli: { port: $ONYX_SSH_PORT, username: $ONYX_SSH_USER, password_file: $ONYX_PASSWORD_FILE,
-           known_hosts: $ONYX_KNOWN_HOSTS, interval: 1s }
-    gnmi:
-      port: ${GNMI_PORT[$tor]}
-      tls: { ca_file: $T/ca.pem, server_name: gnmi-sim.test }
-      username: monitor
-      password_file: $T/gnmi-pw.txt
-      encoding: proto
-      subscriptions:
-        - { path: "/qos/interfaces/interface[interface-id=*]/output/queues", mode: sample, interval: 500ms }
-        - { path: "/interfaces/interface[name=*]/state/counters", mode: sample, interval: 1s }
-EOF
-  done
+  for tor in tor1 tor2; do tor_target_yaml "$tor"; done
 } >"$T/fs.yaml"
 "$FABRICSCOPE" --check-config "$T/fs.yaml" >"$T/check.out" 2>&1 || fail "config refused: $(cat "$T/check.out")"
 start_fabricscope "$T/fs.yaml"
 wait_http "$URL/healthz" 20
 all_up() {
-  curl -fsS "$URL/metrics" >"$T/m.txt" || return 1
-  local tor src
-  for tor in tor1 tor2; do
-    for src in snmp cli gnmi; do
-      grep -q "^fabricscope_target_up{target=\"$tor\",source=\"$src\"} 1" "$T/m.txt" || return 1
-    done
-  done
-  grep -q '^fabric_queue_ecn_marked_packets_total{target="tor1",interface="Eth1/49",tc="3",source="gnmi"}' "$T/m.txt"
+  tors_up "$URL" tor1 tor2 &&
+    grep -q '^fabric_queue_ecn_marked_packets_total{target="tor1",interface="Eth1/49",tc="3",source="gnmi"}' "$T/m.txt"
 }
 wait_for 60 "tor1 and tor2 up over snmp, cli and gnmi" all_up
 ok "fabricscope polls tor1 and tor2 over SNMP, the ONYX CLI and gNMI"
