@@ -135,6 +135,7 @@ struct onyx_target {
     bool removed;
     struct onyx_ssh *ssh;
     uint32_t events; /* registered epoll events; 0: not registered */
+    int reg_fd;      /* the fd registered (onyx_ssh_fd() may change while connecting) */
     enum sess ss;
     bool enable_pw_sent;
     char prefix[160];
@@ -273,12 +274,20 @@ epoll_update(struct onyx_target *t)
     uint32_t ev = onyx_ssh_events(t->ssh);
     if (t->tx_len > 0)
         ev |= EPOLLOUT;
+    int fd = onyx_ssh_fd(t->ssh);
+    if (t->events && fd != t->reg_fd) {
+        /* Both fds stay open while the connection lives: the old one is still ours. */
+        epoll_ctl(d->epfd, EPOLL_CTL_DEL, t->reg_fd, NULL);
+        t->events = 0;
+    }
     if (ev == t->events)
         return;
     struct epoll_event e = {.events = ev, .data.ptr = t};
     int op = t->events ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
-    if (epoll_ctl(d->epfd, op, onyx_ssh_fd(t->ssh), &e) == 0)
+    if (epoll_ctl(d->epfd, op, fd, &e) == 0) {
         t->events = ev;
+        t->reg_fd = fd;
+    }
 }
 
 static void
@@ -286,7 +295,7 @@ close_session(struct onyx_target *t)
 {
     if (t->ssh) {
         if (t->events)
-            epoll_ctl(t->drv->epfd, EPOLL_CTL_DEL, onyx_ssh_fd(t->ssh), NULL);
+            epoll_ctl(t->drv->epfd, EPOLL_CTL_DEL, t->reg_fd, NULL);
         onyx_ssh_free(t->ssh);
     }
     t->ssh = NULL;
@@ -1440,7 +1449,7 @@ check_timeouts(struct onyx_drv *d, int64_t now)
                 snprintf(m, sizeof(m), "no answer to `%s` in time", t->q[t->done].text);
             else
                 snprintf(m, sizeof(m), "no answer in time while %s",
-                         t->ss == SS_SSH ? "connecting" : "setting up the CLI session");
+                         t->ss == SS_SSH ? onyx_ssh_phase(t->ssh) : "setting up the CLI session");
             fail_session(t, FS_POLL_TIMEOUT, m);
             continue;
         }
@@ -1459,7 +1468,7 @@ check_timeouts(struct onyx_drv *d, int64_t now)
                      t->q[t->done].text);
         else
             snprintf(m, sizeof(m), "no answer in time while %s (still trying)",
-                     t->ss == SS_SSH ? "connecting" : "setting up the CLI session");
+                     t->ss == SS_SSH ? onyx_ssh_phase(t->ssh) : "setting up the CLI session");
         abandon_cycle(t, FS_POLL_TIMEOUT, m);
     }
 }
