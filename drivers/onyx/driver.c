@@ -76,6 +76,9 @@
 
 /* The receive buffer a session keeps between answers (it grows for one and shrinks back). */
 #define RX_KEEP_BYTES (256u << 10)
+/* At most this much is read from one session per turn: a peer that floods faster than the
+ * I/O thread can take it yields to the other sessions (the rest is read on the next turn). */
+#define RX_SLICE_BYTES (256u << 10)
 
 #define SUBSYS "cli"
 #define MAX_BATCH 32
@@ -136,6 +139,7 @@ struct onyx_target {
     struct onyx_ssh *ssh;
     uint32_t events; /* registered epoll events; 0: not registered */
     int reg_fd;      /* the fd registered (onyx_ssh_fd() may change while connecting) */
+    bool more_rx;    /* the last turn stopped at RX_SLICE_BYTES: read on without waiting */
     enum sess ss;
     bool enable_pw_sent;
     char prefix[160];
@@ -152,14 +156,16 @@ struct onyx_target {
     int64_t deadline_us, progress_us;
     struct cmd *q;
     size_t nq, capq, sent, done, batch_end;
-    size_t resp_start;   /* in rx: where the next command's output starts (after a prompt) */
-    size_t resp_next;    /* set by response_end: after the prompt that ends it */
-    size_t echo_next;    /* q index: the first command sent whose echo was not seen yet */
-    bool requeued;       /* the response just handled queued its command's text form */
-    bool draining;       /* a cycle ended while the shell still owed answers: they are read
-                            and dropped, then the session is ready again */
-    size_t owed;         /* answers still owed while draining */
-    int64_t batch_lo_us; /* realtime when the batch was written */
+    size_t resp_start;    /* in rx: where the next command's output starts (after a prompt) */
+    size_t resp_next;     /* set by response_end: after the prompt that ends it */
+    size_t echo_next;     /* q index: the first command sent whose echo was not seen yet */
+    bool requeued;        /* the response just handled queued its command's text form */
+    bool draining;        /* a cycle ended while the shell still owed answers: they are read
+                             and dropped, then the session is ready again */
+    size_t owed;          /* answers still owed while draining */
+    size_t drained_bytes; /* received while draining: beyond max_output it is a runaway (a
+                             pager without end would otherwise keep the session forever) */
+    int64_t batch_lo_us;  /* realtime when the batch was written */
     enum fs_poll_result result;
     char msg[256];
     /* across cycles */
@@ -300,6 +306,7 @@ close_session(struct onyx_target *t)
     }
     t->ssh = NULL;
     t->events = 0;
+    t->more_rx = false;
     t->ss = SS_DOWN;
     t->rx_len = 0;
     t->tx_len = 0;
@@ -371,6 +378,7 @@ abandon_cycle(struct onyx_target *t, enum fs_poll_result r, const char *msg)
             return;
         }
         t->draining = true;
+        t->drained_bytes = 0;
         t->owed = t->batch_end - t->done;
     }
     fs_log(FS_LOG_WARN, SUBSYS, "target %s: %s", t->name, msg);
@@ -1324,11 +1332,19 @@ target_io(struct onyx_target *t)
         t->progress_us = fs_monotonic_us();
     }
     static char buf[65536];
-    for (;;) {
+    /* libssh2 may hold data already taken from the socket: a turn cut short is resumed
+       by the I/O thread's loop (more_rx), not by epoll. */
+    t->more_rx = false;
+    for (size_t got = 0;;) {
+        if (got >= RX_SLICE_BYTES) {
+            t->more_rx = true;
+            break;
+        }
         size_t n = 0;
         int r = onyx_ssh_read(t->ssh, buf, sizeof(buf), &n);
         if (r == ONYX_SSH_AGAIN)
             break;
+        got += n;
         if (r == ONYX_SSH_EOF) {
             if (t->ss == SS_BANNER)
                 fail_before_prompt(t);
@@ -1341,8 +1357,14 @@ target_io(struct onyx_target *t)
             return;
         }
         t->progress_us = fs_monotonic_us();
-        if (rx_append(t, buf, n) < 0 || t->rx_len > t->cfg.max_output_bytes) {
-            fail_session(t, FS_POLL_PROTOCOL, "runaway output (beyond max_output_bytes)");
+        if (t->draining)
+            t->drained_bytes += n;
+        if (rx_append(t, buf, n) < 0 || t->rx_len > t->cfg.max_output_bytes ||
+            t->drained_bytes > t->cfg.max_output_bytes) {
+            char m[96];
+            snprintf(m, sizeof(m), "runaway output (more than max_output, %zu bytes)",
+                     t->cfg.max_output_bytes);
+            fail_session(t, FS_POLL_PROTOCOL, m);
             return;
         }
     }
@@ -1430,6 +1452,23 @@ do_cycle(struct onyx_target *t, uint64_t id, int64_t deadline)
     epoll_update(t);
 }
 
+/* What a cycle that ran out of time (or was cancelled) was waiting for. */
+static void
+slow_msg(const struct onyx_target *t, char *m, size_t len)
+{
+    if (t->ss == SS_PROBE)
+        snprintf(m, len, "a clock probe's answer was still awaited at the end of the cycle");
+    else if (t->draining)
+        snprintf(m, len, "the shell was still answering the previous cycle (%zu owed)", t->owed);
+    else if (t->ss == SS_BUSY && t->done < t->nq)
+        snprintf(m, len, "no answer to `%s` in time (the session is kept)", t->q[t->done].text);
+    else if (t->ss == SS_DOWN || t->ss == SS_READY)
+        snprintf(m, len, "cycle cancelled (the session is kept)");
+    else
+        snprintf(m, len, "no answer in time while %s (still trying)",
+                 t->ss == SS_SSH ? onyx_ssh_phase(t->ssh) : "setting up the CLI session");
+}
+
 static void
 check_timeouts(struct onyx_drv *d, int64_t now)
 {
@@ -1457,18 +1496,7 @@ check_timeouts(struct onyx_drv *d, int64_t now)
             continue;
         /* Slow: the cycle's budget is spent, the session is kept. */
         char m[220];
-        if (t->ss == SS_PROBE)
-            snprintf(m, sizeof(m),
-                     "a clock probe's answer was still awaited at the end of the cycle");
-        else if (t->draining)
-            snprintf(m, sizeof(m), "the shell was still answering the previous cycle (%zu owed)",
-                     t->owed);
-        else if (t->ss == SS_BUSY && t->done < t->nq)
-            snprintf(m, sizeof(m), "no answer to `%s` in time (the session is kept)",
-                     t->q[t->done].text);
-        else
-            snprintf(m, sizeof(m), "no answer in time while %s (still trying)",
-                     t->ss == SS_SSH ? onyx_ssh_phase(t->ssh) : "setting up the CLI session");
+        slow_msg(t, m, sizeof(m));
         abandon_cycle(t, FS_POLL_TIMEOUT, m);
     }
 }
@@ -1479,6 +1507,8 @@ next_timeout_ms(struct onyx_drv *d, int64_t now)
     int64_t best = 1000000;
     for (size_t i = 0; i < d->ntargets; i++) {
         struct onyx_target *t = d->targets[i];
+        if (t->more_rx)
+            return 0;
         if (t->ss == SS_PROBE && t->probe_sent_mono_us + t->cfg.timeout_us - now < best)
             best = t->probe_sent_mono_us + t->cfg.timeout_us - now;
         if (t->ss != SS_DOWN && t->ss != SS_READY && t->ss != SS_PROBE &&
@@ -1643,8 +1673,11 @@ drain_requests(struct onyx_drv *d)
                 do_cycle(t, r->cycle_id, r->deadline_us);
             break;
         case RQ_CANCEL:
-            if (!t->removed && t->in_cycle)
-                abandon_cycle(t, FS_POLL_TIMEOUT, "cycle cancelled (the session is kept)");
+            if (!t->removed && t->in_cycle) {
+                char m[220];
+                slow_msg(t, m, sizeof(m));
+                abandon_cycle(t, FS_POLL_TIMEOUT, m);
+            }
             break;
         case RQ_REMOVE:
             t->removed = true;
@@ -1740,6 +1773,13 @@ io_thread(void *arg)
             for (size_t k = 0; k < d->ntargets && !live; k++)
                 live = d->targets[k] == t;
             if (live && t->ssh)
+                target_io(t);
+        }
+        /* Sessions whose last turn was cut short get another (round robin with the
+           events above: the next epoll_wait does not block while one is pending). */
+        for (size_t k = 0; k < d->ntargets; k++) {
+            struct onyx_target *t = d->targets[k];
+            if (t->more_rx && t->ssh)
                 target_io(t);
         }
         check_timeouts(d, fs_monotonic_us());
