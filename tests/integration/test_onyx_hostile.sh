@@ -145,7 +145,7 @@ run_case drip '{"ports": 8, "onyx_faults": {"drip": "show clock"}}' 'no answer t
 run_case pages '{"ports": 8, "onyx_faults": {"pages": "show version"}}' 'runaway output'
 run_case longline '{"ports": 8, "onyx_faults": {"longline": "show clock"}}' 'runaway output'
 run_case noise '{"ports": 8, "onyx_faults": {"noise": "show clock"}}' 'runaway output'
-run_case fake_prompt '{"ports": 8, "onyx_faults": {"fake_prompt": "show version"}}' 'show version|show clock|parse|prompt|JSON|json|unexpected|owed|answer to'
+run_case fake_prompt '{"ports": 8, "onyx_faults": {"fake_prompt": "show version"}}' '^`show [^`]+`: '
 run_case reset '{"ports": 8, "onyx_faults": {"reset": "show interfaces ethernet"}}' 'closed the session|read from the shell failed'
 run_case no_shell '{"ports": 8, "onyx_no_shell": true}' 'in time while setting up the CLI session|before showing a prompt'
 
