@@ -1,7 +1,9 @@
 /*
  * The ONYX CLI driver: one I/O thread runs every target's persistent SSH shell with epoll
- * (ssh.c does the SSH part), speaks the ONYX CLI (prompts, enable, paging, pager, `%`
- * errors) and turns each command's output into samples (parse.c).
+ * (ssh.c does the SSH part; it hands name lookups and known_hosts to its worker threads,
+ * so nothing here blocks), speaks the ONYX CLI (prompts, enable, paging, pager, `%`
+ * errors) and turns each command's output into samples (parse.c). Each session is read
+ * at most RX_SLICE_BYTES per turn: a flooding peer yields to the others.
  *
  * Session: connect/handshake/host key/auth/shell (ssh.c) -> wait for the first prompt,
  * learn its `<host> [<tag>: <role>] ` prefix -> `enable` (answering the password prompt
