@@ -129,6 +129,8 @@ sessions() { log_count 'target sw1: CLI session ready'; }
 # expose_all_sources is the target's own setting: both drivers restarted for it. Their
 # old series may still be exported; the CLI's new session is what says it is back.
 wait_for 20 "the CLI session after the expose_all_sources reload" _log_count_above 'target sw1: CLI session ready' 1
+# ...and its first good cycle: a reload restarts an instance that is still failing.
+wait_for 20 "both sources up after the expose_all_sources reload" both_up
 n_sessions=$(sessions)
 write_cfg true 2s
 hup
