@@ -1609,7 +1609,6 @@ fs_store_foreach_instance(struct fs_store *st, fs_instance_cb cb, void *arg)
     for (struct fs_sink *s = st->sinks; s; s = s->next) {
         struct fs_instance_info in;
         char err[sizeof s->last_error];
-        char detail[1024];
         char basis[FS_SINK_CLOCK_BASIS_MAX];
         memset(&in, 0, sizeof in);
         pthread_mutex_lock(&s->stats_lock);
@@ -1638,7 +1637,9 @@ fs_store_foreach_instance(struct fs_store *st, fs_instance_cb cb, void *arg)
             s->clock_known && fabs(s->clock_offset) - s->clock_uncertainty >
                                   (double)atomic_load(&st->clock_max_offset_us) / 1e6;
         snprintf(basis, sizeof basis, "%s", s->clock_basis);
-        snprintf(detail, sizeof detail, "%s", s->detail ? s->detail : "");
+        /* The driver's detail whole (a fixed buffer cut it, and cut JSON is lost whole);
+         * without memory the detail is left out. */
+        char *detail = s->detail ? strdup(s->detail) : NULL;
         pthread_mutex_unlock(&s->stats_lock);
         in.target = s->tcfg->name;
         in.source = s->source;
@@ -1648,9 +1649,11 @@ fs_store_foreach_instance(struct fs_store *st, fs_instance_cb cb, void *arg)
         in.last_error = err;
         in.static_labels = s->tcfg->labels;
         in.n_static_labels = s->tcfg->n_labels;
-        in.driver_detail = detail;
+        in.driver_detail = detail ? detail : "";
         in.clock_basis = basis;
-        if (cb(arg, &in))
+        int stop = cb(arg, &in);
+        free(detail);
+        if (stop)
             break;
     }
     pthread_rwlock_unlock(&st->lock);
