@@ -132,7 +132,7 @@ struct onyx_target {
     struct fs_sink *sink;
     atomic_bool busy;
     pthread_mutex_t detail_lock;
-    char detail[3072];        /* under detail_lock */
+    char detail[6144];        /* under detail_lock */
     FILE *transcript;         /* under detail_lock */
     bool transcript_mid_line; /* under detail_lock: the last byte written was not a newline */
 
@@ -178,6 +178,11 @@ struct onyx_target {
     bool lacks[K_COUNT];
     bool json_off[K_COUNT];          /* the `| json-print` form failed: text form from now on */
     char json_off_why[K_COUNT][160]; /* why (for the detail) */
+    /* A command whose output the parser did not recognise (its layout is an assumption):
+     * why and the first lines it printed, for the detail; "" when it parses. */
+    char layout_cmd[K_COUNT][96]; /* the command of that kind that failed (tc 3 of tc N) */
+    char layout_err[K_COUNT][128];
+    char layout_lines[K_COUNT][160];
     char release[32];
     double last_uptime;
     bool one_at_a_time; /* the CLI pages despite paging off: no pipelining (the pager would eat
@@ -603,7 +608,7 @@ has_pager_line(const char *text, size_t len)
  * the port counters are: another command's failure leaves the cycle partial, the target up
  * and the other commands' data flowing. A worse result already set is kept. */
 static void
-cmd_failed(struct onyx_target *t, const struct cmd *c, enum fs_poll_result r, const char *err)
+cmd_result(struct onyx_target *t, const struct cmd *c, enum fs_poll_result r, const char *err)
 {
     if (c->kind != K_IFACES)
         r = FS_POLL_PARTIAL;
@@ -611,7 +616,54 @@ cmd_failed(struct onyx_target *t, const struct cmd *c, enum fs_poll_result r, co
         t->result = r;
         snprintf(t->msg, sizeof(t->msg), "`%.80s`: %.150s", c->text, err);
     }
+}
+
+static void
+cmd_failed(struct onyx_target *t, const struct cmd *c, enum fs_poll_result r, const char *err)
+{
+    cmd_result(t, c, r, err);
     fs_log(FS_LOG_WARN, SUBSYS, "target %s: `%s`: %s", t->name, c->text, err);
+}
+
+static void update_detail(struct onyx_target *t);
+
+/* The output of c (text, len) was not in the layout its parser knows (err): said once per
+ * kind of command, with the first lines the device printed, in the log and in the detail
+ * until it parses again; the cycle is partial (the port counters' failure fails it), the
+ * other commands' data kept. */
+static void
+layout_mismatch(struct onyx_target *t, const struct cmd *c, const char *err, const char *text,
+                size_t len)
+{
+    cmd_result(t, c, FS_POLL_PARSE, err);
+    if (t->layout_err[c->kind][0])
+        return;
+    char lines[sizeof(t->layout_lines[0])];
+    size_t o = 0, pos = 0;
+    for (int n = 0; n < 3 && pos < len;) {
+        const char *ls = text + pos, *nl = memchr(ls, '\n', len - pos);
+        size_t ll = nl ? (size_t)(nl - ls) : len - pos;
+        pos += ll + 1;
+        while (ll > 0 && (ls[ll - 1] == '\r' || ls[ll - 1] == ' '))
+            ll--;
+        if (ll == 0)
+            continue;
+        o += (size_t)snprintf(lines + o, sizeof(lines) - o, "%s%.*s", n ? " | " : "",
+                              (int)(ll < 60 ? ll : 60), ls);
+        if (o >= sizeof(lines))
+            break;
+        n++;
+    }
+    if (o == 0)
+        snprintf(lines, sizeof(lines), "(nothing)");
+    snprintf(t->layout_err[c->kind], sizeof(t->layout_err[c->kind]), "%.120s", err[0] ? err : "?");
+    snprintf(t->layout_cmd[c->kind], sizeof(t->layout_cmd[c->kind]), "%.90s", c->text);
+    snprintf(t->layout_lines[c->kind], sizeof(t->layout_lines[c->kind]), "%s", lines);
+    fs_log(FS_LOG_WARN, SUBSYS,
+           "target %s: `%s` printed a layout this driver does not know (%s); its first lines: "
+           "%s; its series are missing until it parses, the others are kept",
+           t->name, c->text, err, lines);
+    update_detail(t);
 }
 
 static bool
@@ -987,7 +1039,11 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
         onyx_samples_clear(&t->samples); /* the text form's answer replaces it */
         json_fallback(t, c, err);
     } else if (rc != 0) {
-        cmd_failed(t, c, FS_POLL_PARSE, err);
+        layout_mismatch(t, c, err, text, len);
+    } else if (t->layout_err[c->kind][0] && strcmp(t->layout_cmd[c->kind], c->text) == 0) {
+        fs_log(FS_LOG_INFO, SUBSYS, "target %s: `%s` parses again", t->name, c->text);
+        t->layout_err[c->kind][0] = '\0';
+        update_detail(t);
     }
     emit(t, now_real);
 }
@@ -1586,6 +1642,22 @@ update_detail(struct onyx_target *t)
     }
     if (o >= sizeof(fallbacks)) /* cut: keep the JSON valid */
         snprintf(fallbacks, sizeof(fallbacks), "{\"command\":\"(too many)\",\"reason\":\"\"}");
+    char layouts[1536] = "";
+    o = 0;
+    for (int k = 0; k < K_COUNT; k++) {
+        if (!t->layout_err[k][0] || o >= sizeof(layouts))
+            continue;
+        char e[2 * sizeof(t->layout_err[k])], l[2 * sizeof(t->layout_lines[k])];
+        char cm[2 * sizeof(t->layout_cmd[k])];
+        json_escape(t->layout_cmd[k], cm, sizeof(cm));
+        json_escape(t->layout_err[k], e, sizeof(e));
+        json_escape(t->layout_lines[k], l, sizeof(l));
+        o += (size_t)snprintf(layouts + o, sizeof(layouts) - o,
+                              "%s{\"command\":\"%s\",\"error\":\"%s\",\"printed\":\"%s\"}",
+                              o ? "," : "", cm, e, l);
+    }
+    if (o >= sizeof(layouts))
+        snprintf(layouts, sizeof(layouts), "{\"command\":\"(too many)\",\"error\":\"\"}");
     char acl_state[2 * sizeof(t->acl_counters)];
     json_escape(t->acl_counters[0]     ? t->acl_counters
                 : !t->cfg.n_flow_rules ? "no flow rules"
@@ -1595,7 +1667,8 @@ update_detail(struct onyx_target *t)
     char d[sizeof(t->detail)];
     snprintf(d, sizeof(d),
              "\"cli_session\":\"%s\",\"cli_release\":\"%s\",\"cli_interfaces_form\":\"%s\","
-             "\"cli_text_fallbacks\":[%s],\"cli_dropped_commands\":[%s],\"cli_ecn_profile\":\"%s\","
+             "\"cli_text_fallbacks\":[%s],\"cli_layout_mismatches\":[%s],"
+             "\"cli_dropped_commands\":[%s],\"cli_ecn_profile\":\"%s\","
              "\"cli_sessions_opened\":%llu,"
              "\"cli_flow_rules\":\"%s\",\"cli_acl_counters\":\"%s\","
              "\"cli_pipelining\":%s,\"cli_clock_probes\":%llu,"
@@ -1604,8 +1677,8 @@ update_detail(struct onyx_target *t)
              t->ss == SS_DOWN                                               ? "down"
              : (t->ss == SS_READY || t->ss == SS_BUSY || t->ss == SS_PROBE) ? "up"
                                                                             : "opening",
-             t->release, t->json_off[K_IFACES] ? "text" : "json", fallbacks, dropped, t->profile,
-             (unsigned long long)t->sessions,
+             t->release, t->json_off[K_IFACES] ? "text" : "json", fallbacks, layouts, dropped,
+             t->profile, (unsigned long long)t->sessions,
              !t->cfg.apply_flow_rules ? "not applied (apply_flow_rules off)"
              : t->config_in_flight    ? "applying"
              : !t->rules_checked      ? "not checked"

@@ -35,6 +35,7 @@ Scenario keys read here in addition to scenario.py's (all optional):
                     "drip": the answer one byte a second; "pages": pager prompts without
                     end, paging off or not (each key brings another page); "longline": a
                     single line of onyx_longline_bytes (default 1 GiB) before the answer;
+                    "layout": the answer in a layout no parser knows (made up);
                     "noise": random binary bytes without end; "fake_prompt": the answer
                     carries lines that look like this CLI's prompts (with commands after
                     them) in its middle; "reset": half the answer, then the SSH connection
@@ -261,6 +262,12 @@ class Sim:
             self.write("\n".join(lines[: len(lines) // 2]) + "\n")
             os.kill(os.getppid(), 9)  # the session's sshd: the connection drops, no goodbye
             os._exit(0)
+        if self.fault("layout", cmd) and lines:
+            # another release's layout (made up, NOT from a real device): one line per port
+            lines = ["Port       Traffic-Class  Tx-Pkts      Tx-Bytes",
+                     "---------  -------------  -----------  -----------"] + [
+                     "1/%-7d  3              %-11d  %d" % (p, 1000 * p, 64000 * p)
+                     for p in range(1, 5)]
         if self.fault("malformed", cmd) and lines:
             lines.insert(len(lines) // 2, "  12x34\x07\x00 ]]} packets %%% \x1b[7m")
         if self.fault("bloat", cmd):  # one large but finite answer (blank lines after it)
