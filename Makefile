@@ -5,7 +5,7 @@ CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 # Developer and CI builds treat warnings as errors; a plain cmake build does not.
 DEV_FLAGS = -DFS_WERROR=ON
 
-.PHONY: docs all deps build run test test-release test-asan test-tsan test-fuzz bench eval fuzz format clean package
+.PHONY: docs all deps build run test test-release test-asan test-tsan test-fuzz bench eval fuzz format clean package package-check-root
 
 all: build
 
@@ -59,13 +59,25 @@ EVAL_SEED_BASE ?= 7000
 # EVAL_HISTORY_RUNS runs from EVAL_HISTORY_SEED_BASE.
 EVAL_HISTORY_RUNS ?= 8
 EVAL_HISTORY_SEED_BASE ?= 9100
+# Then the drivers_end_to_end family (real binary, drivers, simulators and Prometheus;
+# needs root for the ONYX CLI simulator's sshd): EVAL_DRIVERS_RUNS runs from
+# EVAL_DRIVERS_SEED_BASE, about two minutes each.
+EVAL_DRIVERS_RUNS ?= 5
+EVAL_DRIVERS_SEED_BASE ?= 9300
 eval: build
 	$(BUILD)/eval/eval_diagnosis --seeds $(EVAL_SEEDS) --seed-base $(EVAL_SEED_BASE)
 	FS_BUILD_DIR="$$PWD/$(BUILD)" bash tests/eval/eval_history.sh $(EVAL_HISTORY_RUNS) $(EVAL_HISTORY_SEED_BASE)
+	FS_BUILD_DIR="$$PWD/$(BUILD)" bash tests/eval/eval_drivers.sh $(EVAL_DRIVERS_RUNS) $(EVAL_DRIVERS_SEED_BASE)
 
-# The Debian package of the collector (CPack): build/fabricscope_<version>_<arch>.deb.
+# The Debian packages (CPack components): build/fabricscope_<version>_<arch>.deb (the
+# collector) and build/fabricscope-host-agent_<version>_<arch>.deb (the GPU-host agent).
 package: build
 	cd $(BUILD) && cpack -G DEB
+
+# Both packages installed into a fresh debootstrap root and their units' ExecStartPre run
+# there (root, a Debian mirror, a few minutes; not part of make test).
+package-check-root: package
+	bash tests/ops/deb-clean-root.sh $(BUILD)
 
 # Longer fuzzing: FUZZ_SECONDS per target.
 FUZZ_SECONDS ?= 300

@@ -570,6 +570,9 @@ analysis_start(struct daemon *d, const struct fs_config *c)
         return -1;
     }
     analysis_configure(d, c);
+    /* Device-stamped events (WJH drops) join the host events; cleared in analysis_stop,
+     * after every target is gone. */
+    fs_store_set_device_event_listener(d->store, fs_analysis_device_event, d->an.an);
     pthread_mutex_init(&d->an.lock, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -590,6 +593,7 @@ analysis_stop(struct daemon *d)
 {
     if (!d->an.an)
         return;
+    fs_store_set_device_event_listener(d->store, NULL, NULL);
     if (d->an.started) {
         pthread_mutex_lock(&d->an.lock);
         d->an.stop = true;

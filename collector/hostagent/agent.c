@@ -20,12 +20,15 @@
 #include <microhttpd.h>
 
 #include "analysis/host_events.h"
+#include "config/block.h"
 #include "hostagent/agent_config.h"
 #include "hostagent/capture.h"
 #include "hostagent/offset_track.h"
+#include "hostagent/runcmd.h"
 #include "hostagent/spool.h"
 #include "hostagent/tail.h"
 #include "importers/client.h"
+#include "importers/import_perf.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -47,6 +50,7 @@ struct counters {
     uint64_t spool_bytes, spool_events, spool_dropped_events;
     uint64_t captures, capture_failures, capture_events;
     uint64_t nccl_lines_bad;
+    uint64_t commands, command_failures, command_events;
 };
 
 struct agent {
@@ -65,19 +69,27 @@ struct agent {
     char raw[4096], what[512], last_failure[96];
     unsigned capture_seq;
     bool quota_reported;
+    /* command */
+    struct fs_runcmd cmd;
+    int64_t next_cmd_us;
+    char cmd_reported[160]; /* the last kind of outcome reported (once each) */
     /* metrics */
     pthread_mutex_t mu;
     struct counters c;
     struct MHD_Daemon *mhd;
 };
 
-static volatile sig_atomic_t g_stop;
+static volatile sig_atomic_t g_stop, g_reload;
+
+static void command_start(struct agent *a, int64_t win_start_ns, int64_t win_end_ns);
 
 static void
 on_signal(int sig)
 {
-    (void)sig;
-    g_stop = 1;
+    if (sig == SIGHUP)
+        g_reload = 1;
+    else
+        g_stop = 1;
 }
 
 static int64_t
@@ -461,8 +473,11 @@ capture_step(struct agent *a)
         a->next_poll_us = mono + a->cfg.poll_us;
         capture_poll(a);
     }
-    if (a->cap == CAP_ARMED && now_ns() >= a->win_start_ns)
+    if (a->cap == CAP_ARMED && now_ns() >= a->win_start_ns) {
+        if (a->cfg.cmd_argv && a->cfg.cmd_at_capture)
+            command_start(a, a->win_start_ns, a->win_end_ns);
         a->cap = capture_begin(a) == 0 ? CAP_RUNNING : CAP_IDLE;
+    }
     if (a->cap == CAP_RUNNING) {
         int ws;
         pid_t p = waitpid(a->perf, &ws, WNOHANG);
@@ -472,6 +487,100 @@ capture_step(struct agent *a)
             a->next_poll_us = mono;
         }
     }
+}
+
+/* ---- the configured command ---- */
+
+/* Once per kind of outcome (how): the same failure every interval is no news. */
+static void
+report_command(struct agent *a, const char *how, const char *detail, bool error)
+{
+    if (strcmp(a->cmd_reported, how) == 0) {
+        fs_log(FS_LOG_DEBUG, "agent", "command %s: %s", how, detail);
+        return;
+    }
+    snprintf(a->cmd_reported, sizeof a->cmd_reported, "%s", how);
+    fs_log(error ? FS_LOG_ERROR : FS_LOG_WARN, "agent",
+           "command %s %s: %s (reported once; the agent keeps running)", a->cfg.cmd_argv[0], how,
+           detail[0] ? detail : "(nothing on its stderr)");
+}
+
+static void
+command_start(struct agent *a, int64_t win_start_ns, int64_t win_end_ns)
+{
+    char err[300];
+    if (fs_runcmd_running(&a->cmd)) {
+        report_command(a, "still running", "this run is skipped", false);
+        return;
+    }
+    if (fs_runcmd_start(&a->cmd, a->cfg.cmd_argv, a->cfg.cmd_max_output, win_start_ns, win_end_ns,
+                        err, sizeof err) != 0)
+        report_command(a, "not started", err, true);
+}
+
+/* The run is over: how it ended (reported), its output imported and posted with the
+ * offset measured nearest the middle of the run. */
+static void
+command_end(struct agent *a)
+{
+    struct fs_runcmd *r = &a->cmd;
+    struct fs_imp_batch b = {0};
+    char how[160], why[300], err[1200];
+    const char *text = r->out.data ? r->out.data : "";
+    size_t len = r->out.len, skipped = 0;
+    bool failed = !r->stopped &&
+                  (r->timed_out || r->cut || !WIFEXITED(r->status) || WEXITSTATUS(r->status) != 0);
+    bool placed = false;
+    for (size_t i = 0; i < r->err_len; i++)
+        if (r->err_text[i] == '\n' || r->err_text[i] == '\t')
+            r->err_text[i] = ' ';
+    while (r->err_len && r->err_text[r->err_len - 1] == ' ')
+        r->err_text[--r->err_len] = '\0';
+    fs_runcmd_describe(r, how, sizeof how);
+    snprintf(err, sizeof err, "stderr: %s", r->err_len ? r->err_text : "(empty)");
+    if (r->stopped)
+        fs_log(FS_LOG_INFO, "agent", "command %s %s", a->cfg.cmd_argv[0], how);
+    else if (failed || r->err_len)
+        report_command(a, how, err, failed);
+    else
+        a->cmd_reported[0] = '\0';
+    if (r->cut) /* its complete lines only */
+        while (len && text[len - 1] != '\n')
+            len--;
+    if (len && memchr(text, '\n', len)) {
+        /* Without perf script's "# reference time" header, the samples are on this host's
+         * CLOCK_MONOTONIC (perf -k mono; perf's default clock on the kernels seen). */
+        struct fs_perf_ref ref = {0};
+        if (!memmem(text, len, "# reference time:", 17)) {
+            struct timespec rt, mt;
+            clock_gettime(CLOCK_REALTIME, &rt);
+            clock_gettime(CLOCK_MONOTONIC, &mt);
+            ref.known = true;
+            ref.tod_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
+            ref.clock_ns = (int64_t)mt.tv_sec * 1000000000 + mt.tv_nsec;
+        }
+        if (fs_import_perf_read(text, len, a->cfg.host, &ref, &b, &skipped, why, sizeof why) != 0) {
+            failed = true;
+            report_command(a, "output not imported", why, true);
+        } else if (deliver(a, &b, r->start_ns / 2 + r->end_ns / 2) != 0) {
+            failed = true;
+            fs_log(FS_LOG_WARN, "agent",
+                   "command: %zu events not placed (no clock offset yet, "
+                   "or the spool refused them)",
+                   b.n);
+        } else {
+            placed = true;
+        }
+    }
+    if (placed || len == 0)
+        fs_log(FS_LOG_DEBUG, "agent", "command %s %s: %zu events placed", a->cfg.cmd_argv[0], how,
+               b.n);
+    pthread_mutex_lock(&a->mu);
+    a->c.commands++;
+    a->c.command_failures += failed;
+    a->c.command_events += placed ? b.n : 0;
+    pthread_mutex_unlock(&a->mu);
+    fs_imp_batch_free(&b);
 }
 
 /* ---- /metrics ---- */
@@ -532,6 +641,11 @@ serve(void *cls, struct MHD_Connection *conn, const char *url, const char *metho
         C("capture_events_total", "Events of the perf captures.", c.capture_events);
         C("nccl_lines_bad_total", "NCCL Inspector lines that were not JSON (skipped).",
           c.nccl_lines_bad);
+        C("commands_total", "Runs of the configured command that ended.", c.commands);
+        C("command_failures_total",
+          "Of them, runs that failed (exit status, timeout, output bound, not imported).",
+          c.command_failures);
+        C("command_events_total", "Events of the command's output placed.", c.command_events);
 #undef G
 #undef C
     }
@@ -547,11 +661,13 @@ serve(void *cls, struct MHD_Connection *conn, const char *url, const char *metho
     return ret;
 }
 
+/* Serves /metrics as cfg's metrics.listen says into *mhd. 0 or -1 with err. */
 static int
-metrics_start(struct agent *a, char *err, size_t errlen)
+metrics_start(struct agent *a, const struct fs_agent_cfg *cfg, struct MHD_Daemon **mhd, char *err,
+              size_t errlen)
 {
-    const char *host = a->cfg.metrics_host;
-    unsigned port = a->cfg.metrics_port;
+    const char *host = cfg->metrics_host;
+    unsigned port = cfg->metrics_port;
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof ss);
     struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
@@ -568,11 +684,11 @@ metrics_start(struct agent *a, char *err, size_t errlen)
         snprintf(err, errlen, "metrics.listen: %s is not an IP address", host);
         return -1;
     }
-    a->mhd = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, serve, a, MHD_OPTION_SOCK_ADDR,
-                              (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT, 16u,
-                              MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
-    if (!a->mhd) {
-        snprintf(err, errlen, "metrics.listen: cannot listen on %s", a->cfg.metrics_listen);
+    *mhd = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, serve, a, MHD_OPTION_SOCK_ADDR,
+                            (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT, 16u,
+                            MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+    if (!*mhd) {
+        snprintf(err, errlen, "metrics.listen: cannot listen on %s", cfg->metrics_listen);
         return -1;
     }
     return 0;
@@ -604,7 +720,7 @@ agent_open(struct agent *a, char *err, size_t errlen)
             return -1;
         a->tail_on = true;
     }
-    if (a->cfg.metrics_listen && metrics_start(a, err, errlen) != 0)
+    if (a->cfg.metrics_listen && metrics_start(a, &a->cfg, &a->mhd, err, errlen) != 0)
         return -1;
     return 0;
 }
@@ -612,6 +728,7 @@ agent_open(struct agent *a, char *err, size_t errlen)
 static void
 agent_close(struct agent *a)
 {
+    fs_runcmd_free(&a->cmd);
     if (a->mhd)
         MHD_stop_daemon(a->mhd);
     if (a->tail_on)
@@ -624,12 +741,125 @@ agent_close(struct agent *a)
     pthread_mutex_destroy(&a->mu);
 }
 
+/* Logs each line of a refusal (FILE:LINE:COL: key: reason). */
+static void
+log_refusal(const char *path, const char *errors)
+{
+    const char *p = errors ? errors : "out of memory\n";
+    fs_log(FS_LOG_ERROR, "agent", "reload of %s refused; the running configuration stays:", path);
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        int n = nl ? (int)(nl - p) : (int)strlen(p);
+        if (n)
+            fs_log(FS_LOG_ERROR, "agent", "  %.*s", n, p);
+        p += n + (nl ? 1 : 0);
+    }
+}
+
+/*
+ * SIGHUP: the file is read again. A file the validation refuses, or whose collector,
+ * state directory, log directory or /metrics address cannot be opened, is refused whole
+ * and the running configuration stays. Else the new parts replace the old: tail positions
+ * and the spool are on disk (the new ones read them back), the clock track is kept
+ * unless the collector's URL changed, an armed window is dropped (picked again with the
+ * new settings) and a running command ends (what it printed is imported).
+ */
+static void
+reload(struct agent *a, const char *path)
+{
+    struct fs_agent_cfg nc;
+    struct fs_imp_client cli = {0};
+    struct fs_spool sp = {0};
+    struct fs_tail tl = {0};
+    struct MHD_Daemon *mhd = NULL;
+    char *errors = NULL, err[800], dir[4200];
+    bool tail_on = false, same_listen;
+    if (fs_agent_cfg_load(path, &nc, &errors) != 0) {
+        log_refusal(path, errors);
+        goto refused;
+    }
+    same_listen = fs_cfg_str_equal(nc.metrics_listen, a->cfg.metrics_listen);
+    if (mkdir(nc.state_dir, 0750) != 0 && errno != EEXIST) {
+        snprintf(err, sizeof err, "state_dir %s: %s", nc.state_dir, strerror(errno));
+        goto failed;
+    }
+    if (fs_imp_client_open(&cli, nc.url, nc.token_file, err, sizeof err) != 0)
+        goto failed;
+    cli.timeout_s = REQUEST_TIMEOUT_S;
+    cli.connect_timeout_s = CONNECT_TIMEOUT_S;
+    snprintf(dir, sizeof dir, "%s/spool", nc.state_dir);
+    if (fs_spool_open(&sp, dir, nc.spool_max_bytes, err, sizeof err) != 0)
+        goto failed;
+    if (nc.nccl_dir) {
+        if (fs_tail_open(&tl, nc.nccl_dir, nc.state_dir, err, sizeof err) != 0)
+            goto failed;
+        tail_on = true;
+    }
+    if (!same_listen && nc.metrics_listen && metrics_start(a, &nc, &mhd, err, sizeof err) != 0)
+        goto failed;
+
+    /* Accepted: end what belongs to the old configuration, then swap. */
+    if (fs_runcmd_running(&a->cmd)) {
+        fs_runcmd_kill(&a->cmd);
+        command_end(a);
+    }
+    if (a->cap == CAP_ARMED)
+        a->cap = CAP_IDLE;
+    if (!fs_cfg_str_equal(nc.url, a->cfg.url))
+        memset(&a->clock, 0, sizeof a->clock);
+    sp.dropped_events += a->spool.dropped_events;
+    sp.dropped_files += a->spool.dropped_files;
+    tl.lines_bad += a->tail.lines_bad;
+    fs_imp_client_close(&a->cli);
+    fs_spool_close(&a->spool);
+    if (a->tail_on)
+        fs_tail_close(&a->tail);
+    if (!same_listen) {
+        if (a->mhd)
+            MHD_stop_daemon(a->mhd);
+        a->mhd = mhd;
+    }
+    a->cli = cli;
+    a->spool = sp;
+    a->tail = tl;
+    a->tail_on = tail_on;
+    fs_agent_cfg_free(&a->cfg);
+    a->cfg = nc;
+    a->next_clock_us = a->next_tail_us = a->next_spool_us = a->next_poll_us = a->next_cmd_us = 0;
+    a->waiting_reported = false;
+    a->cmd_reported[0] = '\0';
+    sync_spool_counters(a);
+    fs_log(FS_LOG_INFO, "agent", "configuration reloaded from %s: collector %s, state in %s", path,
+           a->cfg.url, a->cfg.state_dir);
+    free(errors);
+    return;
+failed:
+    fs_log(FS_LOG_ERROR, "agent", "reload of %s refused; the running configuration stays: %s", path,
+           err);
+    if (mhd)
+        MHD_stop_daemon(mhd);
+    if (tail_on)
+        fs_tail_close(&tl);
+    if (sp.dir)
+        fs_spool_close(&sp);
+    if (cli.curl)
+        fs_imp_client_close(&cli);
+refused:
+    fs_agent_cfg_free(&nc);
+    free(errors);
+}
+
 static int
-run(struct agent *a)
+run(struct agent *a, const char *path)
 {
     fs_log(FS_LOG_INFO, "agent", "host-agent for %s started: collector %s, state in %s",
            a->cfg.host, a->cfg.url, a->cfg.state_dir);
     while (!g_stop) {
+        /* Not while perf runs: its import needs the configuration it started with. */
+        if (g_reload && a->cap != CAP_RUNNING) {
+            g_reload = 0;
+            reload(a, path);
+        }
         int64_t mono = fs_monotonic_us();
         if (mono >= a->next_clock_us) {
             a->next_clock_us = mono + a->cfg.clock_interval_us;
@@ -643,8 +873,24 @@ run(struct agent *a)
         }
         if (a->cfg.capture)
             capture_step(a);
-        struct timespec ts = {0, 50 * 1000000};
-        nanosleep(&ts, NULL);
+        if (a->cfg.cmd_argv && !a->cfg.cmd_at_capture && mono >= a->next_cmd_us &&
+            !fs_runcmd_running(&a->cmd)) {
+            a->next_cmd_us = mono + a->cfg.cmd_interval_us;
+            command_start(a, 0, 0);
+        }
+        if (fs_runcmd_running(&a->cmd)) {
+            /* The tick waits on the command's output instead of sleeping. */
+            if (fs_runcmd_step(&a->cmd, a->cfg.cmd_timeout_us, 50) == 1)
+                command_end(a);
+        } else {
+            struct timespec ts = {0, 50 * 1000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    if (fs_runcmd_running(&a->cmd)) {
+        /* What it printed so far is still imported. */
+        fs_runcmd_kill(&a->cmd);
+        command_end(a);
     }
     if (a->cap == CAP_RUNNING) {
         /* perf writes what it has on SIGINT: the window so far is still imported. */
@@ -669,6 +915,8 @@ once(struct agent *a)
     }
     a->win_start_ns = now_ns();
     a->win_end_ns = a->win_start_ns + a->cfg.length_us * 1000;
+    if (a->cfg.cmd_argv && a->cfg.cmd_at_capture)
+        command_start(a, a->win_start_ns, a->win_end_ns);
     if (capture_begin(a) != 0)
         return 1;
     int ws = 0;
@@ -682,14 +930,23 @@ once(struct agent *a)
         }
     }
     size_t spooled = a->spool.files;
-    if (capture_end(a, ws, interrupted) != 0)
+    int crc = capture_end(a, ws, interrupted);
+    /* The command of the window (command.at_capture) ends too, whatever perf did. */
+    while (fs_runcmd_running(&a->cmd)) {
+        if (g_stop)
+            fs_runcmd_kill(&a->cmd);
+        if (fs_runcmd_step(&a->cmd, a->cfg.cmd_timeout_us, 50) == 1)
+            command_end(a);
+    }
+    if (crc != 0)
         return 1;
     pthread_mutex_lock(&a->mu);
     struct counters c = a->c;
     pthread_mutex_unlock(&a->mu);
-    printf("fabricscope host-agent: captured %" PRIu64 " events, %" PRIu64 " posted (%" PRIu64
-           " stored), host clock %+.3f ms from the collector's (± %.3f ms)%s\n",
-           c.capture_events, c.posted, c.stored, (double)c.offset_ns / 1e6, (double)c.unc_ns / 1e6,
+    printf("fabricscope host-agent: captured %" PRIu64 " events (the command %" PRIu64 "), %" PRIu64
+           " posted (%" PRIu64 " stored), host clock %+.3f ms from the collector's (± %.3f ms)%s\n",
+           c.capture_events, c.command_events, c.posted, c.stored, (double)c.offset_ns / 1e6,
+           (double)c.unc_ns / 1e6,
            a->spool.files > spooled ? "; the rest is spooled for the running agent" : "");
     return a->spool.files > spooled ? 1 : 0;
 }
@@ -702,6 +959,9 @@ fs_host_agent_main(int argc, char **argv)
                                          {"once", no_argument, NULL, 'o'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
+    /* The subcommand of fabricscope, or the fabricscope-host-agent binary. */
+    const char *prog =
+        strcmp(argv[0], "host-agent") == 0 ? "fabricscope host-agent" : "fabricscope-host-agent";
     const char *path = NULL;
     bool check = false, one = false;
     int ch;
@@ -718,20 +978,22 @@ fs_host_agent_main(int argc, char **argv)
             one = true;
             break;
         case 'h':
-            printf("usage: fabricscope host-agent -c FILE [--check-config] [--once]\n"
+            printf("usage: %s -c FILE [--check-config] [--once]\n"
                    "  the agent of a GPU host: measures its clock offset to the collector,\n"
                    "  posts NCCL Inspector records as they are written, and runs perf around\n"
                    "  the collector's next predicted incident (README \"Host agent\");\n"
                    "  --check-config: validate FILE and exit 0 (good) or 2 (bad);\n"
-                   "  --once: one capture of capture.length now, posted, then exit\n");
+                   "  --once: one capture of capture.length now, posted, then exit;\n"
+                   "  SIGHUP reloads FILE (a bad file is refused whole, the running\n"
+                   "  configuration stays), SIGTERM or SIGINT stops\n",
+                   prog);
             return 0;
         default:
             return 2;
         }
     }
     if (!path || optind != argc) {
-        fprintf(stderr, "fabricscope host-agent: usage: fabricscope host-agent -c FILE "
-                        "[--check-config] [--once]\n");
+        fprintf(stderr, "%s: usage: %s -c FILE [--check-config] [--once]\n", prog, prog);
         return 2;
     }
     struct agent *a = calloc(1, sizeof *a);
@@ -759,13 +1021,14 @@ fs_host_agent_main(int argc, char **argv)
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     rc = 1;
     if (agent_open(a, err, sizeof err) != 0) {
         fprintf(stderr, "fabricscope host-agent: %s\n", err);
         goto out;
     }
-    rc = one ? once(a) : run(a);
+    rc = one ? once(a) : run(a, path);
 out:
     free(errors);
     agent_close(a);

@@ -7,6 +7,8 @@
  *     become a batch;
  *   - capture: poll /api/v1/incidents, arm a window around the next predicted
  *     incident, run perf in it (capture.h);
+ *   - command: every command.interval (or at each capture window's start) the
+ *     configured command runs (runcmd.h); its perf script-style output is imported;
  *   - every batch is posted with the offset measured nearest its events, or spooled
  *     (spool.h) while the collector does not take it; the spool is posted oldest first
  *     when it answers again.

@@ -58,6 +58,7 @@ build(const struct lyd_node *first, void *ctx, struct fs_cfg_errs *errs)
     const struct lyd_node *cap = fs_cfg_top(first, "capture");
     const struct lyd_node *sp = fs_cfg_top(first, "spool");
     const struct lyd_node *met = fs_cfg_top(first, "metrics");
+    const struct lyd_node *cmd = fs_cfg_top(first, "command");
     char hn[256];
 
     if (fs_cfg_strdup(&c->url, col, "url") || fs_cfg_strdup(&c->token_file, col, "token_file") ||
@@ -100,6 +101,33 @@ build(const struct lyd_node *first, void *ctx, struct fs_cfg_errs *errs)
         fs_cfg_node_err(errs, fs_cfg_kid(cap, "length"), false,
                         "is longer than capture.max_length (%.0f s)",
                         (double)c->max_length_us / 1e6);
+    if (cmd) {
+        if (strings(cmd, "argv", NULL, &c->cmd_argv, &c->n_cmd_argv))
+            return -1;
+        c->cmd_interval_us = fs_cfg_duration_us(cmd, "interval", 0);
+        c->cmd_at_capture = fs_cfg_bool(cmd, "at_capture");
+        c->cmd_timeout_us = fs_cfg_duration_us(cmd, "timeout", 60000000);
+        c->cmd_max_output = 16ull << 20;
+        (void)size_of(cmd, "max_output_bytes", &c->cmd_max_output);
+        const struct lyd_node *iv = fs_cfg_given(cmd, "interval");
+        const struct lyd_node *ac = fs_cfg_given(cmd, "at_capture");
+        if (c->n_cmd_argv == 0)
+            fs_cfg_node_err(errs, cmd, true, "needs argv (the command and its arguments)");
+        if (!iv && !c->cmd_at_capture)
+            fs_cfg_node_err(errs, cmd, true, "needs interval or at_capture: true");
+        if (iv && c->cmd_at_capture)
+            fs_cfg_node_err(errs, iv, false, "and command.at_capture: true exclude each other");
+        if (iv && c->cmd_interval_us < 100000)
+            fs_cfg_node_err(errs, iv, false, "must be at least 100ms");
+        if (c->cmd_at_capture && !cap)
+            fs_cfg_node_err(errs, ac, false,
+                            "needs a capture block (there is no capture to run at)");
+        if (c->cmd_timeout_us < 100000)
+            fs_cfg_node_err(errs, fs_cfg_kid(cmd, "timeout"), false, "must be at least 100ms");
+        if (c->cmd_max_output < 4096)
+            fs_cfg_node_err(errs, fs_cfg_kid(cmd, "max_output_bytes"), false,
+                            "must be at least 4KiB (a few lines of perf script)");
+    }
     if (met && c->metrics_listen &&
         fs_cfg_parse_listen(c->metrics_listen, c->metrics_host, sizeof c->metrics_host,
                             &c->metrics_port) != 0)
@@ -140,5 +168,6 @@ fs_agent_cfg_free(struct fs_agent_cfg *c)
     free(c->perf);
     free(c->hook);
     free(c->metrics_listen);
+    free_list(c->cmd_argv, c->n_cmd_argv);
     memset(c, 0, sizeof *c);
 }

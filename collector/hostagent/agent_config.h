@@ -29,6 +29,12 @@ struct fs_agent_cfg {
     uint64_t raw_quota_bytes;
     bool keep_raw;
     uint64_t spool_max_bytes;
+    char **cmd_argv; /**< command.argv (NULL-terminated); NULL: no command */
+    size_t n_cmd_argv;
+    int64_t cmd_interval_us; /**< 0: at_capture */
+    bool cmd_at_capture;
+    int64_t cmd_timeout_us;
+    uint64_t cmd_max_output;
     char *metrics_listen; /**< NULL: no /metrics */
     char metrics_host[256];
     unsigned metrics_port;

@@ -20,6 +20,7 @@
 #include "http/api.h"
 #include "http/selector.h"
 #include "metrics_catalogue.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #define US 1000000LL
@@ -796,6 +797,46 @@ fs_analysis_post_host_events(struct fs_analysis *a, const char *authorization, c
 }
 
 int
+fs_analysis_device_event(void *arg, const struct fs_device_event *e)
+{
+    struct fs_analysis *a = arg;
+    struct fs_buf b;
+    fs_buf_init(&b, 64 << 10);
+    fs_buf_printf(&b,
+                  "{\"host_offset_ns\":%" PRId64 ",\"host_offset_uncertainty_ns\":%" PRId64
+                  ",\"events\":[{\"host\":",
+                  e->clock_offset_us * 1000, e->clock_uncertainty_us * 1000);
+    fs_buf_json_str(&b, e->target);
+    fs_buf_puts(&b, ",\"kind\":");
+    fs_buf_json_str(&b, e->kind);
+    fs_buf_puts(&b, ",\"name\":");
+    fs_buf_json_str(&b, e->name);
+    fs_buf_printf(&b, ",\"start\":%" PRId64, e->device_start_us * 1000);
+    if (e->device_end_us != e->device_start_us)
+        fs_buf_printf(&b, ",\"end\":%" PRId64, e->device_end_us * 1000);
+    fs_buf_puts(&b, ",\"attrs\":{\"source\":");
+    fs_buf_json_str(&b, e->source ? e->source : "");
+    for (size_t i = 0; i < e->n_attrs && i + 1 < FS_HOST_EVENTS_MAX_ATTRS; i++) {
+        fs_buf_puts(&b, ",");
+        fs_buf_json_str(&b, e->attrs[i].name);
+        fs_buf_puts(&b, ":");
+        fs_buf_json_str(&b, e->attrs[i].value);
+    }
+    fs_buf_puts(&b, "}}]}");
+    int rc = -1;
+    if (!b.overflow) {
+        char err[256];
+        struct fs_host_events_receipt r;
+        rc = fs_host_events_post(a->events, b.data, b.len, fs_realtime_us() * 1000, &r, err,
+                                 sizeof err) == 0
+                 ? 0
+                 : -1;
+    }
+    fs_buf_free(&b);
+    return rc;
+}
+
+int
 fs_analysis_time(int64_t receive_ns, struct fs_buf *out)
 {
     struct timespec ts;
@@ -1010,6 +1051,67 @@ struct hist_use {
     bool used;
     struct fs_history_scan_info info;
 };
+/* The clocks behind an answer's times: every source of each target the answer names,
+ * with its measured offset and what its bounds rest on (an assumed delivery delay is
+ * stated, not hidden in the error bar). */
+struct clocks_ctx {
+    struct fs_buf *out;
+    const char **targets;
+    size_t n_targets;
+    size_t n;
+};
+
+static int
+clocks_cb(void *arg_, const struct fs_instance_info *in)
+{
+    struct clocks_ctx *c = arg_;
+    size_t i = 0;
+    while (i < c->n_targets && strcmp(c->targets[i], in->target) != 0)
+        i++;
+    if (i == c->n_targets)
+        return 0;
+    fs_buf_puts(c->out, c->n++ ? ",{\"target\":" : "{\"target\":");
+    fs_buf_json_str(c->out, in->target);
+    fs_buf_puts(c->out, ",\"source\":");
+    fs_buf_json_str(c->out, in->source ? in->source : "");
+    if (in->clock_known) {
+        fs_buf_printf(c->out, ",\"offset_ms\":%.3f,\"uncertainty_ms\":%.3f,\"basis\":",
+                      in->clock_offset_seconds * 1e3, in->clock_uncertainty_seconds * 1e3);
+        fs_buf_json_str(c->out, in->clock_basis && *in->clock_basis
+                                    ? in->clock_basis
+                                    : "bounds reported by the driver");
+    } else {
+        fs_buf_printf(c->out, ",\"offset_ms\":null,\"uncertainty_ms\":%.3f,\"basis\":",
+                      (double)in->last_duration_us / 2e3);
+        fs_buf_json_str(c->out, "no device clock measured: samples placed within half a poll");
+    }
+    fs_buf_puts(c->out, "}");
+    return 0;
+}
+
+static void
+put_clocks(struct fs_buf *out, struct fs_store *st, const char **targets, size_t n)
+{
+    struct clocks_ctx c = {out, targets, n, 0};
+    fs_buf_puts(out, ",\"clocks\":[");
+    if (st)
+        fs_store_foreach_instance(st, clocks_cb, &c);
+    fs_buf_puts(out, "]");
+}
+
+/* Adds t to the set (by pointer text); false when the set is full. */
+static void
+target_set_add(const char **set, size_t *n, size_t cap, const char *t)
+{
+    if (!t || !*t)
+        return;
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(set[i], t) == 0)
+            return;
+    if (*n < cap)
+        set[(*n)++] = t;
+}
+
 static struct fs_departures *departures_with_log(struct fs_analysis *a, struct fs_store *st,
                                                  int64_t start, int64_t end, bool record,
                                                  struct hist_use *hu, int64_t now_us, char *err,
@@ -1275,7 +1377,19 @@ fs_analysis_correlate(struct fs_analysis *a, struct fs_store *st,
         if (out->overflow)
             break;
     }
-    fs_buf_printf(out, "],\"events_listed\":%zu}}", r->n_results < limit ? r->n_results : limit);
+    fs_buf_printf(out, "],\"events_listed\":%zu", r->n_results < limit ? r->n_results : limit);
+    {
+        /* Targets named by the summary and the listed suspects (bounded like them). */
+        const char *tg[64];
+        size_t ntg = 0;
+        for (size_t i = 0; i < r->n_aggregates && i < 20; i++)
+            target_set_add(tg, &ntg, 64, d->series[r->aggregates[i].series].target);
+        for (size_t i = 0; i < r->n_results && i < limit; i++)
+            for (size_t k = 0; k < r->results[i].n_top; k++)
+                target_set_add(tg, &ntg, 64, d->series[r->results[i].top[k].series].target);
+        put_clocks(out, st, tg, ntg);
+    }
+    fs_buf_puts(out, "}}");
     fs_corr_report_free(r);
     fs_departures_free(d);
     free_ev_list(&evs);

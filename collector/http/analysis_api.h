@@ -129,6 +129,15 @@ int fs_analysis_authorize_post(struct fs_analysis *a, const char *authorization,
 int fs_analysis_post_host_events(struct fs_analysis *a, const char *authorization, const char *body,
                                  size_t len, int64_t now_us, struct fs_buf *out);
 
+/**
+ * A device-stamped event (fs_store_set_device_event_listener's callback, arg: the
+ * context): kept with the host events, host = the target's name, its clock offset and
+ * uncertainty as measured (so it lands on the collector's axis like a host's), attrs
+ * plus "source". Stored once however often it is reported. 0, or -1 (logged by the
+ * caller's count) when the event is invalid or no memory.
+ */
+int fs_analysis_device_event(void *a, const struct fs_device_event *e);
+
 /** GET /api/v1/time. */
 int fs_analysis_time(int64_t receive_ns, struct fs_buf *out);
 

@@ -613,6 +613,10 @@ targets_cb(void *arg, const struct fs_instance_info *in)
                            in->clock_known ? jdouble(in->clock_offset_seconds) : NULL);
     json_object_object_add(o, "clock_uncertainty_seconds",
                            in->clock_known ? jdouble(in->clock_uncertainty_seconds) : NULL);
+    json_object_object_add(o, "clock_basis",
+                           in->clock_known && in->clock_basis && *in->clock_basis
+                               ? json_object_new_string(in->clock_basis)
+                               : NULL);
     json_object_object_add(o, "clock_offset_exceeded",
                            in->clock_known ? json_object_new_boolean(in->clock_offset_exceeded)
                                            : NULL);

@@ -162,6 +162,32 @@ void fs_sink_done(struct fs_sink *s, uint64_t cycle_id, enum fs_poll_result r, c
 void fs_sink_clock(struct fs_sink *s, int64_t device_us, int64_t local_lo_us, int64_t local_hi_us);
 
 /**
+ * States what the target's clock bounds rest on, for the answers that place its samples
+ * in time (/api/v1/targets `clock_basis`, /api/v1/correlate `clocks`): for example a
+ * delivery delay that is assumed rather than measured, with the key that sets it. text
+ * is copied (at most FS_SINK_CLOCK_BASIS_MAX - 1 bytes). Without a call, readings through
+ * fs_sink_clock_prober_reading state their round trip, and other fs_sink_clock readings
+ * "bounds reported by the driver". Same threading as the other calls of this sink.
+ */
+#define FS_SINK_CLOCK_BASIS_MAX 256
+void fs_sink_clock_basis(struct fs_sink *s, const char *text);
+
+/**
+ * Reports an event the device stamped with its own clock (a What-Just-Happened drop, ...):
+ * [device_start_us, device_end_us] on the device's clock (equal for an instant), kind (a
+ * dotted family, e.g. "wjh.drop"), name, attrs (all copied by the receiver). The core
+ * places it on the collector's axis with the target's measured clock offset, whose
+ * uncertainty stays with the event, and hands it to the store's device-event listener
+ * (fs_store_set_device_event_listener: the daemon keeps it with the host events, host =
+ * the target's name, so /api/v1/correlate and the trace export show it). Returns 0 when
+ * delivered; 1 when not placed: no clock measured yet, or no listener (the caller
+ * counts it); -1 when the listener failed. Same threading as the other calls.
+ */
+int fs_sink_device_event(struct fs_sink *s, int64_t device_start_us, int64_t device_end_us,
+                         const char *kind, const char *name, const struct fs_label *attrs,
+                         size_t n_attrs);
+
+/**
  * Reads the sink's current clock estimate (what fs_sink_clock's measurements gave, as
  * /api/v1/targets shows it): returns 1 with *offset_us (device minus collector) and
  * *uncertainty_us (half width, >= 1) filled when known, 0 (outputs untouched) when no

@@ -184,6 +184,7 @@ struct fs_sink {
     struct fs_clock_filter clock_filter; /* the device clock's measurements (clock/clock.h) */
     bool clock_known;
     double clock_offset, clock_uncertainty;
+    char clock_basis[FS_SINK_CLOCK_BASIS_MAX]; /* "" until stated or inferred */
     char *detail;
     int64_t last_sweep_mono;
     fs_sink_done_cb done_cb;
@@ -206,6 +207,8 @@ struct fs_store {
     int64_t retired_sweep_mono;
     _Atomic uint64_t n_series;
     struct fs_store_clock clock;
+    fs_device_event_cb event_cb; /* set before drivers run (fs_store_set_device_event_listener) */
+    void *event_arg;
 };
 
 static int64_t
@@ -332,6 +335,15 @@ fs_store_set_clock_max_offset(struct fs_store *st, int64_t max_offset_us)
 {
     atomic_store(&st->clock_max_offset_us,
                  max_offset_us > 0 ? max_offset_us : FS_STORE_DEFAULT_CLOCK_MAX_OFFSET_US);
+}
+
+void
+fs_store_set_device_event_listener(struct fs_store *st, fs_device_event_cb cb, void *arg)
+{
+    pthread_rwlock_wrlock(&st->lock);
+    st->event_cb = cb;
+    st->event_arg = arg;
+    pthread_rwlock_unlock(&st->lock);
 }
 
 uint64_t
@@ -1377,12 +1389,49 @@ fs_sink_clock(struct fs_sink *s, int64_t device_us, int64_t local_lo_us, int64_t
     if (fs_clock_filter_add(&s->clock_filter, &m) == 0) {
         fs_clock_filter_estimate(&s->clock_filter, &e);
         if (e.known) {
+            if (!s->clock_basis[0])
+                snprintf(s->clock_basis, sizeof s->clock_basis, "bounds reported by the driver");
             s->clock_known = true;
             s->clock_offset = (double)e.offset_us / 1e6;
             s->clock_uncertainty = (double)e.uncertainty_us / 1e6;
         }
     }
     pthread_mutex_unlock(&s->stats_lock);
+}
+
+void
+fs_sink_clock_basis(struct fs_sink *s, const char *text)
+{
+    pthread_mutex_lock(&s->stats_lock);
+    snprintf(s->clock_basis, sizeof s->clock_basis, "%s", text ? text : "");
+    pthread_mutex_unlock(&s->stats_lock);
+}
+
+int
+fs_sink_device_event(struct fs_sink *s, int64_t device_start_us, int64_t device_end_us,
+                     const char *kind, const char *name, const struct fs_label *attrs,
+                     size_t n_attrs)
+{
+    int64_t off, unc;
+    if (!fs_sink_clock_estimate(s, &off, &unc))
+        return 1;
+    pthread_rwlock_rdlock(&s->st->lock);
+    fs_device_event_cb cb = s->st->event_cb;
+    void *arg = s->st->event_arg;
+    pthread_rwlock_unlock(&s->st->lock);
+    if (!cb)
+        return 1;
+    struct fs_device_event e = {.target = s->target,
+                                .source = s->source,
+                                .kind = kind,
+                                .name = name,
+                                .device_start_us = device_start_us,
+                                .device_end_us = device_end_us,
+                                .clock_offset_us = off,
+                                .clock_uncertainty_us = unc,
+                                .attrs = attrs,
+                                .n_attrs = n_attrs};
+    return cb(arg, &e) == 0 ? 0 : -1;
 }
 
 int
@@ -1406,6 +1455,11 @@ fs_sink_clock_prober_reading(struct fs_sink *s, struct fs_clock_prober *p, int64
     int64_t off0 = 0, unc0 = 0, off1, unc1, moved = 0;
     const char *by = NULL;
     bool known = fs_sink_clock_estimate(s, &off0, &unc0);
+    pthread_mutex_lock(&s->stats_lock);
+    if (!s->clock_basis[0])
+        snprintf(s->clock_basis, sizeof s->clock_basis,
+                 "the device clock read within each request's round trip");
+    pthread_mutex_unlock(&s->stats_lock);
     fs_sink_clock(s, device_us, local_lo_us, local_hi_us);
     fs_clock_prober_reading(p, res_us, local_hi_us - local_lo_us);
     if (!probe) {
@@ -1497,8 +1551,8 @@ fs_store_foreach_series_chunk(struct fs_store *st, bool only_exported, uint64_t 
             if (se->sink != memo_sink || (se->iface != NULL) != memo_port) {
                 memo_sink = se->sink;
                 memo_port = se->iface != NULL;
-                memo_shadowed = !se->sink->retired &&
-                                shadowed(st, se->sink, (enum fs_metric)m, memo_port, now);
+                memo_shadowed =
+                    !se->sink->retired && shadowed(st, se->sink, (enum fs_metric)m, memo_port, now);
             }
             /* a removed instance's series are history only: readable, never exported */
             in.exported = !se->sink->retired && fresh(se->sink, in.ts_us, now) && !memo_shadowed &&
@@ -1555,7 +1609,7 @@ fs_store_foreach_instance(struct fs_store *st, fs_instance_cb cb, void *arg)
     for (struct fs_sink *s = st->sinks; s; s = s->next) {
         struct fs_instance_info in;
         char err[sizeof s->last_error];
-        char detail[1024];
+        char basis[FS_SINK_CLOCK_BASIS_MAX];
         memset(&in, 0, sizeof in);
         pthread_mutex_lock(&s->stats_lock);
         in.state = s->state;
@@ -1582,7 +1636,10 @@ fs_store_foreach_instance(struct fs_store *st, fs_instance_cb cb, void *arg)
         in.clock_offset_exceeded =
             s->clock_known && fabs(s->clock_offset) - s->clock_uncertainty >
                                   (double)atomic_load(&st->clock_max_offset_us) / 1e6;
-        snprintf(detail, sizeof detail, "%s", s->detail ? s->detail : "");
+        snprintf(basis, sizeof basis, "%s", s->clock_basis);
+        /* The driver's detail whole (a fixed buffer cut it, and cut JSON is lost whole);
+         * without memory the detail is left out. */
+        char *detail = s->detail ? strdup(s->detail) : NULL;
         pthread_mutex_unlock(&s->stats_lock);
         in.target = s->tcfg->name;
         in.source = s->source;
@@ -1592,8 +1649,11 @@ fs_store_foreach_instance(struct fs_store *st, fs_instance_cb cb, void *arg)
         in.last_error = err;
         in.static_labels = s->tcfg->labels;
         in.n_static_labels = s->tcfg->n_labels;
-        in.driver_detail = detail;
-        if (cb(arg, &in))
+        in.driver_detail = detail ? detail : "";
+        in.clock_basis = basis;
+        int stop = cb(arg, &in);
+        free(detail);
+        if (stop)
             break;
     }
     pthread_rwlock_unlock(&st->lock);

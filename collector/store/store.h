@@ -117,6 +117,7 @@ struct fs_instance_info {
     double clock_offset_seconds;       /**< device minus collector */
     double clock_uncertainty_seconds;  /**< the offset is within ± this */
     bool clock_offset_exceeded;        /**< |offset| - uncertainty > the store's clock max offset */
+    const char *clock_basis;           /**< what the bounds rest on (fs_sink_clock_basis) */
     const struct fs_kv *static_labels; /**< the target's static labels */
     size_t n_static_labels;
     const char *driver_detail; /**< JSON members from the driver (may be "") */
@@ -201,6 +202,24 @@ struct fs_store_clock {
     void *arg;
 };
 void fs_store_set_clock(struct fs_store *st, const struct fs_store_clock *c);
+
+/**
+ * A device-stamped event, placed: fs_sink_device_event's arguments with the target's
+ * clock offset (device minus collector) and its uncertainty at the time of the call.
+ * Pointers are valid during the listener's call only.
+ */
+struct fs_device_event {
+    const char *target, *source, *kind, *name;
+    int64_t device_start_us, device_end_us;
+    int64_t clock_offset_us, clock_uncertainty_us;
+    const struct fs_label *attrs;
+    size_t n_attrs;
+};
+/** Called on the driver's thread; returns 0 when kept, -1 on failure. */
+typedef int (*fs_device_event_cb)(void *arg, const struct fs_device_event *e);
+/** Sets (or with NULL clears) the one listener of device events; call before drivers run
+ *  or while none reports (the daemon sets it at start). */
+void fs_store_set_device_event_listener(struct fs_store *st, fs_device_event_cb cb, void *arg);
 
 /** Counts a cycle skipped because the previous one overran (scheduler). */
 void fs_sink_count_overrun(struct fs_sink *s);

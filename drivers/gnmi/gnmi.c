@@ -109,7 +109,7 @@ report_stream(struct fs_gnmi_target *t)
 static void
 publish_detail(struct fs_gnmi_target *t)
 {
-    char buf[1024];
+    char buf[4096];
     if (fs_gnmi_target_describe(t->drv, t, buf, sizeof buf) > 0)
         fs_sink_set_detail(t->sink, buf);
 }
@@ -241,6 +241,29 @@ build_request(void *arg, const Gnmi__CapabilityResponse *caps, ProtobufCBinaryDa
 
 /* ---- responses ---- */
 
+/* Says once per target and reason that values were rejected (the counts go on in
+ * /api/v1/targets): a hostile or broken target is named in the log without flooding it.
+ * I/O thread only (now and after: its copies). */
+static void
+log_first_rejects(const struct fs_gnmi_target *t, const struct fs_gnmi_map_stats *before,
+                  const struct fs_gnmi_map_stats *now)
+{
+    for (int i = 0; i < FS_GNMI_REJ_COUNT; i++)
+        if (!before->rejected_by[i] && now->rejected_by[i])
+            fs_log(FS_LOG_WARN, "gnmi", "%s: values rejected (%s); counted in /api/v1/targets",
+                   t->name, fs_gnmi_reject_names[i]);
+    if (!before->bad_timestamps && now->bad_timestamps)
+        fs_log(FS_LOG_WARN, "gnmi",
+               "%s: a notification timestamp more than a day from its arrival (or negative): "
+               "not used for the clock estimate; counted as bad_timestamps",
+               t->name);
+    if (!before->cache_overflow && now->cache_overflow)
+        fs_log(FS_LOG_WARN, "gnmi",
+               "%s: more distinct paths than the resolution cache keeps (%zu, %zu bytes): the "
+               "rest are resolved each time; counted as cache_overflow",
+               t->name, now->cache_entries, now->cache_bytes);
+}
+
 /* The sink emitter plus the tap. */
 static void
 tee_begin(void *arg, int64_t recv_us, int64_t device_ns)
@@ -304,9 +327,11 @@ on_response(void *arg, const Gnmi__SubscribeResponse *r, int64_t recv_us)
         else
             fs_gnmi_map_notification(t->map, r->update, recv_us, &fs_gnmi_sink_emit, &t->sa);
         pthread_mutex_lock(&t->lock);
+        struct fs_gnmi_map_stats before = t->st.map;
         t->st.map = *fs_gnmi_map_get_stats(t->map);
         bool synced = t->st.synced;
         pthread_mutex_unlock(&t->lock);
+        log_first_rejects(t, &before, &t->st.map);
         /* Each update of a synced stream ends a "cycle" (driver.h), so the target's last
          * poll is the last update received, not the sync: a healthy stream does not
          * look stale. Before the sync the data is incomplete and the target not up. */
@@ -483,6 +508,17 @@ fs_gnmi_target_add(void *state, const char *name, const char *address,
         goto done;
     t->sa.sink = sink;
     t->sa.clk_max_delay_us = cfg->clock_max_delay_us;
+    {
+        /* The upper bound of the clock rests on an assumption, stated in the answers. */
+        int64_t dly =
+            cfg->clock_max_delay_us > 0 ? cfg->clock_max_delay_us : FS_GNMI_CLOCK_MAX_DELAY_US;
+        char basis[160];
+        snprintf(basis, sizeof basis,
+                 "notification timestamps; delivery delay assumed at most %lld.%03lld ms "
+                 "(gnmi.clock_max_delivery_delay)",
+                 (long long)(dly / 1000), (long long)(dly % 1000));
+        fs_sink_clock_basis(sink, basis);
+    }
 
     if (cfg->username && !(password = read_secret(&cfg->password, errbuf, errlen)))
         goto done;
@@ -519,6 +555,7 @@ fs_gnmi_target_add(void *state, const char *name, const char *address,
         .username = cfg->username,
         .password = password,
         .stall_us = fs_gnmi_cfg_stall(cfg),
+        .stall_adapt = cfg->stall_us == 0,
         .backoff_min_us = cfg->backoff_min_us,
         .backoff_max_us = cfg->backoff_max_us,
         .poll_us = cfg->list_mode == FS_GNMI_LIST_POLL ? interval : 0,
@@ -577,22 +614,36 @@ fs_gnmi_target_describe(void *state, void *tstate, char *buf, size_t len)
         err[o++] = *p;
     }
     err[o] = '\0';
-    int n = snprintf(buf, len,
-                     "\"gnmi_state\":\"%s\",\"synced\":%s,\"encoding\":\"%s\",\"attempts\":%llu,"
-                     "\"downs\":%llu,\"syncs\":%llu,\"notifications\":%llu,\"updates\":%llu,"
-                     "\"mapped\":%llu,\"exposed\":%llu,\"unmapped\":%llu,\"rejected\":%llu,"
-                     "\"deletes\":%llu,"
-                     "\"last_device_ts_ns\":%lld,"
-                     "\"clock_assumed_max_delivery_delay_seconds\":%lld.%06lld,"
-                     "\"last_error\":\"%s\"",
-                     conn_names[s.conn & 3], s.synced ? "true" : "false", s.encoding,
-                     (unsigned long long)s.attempts, (unsigned long long)s.downs,
-                     (unsigned long long)s.syncs, (unsigned long long)s.map.notifications,
-                     (unsigned long long)s.map.updates, (unsigned long long)s.map.mapped,
-                     (unsigned long long)s.map.exposed, (unsigned long long)s.map.unmapped,
-                     (unsigned long long)s.map.rejected, (unsigned long long)s.map.deletes,
-                     (long long)s.map.last_device_ns, (long long)(delay / 1000000),
-                     (long long)(delay % 1000000), err);
+    int64_t gap = 0, stall = 0;
+    if (t->stream)
+        fs_gnmi_stream_cadence(t->stream, &gap, &stall);
+    char reasons[512];
+    size_t ro = 0;
+    for (int i = 0; i < FS_GNMI_REJ_COUNT && ro < sizeof reasons; i++)
+        ro += (size_t)snprintf(reasons + ro, sizeof reasons - ro, "%s\"%s\":%llu", i ? "," : "",
+                               fs_gnmi_reject_names[i], (unsigned long long)s.map.rejected_by[i]);
+    int n = snprintf(
+        buf, len,
+        "\"gnmi_state\":\"%s\",\"synced\":%s,\"encoding\":\"%s\",\"attempts\":%llu,"
+        "\"downs\":%llu,\"syncs\":%llu,\"notifications\":%llu,\"updates\":%llu,"
+        "\"mapped\":%llu,\"exposed\":%llu,\"unmapped\":%llu,\"rejected\":%llu,"
+        "\"rejected_by\":{%s},\"bad_timestamps\":%llu,\"cache_entries\":%zu,"
+        "\"cache_bytes\":%zu,\"cache_overflow\":%llu,"
+        "\"deletes\":%llu,"
+        "\"last_device_ts_ns\":%lld,"
+        "\"delivered_gap_seconds\":%lld.%06lld,\"stall_after_seconds\":%lld.%06lld,"
+        "\"clock_assumed_max_delivery_delay_seconds\":%lld.%06lld,"
+        "\"last_error\":\"%s\"",
+        conn_names[s.conn & 3], s.synced ? "true" : "false", s.encoding,
+        (unsigned long long)s.attempts, (unsigned long long)s.downs, (unsigned long long)s.syncs,
+        (unsigned long long)s.map.notifications, (unsigned long long)s.map.updates,
+        (unsigned long long)s.map.mapped, (unsigned long long)s.map.exposed,
+        (unsigned long long)s.map.unmapped, (unsigned long long)s.map.rejected, reasons,
+        (unsigned long long)s.map.bad_timestamps, s.map.cache_entries, s.map.cache_bytes,
+        (unsigned long long)s.map.cache_overflow, (unsigned long long)s.map.deletes,
+        (long long)s.map.last_device_ns, (long long)(gap / 1000000), (long long)(gap % 1000000),
+        (long long)(stall / 1000000), (long long)(stall % 1000000), (long long)(delay / 1000000),
+        (long long)(delay % 1000000), err);
     if (n < 0)
         return 0;
     return (size_t)n < len ? (size_t)n : (len ? len - 1 : 0);

@@ -57,7 +57,7 @@ struct fs_gnmi_target_stats {
     const char *encoding;
     uint64_t attempts, downs, syncs;
     struct fs_gnmi_map_stats map;
-    char last_error[256];
+    char last_error[512];
 };
 void fs_gnmi_target_get_stats(void *tstate, struct fs_gnmi_target_stats *out);
 

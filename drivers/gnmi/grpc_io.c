@@ -9,6 +9,7 @@
 #include <grpc/support/alloc.h>
 #include <grpc/support/log.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,11 @@ struct fs_gnmi_stream {
 
     int64_t next_attempt_mono; /* PH_IDLE: when to connect; 0: not scheduled */
     int64_t last_rx_mono, next_poll_mono, backoff_us;
+    /* the delivered cadence (I/O thread; kept across attempts: the device's doing) */
+    bool stall_adapt, after_sync, cadence_seen, slow_logged;
+    bool tls, client_cert; /* for the error's wording */
+    int64_t gap_cur_us, gap_prev_us, gap_win_mono;
+    _Atomic int64_t shown_gap_us, shown_stall_us; /* for fs_gnmi_stream_cadence */
     uint64_t rng;
 
     /* removal (stop_req, stopped under io->lock; stopping: I/O thread) */
@@ -146,6 +152,24 @@ status_text(const struct fs_gnmi_stream *s, char *buf, size_t len)
     }
 }
 
+/*
+ * A TLS 1.3 server that refuses the client's certificate (or its absence) checks it after
+ * the client has finished its side of the handshake, so gRPC only sees the connection
+ * closed ("Socket closed"). Says what that most likely means; worded as a likelihood,
+ * since a server going away at that moment looks the same.
+ */
+static void
+tls_hint(const struct fs_gnmi_stream *s, char *msg, size_t len)
+{
+    if (!s->tls || s->streaming || s->status != GRPC_STATUS_UNAVAILABLE ||
+        !strstr(msg, "Socket closed"))
+        return;
+    size_t o = strlen(msg);
+    snprintf(msg + o, len - o, " (closed during TLS set-up: the target %s)",
+             s->client_cert ? "may not accept this client certificate (tls.cert_file)"
+                            : "may require a client certificate (tls.cert_file, tls.key_file)");
+}
+
 static gpr_timespec
 deadline_in_us(int64_t us)
 {
@@ -205,6 +229,7 @@ call_reset(struct fs_gnmi_stream *s)
     s->error_string = NULL;
     s->status_done = false;
     s->streaming = false;
+    s->after_sync = false;
     s->cancelled = false;
     s->cancel_reason = NULL;
     s->recv_buf = NULL;
@@ -378,6 +403,78 @@ send_poll(struct fs_gnmi_stream *s)
     start_batch(s, OP_SEND, &op, 1);
 }
 
+/* ---- the delivered cadence ---- */
+
+/* The stall bound in force (see stall_adapt in grpc_io.h). I/O thread. */
+static int64_t
+stall_bound(const struct fs_gnmi_stream *s)
+{
+    if (s->stall_us <= 0 || !s->stall_adapt)
+        return s->stall_us;
+    int64_t b = s->stall_us;
+    if (!s->cadence_seen) {
+        if (b < FS_GNMI_FIRST_GAP_US)
+            b = FS_GNMI_FIRST_GAP_US;
+    } else {
+        int64_t gap = s->gap_cur_us > s->gap_prev_us ? s->gap_cur_us : s->gap_prev_us;
+        if (3 * gap > b)
+            b = 3 * gap;
+    }
+    return b < FS_GNMI_STALL_MAX_US ? b : FS_GNMI_STALL_MAX_US;
+}
+
+static void
+show_cadence(struct fs_gnmi_stream *s)
+{
+    int64_t gap = s->gap_cur_us > s->gap_prev_us ? s->gap_cur_us : s->gap_prev_us;
+    atomic_store(&s->shown_gap_us, gap);
+    atomic_store(&s->shown_stall_us, stall_bound(s));
+}
+
+/* A message came gap_us after the previous one of the same stream. The largest gaps of
+ * two windows are kept (a window lasts at least 4 of them, so the last gap is always
+ * remembered); the first message after a sync shows the target's own cadence. */
+static void
+note_gap(struct fs_gnmi_stream *s, int64_t gap_us)
+{
+    if (s->after_sync)
+        s->cadence_seen = true;
+    if (gap_us > s->gap_cur_us)
+        s->gap_cur_us = gap_us;
+    /* stall_us is 3 x the promised period (or 1 s): say so past 1.5 x that period */
+    if (s->stall_adapt && !s->slow_logged && s->cadence_seen && 2 * gap_us > s->stall_us) {
+        s->slow_logged = true;
+        fs_log(FS_LOG_INFO, "gnmi",
+               "%s: the target delivers every %.1f s, slower than subscribed: the stall "
+               "bound follows it (now %.1f s)",
+               s->target, gap_us / 1e6, stall_bound(s) / 1e6);
+    }
+    show_cadence(s);
+}
+
+/* Rolls the gap windows (I/O thread, each tick). */
+static void
+roll_gaps(struct fs_gnmi_stream *s, int64_t now)
+{
+    int64_t gap = s->gap_cur_us > s->gap_prev_us ? s->gap_cur_us : s->gap_prev_us;
+    int64_t win = 4 * gap > 30000000 ? 4 * gap : 30000000;
+    if (s->gap_win_mono == 0)
+        s->gap_win_mono = now;
+    if (now - s->gap_win_mono >= win) {
+        s->gap_prev_us = s->gap_cur_us;
+        s->gap_cur_us = 0;
+        s->gap_win_mono = now;
+        show_cadence(s);
+    }
+}
+
+void
+fs_gnmi_stream_cadence(const struct fs_gnmi_stream *s, int64_t *gap_us, int64_t *stall_us)
+{
+    *gap_us = atomic_load(&((struct fs_gnmi_stream *)s)->shown_gap_us);
+    *stall_us = atomic_load(&((struct fs_gnmi_stream *)s)->shown_stall_us);
+}
+
 /* Reads a received buffer into one contiguous slice (caller unrefs). */
 static grpc_slice
 read_all(grpc_byte_buffer *bb)
@@ -394,7 +491,7 @@ read_all(grpc_byte_buffer *bb)
 static void
 finish_call(struct fs_gnmi_stream *s)
 {
-    char msg[256];
+    char msg[512];
     enum fs_poll_result r;
     int64_t now = fs_monotonic_us();
     bool normal_once = s->phase == PH_SUBSCRIBE && s->status == GRPC_STATUS_OK &&
@@ -407,6 +504,7 @@ finish_call(struct fs_gnmi_stream *s)
         r = FS_POLL_PROTOCOL;
     } else {
         status_text(s, msg, sizeof msg);
+        tls_hint(s, msg, sizeof msg);
         r = status_result(s->status);
     }
     call_release(s);
@@ -451,7 +549,10 @@ on_recv(struct fs_gnmi_stream *s, bool ok)
     if (!ok || !s->recv_buf)
         return; /* the stream is over; the status says why */
     int64_t recv_us = fs_realtime_us();
-    s->last_rx_mono = fs_monotonic_us();
+    int64_t now = fs_monotonic_us();
+    if (s->streaming) /* gaps within the stream; Capabilities and set-up are not cadence */
+        note_gap(s, now - s->last_rx_mono);
+    s->last_rx_mono = now;
     grpc_slice sl = read_all(s->recv_buf);
     grpc_byte_buffer_destroy(s->recv_buf);
     s->recv_buf = NULL;
@@ -479,6 +580,8 @@ on_recv(struct fs_gnmi_stream *s, bool ok)
                                 : "undecodable SubscribeResponse";
         return;
     }
+    if (r->response_case == GNMI__SUBSCRIBE_RESPONSE__RESPONSE_SYNC_RESPONSE)
+        s->after_sync = true;
     s->cb.response(s->arg, r, recv_us);
     fs_gnmi_arena_reset(arena); /* drops r whole */
     if (!s->cancelled && !s->status_done)
@@ -585,6 +688,9 @@ fs_gnmi_stream_start(struct fs_gnmi_io *io, const struct fs_gnmi_stream_opts *o,
     s->cb = *cb;
     s->arg = arg;
     s->stall_us = o->stall_us;
+    s->stall_adapt = o->stall_adapt;
+    s->tls = !o->insecure;
+    s->client_cert = o->cert_pem != NULL;
     s->backoff_min_us = o->backoff_min_us > 0 ? o->backoff_min_us : 1000000;
     s->max_message = o->max_message_bytes > 0 && o->max_message_bytes <= INT32_MAX
                          ? o->max_message_bytes
@@ -612,12 +718,13 @@ fs_gnmi_stream_start(struct fs_gnmi_io *io, const struct fs_gnmi_stream_opts *o,
         stream_free(s);
         return -1;
     }
+    show_cadence(s);
     s->next_attempt_mono = fs_monotonic_us(); /* connect at once */
+    *out = s; /* before the I/O thread sees it: its callbacks may look at *out */
     pthread_mutex_lock(&io->lock);
     s->next = io->incoming;
     io->incoming = s;
     pthread_mutex_unlock(&io->lock);
-    *out = s;
     return 0;
 }
 
@@ -670,7 +777,9 @@ tick(struct fs_gnmi_io *io)
             start_caps(s);
             pthread_mutex_lock(&io->lock);
         } else if (s->phase == PH_SUBSCRIBE && s->call && !s->cancelled) {
-            if (s->stall_us > 0 && now - s->last_rx_mono > s->stall_us) {
+            roll_gaps(s, now);
+            int64_t bound = stall_bound(s);
+            if (bound > 0 && now - s->last_rx_mono > bound) {
                 grpc_call_cancel(s->call, NULL);
                 s->cancelled = true;
                 s->cancel_reason = "stalled: no update and no heartbeat in time";

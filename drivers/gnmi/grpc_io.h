@@ -61,7 +61,13 @@ struct fs_gnmi_stream_opts {
     const char *server_name; /**< name to check in the server certificate, or NULL */
     const char *username;    /**< NULL: no credentials metadata */
     const char *password;
-    int64_t stall_us;          /**< 0: no stall detection */
+    int64_t stall_us; /**< 0: no stall detection */
+    /** stall_us was derived from what the subscriptions ask for, not configured: it then
+     *  follows the cadence the target delivers (a target may clamp a short sample
+     *  interval): until the first message after a sync, at least FS_GNMI_FIRST_GAP_US;
+     *  then at least 3 x the largest gap between messages seen lately (at most
+     *  FS_GNMI_STALL_MAX_US). A configured bound is kept as it is. */
+    bool stall_adapt;
     int64_t backoff_min_us;    /**< first retry delay; 0: 1 s */
     int64_t backoff_max_us;    /**< cap; 0: 30 s */
     int64_t poll_us;           /**< POLL mode: send a Poll this often; 0: never */
@@ -69,6 +75,16 @@ struct fs_gnmi_stream_opts {
     int64_t max_message_bytes; /**< largest message accepted; 0: 4 MiB. A decode may use at
                                     most 32 x the message + 1 MiB beyond the arena's chunk */
 };
+
+/** How long an adaptive stall bound waits for the first message after a sync (a device
+ *  may clamp a requested interval to its minimum: 60 s covers the ones we know). */
+#define FS_GNMI_FIRST_GAP_US (60LL * 1000000)
+/** The most an adaptive stall bound grows to. */
+#define FS_GNMI_STALL_MAX_US (600LL * 1000000)
+
+/** The cadence a stream's target delivers: the largest gap between messages seen
+ *  lately (0: none yet) and the stall bound in force (0: none), in µs. Any thread. */
+void fs_gnmi_stream_cadence(const struct fs_gnmi_stream *s, int64_t *gap_us, int64_t *stall_us);
 
 /** Initialises gRPC and starts the I/O thread. Returns 0, or -1 with errbuf filled. */
 int fs_gnmi_io_new(struct fs_gnmi_io **out, char *errbuf, size_t errlen);

@@ -13,7 +13,8 @@
 #define KEY_MAX 4096 /* longest joined path kept; longer ones are rejected */
 #define JSON_MAX_DEPTH 16
 #define MAX_LABELS 4
-#define MAX_DELETES 64 /* deletes honoured per notification */
+#define MAX_DELETES 64             /* deletes honoured per notification */
+#define CACHE_MAX_BYTES (4u << 20) /* default bound of the resolution cache's entries */
 
 /* ---- how a resolved path turns into samples ---- */
 
@@ -232,7 +233,7 @@ struct fs_gnmi_map {
     size_t n_owned;
     struct rentry **slots;
     size_t n_slots; /* power of two */
-    size_t cache_max;
+    size_t cache_max, cache_max_bytes;
     bool expose_unmapped;
     struct fs_gnmi_map_stats st;
     json_tokener *tok;
@@ -247,6 +248,17 @@ struct fs_gnmi_map {
 };
 
 /* ---- small helpers ---- */
+
+const char *const fs_gnmi_reject_names[FS_GNMI_REJ_COUNT] = {
+    "wrong_type", "json_invalid", "json_too_deep",    "json_too_large", "json_shape",
+    "bad_path",   "no_value",     "too_many_deletes", "no_memory"};
+
+static void
+reject(struct fs_gnmi_map *m, enum fs_gnmi_reject why)
+{
+    m->st.rejected++;
+    m->st.rejected_by[why]++;
+}
 
 static const char *
 strip_module(const char *name)
@@ -359,10 +371,11 @@ fs_gnmi_map_new(const struct fs_gnmi_map_opts *o, char *errbuf, size_t errlen)
         return NULL;
     }
     m->cache_max = o->cache_max ? o->cache_max : 65536;
+    m->cache_max_bytes = o->cache_max_bytes ? o->cache_max_bytes : CACHE_MAX_BYTES;
     m->expose_unmapped = o->expose_unmapped;
     m->n_slots = 1024;
     m->slots = calloc(m->n_slots, sizeof *m->slots);
-    m->tok = json_tokener_new_ex(JSON_MAX_DEPTH * 2);
+    m->tok = json_tokener_new_ex(FS_GNMI_JSON_MAX_DEPTH);
     m->wjh_tok = json_tokener_new_ex(8);
     m->rules = calloc(N_BUILTIN + o->n_user_maps, sizeof *m->rules);
     m->acl = calloc(o->n_acl_rules + 1, sizeof *m->acl);
@@ -807,6 +820,18 @@ render_path(const char *key, size_t len, char *out)
     return o;
 }
 
+/* What a cached entry costs (its allocation; the allocator's overhead not counted). */
+static size_t
+entry_bytes(const struct rentry *e)
+{
+    size_t n = sizeof *e + e->key_len + 1;
+    if (e->kind == VK_GENERIC)
+        return n + 2 * e->key_len + 2;
+    for (size_t j = 0; j < e->n_labels; j++)
+        n += strlen(e->labels[j].value) + 1;
+    return n;
+}
+
 static struct rentry *
 make_entry(const struct fs_gnmi_map *m, const char *key, size_t key_len, uint64_t h,
            const struct pview *vs, size_t n)
@@ -894,13 +919,15 @@ lookup(struct fs_gnmi_map *m, size_t len, size_t n_views, struct rentry **tmp)
     struct rentry *e = make_entry(m, m->key, len, h, m->views, n_views);
     if (!e)
         return NULL;
-    if (m->st.cache_entries >= m->cache_max) {
+    size_t bytes = entry_bytes(e);
+    if (m->st.cache_entries >= m->cache_max || m->st.cache_bytes + bytes > m->cache_max_bytes) {
         m->st.cache_overflow++;
         *tmp = e;
         return e;
     }
     m->slots[i] = e;
     m->st.cache_entries++;
+    m->st.cache_bytes += bytes;
     if (m->st.cache_entries * 2 > m->n_slots)
         cache_grow(m);
     return e;
@@ -1064,7 +1091,7 @@ emit_value(struct fs_gnmi_map *m, struct rentry *e, const struct val *v)
     m->st.mapped++;
     return;
 rejected:
-    m->st.rejected++;
+    reject(m, FS_GNMI_REJ_WRONG_TYPE);
 }
 
 /* Resolves m->key[0..len) with n_views views and emits v. */
@@ -1209,7 +1236,7 @@ map_leaf(struct fs_gnmi_map *m, size_t len, size_t n_views, const struct val *v)
     struct rentry *tmp = NULL;
     struct rentry *e = lookup(m, len, n_views, &tmp);
     if (!e) {
-        m->st.rejected++;
+        reject(m, FS_GNMI_REJ_NO_MEMORY);
         return;
     }
     emit_value(m, e, v);
@@ -1335,7 +1362,7 @@ map_json_list(struct fs_gnmi_map *m, json_object *arr, size_t len, size_t n_view
     for (size_t i = 0; i < n && objects; i++)
         objects = json_object_get_type(json_object_array_get_idx(arr, i)) == json_type_object;
     if (!last || last->n_keys > 0 || !objects || depth >= JSON_MAX_DEPTH) {
-        m->st.rejected++;
+        reject(m, depth >= JSON_MAX_DEPTH ? FS_GNMI_REJ_JSON_TOO_DEEP : FS_GNMI_REJ_JSON_SHAPE);
         return;
     }
     for (size_t i = 0; i < n; i++) {
@@ -1343,7 +1370,7 @@ map_json_list(struct fs_gnmi_map *m, json_object *arr, size_t len, size_t n_view
         const char *kn[LIST_MAX_KEYS], *kv[LIST_MAX_KEYS];
         size_t nk = list_entry_keys(entry, kn, kv);
         if (nk == 0) {
-            m->st.rejected++; /* a list entry whose key cannot be told */
+            reject(m, FS_GNMI_REJ_JSON_SHAPE); /* a list entry whose key cannot be told */
             continue;
         }
         Gnmi__PathElem__KeyEntry ke[LIST_MAX_KEYS], *kp[LIST_MAX_KEYS];
@@ -1357,7 +1384,7 @@ map_json_list(struct fs_gnmi_map *m, json_object *arr, size_t len, size_t n_view
             ok = key_put(m->key, &l, '\x02', kn[j]) && key_put(m->key, &l, '\x03', kv[j]);
         }
         if (!ok) {
-            m->st.rejected++;
+            reject(m, FS_GNMI_REJ_BAD_PATH);
             continue;
         }
         last->keys = kp;
@@ -1371,7 +1398,7 @@ map_json_list(struct fs_gnmi_map *m, json_object *arr, size_t len, size_t n_view
                 continue;
             size_t cl = l;
             if (n_views >= PATH_MAX_ELEMS || !key_put(m->key, &cl, '\x01', strip_module(name))) {
-                m->st.rejected++;
+                reject(m, FS_GNMI_REJ_BAD_PATH);
                 continue;
             }
             m->views[n_views] = (struct pview){name, NULL, 0};
@@ -1397,21 +1424,21 @@ map_json(struct fs_gnmi_map *m, json_object *jo, size_t len, size_t n_views, int
         struct val v;
         json_to_val(jo, &v);
         if (v.t == V_NONE) {
-            m->st.rejected++; /* null */
+            reject(m, FS_GNMI_REJ_WRONG_TYPE); /* null */
             return;
         }
         map_leaf(m, len, n_views, &v);
         return;
     }
     if (depth >= JSON_MAX_DEPTH || n_views >= PATH_MAX_ELEMS) {
-        m->st.rejected++;
+        reject(m, depth >= JSON_MAX_DEPTH ? FS_GNMI_REJ_JSON_TOO_DEEP : FS_GNMI_REJ_BAD_PATH);
         return;
     }
     json_object_object_foreach(jo, name, child)
     {
         size_t l = len;
         if (!key_put(m->key, &l, '\x01', strip_module(name))) {
-            m->st.rejected++;
+            reject(m, FS_GNMI_REJ_BAD_PATH);
             continue;
         }
         m->views[n_views] = (struct pview){name, NULL, 0};
@@ -1422,8 +1449,14 @@ map_json(struct fs_gnmi_map *m, json_object *jo, size_t len, size_t n_views, int
 static void
 map_json_bytes(struct fs_gnmi_map *m, const ProtobufCBinaryData *b, size_t len, size_t n_views)
 {
-    if (!b->data || b->len == 0 || b->len > INT32_MAX) {
-        m->st.rejected++;
+    if (!b->data || b->len == 0) {
+        reject(m, FS_GNMI_REJ_JSON_INVALID);
+        return;
+    }
+    /* Parsed whole on the thread that serves every target, into about 32 times its size
+     * (json-c objects): bounded before parsing. */
+    if (b->len > FS_GNMI_JSON_MAX_BYTES) {
+        reject(m, FS_GNMI_REJ_JSON_TOO_LARGE);
         return;
     }
     json_tokener_reset(m->tok);
@@ -1433,7 +1466,12 @@ map_json_bytes(struct fs_gnmi_map *m, const ProtobufCBinaryData *b, size_t len, 
     if (!jo && json_tokener_get_error(m->tok) == json_tokener_continue)
         jo = json_tokener_parse_ex(m->tok, "", 1);
     if (!jo) {
-        m->st.rejected++;
+        /* json-c stops at the depth limit: a value nested 100,000 deep costs 32 levels;
+         * a JSON null parses to NULL */
+        enum json_tokener_error je = json_tokener_get_error(m->tok);
+        reject(m, je == json_tokener_error_depth ? FS_GNMI_REJ_JSON_TOO_DEEP
+                  : je == json_tokener_success   ? FS_GNMI_REJ_WRONG_TYPE
+                                                 : FS_GNMI_REJ_JSON_INVALID);
         return;
     }
     map_json(m, jo, len, n_views, 0);
@@ -1500,7 +1538,7 @@ map_typed(struct fs_gnmi_map *m, const Gnmi__TypedValue *tv, size_t len, size_t 
         if (e && (e->kind == VK_UNMAPPED || e->kind == VK_GENERIC))
             m->st.unmapped++;
         else
-            m->st.rejected++;
+            reject(m, FS_GNMI_REJ_WRONG_TYPE);
         free(tmp);
         return;
     }
@@ -1552,8 +1590,15 @@ fs_gnmi_map_notification(struct fs_gnmi_map *m, const Gnmi__Notification *n, int
     m->begun = false;
     m->recv_us = recv_us;
     m->device_ns = n->timestamp;
-    if (n->timestamp > 0)
-        m->st.last_device_ns = n->timestamp;
+    /* A timestamp a day or more from its arrival is no clock reading: one such stamp
+     * would set the clock estimate's bounds for a minute (map.h). */
+    if (n->timestamp < 0 ||
+        (n->timestamp > 0 && llabs(n->timestamp / 1000 - recv_us) > FS_GNMI_TS_MAX_SKEW_US)) {
+        m->st.bad_timestamps++;
+        m->device_ns = 0;
+    }
+    if (m->device_ns > 0)
+        m->st.last_device_ns = m->device_ns;
 
     /* The prefix's part of the key and views, shared by every update. */
     size_t plen = 0, pviews = 0;
@@ -1567,7 +1612,7 @@ fs_gnmi_map_notification(struct fs_gnmi_map *m, const Gnmi__Notification *n, int
             !key_path(m->key, &len, u->path,
                       !(n->prefix && n->prefix->origin && n->prefix->origin[0])) ||
             !add_views(m, u->path, &nv) || nv == 0) {
-            m->st.rejected++;
+            reject(m, FS_GNMI_REJ_BAD_PATH);
             continue;
         }
         if (u->val)
@@ -1576,13 +1621,14 @@ fs_gnmi_map_notification(struct fs_gnmi_map *m, const Gnmi__Notification *n, int
                               u->value->type == GNMI__ENCODING__JSON_IETF))
             map_json_bytes(m, &u->value->value, len, nv);
         else
-            m->st.rejected++;
+            reject(m, FS_GNMI_REJ_NO_VALUE);
     }
     for (size_t i = 0; i < n->n_delete_; i++) {
         size_t len = plen;
         /* Each delete scans the cache: bound the work one notification can cause. */
         if (i >= MAX_DELETES) {
             m->st.rejected += n->n_delete_ - i;
+            m->st.rejected_by[FS_GNMI_REJ_TOO_MANY_DELETES] += n->n_delete_ - i;
             break;
         }
         if (prefix_ok && key_path(m->key, &len, n->delete_[i], true))

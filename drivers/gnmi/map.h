@@ -9,8 +9,9 @@
  *
  * Resolution is cached per target: the joined path is hashed and looked up, so a steady
  * stream costs one hash, one lookup and one compare per update. Unmapped paths are
- * cached too. The cache is bounded (a hostile target may send endless distinct paths):
- * when full, paths are resolved without being cached and counted in cache_overflow.
+ * cached too. The cache is bounded in entries and bytes (a hostile target may send
+ * endless distinct, long paths): when full, paths are resolved without being cached and
+ * counted in cache_overflow.
  *
  * Cumulus nvidia-wjh: the string leaf `drop` of
  * /interfaces/interface[name]/wjh/aggregate/<group>/reasons/reason[id][severity] holds
@@ -29,8 +30,13 @@
  * in wjh_rejected).
  *
  * Everything a target sends is untrusted: any value type for any path, paths of any
- * depth, keys with any bytes, JSON of any shape. Bad values are counted as rejected and
- * skipped; nothing here fails.
+ * depth, keys with any bytes, JSON of any shape. Bad values are counted as rejected (by
+ * reason, enum fs_gnmi_reject) and skipped; nothing here fails. A JSON value is parsed
+ * on the thread that serves every target, so it is bounded: at most
+ * FS_GNMI_JSON_MAX_BYTES and FS_GNMI_JSON_MAX_DEPTH levels (json-c stops at the depth).
+ * A notification timestamp more than FS_GNMI_TS_MAX_SKEW_US from its arrival (or
+ * negative) is not used for the clock estimate and is counted in bad_timestamps; its
+ * values still count (samples are stamped with the arrival time anyway).
  *
  * Ownership. struct fs_gnmi_map belongs to the caller (fs_gnmi_map_new/_free); it copies
  * what it needs from the options. Label strings handed to the emitter belong to the map
@@ -103,7 +109,30 @@ struct fs_gnmi_map_opts {
      *  instead of being dropped; other strings are still dropped (counted unmapped).
      *  The store's per-target series limit bounds how many paths become series. */
     bool expose_unmapped;
+    size_t cache_max_bytes; /**< bytes of cached entries (keys, labels); 0: 4 MiB */
 };
+
+/** Largest JSON value parsed (bytes); json-c takes up to about 32 times its size. */
+#define FS_GNMI_JSON_MAX_BYTES (1u << 20)
+/** Deepest JSON nesting parsed (json-c's limit; the mapping follows 16 levels). */
+#define FS_GNMI_JSON_MAX_DEPTH 32
+/** A timestamp further than this from its arrival is not a clock reading (1 day). */
+#define FS_GNMI_TS_MAX_SKEW_US (86400LL * 1000000)
+
+/** Why a value was rejected (fs_gnmi_map_stats.rejected_by; names: fs_gnmi_reject_names). */
+enum fs_gnmi_reject {
+    FS_GNMI_REJ_WRONG_TYPE = 0,   /**< a value of a type its mapping cannot use, or null */
+    FS_GNMI_REJ_JSON_INVALID,     /**< JSON that does not parse */
+    FS_GNMI_REJ_JSON_TOO_DEEP,    /**< JSON nested deeper than FS_GNMI_JSON_MAX_DEPTH */
+    FS_GNMI_REJ_JSON_TOO_LARGE,   /**< a JSON value over FS_GNMI_JSON_MAX_BYTES */
+    FS_GNMI_REJ_JSON_SHAPE,       /**< a JSON array that is no keyed list (leaf-list, no key) */
+    FS_GNMI_REJ_BAD_PATH,         /**< no path, or deeper/longer than the driver follows */
+    FS_GNMI_REJ_NO_VALUE,         /**< an update without a value, or of an unknown encoding */
+    FS_GNMI_REJ_TOO_MANY_DELETES, /**< deletes beyond 64 in one notification */
+    FS_GNMI_REJ_NO_MEMORY,
+    FS_GNMI_REJ_COUNT
+};
+extern const char *const fs_gnmi_reject_names[FS_GNMI_REJ_COUNT];
 
 /** Per-target counts (monotonic). */
 struct fs_gnmi_map_stats {
@@ -117,9 +146,12 @@ struct fs_gnmi_map_stats {
     uint64_t wjh_rejected;     /**< of them: not the assumed JSON layout, or beyond bounds */
     uint64_t acl_named_over;   /**< entries named for a rule beyond FS_GNMI_ACL_NAMED_MAX */
     uint64_t rejected;         /**< values that could not be decoded for their mapping */
-    uint64_t deletes;          /**< series marked deleted */
+    uint64_t rejected_by[FS_GNMI_REJ_COUNT]; /**< rejected, by reason (they sum to it) */
+    uint64_t bad_timestamps; /**< notifications whose timestamp was not used (see above) */
+    uint64_t deletes;        /**< series marked deleted */
     uint64_t cache_overflow;
     size_t cache_entries;
+    size_t cache_bytes;     /**< bytes of the cached entries */
     int64_t last_device_ns; /**< timestamp of the latest notification (device clock) */
 };
 

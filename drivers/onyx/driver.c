@@ -1,7 +1,9 @@
 /*
  * The ONYX CLI driver: one I/O thread runs every target's persistent SSH shell with epoll
- * (ssh.c does the SSH part), speaks the ONYX CLI (prompts, enable, paging, pager, `%`
- * errors) and turns each command's output into samples (parse.c).
+ * (ssh.c does the SSH part; it hands name lookups and known_hosts to its worker threads,
+ * so nothing here blocks), speaks the ONYX CLI (prompts, enable, paging, pager, `%`
+ * errors) and turns each command's output into samples (parse.c). Each session is read
+ * at most RX_SLICE_BYTES per turn: a flooding peer yields to the others.
  *
  * Session: connect/handshake/host key/auth/shell (ssh.c) -> wait for the first prompt,
  * learn its `<host> [<tag>: <role>] ` prefix -> `enable` (answering the password prompt
@@ -76,6 +78,9 @@
 
 /* The receive buffer a session keeps between answers (it grows for one and shrinks back). */
 #define RX_KEEP_BYTES (256u << 10)
+/* At most this much is read from one session per turn: a peer that floods faster than the
+ * I/O thread can take it yields to the other sessions (the rest is read on the next turn). */
+#define RX_SLICE_BYTES (256u << 10)
 
 #define SUBSYS "cli"
 #define MAX_BATCH 32
@@ -127,7 +132,7 @@ struct onyx_target {
     struct fs_sink *sink;
     atomic_bool busy;
     pthread_mutex_t detail_lock;
-    char detail[3072];        /* under detail_lock */
+    char detail[6144];        /* under detail_lock */
     FILE *transcript;         /* under detail_lock */
     bool transcript_mid_line; /* under detail_lock: the last byte written was not a newline */
 
@@ -135,6 +140,8 @@ struct onyx_target {
     bool removed;
     struct onyx_ssh *ssh;
     uint32_t events; /* registered epoll events; 0: not registered */
+    int reg_fd;      /* the fd registered (onyx_ssh_fd() may change while connecting) */
+    bool more_rx;    /* the last turn stopped at RX_SLICE_BYTES: read on without waiting */
     enum sess ss;
     bool enable_pw_sent;
     char prefix[160];
@@ -151,14 +158,16 @@ struct onyx_target {
     int64_t deadline_us, progress_us;
     struct cmd *q;
     size_t nq, capq, sent, done, batch_end;
-    size_t resp_start;   /* in rx: where the next command's output starts (after a prompt) */
-    size_t resp_next;    /* set by response_end: after the prompt that ends it */
-    size_t echo_next;    /* q index: the first command sent whose echo was not seen yet */
-    bool requeued;       /* the response just handled queued its command's text form */
-    bool draining;       /* a cycle ended while the shell still owed answers: they are read
-                            and dropped, then the session is ready again */
-    size_t owed;         /* answers still owed while draining */
-    int64_t batch_lo_us; /* realtime when the batch was written */
+    size_t resp_start;    /* in rx: where the next command's output starts (after a prompt) */
+    size_t resp_next;     /* set by response_end: after the prompt that ends it */
+    size_t echo_next;     /* q index: the first command sent whose echo was not seen yet */
+    bool requeued;        /* the response just handled queued its command's text form */
+    bool draining;        /* a cycle ended while the shell still owed answers: they are read
+                             and dropped, then the session is ready again */
+    size_t owed;          /* answers still owed while draining */
+    size_t drained_bytes; /* received while draining: beyond max_output it is a runaway (a
+                             pager without end would otherwise keep the session forever) */
+    int64_t batch_lo_us;  /* realtime when the batch was written */
     enum fs_poll_result result;
     char msg[256];
     /* across cycles */
@@ -169,6 +178,11 @@ struct onyx_target {
     bool lacks[K_COUNT];
     bool json_off[K_COUNT];          /* the `| json-print` form failed: text form from now on */
     char json_off_why[K_COUNT][160]; /* why (for the detail) */
+    /* A command whose output the parser did not recognise (its layout is an assumption):
+     * why and the first lines it printed, for the detail; "" when it parses. */
+    char layout_cmd[K_COUNT][96]; /* the command of that kind that failed (tc 3 of tc N) */
+    char layout_err[K_COUNT][128];
+    char layout_lines[K_COUNT][160];
     char release[32];
     double last_uptime;
     bool one_at_a_time; /* the CLI pages despite paging off: no pipelining (the pager would eat
@@ -178,8 +192,12 @@ struct onyx_target {
     size_t nports;
     size_t ports_listed; /* > ONYX_MAX_PORTS: the switch listed this many (cut); else 0 */
     char profile[160];
-    struct onyx_wjh_tally wjh; /* WJH drops counted once each, across polls and sessions */
-    regex_t ports_re;          /* cfg.flow_rule_ports, anchored; compiled when ports_re_ok */
+    struct onyx_wjh_tally wjh;    /* WJH drops counted once each, across polls and sessions */
+    int64_t clock_utc_offset_s;   /* show clock's UTC offset: the zone of WJH time stamps */
+    uint64_t wjh_events;          /* WJH rows with new drops handed over as device events */
+    uint64_t wjh_events_unplaced; /* not placed (clock not measured yet) or over the bound */
+    unsigned wjh_events_poll;     /* handed over in this poll (bounded) */
+    regex_t ports_re;             /* cfg.flow_rule_ports, anchored; compiled when ports_re_ok */
     bool ports_re_ok;
     size_t *acl_order;      /* onyx_flow_order() of the flow rules (n_flow_rules of them) */
     char acl_counters[200]; /* the ACL counters' state, for the detail */
@@ -269,12 +287,20 @@ epoll_update(struct onyx_target *t)
     uint32_t ev = onyx_ssh_events(t->ssh);
     if (t->tx_len > 0)
         ev |= EPOLLOUT;
+    int fd = onyx_ssh_fd(t->ssh);
+    if (t->events && fd != t->reg_fd) {
+        /* Both fds stay open while the connection lives: the old one is still ours. */
+        epoll_ctl(d->epfd, EPOLL_CTL_DEL, t->reg_fd, NULL);
+        t->events = 0;
+    }
     if (ev == t->events)
         return;
     struct epoll_event e = {.events = ev, .data.ptr = t};
     int op = t->events ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
-    if (epoll_ctl(d->epfd, op, onyx_ssh_fd(t->ssh), &e) == 0)
+    if (epoll_ctl(d->epfd, op, fd, &e) == 0) {
         t->events = ev;
+        t->reg_fd = fd;
+    }
 }
 
 static void
@@ -282,11 +308,12 @@ close_session(struct onyx_target *t)
 {
     if (t->ssh) {
         if (t->events)
-            epoll_ctl(t->drv->epfd, EPOLL_CTL_DEL, onyx_ssh_fd(t->ssh), NULL);
+            epoll_ctl(t->drv->epfd, EPOLL_CTL_DEL, t->reg_fd, NULL);
         onyx_ssh_free(t->ssh);
     }
     t->ssh = NULL;
     t->events = 0;
+    t->more_rx = false;
     t->ss = SS_DOWN;
     t->rx_len = 0;
     t->tx_len = 0;
@@ -358,6 +385,7 @@ abandon_cycle(struct onyx_target *t, enum fs_poll_result r, const char *msg)
             return;
         }
         t->draining = true;
+        t->drained_bytes = 0;
         t->owed = t->batch_end - t->done;
     }
     fs_log(FS_LOG_WARN, SUBSYS, "target %s: %s", t->name, msg);
@@ -580,7 +608,7 @@ has_pager_line(const char *text, size_t len)
  * the port counters are: another command's failure leaves the cycle partial, the target up
  * and the other commands' data flowing. A worse result already set is kept. */
 static void
-cmd_failed(struct onyx_target *t, const struct cmd *c, enum fs_poll_result r, const char *err)
+cmd_result(struct onyx_target *t, const struct cmd *c, enum fs_poll_result r, const char *err)
 {
     if (c->kind != K_IFACES)
         r = FS_POLL_PARTIAL;
@@ -588,7 +616,54 @@ cmd_failed(struct onyx_target *t, const struct cmd *c, enum fs_poll_result r, co
         t->result = r;
         snprintf(t->msg, sizeof(t->msg), "`%.80s`: %.150s", c->text, err);
     }
+}
+
+static void
+cmd_failed(struct onyx_target *t, const struct cmd *c, enum fs_poll_result r, const char *err)
+{
+    cmd_result(t, c, r, err);
     fs_log(FS_LOG_WARN, SUBSYS, "target %s: `%s`: %s", t->name, c->text, err);
+}
+
+static void update_detail(struct onyx_target *t);
+
+/* The output of c (text, len) was not in the layout its parser knows (err): said once per
+ * kind of command, with the first lines the device printed, in the log and in the detail
+ * until it parses again; the cycle is partial (the port counters' failure fails it), the
+ * other commands' data kept. */
+static void
+layout_mismatch(struct onyx_target *t, const struct cmd *c, const char *err, const char *text,
+                size_t len)
+{
+    cmd_result(t, c, FS_POLL_PARSE, err);
+    if (t->layout_err[c->kind][0])
+        return;
+    char lines[sizeof(t->layout_lines[0])];
+    size_t o = 0, pos = 0;
+    for (int n = 0; n < 3 && pos < len;) {
+        const char *ls = text + pos, *nl = memchr(ls, '\n', len - pos);
+        size_t ll = nl ? (size_t)(nl - ls) : len - pos;
+        pos += ll + 1;
+        while (ll > 0 && (ls[ll - 1] == '\r' || ls[ll - 1] == ' '))
+            ll--;
+        if (ll == 0)
+            continue;
+        o += (size_t)snprintf(lines + o, sizeof(lines) - o, "%s%.*s", n ? " | " : "",
+                              (int)(ll < 60 ? ll : 60), ls);
+        if (o >= sizeof(lines))
+            break;
+        n++;
+    }
+    if (o == 0)
+        snprintf(lines, sizeof(lines), "(nothing)");
+    snprintf(t->layout_err[c->kind], sizeof(t->layout_err[c->kind]), "%.120s", err[0] ? err : "?");
+    snprintf(t->layout_cmd[c->kind], sizeof(t->layout_cmd[c->kind]), "%.90s", c->text);
+    snprintf(t->layout_lines[c->kind], sizeof(t->layout_lines[c->kind]), "%s", lines);
+    fs_log(FS_LOG_WARN, SUBSYS,
+           "target %s: `%s` printed a layout this driver does not know (%s); its first lines: "
+           "%s; its series are missing until it parses, the others are kept",
+           t->name, c->text, err, lines);
+    update_detail(t);
 }
 
 static bool
@@ -651,6 +726,68 @@ learn_ports(struct onyx_target *t)
             t->nports++;
 }
 
+/* Device events handed over per poll at most: a full table of new rows must not flood
+ * the host-event store (the counters keep every drop). */
+#define WJH_EVENTS_PER_POLL 256
+
+/*
+ * A WJH row's new drops as a timestamped device event (kind "wjh.drop", name: the
+ * reason), so /api/v1/correlate and the trace export show when they happened: a raw
+ * record at its own time stamp; an aggregated row over the part of its Sample Window
+ * that is new since the previous table (its whole window when the windows do not meet).
+ */
+static void
+wjh_event(struct onyx_target *t, const struct onyx_wjh_record *r, uint64_t drops, const char *rule)
+{
+    int64_t a_us, b_us, prev_us;
+    if (r->aggregated) {
+        if (onyx_parse_wjh_time(r->window_start, t->clock_utc_offset_s, &a_us) != 0 ||
+            onyx_parse_wjh_time(r->window_end, t->clock_utc_offset_s, &b_us) != 0 || b_us < a_us)
+            goto unplaced;
+        if (t->wjh.prev_window_end[0] &&
+            onyx_parse_wjh_time(t->wjh.prev_window_end, t->clock_utc_offset_s, &prev_us) == 0 &&
+            prev_us > a_us && prev_us <= b_us)
+            a_us = prev_us;
+    } else if (onyx_parse_wjh_time(r->timestamp, t->clock_utc_offset_s, &a_us) == 0) {
+        b_us = a_us;
+    } else {
+        goto unplaced;
+    }
+    if (t->wjh_events_poll >= WJH_EVENTS_PER_POLL)
+        goto unplaced;
+    char n[24], sp[16], dp[16];
+    snprintf(n, sizeof(n), "%llu", (unsigned long long)drops);
+    struct fs_label at[8];
+    size_t na = 0;
+    at[na++] = (struct fs_label){"drops", n};
+    if (r->sport[0])
+        at[na++] = (struct fs_label){"interface", r->sport};
+    if (rule)
+        at[na++] = (struct fs_label){"rule", rule};
+    if (r->proto[0])
+        at[na++] = (struct fs_label){"proto", r->proto};
+    if (r->src_ip[0]) {
+        at[na++] = (struct fs_label){"saddr", r->src_ip};
+        snprintf(sp, sizeof(sp), "%d", r->src_port);
+        if (r->src_port >= 0)
+            at[na++] = (struct fs_label){"sport", sp};
+    }
+    if (r->dst_ip[0]) {
+        at[na++] = (struct fs_label){"daddr", r->dst_ip};
+        snprintf(dp, sizeof(dp), "%d", r->dst_port);
+        if (r->dst_port >= 0)
+            at[na++] = (struct fs_label){"dport", dp};
+    }
+    if (fs_sink_device_event(t->sink, a_us, b_us, "wjh.drop", r->reason[0] ? r->reason : "drop", at,
+                             na) != 0)
+        goto unplaced;
+    t->wjh_events_poll++;
+    t->wjh_events++;
+    return;
+unplaced:
+    t->wjh_events_unplaced++;
+}
+
 struct wjh_acc {
     struct onyx_target *t;
     char window_end[32];
@@ -670,13 +807,19 @@ wjh_record(const struct onyx_wjh_record *r, void *arg)
         a->oom = true;
         return;
     }
+    const char *first_rule = NULL;
     for (size_t i = 0; i < t->cfg.n_flow_rules; i++) {
         const struct fs_flow_rule *rule = &t->cfg.flow_rules[i];
         /* a rule with no drops yet still gets its total (0) once a row matches it */
-        if (onyx_wjh_matches_rule(r, rule) &&
-            onyx_wjh_tally_add(&t->wjh, rule->name, r->reason, (uint64_t)fresh) < 0)
-            a->oom = true;
+        if (onyx_wjh_matches_rule(r, rule)) {
+            if (!first_rule)
+                first_rule = rule->name;
+            if (onyx_wjh_tally_add(&t->wjh, rule->name, r->reason, (uint64_t)fresh) < 0)
+                a->oom = true;
+        }
     }
+    if (fresh > 0)
+        wjh_event(t, r, (uint64_t)fresh, first_rule);
 }
 
 /* The WJH totals as samples: one counter per (rule, reason), each drop counted once. */
@@ -802,6 +945,8 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
     case K_CLOCK: {
         int64_t dev_us, res_us;
         rc = onyx_parse_clock(text, len, &dev_us, &res_us, err, sizeof(err));
+        if (rc == 0)
+            onyx_parse_clock_utc_offset(text, len, &t->clock_utc_offset_s);
         /* The raw reading: the device read dev_us (truncated to its resolution) while our
          * clock was between the batch's send and this answer. The core's filter does the
          * rest (second-edge detection across polls and clock probes for a whole-second
@@ -857,6 +1002,7 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
         break;
     case K_WJH: {
         struct wjh_acc a = {.t = t};
+        t->wjh_events_poll = 0;
         onyx_wjh_tally_begin(&t->wjh);
         rc = onyx_parse_wjh(text, len, wjh_record, &a, err, sizeof(err)) < 0 ? -1 : 0;
         if (rc == 0 && a.oom) {
@@ -864,6 +1010,12 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
             rc = -1;
         }
         if (rc == 0) {
+            /* An empty table still says where its window ended: the next table's new
+             * drops came after it (wjh_event). */
+            char ws[32];
+            if (!a.window_end[0])
+                onyx_parse_wjh_window(text, len, ws, sizeof(ws), a.window_end,
+                                      sizeof(a.window_end));
             onyx_wjh_tally_end(&t->wjh, a.window_end);
             if (t->wjh.overflow)
                 fs_log(FS_LOG_WARN, SUBSYS,
@@ -887,7 +1039,11 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
         onyx_samples_clear(&t->samples); /* the text form's answer replaces it */
         json_fallback(t, c, err);
     } else if (rc != 0) {
-        cmd_failed(t, c, FS_POLL_PARSE, err);
+        layout_mismatch(t, c, err, text, len);
+    } else if (t->layout_err[c->kind][0] && strcmp(t->layout_cmd[c->kind], c->text) == 0) {
+        fs_log(FS_LOG_INFO, SUBSYS, "target %s: `%s` parses again", t->name, c->text);
+        t->layout_err[c->kind][0] = '\0';
+        update_detail(t);
     }
     emit(t, now_real);
 }
@@ -1234,11 +1390,19 @@ target_io(struct onyx_target *t)
         t->progress_us = fs_monotonic_us();
     }
     static char buf[65536];
-    for (;;) {
+    /* libssh2 may hold data already taken from the socket: a turn cut short is resumed
+       by the I/O thread's loop (more_rx), not by epoll. */
+    t->more_rx = false;
+    for (size_t got = 0;;) {
+        if (got >= RX_SLICE_BYTES) {
+            t->more_rx = true;
+            break;
+        }
         size_t n = 0;
         int r = onyx_ssh_read(t->ssh, buf, sizeof(buf), &n);
         if (r == ONYX_SSH_AGAIN)
             break;
+        got += n;
         if (r == ONYX_SSH_EOF) {
             if (t->ss == SS_BANNER)
                 fail_before_prompt(t);
@@ -1251,8 +1415,14 @@ target_io(struct onyx_target *t)
             return;
         }
         t->progress_us = fs_monotonic_us();
-        if (rx_append(t, buf, n) < 0 || t->rx_len > t->cfg.max_output_bytes) {
-            fail_session(t, FS_POLL_PROTOCOL, "runaway output (beyond max_output_bytes)");
+        if (t->draining)
+            t->drained_bytes += n;
+        if (rx_append(t, buf, n) < 0 || t->rx_len > t->cfg.max_output_bytes ||
+            t->drained_bytes > t->cfg.max_output_bytes) {
+            char m[96];
+            snprintf(m, sizeof(m), "runaway output (more than max_output, %zu bytes)",
+                     t->cfg.max_output_bytes);
+            fail_session(t, FS_POLL_PROTOCOL, m);
             return;
         }
     }
@@ -1340,6 +1510,23 @@ do_cycle(struct onyx_target *t, uint64_t id, int64_t deadline)
     epoll_update(t);
 }
 
+/* What a cycle that ran out of time (or was cancelled) was waiting for. */
+static void
+slow_msg(const struct onyx_target *t, char *m, size_t len)
+{
+    if (t->ss == SS_PROBE)
+        snprintf(m, len, "a clock probe's answer was still awaited at the end of the cycle");
+    else if (t->draining)
+        snprintf(m, len, "the shell was still answering the previous cycle (%zu owed)", t->owed);
+    else if (t->ss == SS_BUSY && t->done < t->nq)
+        snprintf(m, len, "no answer to `%s` in time (the session is kept)", t->q[t->done].text);
+    else if (t->ss == SS_DOWN || t->ss == SS_READY)
+        snprintf(m, len, "cycle cancelled (the session is kept)");
+    else
+        snprintf(m, len, "no answer in time while %s (still trying)",
+                 t->ss == SS_SSH ? onyx_ssh_phase(t->ssh) : "setting up the CLI session");
+}
+
 static void
 check_timeouts(struct onyx_drv *d, int64_t now)
 {
@@ -1359,7 +1546,7 @@ check_timeouts(struct onyx_drv *d, int64_t now)
                 snprintf(m, sizeof(m), "no answer to `%s` in time", t->q[t->done].text);
             else
                 snprintf(m, sizeof(m), "no answer in time while %s",
-                         t->ss == SS_SSH ? "connecting" : "setting up the CLI session");
+                         t->ss == SS_SSH ? onyx_ssh_phase(t->ssh) : "setting up the CLI session");
             fail_session(t, FS_POLL_TIMEOUT, m);
             continue;
         }
@@ -1367,18 +1554,7 @@ check_timeouts(struct onyx_drv *d, int64_t now)
             continue;
         /* Slow: the cycle's budget is spent, the session is kept. */
         char m[220];
-        if (t->ss == SS_PROBE)
-            snprintf(m, sizeof(m),
-                     "a clock probe's answer was still awaited at the end of the cycle");
-        else if (t->draining)
-            snprintf(m, sizeof(m), "the shell was still answering the previous cycle (%zu owed)",
-                     t->owed);
-        else if (t->ss == SS_BUSY && t->done < t->nq)
-            snprintf(m, sizeof(m), "no answer to `%s` in time (the session is kept)",
-                     t->q[t->done].text);
-        else
-            snprintf(m, sizeof(m), "no answer in time while %s (still trying)",
-                     t->ss == SS_SSH ? "connecting" : "setting up the CLI session");
+        slow_msg(t, m, sizeof(m));
         abandon_cycle(t, FS_POLL_TIMEOUT, m);
     }
 }
@@ -1389,6 +1565,8 @@ next_timeout_ms(struct onyx_drv *d, int64_t now)
     int64_t best = 1000000;
     for (size_t i = 0; i < d->ntargets; i++) {
         struct onyx_target *t = d->targets[i];
+        if (t->more_rx)
+            return 0;
         if (t->ss == SS_PROBE && t->probe_sent_mono_us + t->cfg.timeout_us - now < best)
             best = t->probe_sent_mono_us + t->cfg.timeout_us - now;
         if (t->ss != SS_DOWN && t->ss != SS_READY && t->ss != SS_PROBE &&
@@ -1464,6 +1642,22 @@ update_detail(struct onyx_target *t)
     }
     if (o >= sizeof(fallbacks)) /* cut: keep the JSON valid */
         snprintf(fallbacks, sizeof(fallbacks), "{\"command\":\"(too many)\",\"reason\":\"\"}");
+    char layouts[1536] = "";
+    o = 0;
+    for (int k = 0; k < K_COUNT; k++) {
+        if (!t->layout_err[k][0] || o >= sizeof(layouts))
+            continue;
+        char e[2 * sizeof(t->layout_err[k])], l[2 * sizeof(t->layout_lines[k])];
+        char cm[2 * sizeof(t->layout_cmd[k])];
+        json_escape(t->layout_cmd[k], cm, sizeof(cm));
+        json_escape(t->layout_err[k], e, sizeof(e));
+        json_escape(t->layout_lines[k], l, sizeof(l));
+        o += (size_t)snprintf(layouts + o, sizeof(layouts) - o,
+                              "%s{\"command\":\"%s\",\"error\":\"%s\",\"printed\":\"%s\"}",
+                              o ? "," : "", cm, e, l);
+    }
+    if (o >= sizeof(layouts))
+        snprintf(layouts, sizeof(layouts), "{\"command\":\"(too many)\",\"error\":\"\"}");
     char acl_state[2 * sizeof(t->acl_counters)];
     json_escape(t->acl_counters[0]     ? t->acl_counters
                 : !t->cfg.n_flow_rules ? "no flow rules"
@@ -1473,23 +1667,26 @@ update_detail(struct onyx_target *t)
     char d[sizeof(t->detail)];
     snprintf(d, sizeof(d),
              "\"cli_session\":\"%s\",\"cli_release\":\"%s\",\"cli_interfaces_form\":\"%s\","
-             "\"cli_text_fallbacks\":[%s],\"cli_dropped_commands\":[%s],\"cli_ecn_profile\":\"%s\","
+             "\"cli_text_fallbacks\":[%s],\"cli_layout_mismatches\":[%s],"
+             "\"cli_dropped_commands\":[%s],\"cli_ecn_profile\":\"%s\","
              "\"cli_sessions_opened\":%llu,"
              "\"cli_flow_rules\":\"%s\",\"cli_acl_counters\":\"%s\","
              "\"cli_pipelining\":%s,\"cli_clock_probes\":%llu,"
-             "\"cli_clock_probing\":\"%s\",\"cli_ports_listed_beyond_bound\":%zu",
+             "\"cli_clock_probing\":\"%s\",\"cli_ports_listed_beyond_bound\":%zu,"
+             "\"cli_wjh_events\":%llu,\"cli_wjh_events_unplaced\":%llu",
              t->ss == SS_DOWN                                               ? "down"
              : (t->ss == SS_READY || t->ss == SS_BUSY || t->ss == SS_PROBE) ? "up"
                                                                             : "opening",
-             t->release, t->json_off[K_IFACES] ? "text" : "json", fallbacks, dropped, t->profile,
-             (unsigned long long)t->sessions,
+             t->release, t->json_off[K_IFACES] ? "text" : "json", fallbacks, layouts, dropped,
+             t->profile, (unsigned long long)t->sessions,
              !t->cfg.apply_flow_rules ? "not applied (apply_flow_rules off)"
              : t->config_in_flight    ? "applying"
              : !t->rules_checked      ? "not checked"
              : t->config_failed       ? "failed, rolled back"
                                       : "in place",
              acl_state, t->one_at_a_time ? "false" : "true", (unsigned long long)t->prober.sent,
-             t->prober.state ? t->prober.state : FS_CLOCK_PROBER_STATE_NONE, t->ports_listed);
+             t->prober.state ? t->prober.state : FS_CLOCK_PROBER_STATE_NONE, t->ports_listed,
+             (unsigned long long)t->wjh_events, (unsigned long long)t->wjh_events_unplaced);
     pthread_mutex_lock(&t->detail_lock);
     bool changed = strcmp(d, t->detail) != 0;
     if (changed)
@@ -1551,8 +1748,11 @@ drain_requests(struct onyx_drv *d)
                 do_cycle(t, r->cycle_id, r->deadline_us);
             break;
         case RQ_CANCEL:
-            if (!t->removed && t->in_cycle)
-                abandon_cycle(t, FS_POLL_TIMEOUT, "cycle cancelled (the session is kept)");
+            if (!t->removed && t->in_cycle) {
+                char m[220];
+                slow_msg(t, m, sizeof(m));
+                abandon_cycle(t, FS_POLL_TIMEOUT, m);
+            }
             break;
         case RQ_REMOVE:
             t->removed = true;
@@ -1648,6 +1848,13 @@ io_thread(void *arg)
             for (size_t k = 0; k < d->ntargets && !live; k++)
                 live = d->targets[k] == t;
             if (live && t->ssh)
+                target_io(t);
+        }
+        /* Sessions whose last turn was cut short get another (round robin with the
+           events above: the next epoll_wait does not block while one is pending). */
+        for (size_t k = 0; k < d->ntargets; k++) {
+            struct onyx_target *t = d->targets[k];
+            if (t->more_rx && t->ssh)
                 target_io(t);
         }
         check_timeouts(d, fs_monotonic_us());

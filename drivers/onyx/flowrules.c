@@ -364,6 +364,14 @@ read_running(const char *run, size_t len, struct running *r)
             m--;
         line[m] = '\0';
         p = nl ? nl + 1 : end;
+        /* A line with a control byte inside (a tab, a NUL) is not read: its text could
+           end up in a command (a rollback re-adds an entry as it was) and reach the CLI
+           as keys (a tab completes, a Ctrl-C cancels). */
+        bool ctl = false;
+        for (size_t i = 0; i < m && !ctl; i++)
+            ctl = (unsigned char)line[i] < 0x20 || line[i] == 0x7f;
+        if (ctl)
+            continue;
         char name[128], port[32];
         int off = 0;
         unsigned seq;

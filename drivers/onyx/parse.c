@@ -1070,6 +1070,41 @@ split_ip_port(const char *s, size_t n, char *ip, size_t iplen, int *port)
     }
 }
 
+/* "Sample Window : 2021/06/16 12:57:23.046 - 2021/06/16 14:46:17.701": true and the two
+ * ends copied when the line is one. */
+static bool
+wjh_window_line(const char *ls, size_t ll, char *wstart, size_t wsn, char *wend, size_t wen)
+{
+    if (ll <= 13 || strncasecmp(ls, "Sample Window", 13) != 0)
+        return false;
+    const char *s = memchr(ls, ':', ll);
+    size_t sn = s ? ll - (size_t)(s + 1 - ls) : 0;
+    s = s ? s + 1 : ls;
+    const char *dash = NULL;
+    for (size_t i = 0; i + 2 < sn; i++)
+        if (s[i] == ' ' && s[i + 1] == '-' && s[i + 2] == ' ')
+            dash = s + i;
+    const char *a = s, *b = dash ? dash + 3 : s + sn;
+    size_t an = dash ? (size_t)(dash - s) : sn, bn = dash ? (size_t)(s + sn - b) : 0;
+    onyx_trim(&a, &an);
+    onyx_trim(&b, &bn);
+    copy_field(wstart, wsn, a, an);
+    copy_field(wend, wen, b, bn);
+    return true;
+}
+
+int
+onyx_parse_wjh_window(const char *text, size_t len, char *start, size_t start_len, char *end,
+                      size_t end_len)
+{
+    size_t pos = 0, ll;
+    const char *ls;
+    while (onyx_next_line(text, len, &pos, &ls, &ll))
+        if (wjh_window_line(ls, ll, start, start_len, end, end_len))
+            return 0;
+    return -1;
+}
+
 int
 onyx_parse_wjh(const char *text, size_t len, void (*cb)(const struct onyx_wjh_record *r, void *arg),
                void *arg, char *errbuf, size_t errlen)
@@ -1086,23 +1121,8 @@ onyx_parse_wjh(const char *text, size_t len, void (*cb)(const struct onyx_wjh_re
     bool in_table = false;
     char wstart[32] = "", wend[32] = "";
     while (onyx_next_line(text, len, &pos, &ls, &ll)) {
-        if (!in_table && ll > 13 && strncasecmp(ls, "Sample Window", 13) == 0) {
-            /* "Sample Window : 2021/06/16 12:57:23.046 - 2021/06/16 14:46:17.701" */
-            const char *s = memchr(ls, ':', ll);
-            size_t sn = s ? ll - (size_t)(s + 1 - ls) : 0;
-            s = s ? s + 1 : ls;
-            const char *dash = NULL;
-            for (size_t i = 0; i + 2 < sn; i++)
-                if (s[i] == ' ' && s[i + 1] == '-' && s[i + 2] == ' ')
-                    dash = s + i;
-            const char *a = s, *b = dash ? dash + 3 : s + sn;
-            size_t an = dash ? (size_t)(dash - s) : sn, bn = dash ? (size_t)(s + sn - b) : 0;
-            onyx_trim(&a, &an);
-            onyx_trim(&b, &bn);
-            copy_field(wstart, sizeof(wstart), a, an);
-            copy_field(wend, sizeof(wend), b, bn);
+        if (!in_table && wjh_window_line(ls, ll, wstart, sizeof(wstart), wend, sizeof(wend)))
             continue;
-        }
         if (!in_table) {
             size_t i = 0;
             bool ruler = ll > 0 && ls[0] == '-';

@@ -196,6 +196,18 @@ int onyx_parse_pfc_counters(const char *text, size_t len, struct onyx_samples *o
 int onyx_parse_clock(const char *text, size_t len, int64_t *device_us, int64_t *resolution_us,
                      char *errbuf, size_t errlen);
 
+/** The `UTC offset` line of `show clock` in seconds (local minus UTC): 0 and *offset_s = 0
+ *  when found, -1 (and *offset_s = 0) when the output has none. Layout ASSUMED (A2). */
+int onyx_parse_clock_utc_offset(const char *text, size_t len, int64_t *offset_s);
+
+/**
+ * A WJH table's time stamp ("2021/06/16 12:57:23.046", or the raw table's two-digit
+ * year "21/06/16 12:03:12.728") as µs since the epoch on the device's clock. The table
+ * prints no zone: it is ASSUMED (A6) to be the one `show clock` states (utc_offset_s).
+ * 0, or -1 when the text is not such a stamp.
+ */
+int onyx_parse_wjh_time(const char *stamp, int64_t utc_offset_s, int64_t *device_us);
+
 /** `show telemetry flows`: per-rule view. Layout ASSUMED (the simulator's). */
 int onyx_parse_telemetry_flows(const char *text, size_t len, struct onyx_samples *out, char *errbuf,
                                size_t errlen);
@@ -238,6 +250,11 @@ struct onyx_wjh_record {
 int onyx_parse_wjh(const char *text, size_t len,
                    void (*cb)(const struct onyx_wjh_record *r, void *arg), void *arg, char *errbuf,
                    size_t errlen);
+
+/** The table's `Sample Window : A - B` line (even when the table has no row): 0 with
+ *  both ends copied, -1 when the output has none. */
+int onyx_parse_wjh_window(const char *text, size_t len, char *start, size_t start_len, char *end,
+                          size_t end_len);
 
 /** Whether a WJH record matches a flow rule (protocol, port ranges). */
 bool onyx_wjh_matches_rule(const struct onyx_wjh_record *r, const struct fs_flow_rule *rule);

@@ -39,6 +39,9 @@
  * |                                                |     word packets and one next to bytes      |
  * |                                                |     (`1234 packets`, `packets: 1234`, `Bytes|
  * |                                                |     = 9`), any case, any order.             |
+ * | WJH time stamps (Sample Window, raw Timestamp) | A6: the device's local time in the zone     |
+ * |                                                |     `show clock` states on its `UTC offset` |
+ * |                                                |     line (the tables print no zone).        |
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -437,6 +440,65 @@ onyx_parse_congestion_text(const char *text, size_t len, struct onyx_samples *ou
         rc = -1;
     }
     return rc;
+}
+
+/* ---------------- A6: WJH timestamps ---------------- */
+
+int
+onyx_parse_clock_utc_offset(const char *text, size_t len, int64_t *offset_s)
+{
+    size_t pos = 0, ll;
+    const char *ls;
+    *offset_s = 0;
+    while (onyx_next_line(text, len, &pos, &ls, &ll)) {
+        const char *colon = memchr(ls, ':', ll);
+        if (!colon)
+            continue;
+        const char *k = ls, *v = colon + 1;
+        size_t kn = (size_t)(colon - ls), vn = ll - kn - 1;
+        onyx_trim(&k, &kn);
+        onyx_trim(&v, &vn);
+        if (!onyx_eq(k, kn, "UTC offset") || vn < 2 || vn > 16)
+            continue;
+        char val[17];
+        memcpy(val, v, vn);
+        val[vn] = '\0';
+        int oh = 0, om = 0;
+        char sign = val[0];
+        if ((sign == '+' || sign == '-') &&
+            (sscanf(val + 1, "%2d:%2d", &oh, &om) >= 1 ||
+             sscanf(val + 1, "%2d%2d", &oh, &om) >= 1) &&
+            oh >= 0 && oh <= 14 && om >= 0 && om <= 59) {
+            *offset_s = (sign == '-' ? -1 : 1) * (oh * 3600 + om * 60);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int
+onyx_parse_wjh_time(const char *stamp, int64_t utc_offset_s, int64_t *device_us)
+{
+    int y, mo, dd, hh, mi, ss, used = 0;
+    char frac[8] = "";
+    if (sscanf(stamp, "%d/%d/%d %d:%d:%d%n", &y, &mo, &dd, &hh, &mi, &ss, &used) != 6)
+        return -1;
+    if (stamp[used] == '.' && sscanf(stamp + used + 1, "%6[0-9]", frac) != 1)
+        return -1;
+    if (y < 100)
+        y += 2000; /* the raw table prints two digits (21/06/16) */
+    if (y < 1970 || y > 9999 || mo < 1 || mo > 12 || dd < 1 || dd > 31 || hh < 0 || hh > 23 ||
+        mi < 0 || mi > 59 || ss < 0 || ss > 60)
+        return -1;
+    int64_t us = 0;
+    size_t fd = strlen(frac);
+    for (size_t i = 0; i < 6; i++)
+        us = us * 10 + (i < fd ? frac[i] - '0' : 0);
+    *device_us = (days_from_civil(y, (unsigned)mo, (unsigned)dd) * 86400 + hh * 3600 + mi * 60 +
+                  ss - utc_offset_s) *
+                     1000000 +
+                 us;
+    return 0;
 }
 
 /* ---------------- A5: ACL entry counters ---------------- */

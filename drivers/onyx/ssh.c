@@ -7,12 +7,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <libssh2.h>
@@ -23,9 +26,11 @@
 #define SUBSYS "cli"
 
 enum st {
+    ST_RESOLVE, /* the name's lookup runs on a worker */
     ST_CONNECT,
     ST_HANDSHAKE,
     ST_HOSTKEY,
+    ST_HOSTKEY_WAIT, /* the known_hosts check runs on a worker */
     ST_AUTHLIST,
     ST_AUTH_PUBKEY,
     ST_AUTH_PASSWORD,
@@ -36,8 +41,12 @@ enum st {
     ST_OPEN,
 };
 
+struct bjob;
+
 struct onyx_ssh {
     int fd;
+    int wfd; /* eventfd: a worker's job for this connection is done (read while st waits) */
+    struct bjob *job; /* the job in flight or done and not yet taken; shared with the worker */
     enum st st;
     LIBSSH2_SESSION *sess;
     LIBSSH2_CHANNEL *ch;
@@ -48,9 +57,224 @@ struct onyx_ssh {
     bool tried_pubkey, tried_password, tried_kbdint;
 };
 
+/* ---------------- blocking calls, off the I/O thread ----------------
+ *
+ * A name lookup may take the resolver's whole timeout and a known_hosts file may sit on a
+ * slow disk: both run on a small pool of worker threads, never on the thread that serves
+ * every session. A job is shared by its connection and the pool (refs, under pool.lock);
+ * the worker signals completion on its own dup of the connection's eventfd, so a
+ * connection freed meanwhile (target removed) neither waits for the job nor is written to:
+ * the job is dropped (unrun if still queued) when the worker is done with it. known_hosts
+ * checks are serialized (kh_lock): two accept-new appends to one file must not race. */
+
+#define POOL_MAX 8 /* worker threads at most; more jobs queue */
+
+enum bjob_kind { J_RESOLVE, J_HOSTKEY };
+
+struct bjob {
+    enum bjob_kind kind;
+    int efd;           /* owned: dup of the connection's wfd, written once when done */
+    int refs;          /* under pool.lock: the connection's and the pool's */
+    bool done;         /* under pool.lock */
+    struct bjob *next; /* under pool.lock: the queue */
+    /* inputs (owned copies) */
+    char *host, *known_hosts, *target;
+    uint16_t port;
+    bool accept_new;
+    unsigned char *key; /* J_HOSTKEY: the server's host key blob */
+    size_t klen;
+    int ktype;
+    char fp_new[80];
+    /* outputs, read by the connection once done */
+    int rc;
+    char err[512];
+    struct sockaddr_storage addr; /* J_RESOLVE: the first address */
+    socklen_t addrlen;
+    int family;
+};
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct bjob *head, *tail;
+    int threads, idle;
+    bool stop;
+} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, 0, 0, false};
+static pthread_mutex_t kh_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void
+bjob_free(struct bjob *j)
+{
+    if (j->efd >= 0)
+        close(j->efd);
+    free(j->host);
+    free(j->known_hosts);
+    free(j->target);
+    free(j->key);
+    free(j);
+}
+
+/* Drops one reference; call with pool.lock held. */
+static void
+bjob_unref_locked(struct bjob *j)
+{
+    if (--j->refs == 0)
+        bjob_free(j);
+}
+
+static void
+bjob_release(struct bjob *j)
+{
+    if (!j)
+        return;
+    pthread_mutex_lock(&pool.lock);
+    bjob_unref_locked(j);
+    pthread_mutex_unlock(&pool.lock);
+}
+
+static void run_hostkey_job(struct bjob *j);
+
+static void
+run_resolve_job(struct bjob *j)
+{
+    struct addrinfo hints = {
+        .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
+    struct addrinfo *ai = NULL;
+    char port[8];
+    snprintf(port, sizeof(port), "%u", (unsigned)j->port);
+    int gai = getaddrinfo(j->host, port, &hints, &ai);
+    if (gai != 0 || !ai || ai->ai_addrlen > sizeof(j->addr)) {
+        snprintf(j->err, sizeof(j->err), "cannot resolve %s: %s", j->host,
+                 gai != 0 ? gai_strerror(gai) : "no usable address");
+        j->rc = ONYX_SSH_FAIL;
+    } else {
+        memcpy(&j->addr, ai->ai_addr, ai->ai_addrlen);
+        j->addrlen = ai->ai_addrlen;
+        j->family = ai->ai_family;
+        j->rc = ONYX_SSH_DONE;
+    }
+    if (ai)
+        freeaddrinfo(ai);
+}
+
+/* Marks j done and wakes its connection (if it still has one). Call with pool.lock held. */
+static void
+bjob_finish_locked(struct bjob *j)
+{
+    j->done = true;
+    uint64_t one = 1;
+    ssize_t w = write(j->efd, &one, sizeof(one));
+    (void)w;
+    bjob_unref_locked(j);
+}
+
+static void *
+pool_worker(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&pool.lock);
+    for (;;) {
+        while (!pool.head && !pool.stop) {
+            pool.idle++;
+            pthread_cond_wait(&pool.cond, &pool.lock);
+            pool.idle--;
+        }
+        if (pool.stop)
+            break;
+        struct bjob *j = pool.head;
+        pool.head = j->next;
+        if (!pool.head)
+            pool.tail = NULL;
+        bool orphan = j->refs == 1; /* its connection is gone: nobody wants the answer */
+        pthread_mutex_unlock(&pool.lock);
+        if (!orphan) {
+            if (j->kind == J_RESOLVE)
+                run_resolve_job(j);
+            else
+                run_hostkey_job(j);
+        }
+        pthread_mutex_lock(&pool.lock);
+        bjob_finish_locked(j);
+    }
+    pool.threads--;
+    pthread_cond_broadcast(&pool.cond);
+    pthread_mutex_unlock(&pool.lock);
+    return NULL;
+}
+
+/* Queues j (taking the pool's reference); starts a worker when none is idle. */
+static int
+bjob_submit(struct bjob *j, char *errbuf, size_t errlen)
+{
+    pthread_mutex_lock(&pool.lock);
+    if (pool.idle == 0 && pool.threads < POOL_MAX) {
+        pthread_t th;
+        pthread_attr_t a;
+        pthread_attr_init(&a);
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&th, &a, pool_worker, NULL) == 0)
+            pool.threads++;
+        pthread_attr_destroy(&a);
+    }
+    if (pool.threads == 0) {
+        pthread_mutex_unlock(&pool.lock);
+        snprintf(errbuf, errlen, "cannot start a worker thread");
+        return -1;
+    }
+    j->next = NULL;
+    if (pool.tail)
+        pool.tail->next = j;
+    else
+        pool.head = j;
+    pool.tail = j;
+    pthread_cond_signal(&pool.cond);
+    pthread_mutex_unlock(&pool.lock);
+    return 0;
+}
+
+/* A job for s (refs: s and the pool), signalling on a dup of s->wfd. */
+static struct bjob *
+bjob_new(struct onyx_ssh *s, enum bjob_kind kind)
+{
+    struct bjob *j = calloc(1, sizeof(*j));
+    if (!j)
+        return NULL;
+    j->kind = kind;
+    j->refs = 2;
+    j->port = s->port;
+    j->accept_new = s->accept_new;
+    j->efd = fcntl(s->wfd, F_DUPFD_CLOEXEC, 0);
+    j->host = strdup(s->host);
+    j->target = strdup(s->target);
+    j->known_hosts = s->known_hosts ? strdup(s->known_hosts) : NULL;
+    if (j->efd < 0 || !j->host || !j->target || (s->known_hosts && !j->known_hosts)) {
+        bjob_free(j);
+        return NULL;
+    }
+    return j;
+}
+
+/* Whether s's job is done; then the eventfd is reset for the next one. */
+static bool
+bjob_take(struct onyx_ssh *s)
+{
+    pthread_mutex_lock(&pool.lock);
+    bool done = s->job->done;
+    pthread_mutex_unlock(&pool.lock);
+    if (done) {
+        uint64_t v;
+        ssize_t r = read(s->wfd, &v, sizeof(v));
+        (void)r;
+    }
+    return done;
+}
+
 int
 onyx_ssh_global_init(char *errbuf, size_t errlen)
 {
+    pthread_mutex_lock(&pool.lock);
+    pool.stop = false;
+    pthread_mutex_unlock(&pool.lock);
     int rc = libssh2_init(0);
     if (rc != 0) {
         snprintf(errbuf, errlen, "libssh2_init failed (%d)", rc);
@@ -62,13 +286,50 @@ onyx_ssh_global_init(char *errbuf, size_t errlen)
 void
 onyx_ssh_global_cleanup(void)
 {
-    libssh2_exit();
+    /* Workers stuck in a name lookup cannot be interrupted: wait 2 s for them, then leave
+       them (detached; they touch nothing of libssh2 after a lookup) and libssh2 set up. */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 2;
+    pthread_mutex_lock(&pool.lock);
+    pool.stop = true;
+    pthread_cond_broadcast(&pool.cond);
+    while (pool.threads > 0 && pthread_cond_timedwait(&pool.cond, &pool.lock, &ts) == 0)
+        ;
+    for (struct bjob *j = pool.head, *n; j; j = n) {
+        n = j->next;
+        bjob_finish_locked(j);
+    }
+    pool.head = pool.tail = NULL;
+    bool idle = pool.threads == 0;
+    pthread_mutex_unlock(&pool.lock);
+    if (idle)
+        libssh2_exit();
 }
 
 static char *
 dup_or_null(const char *s)
 {
     return s ? strdup(s) : NULL;
+}
+
+/* Opens the socket and starts the TCP connect to a resolved address. */
+static int
+start_tcp(struct onyx_ssh *s, int family, const struct sockaddr *addr, socklen_t alen, char *errbuf,
+          size_t errlen)
+{
+    s->fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (s->fd < 0) {
+        snprintf(errbuf, errlen, "socket: %s", strerror(errno));
+        return ONYX_SSH_FAIL;
+    }
+    if (connect(s->fd, addr, alen) != 0 && errno != EINPROGRESS) {
+        snprintf(errbuf, errlen, "connect to %s:%u: %s", s->host, (unsigned)s->port,
+                 strerror(errno));
+        return ONYX_SSH_FAIL;
+    }
+    s->st = ST_CONNECT;
+    return ONYX_SSH_DONE;
 }
 
 struct onyx_ssh *
@@ -81,6 +342,7 @@ onyx_ssh_new(const struct onyx_ssh_params *p, char *errbuf, size_t errlen)
         return NULL;
     }
     s->fd = -1;
+    s->wfd = -1;
     s->port = p->port;
     s->accept_new = p->accept_new;
     s->host = dup_or_null(p->host);
@@ -94,27 +356,34 @@ onyx_ssh_new(const struct onyx_ssh_params *p, char *errbuf, size_t errlen)
         snprintf(errbuf, errlen, "out of memory");
         goto fail;
     }
-    struct addrinfo hints = {
-        .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
+    s->wfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (s->wfd < 0) {
+        snprintf(errbuf, errlen, "eventfd: %s", strerror(errno));
+        goto fail;
+    }
+    /* A numeric address needs no lookup: connect at once. A name goes to a worker. */
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICSERV | AI_NUMERICHOST};
     char port[8];
     snprintf(port, sizeof(port), "%u", (unsigned)p->port);
-    int gai = getaddrinfo(p->host, port, &hints, &ai);
-    if (gai != 0) {
-        snprintf(errbuf, errlen, "cannot resolve %s: %s", p->host, gai_strerror(gai));
+    if (getaddrinfo(p->host, port, &hints, &ai) == 0 && ai) {
+        if (start_tcp(s, ai->ai_family, ai->ai_addr, ai->ai_addrlen, errbuf, errlen) != 0)
+            goto fail;
+        freeaddrinfo(ai);
+        return s;
+    }
+    s->job = bjob_new(s, J_RESOLVE);
+    if (!s->job) {
+        snprintf(errbuf, errlen, "out of memory");
         goto fail;
     }
-    s->fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (s->fd < 0) {
-        snprintf(errbuf, errlen, "socket: %s", strerror(errno));
+    if (bjob_submit(s->job, errbuf, errlen) != 0) {
+        bjob_free(s->job);
+        s->job = NULL;
         goto fail;
     }
-    if (connect(s->fd, ai->ai_addr, ai->ai_addrlen) != 0 && errno != EINPROGRESS) {
-        snprintf(errbuf, errlen, "connect to %s:%u: %s", p->host, (unsigned)p->port,
-                 strerror(errno));
-        goto fail;
-    }
-    freeaddrinfo(ai);
-    s->st = ST_CONNECT;
+    s->st = ST_RESOLVE;
     return s;
 fail:
     if (ai)
@@ -123,15 +392,43 @@ fail:
     return NULL;
 }
 
+static bool
+waits_for_worker(const struct onyx_ssh *s)
+{
+    return s->st == ST_RESOLVE || s->st == ST_HOSTKEY_WAIT;
+}
+
 int
 onyx_ssh_fd(const struct onyx_ssh *s)
 {
-    return s->fd;
+    return waits_for_worker(s) ? s->wfd : s->fd;
+}
+
+const char *
+onyx_ssh_phase(const struct onyx_ssh *s)
+{
+    switch (s->st) {
+    case ST_RESOLVE:
+        return "resolving the host name";
+    case ST_CONNECT:
+        return "connecting";
+    case ST_HANDSHAKE:
+        return "in the SSH handshake";
+    case ST_HOSTKEY:
+    case ST_HOSTKEY_WAIT:
+        return "checking the host key";
+    case ST_OPEN:
+        return "open";
+    default:
+        return "logging in";
+    }
 }
 
 uint32_t
 onyx_ssh_events(const struct onyx_ssh *s)
 {
+    if (waits_for_worker(s))
+        return EPOLLIN;
     if (s->st == ST_CONNECT)
         return EPOLLOUT;
     uint32_t ev = EPOLLIN;
@@ -528,16 +825,13 @@ record_new_key(struct onyx_ssh *s, LIBSSH2_KNOWNHOSTS *kh, const struct kh_file 
     return ONYX_SSH_DONE;
 }
 
+/* Checks (and under accept-new records) the server's key, on a worker: s is a stand-in
+ * whose session only serves libssh2's known_hosts calls. */
 static int
-check_host_key(struct onyx_ssh *s, char *errbuf, size_t errlen)
+check_host_key(struct onyx_ssh *s, const char *key, size_t klen, int ktype, const char *fp_new,
+               char *errbuf, size_t errlen)
 {
-    size_t klen = 0;
-    int ktype = 0;
-    const char *key = libssh2_session_hostkey(s->sess, &klen, &ktype);
-    const char *hash = libssh2_hostkey_hash(s->sess, LIBSSH2_HOSTKEY_HASH_SHA256);
-    char fp_new[80] = "(none)", fp_old[80], type_new[64], type_old[64];
-    if (hash)
-        fingerprint((const unsigned char *)hash, 32, fp_new, sizeof(fp_new));
+    char fp_old[80], type_new[64], type_old[64];
     if (!key || !s->known_hosts) {
         snprintf(errbuf, errlen, "no host key or no known_hosts file");
         return ONYX_SSH_FAIL_HOSTKEY;
@@ -607,6 +901,63 @@ out:
     return rc;
 }
 
+static void
+run_hostkey_job(struct bjob *j)
+{
+    struct onyx_ssh stand_in = {.fd = -1,
+                                .wfd = -1,
+                                .host = j->host,
+                                .known_hosts = j->known_hosts,
+                                .target = j->target,
+                                .port = j->port,
+                                .accept_new = j->accept_new};
+    pthread_mutex_lock(&kh_lock);
+    stand_in.sess = libssh2_session_init();
+    if (!stand_in.sess) {
+        snprintf(j->err, sizeof(j->err), "out of memory");
+        j->rc = ONYX_SSH_FAIL;
+    } else {
+        j->rc = check_host_key(&stand_in, (const char *)j->key, j->klen, j->ktype, j->fp_new,
+                               j->err, sizeof(j->err));
+        libssh2_session_free(stand_in.sess);
+    }
+    pthread_mutex_unlock(&kh_lock);
+}
+
+/* Hands the host key check to a worker: ONYX_SSH_AGAIN, or a failure. */
+static int
+submit_hostkey(struct onyx_ssh *s, char *errbuf, size_t errlen)
+{
+    size_t klen = 0;
+    int ktype = 0;
+    const char *key = libssh2_session_hostkey(s->sess, &klen, &ktype);
+    const char *hash = libssh2_hostkey_hash(s->sess, LIBSSH2_HOSTKEY_HASH_SHA256);
+    if (!key || !s->known_hosts) {
+        snprintf(errbuf, errlen, "no host key or no known_hosts file");
+        return ONYX_SSH_FAIL_HOSTKEY;
+    }
+    struct bjob *j = bjob_new(s, J_HOSTKEY);
+    if (!j || !(j->key = malloc(klen ? klen : 1))) {
+        if (j)
+            bjob_free(j);
+        snprintf(errbuf, errlen, "out of memory");
+        return ONYX_SSH_FAIL;
+    }
+    memcpy(j->key, key, klen);
+    j->klen = klen;
+    j->ktype = ktype;
+    snprintf(j->fp_new, sizeof(j->fp_new), "(none)");
+    if (hash)
+        fingerprint((const unsigned char *)hash, 32, j->fp_new, sizeof(j->fp_new));
+    if (bjob_submit(j, errbuf, errlen) != 0) {
+        bjob_free(j);
+        return ONYX_SSH_FAIL;
+    }
+    s->job = j;
+    s->st = ST_HOSTKEY_WAIT;
+    return ONYX_SSH_AGAIN;
+}
+
 static bool
 offered(const struct onyx_ssh *s, const char *m)
 {
@@ -652,6 +1003,22 @@ onyx_ssh_establish(struct onyx_ssh *s, char *errbuf, size_t errlen)
     for (;;) {
         int r;
         switch (s->st) {
+        case ST_RESOLVE: {
+            if (!bjob_take(s))
+                return ONYX_SSH_AGAIN;
+            struct bjob *j = s->job;
+            s->job = NULL;
+            r = j->rc;
+            if (r == ONYX_SSH_DONE)
+                r = start_tcp(s, j->family, (const struct sockaddr *)&j->addr, j->addrlen, errbuf,
+                              errlen);
+            else
+                snprintf(errbuf, errlen, "%s", j->err);
+            bjob_release(j);
+            if (r != ONYX_SSH_DONE)
+                return r;
+            break;
+        }
         case ST_CONNECT: {
             int err = 0;
             socklen_t el = sizeof(err);
@@ -682,11 +1049,21 @@ onyx_ssh_establish(struct onyx_ssh *s, char *errbuf, size_t errlen)
             s->st = ST_HOSTKEY;
             break;
         case ST_HOSTKEY:
-            r = check_host_key(s, errbuf, errlen);
+            return submit_hostkey(s, errbuf, errlen);
+        case ST_HOSTKEY_WAIT: {
+            if (!bjob_take(s))
+                return ONYX_SSH_AGAIN;
+            struct bjob *j = s->job;
+            s->job = NULL;
+            r = j->rc;
+            if (r != ONYX_SSH_DONE)
+                snprintf(errbuf, errlen, "%s", j->err);
+            bjob_release(j);
             if (r != ONYX_SSH_DONE)
                 return r;
             s->st = ST_AUTHLIST;
             break;
+        }
         case ST_AUTHLIST: {
             const char *list = libssh2_userauth_list(s->sess, s->user, (unsigned)strlen(s->user));
             if (!list) {
@@ -845,6 +1222,9 @@ onyx_ssh_free(struct onyx_ssh *s)
         for (int i = 0; i < 3 && libssh2_session_free(s->sess) == LIBSSH2_ERROR_EAGAIN; i++)
             ;
     }
+    bjob_release(s->job); /* a job still running is dropped when its worker is done */
+    if (s->wfd >= 0)
+        close(s->wfd);
     if (s->fd >= 0)
         close(s->fd);
     if (s->password) {

@@ -11,8 +11,16 @@
  * given, then password, then keyboard-interactive, as the server offers them) -> session
  * channel, pty, shell.
  *
+ * The two steps that may block (the host name's lookup, the known_hosts read and write)
+ * run on a small pool of worker threads (at most 8; known_hosts checks one at a time), so
+ * the thread driving the connections never waits on a resolver or a disk. Meanwhile
+ * onyx_ssh_fd() is an eventfd that turns readable when the worker is done: the fd to wait
+ * on may change after each onyx_ssh_establish() call. Freeing a connection never waits for
+ * its worker (the job's answer is dropped).
+ *
  * Threads: a connection is used by one thread at a time; onyx_ssh_global_init() runs once
- * before any connection (libssh2_init is not thread-safe).
+ * before any connection (libssh2_init is not thread-safe); onyx_ssh_global_cleanup() after
+ * the last connection is freed waits up to 2 s for workers still in a lookup.
  * Ownership: the connection copies every parameter and wipes the password on free.
  */
 #ifndef FS_ONYX_SSH_H
@@ -45,11 +53,15 @@ struct onyx_ssh_params {
 int onyx_ssh_global_init(char *errbuf, size_t errlen);
 void onyx_ssh_global_cleanup(void);
 
-/** Starts the TCP connect (numeric address or name; name lookup blocks). NULL + errbuf on failure.
- */
+/** Starts the TCP connect to a numeric address, or the lookup of a name on a worker (never
+ * blocks). NULL + errbuf on failure. */
 struct onyx_ssh *onyx_ssh_new(const struct onyx_ssh_params *p, char *errbuf, size_t errlen);
 
+/** The fd to wait on now (the socket, or the worker's eventfd); both stay open until free. */
 int onyx_ssh_fd(const struct onyx_ssh *s);
+
+/** What the establishment is doing ("resolving the host name", ...), for messages. */
+const char *onyx_ssh_phase(const struct onyx_ssh *s);
 
 /** EPOLLIN / EPOLLOUT the connection waits for now (EPOLLIN at least once established). */
 uint32_t onyx_ssh_events(const struct onyx_ssh *s);

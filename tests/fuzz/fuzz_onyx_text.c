@@ -65,6 +65,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     (void)onyx_parse_version_text(buf, size, &v, err, sizeof(err));
     (void)onyx_parse_clock(buf, size, &us, &res, err, sizeof(err));
     {
+        int64_t zone = 0;
+        (void)onyx_parse_clock_utc_offset(buf, size, &zone);
+        if (zone < -24 * 3600 || zone > 24 * 3600)
+            abort();
+        (void)onyx_parse_wjh_time(buf, zone, &us);
+        char ws[32], we[32];
+        if (onyx_parse_wjh_window(buf, size, ws, sizeof(ws), we, sizeof(we)) == 0 &&
+            (strlen(ws) >= sizeof(ws) || strlen(we) >= sizeof(we)))
+            abort();
+    }
+    {
         uint64_t pk[4], by[4];
         bool seen[4];
         (void)onyx_parse_acl_counters(buf, size, pk, by, seen, 4, err, sizeof(err));

@@ -11,10 +11,13 @@ the same numbers and, for the --count surges it is given:
     machine: an artificial offset); before every post (once a second) it measures that
     offset NTP-style against GET /api/v1/time (8 rounds, the minimum-delay round kept)
     and posts the events on its own clock with the measurement;
-  - turns packet loss on for a TCP stream in network namespace --netns during each surge
+  - with --netns: turns packet loss on for a TCP stream in that network namespace during each surge
     (an nftables rule `tcp dport P numgen random mod 10 < 1 drop` in table inet
     --nft-table, chain in: the receiving side), from --drop-after s after the surge starts until
     --drop-before s before it ends, so the retransmits it causes fall inside the surge.
+
+Without --netns (tests/eval/eval_drivers.sh) it only plays the host; --seed varies which
+ticks are randomly slow.
 
 Writes --out (JSON): the surge windows (collector axis), every slow event on the true
 (collector) axis, the drop windows as really toggled, and the offsets it measured.
@@ -39,13 +42,16 @@ def main():
     ap.add_argument("--count", type=int, required=True)
     ap.add_argument("--host-offset-ms", type=float, default=-40.0)
     ap.add_argument("--host", default="gpu-node-3")
-    ap.add_argument("--netns", required=True)
-    ap.add_argument("--nft-table", required=True)
-    ap.add_argument("--dport", type=int, required=True)
+    ap.add_argument("--netns", help="drop packets in this namespace during the surges")
+    ap.add_argument("--nft-table")
+    ap.add_argument("--dport", type=int)
+    ap.add_argument("--seed", type=int, default=7, help="the random slowdowns' seed")
     ap.add_argument("--drop-after", type=float, default=0.2)
     ap.add_argument("--drop-before", type=float, default=0.7)
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
+    if a.netns and (not a.nft_table or a.dport is None):
+        ap.error("--netns needs --nft-table and --dport")
 
     def nft(*words):
         subprocess.run(["ip", "netns", "exec", a.netns, "nft"] + list(words), check=True)
@@ -55,12 +61,12 @@ def main():
               for k in range(a.first_k, a.first_k + a.count)]
     drops_want = [(s + a.drop_after, e - a.drop_before) for s, e in surges]
     end = surges[-1][1] + 0.5
-    host = GpuHost(a.url, a.token_file, a.host_offset_ms, a.host, surges, t0)
+    host = GpuHost(a.url, a.token_file, a.host_offset_ms, a.host, surges, t0, a.seed)
     dropping = False
     drops = []  # real times the drop rule was switched on/off
     while True:
         now = time.time()
-        want = any(s <= now < e for s, e in drops_want)
+        want = bool(a.netns) and any(s <= now < e for s, e in drops_want)
         if want != dropping:
             if want:
                 drops.append([time.time()])

@@ -13,14 +13,18 @@
  *       [--backoff-ms MIN,MAX] [--updates-only]
  *       --path PATH[,sample|on_change|target_defined[,INTERVAL_MS[,HEARTBEAT_MS[,suppress]]]] ...
  *       [--duration-ms N] [--exit-after-syncs N] [--exit-after-downs N] [--no-samples]
- *       [--targets N [--exit-when-all-synced]] [--latency]
+ *       [--targets N [--exit-when-all-synced [--steady-ms N]]] [--latency] [--store-mib N]
  * With --targets N, N targets (own channel, connection and sink each) stream from the same
  * simulator; samples and events are those of the first; `rss_kib before=.. after=..` is
  * the process RSS before adding them and once all are synced. --latency prints, for the
  * first target, the time from a notification's arrival on the gRPC thread to its commit
  * into the store (`internal`) and from the target's send timestamp to that commit
  * (`e2e`; meaningful when the scenario's clock offset is 0), as medians and p99.
+ * --steady-ms N: once all targets are synced, N ms more during which the updates of all
+ * targets are counted: `fleet updates=.. ms=.. downs=..` (the RSS is taken at its end).
+ * --store-mib N: the store's memory limit (default 64).
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,11 +43,19 @@ static int64_t t0_mono;
 #define LAT_MAX 100000
 static int64_t lat_internal[LAT_MAX], lat_e2e[LAT_MAX];
 static size_t n_lat;
+/* bumped by main when the steady state begins: the tap (I/O thread) starts afresh */
+static atomic_int lat_epoch;
+static int lat_epoch_seen;
 
 static void
 tap_end(void *arg)
 {
     (void)arg;
+    int e = atomic_load(&lat_epoch);
+    if (e != lat_epoch_seen) {
+        lat_epoch_seen = e;
+        n_lat = 0;
+    }
     if (!measure_latency || n_lat >= LAT_MAX)
         return;
     int64_t now = fs_realtime_us();
@@ -150,6 +162,44 @@ usage(void)
     exit(2);
 }
 
+static int
+parse_ports(const char *v, uint16_t *ports)
+{
+    int n = 0;
+    for (const char *p = v; *p && n < 64;) {
+        ports[n++] = (uint16_t)atoi(p);
+        const char *c = strchr(p, ',');
+        if (!c)
+            break;
+        p = c + 1;
+    }
+    return n;
+}
+
+/* Counts the updates every target receives over ms (steady state) and prints them. */
+static void
+count_fleet(void **ts, int n, int64_t ms)
+{
+    uint64_t u0 = 0, u1 = 0, d0 = 0, d1 = 0;
+    struct fs_gnmi_target_stats o;
+    for (int i = 0; i < n; i++) {
+        fs_gnmi_target_get_stats(ts[i], &o);
+        u0 += o.map.updates;
+        d0 += o.downs;
+    }
+    atomic_fetch_add(&lat_epoch, 1); /* latency of the steady state only */
+    int64_t t0 = fs_monotonic_us();
+    usleep((useconds_t)(ms * 1000));
+    int64_t t1 = fs_monotonic_us();
+    for (int i = 0; i < n; i++) {
+        fs_gnmi_target_get_stats(ts[i], &o);
+        u1 += o.map.updates;
+        d1 += o.downs;
+    }
+    printf("fleet updates=%llu ms=%lld downs=%llu\n", (unsigned long long)(u1 - u0),
+           (long long)((t1 - t0) / 1000), (unsigned long long)(d1 - d0));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -158,6 +208,9 @@ main(int argc, char **argv)
     struct fs_gnmi_cfg *cfg = calloc(1, sizeof *cfg);
     fs_gnmi_cfg_defaults(cfg);
     int64_t duration_ms = 5000;
+    int64_t steady_ms = 0, store_mib = 64;
+    uint16_t ports[64];
+    int n_ports = 0;
     uint64_t exit_syncs = 0, exit_downs = 0;
     int n_targets = 1;
     bool exit_all_synced = false;
@@ -167,6 +220,8 @@ main(int argc, char **argv)
 #define ARG(name) (strcmp(a, name) == 0 && v && (i++, 1))
         if (ARG("--port"))
             cfg->port = (uint16_t)atoi(v);
+        else if (ARG("--ports")) /* P1,P2,..: target i goes to the (i mod n)th */
+            n_ports = parse_ports(v, ports);
         else if (strcmp(a, "--insecure") == 0)
             cfg->insecure = true;
         else if (strcmp(a, "--updates-only") == 0)
@@ -177,6 +232,10 @@ main(int argc, char **argv)
             measure_latency = true;
         else if (strcmp(a, "--exit-when-all-synced") == 0)
             exit_all_synced = true;
+        else if (ARG("--steady-ms"))
+            steady_ms = atoll(v);
+        else if (ARG("--store-mib"))
+            store_mib = atoll(v);
         else if (ARG("--targets"))
             n_targets = atoi(v) > 0 ? atoi(v) : 1;
         else if (ARG("--ca"))
@@ -237,11 +296,20 @@ main(int argc, char **argv)
             usage();
 #undef ARG
     }
+    if (n_ports > 0)
+        cfg->port = ports[0];
     if (!cfg->port || !cfg->n_subscriptions)
         usage();
+    /* per port a shallow copy of the configuration (the driver copies what it needs) */
+    struct fs_gnmi_cfg pcfg[64];
+    for (int i = 0; i < n_ports; i++) {
+        pcfg[i] = *cfg;
+        pcfg[i].port = ports[i];
+    }
 
     char err[512];
-    struct fs_ring_opts ro = {.memory_limit = 64u << 20, .retention_us = 3600LL * 1000000};
+    struct fs_ring_opts ro = {.memory_limit = (size_t)store_mib << 20,
+                              .retention_us = 3600LL * 1000000};
     struct fs_store *st = fs_store_new(&ro, err, sizeof err);
     struct fs_target_cfg *tcfgs = calloc((size_t)n_targets, sizeof *tcfgs);
     struct fs_sink **sinks = calloc((size_t)n_targets, sizeof *sinks);
@@ -261,9 +329,9 @@ main(int argc, char **argv)
         sinks[i] = fs_store_sink_add(st, &tcfgs[i], "gnmi", fs_gnmi_cfg_interval(cfg));
         if (sinks[i])
             fs_store_sink_set_streaming(sinks[i], true); /* as the daemon does for streams */
-        if (!sinks[i] ||
-            fs_gnmi_target_add(drv, names[i], "127.0.0.1", cfg, sinks[i], i == 0 ? &tap : NULL,
-                               NULL, &ts[i], err, sizeof err) != 0) {
+        if (!sinks[i] || fs_gnmi_target_add(
+                             drv, names[i], "127.0.0.1", n_ports ? &pcfg[i % n_ports] : cfg,
+                             sinks[i], i == 0 ? &tap : NULL, NULL, &ts[i], err, sizeof err) != 0) {
             fprintf(stderr, "target_add: %s\n", err);
             return 1;
         }
@@ -293,13 +361,15 @@ main(int argc, char **argv)
             }
             if (synced == n_targets) {
                 usleep(2000000); /* a couple of sample rounds at steady state */
+                if (steady_ms > 0)
+                    count_fleet(ts, n_targets, steady_ms);
                 break;
             }
         }
         usleep(10000);
     }
     fs_gnmi_target_get_stats(t, &cur);
-    char desc[1024];
+    char desc[4096];
     fs_gnmi_target_describe(drv, t, desc, sizeof desc);
     long rss_after = rss_kib();
     int all_synced = 0;

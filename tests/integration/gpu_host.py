@@ -24,14 +24,14 @@ NORMAL_MS, SURGE_MS, RANDOM_SLOW_MS = 20, 80, 70
 
 
 class GpuHost:
-    def __init__(self, url, token_file, offset_ms, host, surges, t0):
+    def __init__(self, url, token_file, offset_ms, host, surges, t0, seed=7):
         self.token = open(token_file).read().strip()
         u = urllib.parse.urlparse(url)
         self.conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
         self.offset_ns = int(offset_ms * 1e6)
         self.host = host
         self.surges = surges  # [(start, end)] in seconds on the true axis
-        self.rng = random.Random(7)
+        self.rng = random.Random(seed)  # which ticks are randomly slow
         self.next_tick = t0
         self.last_post = time.time()
         self.pending, self.slow, self.measured = [], [], []

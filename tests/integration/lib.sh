@@ -212,3 +212,94 @@ start_snmp_sim() {
   track "$SIM_PID"
   track "$SNMPD_PID"
 }
+
+# ---- a simulated ONYX TOR polled over SNMP, the ONYX CLI and gNMI (one scenario file,
+# tests/sim/scenario.py), as test_acceptance.sh and tests/eval/eval_drivers.sh use it.
+
+# The gNMI simulators' TLS material in $T: a CA (ca.pem), a server certificate for
+# gnmi-sim.test and 127.0.0.1 (srv.pem, srv.key), and the password file gnmi-pw.txt.
+make_gnmi_certs() {
+  local ec="-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+  (
+    cd "$T"
+    # shellcheck disable=SC2086
+    openssl req -x509 $ec -keyout ca.key -out ca.pem -days 2 -subj /CN=fs-acc-ca 2>/dev/null
+    # shellcheck disable=SC2086
+    openssl req $ec -keyout srv.key -out srv.csr -subj /CN=gnmi-sim 2>/dev/null
+    printf 'subjectAltName=DNS:gnmi-sim.test,IP:127.0.0.1\n' >san.ext
+    openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 2 \
+      -extfile san.ext 2>/dev/null
+    umask 077
+    printf 's3cret-gnmi-pw\n' >gnmi-pw.txt
+  ) || fail "gNMI test certificates"
+}
+
+# Where each TOR's simulators listen, by TOR name (start_tor fills them).
+declare -A SNMP_PORT COMM CLI_ENV GNMI_PORT
+
+# start_tor NAME SCENARIO: the three simulators of one TOR on SCENARIO (readable by the
+# ONYX simulator's user): onyx-snmp-sim behind a private snmpd, onyx_sim.py behind a
+# private sshd (start_onyx_sim, in $T/cli-NAME) and gnmi_sim.py over TLS (make_gnmi_certs
+# first). Needs root (onyx_sim_prereqs) and SNMP_PERSISTENT_DIR exported. Fills
+# SNMP_PORT, COMM, CLI_ENV and GNMI_PORT for NAME; everything stops at exit.
+start_tor() {
+  local tor=$1 scen=$2 p
+  p=$(free_udp_port)
+  bash "$FS_SOURCE_DIR/tests/sim/start-snmp-sim.sh" --dir "$T/snmp-$tor" --port "$p" \
+    --bin "$FS_BUILD_DIR/sim/onyx-snmp-sim" -- --scenario "$scen" >"$T/start-snmp-$tor.log" 2>&1 ||
+    fail "SNMP simulator for $tor: $(cat "$T/start-snmp-$tor.log")"
+  # shellcheck disable=SC1090
+  source "$T/snmp-$tor/env.sh"
+  track "$SIM_PID"
+  track "$SNMPD_PID"
+  SNMP_PORT[$tor]=$p
+  COMM[$tor]=$SNMP_COMMUNITY_FILE
+
+  start_onyx_sim "cli-$tor" --scenario "$scen"
+  CLI_ENV[$tor]=$T/cli-$tor/env.sh
+
+  /usr/bin/python3 "$FS_SOURCE_DIR/tests/sim/gnmi/gnmi_sim.py" --gen-dir "$T/gen-$tor" --scenario "$scen" \
+    --port 0 --port-file "$T/gnmi-$tor.port" --tls-cert "$T/srv.pem" --tls-key "$T/srv.key" \
+    --username monitor --password-file "$T/gnmi-pw.txt" >"$T/gnmi-$tor.log" 2>&1 &
+  track $!
+  wait_for 30 "the gNMI simulator of $tor listens" test -s "$T/gnmi-$tor.port"
+  GNMI_PORT[$tor]=$(cat "$T/gnmi-$tor.port")
+}
+
+# tor_target_yaml NAME: the TOR's entry under `targets:` (SNMP, ONYX CLI and gNMI at 1 s;
+# gNMI queues at 500 ms).
+tor_target_yaml() {
+  local tor=$1
+  # shellcheck disable=SC1090
+  source "${CLI_ENV[$tor]}"
+  cat <<EOT
+  - name: $tor
+    address: 127.0.0.1
+    snmp: { port: ${SNMP_PORT[$tor]}, version: 2c, community_file: ${COMM[$tor]}, interval: 1s,
+            timeout: 800ms, retries: 1, max_repetitions: 50 }
+    cli: { port: $ONYX_SSH_PORT, username: $ONYX_SSH_USER, password_file: $ONYX_PASSWORD_FILE,
+           known_hosts: $ONYX_KNOWN_HOSTS, interval: 1s }
+    gnmi:
+      port: ${GNMI_PORT[$tor]}
+      tls: { ca_file: $T/ca.pem, server_name: gnmi-sim.test }
+      username: monitor
+      password_file: $T/gnmi-pw.txt
+      encoding: proto
+      subscriptions:
+        - { path: "/qos/interfaces/interface[interface-id=*]/output/queues", mode: sample, interval: 500ms }
+        - { path: "/interfaces/interface[name=*]/state/counters", mode: sample, interval: 1s }
+EOT
+}
+
+# tors_up URL NAME...: true when every named TOR is up over snmp, cli and gnmi in URL's
+# /metrics (saved in $T/m.txt for further checks).
+tors_up() {
+  local url=$1 tor src
+  shift
+  curl -fsS "$url/metrics" >"$T/m.txt" || return 1
+  for tor in "$@"; do
+    for src in snmp cli gnmi; do
+      grep -q "^fabricscope_target_up{target=\"$tor\",source=\"$src\"} 1" "$T/m.txt" || return 1
+    done
+  done
+}

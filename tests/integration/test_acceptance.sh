@@ -76,60 +76,28 @@ BOOT=$((NOW - 100)) PHASE=$((100 + LEAD))
 # Both TORs are busy fabrics (scenario.py "busy"; on tor1 the culprit port is busy and
 # bursty itself): most ports carry ECN marks and queue
 # at their own level with noise, and a share of them have random incast bursts (3 s every
-# ~5 min each), so a suspect must stand out against a busy fabric.
+# ~5 min each), so a suspect must stand out against a busy fabric. Like a real ONYX
+# switch they have no `show telemetry flows`: per-rule drops come from the WJH table (a
+# 10 s window), whose rows are also timestamped switch events.
 cat >"$T/tor1.json" <<EOF
-{"ports": 64, "boot_epoch_s": $BOOT, "clock_offset_ms": 250,
+{"ports": 64, "boot_epoch_s": $BOOT, "clock_offset_ms": 250, "onyx_wjh_window_s": 10, "onyx_lacks": ["show telemetry flows"],
  "busy": {"seed": 12},
  "congestion": {"port": 49, "tc": 3, "period_s": $PERIOD, "duration_s": $DURATION, "phase_s": $PHASE}}
 EOF
 # tor2: the same kind of switch without incidents (its first surge would be 30 years away)
 cat >"$T/tor2.json" <<EOF
-{"ports": 64, "boot_epoch_s": $BOOT, "clock_offset_ms": 0,
+{"ports": 64, "boot_epoch_s": $BOOT, "clock_offset_ms": 0, "onyx_wjh_window_s": 10, "onyx_lacks": ["show telemetry flows"],
  "busy": {"seed": 11},
  "congestion": {"port": 49, "tc": 3, "period_s": $PERIOD, "duration_s": $DURATION, "phase_s": 1e9}}
 EOF
 chmod 0644 "$T/tor1.json" "$T/tor2.json"
 
-# ---- the simulators, three per TOR
+# ---- the simulators, three per TOR (lib.sh start_tor)
 export SNMP_PERSISTENT_DIR=$T/snmp-persist MIBS=""
 mkdir -p "$SNMP_PERSISTENT_DIR"
-declare -A SNMP_PORT COMM CLI_ENV GNMI_PORT
-for tor in tor1 tor2; do
-  p=$(free_udp_port)
-  bash "$FS_SOURCE_DIR/tests/sim/start-snmp-sim.sh" --dir "$T/snmp-$tor" --port "$p" \
-    --bin "$FS_BUILD_DIR/sim/onyx-snmp-sim" -- --scenario "$T/$tor.json" >"$T/start-snmp-$tor.log" 2>&1 ||
-    fail "SNMP simulator for $tor: $(cat "$T/start-snmp-$tor.log")"
-  # shellcheck disable=SC1091
-  source "$T/snmp-$tor/env.sh"
-  track "$SIM_PID"
-  track "$SNMPD_PID"
-  SNMP_PORT[$tor]=$p
-  COMM[$tor]=$SNMP_COMMUNITY_FILE
-
-  start_onyx_sim "cli-$tor" --scenario "$T/$tor.json"
-  CLI_ENV[$tor]=$T/cli-$tor/env.sh
-done
-
+make_gnmi_certs
+for tor in tor1 tor2; do start_tor "$tor" "$T/$tor.json"; done
 cd "$T"
-ec="-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
-# shellcheck disable=SC2086
-openssl req -x509 $ec -keyout ca.key -out ca.pem -days 2 -subj /CN=fs-acc-ca 2>/dev/null
-# shellcheck disable=SC2086
-openssl req $ec -keyout srv.key -out srv.csr -subj /CN=gnmi-sim 2>/dev/null
-printf 'subjectAltName=DNS:gnmi-sim.test,IP:127.0.0.1\n' >san.ext
-openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 2 \
-  -extfile san.ext 2>/dev/null
-(umask 077; printf 's3cret-gnmi-pw\n' >gnmi-pw.txt)
-for tor in tor1 tor2; do
-  $PY "$FS_SOURCE_DIR/tests/sim/gnmi/gnmi_sim.py" --gen-dir "$T/gen-$tor" --scenario "$T/$tor.json" \
-    --port 0 --port-file "$T/gnmi-$tor.port" --tls-cert srv.pem --tls-key srv.key \
-    --username monitor --password-file gnmi-pw.txt >"$T/gnmi-$tor.log" 2>&1 &
-  track $!
-done
-for tor in tor1 tor2; do
-  wait_for 30 "the gNMI simulator of $tor listens" test -s "$T/gnmi-$tor.port"
-  GNMI_PORT[$tor]=$(cat "$T/gnmi-$tor.port")
-done
 ok "simulators: 2 TORs x (SNMP, ONYX CLI, gNMI), one scenario file per TOR"
 
 # Each simulator applies its scenario's clock offset (checked without fabricscope, so a
@@ -171,40 +139,14 @@ flow_rules:
   - { name: nccl-sockets, protocol: tcp, dst_ports: 50000-50999 }
 targets:
 EOF
-  for tor in tor1 tor2; do
-    # shellcheck disable=SC1090
-    source "${CLI_ENV[$tor]}"
-    cat <<EOF
-  - name: $tor
-    address: 127.0.0.1
-    snmp: { port: ${SNMP_PORT[$tor]}, version: 2c, community_file: ${COMM[$tor]}, interval: 1s,
-            timeout: 800ms, retries: 1, max_repetitions: 50 }
-    cli: { port: $ONYX_SSH_PORT, username: $ONYX_SSH_USER, password_file: $ONYX_PASSWORD_FILE,
-           known_hosts: $ONYX_KNOWN_HOSTS, interval: 1s }
-    gnmi:
-      port: ${GNMI_PORT[$tor]}
-      tls: { ca_file: $T/ca.pem, server_name: gnmi-sim.test }
-      username: monitor
-      password_file: $T/gnmi-pw.txt
-      encoding: proto
-      subscriptions:
-        - { path: "/qos/interfaces/interface[interface-id=*]/output/queues", mode: sample, interval: 500ms }
-        - { path: "/interfaces/interface[name=*]/state/counters", mode: sample, interval: 1s }
-EOF
-  done
+  for tor in tor1 tor2; do tor_target_yaml "$tor"; done
 } >"$T/fs.yaml"
 "$FABRICSCOPE" --check-config "$T/fs.yaml" >"$T/check.out" 2>&1 || fail "config refused: $(cat "$T/check.out")"
 start_fabricscope "$T/fs.yaml"
 wait_http "$URL/healthz" 20
 all_up() {
-  curl -fsS "$URL/metrics" >"$T/m.txt" || return 1
-  local tor src
-  for tor in tor1 tor2; do
-    for src in snmp cli gnmi; do
-      grep -q "^fabricscope_target_up{target=\"$tor\",source=\"$src\"} 1" "$T/m.txt" || return 1
-    done
-  done
-  grep -q '^fabric_queue_ecn_marked_packets_total{target="tor1",interface="Eth1/49",tc="3",source="gnmi"}' "$T/m.txt"
+  tors_up "$URL" tor1 tor2 &&
+    grep -q '^fabric_queue_ecn_marked_packets_total{target="tor1",interface="Eth1/49",tc="3",source="gnmi"}' "$T/m.txt"
 }
 wait_for 60 "tor1 and tor2 up over snmp, cli and gnmi" all_up
 ok "fabricscope polls tor1 and tor2 over SNMP, the ONYX CLI and gNMI"
@@ -374,6 +316,34 @@ assert not bad, "host offsets off -40 ms by more than 5 ms: %s" % bad[:5]
 top = d["summary"][0]
 print("# summary: %s" % top["text"])
 assert top["target"] == "tor1" and top["interface"] == "Eth1/49", "summary: %s" % top
+# WJH drops are timestamped device events (tor1's clock is 250 ms ahead; its offset
+# places them): each overlaps a surge of the scenario (which surges before and after the
+# ones the generator played, on the same grid), ending after the surge began and
+# starting before it ended (+ a poll).
+wjh = {}
+for e in events:
+    for o in e["other_host_events"]:
+        if o["kind"] == "wjh.drop":
+            wjh[(o["start"], o["end"])] = o
+P = gen["surges"][1][0] - gen["surges"][0][0]
+a0, b0 = gen["surges"][0]
+def over_surge(o):
+    s, e = float(o["start"]), float(o["end"])
+    k = round((e - a0) / P)
+    return any(e >= a0 + j * P and s <= b0 + j * P + 1.5 for j in (k - 1, k))
+bad = [o for o in wjh.values()
+       if o["host"] != "tor1" or o["attrs"].get("interface") != "Eth1/49" or not over_surge(o)]
+hit = {k for k, (a, b) in enumerate(gen["surges"])
+       if any(float(o["end"]) >= a and float(o["start"]) <= b + 1.5 for o in wjh.values())}
+print("# WJH drop events in the answer: %d, over %d of %d played surges; misplaced %d"
+      % (len(wjh), len(hit), len(gen["surges"]), len(bad)))
+assert wjh and not bad, "WJH events misplaced: %s" % bad[:3]
+assert len(hit) >= len(gen["surges"]) - 1, "WJH events over only %d of %d surges" % (len(hit), len(gen["surges"]))
+# The answer states the clocks its times rest on, the culprit's switch among them.
+clk = {(c["target"], c["source"]): c for c in d["clocks"]}
+print("# clocks in the answer: %s" % sorted("%s/%s" % k for k in clk))
+g = clk.get(("tor1", "gnmi"))
+assert g and "delivery delay assumed at most 5.000 ms" in g["basis"], "tor1/gnmi clock: %s" % g
 PYEOF
 
 # ---- clock offsets per (target, source)
@@ -421,6 +391,14 @@ for tgt, val in true_off.items():
             errs.append("%s/%s: the true offset %.3f is outside %s +- %s" % (tgt, src, val, off, unc))
         if abs(off - val) > tight.get(src, 0.020):
             errs.append("%s/%s offset %s, want %.3f +- %.3f" % (tgt, src, off, val, tight.get(src, 0.020)))
+# What each measured clock's bounds rest on is stated: gNMI's on its assumed delivery
+# delay (a configured value), the CLI's on the round trips of its probes.
+for tgt in true_off:
+    basis = {src: (inst.get((tgt, src)) or {}).get("clock_basis") or "" for src in ("gnmi", "cli")}
+    if "delivery delay assumed at most 5.000 ms (gnmi.clock_max_delivery_delay)" not in basis["gnmi"]:
+        errs.append("%s/gnmi clock_basis does not state the assumed delay: %r" % (tgt, basis["gnmi"]))
+    if "round trip" not in basis["cli"]:
+        errs.append("%s/cli clock_basis: %r" % (tgt, basis["cli"]))
 # The SNMP simulator serves no hrSystemDate: the offset must be unknown, not invented.
 for tgt in ("tor1", "tor2"):
     o = inst.get((tgt, "snmp"))

@@ -8,7 +8,10 @@
 # retried with backoff, Capabilities choosing the encoding, POLL, ONCE, ON_CHANGE with
 # heartbeats, a malformed value rejected without losing the stream, a stream reset, a
 # stalled stream detected and reconnected, and a server restart resumed with the gap left
-# empty.
+# empty. A target that clamps a 100 ms sample interval to 2 s keeps its one stream (the
+# stall bound follows the delivered cadence) and a real stall of it is still detected.
+# Mutual TLS: a target that requires a client certificate streams to a client with one
+# signed by its CA, and refuses one without a certificate or with a stranger's.
 source "$(dirname "$0")/lib.sh"
 
 PY=/usr/bin/python3 # Debian's python3-grpcio/python3-protobuf live there, not in pyenv
@@ -27,6 +30,11 @@ openssl req $ec -keyout srv.key -out srv.csr -subj /CN=gnmi-sim 2>/dev/null
 printf 'subjectAltName=DNS:gnmi-sim.test,IP:127.0.0.1\n' >san.ext
 openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 2 \
   -extfile san.ext 2>/dev/null
+# client certificates: one signed by the CA, one by the stranger CA
+openssl req $ec -keyout cli.key -out cli.csr -subj /CN=fabricscope-client 2>/dev/null
+openssl x509 -req -in cli.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out cli.pem -days 2 2>/dev/null
+openssl req $ec -keyout cli2.key -out cli2.csr -subj /CN=stranger-client 2>/dev/null
+openssl x509 -req -in cli2.csr -CA ca2.pem -CAkey ca2.key -CAcreateserial -out cli2.pem -days 2 2>/dev/null
 printf 'admin\n' >user.txt
 printf 's3cret-pw\n' >pw.txt
 printf 'wrong-pw\n' >badpw.txt
@@ -172,3 +180,52 @@ gap_ms=$(awk '$1=="sample" {print $2}' i.out | sort -un |
   awk 'NR>1 {d=($1-p)/1e6; if (d>m) m=d} {p=$1} END {printf "%d", m}')
 [ "$gap_ms" -ge 1000 ] || fail "no gap across the restart (largest step ${gap_ms} ms)"
 ok "faults: malformed rejected ($(stat_of i.out rejected)), reset, stall detected, restart resumed; gap ${gap_ms} ms"
+
+# --- a target that clamps the 100 ms sample interval to 2 s (as devices with a minimum
+# do): the derived stall bound (3 x 100 ms, at least 1 s) follows the delivered 2 s
+# cadence instead of reconnecting in a loop; a real stall is still detected, after about
+# 3 x 2 s.
+CLAMP_PORT=$(free_tcp_port)
+start_sim clamp "$CLAMP_PORT" --clamp-interval 2 --control "$T/clamp.ctl"
+"$STREAM" --port "$CLAMP_PORT" --insecure --encoding proto \
+  --path "/interfaces/interface[name=Eth1/1]/state/counters,sample,100" \
+  --backoff-ms 200,1000 --exit-after-downs 1 --duration-ms 40000 >j.out 2>j.log &
+SP=$!
+track $SP
+wait_line j.out 'sync 1$' 10
+wait_line clamp.log 'clamp 0.100 -> 2.000' 5
+# rounds: distinct device timestamps of the samples
+_rounds() { [ "$(awk '$1=="sample" {print $2}' j.out | sort -u | wc -l)" -ge "$1" ]; }
+for _ in $(seq 200); do _rounds 5 && break; sleep 0.1; done
+_rounds 5 || fail "clamped: fewer than 5 rounds in 20 s: $(grep -c '^sample' j.out) samples"
+! grep -q 'down' j.out || fail "clamped target reconnected: $(grep down j.out | head -1)"
+t_stall=$(date +%s%N)
+echo "stall 30" >"$T/clamp.ctl"
+wait_line j.out 'down 1 stalled' 15
+t_down=$(date +%s%N)
+wait "$SP" || fail "stream tool failed (clamp)"
+took=$(((t_down - t_stall) / 1000000))
+[ "$took" -ge 4000 ] && [ "$took" -le 10000 ] || fail "stall detected after $took ms (want ~6 s)"
+grep -q 'delivered_gap_seconds":[12]\.' j.out || fail "delivered gap not shown: $(grep describe j.out)"
+ok "clamped to 2 s: one stream over 5 rounds, a stall found after $took ms ($(grep -o '"stall_after_seconds":[0-9.]*' j.out))"
+
+# --- mutual TLS: the target requires a client certificate signed by ca.pem
+MTLS_PORT=$(free_tcp_port)
+start_sim mtls "$MTLS_PORT" --tls-cert srv.pem --tls-key srv.key --client-ca ca.pem
+"$STREAM" --port "$MTLS_PORT" --ca ca.pem --cert cli.pem --key cli.key --path "$QUEUES" \
+  --exit-after-syncs 1 --duration-ms 10000 >k.out 2>k.log || fail "stream tool failed (mTLS)"
+[ "$(stat_of k.out syncs)" = 1 ] && [ "$(stat_of k.out downs)" = 0 ] || fail "mTLS: $(grep ^stats k.out)"
+grep -q '^sample' k.out || fail "mTLS: no data"
+ok "mTLS with a client certificate signed by the target's CA: synced"
+for who in none stranger; do
+  if [ $who = none ]; then args=(); else args=(--cert cli2.pem --key cli2.key); fi
+  "$STREAM" --port "$MTLS_PORT" --ca ca.pem "${args[@]}" --path "$QUEUES" \
+    --backoff-ms 200,400 --exit-after-downs 2 --duration-ms 15000 >l.out 2>l.log
+  [ "$(stat_of l.out downs)" -ge 2 ] && [ "$(stat_of l.out syncs)" = 0 ] ||
+    fail "mTLS ($who): not refused: $(grep ^stats l.out)"
+  ! grep -q '^sample' l.out || fail "mTLS ($who): data arrived"
+  reason=$(grep -m1 'event [0-9]* down ' l.out | cut -d' ' -f5-)
+  if [ $who = none ]; then want='may require a client certificate'; else want='may not accept this client certificate'; fi
+  echo "$reason" | grep -q "UNAVAILABLE.*$want" || fail "mTLS ($who): unclear refusal: $reason"
+  ok "mTLS without a valid client certificate ($who) refused: $reason"
+done

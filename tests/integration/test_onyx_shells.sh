@@ -147,9 +147,10 @@ ok "an optional command failing: cycle partial, target up, the other series flow
 # ---------------------------------------------------------------- the daemon: /api/v1/targets
 # The issue's switch (a type-ahead shell and an unknown JSON layout) polled by fabricscope
 # itself: the target is up with its port counters, and /api/v1/targets names each
-# fallback with its reason.
+# fallback with its reason. Its per-TC counters print a layout no parser knows (an
+# assumed layout): said once, with the first lines printed, the target up.
 [ -x "$FABRICSCOPE" ] || fail "build fabricscope first"
-write_scenario '{"onyx_echo": "typeahead", "onyx_json_fails": {"show interfaces ethernet": "layout"}}'
+write_scenario '{"onyx_echo": "typeahead", "onyx_json_fails": {"show interfaces ethernet": "layout"}, "onyx_faults": {"layout": "show interfaces ethernet counters tc 3"}}'
 HTTP=$(free_tcp_port)
 cat >"$T/fs.yaml" <<EOF
 listen: 127.0.0.1:$HTTP
@@ -187,7 +188,13 @@ assert fb == {"show interfaces ethernet": "show interfaces ethernet: no Eth port
                   "congestion-control: JSON is not a list"}, fb
 assert cli[0]["cli_interfaces_form"] == "text", cli[0]
 assert cli[0]["cli_session"] == "up", cli[0]
+lm = cli[0]["cli_layout_mismatches"]
+assert len(lm) == 1 and lm[0]["command"] == "show interfaces ethernet counters tc 3", lm
+assert lm[0]["printed"].startswith("Port       Traffic-Class  Tx-Pkts      Tx-Bytes | ----"), lm
+assert lm[0]["error"], lm
 EOF
+[ "$(grep -c 'printed a layout this driver does not know' "$T/fabricscope.log")" = 1 ] ||
+  fail "the layout mismatch was not logged exactly once: $(grep -c 'printed a layout' "$T/fabricscope.log")"
 [ "$(grep -c 'using the text form of `show interfaces ethernet`' "$T/fabricscope.log")" = 1 ] ||
   fail "the interfaces fallback was not logged exactly once"
-ok "fabricscope: the issue's switch is up with exact port counters; /api/v1/targets names each fallback and why"
+ok "fabricscope: the issue's switch is up with exact port counters; /api/v1/targets names each fallback and why, and the per-TC layout it does not know with its first lines (logged once)"

@@ -8,18 +8,19 @@
 source "$(dirname "$0")/../integration/lib.sh"
 FS_SOURCE_DIR=$(readlink -f "$FS_SOURCE_DIR")
 D=$FS_SOURCE_DIR/docker
-[ -x "$FABRICSCOPE" ] || fail "build fabricscope first"
-FABRICSCOPE=$(readlink -f "$FABRICSCOPE") # systemd wants an absolute path
+AGENT=$FS_BUILD_DIR/fabricscope-host-agent
+[ -x "$AGENT" ] || fail "build fabricscope-host-agent first"
+AGENT=$(readlink -f "$AGENT") # systemd wants an absolute path
 UNIT=$D/fabricscope-host-agent.service
 for want in '^CapabilityBoundingSet=CAP_PERFMON$' '^AmbientCapabilities=$' '^NoNewPrivileges=yes$' \
-  '^ProtectSystem=strict$' '^StateDirectory=fabricscope-host-agent$' \
+  '^ExecReload=/bin/kill -HUP \$MAINPID$' '^ProtectSystem=strict$' '^StateDirectory=fabricscope-host-agent$' \
   '^SystemCallFilter=@system-service perf_event_open$' \
-  '^ExecStartPre=/usr/bin/fabricscope host-agent -c /etc/fabricscope/host-agent.yaml --check-config$'; do
+  '^ExecStartPre=/usr/bin/fabricscope-host-agent -c /etc/fabricscope/host-agent.yaml --check-config$'; do
   grep -qE "$want" "$UNIT" || fail "fabricscope-host-agent.service lacks $want"
 done
 mkdir -p "$T/unit"
-ln -s "$FABRICSCOPE" "$T/unit/fabricscope"
-sed "s|/usr/bin/fabricscope|$T/unit/fabricscope|g" "$UNIT" >"$T/unit/fabricscope-host-agent.service"
+ln -s "$AGENT" "$T/unit/fabricscope-host-agent"
+sed "s|/usr/bin/fabricscope-host-agent|$T/unit/fabricscope-host-agent|g" "$UNIT" >"$T/unit/fabricscope-host-agent.service"
 out=$(cd "$T/unit" && systemd-analyze verify fabricscope-host-agent.service 2>&1) ||
   fail "systemd-analyze verify: $out"
 [ -z "$out" ] || fail "systemd-analyze verify complained: $out"
@@ -29,6 +30,6 @@ score=$(sed -n 's/.*Overall exposure level for fabricscope-host-agent.service: \
 [ -n "$score" ] || fail "no exposure score: $sec"
 awk -v s="$score" 'BEGIN { exit !(s <= 3.0) }' || fail "exposure $score > 3.0"
 ok "fabricscope-host-agent.service: verify clean, hardening present, exposure $score"
-"$FABRICSCOPE" host-agent -c "$D/fabricscope-host-agent.yaml" --check-config >"$T/check.log" 2>&1 ||
+"$AGENT" -c "$D/fabricscope-host-agent.yaml" --check-config >"$T/check.log" 2>&1 ||
   fail "docker/fabricscope-host-agent.yaml refused: $(cat "$T/check.log")"
 ok "docker/fabricscope-host-agent.yaml is a valid agent configuration"

@@ -293,6 +293,10 @@ test_correlate(void **state)
                                             {"udp-any", 2, 0, 0, 0, 0},
                                             {"high-src", 0, 30000, 40000, 0, 0}};
     assert_int_equal(fs_analysis_set_flow_rules(f->an, rules, 3), 0);
+    /* tor1's clock measured, on a stated basis; tor2's never measured. */
+    fs_sink_clock_basis(f->sink[0], "test basis: delay assumed at most 7 ms (test.key)");
+    int64_t rt = realtime_us();
+    fs_sink_clock(f->sink[0], rt + 20000, rt - 1000, rt + 1000);
     struct fs_analysis_arg args[] = {
         {"start", start}, {"end", end}, {"kind", "nccl"}, {"slow", "3x"}, {"limit", "1000"}};
     int rc = fs_analysis_correlate(f->an, f->st, args, 5, f->now_us, &f->out);
@@ -304,6 +308,24 @@ test_correlate(void **state)
     struct json_object *top = get(summary, "0");
     assert_true(is_culprit(top));
     print_message("%s\n", json_object_get_string(get(top, "text")));
+    /* The clocks behind the answer's times: the culprit's target, with what its clock's
+     * bounds rest on; a target without a measured clock says so. */
+    struct json_object *clocks = get(o, "data.clocks");
+    bool tor1_clock = false;
+    for (size_t i = 0; i < json_object_array_length(clocks); i++) {
+        struct json_object *c = json_object_array_get_idx(clocks, i);
+        const char *tg = json_object_get_string(get(c, "target"));
+        const char *basis = json_object_get_string(get(c, "basis"));
+        if (strcmp(tg, "tor1") == 0) {
+            tor1_clock = true;
+            assert_string_equal(basis, "test basis: delay assumed at most 7 ms (test.key)");
+            assert_true(fabs(json_object_get_double(get(c, "offset_ms")) - 20.0) <= 1.5);
+        } else {
+            assert_string_equal(tg, "tor2");
+            assert_non_null(strstr(basis, "no device clock measured"));
+        }
+    }
+    assert_true(tor1_clock);
     struct json_object *events = get(o, "data.events");
     size_t n = json_object_array_length(events), surge = 0, named = 0, random_blamed = 0,
            random_n = 0, with_retransmit = 0;

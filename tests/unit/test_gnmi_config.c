@@ -358,6 +358,67 @@ test_pem_fifo_refused(void **state)
     rmdir(dir);
 }
 
+/* The same for the other files a gNMI block reads (issue 18): a FIFO as the client key or
+ * as the password file is refused at once, naming the key and the file. */
+static void
+test_secret_fifo_refused(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/fs-test-gnmi-XXXXXX", fifo[64], cert[64], text[768], err[512], want[512];
+    assert_non_null(mkdtemp(dir));
+    snprintf(fifo, sizeof fifo, "%s/pipe", dir);
+    snprintf(cert, sizeof cert, "%s/cert.pem", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    FILE *f = fopen(cert, "w");
+    assert_non_null(f);
+    fputs("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n", f);
+    fclose(f);
+    snprintf(text, sizeof text,
+             "targets:\n"
+             "  - { name: k, address: 127.0.0.1, gnmi: { port: 1,\n"
+             "      tls: { ca_file: %s, cert_file: %s, key_file: %s },\n"
+             "      subscriptions: [ { path: /q, mode: on_change } ] } }\n"
+             "  - { name: p, address: 127.0.0.1, gnmi: { port: 1, insecure: true,\n"
+             "      username: u, password_file: %s,\n"
+             "      subscriptions: [ { path: /q, mode: on_change } ] } }\n",
+             cert, cert, fifo, fifo);
+    struct fs_config *c = parse_ok(text);
+    struct fs_ring_opts ro = {.memory_limit = 16 << 20, .retention_us = 3600LL * 1000000};
+    struct fs_store *st = fs_store_new(&ro, err, sizeof err);
+    assert_non_null(st);
+    void *drv = NULL;
+    assert_int_equal(fs_gnmi_init(&drv, err, sizeof err), 0);
+    for (int i = 0; i < 2; i++) {
+        const char *name = i == 0 ? "k" : "p";
+        struct fs_sink *sk = fs_store_sink_add(st, &c->targets[i], "gnmi", 1000000);
+        assert_non_null(sk);
+        void *t = NULL;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        assert_int_equal(fs_gnmi_target_add(drv, name, "127.0.0.1", gnmi_of(c, (size_t)i), sk, NULL,
+                                            NULL, &t, err, sizeof err),
+                         -1);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        assert_null(t);
+        assert_true((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 < 1000);
+        if (i == 0) {
+            snprintf(want, sizeof want, "targets[k].gnmi.tls.key_file: %s is not a regular file",
+                     fifo);
+            assert_string_equal(err, want);
+        } else if (!strstr(err, "password_file") || !strstr(err, fifo) ||
+                   !strstr(err, "not a regular file")) {
+            fail_msg("the refusal does not name the key and the file: %s", err);
+        }
+        fs_store_sink_remove(st, sk);
+    }
+    fs_gnmi_shutdown(drv);
+    fs_store_free(st);
+    fs_config_free(c);
+    unlink(fifo);
+    unlink(cert);
+    rmdir(dir);
+}
+
 int
 main(void)
 {
@@ -374,6 +435,7 @@ main(void)
         cmocka_unit_test(test_clock_delay_range),
         cmocka_unit_test(test_clock_delay_reaches_target),
         cmocka_unit_test(test_pem_fifo_refused),
+        cmocka_unit_test(test_secret_fifo_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -245,10 +245,10 @@ test_proto_queue_counters(void **state)
     add_uint(n, "queue[name=3]/state/no-buffer-uc-dropped-pkts", 7);
     add_uint(n, "queue[name=3]/state/transmit-octets", 123);
     add_uint(n, "queue[name=3]/state/max-queue-len", 99);
-    fs_gnmi_map_notification(m, n, 42, &rec_emit, &r);
+    fs_gnmi_map_notification(m, n, 1700000000124000, &rec_emit, &r);
     assert_int_equal(r.begins, 1);
     assert_int_equal(r.ends, 1);
-    assert_int_equal(r.recv_us, 42);
+    assert_int_equal(r.recv_us, 1700000000124000);
     assert_int_equal(r.device_ns, 1700000000123456789);
     const struct rec *x = find(&r, FS_M_QUEUE_ECN_MARKED, "interface=Eth1/49,tc=3");
     assert_non_null(x);
@@ -728,6 +728,103 @@ test_cache_bounded(void **state)
     fs_gnmi_map_free(m);
 }
 
+/*
+ * Hostile targets (issue 18): JSON nested 100,000 deep or larger than the bound is
+ * refused before json-c builds it, wrong value types and the rest are counted by reason,
+ * timestamps far from the arrival are not clock readings, and long distinct paths fill
+ * the cache only up to its byte bound.
+ */
+static void
+test_hostile_bounds(void **state)
+{
+    (void)state;
+    struct fs_gnmi_map *m = map_new(NULL);
+    struct recorder r = {0};
+    const struct fs_gnmi_map_stats *st = fs_gnmi_map_get_stats(m);
+    const char *pre = "/interfaces/interface[name=Eth1/4]/state/counters";
+
+    size_t deep = 100000;
+    char *j = malloc(2 * deep + 2);
+    memset(j, '[', deep);
+    j[deep] = '1';
+    memset(j + deep + 1, ']', deep);
+    j[2 * deep + 1] = '\0';
+    Gnmi__Notification *n = notif(pre, 0);
+    add_json(n, "in-octets", j, true);
+    j[0] = '{'; /* not JSON */
+    add_json(n, "out-octets", j, false);
+    free(j);
+    size_t big = FS_GNMI_JSON_MAX_BYTES + 1;
+    j = malloc(big + 1);
+    memset(j, ' ', big);
+    memcpy(j, "\"1\"", 3);
+    j[big] = '\0';
+    add_json(n, "in-pkts", j, true); /* valid, but beyond the bound */
+    free(j);
+    add_json(n, "out-pkts", "null", true);
+    add_str(n, "in-discards", "many");
+    add_json(n, "out-discards", "[1,2]", true); /* a leaf-list where a counter belongs */
+    add_uint(n, "in-errors", 9);
+    fs_gnmi_map_notification(m, n, 1, &rec_emit, &r);
+    notif_free(n);
+    assert_int_equal(st->mapped, 1);
+    assert_int_equal(st->rejected_by[FS_GNMI_REJ_JSON_TOO_DEEP], 1);
+    assert_int_equal(st->rejected_by[FS_GNMI_REJ_JSON_INVALID], 1);
+    assert_int_equal(st->rejected_by[FS_GNMI_REJ_JSON_TOO_LARGE], 1);
+    assert_int_equal(st->rejected_by[FS_GNMI_REJ_WRONG_TYPE], 2);
+    assert_int_equal(st->rejected_by[FS_GNMI_REJ_JSON_SHAPE], 1);
+    uint64_t sum = 0;
+    for (int i = 0; i < FS_GNMI_REJ_COUNT; i++)
+        sum += st->rejected_by[i];
+    assert_int_equal(sum, st->rejected);
+    assert_int_equal(st->rejected, 6);
+
+    /* Timestamps: a day and more away, either way, or negative: values kept, no clock
+     * reading (the emitter sees no device time), counted. */
+    int64_t now_us = 1764800000LL * 1000000;
+    const int64_t stamps[] = {now_us * 1000 + 2000000,
+                              (now_us + FS_GNMI_TS_MAX_SKEW_US) * 1000 + 1000,
+                              (now_us - FS_GNMI_TS_MAX_SKEW_US) * 1000 - 1000,
+                              INT64_MAX,
+                              -5,
+                              1};
+    const bool good[] = {true, false, false, false, false, false};
+    for (size_t i = 0; i < sizeof stamps / sizeof stamps[0]; i++) {
+        r.n = 0;
+        r.device_ns = -1;
+        n = notif(pre, stamps[i]);
+        add_uint(n, "in-errors", 10 + i);
+        fs_gnmi_map_notification(m, n, now_us, &rec_emit, &r);
+        notif_free(n);
+        assert_int_equal(r.n, 1);
+        assert_true(r.device_ns == (good[i] ? stamps[i] : 0));
+    }
+    assert_int_equal(st->bad_timestamps, 5);
+    assert_true(st->last_device_ns == stamps[0]);
+    fs_gnmi_map_free(m);
+
+    /* Distinct 3 KB paths: the cache stops at its byte bound, not its entry count. */
+    struct fs_gnmi_map_opts o = {.cache_max_bytes = 64 << 10};
+    m = map_new(&o);
+    st = fs_gnmi_map_get_stats(m);
+    char *p = malloc(4096);
+    for (int i = 0; i < 100; i++) {
+        int o2 = snprintf(p, 4096, "/junk[k=%d]/", i);
+        memset(p + o2, 'x', 3000);
+        p[o2 + 3000] = '\0';
+        n = notif(NULL, 0);
+        add_uint(n, p, 1);
+        fs_gnmi_map_notification(m, n, 1, &rec_emit, &r);
+        notif_free(n);
+    }
+    free(p);
+    assert_true(st->cache_bytes <= 64 << 10);
+    assert_true(st->cache_entries >= 15 && st->cache_entries < 22);
+    assert_int_equal(st->cache_overflow, 100 - st->cache_entries);
+    assert_int_equal(st->unmapped, 100);
+    fs_gnmi_map_free(m);
+}
+
 /* ---- the sink emitter into a real store ---- */
 
 struct found {
@@ -1119,6 +1216,7 @@ main(void)
         cmocka_unit_test(test_wjh_aggregate),
         cmocka_unit_test(test_user_maps),
         cmocka_unit_test(test_cache_bounded),
+        cmocka_unit_test(test_hostile_bounds),
         cmocka_unit_test(test_sink_emitter_store),
         cmocka_unit_test(test_sink_clock_bound),
         cmocka_unit_test(test_sink_clock_assumed_delay),

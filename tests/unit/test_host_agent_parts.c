@@ -299,8 +299,57 @@ config_defaults_and_refusals(void **state)
     assert_int_not_equal(fs_agent_cfg_load(p4, &c, &errors), 0);
     assert_non_null(strstr(errors, "collector: missing required key \"url\""));
     free(errors);
+    errors = NULL;
     fs_agent_cfg_free(&c);
     unlink(p4);
+
+    /* command: argv kept in order, defaults, and each refusal naming its key. */
+    char p5[] = "/tmp/fs-agent-cfg-XXXXXX";
+    write_file(p5, "collector: { url: http://c:1 }\nstate_dir: /x\n"
+                   "command: { argv: [/usr/bin/trace, '--a b', x], interval: 30s }\n");
+    assert_int_equal(fs_agent_cfg_load(p5, &c, &errors), 0);
+    assert_int_equal(c.n_cmd_argv, 3);
+    assert_string_equal(c.cmd_argv[0], "/usr/bin/trace");
+    assert_string_equal(c.cmd_argv[1], "--a b");
+    assert_string_equal(c.cmd_argv[2], "x");
+    assert_null(c.cmd_argv[3]);
+    assert_int_equal(c.cmd_interval_us, 30000000);
+    assert_false(c.cmd_at_capture);
+    assert_int_equal(c.cmd_timeout_us, 60000000);
+    assert_int_equal(c.cmd_max_output, 16u << 20);
+    fs_agent_cfg_free(&c);
+    unlink(p5);
+
+    char p6[] = "/tmp/fs-agent-cfg-XXXXXX";
+    write_file(p6, "collector: { url: http://c:1 }\nstate_dir: /x\n"
+                   "command: { argv: [t], timeout: 50ms, max_output_bytes: 1KiB }\n");
+    assert_int_not_equal(fs_agent_cfg_load(p6, &c, &errors), 0);
+    assert_non_null(strstr(errors, "command: needs interval or at_capture: true"));
+    assert_non_null(strstr(errors, "command.timeout: must be at least 100ms"));
+    assert_non_null(strstr(errors, "command.max_output_bytes: must be at least 4KiB"));
+    free(errors);
+    errors = NULL;
+    fs_agent_cfg_free(&c);
+    unlink(p6);
+
+    char p7[] = "/tmp/fs-agent-cfg-XXXXXX";
+    write_file(p7, "collector: { url: http://c:1 }\nstate_dir: /x\n"
+                   "command: { argv: [t], at_capture: true, interval: 1s }\n");
+    assert_int_not_equal(fs_agent_cfg_load(p7, &c, &errors), 0);
+    assert_non_null(strstr(errors, "command.interval: and command.at_capture: true exclude"));
+    assert_non_null(strstr(errors, "command.at_capture: needs a capture block"));
+    free(errors);
+    errors = NULL;
+    fs_agent_cfg_free(&c);
+    unlink(p7);
+
+    char p8[] = "/tmp/fs-agent-cfg-XXXXXX";
+    write_file(p8, "collector: { url: http://c:1 }\nstate_dir: /x\ncommand: { interval: 1s }\n");
+    assert_int_not_equal(fs_agent_cfg_load(p8, &c, &errors), 0);
+    assert_non_null(strstr(errors, ":3:1: command: needs argv"));
+    free(errors);
+    fs_agent_cfg_free(&c);
+    unlink(p8);
 }
 
 int

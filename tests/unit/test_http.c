@@ -184,7 +184,14 @@ setup_opts(void **state, const char *token)
     f->t.staleness_intervals = 3;
     f->sink = fs_store_sink_add(f->st, &f->t, "snmp", 10 * 1000000LL);
     assert_non_null(f->sink);
-    fs_sink_set_detail(f->sink, "\"engine_id\":\"80001f88\",\"pdus\":12");
+    /* A detail longer than any fixed buffer: members after 4 KB must still arrive. */
+    {
+        char d[6000];
+        int n = snprintf(d, sizeof d, "\"engine_id\":\"80001f88\",\"long\":\"");
+        memset(d + n, 'x', 5000);
+        snprintf(d + n + 5000, sizeof d - (size_t)n - 5000, "\",\"pdus\":12");
+        fs_sink_set_detail(f->sink, d);
+    }
     /* History in the past for raw queries, then a fresh sample for /metrics. */
     push(f, T0, 100, 0);
     push(f, T0 + 1000001, 200, 1.5);
@@ -432,6 +439,7 @@ test_targets_and_index(void **state)
     assert_int_equal(json_object_get_int(json_object_object_get(t, "consecutive_failures")), 0);
     assert_string_equal(json_object_get_string(json_object_object_get(t, "engine_id")), "80001f88");
     assert_int_equal(json_object_get_int(json_object_object_get(t, "pdus")), 12);
+    assert_int_equal(json_object_get_string_len(json_object_object_get(t, "long")), 5000);
     json_object *labels = json_object_object_get(t, "labels");
     assert_string_equal(json_object_get_string(json_object_object_get(labels, "pod")), "p1");
     json_object_put(o);

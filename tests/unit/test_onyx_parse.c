@@ -813,6 +813,40 @@ test_clock(void **state)
     assert_int_not_equal(onyx_parse_clock("Time: x\n", 8, &us, &res, err, sizeof(err)), 0);
 }
 
+/* WJH time stamps: the device's local time in the zone show clock states (A6). */
+static void
+test_wjh_time(void **state)
+{
+    (void)state;
+    int64_t off, us;
+    const char *c1 = "Time: 08:48:58\nDate: 2026/12/03\nUTC offset: same as UTC\n";
+    assert_int_equal(onyx_parse_clock_utc_offset(c1, strlen(c1), &off), -1);
+    assert_true(off == 0);
+    const char *c2 = "Time: 08:48:58.250\nDate: 2026/12/03\nUTC offset: -05:30\n";
+    assert_int_equal(onyx_parse_clock_utc_offset(c2, strlen(c2), &off), 0);
+    assert_true(off == -(5 * 3600 + 30 * 60));
+    /* The aggregated table's Sample Window stamps and the raw table's two-digit year. */
+    assert_int_equal(onyx_parse_wjh_time("2026/12/03 08:48:58.250", 0, &us), 0);
+    assert_true(us == 1796287738LL * 1000000 + 250000);
+    assert_int_equal(onyx_parse_wjh_time("26/12/03 08:48:58.25", 3600, &us), 0);
+    assert_true(us == (1796287738LL - 3600) * 1000000 + 250000);
+    assert_int_equal(onyx_parse_wjh_time("2026/12/03 08:48:58", off, &us), 0);
+    assert_true(us == (1796287738LL + 5 * 3600 + 30 * 60) * 1000000);
+    /* An empty aggregated table still states its window. */
+    const char *empty = "Sample Window : 2026/12/03 08:48:48.250 - 2026/12/03 08:48:58.250\n\n"
+                        "#  sPort  Count  Drop reason - Recommended action\n"
+                        "-- ------ ------ --------------------------------\n";
+    char ws[32], we[32];
+    assert_int_equal(onyx_parse_wjh_window(empty, strlen(empty), ws, sizeof(ws), we, sizeof(we)),
+                     0);
+    assert_string_equal(ws, "2026/12/03 08:48:48.250");
+    assert_string_equal(we, "2026/12/03 08:48:58.250");
+    assert_int_equal(onyx_parse_wjh_window("no window\n", 10, ws, sizeof(ws), we, sizeof(we)), -1);
+    assert_int_equal(onyx_parse_wjh_time("boot", 0, &us), -1);
+    assert_int_equal(onyx_parse_wjh_time("2026/13/03 08:48:58", 0, &us), -1);
+    assert_int_equal(onyx_parse_wjh_time("2026/12/03 08:48:58.x", 0, &us), -1);
+}
+
 static void
 test_telemetry_flows(void **state)
 {
@@ -858,6 +892,7 @@ main(void)
         cmocka_unit_test(test_acl_counters),
         cmocka_unit_test(test_tc_and_pfc_counters),
         cmocka_unit_test(test_clock),
+        cmocka_unit_test(test_wjh_time),
         cmocka_unit_test(test_telemetry_flows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

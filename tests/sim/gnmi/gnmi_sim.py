@@ -22,6 +22,23 @@ Fault injection: write a command into the --control file (it is consumed):
   delete PATH   every open stream sends a Notification deleting PATH (e.g.
                 /interfaces/interface[name=Eth1/3]); from then on no stream sends values
                 under it (until the process restarts)
+  deepjson N    the next batch carries one more update: a JSON_IETF value nested N deep
+  bigjson BYTES the next batch carries one more update: a JSON_IETF object of about BYTES
+                bytes (many small members)
+  paths N       every open stream sends N distinct unknown paths (long names, 4000
+                updates per Notification) at once, then goes on as before
+  flood SECS    for SECS seconds every open stream sends, as fast as it can, Notifications
+                of 1000 updates at unknown paths (the same 1000 each time)
+  skew SECS N   the next N batches are stamped SECS (may be negative or huge) off the
+                device clock; their values are those of the true time
+(malformed N in PROTO cycles through the wrong types: a string, a negative integer, a
+fraction, a boolean, bytes; an enum leaf gets an integer.)
+Option --bench-replay (benchmarks): a STREAM's SAMPLE subscriptions are each served as
+one Notification of every selected leaf (full paths, values of the subscription's start),
+encoded once and re-sent every interval with a fresh timestamp: the target costs the
+simulator a few microseconds a round, so one process can feed many collector streams.
+Option --clamp-interval SECS serves any requested sample interval shorter than SECS at
+SECS, as devices do that have a minimum ("clamp" logged).
 A server restart is a real one: the test kills the process and starts it again.
 
 Log lines (stderr) a test may wait for: "listening PORT", "subscribe mode=.. enc=..",
@@ -221,6 +238,13 @@ class Control:
         self.stall_until = 0.0
         self.malformed = 0
         self.huge = 0  # bytes of padding for the next batch (0: none)
+        self.deep = 0  # nesting of a JSON value for the next batch (0: none)
+        self.bigjson = 0  # bytes of a JSON value for the next batch (0: none)
+        self.paths_gen = 0  # bumped by "paths N": each stream sends paths_n paths once
+        self.paths_n = 0
+        self.flood_until = 0.0
+        self.skew_ns = 0  # added to the stamps of the next skew_left batches
+        self.skew_left = 0
         self.deletes = []  # (path string, elems), in order; never shrinks
 
     def poll(self):
@@ -248,9 +272,34 @@ class Control:
                     self.huge = int(w[1])
                 elif w[0] == "delete":
                     self.deletes.append((w[1], split_path(w[1])))
+                elif w[0] == "deepjson":
+                    self.deep = int(w[1])
+                elif w[0] == "bigjson":
+                    self.bigjson = int(w[1])
+                elif w[0] == "paths":
+                    self.paths_n = int(w[1])
+                    self.paths_gen += 1
+                elif w[0] == "flood":
+                    self.flood_until = time.time() + float(w[1])
+                elif w[0] == "skew":
+                    self.skew_ns = int(float(w[1]) * 1e9)
+                    self.skew_left = int(w[2])
 
     def deleted(self, leaf):
         return any(path_matches(d, leaf.full) for _, d in self.deletes)
+
+    def take(self, attr):
+        with self.lock:
+            n = getattr(self, attr)
+            setattr(self, attr, 0)
+            return n
+
+    def take_skew(self):
+        with self.lock:
+            if self.skew_left > 0:
+                self.skew_left -= 1
+                return self.skew_ns
+            return 0
 
     def take_huge(self):
         with self.lock:
@@ -270,6 +319,7 @@ class Target:
         self.args = args
         self.sc = sc
         self.leaves = build_leaves(sc)
+        self.replay_cache = {}
         self.ctl = Control(args.control)
         threading.Thread(target=self._control_loop, daemon=True).start()
 
@@ -301,8 +351,22 @@ class Target:
         v = leaf.fn(t)
         tv = g.TypedValue()
         if bad:
-            if enc == g.PROTO:
-                tv.string_val = "not-a-number"
+            if enc == g.PROTO and leaf.kind == "enum":
+                tv.uint_val = 1
+            elif enc == g.PROTO and leaf.kind == "gauge":
+                tv.string_val = "high"
+            elif enc == g.PROTO:
+                k = bad % 5
+                if k == 1:
+                    tv.string_val = "not-a-number"
+                elif k == 2:
+                    tv.int_val = -7
+                elif k == 3:
+                    tv.double_val = 1.5
+                elif k == 4:
+                    tv.bool_val = True
+                else:
+                    tv.bytes_val = b"\x00\x01"
             else:
                 tv.json_ietf_val = b'{"broken":'
             return tv
@@ -324,8 +388,9 @@ class Target:
         ts_ns = time.time_ns() + int(round(self.sc.clock_offset_ms * 1e6))
         t = sample_time(self.sc, ts_ns)
         bad = self.ctl.take_malformed()
+        skew = self.ctl.take_skew()
         out, cur = [], None
-        for leaf in sel:
+        for i, leaf in enumerate(sel):
             if self.ctl.deleted(leaf):
                 continue
             if only_changed is not None:
@@ -334,7 +399,7 @@ class Target:
                     continue
                 only_changed[id(leaf)] = v
             if cur is None or cur[0] is not leaf.group:
-                n = g.Notification(timestamp=ts_ns)
+                n = g.Notification(timestamp=max(-2**63, min(2**63 - 1, ts_ns + skew)))
                 for name, keys in leaf.group[1]:
                     n.prefix.elem.add(name=name, key=keys)
                 cur = (leaf.group, n)
@@ -342,7 +407,7 @@ class Target:
             u = cur[1].update.add()
             for name, keys in leaf.rel:
                 u.path.elem.add(name=name, key=keys)
-            u.val.CopyFrom(self.value(leaf, t, enc, bad))
+            u.val.CopyFrom(self.value(leaf, t, enc, bad and i + 1))
         pad = self.ctl.take_huge()
         if pad and out:
             u = out[0].update.add()
@@ -350,6 +415,38 @@ class Target:
             u.path.elem.add(name="padding")
             u.val.string_val = "x" * pad
             log("sent-huge %d" % out[0].ByteSize())
+        deep = self.ctl.take("deep")
+        if deep and out:
+            u = out[0].update.add()
+            u.path.elem.add(name="fabricscope-test")
+            u.path.elem.add(name="deep")
+            u.val.json_ietf_val = b"[" * deep + b"1" + b"]" * deep
+            log("sent-deepjson %d" % deep)
+        big = self.ctl.take("bigjson")
+        if big and out:
+            u = out[0].update.add()
+            u.path.elem.add(name="fabricscope-test")
+            u.path.elem.add(name="big")
+            members = ['"m%d":%d' % (i, i) for i in range(big // 12 + 1)]
+            u.val.json_ietf_val = ("{" + ",".join(members) + "}").encode()
+            log("sent-bigjson %d" % len(u.val.json_ietf_val))
+        if skew:
+            log("sent-skew %d" % skew)
+        return out
+
+    def junk(self, first, count, stamp_ns):
+        """Notifications of count updates at unknown paths first.. (4000 per message)."""
+        out = []
+        pad = "x" * 160
+        for start in range(first, first + count, 4000):
+            n = g.Notification(timestamp=stamp_ns)
+            n.prefix.elem.add(name="fabricscope-test")
+            for i in range(start, min(first + count, start + 4000)):
+                u = n.update.add()
+                u.path.elem.add(name="junk", key={"id": str(i)})
+                u.path.elem.add(name="leaf-" + pad)
+                u.val.uint_val = i
+            out.append(n)
         return out
 
     def subscribe(self, request_iterator, context):
@@ -396,13 +493,70 @@ class Target:
             return
         yield from self.stream(context, subs, enc, sl.updates_only)
 
+    def replay(self, context, subs, enc):
+        """--bench-replay: each SAMPLE subscription as one pre-encoded Notification."""
+        ts_ns = time.time_ns()
+        t = sample_time(self.sc, ts_ns)
+        bodies = []
+        for s, sel in subs:
+            key = (s.SerializeToString(), enc)
+            with self.ctl.lock:  # one encoding for every stream with this subscription
+                body = self.replay_cache.get(key)
+                if body is None:
+                    n = g.Notification()
+                    for leaf in sel:
+                        u = n.update.add()
+                        for name, keys in leaf.full:
+                            u.path.elem.add(name=name, key=keys)
+                        u.val.CopyFrom(self.value(leaf, t, enc, False))
+                    body = self.replay_cache[key] = n.SerializeToString()
+            interval = s.sample_interval / 1e9 if s.sample_interval else 1.0
+            bodies.append([body, interval, time.time()])
+
+        def varint(v):
+            out = bytearray()
+            while True:
+                b = v & 0x7F
+                v >>= 7
+                if v:
+                    out.append(b | 0x80)
+                else:
+                    out.append(b)
+                    return bytes(out)
+
+        def framed(body):
+            # SubscribeResponse{update(1): Notification{timestamp(1), ...body}}
+            notif = b"\x08" + varint(time.time_ns()) + body
+            return b"\x0a" + varint(len(notif)) + notif
+
+        for b in bodies:
+            yield framed(b[0])
+        yield g.SubscribeResponse(sync_response=True)
+        while context.is_active():
+            now = time.time()
+            for b in bodies:
+                if now >= b[2] + b[1]:
+                    b[2] += b[1]
+                    if b[2] < now - b[1]:
+                        b[2] = now  # fell behind: no burst to catch up
+                    yield framed(b[0])
+            wake = min(b[2] + b[1] for b in bodies)
+            time.sleep(max(0.0, min(0.05, wake - time.time())))
+        log("stream-end client")
+
     def stream(self, context, subs, enc, updates_only):
+        if self.args.bench_replay:
+            yield from self.replay(context, subs, enc)
+            return
         gen = self.ctl.reset_gen
         now = time.time()
         state = []
         for s, sel in subs:
             m = s.mode
             interval = s.sample_interval / 1e9 if s.sample_interval else 1.0
+            if m == g.SAMPLE and interval < self.args.clamp_interval:
+                log("clamp %.3f -> %.3f" % (interval, self.args.clamp_interval))
+                interval = self.args.clamp_interval
             if m == g.ON_CHANGE:
                 interval = 0.1  # how often changes are looked for
             hb = s.heartbeat_interval / 1e9 if s.heartbeat_interval else 0.0
@@ -416,7 +570,25 @@ class Target:
                     yield g.SubscribeResponse(update=n)
         yield g.SubscribeResponse(sync_response=True)
         n_deletes = len(self.ctl.deletes)  # deletes from before this stream: data skips them
+        paths_gen = self.ctl.paths_gen
         while context.is_active():
+            if self.ctl.paths_gen != paths_gen:
+                paths_gen = self.ctl.paths_gen
+                n = self.ctl.paths_n
+                t0 = time.time()
+                for k in range(0, n, 100000):  # built in slices: bounded memory here too
+                    for note in self.junk(k, min(100000, n - k), time.time_ns()):
+                        yield g.SubscribeResponse(update=note)
+                log("sent-paths %d in %.1f s" % (n, time.time() - t0))
+            if time.time() < self.ctl.flood_until:
+                notes = self.junk(0, 1000, time.time_ns())
+                sent = 0
+                while time.time() < self.ctl.flood_until and context.is_active():
+                    for note in notes:
+                        note.timestamp = time.time_ns()
+                        yield g.SubscribeResponse(update=note)
+                        sent += 1
+                log("sent-flood %d notifications of 1000 updates" % sent)
             if self.ctl.reset_gen != gen:
                 log("stream-end reset")
                 context.abort(grpc.StatusCode.UNAVAILABLE, "injected stream reset")
@@ -468,6 +640,10 @@ def main():
     ap.add_argument("--password-file")
     ap.add_argument("--encodings", default="PROTO,JSON_IETF,JSON")
     ap.add_argument("--control", help="fault-injection command file (see above)")
+    ap.add_argument("--bench-replay", action="store_true",
+                    help="serve SAMPLE subscriptions as pre-encoded notifications (benchmarks)")
+    ap.add_argument("--clamp-interval", type=float, default=0.0,
+                    help="serve shorter sample intervals at this many seconds")
     ap.add_argument("--max-workers", type=int, default=64,
                     help="concurrent RPCs (each open stream holds one thread)")
     args = ap.parse_args()
@@ -486,7 +662,7 @@ def main():
             response_serializer=g.CapabilityResponse.SerializeToString),
         "Subscribe": grpc.stream_stream_rpc_method_handler(
             tgt.subscribe, request_deserializer=g.SubscribeRequest.FromString,
-            response_serializer=g.SubscribeResponse.SerializeToString),
+            response_serializer=lambda m: m if isinstance(m, bytes) else m.SerializeToString()),
     })
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=args.max_workers),
                          maximum_concurrent_rpcs=args.max_workers)

@@ -31,6 +31,17 @@ Scenario keys read here in addition to scenario.py's (all optional):
                     after onyx_slow_s seconds (default 2) / (show) fails with a `%` line
                     although the command exists / ends its answer with onyx_bloat_lines
                     (10,000,000) blank lines: one large, finite answer.
+                    Hostile peers (the same form, a command prefix each):
+                    "drip": the answer one byte a second; "pages": pager prompts without
+                    end, paging off or not (each key brings another page); "longline": a
+                    single line of onyx_longline_bytes (default 1 GiB) before the answer;
+                    "layout": the answer in a layout no parser knows (made up);
+                    "noise": random binary bytes without end; "fake_prompt": the answer
+                    carries lines that look like this CLI's prompts (with commands after
+                    them) in its middle; "reset": half the answer, then the SSH connection
+                    dies at once (the session's sshd process is killed: no channel close).
+  onyx_no_shell     true: the login succeeds but no shell ever starts: no banner, no
+                    prompt, input read and ignored (checked when the session starts).
   onyx_paging_sticky  true: `no cli session paging enable` leaves paging on
   onyx_echo         "cli" (default): the CLI echoes each command line when it reads it, so
                     an output starts on the line after `<prompt><command>`.
@@ -216,6 +227,47 @@ class Sim:
         lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()
+        if self.fault("drip", cmd):  # one byte a second
+            for ch in "\n".join(lines) + "\n":
+                self.write(ch)
+                time.sleep(1.0)
+            return
+        if self.fault("pages", cmd):  # a pager that never reaches the end
+            n = 0
+            while True:
+                self.write("".join("  %-20d page line\n" % (n + k) for k in range(24)))
+                self.write("\x1b[7mlines %d-%d \x1b[27m" % (n + 1, n + 24))
+                n += 24
+                self.read_key()
+                self.write("\r\x1b[K")
+        if self.fault("longline", cmd):  # one line of a GiB, then the answer
+            left = int(self.opt("onyx_longline_bytes", 1 << 30))
+            chunk = b"x" * (1 << 20)
+            while left > 0:
+                data = chunk[:min(left, len(chunk))]
+                left -= len(data)
+                while data:
+                    data = data[os.write(1, data):]
+            self.write("\n")
+        if self.fault("noise", cmd):  # binary noise without end
+            while True:
+                data = os.urandom(65536)
+                while data:
+                    data = data[os.write(1, data):]
+        if self.fault("fake_prompt", cmd) and lines:
+            fake = [self.prompt() + "show clock", "Time: 00:00:00", "Date: 1970/01/01",
+                    self.prompt() + "show version", self.prompt()]
+            lines[len(lines) // 2:len(lines) // 2] = fake
+        if self.fault("reset", cmd):
+            self.write("\n".join(lines[: len(lines) // 2]) + "\n")
+            os.kill(os.getppid(), 9)  # the session's sshd: the connection drops, no goodbye
+            os._exit(0)
+        if self.fault("layout", cmd) and lines:
+            # another release's layout (made up, NOT from a real device): one line per port
+            lines = ["Port       Traffic-Class  Tx-Pkts      Tx-Bytes",
+                     "---------  -------------  -----------  -----------"] + [
+                     "1/%-7d  3              %-11d  %d" % (p, 1000 * p, 64000 * p)
+                     for p in range(1, 5)]
         if self.fault("malformed", cmd) and lines:
             lines.insert(len(lines) // 2, "  12x34\x07\x00 ]]} packets %%% \x1b[7m")
         if self.fault("bloat", cmd):  # one large but finite answer (blank lines after it)
@@ -256,6 +308,8 @@ class Sim:
                 self.tty = True
             except termios.error:
                 pass
+        if self.opt("onyx_no_shell", False):  # logged in, but the shell never starts
+            self.hang()
         self.write("Mellanox Switch\n\n")
         while True:
             self.write(self.prompt())
@@ -646,7 +700,8 @@ class Sim:
             count -= sc.tc_wred_dropped(cp, tc, t0) - sc.counter_base
 
             def stamp(x):
-                e = sc.boot_epoch_s + x
+                # the device stamps its table with its own clock
+                e = sc.boot_epoch_s + x + sc.clock_offset_ms / 1000.0
                 return time.strftime("%Y/%m/%d %H:%M:%S", time.gmtime(e)) + ".%03d" % (
                     int(round(e * 1000)) % 1000)
             window = "%s - %s" % (stamp(t0), stamp(t))

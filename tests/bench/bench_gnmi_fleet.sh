@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# A fleet of gNMI targets in one process (issue 18), over real gRPC on loopback, through
+# BUILD/tests/fs-gnmi-stream (the driver and a real store, no daemon). Each target
+# subscribes to what a real one would: all interface counters and all output queues of
+# 64 ports, SAMPLE every 1 s (5 + 8 x 6 = 53 leaves a port, 3,392 updates a second a
+# target). Each target is its own channel and TCP connection.
+#
+# The simulators run with --bench-replay: each subscription is one pre-encoded
+# Notification re-sent every second with a fresh timestamp, so that a few Python
+# processes can feed the fleet (GNMI_FLEET_SIMS of them, default 2; targets are spread
+# over them round-robin). Values do not change between rounds.
+#
+#   gnmi_targets_rss_kib_per_target  (RSS once all are synced and 10 s of steady state
+#                                    have passed - RSS before adding them) / targets: the
+#                                    driver, gRPC, and the store's series and samples held
+#   gnmi_fleet_updates_per_s         updates received by all targets together over those
+#                                    10 s, per second (offered: 3,392 x targets)
+#   gnmi_fleet_latency_p99_us        first target, steady state: p99 of the time from the
+#                                    target's send timestamp to the commit into the store
+#                                    (where /metrics reads it); _internal_: from the
+#                                    notification's arrival on the gRPC thread
+#   gnmi_fleet_targets               targets that synced (all must)
+# GNMI_FLEET_TARGETS (default 100; FS_BENCH_QUICK=1: 50). The issue's fleet is 1,000
+# targets: two Python simulators on a 2-core machine cannot feed more than about 150
+# (at 200, 86% of the updates arrived; at 1,000 they missed the Capabilities deadline and
+# reset), so the default is what this machine drives; set 1000 where the simulators
+# have the cores. All targets must sync within
+# 5 minutes, else the benchmark fails saying how many did. The stall bound is set to 60 s
+# (GNMI_FLEET_STALL_MS): Python simulators feeding hundreds of streams on a shared machine
+# fall seconds behind, and the derived 3 s bound would then measure reconnection storms.
+set -euo pipefail
+FS_SOURCE_DIR=${FS_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+FS_BUILD_DIR=${FS_BUILD_DIR:-$FS_SOURCE_DIR/build}
+STREAM=$FS_BUILD_DIR/tests/fs-gnmi-stream
+if [ "${FS_BENCH_QUICK:-0}" = 1 ]; then
+  N=${GNMI_FLEET_TARGETS:-50}
+else
+  N=${GNMI_FLEET_TARGETS:-100}
+fi
+SIMS=${GNMI_FLEET_SIMS:-2}
+[ -x "$STREAM" ] || { echo "bench_gnmi_fleet: build fs-gnmi-stream first" >&2; exit 1; }
+T=$(mktemp -d "${TMPDIR:-/tmp}/fs-bench-gnmi-fleet.XXXXXX")
+SIM_PIDS=()
+cleanup() {
+  for p in "${SIM_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  rm -rf "$T"
+}
+trap cleanup EXIT
+echo '{"ports": 64, "clock_offset_ms": 0}' >"$T/scenario.json"
+ports=""
+for s in $(seq "$SIMS"); do
+  /usr/bin/python3 "$FS_SOURCE_DIR/tests/sim/gnmi/gnmi_sim.py" --gen-dir "$T/gen$s" \
+    --scenario "$T/scenario.json" --port-file "$T/port$s" --bench-replay \
+    --max-workers $((N / SIMS + 16)) 2>"$T/sim$s.log" &
+  SIM_PIDS+=($!)
+done
+for s in $(seq "$SIMS"); do
+  for _ in $(seq 200); do [ -s "$T/port$s" ] && break; sleep 0.1; done
+  [ -s "$T/port$s" ] || { echo "bench_gnmi_fleet: simulator $s did not start" >&2; exit 1; }
+  ports="$ports${ports:+,}$(cat "$T/port$s")"
+done
+
+ulimit -n $((N * 4 + 256)) 2>/dev/null || true
+"$STREAM" --ports "$ports" --insecure --encoding proto --no-samples --latency \
+  --targets "$N" --exit-when-all-synced --steady-ms 10000 --store-mib $((N * 8 + 256)) \
+  --stall-ms "${GNMI_FLEET_STALL_MS:-60000}" \
+  --path "/interfaces/interface[name=*]/state/counters,sample,1000" \
+  --path "/qos/interfaces/interface[interface-id=*]/output/queues,sample,1000" \
+  --duration-ms 300000 >"$T/fleet.out" 2>"$T/fleet.log"
+awk '
+  { for (i = 2; i <= NF; i++) { split($i, a, "="); v[$1 "." a[1]] = a[2] } }
+  END {
+    if (v["rss_kib.synced"] != v["rss_kib.targets"]) {
+      print "bench_gnmi_fleet: only " v["rss_kib.synced"] " of " v["rss_kib.targets"] " synced" > "/dev/stderr"
+      exit 1
+    }
+    printf "BENCH gnmi_fleet_targets %d targets\n", v["rss_kib.synced"]
+    printf "BENCH gnmi_targets_rss_kib_per_target %.0f KiB\n", (v["rss_kib.after"] - v["rss_kib.before"]) / v["rss_kib.targets"]
+    printf "BENCH gnmi_fleet_updates_per_s %.0f updates/s\n", v["fleet.updates"] / (v["fleet.ms"] / 1000)
+    printf "BENCH gnmi_fleet_latency_p99_us %d us\n", v["latency.e2e_p99_us"]
+    printf "BENCH gnmi_fleet_latency_internal_p99_us %d us\n", v["latency.internal_p99_us"]
+    printf "# offered %d updates/s; stream downs during the steady state: %d; latency samples: %d\n", 3392 * v["rss_kib.targets"], v["fleet.downs"], v["latency.n"]
+  }' "$T/fleet.out"
