@@ -148,6 +148,27 @@ onyx_next_line(const char *text, size_t len, size_t *pos, const char **ls, size_
     return true;
 }
 
+bool
+onyx_next_field(const char *text, size_t len, size_t *pos, const char **k, size_t *kn,
+                const char **v, size_t *vn)
+{
+    const char *ls;
+    size_t ll;
+    while (onyx_next_line(text, len, pos, &ls, &ll)) {
+        const char *colon = memchr(ls, ':', ll);
+        if (!colon)
+            continue;
+        *k = ls;
+        *kn = (size_t)(colon - ls);
+        *v = colon + 1;
+        *vn = ll - *kn - 1;
+        onyx_trim(k, kn);
+        onyx_trim(v, vn);
+        return true;
+    }
+    return false;
+}
+
 void
 onyx_trim(const char **s, size_t *n)
 {
@@ -633,18 +654,10 @@ onyx_parse_version_text(const char *text, size_t len, struct onyx_version *v, ch
 {
     memset(v, 0, sizeof(*v));
     v->uptime_s = -1;
-    size_t pos = 0, ll;
-    const char *ls;
-    while (onyx_next_line(text, len, &pos, &ls, &ll)) {
-        const char *colon = memchr(ls, ':', ll);
-        if (!colon)
-            continue;
-        const char *k = ls, *val = colon + 1;
-        size_t kn = (size_t)(colon - ls), vn = ll - kn - 1;
-        onyx_trim(&k, &kn);
-        onyx_trim(&val, &vn);
+    size_t pos = 0, kn, vn;
+    const char *k, *val;
+    while (onyx_next_field(text, len, &pos, &k, &kn, &val, &vn))
         version_field(v, k, kn, val, vn);
-    }
     if (!v->release[0]) {
         onyx_errf(errbuf, errlen, "show version: no \"Product release\" line");
         return -1;

@@ -186,22 +186,31 @@ days_from_civil(int64_t y, unsigned m, unsigned d)
     return era * 146097 + (int64_t)doe - 719468;
 }
 
+/* A `UTC offset` value: "+01:00", "-0530" (at most 14 h); "same as UTC" and anything else
+ * is not one. */
+static bool
+utc_offset_value(const char *val, int64_t *offset_s)
+{
+    int oh = 0, om = 0;
+    char sign = val[0];
+    if ((sign == '+' || sign == '-') &&
+        (sscanf(val + 1, "%2d:%2d", &oh, &om) >= 1 || sscanf(val + 1, "%2d%2d", &oh, &om) >= 1) &&
+        oh >= 0 && oh <= 14 && om >= 0 && om <= 59) {
+        *offset_s = (sign == '-' ? -1 : 1) * (oh * 3600 + om * 60);
+        return true;
+    }
+    return false;
+}
+
 int
 onyx_parse_clock(const char *text, size_t len, int64_t *device_us, int64_t *resolution_us,
                  char *errbuf, size_t errlen)
 {
-    size_t pos = 0, ll;
-    const char *ls;
+    size_t pos = 0, kn, vn;
+    const char *k, *v;
     int hh = -1, mi = 0, ss = 0, y = -1, mo = 0, dd = 0;
     int64_t frac_us = 0, res = 1000000, offset_s = 0;
-    while (onyx_next_line(text, len, &pos, &ls, &ll)) {
-        const char *colon = memchr(ls, ':', ll);
-        if (!colon)
-            continue;
-        const char *k = ls, *v = colon + 1;
-        size_t kn = (size_t)(colon - ls), vn = ll - kn - 1;
-        onyx_trim(&k, &kn);
-        onyx_trim(&v, &vn);
+    while (onyx_next_field(text, len, &pos, &k, &kn, &v, &vn)) {
         char val[64];
         size_t n = vn < sizeof(val) - 1 ? vn : sizeof(val) - 1;
         memcpy(val, v, n);
@@ -230,11 +239,7 @@ onyx_parse_clock(const char *text, size_t len, int64_t *device_us, int64_t *reso
                 sscanf(val, "%d-%d-%d", &y, &mo, &dd) != 3)
                 y = -1;
         } else if (onyx_eq(k, kn, "UTC offset")) {
-            int oh = 0, om = 0;
-            char sign = val[0];
-            if ((sign == '+' || sign == '-') && (sscanf(val + 1, "%2d:%2d", &oh, &om) >= 1 ||
-                                                 sscanf(val + 1, "%2d%2d", &oh, &om) >= 1))
-                offset_s = (sign == '-' ? -1 : 1) * (oh * 3600 + om * 60);
+            utc_offset_value(val, &offset_s);
         }
     }
     if (hh < 0 || y < 1970 || mo < 1 || mo > 12 || dd < 1 || dd > 31 || hh > 23 || mi > 59 ||
@@ -447,31 +452,17 @@ onyx_parse_congestion_text(const char *text, size_t len, struct onyx_samples *ou
 int
 onyx_parse_clock_utc_offset(const char *text, size_t len, int64_t *offset_s)
 {
-    size_t pos = 0, ll;
-    const char *ls;
+    size_t pos = 0, kn, vn;
+    const char *k, *v;
     *offset_s = 0;
-    while (onyx_next_line(text, len, &pos, &ls, &ll)) {
-        const char *colon = memchr(ls, ':', ll);
-        if (!colon)
-            continue;
-        const char *k = ls, *v = colon + 1;
-        size_t kn = (size_t)(colon - ls), vn = ll - kn - 1;
-        onyx_trim(&k, &kn);
-        onyx_trim(&v, &vn);
+    while (onyx_next_field(text, len, &pos, &k, &kn, &v, &vn)) {
         if (!onyx_eq(k, kn, "UTC offset") || vn < 2 || vn > 16)
             continue;
         char val[17];
         memcpy(val, v, vn);
         val[vn] = '\0';
-        int oh = 0, om = 0;
-        char sign = val[0];
-        if ((sign == '+' || sign == '-') &&
-            (sscanf(val + 1, "%2d:%2d", &oh, &om) >= 1 ||
-             sscanf(val + 1, "%2d%2d", &oh, &om) >= 1) &&
-            oh >= 0 && oh <= 14 && om >= 0 && om <= 59) {
-            *offset_s = (sign == '-' ? -1 : 1) * (oh * 3600 + om * 60);
+        if (utc_offset_value(val, offset_s))
             return 0;
-        }
     }
     return -1;
 }
