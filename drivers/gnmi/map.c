@@ -1110,16 +1110,7 @@ wjh_u64(json_object *o, const char *name, uint64_t *out)
     }
     if (json_object_get_type(x) != json_type_string)
         return false;
-    const char *s = json_object_get_string(x);
-    if (!s || !isdigit((unsigned char)s[0]))
-        return false;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end)
-        return false;
-    *out = v;
-    return true;
+    return parse_u64(json_object_get_string(x), out);
 }
 
 /*
