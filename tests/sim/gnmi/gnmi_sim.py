@@ -62,8 +62,16 @@ import grpc  # noqa: E402
 g = None  # the generated gnmi_pb2 module
 
 
+_log_lock = threading.Lock()
+
+
 def log(*a):
-    print(*a, file=sys.stderr, flush=True)
+    # One write per line under a lock: the streams' threads log at once, and
+    # print() writes each argument separately, so lines would interleave.
+    line = " ".join(str(x) for x in a) + "\n"
+    with _log_lock:
+        sys.stderr.write(line)
+        sys.stderr.flush()
 
 
 def load_messages(gen_dir, proto_dir):
