@@ -19,9 +19,9 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 export FS_SOURCE_DIR=$top FS_BUILD_DIR=$top/$BUILD
 status=0
 # The benchmarks the issues ask for must be there: a missing one is a failure, not a
-# silently shorter report (bench_analysis: correlate_ms, incidents_ms,
+# silently shorter report (bench_analysis_ring: correlate_ms, incidents_ms; bench_analysis:
 # host_events_ingest_per_s, import_nsys_mb_per_s).
-for want in bench_ring bench_scrape bench_analysis; do
+for want in bench_ring bench_scrape bench_analysis bench_analysis_ring; do
   [ -x "$top/$BUILD/bench/$want" ] || { echo "run-benches: $BUILD/bench/$want is not built" >&2; status=1; }
 done
 for b in "$top/$BUILD"/bench/bench_*; do

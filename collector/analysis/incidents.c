@@ -339,6 +339,69 @@ min_max(const double *v, size_t from, size_t to, double *mn, double *mx)
     *mn = b2 < b0 ? b2 : b0;
 }
 
+/* The departure runs of one series being scanned. */
+struct run_state {
+    bool have_idx, open;
+    uint32_t idx;
+    struct fs_departure run;
+};
+
+/* Samples [i, end) of s against one baseline: opens, grows and closes runs. */
+static int
+detect_runs(struct fs_departures *d, const struct fs_an_series *s, size_t i, size_t end, double med,
+            double scale, struct run_state *rs)
+{
+    const int64_t *ts = s->ts_us;
+    const double *v = s->v;
+    double inv = 1.0 / scale, zt = d->opts.z_threshold;
+    for (; i < end; i++) {
+        double z = (v[i] - med) * inv;
+        if (z > 1e9)
+            z = 1e9;
+        if (z >= zt) {
+            int64_t t0 = ts[i];
+            if (s->is_rate)
+                t0 = i > 0 ? ts[i - 1] : ts[i] - (ts[1] - ts[0]);
+            if (!rs->open) {
+                rs->open = true;
+                rs->run.start_us = t0;
+                rs->run.onset_us = i > 0 ? ts[i - 1] + (ts[i] - ts[i - 1]) / 2 : ts[i];
+                rs->run.peak_z = -1;
+            }
+            rs->run.end_us = ts[i];
+            if (z > rs->run.peak_z) {
+                rs->run.peak_z = z;
+                rs->run.peak_value = v[i];
+                rs->run.baseline = med;
+                rs->run.peak_us = s->is_rate ? t0 + (ts[i] - t0) / 2 : ts[i];
+            }
+        } else if (rs->open) {
+            rs->open = false;
+            if (!rs->have_idx) {
+                if (remember_series(d, s, &rs->idx) != 0)
+                    return -1;
+                rs->have_idx = true;
+            }
+            rs->run.series = rs->idx;
+            if (push_run(d, &rs->run) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* Pushes the run still open at the end of the series' range. */
+static int
+finish_runs(struct fs_departures *d, const struct fs_an_series *s, struct run_state *rs)
+{
+    if (!rs->open)
+        return 0;
+    if (!rs->have_idx && remember_series(d, s, &rs->idx) != 0)
+        return -1;
+    rs->run.series = rs->idx;
+    return push_run(d, &rs->run);
+}
+
 int
 fs_departures_add(struct fs_departures *d, const struct fs_an_series *s)
 {
@@ -376,10 +439,7 @@ fs_departures_add(struct fs_departures *d, const struct fs_an_series *s)
         return 0;
     }
 
-    bool have_idx = false;
-    uint32_t idx = 0;
-    bool open = false;
-    struct fs_departure run = {0};
+    struct run_state rs = {0};
     int64_t step = o->baseline_step_us > 0 ? o->baseline_step_us : 300 * 1000000LL;
     size_t i = first;
     while (i < last) {
@@ -398,49 +458,46 @@ fs_departures_add(struct fs_departures *d, const struct fs_an_series *s)
             continue;
         }
         baseline(v, w0, w1, o->rel_floor, s->abs_floor, &med, &scale);
-        double inv = 1.0 / scale;
-        for (; i < bend; i++) {
-            double z = (v[i] - med) * inv;
-            if (z > 1e9)
-                z = 1e9;
-            if (z >= o->z_threshold) {
-                int64_t t0 = ts[i];
-                if (s->is_rate)
-                    t0 = i > 0 ? ts[i - 1] : ts[i] - (ts[1] - ts[0]);
-                if (!open) {
-                    open = true;
-                    run.start_us = t0;
-                    run.onset_us = i > 0 ? ts[i - 1] + (ts[i] - ts[i - 1]) / 2 : ts[i];
-                    run.peak_z = -1;
-                }
-                run.end_us = ts[i];
-                if (z > run.peak_z) {
-                    run.peak_z = z;
-                    run.peak_value = v[i];
-                    run.baseline = med;
-                    run.peak_us = s->is_rate ? t0 + (ts[i] - t0) / 2 : ts[i];
-                }
-            } else if (open) {
-                open = false;
-                if (!have_idx) {
-                    if (remember_series(d, s, &idx) != 0)
-                        return -1;
-                    have_idx = true;
-                }
-                run.series = idx;
-                if (push_run(d, &run) != 0)
-                    return -1;
-            }
-        }
-    }
-    if (open) {
-        if (!have_idx && remember_series(d, s, &idx) != 0)
+        if (detect_runs(d, s, i, bend, med, scale, &rs) != 0)
             return -1;
-        run.series = idx;
-        if (push_run(d, &run) != 0)
-            return -1;
+        i = bend;
     }
-    return 0;
+    return finish_runs(d, s, &rs);
+}
+
+bool
+fs_an_trailing_baseline(const struct fs_an_series *s, int64_t at_us, const struct fs_an_opts *o,
+                        double *median, double *scale)
+{
+    size_t w0 = lower_bound(s->ts_us, s->n, at_us - o->baseline_window_us);
+    size_t w1 = lower_bound(s->ts_us, s->n, at_us);
+    if (w1 - w0 < 8)
+        return false;
+    baseline(s->v, w0, w1, o->rel_floor, s->abs_floor, median, scale);
+    return true;
+}
+
+int
+fs_departures_add_fixed(struct fs_departures *d, const struct fs_an_series *s, double median,
+                        double scale)
+{
+    if (s->n < 2 || !(scale > 0))
+        return 0;
+    d->series_scanned++;
+    size_t first = lower_bound(s->ts_us, s->n, d->start_us);
+    size_t last = lower_bound(s->ts_us, s->n, d->end_us + 1);
+    if (first >= last)
+        return 0;
+    double vmin, vmax;
+    min_max(s->v, first, last, &vmin, &vmax);
+    if ((vmax - median) / scale < d->opts.z_threshold) {
+        d->series_prefiltered++;
+        return 0;
+    }
+    struct run_state rs = {0};
+    if (detect_runs(d, s, first, last, median, scale, &rs) != 0)
+        return -1;
+    return finish_runs(d, s, &rs);
 }
 
 int

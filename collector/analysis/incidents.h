@@ -163,6 +163,8 @@ struct fs_departures {
     size_t n_runs, cap_runs;
     int64_t max_time_uncertainty_us; /**< largest of the remembered series' */
     int64_t max_run_us;              /**< longest run, for window look-ups */
+    int64_t ring_scan_start_us;      /**< set by the caller: where its read of raw samples
+                                          began (the runs before came from elsewhere) */
     size_t series_scanned, series_prefiltered;
     bool finished;
 };
@@ -172,6 +174,22 @@ struct fs_departures *fs_departures_new(const struct fs_an_opts *o, int64_t star
                                         int64_t end_us);
 /** Scans one series (samples outside the range are used for the baseline only). 0 or -1. */
 int fs_departures_add(struct fs_departures *d, const struct fs_an_series *s);
+/**
+ * The baseline a scan ending at at_us hands on to the next samples: the median and
+ * scale (as above) of s's samples in [at_us - baseline_window, at_us). False when fewer
+ * than 8 samples are there. Lets a caller scan only the samples after at_us later
+ * (fs_departures_add_fixed) instead of reading the window again.
+ */
+bool fs_an_trailing_baseline(const struct fs_an_series *s, int64_t at_us,
+                             const struct fs_an_opts *o, double *median, double *scale);
+/**
+ * Like fs_departures_add, with one baseline given for the whole range instead of one per
+ * block (no whole-range prefilter: a series whose maximum stays under the threshold
+ * against it is skipped). For the short range after a full scan. 0 or -1 (no memory).
+ */
+int fs_departures_add_fixed(struct fs_departures *d, const struct fs_an_series *s, double median,
+                            double scale);
+
 /**
  * Moves everything src found into dst (src is left empty; both must be unfinished and
  * cover the same range). Lets several threads scan disjoint sets of series, each into

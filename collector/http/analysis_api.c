@@ -33,6 +33,22 @@
    µs * 1000 must not overflow. */
 #define MAX_TIME_US 4000000000000000LL
 
+/* A series' baseline handed on by the last full scan (fs_an_trailing_baseline). */
+struct an_base {
+    uint32_t id, gen; /* the store's series */
+    double med, scale;
+};
+
+/* What lets a request scan only the samples after the last full scan: each series'
+   trailing baseline at its end. The runs before it are in the episode log. */
+struct base_cache {
+    int64_t at_us;     /* the full scan's end; 0: none */
+    struct an_base *b; /* sorted by (id, gen); series without enough samples left out */
+    size_t n;
+    uint64_t log_evicted; /* the episode log's memory evictions then: one more, and the
+                             log no longer holds every run the ring does */
+};
+
 struct metric_port {
     char *target, *interface, *tc, *rule, *metric;
     double period_s, spread_s;
@@ -54,7 +70,9 @@ struct fs_analysis {
     int64_t history_step_us;
     uint64_t history_max_points;
     char history_host[128];
-    bool log_backfilled; /* the history was read into the episode log once */
+    bool log_backfilled;    /* the history was read into the episode log once */
+    uint64_t opts_gen;      /* bumped by fs_analysis_set_opts (under run_lock) */
+    struct base_cache base; /* under run_lock */
     pthread_mutex_t metrics_lock;
     struct metric_port *ports;
     size_t n_ports;
@@ -116,6 +134,7 @@ fs_analysis_free(struct fs_analysis *a)
         free(a->token);
     }
     free_ports(a->ports, a->n_ports);
+    free(a->base.b);
     for (size_t i = 0; i < a->n_rules; i++)
         free((char *)a->rules[i].name);
     free(a->rules);
@@ -166,6 +185,10 @@ fs_analysis_set_opts(struct fs_analysis *a, const struct fs_analysis_opts *o)
     a->opts = *o;
     a->opts.log.merge_gap_us = o->an.merge_gap_us;
     fs_episode_log_set_opts(a->log, &a->opts.log);
+    a->opts_gen++;
+    /* Baselines of other thresholds and windows: the next refresh makes new ones. */
+    free(a->base.b);
+    a->base = (struct base_cache){0};
     pthread_mutex_unlock(&a->run_lock);
 }
 
@@ -339,9 +362,22 @@ struct cand {
     double scale, floor;
 };
 
+/* The candidates' strings: copied into large blocks rather than one allocation each
+   (six per series, 100,000 series a request). */
+struct str_block {
+    struct str_block *next;
+    size_t used, cap;
+    char data[];
+};
+
 struct cands {
     struct cand *c;
     size_t n, cap;
+    struct str_block *blocks;   /* owned; the newest first */
+    enum fs_metric last_metric; /* fs_an_classify of the previous series' metric */
+    bool have_last, last_classified, last_counter;
+    enum fs_an_kind last_kind;
+    double last_floor;
     bool failed;
     struct fs_selector **sel; /* when set: any matching series, else the classified ones */
     size_t n_sel;
@@ -356,6 +392,30 @@ label(const struct fs_series_info *s, const char *name)
     return "";
 }
 
+/* A copy of v in cs's blocks, or same when it equals v (neighbours share targets,
+   sources and metrics). NULL on no memory. */
+static char *
+cands_dup(struct cands *cs, char *same, const char *v)
+{
+    if (same && strcmp(same, v) == 0)
+        return same;
+    size_t n = strlen(v) + 1;
+    struct str_block *b = cs->blocks;
+    if (!b || b->cap - b->used < n) {
+        size_t cap = n > 65536 ? n : 65536;
+        if (!(b = malloc(sizeof *b + cap)))
+            return NULL;
+        b->cap = cap;
+        b->used = 0;
+        b->next = cs->blocks;
+        cs->blocks = b;
+    }
+    char *p = b->data + b->used;
+    memcpy(p, v, n);
+    b->used += n;
+    return p;
+}
+
 static int
 collect_cb(void *arg_, const struct fs_series_info *s)
 {
@@ -363,7 +423,22 @@ collect_cb(void *arg_, const struct fs_series_info *s)
     enum fs_an_kind kind = FS_AN_OTHER;
     bool counter = s->counter;
     double floor = 0;
-    bool classified = fs_an_classify(s->name, &kind, &counter, &floor);
+    bool classified;
+    /* Series come metric by metric: classify each metric once. */
+    if (cs->have_last && cs->last_metric == s->metric) {
+        classified = cs->last_classified;
+        kind = cs->last_kind;
+        counter = classified ? cs->last_counter : s->counter;
+        floor = cs->last_floor;
+    } else {
+        classified = fs_an_classify(s->name, &kind, &counter, &floor);
+        cs->have_last = true;
+        cs->last_metric = s->metric;
+        cs->last_classified = classified;
+        cs->last_kind = kind;
+        cs->last_counter = counter;
+        cs->last_floor = floor;
+    }
     if (cs->n_sel) {
         bool any = false;
         for (size_t i = 0; i < cs->n_sel && !any; i++)
@@ -387,12 +462,13 @@ collect_cb(void *arg_, const struct fs_series_info *s)
     struct cand *c = &cs->c[cs->n++];
     c->id = s->id;
     c->gen = s->gen;
-    c->target = strdup(label(s, "target"));
-    c->interface = strdup(label(s, "interface"));
-    c->tc = strdup(label(s, "tc"));
-    c->rule = strdup(label(s, "rule"));
-    c->metric = strdup(s->name);
-    c->source = strdup(label(s, "source"));
+    const struct cand *prev = cs->n > 1 ? &cs->c[cs->n - 2] : NULL;
+    c->target = cands_dup(cs, prev ? prev->target : NULL, label(s, "target"));
+    c->interface = cands_dup(cs, prev ? prev->interface : NULL, label(s, "interface"));
+    c->tc = cands_dup(cs, prev ? prev->tc : NULL, label(s, "tc"));
+    c->rule = cands_dup(cs, prev ? prev->rule : NULL, label(s, "rule"));
+    c->metric = cands_dup(cs, prev ? prev->metric : NULL, s->name);
+    c->source = cands_dup(cs, prev ? prev->source : NULL, label(s, "source"));
     c->kind = kind;
     c->counter = counter;
     c->scale = s->scale > 0 ? s->scale : 1.0;
@@ -407,13 +483,9 @@ collect_cb(void *arg_, const struct fs_series_info *s)
 static void
 free_cands(struct cands *cs)
 {
-    for (size_t i = 0; i < cs->n; i++) {
-        free(cs->c[i].target);
-        free(cs->c[i].interface);
-        free(cs->c[i].tc);
-        free(cs->c[i].rule);
-        free(cs->c[i].metric);
-        free(cs->c[i].source);
+    for (struct str_block *b = cs->blocks, *n; b; b = n) {
+        n = b->next;
+        free(b);
     }
     free(cs->c);
 }
@@ -583,21 +655,54 @@ struct scan_part {
     int64_t start, end;
     struct fs_departures *d;
     int rc;
+    struct an_base *base_out;      /* [cs index]: each series' trailing baseline at end */
+    const struct base_cache *tail; /* scan only after tail->at_us with its baselines */
 };
+
+static int
+cmp_base(const void *a_, const void *b_)
+{
+    const struct an_base *a = a_, *b = b_;
+    if (a->id != b->id)
+        return a->id < b->id ? -1 : 1;
+    return a->gen < b->gen ? -1 : a->gen > b->gen;
+}
+
+static const struct an_base *
+find_base(const struct base_cache *bc, uint32_t id, uint32_t gen)
+{
+    struct an_base key = {.id = id, .gen = gen};
+    return bsearch(&key, bc->b, bc->n, sizeof *bc->b, cmp_base);
+}
+
+/* How far before a tail scan's start its reads begin: a counter's first rate needs the
+   sample before. */
+#define TAIL_READBACK_US (60 * US)
 
 static void *
 scan_part_run(void *arg_)
 {
     struct scan_part *p = arg_;
     struct reader r = {0};
+    const struct cand *last = NULL;
+    int64_t unc = 0;
     p->rc = 0;
     for (size_t i = p->from; i < p->to && p->rc == 0; i++) {
         const struct cand *c = &p->cs->c[i];
         const int64_t *ts;
         const double *v;
         double floor;
-        long n = read_series(p->st, c, p->start - p->d->opts.baseline_window_us, p->end, &r, &ts,
-                             &v, &floor);
+        const struct an_base *fixed = p->tail ? find_base(p->tail, c->id, c->gen) : NULL;
+        int64_t from =
+            fixed ? p->start - TAIL_READBACK_US : p->start - p->d->opts.baseline_window_us;
+        long n = read_series(p->st, c, from, p->end, &r, &ts, &v, &floor);
+        /* Series come target by target within a metric: look the target up once a run
+           (a lookup per series compared every target's name: 100 targets times 100,000
+           series). */
+        if (!last || strcmp(last->target, c->target) != 0 || strcmp(last->source, c->source) != 0) {
+            last = c;
+            unc = unc_of(p->u, c->target, c->source);
+        }
         if (n < 0) {
             p->rc = -1;
             break;
@@ -614,9 +719,19 @@ scan_part_run(void *arg_)
             .v = v,
             .n = (size_t)n,
             .abs_floor = floor,
-            .time_uncertainty_us = unc_of(p->u, c->target, c->source),
+            .time_uncertainty_us = unc,
         };
+        if (fixed) {
+            p->rc = fs_departures_add_fixed(p->d, &s, fixed->med, fixed->scale);
+            continue;
+        }
         p->rc = fs_departures_add(p->d, &s);
+        if (p->base_out) {
+            struct an_base *b = &p->base_out[i];
+            *b = (struct an_base){c->id, c->gen, 0, 0};
+            if (!fs_an_trailing_baseline(&s, p->end, &p->d->opts, &b->med, &b->scale))
+                b->scale = 0;
+        }
     }
     free_reader(&r);
     return NULL;
@@ -630,11 +745,12 @@ scan_part_run(void *arg_)
  */
 static struct fs_departures *
 scan_store(struct fs_store *st, const struct fs_an_opts *opts, int64_t start, int64_t end,
-           char *err, size_t errlen)
+           const struct base_cache *tail, struct base_cache *base_out, char *err, size_t errlen)
 {
     struct cands cs = {0};
     struct uncs u = {0};
     struct fs_departures *d = NULL;
+    struct an_base *bases = NULL;
     struct scan_part parts[FS_ANALYSIS_SCAN_THREADS];
     pthread_t tids[FS_ANALYSIS_SCAN_THREADS];
     size_t n_parts = 0;
@@ -642,6 +758,8 @@ scan_store(struct fs_store *st, const struct fs_an_opts *opts, int64_t start, in
     fs_store_foreach_series(st, false, collect_cb, &cs);
     fs_store_foreach_instance(st, unc_cb, &u);
     if (cs.failed || u.failed)
+        goto fail;
+    if (base_out && !(bases = malloc((cs.n ? cs.n : 1) * sizeof *bases)))
         goto fail;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     size_t threads = cpus > 0 ? (size_t)cpus : 1;
@@ -659,7 +777,9 @@ scan_store(struct fs_store *st, const struct fs_an_opts *opts, int64_t start, in
                                       start,
                                       end,
                                       fs_departures_new(opts, start, end),
-                                      -1};
+                                      -1,
+                                      bases,
+                                      tail};
         n_parts++;
         if (!parts[t].d) {
             ok = false;
@@ -688,12 +808,22 @@ scan_store(struct fs_store *st, const struct fs_an_opts *opts, int64_t start, in
             goto fail;
     if (fs_departures_finish(d) != 0)
         goto fail;
+    if (base_out) {
+        size_t k = 0;
+        for (size_t i = 0; i < cs.n; i++)
+            if (bases[i].scale > 0)
+                bases[k++] = bases[i];
+        qsort(bases, k, sizeof *bases, cmp_base);
+        *base_out = (struct base_cache){.at_us = end, .b = bases, .n = k};
+        bases = NULL;
+    }
     for (size_t t = 0; t < n_parts; t++)
         fs_departures_free(parts[t].d);
     free_cands(&cs);
     free_uncs(&u);
     return d;
 fail:
+    free(bases);
     snprintf(err, errlen, "out of memory");
     for (size_t t = 0; t < n_parts; t++)
         fs_departures_free(parts[t].d);
@@ -1114,7 +1244,8 @@ target_set_add(const char **set, size_t *n, size_t cap, const char *t)
 
 static struct fs_departures *departures_with_log(struct fs_analysis *a, struct fs_store *st,
                                                  int64_t start, int64_t end, bool record,
-                                                 struct hist_use *hu, int64_t now_us, char *err,
+                                                 struct hist_use *hu, int64_t now_us,
+                                                 struct fs_departures *prescanned, char *err,
                                                  size_t errlen);
 static void put_history(struct fs_buf *out, const struct fs_analysis *a, const struct hist_use *hu);
 
@@ -1266,7 +1397,7 @@ fs_analysis_correlate(struct fs_analysis *a, struct fs_store *st,
     /* The ring for what it holds, the episode log for older windows. */
     struct hist_use hu = {0};
     struct fs_departures *d = departures_with_log(a, st, start - co.lead_us, end + co.lag_us, false,
-                                                  &hu, now_us, err, sizeof err);
+                                                  &hu, now_us, NULL, err, sizeof err);
     struct fs_corr_report *r = NULL;
     if (!d || fs_correlate(d, w, nw, &co, &r) != 0) {
         pthread_mutex_unlock(&a->run_lock);
@@ -1532,9 +1663,63 @@ backfill_log(struct fs_analysis *a, struct fs_store *st, int64_t now_us)
     fs_departures_free(b);
 }
 
+/* How old the last full scan's baselines may be for a request to scan only after it:
+   two refresh periods (a refresh missed under load is not a reason to scan it all). */
+#define BASE_MAX_AGE_US (65 * US)
+
+/*
+ * The departures of [start, end] from the episode log and a scan of the ring after the
+ * last full scan only (under run_lock), or NULL when that is not possible: no recent
+ * full scan, or the log may have lost runs the ring still holds (memory evictions
+ * since, a retention shorter than the range). Every run the full scans found is in
+ * the log (each refresh records its scan), so the log gives the same runs a scan of
+ * the whole range would, and a request costs a read of the last seconds of each series
+ * instead of the last hour. The tail's runs are recorded in the log first.
+ */
+static struct fs_departures *
+departures_from_log(struct fs_analysis *a, struct fs_store *st, int64_t start, int64_t end,
+                    int64_t now_us, bool *oom, char *err, size_t errlen)
+{
+    const struct base_cache *bc = &a->base;
+    struct fs_episode_log_stats ls;
+    *oom = false;
+    if (!bc->at_us || now_us - bc->at_us > BASE_MAX_AGE_US || bc->at_us > now_us ||
+        end - start > a->opts.log.retention_us)
+        return NULL;
+    fs_episode_log_stats(a->log, &ls);
+    if (ls.evicted_memory != bc->log_evicted)
+        return NULL;
+    size_t scanned = bc->n;
+    int64_t tail_lo = bc->at_us - a->opts.an.merge_gap_us;
+    if (end > tail_lo) {
+        struct fs_departures *t = scan_store(st, &a->opts.an, start > tail_lo ? start : tail_lo,
+                                             end, bc, NULL, err, errlen);
+        if (!t || fs_episode_log_record(a->log, t, now_us) != 0) {
+            fs_departures_free(t);
+            *oom = true;
+            return NULL;
+        }
+        scanned = t->series_scanned;
+        fs_departures_free(t);
+    }
+    struct fs_departures *d = fs_departures_new(&a->opts.an, start, end);
+    if (!d || fs_episode_log_replay(a->log, d, start, end + 1) != 0 ||
+        fs_departures_finish(d) != 0) {
+        fs_departures_free(d);
+        *oom = true;
+        return NULL;
+    }
+    d->series_scanned = scanned;
+    d->ring_scan_start_us = end > tail_lo ? (start > tail_lo ? start : tail_lo) : end;
+    return d;
+}
+
+/* Departures over [start, end]: see departures_from_log, else a scan of what the ring
+   holds (or the given one, prescanned over it) and the log for what is older. */
 static struct fs_departures *
 departures_with_log(struct fs_analysis *a, struct fs_store *st, int64_t start, int64_t end,
-                    bool record, struct hist_use *hu, int64_t now_us, char *err, size_t errlen)
+                    bool record, struct hist_use *hu, int64_t now_us,
+                    struct fs_departures *prescanned, char *err, size_t errlen)
 {
     struct fs_ring_stats rs;
     uint64_t limit;
@@ -1544,20 +1729,34 @@ departures_with_log(struct fs_analysis *a, struct fs_store *st, int64_t start, i
         a->data_since_us = rs.oldest_ts_us;
     int64_t scan_lo = start > ring_lo ? start : ring_lo;
     struct fs_departures *d = NULL;
-    if (scan_lo < end) {
-        d = scan_store(st, &a->opts.an, scan_lo, end, err, errlen);
+    bool from_log = false;
+    if (prescanned) {
+        d = prescanned;
+    } else {
+        bool oom = false;
+        d = departures_from_log(a, st, start, end, now_us, &oom, err, errlen);
+        if (oom)
+            return NULL;
+        from_log = d != NULL;
+    }
+    if (d) {
+        /* found */
+    } else if (scan_lo < end) {
+        d = scan_store(st, &a->opts.an, scan_lo, end, NULL, NULL, err, errlen);
     } else if ((d = fs_departures_new(&a->opts.an, start, end)) && fs_departures_finish(d) != 0) {
         fs_departures_free(d);
         d = NULL;
     }
     if (!d)
         return NULL;
+    if (!from_log)
+        d->ring_scan_start_us = scan_lo < end ? scan_lo : end;
     if (record && a->history && !a->log_backfilled && a->data_since_us)
         backfill_log(a, st, now_us);
-    if (record && fs_episode_log_record(a->log, d, now_us) != 0)
+    if (record && !from_log && fs_episode_log_record(a->log, d, now_us) != 0)
         fs_log(FS_LOG_WARN, "analysis", "episode log: out of memory, some episodes not kept");
     d->start_us = start;
-    if (start < scan_lo) {
+    if (!from_log && start < scan_lo) {
         if (fs_episode_log_replay(a->log, d, start, scan_lo) != 0 || fs_departures_finish(d) != 0) {
             fs_departures_free(d);
             snprintf(err, errlen, "out of memory");
@@ -1651,7 +1850,7 @@ fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
     bool present = end >= now_us - 60 * US;
     struct hist_use hu = {0};
     struct fs_departures *d =
-        departures_with_log(a, st, start, end, present, &hu, now_us, err, sizeof err);
+        departures_with_log(a, st, start, end, present, &hu, now_us, NULL, err, sizeof err);
     struct fs_incident_report *r = NULL;
     /* The next occurrence is predicted after the range's end, or now if that is later. */
     int64_t after = end > now_us ? end : now_us;
@@ -1672,8 +1871,10 @@ fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
     put_time(out, end);
     struct fs_episode_log_stats ls;
     fs_episode_log_stats(a->log, &ls);
-    fs_buf_printf(out, ",\"series_scanned\":%zu,\"series_departing\":%zu,", d->series_scanned,
-                  d->n_series);
+    fs_buf_printf(out, ",\"series_scanned\":%zu,\"series_departing\":%zu,\"ring_scanned_from\":",
+                  d->series_scanned, d->n_series);
+    put_time(out, d->ring_scan_start_us);
+    fs_buf_puts(out, ",");
     put_history(out, a, &hu);
     fs_buf_printf(out, "\"episode_log\":{\"episodes\":%zu,\"oldest\":", ls.runs);
     if (ls.runs)
@@ -1743,14 +1944,44 @@ fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
 int
 fs_analysis_refresh(struct fs_analysis *a, struct fs_store *st, int64_t now_us)
 {
+    /* The scan of the ring's whole span runs without the lock, so that requests (which
+       only scan after the previous one) are not held up by it. */
     pthread_mutex_lock(&a->run_lock);
+    struct fs_an_opts an = a->opts.an;
+    int64_t start = now_us - a->opts.horizon_us;
+    uint64_t gen = a->opts_gen;
+    pthread_mutex_unlock(&a->run_lock);
     char err[128];
+    struct fs_ring_stats rs;
+    uint64_t limit;
+    fs_store_ring_stats(st, &rs, &limit);
+    int64_t scan_lo = rs.samples && rs.oldest_ts_us > start ? rs.oldest_ts_us : start;
+    struct base_cache bc = {0};
+    struct fs_departures *full =
+        scan_lo < now_us ? scan_store(st, &an, scan_lo, now_us, NULL, &bc, err, sizeof err) : NULL;
+
+    pthread_mutex_lock(&a->run_lock);
+    if (gen != a->opts_gen) { /* new thresholds meanwhile: the scan used the old ones */
+        fs_departures_free(full);
+        full = NULL;
+        free(bc.b);
+        bc = (struct base_cache){0};
+    }
     struct fs_departures *d = departures_with_log(a, st, now_us - a->opts.horizon_us, now_us, true,
-                                                  NULL, now_us, err, sizeof err);
+                                                  NULL, now_us, full, err, sizeof err);
     struct fs_incident_report *r = NULL;
     int rc = -1;
     if (d && fs_incidents_find(d, now_us, &r) == 0)
         rc = remember_metrics(a, d, r);
+    if (d && bc.at_us) {
+        struct fs_episode_log_stats ls;
+        fs_episode_log_stats(a->log, &ls);
+        bc.log_evicted = ls.evicted_memory;
+        free(a->base.b);
+        a->base = bc;
+        bc.b = NULL;
+    }
+    free(bc.b);
     pthread_mutex_unlock(&a->run_lock);
     fs_incident_report_free(r);
     fs_departures_free(d);
@@ -2034,7 +2265,7 @@ fs_analysis_export_trace(struct fs_analysis *a, struct fs_store *st,
     /* Incidents of the range as instants on their switches. */
     if (!oom && !out->overflow) {
         char err[128];
-        d = scan_store(st, &a->opts.an, start, end, err, sizeof err);
+        d = scan_store(st, &a->opts.an, start, end, NULL, NULL, err, sizeof err);
         if (!d || fs_incidents_find(d, end, &rep) != 0)
             oom = true;
         for (size_t i = 0; !oom && rep && i < rep->n_episodes; i++) {

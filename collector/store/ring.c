@@ -53,6 +53,7 @@
 
 struct chunk {
     struct chunk *next;                  /* newer closed chunk of the same series */
+    struct chunk *prev;                  /* older closed chunk (reads of recent data walk back) */
     struct chunk *fifo_prev, *fifo_next; /* eviction order; closed chunks only */
     int64_t last_ts;                     /* set at close */
     uint64_t first_val;                  /* raw value (counter, or IEEE bits of a gauge) */
@@ -514,6 +515,7 @@ close_head(struct fs_ring *r, struct series *s, const struct group *g)
     h->last_seq = s->last_seq;
     h->last_ts = tl_ts(g, s->last_seq);
     h->next = NULL;
+    h->prev = s->newest;
     if (s->newest)
         s->newest->next = h;
     else
@@ -536,7 +538,7 @@ open_head(struct fs_ring *r, struct series *s, uint32_t id, struct group *g, uin
         return false;
     }
     r->bytes += msize(h);
-    h->next = h->fifo_prev = h->fifo_next = NULL;
+    h->next = h->prev = h->fifo_prev = h->fifo_next = NULL;
     h->last_ts = 0;
     h->first_val = v;
     h->series = id;
@@ -575,6 +577,8 @@ evict_front(struct fs_ring *r, uint64_t *counter)
     s->oldest = c->next;
     if (!s->oldest)
         s->newest = NULL;
+    else
+        s->oldest->prev = NULL;
     *counter += c->n;
     drop_chunk(r, g, c);
     tl_trim(r, g);
@@ -1133,8 +1137,20 @@ ring_read(struct fs_ring *r, uint32_t id, uint32_t gen, bool check_gen, int64_t 
         seq_hi = s->last_seq;
     /* pass 1: count the chunks and words to copy */
     size_t words = 0, nchunks = 0;
-    struct chunk *first = NULL;
-    for (struct chunk *c = s->oldest; c; c = c->next) {
+    struct chunk *first = NULL, *from = s->oldest;
+    /* A read of recent samples (the usual one) starts from the newest closed chunk and
+       walks back: walking an hour of chunks from the oldest, pointer by pointer, cost
+       more than decoding the few that are read. */
+    if (s->newest && s->newest->last_seq < seq_lo) {
+        from = NULL; /* only the live chunk holds samples that recent */
+    } else if (s->newest && (!s->newest->prev || s->newest->prev->last_seq < seq_lo)) {
+        from = s->newest;
+    } else if (from && (int64_t)seq_lo - from->first_seq > (int64_t)s->newest->last_seq - seq_lo) {
+        from = s->newest;
+        while (from->prev && from->prev->last_seq >= seq_lo)
+            from = from->prev;
+    }
+    for (struct chunk *c = from; c; c = c->next) {
         if (c->last_seq < seq_lo || c->first_seq > seq_hi)
             continue;
         if (!first)

@@ -475,6 +475,56 @@ test_incidents_and_metrics(void **state)
     assert_non_null(strstr(f->out.data, "fabricscope_host_events "));
 }
 
+/* A request between two refreshes scans only the samples after the last one and takes the
+ * rest from the episode log; it must answer as a scan of the whole range does. */
+static void
+test_incidents_between_refreshes(void **state)
+{
+    struct fixture *f = *state;
+    char err[128];
+    struct fs_host_events_opts ho = {1 << 20, 3600LL * 1000000000LL};
+    struct fs_analysis *cold = fs_analysis_new(&ho, err, sizeof err);
+    assert_non_null(cold);
+    /* The refresh 25 s ago: a surge began 22.7 s ago, after it. */
+    int64_t refreshed = f->now_us - 25 * S;
+    assert_int_equal(fs_analysis_refresh(f->an, f->st, refreshed), 0);
+    struct json_object *o[2];
+    for (int k = 0; k < 2; k++) {
+        fs_buf_reset(&f->out);
+        int rc = fs_analysis_incidents(k ? cold : f->an, f->st, NULL, 0, f->now_us, &f->out);
+        if (rc != 200)
+            fail_msg("incidents: %d %s", rc, f->out.data);
+        o[k] = parse(&f->out);
+    }
+    double from_hot = json_object_get_double(get(o[0], "data.ring_scanned_from"));
+    double from_cold = json_object_get_double(get(o[1], "data.ring_scanned_from"));
+    print_message("ring scanned from %.3f s before now (after a refresh), %.3f s (cold)\n",
+                  (double)f->now_us / 1e6 - from_hot, (double)f->now_us / 1e6 - from_cold);
+    /* The refresh's end less the merge gap (2 s); the cold one read what the ring holds. */
+    assert_true(fabs(from_hot - (double)(refreshed - 2 * S) / 1e6) < 1e-3);
+    assert_true(from_cold <= (double)(f->t0_us + S) / 1e6);
+    struct json_object *g[2];
+    for (int k = 0; k < 2; k++) {
+        g[k] = get(o[k], "data.recurring.0");
+        assert_true(is_culprit(get(g[k], "series.0")));
+    }
+    assert_int_equal(json_object_get_int(get(g[0], "occurrences")),
+                     json_object_get_int(get(g[1], "occurrences")));
+    assert_true(fabs(json_object_get_double(get(g[0], "period_s")) -
+                     json_object_get_double(get(g[1], "period_s"))) < 0.05);
+    assert_true(fabs(json_object_get_double(get(g[0], "next_expected")) -
+                     json_object_get_double(get(g[1], "next_expected"))) < 0.5);
+    assert_int_equal(json_object_get_int(get(o[0], "data.episodes_total")),
+                     json_object_get_int(get(o[1], "data.episodes_total")));
+    /* The surge after the refresh is there, seen by the scan of the tail alone. */
+    double last = json_object_get_double(get(g[0], "last"));
+    print_message("last occurrence %.3f s before now\n", (double)f->now_us / 1e6 - last);
+    assert_true(last > (double)refreshed / 1e6);
+    json_object_put(o[0]);
+    json_object_put(o[1]);
+    fs_analysis_free(cold);
+}
+
 static void
 test_export_trace(void **state)
 {
@@ -535,6 +585,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_correlate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_correlate_dump_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_incidents_and_metrics, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_incidents_between_refreshes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_export_trace, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -415,6 +415,14 @@ test_evict_memory(void **state)
         size_t got = check_range(r, (uint32_t)id[i], &m[i], INT64_MIN, INT64_MAX, true);
         assert_true(got > 0); /* the head is never evicted: newest samples are there */
         total += got;
+        /* recent ranges (read walking back from the newest closed chunk), down to the
+           oldest sample left, after evictions unlinked the oldest chunks */
+        static const size_t back[] = {0, 1, 2, 100, 300, 1000, 5000};
+        for (size_t k = 0; k < sizeof back / sizeof *back; k++)
+            if (back[k] < got)
+                check_range(r, (uint32_t)id[i], &m[i], m[i].ts[m[i].n - 1 - back[k]], INT64_MAX,
+                            false);
+        check_range(r, (uint32_t)id[i], &m[i], m[i].ts[m[i].n - got], INT64_MAX, false);
         int64_t first = m[i].ts[m[i].n - got];
         if (first < oldest)
             oldest = first;
