@@ -188,6 +188,7 @@ struct rentry {
     uint32_t key_len;
     uint8_t kind; /* enum vkind */
     uint8_t n_labels;
+    bool shared;                /* in a class (see fs_gnmi_map_shared), else the map's own */
     uint32_t refs;              /* shared entries: maps holding it (under the pool's lock) */
     struct rentry *shared_next; /* shared entries: the class's bucket chain */
     enum fs_metric m;
@@ -458,8 +459,11 @@ options_signature(const struct fs_gnmi_map_opts *o, size_t *len)
     size_t cap = 0;
     bool ok = true;
     *len = 0;
-    unsigned char expose = o->expose_unmapped;
-    ok = ok && sig_put(&sig, len, &cap, &expose, 1);
+    /* with ACL entries named by description, the paths resolved through them stay each
+     * map's own (make_entry's by_acl); such maps are a class of their own all the same,
+     * so that none of them finds an ACL path another resolved without names */
+    unsigned char flags[2] = {o->expose_unmapped, o->rule_names && o->n_rule_names};
+    ok = ok && sig_put(&sig, len, &cap, flags, sizeof flags);
     for (size_t i = 0; ok && i < o->n_user_maps; i++) {
         const struct fs_gnmi_user_map *u = &o->user_maps[i];
         int type = (int)u->type;
@@ -584,7 +588,7 @@ cache_release(struct fs_gnmi_map *m)
     if (m->cls)
         pthread_mutex_lock(&m->shared->lock);
     for (size_t i = 0; m->slots && i < m->n_slots; i++) {
-        if (m->slots[i] && m->cls)
+        if (m->slots[i] && m->slots[i]->shared)
             shared_put_locked(m->shared, m->cls, m->slots[i]);
         else
             free(m->slots[i]);
@@ -603,7 +607,7 @@ entry_drop(struct fs_gnmi_map *m, struct rentry *e)
 {
     if (!e)
         return;
-    if (m->cls) {
+    if (e->shared) {
         pthread_mutex_lock(&m->shared->lock);
         shared_put_locked(m->shared, m->cls, e);
         pthread_mutex_unlock(&m->shared->lock);
@@ -722,9 +726,7 @@ fs_gnmi_map_new(const struct fs_gnmi_map_opts *o, char *errbuf, size_t errlen)
         }
         m->n_acl++;
     }
-    /* ACL entries named by description resolve by this target's own descriptions: such a
-     * map keeps its entries to itself */
-    if (o->shared && !m->rule_names && !shared_join(m, o->shared, o)) {
+    if (o->shared && !shared_join(m, o->shared, o)) {
         snprintf(errbuf, errlen, "out of memory");
         goto fail;
     }
@@ -954,8 +956,9 @@ acl_description(struct fs_gnmi_map *m, size_t n, const char *desc)
 /* Matches the rules against the path; fills the entry's metric/kind and label values. */
 static bool
 resolve(const struct fs_gnmi_map *m, const struct pview *vs, size_t n, const struct crule **out,
-        const char *vals[MAX_LABELS], char digits[MAX_LABELS][24])
+        const char *vals[MAX_LABELS], char digits[MAX_LABELS][24], bool *by_acl)
 {
+    *by_acl = false;
     for (size_t ri = 0; ri < m->n_rules; ri++) {
         const struct crule *r = &m->rules[ri];
         if (r->n_names != n)
@@ -1006,6 +1009,7 @@ resolve(const struct fs_gnmi_map *m, const struct pview *vs, size_t n, const str
                 break;
             case LS_ACL:
                 v = acl_rule(m, vs, n);
+                *by_acl = true;
                 break;
             case LS_ANYKEY:
                 for (size_t e = 0; e < n && !v; e++)
@@ -1108,12 +1112,12 @@ catalogue_label(enum fs_metric mt, const char *label)
 
 static struct rentry *
 make_entry(const struct fs_gnmi_map *m, const char *key, size_t key_len, uint64_t h,
-           const struct pview *vs, size_t n)
+           const struct pview *vs, size_t n, bool *by_acl)
 {
     const struct crule *r = NULL;
     const char *vals[MAX_LABELS] = {0};
     char digits[MAX_LABELS][24];
-    bool mapped = resolve(m, vs, n, &r, vals, digits);
+    bool mapped = resolve(m, vs, n, &r, vals, digits, by_acl);
     if (!mapped && m->expose_unmapped) {
         struct rentry *e = calloc(1, sizeof *e + key_len + 1 + 2 * key_len + 2);
         if (!e)
@@ -1170,9 +1174,14 @@ shared_get(struct fs_gnmi_map *m, size_t len, uint64_t h, size_t n_views)
     struct rentry *e = c->buckets[h & (c->n_buckets - 1)];
     while (e && !(e->hash == h && e->key_len == len && memcmp(e->key, m->key, len) == 0))
         e = e->shared_next;
+    bool by_acl = false;
     if (e) {
         e->refs++;
-    } else if ((e = make_entry(m, m->key, len, h, m->views, n_views)) != NULL) {
+    } else if ((e = make_entry(m, m->key, len, h, m->views, n_views, &by_acl)) != NULL && by_acl &&
+               m->rule_names) {
+        /* resolved through this target's ACL descriptions: its own (shared stays false) */
+    } else if (e) {
+        e->shared = true;
         e->refs = 1;
         e->shared_next = c->buckets[h & (c->n_buckets - 1)];
         c->buckets[h & (c->n_buckets - 1)] = e;
@@ -1226,8 +1235,9 @@ lookup(struct fs_gnmi_map *m, size_t len, size_t n_views, struct rentry **tmp)
             m->cur_slot = i;
             return e;
         }
-    struct rentry *e =
-        m->cls ? shared_get(m, len, h, n_views) : make_entry(m, m->key, len, h, m->views, n_views);
+    bool by_acl;
+    struct rentry *e = m->cls ? shared_get(m, len, h, n_views)
+                              : make_entry(m, m->key, len, h, m->views, n_views, &by_acl);
     if (!e)
         return NULL;
     size_t bytes = entry_bytes(e);

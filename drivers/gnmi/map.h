@@ -43,8 +43,9 @@
  * fs_gnmi_map_shared (opts.shared) whose options resolve alike share one copy of each
  * resolved path; each map keeps only its table of pointers to them (about 20 bytes a
  * path), its own deleted marks and its own bounds (cache_max, cache_max_bytes count every
- * entry the map holds, shared or not). A map with ACL entries named by description
- * (rule_names) resolves by its own target's descriptions and shares nothing.
+ * entry the map holds, shared or not). With ACL entries named by description
+ * (rule_names), the paths resolved through them (ACL counters) follow the target's own
+ * descriptions and stay the map's own; its other paths are shared.
  *
  * Ownership. struct fs_gnmi_map belongs to the caller (fs_gnmi_map_new/_free); it copies
  * what it needs from the options. Label strings handed to the emitter belong to the map

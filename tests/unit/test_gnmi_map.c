@@ -1201,9 +1201,9 @@ test_expose_unmapped_bounded(void **state)
 
 /*
  * Fleets (issue 18): maps of one shared set with the same options hold one copy of each
- * resolved path; other options make another class; a map with ACL entries named by
- * description keeps its own. Deletes stay per map, entries outlive the map that made them
- * (labels included), and the last map out frees them and the set.
+ * resolved path; other options make another class; ACL counters resolved through a
+ * target's own ACL descriptions stay its own. Deletes stay per map, entries outlive the map that
+ * made them (labels included), and the last map out frees them and the set.
  */
 static void
 feed_ports(struct fs_gnmi_map *m, struct recorder *r, int64_t t)
@@ -1249,8 +1249,32 @@ test_shared_paths(void **state)
     feed_ports(c, &r, 1);
     assert_int_equal(fs_gnmi_map_shared_entries(sh), 6); /* other options, other class */
     feed_ports(d, &r, 1);
-    assert_int_equal(fs_gnmi_map_shared_entries(sh), 6); /* its own entries */
+    assert_int_equal(fs_gnmi_map_shared_entries(sh), 9); /* ACL names on: a class of its own */
     assert_int_equal(r.n, 3);
+    /* ACL counters resolved through a target's descriptions stay that target's own */
+    struct fs_gnmi_map *d2 = map_new(&on);
+    feed_ports(d2, &r, 1);
+    assert_int_equal(fs_gnmi_map_shared_entries(sh), 9);
+#define ACL_E "/acl/acl-sets/acl-set[name=F][type=ACL_IPV4]/acl-entries/acl-entry[sequence-id=10]/"
+    Gnmi__Notification *na = notif(NULL, 0);
+    add_str(na, ACL_E "state/description", "r1");
+    fs_gnmi_map_notification(d, na, 1, &rec_emit, &r);
+    notif_free(na);
+    na = notif(NULL, 0);
+    add_uint(na, ACL_E "state/matched-packets", 5);
+    r.n = 0;
+    fs_gnmi_map_notification(d, na, 2, &rec_emit, &r);
+    assert_int_equal(r.n, 1); /* d's description names rule r1 */
+    assert_non_null(find(&r, FS_M_FLOW_RULE_PACKETS, "rule=r1"));
+    r.n = 0;
+    fs_gnmi_map_notification(d2, na, 2, &rec_emit, &r);
+    assert_int_equal(r.n, 0); /* d2 has no such description: unmapped */
+    notif_free(na);
+#undef ACL_E
+    assert_int_equal(fs_gnmi_map_shared_entries(sh), 9);
+    fs_gnmi_map_free(d2); /* d forgot its paths when its description named a rule: */
+    assert_int_equal(fs_gnmi_map_shared_entries(sh),
+                     6); /* the class.s last holder of them was d2 */
 
     /* a made the entries; they (and their label names) live on in b */
     fs_gnmi_map_free(a);
@@ -1283,6 +1307,7 @@ test_shared_paths(void **state)
     fs_gnmi_map_free(a2);
     assert_int_equal(fs_gnmi_map_shared_entries(sh), 3);
     fs_gnmi_map_free(d);
+    assert_int_equal(fs_gnmi_map_shared_entries(sh), 3);
     fs_gnmi_map_free(c); /* the last: frees the set */
 }
 
