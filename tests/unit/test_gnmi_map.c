@@ -1273,8 +1273,7 @@ test_shared_paths(void **state)
 #undef ACL_E
     assert_int_equal(fs_gnmi_map_shared_entries(sh), 9);
     fs_gnmi_map_free(d2); /* d forgot its paths when its description named a rule: */
-    assert_int_equal(fs_gnmi_map_shared_entries(sh),
-                     6); /* the class.s last holder of them was d2 */
+    assert_int_equal(fs_gnmi_map_shared_entries(sh), 6); /* their last holder was d2 */
 
     /* a made the entries; they (and their label names) live on in b */
     fs_gnmi_map_free(a);
