@@ -55,6 +55,9 @@ fs_gnmi_arena_init(struct fs_gnmi_arena *a, size_t cap, size_t max_cap)
     a->chunk = malloc(cap);
     a->cap = a->chunk ? cap : 0;
     a->max_cap = max_cap > cap ? max_cap : cap;
+    a->first_cap = a->cap;
+    a->win_peak = 0;
+    a->win_resets = 0;
     a->used = 0;
     a->overflow_bytes = 0;
     a->overflow_limit = 0;
@@ -66,6 +69,8 @@ void
 fs_gnmi_arena_reset(struct fs_gnmi_arena *a)
 {
     size_t want = a->used + a->overflow_bytes;
+    if (want > a->win_peak)
+        a->win_peak = want;
     while (a->blocks) {
         struct fs_gnmi_arena_block *b = a->blocks;
         a->blocks = b->next;
@@ -81,6 +86,22 @@ fs_gnmi_arena_reset(struct fs_gnmi_arena *a)
                 a->cap = ncap;
             }
         }
+    }
+    if (++a->win_resets >= FS_GNMI_ARENA_WINDOW) {
+        /* a quiet window: give back what the large messages left */
+        size_t keep = a->win_peak + a->win_peak / 4;
+        if (keep < a->first_cap)
+            keep = a->first_cap;
+        if (a->cap > a->first_cap && a->win_peak < a->cap / 2 && keep < a->cap) {
+            unsigned char *c = malloc(keep);
+            if (c) {
+                free(a->chunk);
+                a->chunk = c;
+                a->cap = keep;
+            }
+        }
+        a->win_peak = 0;
+        a->win_resets = 0;
     }
     a->used = 0;
     a->overflow_bytes = 0;

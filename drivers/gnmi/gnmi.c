@@ -16,6 +16,7 @@
 
 struct fs_gnmi {
     struct fs_gnmi_io *io;
+    struct fs_gnmi_map_shared *paths; /* resolved paths shared by the targets (map.h) */
 };
 
 struct fs_gnmi_target {
@@ -409,7 +410,13 @@ fs_gnmi_init(void **state, char *errbuf, size_t errlen)
         snprintf(errbuf, errlen, "out of memory");
         return -1;
     }
+    if (!(d->paths = fs_gnmi_map_shared_new())) {
+        snprintf(errbuf, errlen, "out of memory");
+        free(d);
+        return -1;
+    }
     if (fs_gnmi_io_new(&d->io, errbuf, errlen) != 0) {
+        fs_gnmi_map_shared_release(d->paths);
         free(d);
         return -1;
     }
@@ -424,6 +431,7 @@ fs_gnmi_shutdown(void *state)
     if (!d)
         return;
     fs_gnmi_io_free(d->io);
+    fs_gnmi_map_shared_release(d->paths); /* maps still alive keep it */
     free(d);
 }
 
@@ -501,7 +509,8 @@ fs_gnmi_target_add(void *state, const char *name, const char *address,
                                   .rule_names = rule_names,
                                   .n_rule_names = n_names,
                                   .acl_description_prefix = cfg->acl_description_prefix,
-                                  .expose_unmapped = cfg->expose_unmapped};
+                                  .expose_unmapped = cfg->expose_unmapped,
+                                  .shared = d->paths};
     t->map = fs_gnmi_map_new(&mo, errbuf, errlen);
     free(rule_names);
     if (!t->map)

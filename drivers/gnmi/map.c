@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <json-c/json.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,7 +188,9 @@ struct rentry {
     uint32_t key_len;
     uint8_t kind; /* enum vkind */
     uint8_t n_labels;
-    bool deleted;
+    bool shared;                /* in a class (see fs_gnmi_map_shared), else the map's own */
+    uint32_t refs;              /* shared entries: maps holding it (under the pool's lock) */
+    struct rentry *shared_next; /* shared entries: the class's bucket chain */
     enum fs_metric m;
     double scale;
     struct fs_label labels[MAX_LABELS];
@@ -232,7 +236,11 @@ struct fs_gnmi_map {
     char **owned; /* strings copied from the options */
     size_t n_owned;
     struct rentry **slots;
-    size_t n_slots; /* power of two */
+    unsigned char *deleted; /* per slot: its path was deleted by the target (not re-sent) */
+    size_t n_slots;         /* power of two */
+    size_t cur_slot;        /* slot of the entry lookup() returned; SIZE_MAX: not cached */
+    struct fs_gnmi_map_shared *shared; /* NULL: entries are this map's own */
+    struct shclass *cls;               /* the class of maps resolving as this one does */
     size_t cache_max, cache_max_bytes;
     bool expose_unmapped;
     struct fs_gnmi_map_stats st;
@@ -357,6 +365,257 @@ metric_has_label(enum fs_metric mt, const char *label)
     return false;
 }
 
+/* ---- resolved paths shared between maps (map.h) ----
+ * Maps whose options resolve every path alike form a class (same signature: the options
+ * serialized); a class holds one entry per path, counted by the maps that cache it. Each
+ * map keeps its own table of pointers, its own deleted marks and its own bounds (entries
+ * and bytes count for every map that holds them), so a hostile target is bounded as
+ * before, and a map's lookups that hit take no lock. */
+struct shclass {
+    struct shclass *next;
+    char *sig;
+    size_t sig_len;
+    struct rentry **buckets; /* chained by shared_next */
+    size_t n_buckets;        /* power of two */
+    size_t n;                /* entries */
+    size_t maps;
+};
+
+struct fs_gnmi_map_shared {
+    pthread_mutex_t lock;
+    size_t refs; /* the creator's and one per map */
+    struct shclass *classes;
+    size_t entries;
+};
+
+struct fs_gnmi_map_shared *
+fs_gnmi_map_shared_new(void)
+{
+    struct fs_gnmi_map_shared *sh = calloc(1, sizeof *sh);
+    if (!sh)
+        return NULL;
+    pthread_mutex_init(&sh->lock, NULL);
+    sh->refs = 1;
+    return sh;
+}
+
+static void
+shared_unref_pool(struct fs_gnmi_map_shared *sh)
+{
+    pthread_mutex_lock(&sh->lock);
+    bool last = --sh->refs == 0;
+    pthread_mutex_unlock(&sh->lock);
+    if (!last)
+        return;
+    pthread_mutex_destroy(&sh->lock);
+    free(sh);
+}
+
+void
+fs_gnmi_map_shared_release(struct fs_gnmi_map_shared *sh)
+{
+    if (sh)
+        shared_unref_pool(sh);
+}
+
+size_t
+fs_gnmi_map_shared_entries(struct fs_gnmi_map_shared *sh)
+{
+    pthread_mutex_lock(&sh->lock);
+    size_t n = sh->entries;
+    pthread_mutex_unlock(&sh->lock);
+    return n;
+}
+
+/* Appends a length-prefixed field to a signature being built; false on no memory. */
+static bool
+sig_put(char **sig, size_t *len, size_t *cap, const void *p, size_t n)
+{
+    if (*len + sizeof n + n > *cap) {
+        size_t nc = (*cap ? *cap * 2 : 256) + sizeof n + n;
+        char *g = realloc(*sig, nc);
+        if (!g)
+            return false;
+        *sig = g;
+        *cap = nc;
+    }
+    memcpy(*sig + *len, &n, sizeof n);
+    memcpy(*sig + *len + sizeof n, p, n);
+    *len += sizeof n + n;
+    return true;
+}
+
+static bool
+sig_str(char **sig, size_t *len, size_t *cap, const char *s)
+{
+    return sig_put(sig, len, cap, s ? s : "\xff", s ? strlen(s) : 1);
+}
+
+/* Everything of the options that decides how a path resolves, serialized. */
+static char *
+options_signature(const struct fs_gnmi_map_opts *o, size_t *len)
+{
+    char *sig = NULL;
+    size_t cap = 0;
+    bool ok = true;
+    *len = 0;
+    /* with ACL entries named by description, the paths resolved through them stay each
+     * map's own (make_entry's by_acl); such maps are a class of their own all the same,
+     * so that none of them finds an ACL path another resolved without names */
+    unsigned char flags[2] = {o->expose_unmapped, o->rule_names && o->n_rule_names};
+    ok = ok && sig_put(&sig, len, &cap, flags, sizeof flags);
+    for (size_t i = 0; ok && i < o->n_user_maps; i++) {
+        const struct fs_gnmi_user_map *u = &o->user_maps[i];
+        int type = (int)u->type;
+        ok = sig_str(&sig, len, &cap, u->pattern) && sig_str(&sig, len, &cap, u->metric) &&
+             sig_put(&sig, len, &cap, &type, sizeof type) &&
+             sig_put(&sig, len, &cap, &u->scale, sizeof u->scale) &&
+             sig_put(&sig, len, &cap, &u->n_labels, sizeof u->n_labels);
+        for (size_t j = 0; ok && j < u->n_labels; j++)
+            ok = sig_str(&sig, len, &cap, u->labels[j].label) &&
+                 sig_str(&sig, len, &cap, u->labels[j].key) &&
+                 sig_str(&sig, len, &cap, u->labels[j].value);
+    }
+    ok = ok && sig_put(&sig, len, &cap, "acl", 3);
+    for (size_t i = 0; ok && i < o->n_acl_rules; i++)
+        ok = sig_str(&sig, len, &cap, o->acl_rules[i].acl_name) &&
+             sig_put(&sig, len, &cap, &o->acl_rules[i].sequence_id,
+                     sizeof o->acl_rules[i].sequence_id) &&
+             sig_str(&sig, len, &cap, o->acl_rules[i].rule);
+    if (!ok) {
+        free(sig);
+        return NULL;
+    }
+    return sig;
+}
+
+/* Joins the class of maps with these options (made if none); false on no memory. */
+static bool
+shared_join(struct fs_gnmi_map *m, struct fs_gnmi_map_shared *sh, const struct fs_gnmi_map_opts *o)
+{
+    size_t len;
+    char *sig = options_signature(o, &len);
+    if (!sig)
+        return false;
+    pthread_mutex_lock(&sh->lock);
+    struct shclass *c = sh->classes;
+    while (c && !(c->sig_len == len && memcmp(c->sig, sig, len) == 0))
+        c = c->next;
+    if (!c && (c = calloc(1, sizeof *c)) != NULL) {
+        c->n_buckets = 1024;
+        c->buckets = calloc(c->n_buckets, sizeof *c->buckets);
+        if (!c->buckets) {
+            free(c);
+            c = NULL;
+        } else {
+            c->sig = sig;
+            c->sig_len = len;
+            sig = NULL;
+            c->next = sh->classes;
+            sh->classes = c;
+        }
+    }
+    if (c) {
+        c->maps++;
+        sh->refs++;
+        m->shared = sh;
+        m->cls = c;
+    }
+    pthread_mutex_unlock(&sh->lock);
+    free(sig);
+    return c != NULL;
+}
+
+static void
+shclass_grow(struct shclass *c)
+{
+    size_t nb = c->n_buckets * 2;
+    struct rentry **b = calloc(nb, sizeof *b);
+    if (!b)
+        return; /* longer chains; still correct */
+    for (size_t i = 0; i < c->n_buckets; i++)
+        for (struct rentry *e = c->buckets[i], *nx; e; e = nx) {
+            nx = e->shared_next;
+            e->shared_next = b[e->hash & (nb - 1)];
+            b[e->hash & (nb - 1)] = e;
+        }
+    free(c->buckets);
+    c->buckets = b;
+    c->n_buckets = nb;
+}
+
+/* Drops one map's hold of a shared entry (caller holds the lock). */
+static void
+shared_put_locked(struct fs_gnmi_map_shared *sh, struct shclass *c, struct rentry *e)
+{
+    if (--e->refs > 0)
+        return;
+    struct rentry **pp = &c->buckets[e->hash & (c->n_buckets - 1)];
+    while (*pp != e)
+        pp = &(*pp)->shared_next;
+    *pp = e->shared_next;
+    c->n--;
+    sh->entries--;
+    free(e);
+}
+
+/* Leaves the class; the last map out frees it. */
+static void
+shared_leave(struct fs_gnmi_map *m)
+{
+    struct fs_gnmi_map_shared *sh = m->shared;
+    pthread_mutex_lock(&sh->lock);
+    struct shclass *c = m->cls;
+    if (--c->maps == 0) {
+        struct shclass **pp = &sh->classes;
+        while (*pp != c)
+            pp = &(*pp)->next;
+        *pp = c->next;
+        free(c->buckets); /* empty: every map released its entries */
+        free(c->sig);
+        free(c);
+    }
+    pthread_mutex_unlock(&sh->lock);
+    m->cls = NULL;
+    m->shared = NULL;
+    shared_unref_pool(sh);
+}
+
+/* Drops every cached entry of the map. */
+static void
+cache_release(struct fs_gnmi_map *m)
+{
+    if (m->cls)
+        pthread_mutex_lock(&m->shared->lock);
+    for (size_t i = 0; m->slots && i < m->n_slots; i++) {
+        if (m->slots[i] && m->slots[i]->shared)
+            shared_put_locked(m->shared, m->cls, m->slots[i]);
+        else
+            free(m->slots[i]);
+        m->slots[i] = NULL;
+        m->deleted[i] = 0;
+    }
+    if (m->cls)
+        pthread_mutex_unlock(&m->shared->lock);
+    m->st.cache_entries = 0;
+    m->st.cache_bytes = 0;
+}
+
+/* Frees an entry lookup() handed out uncached (the cache was full). */
+static void
+entry_drop(struct fs_gnmi_map *m, struct rentry *e)
+{
+    if (!e)
+        return;
+    if (e->shared) {
+        pthread_mutex_lock(&m->shared->lock);
+        shared_put_locked(m->shared, m->cls, e);
+        pthread_mutex_unlock(&m->shared->lock);
+    } else {
+        free(e);
+    }
+}
+
 /* ---- construction ---- */
 
 struct fs_gnmi_map *
@@ -375,6 +634,8 @@ fs_gnmi_map_new(const struct fs_gnmi_map_opts *o, char *errbuf, size_t errlen)
     m->expose_unmapped = o->expose_unmapped;
     m->n_slots = 1024;
     m->slots = calloc(m->n_slots, sizeof *m->slots);
+    m->deleted = calloc(m->n_slots, 1);
+    m->cur_slot = SIZE_MAX;
     m->tok = json_tokener_new_ex(FS_GNMI_JSON_MAX_DEPTH);
     m->wjh_tok = json_tokener_new_ex(8);
     m->rules = calloc(N_BUILTIN + o->n_user_maps, sizeof *m->rules);
@@ -395,7 +656,7 @@ fs_gnmi_map_new(const struct fs_gnmi_map_opts *o, char *errbuf, size_t errlen)
             m->n_rule_names++;
         }
     }
-    if (!m->slots || !m->tok || !m->wjh_tok || !m->rules || !m->acl) {
+    if (!m->slots || !m->deleted || !m->tok || !m->wjh_tok || !m->rules || !m->acl) {
         snprintf(errbuf, errlen, "out of memory");
         goto fail;
     }
@@ -465,6 +726,10 @@ fs_gnmi_map_new(const struct fs_gnmi_map_opts *o, char *errbuf, size_t errlen)
         }
         m->n_acl++;
     }
+    if (o->shared && !shared_join(m, o->shared, o)) {
+        snprintf(errbuf, errlen, "out of memory");
+        goto fail;
+    }
     return m;
 fail:
     fs_gnmi_map_free(m);
@@ -476,9 +741,12 @@ fs_gnmi_map_free(struct fs_gnmi_map *m)
 {
     if (!m)
         return;
-    for (size_t i = 0; m->slots && i < m->n_slots; i++)
-        free(m->slots[i]);
+    if (m->deleted)
+        cache_release(m);
     free(m->slots);
+    free(m->deleted);
+    if (m->cls)
+        shared_leave(m);
     for (size_t i = 0; m->rules && i < m->n_rules; i++)
         free(m->rules[i].names);
     free(m->rules);
@@ -625,11 +893,7 @@ acl_rule(const struct fs_gnmi_map *m, const struct pview *vs, size_t n)
 static void
 cache_clear(struct fs_gnmi_map *m)
 {
-    for (size_t i = 0; i < m->n_slots; i++) {
-        free(m->slots[i]);
-        m->slots[i] = NULL;
-    }
-    m->st.cache_entries = 0;
+    cache_release(m);
 }
 
 /*
@@ -692,8 +956,9 @@ acl_description(struct fs_gnmi_map *m, size_t n, const char *desc)
 /* Matches the rules against the path; fills the entry's metric/kind and label values. */
 static bool
 resolve(const struct fs_gnmi_map *m, const struct pview *vs, size_t n, const struct crule **out,
-        const char *vals[MAX_LABELS], char digits[MAX_LABELS][24])
+        const char *vals[MAX_LABELS], char digits[MAX_LABELS][24], bool *by_acl)
 {
+    *by_acl = false;
     for (size_t ri = 0; ri < m->n_rules; ri++) {
         const struct crule *r = &m->rules[ri];
         if (r->n_names != n)
@@ -744,6 +1009,7 @@ resolve(const struct fs_gnmi_map *m, const struct pview *vs, size_t n, const str
                 break;
             case LS_ACL:
                 v = acl_rule(m, vs, n);
+                *by_acl = true;
                 break;
             case LS_ANYKEY:
                 for (size_t e = 0; e < n && !v; e++)
@@ -832,14 +1098,26 @@ entry_bytes(const struct rentry *e)
     return n;
 }
 
+/* The catalogue's own copy of a label name: an entry may outlive the map that made it
+ * (shared entries), so it must not point into the map's options. */
+static const char *
+catalogue_label(enum fs_metric mt, const char *label)
+{
+    const struct fs_metric_def *d = &fs_metric_defs[mt];
+    for (size_t i = 0; i < d->n_labels; i++)
+        if (strcmp(d->labels[i], label) == 0)
+            return d->labels[i];
+    return label; /* not reached: labels are checked against the metric at construction */
+}
+
 static struct rentry *
 make_entry(const struct fs_gnmi_map *m, const char *key, size_t key_len, uint64_t h,
-           const struct pview *vs, size_t n)
+           const struct pview *vs, size_t n, bool *by_acl)
 {
     const struct crule *r = NULL;
     const char *vals[MAX_LABELS] = {0};
     char digits[MAX_LABELS][24];
-    bool mapped = resolve(m, vs, n, &r, vals, digits);
+    bool mapped = resolve(m, vs, n, &r, vals, digits, by_acl);
     if (!mapped && m->expose_unmapped) {
         struct rentry *e = calloc(1, sizeof *e + key_len + 1 + 2 * key_len + 2);
         if (!e)
@@ -877,11 +1155,42 @@ make_entry(const struct fs_gnmi_map *m, const char *key, size_t key_len, uint64_
     for (size_t j = 0; j < r->n_labels; j++) {
         size_t l = strlen(vals[j]);
         memcpy(p, vals[j], l + 1);
-        e->labels[j].name = r->l[j].label;
+        e->labels[j].name = catalogue_label(r->m, r->l[j].label);
         e->labels[j].value = p;
         p += l + 1;
     }
     e->n_labels = (uint8_t)r->n_labels;
+    return e;
+}
+
+/* The class's entry of key m->key[0..len), made from the views on a miss; the caller
+ * holds one reference to it. NULL on no memory. */
+static struct rentry *
+shared_get(struct fs_gnmi_map *m, size_t len, uint64_t h, size_t n_views)
+{
+    struct fs_gnmi_map_shared *sh = m->shared;
+    struct shclass *c = m->cls;
+    pthread_mutex_lock(&sh->lock);
+    struct rentry *e = c->buckets[h & (c->n_buckets - 1)];
+    while (e && !(e->hash == h && e->key_len == len && memcmp(e->key, m->key, len) == 0))
+        e = e->shared_next;
+    bool by_acl = false;
+    if (e) {
+        e->refs++;
+    } else if ((e = make_entry(m, m->key, len, h, m->views, n_views, &by_acl)) != NULL && by_acl &&
+               m->rule_names) {
+        /* resolved through this target's ACL descriptions: its own (shared stays false) */
+    } else if (e) {
+        e->shared = true;
+        e->refs = 1;
+        e->shared_next = c->buckets[h & (c->n_buckets - 1)];
+        c->buckets[h & (c->n_buckets - 1)] = e;
+        c->n++;
+        sh->entries++;
+        if (c->n > c->n_buckets)
+            shclass_grow(c);
+    }
+    pthread_mutex_unlock(&sh->lock);
     return e;
 }
 
@@ -890,8 +1199,12 @@ cache_grow(struct fs_gnmi_map *m)
 {
     size_t ns = m->n_slots * 2;
     struct rentry **s = calloc(ns, sizeof *s);
-    if (!s)
+    unsigned char *d = calloc(ns, 1);
+    if (!s || !d) {
+        free(s);
+        free(d);
         return; /* keep the current table; inserts stop at its load limit */
+    }
     for (size_t i = 0; i < m->n_slots; i++) {
         struct rentry *e = m->slots[i];
         if (!e)
@@ -900,9 +1213,12 @@ cache_grow(struct fs_gnmi_map *m)
         while (s[j])
             j = (j + 1) & (ns - 1);
         s[j] = e;
+        d[j] = m->deleted[i];
     }
     free(m->slots);
+    free(m->deleted);
     m->slots = s;
+    m->deleted = d;
     m->n_slots = ns;
 }
 
@@ -913,10 +1229,15 @@ lookup(struct fs_gnmi_map *m, size_t len, size_t n_views, struct rentry **tmp)
 {
     uint64_t h = hash_bytes(m->key, len);
     size_t mask = m->n_slots - 1, i = h & mask;
+    m->cur_slot = SIZE_MAX;
     for (struct rentry *e; (e = m->slots[i]) != NULL; i = (i + 1) & mask)
-        if (e->hash == h && e->key_len == len && memcmp(e->key, m->key, len) == 0)
+        if (e->hash == h && e->key_len == len && memcmp(e->key, m->key, len) == 0) {
+            m->cur_slot = i;
             return e;
-    struct rentry *e = make_entry(m, m->key, len, h, m->views, n_views);
+        }
+    bool by_acl;
+    struct rentry *e = m->cls ? shared_get(m, len, h, n_views)
+                              : make_entry(m, m->key, len, h, m->views, n_views, &by_acl);
     if (!e)
         return NULL;
     size_t bytes = entry_bytes(e);
@@ -926,10 +1247,17 @@ lookup(struct fs_gnmi_map *m, size_t len, size_t n_views, struct rentry **tmp)
         return e;
     }
     m->slots[i] = e;
+    m->deleted[i] = 0;
+    m->cur_slot = i;
     m->st.cache_entries++;
     m->st.cache_bytes += bytes;
-    if (m->st.cache_entries * 2 > m->n_slots)
+    if (m->st.cache_entries * 2 > m->n_slots) {
         cache_grow(m);
+        mask = m->n_slots - 1;
+        for (i = h & mask; m->slots[i] != e; i = (i + 1) & mask)
+            ;
+        m->cur_slot = i;
+    }
     return e;
 }
 
@@ -1038,6 +1366,14 @@ begin_batch(struct fs_gnmi_map *m)
         m->e->begin(m->arg, m->recv_us, m->device_ns);
 }
 
+/* The entry lookup() returned has a value again. */
+static void
+undelete(struct fs_gnmi_map *m)
+{
+    if (m->cur_slot != SIZE_MAX)
+        m->deleted[m->cur_slot] = 0;
+}
+
 static void
 emit_value(struct fs_gnmi_map *m, struct rentry *e, const struct val *v)
 {
@@ -1056,7 +1392,7 @@ emit_value(struct fs_gnmi_map *m, struct rentry *e, const struct val *v)
         begin_batch(m);
         if (m->e->gauge)
             m->e->gauge(m->arg, e->m, e->labels, e->n_labels, g);
-        e->deleted = false;
+        undelete(m);
         m->st.exposed++;
         return;
     }
@@ -1087,7 +1423,7 @@ emit_value(struct fs_gnmi_map *m, struct rentry *e, const struct val *v)
     default:
         goto rejected;
     }
-    e->deleted = false;
+    undelete(m);
     m->st.mapped++;
     return;
 rejected:
@@ -1231,7 +1567,7 @@ map_leaf(struct fs_gnmi_map *m, size_t len, size_t n_views, const struct val *v)
         return;
     }
     emit_value(m, e, v);
-    free(tmp);
+    entry_drop(m, tmp);
 }
 
 static void
@@ -1530,7 +1866,7 @@ map_typed(struct fs_gnmi_map *m, const Gnmi__TypedValue *tv, size_t len, size_t 
             m->st.unmapped++;
         else
             reject(m, FS_GNMI_REJ_WRONG_TYPE);
-        free(tmp);
+        entry_drop(m, tmp);
         return;
     }
     map_leaf(m, len, n_views, &v);
@@ -1557,13 +1893,13 @@ map_delete(struct fs_gnmi_map *m, size_t len)
 {
     for (size_t i = 0; i < m->n_slots; i++) {
         struct rentry *e = m->slots[i];
-        if (!e || e->kind == VK_UNMAPPED || e->deleted || e->key_len < len ||
+        if (!e || e->kind == VK_UNMAPPED || m->deleted[i] || e->key_len < len ||
             memcmp(e->key, m->key, len) != 0)
             continue;
         char next = e->key_len > len ? e->key[len] : '\0';
         if (next != '\0' && next != '\x01' && next != '\x02')
             continue; /* "/a/bc" is not under "/a/b" */
-        e->deleted = true;
+        m->deleted[i] = 1;
         m->st.deletes++;
         begin_batch(m);
         if (m->e->deleted)

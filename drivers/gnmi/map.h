@@ -38,9 +38,20 @@
  * negative) is not used for the clock estimate and is counted in bad_timestamps; its
  * values still count (samples are stamped with the arrival time anyway).
  *
+ * Fleets: the targets of one model send the same paths, and a resolved path costs about
+ * 200 bytes (key, labels), thousands a target. Maps given the same struct
+ * fs_gnmi_map_shared (opts.shared) whose options resolve alike share one copy of each
+ * resolved path; each map keeps only its table of pointers to them (about 20 bytes a
+ * path), its own deleted marks and its own bounds (cache_max, cache_max_bytes count every
+ * entry the map holds, shared or not). With ACL entries named by description
+ * (rule_names), the paths resolved through them (ACL counters) follow the target's own
+ * descriptions and stay the map's own; its other paths are shared.
+ *
  * Ownership. struct fs_gnmi_map belongs to the caller (fs_gnmi_map_new/_free); it copies
  * what it needs from the options. Label strings handed to the emitter belong to the map
- * and are valid only during the call. Not thread-safe: one map per target, one thread.
+ * and are valid only during the call. Not thread-safe: one map per target, one thread
+ * (maps sharing a struct fs_gnmi_map_shared may run on different threads: it has a lock,
+ * taken only when a path is not in the map's own table).
  */
 #ifndef FS_GNMI_MAP_H
 #define FS_GNMI_MAP_H
@@ -110,7 +121,23 @@ struct fs_gnmi_map_opts {
      *  The store's per-target series limit bounds how many paths become series. */
     bool expose_unmapped;
     size_t cache_max_bytes; /**< bytes of cached entries (keys, labels); 0: 4 MiB */
+    /** Resolved paths shared with the other maps of this set whose options are the same
+     *  (see above); NULL: this map's own. The map holds a reference to it. */
+    struct fs_gnmi_map_shared *shared;
 };
+
+struct fs_gnmi_map_shared;
+
+/** A set of shared resolved paths (see above); NULL on no memory. The caller holds one
+ *  reference (fs_gnmi_map_shared_release); every map made with it holds another, so it
+ *  lives until the last of them is gone. Thread-safe. */
+struct fs_gnmi_map_shared *fs_gnmi_map_shared_new(void);
+
+/** Drops the caller's reference; accepts NULL. */
+void fs_gnmi_map_shared_release(struct fs_gnmi_map_shared *sh);
+
+/** Resolved paths the set holds now (each counted once however many maps hold it). */
+size_t fs_gnmi_map_shared_entries(struct fs_gnmi_map_shared *sh);
 
 /** Largest JSON value parsed (bytes); json-c takes up to about 32 times its size. */
 #define FS_GNMI_JSON_MAX_BYTES (1u << 20)

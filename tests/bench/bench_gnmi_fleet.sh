@@ -13,6 +13,14 @@
 #   gnmi_targets_rss_kib_per_target  (RSS once all are synced and 10 s of steady state
 #                                    have passed - RSS before adding them) / targets: the
 #                                    driver, gRPC, and the store's series and samples held
+#   gnmi_store_kib_per_target        of that, the store's: the series the run left in the
+#                                    store are written again, with as many samples each,
+#                                    into a second store with no driver behind it, and the
+#                                    heap it takes is counted (series x bytes a series is
+#                                    printed in the comment line)
+#   gnmi_driver_kib_per_target       the rest: RSS growth a target minus the store's share
+#                                    (the driver's gRPC channel and connection, its path
+#                                    cache and decode buffers, the allocator's slack)
 #   gnmi_fleet_updates_per_s         updates received by all targets together over those
 #                                    10 s, per second (offered: 3,392 x targets)
 #   gnmi_fleet_latency_p99_us        first target, steady state: p99 of the time from the
@@ -28,6 +36,7 @@
 # 5 minutes, else the benchmark fails saying how many did. The stall bound is set to 60 s
 # (GNMI_FLEET_STALL_MS): Python simulators feeding hundreds of streams on a shared machine
 # fall seconds behind, and the derived 3 s bound would then measure reconnection storms.
+# WRAP: a command to run fs-gnmi-stream under (e.g. "heaptrack -o FILE"), default none.
 set -euo pipefail
 FS_SOURCE_DIR=${FS_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 FS_BUILD_DIR=${FS_BUILD_DIR:-$FS_SOURCE_DIR/build}
@@ -61,7 +70,7 @@ for s in $(seq "$SIMS"); do
 done
 
 ulimit -n $((N * 4 + 256)) 2>/dev/null || true
-"$STREAM" --ports "$ports" --insecure --encoding proto --no-samples --latency \
+${WRAP:-} "$STREAM" --ports "$ports" --insecure --encoding proto --no-samples --latency \
   --targets "$N" --exit-when-all-synced --steady-ms 10000 --store-mib $((N * 8 + 256)) \
   --stall-ms "${GNMI_FLEET_STALL_MS:-60000}" \
   --path "/interfaces/interface[name=*]/state/counters,sample,1000" \
@@ -76,6 +85,12 @@ awk '
     }
     printf "BENCH gnmi_fleet_targets %d targets\n", v["rss_kib.synced"]
     printf "BENCH gnmi_targets_rss_kib_per_target %.0f KiB\n", (v["rss_kib.after"] - v["rss_kib.before"]) / v["rss_kib.targets"]
+    if (v["store_replay.kib"] > 0) {
+      st = v["store_replay.kib"] / v["rss_kib.targets"]
+      printf "BENCH gnmi_store_kib_per_target %.0f KiB\n", st
+      printf "BENCH gnmi_driver_kib_per_target %.0f KiB\n", (v["rss_kib.after"] - v["rss_kib.before"]) / v["rss_kib.targets"] - st
+      printf "# store: %d series, %.0f bytes a series (heap, %d samples held)\n", v["store_ring_kib.series"], v["store_replay.kib"] * 1024 / v["store_ring_kib.series"], v["store_ring_kib.samples"]
+    }
     printf "BENCH gnmi_fleet_updates_per_s %.0f updates/s\n", v["fleet.updates"] / (v["fleet.ms"] / 1000)
     printf "BENCH gnmi_fleet_latency_p99_us %d us\n", v["latency.e2e_p99_us"]
     printf "BENCH gnmi_fleet_latency_internal_p99_us %d us\n", v["latency.internal_p99_us"]

@@ -24,6 +24,7 @@
  * targets are counted: `fleet updates=.. ms=.. downs=..` (the RSS is taken at its end).
  * --store-mib N: the store's memory limit (default 64).
  */
+#include <malloc.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +84,16 @@ rss_kib(void)
     if (f)
         fclose(f);
     return kib;
+}
+
+/* The heap as glibc sees it (KiB): in use, free inside the arenas, mmapped blocks. */
+static void
+heap_kib(long *used, long *free_kib, long *mmapped)
+{
+    struct mallinfo2 mi = mallinfo2();
+    *used = (long)((mi.uordblks + mi.hblkhd) >> 10);
+    *free_kib = (long)(mi.fordblks >> 10);
+    *mmapped = (long)(mi.hblkhd >> 10);
 }
 
 static void
@@ -147,6 +158,106 @@ print_series(void *arg, const struct fs_series_info *s)
     else
         printf("store %s %s %.17g\n", s->name, lb, s->d);
     return 0;
+}
+
+/* ---- the store's own cost, for the fleet's split (--targets) ----
+ * The series the run left in the store are written again, with as many samples each, into
+ * a second store of the same bounds with no driver behind it: the heap that store takes is
+ * what the store costs for these series (its series, indexes and ring), not gNMI's. */
+struct replay_series {
+    int target;
+    enum fs_metric m;
+    bool counter;
+    struct fs_label labels[8];
+    size_t n_labels;
+};
+struct replay {
+    struct replay_series *v;
+    size_t n, cap;
+    bool oom;
+};
+
+static int
+replay_collect(void *arg, const struct fs_series_info *s)
+{
+    struct replay *r = arg;
+    if (r->n == r->cap) {
+        size_t nc = r->cap ? 2 * r->cap : 4096;
+        struct replay_series *nv = realloc(r->v, nc * sizeof *nv);
+        if (!nv) {
+            r->oom = true;
+            return 1;
+        }
+        r->v = nv;
+        r->cap = nc;
+    }
+    struct replay_series *x = &r->v[r->n];
+    memset(x, 0, sizeof *x);
+    x->m = s->metric;
+    x->counter = s->counter;
+    for (size_t i = 0; i < s->n_labels; i++) {
+        const char *n = s->labels[i].name, *v = s->labels[i].value;
+        if (strcmp(n, "target") == 0)
+            x->target = atoi(v + 3); /* "simI" */
+        else if (strcmp(n, "source") != 0 && x->n_labels < 8)
+            x->labels[x->n_labels++] = (struct fs_label){strdup(n), strdup(v)};
+    }
+    r->n++;
+    return 0;
+}
+
+/* Heap in use (KiB) by a store holding r's series with `rounds` samples each. */
+static long
+replay_store_kib(const struct replay *r, int n_targets, const struct fs_ring_opts *ro,
+                 int64_t interval_us, int rounds)
+{
+    long used0, f, mm, used1;
+    struct fs_target_cfg *tc = calloc((size_t)n_targets, sizeof *tc);
+    char(*names)[16] = calloc((size_t)n_targets, sizeof *names);
+    struct fs_sink **sk = calloc((size_t)n_targets, sizeof *sk);
+    char err[256];
+    if (!tc || !names || !sk)
+        return -1;
+    heap_kib(&used0, &f, &mm);
+    struct fs_store *st = fs_store_new(ro, err, sizeof err);
+    for (int i = 0; st && i < n_targets; i++) {
+        snprintf(names[i], sizeof names[i], "sim%d", i);
+        tc[i].name = names[i];
+        tc[i].address = "127.0.0.1";
+        tc[i].staleness_intervals = 3;
+        sk[i] = fs_store_sink_add(st, &tc[i], "gnmi", interval_us);
+        fs_store_sink_set_streaming(sk[i], true);
+    }
+    int64_t t = fs_realtime_us() - (int64_t)rounds * 1000000;
+    for (int k = 0; st && k < rounds; k++, t += 1000000) {
+        size_t j = 0;
+        for (int i = 0; i < n_targets; i++) {
+            fs_sink_begin(sk[i], t);
+            for (; j < r->n && r->v[j].target == i; j++) {
+                const struct replay_series *x = &r->v[j];
+                if (x->counter)
+                    fs_sink_counter(sk[i], x->m, x->labels, x->n_labels, (uint64_t)k * 1000, 64);
+                else
+                    fs_sink_gauge(sk[i], x->m, x->labels, x->n_labels, (double)k);
+            }
+            fs_sink_end(sk[i]);
+        }
+    }
+    heap_kib(&used1, &f, &mm);
+    for (int i = 0; st && i < n_targets; i++)
+        fs_store_sink_remove(st, sk[i]);
+    fs_store_free(st);
+    free(tc);
+    free(names);
+    free(sk);
+    return st ? used1 - used0 : -1;
+}
+
+static int
+cmp_replay(const void *a, const void *b)
+{
+    const struct replay_series *x = a, *y = b;
+    return (x->target > y->target) - (x->target < y->target);
 }
 
 static int64_t
@@ -321,6 +432,11 @@ main(int argc, char **argv)
         return 1;
     }
     long rss_before = rss_kib();
+    long heap_before, heapfree_before, mmap_before;
+    heap_kib(&heap_before, &heapfree_before, &mmap_before);
+    struct fs_ring_stats rs_before;
+    uint64_t mem_limit;
+    fs_store_ring_stats(st, &rs_before, &mem_limit);
     for (int i = 0; i < n_targets; i++) {
         snprintf(names[i], sizeof names[i], "sim%d", i);
         tcfgs[i].name = names[i];
@@ -372,6 +488,25 @@ main(int argc, char **argv)
     char desc[4096];
     fs_gnmi_target_describe(drv, t, desc, sizeof desc);
     long rss_after = rss_kib();
+    long heap_after, heapfree_after, mmap_after;
+    heap_kib(&heap_after, &heapfree_after, &mmap_after);
+    struct fs_ring_stats rs_after;
+    fs_store_ring_stats(st, &rs_after, &mem_limit);
+    long store_kib = -1;
+    if (n_targets > 1 && exit_all_synced) {
+        struct replay rp = {0};
+        fs_store_foreach_series(st, false, replay_collect, &rp);
+        qsort(rp.v, rp.n, sizeof *rp.v, cmp_replay);
+        int rounds = rp.n ? (int)((rs_after.samples + rp.n / 2) / rp.n) : 0;
+        if (!rp.oom)
+            store_kib = replay_store_kib(&rp, n_targets, &ro, fs_gnmi_cfg_interval(cfg), rounds);
+        for (size_t i = 0; i < rp.n; i++)
+            for (size_t j = 0; j < rp.v[i].n_labels; j++) {
+                free((char *)rp.v[i].labels[j].name);
+                free((char *)rp.v[i].labels[j].value);
+            }
+        free(rp.v);
+    }
     int all_synced = 0;
     for (int i = 0; i < n_targets; i++) {
         struct fs_gnmi_target_stats o;
@@ -382,6 +517,13 @@ main(int argc, char **argv)
     fs_gnmi_shutdown(drv);
     printf("rss_kib before=%ld after=%ld targets=%d synced=%d\n", rss_before, rss_after, n_targets,
            all_synced);
+    printf("heap_kib before=%ld after=%ld free_before=%ld free_after=%ld mmap_before=%ld "
+           "mmap_after=%ld\n",
+           heap_before, heap_after, heapfree_before, heapfree_after, mmap_before, mmap_after);
+    printf("store_replay kib=%ld\n", store_kib);
+    printf("store_ring_kib before=%llu after=%llu series=%llu samples=%llu\n",
+           (unsigned long long)(rs_before.bytes >> 10), (unsigned long long)(rs_after.bytes >> 10),
+           (unsigned long long)rs_after.series, (unsigned long long)rs_after.samples);
     if (n_lat > 0) {
         qsort(lat_internal, n_lat, sizeof *lat_internal, cmp_i64);
         qsort(lat_e2e, n_lat, sizeof *lat_e2e, cmp_i64);

@@ -149,14 +149,44 @@ test_overflow_limit(void **state)
     fs_gnmi_arena_fini(&a);
 }
 
+/* One large message grows the chunk; a window of small ones shrinks it back (not below
+ * its first size), and a window with a large one keeps it. */
+static void
+test_shrinks_back(void **state)
+{
+    (void)state;
+    struct fs_gnmi_arena a;
+    fs_gnmi_arena_init(&a, 1024, 8 << 20);
+    ProtobufCBinaryData big = packed(2000), small = packed(2);
+    assert_non_null(gnmi__notification__unpack(&a.pa, big.len, big.data));
+    fs_gnmi_arena_reset(&a);
+    size_t grown = a.cap;
+    assert_true(grown > 64 << 10);
+    for (int i = 0; i < 2 * FS_GNMI_ARENA_WINDOW; i++) {
+        if (i == FS_GNMI_ARENA_WINDOW / 2) /* one large message in the first window */
+            check(gnmi__notification__unpack(&a.pa, big.len, big.data), 2000);
+        else
+            check(gnmi__notification__unpack(&a.pa, small.len, small.data), 2);
+        fs_gnmi_arena_reset(&a);
+        if (i == FS_GNMI_ARENA_WINDOW) /* (counted from the init's window) */
+            assert_int_equal(a.cap, grown);
+    }
+    assert_true(a.cap < 16 << 10);
+    assert_true(a.cap >= 1024);
+    check(gnmi__notification__unpack(&a.pa, big.len, big.data), 2000); /* still decodes */
+    fs_gnmi_arena_reset(&a);
+    free(big.data);
+    free(small.data);
+    fs_gnmi_arena_fini(&a);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_small_fits_chunk),
-        cmocka_unit_test(test_large_overflows_then_grows),
-        cmocka_unit_test(test_growth_bounded),
-        cmocka_unit_test(test_overflow_limit),
+        cmocka_unit_test(test_small_fits_chunk), cmocka_unit_test(test_large_overflows_then_grows),
+        cmocka_unit_test(test_growth_bounded),   cmocka_unit_test(test_overflow_limit),
+        cmocka_unit_test(test_shrinks_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1199,6 +1199,117 @@ test_expose_unmapped_bounded(void **state)
     fs_store_free(st);
 }
 
+/*
+ * Fleets (issue 18): maps of one shared set with the same options hold one copy of each
+ * resolved path; other options make another class; ACL counters resolved through a
+ * target's own ACL descriptions stay its own. Deletes stay per map, entries outlive the map that
+ * made them (labels included), and the last map out frees them and the set.
+ */
+static void
+feed_ports(struct fs_gnmi_map *m, struct recorder *r, int64_t t)
+{
+    Gnmi__Notification *n = notif("/interfaces", 0);
+    add_uint(n, "interface[name=Eth1/1]/state/counters/in-octets", 1);
+    add_uint(n, "interface[name=Eth1/1]/state/counters/out-octets", 2);
+    add_uint(n, "interface[name=Eth1/7]/ethernet/state/counters/in-fcs-errors", 3);
+    r->n = 0;
+    fs_gnmi_map_notification(m, n, t, &rec_emit, r);
+    notif_free(n);
+}
+
+static void
+test_shared_paths(void **state)
+{
+    (void)state;
+    struct fs_gnmi_map_shared *sh = fs_gnmi_map_shared_new();
+    assert_non_null(sh);
+    struct fs_gnmi_label_src ls[] = {{"interface", "name", NULL}, {"direction", NULL, "rx"}};
+    struct fs_gnmi_user_map um = {"/interfaces/interface/ethernet/state/counters/in-fcs-errors",
+                                  "fabric_port_errors_total",
+                                  FS_GNMI_COUNTER,
+                                  0,
+                                  ls,
+                                  2};
+    struct fs_gnmi_map_opts o = {.user_maps = &um, .n_user_maps = 1, .shared = sh};
+    struct fs_gnmi_map *a = map_new(&o), *b = map_new(&o);
+    struct fs_gnmi_map_opts oe = o;
+    oe.expose_unmapped = true;
+    struct fs_gnmi_map *c = map_new(&oe);
+    const char *names[] = {"r1"};
+    struct fs_gnmi_map_opts on = o;
+    on.rule_names = names;
+    on.n_rule_names = 1;
+    struct fs_gnmi_map *d = map_new(&on);
+    struct recorder r = {0};
+    feed_ports(a, &r, 1);
+    assert_int_equal(fs_gnmi_map_shared_entries(sh), 3);
+    feed_ports(b, &r, 1);
+    assert_int_equal(fs_gnmi_map_shared_entries(sh), 3);          /* the same class: shared */
+    assert_int_equal(fs_gnmi_map_get_stats(b)->cache_entries, 3); /* counted for b too */
+    feed_ports(c, &r, 1);
+    assert_int_equal(fs_gnmi_map_shared_entries(sh), 6); /* other options, other class */
+    feed_ports(d, &r, 1);
+    assert_int_equal(fs_gnmi_map_shared_entries(sh), 9); /* ACL names on: a class of its own */
+    assert_int_equal(r.n, 3);
+    /* ACL counters resolved through a target's descriptions stay that target's own */
+    struct fs_gnmi_map *d2 = map_new(&on);
+    feed_ports(d2, &r, 1);
+    assert_int_equal(fs_gnmi_map_shared_entries(sh), 9);
+#define ACL_E "/acl/acl-sets/acl-set[name=F][type=ACL_IPV4]/acl-entries/acl-entry[sequence-id=10]/"
+    Gnmi__Notification *na = notif(NULL, 0);
+    add_str(na, ACL_E "state/description", "r1");
+    fs_gnmi_map_notification(d, na, 1, &rec_emit, &r);
+    notif_free(na);
+    na = notif(NULL, 0);
+    add_uint(na, ACL_E "state/matched-packets", 5);
+    r.n = 0;
+    fs_gnmi_map_notification(d, na, 2, &rec_emit, &r);
+    assert_int_equal(r.n, 1); /* d's description names rule r1 */
+    assert_non_null(find(&r, FS_M_FLOW_RULE_PACKETS, "rule=r1"));
+    r.n = 0;
+    fs_gnmi_map_notification(d2, na, 2, &rec_emit, &r);
+    assert_int_equal(r.n, 0); /* d2 has no such description: unmapped */
+    notif_free(na);
+#undef ACL_E
+    assert_int_equal(fs_gnmi_map_shared_entries(sh), 9);
+    fs_gnmi_map_free(d2); /* d forgot its paths when its description named a rule: */
+    assert_int_equal(fs_gnmi_map_shared_entries(sh), 6); /* their last holder was d2 */
+
+    /* a made the entries; they (and their label names) live on in b */
+    fs_gnmi_map_free(a);
+    assert_int_equal(fs_gnmi_map_shared_entries(sh), 6);
+    feed_ports(b, &r, 2);
+    assert_int_equal(r.n, 3);
+    assert_true(find(&r, FS_M_PORT_ERRORS, "interface=Eth1/7,direction=rx")->u == 3);
+    assert_non_null(find(&r, FS_M_PORT_BYTES, "interface=Eth1/1,direction=tx"));
+
+    /* deletes are per map: b's does not mark a2's */
+    struct fs_gnmi_map *a2 = map_new(&o);
+    feed_ports(a2, &r, 3);
+    Gnmi__Notification *n = notif("/interfaces", 0);
+    add_delete(n, "interface[name=Eth1/1]");
+    r.n = 0;
+    fs_gnmi_map_notification(b, n, 4, &rec_emit, &r);
+    assert_int_equal(r.n, 2);
+    r.n = 0;
+    fs_gnmi_map_notification(a2, n, 4, &rec_emit, &r);
+    assert_int_equal(r.n, 2);
+    assert_true(r.r[0].deleted && r.r[1].deleted);
+    r.n = 0;
+    fs_gnmi_map_notification(b, n, 5, &rec_emit, &r);
+    assert_int_equal(r.n, 0); /* already deleted for b */
+    notif_free(n);
+
+    fs_gnmi_map_shared_release(sh); /* the maps keep the set */
+    fs_gnmi_map_free(b);
+    assert_int_equal(fs_gnmi_map_shared_entries(sh), 6);
+    fs_gnmi_map_free(a2);
+    assert_int_equal(fs_gnmi_map_shared_entries(sh), 3);
+    fs_gnmi_map_free(d);
+    assert_int_equal(fs_gnmi_map_shared_entries(sh), 3);
+    fs_gnmi_map_free(c); /* the last: frees the set */
+}
+
 int
 main(void)
 {
@@ -1222,6 +1333,7 @@ main(void)
         cmocka_unit_test(test_sink_clock_assumed_delay),
         cmocka_unit_test(test_expose_unmapped),
         cmocka_unit_test(test_expose_unmapped_bounded),
+        cmocka_unit_test(test_shared_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
