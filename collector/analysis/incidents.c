@@ -1101,6 +1101,61 @@ try_period(const struct occurrence *oc, size_t m, double P, double tol_frac, dou
     return score;
 }
 
+/* Does the train bend off its least-squares grid (a, P)? Fits a parabola to the
+ * residuals over the slot numbers and compares: F = (RSS_line - RSS_parabola) /
+ * (RSS_parabola / (n - 3)). */
+static bool
+drifts(const struct occurrence *oc, const size_t *which, const long *ks, size_t n, double a,
+       double P)
+{
+    double kbar = 0;
+    for (size_t i = 0; i < n; i++)
+        kbar += (double)ks[i] / (double)n;
+    /* Normal equations of r = c0 + c1 x + c2 x^2, x = k - kbar. */
+    double S[5] = {0}, T[3] = {0}, rss_line = 0;
+    for (size_t i = 0; i < n; i++) {
+        double x = (double)ks[i] - kbar, r = (double)oc[which[i]].t - a - (double)ks[i] * P;
+        double xp = 1;
+        for (int j = 0; j < 5; j++) {
+            S[j] += xp;
+            if (j < 3)
+                T[j] += xp * r;
+            xp *= x;
+        }
+        rss_line += r * r;
+    }
+    double M[3][4] = {{S[0], S[1], S[2], T[0]}, {S[1], S[2], S[3], T[1]}, {S[2], S[3], S[4], T[2]}};
+    for (int c = 0; c < 3; c++) { /* Gaussian elimination with partial pivoting */
+        int piv = c;
+        for (int r = c + 1; r < 3; r++)
+            if (fabs(M[r][c]) > fabs(M[piv][c]))
+                piv = r;
+        if (fabs(M[piv][c]) < 1e-12)
+            return false;
+        for (int j = 0; j < 4; j++) {
+            double t = M[c][j];
+            M[c][j] = M[piv][j];
+            M[piv][j] = t;
+        }
+        for (int r = 0; r < 3; r++)
+            if (r != c) {
+                double f = M[r][c] / M[c][c];
+                for (int j = c; j < 4; j++)
+                    M[r][j] -= f * M[c][j];
+            }
+    }
+    double c0 = M[0][3] / M[0][0], c1 = M[1][3] / M[1][1], c2 = M[2][3] / M[2][2];
+    double rss_q = 0;
+    for (size_t i = 0; i < n; i++) {
+        double x = (double)ks[i] - kbar, r = (double)oc[which[i]].t - a - (double)ks[i] * P;
+        double e = r - (c0 + c1 * x + c2 * x * x);
+        rss_q += e * e;
+    }
+    if (rss_q <= 0)
+        return rss_line > 0;
+    return (rss_line - rss_q) / (rss_q / (double)(n - 3)) > 12;
+}
+
 /*
  * Finds the period of one series' occurrence train (onsets, ascending) by epoch folding
  * over candidate periods. Candidates are the spacings between each occurrence and its
@@ -1219,14 +1274,19 @@ fit_period(const struct occurrence *oc, size_t m, double span_us, const struct f
     if (log_p > log(FIT_ALPHA))
         goto out;
     double period = bt.period;
-    /* The next one from the grid of the last 5 hits (the train may drift; their average
-       keeps one late occurrence from moving the prediction much). */
-    size_t r0 = bt.hits > 5 ? bt.hits - 5 : 0;
-    double a_recent;
-    double recent = lsq_period(oc, best_which + r0, best_ks + r0, bt.hits - r0, &a_recent);
-    double next = a_recent + (double)(best_ks[bt.hits - 1] + 1) * recent;
-    if (recent <= 0 || fabs(recent - period) > 0.2 * period)
-        next = bt.a + (double)(best_ks[bt.hits - 1] + 1) * period;
+    /* The next one from the grid of all hits, unless the train drifts: then from the grid
+       of the last 5 (their average keeps one late occurrence from moving it much). With
+       jittered occurrences the last 5 alone extrapolate worse than the whole train, so
+       drift has to be shown: a curve (the period changing) fits the hits significantly
+       better than the straight grid (F test, one degree of freedom, F > 12). */
+    double next = bt.a + (double)(best_ks[bt.hits - 1] + 1) * period;
+    if (bt.hits >= 6 && drifts(oc, best_which, best_ks, bt.hits, bt.a, period)) {
+        size_t r0 = bt.hits - 5;
+        double a_recent;
+        double recent = lsq_period(oc, best_which + r0, best_ks + r0, 5, &a_recent);
+        if (recent > 0 && fabs(recent - period) <= 0.2 * period)
+            next = a_recent + (double)(best_ks[bt.hits - 1] + 1) * recent;
+    }
     fit->next = next;
     fit->period = period;
     fit->spread = bt.rms;
