@@ -327,17 +327,6 @@ out:
     return rc;
 }
 
-/* The latest end among the batch's events (host clock), 0 when empty. */
-static int64_t
-capture_end(const struct fs_imp_batch *b)
-{
-    int64_t m = 0;
-    for (size_t i = 0; i < b->n; i++)
-        if (b->ev[i].end_ns > m)
-            m = b->ev[i].end_ns;
-    return m;
-}
-
 int
 fs_imp_offset_read(const char *path, struct fs_imp_offset *o, char *err, size_t errlen)
 {
@@ -368,81 +357,242 @@ out:
 }
 
 int
-fs_imp_client_run(const struct fs_imp_args *a, const struct fs_imp_batch *b, const char *what,
-                  FILE *o, FILE *e)
+fs_imp_stream_init(struct fs_imp_stream *s, const struct fs_imp_args *a, const char *what, FILE *o,
+                   FILE *e)
 {
+    memset(s, 0, sizeof *s);
+    s->a = a;
+    s->what = what;
+    s->o = o;
+    s->e = e;
+    return 0;
+}
+
+/* Opens the client and settles the offset, given the latest event end seen so far.
+   1: not yet (a capture that looks old so far, while more may follow), 0 open, -1 failed
+   (reported). */
+static int
+stream_open(struct fs_imp_stream *s, bool final, size_t held)
+{
+    const struct fs_imp_args *a = s->a;
     char err[512];
-    struct fs_imp_client c;
-    int64_t off = 0, unc = 0, end = capture_end(b), now = realtime_ns();
-    const char *how = "measured now";
-    char how_buf[600];
-    struct fs_imp_post_result pr;
-    int rc = 1;
-    /* The offset that held when the events were captured: given, recorded then, or
-       measured now when the capture is recent (or the user says the clock held). */
+    int64_t now = realtime_ns();
     if (a->offset_source == FS_IMP_OFFSET_GIVEN) {
-        off = a->host_offset_ns;
-        unc = a->host_offset_unc_ns;
-        how = "given";
+        s->off = a->host_offset_ns;
+        s->unc = a->host_offset_unc_ns;
+        snprintf(s->how, sizeof s->how, "given");
     } else if (a->offset_source == FS_IMP_OFFSET_FILE) {
-        struct fs_imp_offset f;
-        if (fs_imp_offset_read(a->offset_file, &f, err, sizeof err) != 0) {
-            fprintf(e, "fabricscope %s: %s\n", what, err);
-            return 1;
+        if (fs_imp_offset_read(a->offset_file, &s->file, err, sizeof err) != 0) {
+            fprintf(s->e, "fabricscope %s: %s\n", s->what, err);
+            return -1;
         }
-        off = f.offset_ns;
-        unc = f.uncertainty_ns;
-        int64_t apart = end > f.measured_at_ns ? end - f.measured_at_ns : f.measured_at_ns - end;
-        snprintf(how_buf, sizeof how_buf, "from %s, measured on %s %.0f s %s the capture's end",
-                 a->offset_file, f.host[0] ? f.host : "an unnamed host", (double)apart / 1e9,
-                 f.measured_at_ns <= end ? "before" : "after");
-        how = how_buf;
-        if (apart > 3600LL * 1000000000)
-            fprintf(e,
-                    "fabricscope %s: warning: the offset in %s was measured %.1f h from the "
-                    "capture; a clock can drift by milliseconds in that time\n",
-                    what, a->offset_file, (double)apart / 3.6e12);
-        if (a->host && f.host[0] && strcmp(a->host, f.host) != 0)
-            fprintf(e, "fabricscope %s: warning: %s was measured on %s, not on %s\n", what,
-                    a->offset_file, f.host, a->host);
-    } else if (end > 0 && now - end > FS_IMP_STALE_CAPTURE_NS && !a->offset_now) {
-        fprintf(e,
-                "fabricscope %s: the capture ended %.0f min ago: an offset measured now, here, "
-                "is not the capture's. Record it on the capture host at capture time "
+        s->off = s->file.offset_ns;
+        s->unc = s->file.uncertainty_ns;
+        if (a->host && s->file.host[0] && strcmp(a->host, s->file.host) != 0)
+            fprintf(s->e, "fabricscope %s: warning: %s was measured on %s, not on %s\n", s->what,
+                    a->offset_file, s->file.host, a->host);
+    } else if (s->end > 0 && now - s->end > FS_IMP_STALE_CAPTURE_NS && !a->offset_now) {
+        /* Old so far; a later event may still be recent, up to the events held. */
+        if (!final && held < FS_IMP_STREAM_HOLD)
+            return 1;
+        fprintf(s->e,
+                "fabricscope %s: the capture ended %.0f min ago%s: an offset measured now, "
+                "here, is not the capture's. Record it on the capture host at capture time "
                 "(`fabricscope clock-offset --url URL --out FILE`) and pass --offset-file FILE, "
                 "or give --host-offset NS[:UNCERTAINTY_NS]; --offset-now posts with the offset "
                 "measured now anyway\n",
-                what, (double)(now - end) / 6e10);
-        return 1;
+                s->what, (double)(now - s->end) / 6e10,
+                final ? "" : " (its first events, as far as this import held them)");
+        return -1;
+    } else {
+        snprintf(s->how, sizeof s->how, "measured now");
     }
-    if (fs_imp_client_open(&c, a->url, a->token_file, err, sizeof err) != 0) {
-        fprintf(e, "fabricscope %s: %s\n", what, err);
-        return 1;
+    if (fs_imp_client_open(&s->c, a->url, a->token_file, err, sizeof err) != 0) {
+        fprintf(s->e, "fabricscope %s: %s\n", s->what, err);
+        return -1;
     }
+    s->open = true;
     if (a->offset_source == FS_IMP_OFFSET_MEASURE_NOW &&
-        fs_imp_client_offset(&c, &off, &unc, err, sizeof err) != 0) {
-        fprintf(e, "fabricscope %s: measuring the clock offset: %s\n", what, err);
-        goto out;
+        fs_imp_client_offset(&s->c, &s->off, &s->unc, err, sizeof err) != 0) {
+        fprintf(s->e, "fabricscope %s: measuring the clock offset: %s\n", s->what, err);
+        return -1;
     }
-    if (fs_imp_client_post(&c, b, off, unc, &pr, err, sizeof err) != 0) {
-        fprintf(e, "fabricscope %s: %s (%zu of %zu events posted before)\n", what, err, pr.posted,
-                b->n);
-        goto out;
+    return 0;
+}
+
+/* Posts b in FS_IMP_BATCH bodies, remembering each post's id and what it stored. */
+static int
+stream_post(struct fs_imp_stream *s, const struct fs_imp_batch *b)
+{
+    struct fs_buf body, resp;
+    char err[512];
+    fs_buf_init(&body, FS_HOST_EVENTS_MAX_BODY);
+    fs_buf_init(&resp, 64 << 10);
+    int rc = -1;
+    for (size_t from = 0; from < b->n; from += FS_IMP_BATCH) {
+        size_t to = from + FS_IMP_BATCH < b->n ? from + FS_IMP_BATCH : b->n;
+        fs_buf_reset(&body);
+        fs_buf_reset(&resp);
+        if (fs_imp_body(b, from, to, s->off, s->unc, &body) != 0) {
+            snprintf(err, sizeof err, "events %zu..%zu: body larger than %u bytes", s->pr.posted,
+                     s->pr.posted + (to - from) - 1, FS_HOST_EVENTS_MAX_BODY);
+            goto fail;
+        }
+        long status = 0;
+        if (request(&s->c, "/api/v1/host-events", body.data, body.len, &resp, &status, err,
+                    sizeof err) != 0)
+            goto fail;
+        if (status < 200 || status > 299) {
+            snprintf(err, sizeof err,
+                     "POST /api/v1/host-events (events %zu..%zu): HTTP %ld: %.400s", s->pr.posted,
+                     s->pr.posted + (to - from) - 1, status, resp.data ? resp.data : "");
+            goto fail;
+        }
+        struct receipt r;
+        if (parse_receipt(resp.data, &r) != 0) {
+            snprintf(err, sizeof err,
+                     "POST /api/v1/host-events: an answer without \"stored\": %.200s",
+                     resp.data ? resp.data : "");
+            goto fail;
+        }
+        if (s->n_posts == s->cap_posts) {
+            size_t cap = s->cap_posts ? s->cap_posts * 2 : 64;
+            int64_t *ids = realloc(s->ids, cap * sizeof *ids);
+            if (ids)
+                s->ids = ids;
+            size_t *kept = ids ? realloc(s->kept, cap * sizeof *kept) : NULL;
+            if (!ids || !kept) {
+                snprintf(err, sizeof err, "out of memory");
+                goto fail;
+            }
+            s->kept = kept;
+            s->cap_posts = cap;
+        }
+        s->ids[s->n_posts] = r.post_id;
+        s->kept[s->n_posts++] = (size_t)r.stored;
+        s->oldest = r.oldest_post_id;
+        s->pr.posted += to - from;
+        s->pr.stored += (size_t)r.stored;
+        s->pr.duplicates += (size_t)r.duplicates;
     }
-    fprintf(o,
+    rc = 0;
+    goto out;
+fail:
+    fprintf(s->e, "fabricscope %s: %s (%zu events posted before)\n", s->what, err, s->pr.posted);
+out:
+    fs_buf_free(&body);
+    fs_buf_free(&resp);
+    return rc;
+}
+
+int
+fs_imp_stream_flush(struct fs_imp_stream *s, struct fs_imp_batch *b, bool final)
+{
+    if (s->failed)
+        return -1;
+    /* While held, b grows: look at its new events only, and try again only after
+       another FS_IMP_STREAM_EVENTS of them. */
+    if (!s->open && !final && b->n < s->next_try)
+        return 0;
+    for (size_t i = s->scanned; i < b->n; i++)
+        if (b->ev[i].end_ns > s->end)
+            s->end = b->ev[i].end_ns;
+    s->scanned = b->n;
+    if (!s->open) {
+        int r = stream_open(s, final, b->n);
+        if (r > 0) {
+            s->next_try = b->n + FS_IMP_STREAM_EVENTS;
+            return 0; /* held until the capture's age is known */
+        }
+        if (r < 0) {
+            s->failed = true;
+            return -1;
+        }
+    }
+    if (stream_post(s, b) != 0) {
+        s->failed = true;
+        return -1;
+    }
+    s->total += b->n;
+    fs_imp_batch_free(b);
+    *b = (struct fs_imp_batch){0};
+    s->scanned = 0;
+    return 0;
+}
+
+int
+fs_imp_stream_finish(struct fs_imp_stream *s, struct fs_imp_batch *b)
+{
+    int rc = 1;
+    if (fs_imp_stream_flush(s, b, true) != 0)
+        goto out;
+    const struct fs_imp_args *a = s->a;
+    if (a->offset_source == FS_IMP_OFFSET_FILE) {
+        int64_t apart = s->end > s->file.measured_at_ns ? s->end - s->file.measured_at_ns
+                                                        : s->file.measured_at_ns - s->end;
+        snprintf(s->how, sizeof s->how, "from %s, measured on %s %.0f s %s the capture's end",
+                 a->offset_file, s->file.host[0] ? s->file.host : "an unnamed host",
+                 (double)apart / 1e9, s->file.measured_at_ns <= s->end ? "before" : "after");
+        if (apart > 3600LL * 1000000000)
+            fprintf(s->e,
+                    "fabricscope %s: warning: the offset in %s was measured %.1f h from the "
+                    "capture; a clock can drift by milliseconds in that time\n",
+                    s->what, a->offset_file, (double)apart / 3.6e12);
+    }
+    /* Posts older than the oldest the store still holds were evicted for its memory
+       limit, some perhaps while this import was still posting. */
+    for (size_t k = 0; k < s->n_posts; k++)
+        if (s->ids[k] > 0 && s->ids[k] < s->oldest)
+            s->pr.evicted += s->kept[k];
+    fprintf(s->o,
             "fabricscope %s: posted %zu events, %zu stored, %zu already held; host clock "
             "%+.3f ms from the collector's (± %.3f ms, %s)\n",
-            what, pr.posted, pr.stored, pr.duplicates, (double)off / 1e6, (double)unc / 1e6, how);
-    if (pr.evicted) {
-        fprintf(e,
+            s->what, s->pr.posted, s->pr.stored, s->pr.duplicates, (double)s->off / 1e6,
+            (double)s->unc / 1e6, s->how);
+    if (s->pr.evicted) {
+        fprintf(s->e,
                 "fabricscope %s: the collector dropped %zu of the %zu events stored to stay "
                 "within host_events.memory_limit: raise it, or import less at once\n",
-                what, pr.evicted, pr.stored);
+                s->what, s->pr.evicted, s->pr.stored);
         goto out;
     }
     rc = 0;
 out:
-    fs_imp_client_close(&c);
+    if (s->open)
+        fs_imp_client_close(&s->c);
+    s->open = false;
+    free(s->ids);
+    free(s->kept);
+    s->ids = NULL;
+    s->kept = NULL;
+    return rc;
+}
+
+int
+fs_imp_client_run(const struct fs_imp_args *a, const struct fs_imp_batch *b, const char *what,
+                  FILE *o, FILE *e)
+{
+    struct fs_imp_stream s;
+    fs_imp_stream_init(&s, a, what, o, e);
+    struct fs_imp_batch copy = *b; /* posted whole: the stream frees only what it owns */
+    int rc;
+    struct fs_imp_batch none = {0};
+    for (size_t i = 0; i < copy.n; i++)
+        if (copy.ev[i].end_ns > s.end)
+            s.end = copy.ev[i].end_ns;
+    if (stream_open(&s, true, copy.n) != 0) {
+        if (s.open)
+            fs_imp_client_close(&s.c);
+        return 1;
+    }
+    if (stream_post(&s, &copy) != 0) {
+        fs_imp_client_close(&s.c);
+        free(s.ids);
+        free(s.kept);
+        return 1;
+    }
+    s.total = copy.n;
+    rc = fs_imp_stream_finish(&s, &none);
     return rc;
 }
 

@@ -105,6 +105,43 @@ struct fs_imp_offset {
 /** Reads an offset file. 0, or -1 with err naming the file and what is wrong. */
 int fs_imp_offset_read(const char *path, struct fs_imp_offset *o, char *err, size_t errlen);
 
+/**
+ * An import posted as it is read, so that its memory stays bounded whatever the input's
+ * size: the importer adds events to a batch and hands it to fs_imp_stream_flush every
+ * FS_IMP_STREAM_EVENTS events (the batch comes back empty), then to fs_imp_stream_finish.
+ * The offset is settled at the first flush as fs_imp_client_run settles it; when it is to
+ * be measured now, the capture's age must be known first: batches are held (not posted,
+ * not emptied) while every event so far is older than FS_IMP_STALE_CAPTURE_NS, up to
+ * FS_IMP_STREAM_HOLD events, past which the import is refused as an old capture.
+ * Ownership: the stream borrows a, what and the FILEs; it owns its client and tables,
+ * released by fs_imp_stream_finish. Threads: one.
+ */
+#define FS_IMP_STREAM_EVENTS 20000
+#define FS_IMP_STREAM_HOLD 200000
+struct fs_imp_stream {
+    const struct fs_imp_args *a;
+    const char *what;
+    FILE *o, *e;
+    struct fs_imp_client c;
+    bool open, failed;
+    int64_t off, unc, end;
+    char how[600];
+    struct fs_imp_offset file;
+    struct fs_imp_post_result pr;
+    int64_t *ids, oldest; /* each post's id and what it stored: evictions at the end */
+    size_t *kept, n_posts, cap_posts;
+    size_t total;
+    size_t scanned, next_try; /* of the batch being held: events looked at, next attempt */
+};
+int fs_imp_stream_init(struct fs_imp_stream *s, const struct fs_imp_args *a, const char *what,
+                       FILE *out, FILE *err_out);
+/** Posts b's events (final: the last call; nothing may be held back) and empties b; or
+ *  holds them (see above). 0, or -1 after reporting on err_out (the stream is failed). */
+int fs_imp_stream_flush(struct fs_imp_stream *s, struct fs_imp_batch *b, bool final);
+/** Flushes b (final), prints the summary line and releases the stream: the exit code
+ *  as fs_imp_client_run's. */
+int fs_imp_stream_finish(struct fs_imp_stream *s, struct fs_imp_batch *b);
+
 /** `fabricscope clock-offset --url URL [--out FILE] [--host NAME]`: exit code. */
 int fs_imp_clock_offset_main(int argc, char **argv);
 

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "importers/client.h"
 #include "importers/command.h"
 #include "util/errf.h"
 
@@ -322,19 +323,88 @@ fs_import_perf_main(int argc, char **argv)
                                extra, 1, &ref, 0, true, &a);
     if (rc >= 0)
         return rc;
-    /* All of stdin: perf script output of a capture is megabytes, not gigabytes. */
-    struct fs_buf in;
+    /* Streamed: perf script output of a long capture is gigabytes. Lines are read into a
+       fixed buffer (a longer one is skipped whole), events posted every
+       FS_IMP_STREAM_EVENTS (fs_imp_stream_flush). */
+    struct fs_imp_stream st;
     struct fs_imp_batch b = {0};
-    char err[512];
-    size_t skipped = 0;
-    int read_rc = fs_imp_read_all(stdin, &in, err, sizeof err);
-    if (read_rc == 0)
-        read_rc = fs_import_perf_read(in.data ? in.data : "", in.len, a.host, &ref, &b, &skipped,
-                                      err, sizeof err);
-    if (read_rc == 0 && skipped)
-        fprintf(stderr, "fabricscope import-perf: %zu lines were not samples, skipped\n", skipped);
-    rc = fs_imp_finish("import-perf", &a, read_rc, err, &b, "no samples on stdin");
+    struct fs_perf_ref hdr = {0};
+    static char line[64 << 10];
+    size_t lines = 0, events = 0, skipped = 0, too_long = 0;
+    bool started = false;
+    rc = 1;
+    fs_imp_stream_init(&st, &a, "import-perf", stdout, stderr);
+    while (fgets(line, sizeof line, stdin)) {
+        size_t l = strlen(line);
+        if (l == sizeof line - 1 && line[l - 1] != '\n') { /* longer than the buffer */
+            int ch;
+            while ((ch = getchar()) != EOF && ch != '\n')
+                ;
+            too_long++;
+            continue;
+        }
+        while (l > 0 && (line[l - 1] == '\n' || line[l - 1] == '\r'))
+            line[--l] = '\0';
+        size_t i = 0;
+        while (i < l && (line[i] == ' ' || line[i] == '\t'))
+            i++;
+        if (i == l)
+            continue;
+        if (line[i] == '#') {
+            if (!started)
+                header_reference(line + i, l - i, &hdr);
+            continue;
+        }
+        if (!started) { /* the header is over: the reference is settled */
+            started = true;
+            if (!ref.known)
+                ref = hdr;
+            if (!ref.known) {
+                fprintf(stderr,
+                        "fabricscope import-perf: no \"# reference time\" header before the first "
+                        "sample: record with `perf record -k mono` and run `perf script "
+                        "--header`, or give --reference TOD=CLOCK or --reference now\n");
+                goto out;
+            }
+        }
+        lines++;
+        int r = parse_line(line, l, a.host, &ref, &b);
+        if (r < 0) {
+            fprintf(stderr, "fabricscope import-perf: out of memory\n");
+            goto out;
+        }
+        if (r == 0) {
+            skipped++;
+            continue;
+        }
+        events++;
+        if (b.n >= FS_IMP_STREAM_EVENTS && fs_imp_stream_flush(&st, &b, false) != 0)
+            goto out;
+    }
+    if (ferror(stdin)) {
+        fprintf(stderr, "fabricscope import-perf: reading stdin failed\n");
+        goto out;
+    }
+    if (skipped + too_long)
+        fprintf(stderr, "fabricscope import-perf: %zu lines were not samples, skipped%s\n",
+                skipped + too_long, too_long ? " (some longer than 64 KiB)" : "");
+    if (events == 0) {
+        if (lines > 0)
+            fprintf(stderr,
+                    "fabricscope import-perf: none of %zu lines is a perf script tracepoint "
+                    "sample\n",
+                    lines);
+        else
+            fprintf(stderr, "fabricscope import-perf: no samples on stdin\n");
+        goto out;
+    }
+    rc = fs_imp_stream_finish(&st, &b);
+out:
+    if (rc != 0 && (st.open || st.ids)) {
+        struct fs_imp_batch none = {0};
+        st.failed = true;
+        (void)fs_imp_stream_finish(&st, &none);
+    }
     fs_imp_batch_free(&b);
-    fs_buf_free(&in);
     return rc;
 }
