@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# The ONYX CLI driver against CLIs that mishandle type-ahead (issue 18): the driver sends
+# a cycle's commands together (pipelining) and splits the output at the prompts. Three
+# simulated CLIs (tests/sim/onyx/onyx_sim.py, onyx_typeahead, behind a REAL OpenSSH sshd)
+# break that, each polled by fabricscope next to a healthy one:
+#   - interleave: the echo of the next typed-ahead command lands inside the previous
+#     command's output, cutting a counter in two;
+#   - drop: type-ahead past 256 bytes is lost while a command runs: later commands are
+#     never answered, the shell sits at its prompt;
+#   - pager: the CLI pages anyway and its pager takes a typed-ahead command as its keys.
+# Each must be detected: pipelining off for that target with the reason in
+# /api/v1/targets, the session kept (one login), the target up with every port counter
+# exactly the scenario's; the healthy target keeps pipelining with exact counters.
+# Counters stand still (frozen_at_s), so values are compared exactly.
+source "$(dirname "$0")/lib.sh"
+
+[ -x "$FABRICSCOPE" ] || fail "build fabricscope first"
+onyx_sim_prereqs
+
+BOOT=$($PY -c 'import time; print(time.time() - 300)')
+MODES="healthy interleave drop pager"
+declare -A SSH_PORT PWFILE KNOWN
+for m in $MODES; do
+  $PY - "$T/scen-$m.json" "$BOOT" "$m" <<'EOF'
+import json, sys
+path, boot, mode = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+d = {"ports": 8, "boot_epoch_s": boot, "counter_base": 2**53 + 1, "frozen_at_s": 95,
+     "congestion": {"port": 7, "tc": 3, "period_s": 30, "duration_s": 2, "phase_s": 10}}
+if mode != "healthy":
+    d["onyx_typeahead"] = mode
+json.dump(d, open(path, "w"))
+EOF
+  start_onyx_sim "sim-$m" --scenario "$T/scen-$m.json"
+  SSH_PORT[$m]=$ONYX_SSH_PORT PWFILE[$m]=$ONYX_PASSWORD_FILE KNOWN[$m]=$ONYX_KNOWN_HOSTS
+done
+
+# The scenario's values (frozen; the same for every simulator): metric line -> value.
+$PY - "$T/scen-healthy.json" "$FS_SOURCE_DIR" >"$T/want.txt" <<'EOF'
+import sys
+sys.path.insert(0, sys.argv[2] + "/tests/sim")
+from scenario import Scenario
+sc = Scenario(sys.argv[1])
+t = sc.since_boot()
+for p in range(1, sc.ports + 1):
+    e = "Eth1/%d" % p
+    print('fabric_port_bytes_total{target="%%s",interface="%s",direction="rx",source="cli"} %d' % (e, sc.port_octets(p, t)))
+    print('fabric_port_ecn_marked_packets_total{target="%%s",interface="%s",source="cli"} %d' % (e, sc.port_ecn_marked(p, t)))
+    print('fabric_queue_tx_packets_total{target="%%s",interface="%s",tc="3",source="cli"} %d' % (e, sc.tc_tx_pkts(p, 3, t)))
+    print('fabric_pfc_pause_frames_total{target="%%s",interface="%s",direction="rx",priority="3",source="cli"} %d' % (e, sc.pfc_rx_pause_frames(p, 3, t)))
+EOF
+[ "$(wc -l <"$T/want.txt")" = 32 ] || fail "scenario values: $(cat "$T/want.txt")"
+
+HTTP=$(free_tcp_port)
+{
+  echo "listen: 127.0.0.1:$HTTP"
+  echo "targets:"
+  for m in $MODES; do
+    cat <<EOF
+  - name: $m
+    address: 127.0.0.1
+    cli: { port: ${SSH_PORT[$m]}, username: $ONYX_SSH_USER, password_file: ${PWFILE[$m]},
+           known_hosts: ${KNOWN[$m]}, interval: 2s }
+EOF
+  done
+} >"$T/fs.yaml"
+start_fabricscope "$T/fs.yaml"
+wait_http "http://127.0.0.1:$HTTP/healthz" 20
+
+# Every target up with every port counter exact (each of the 32 series present, none
+# garbled) in the same scrape.
+all_exact() {
+  curl -fsS "http://127.0.0.1:$HTTP/metrics" >"$T/m.txt" || return 1
+  local m line
+  for m in $MODES; do
+    grep -q "^fabricscope_target_up{target=\"$m\",source=\"cli\"} 1\$" "$T/m.txt" || return 1
+    while read -r line; do
+      # shellcheck disable=SC2059
+      grep -qxF "$(printf "$line" "$m")" "$T/m.txt" || return 1
+    done <"$T/want.txt"
+  done
+}
+wait_for 60 "every target up with exact port counters" all_exact
+# Then three more cycles of each target: still exact, nothing garbled later either.
+polls() { awk -v t="$1" 'index($0, "fabricscope_poll_duration_seconds_count{target=\"" t "\"") == 1 {print $2}' "$T/m.txt"; }
+declare -A P0
+for m in $MODES; do P0[$m]=$(polls "$m"); done
+three_more() {
+  curl -fsS "http://127.0.0.1:$HTTP/metrics" >"$T/m.txt" || return 1
+  local m
+  for m in $MODES; do [ "$(polls "$m")" -ge $((P0[$m] + 3)) ] || return 1; done
+}
+wait_for 30 "three more cycles of each target" three_more
+all_exact || fail "counters not exact after further cycles: $(grep -E 'target_up|Eth1/1"' "$T/m.txt")"
+ok "every target up; all 32 port counter series exact on each (interleave, drop, pager, healthy)"
+
+curl -fsS "http://127.0.0.1:$HTTP/api/v1/targets" >"$T/targets.json" || fail "/api/v1/targets"
+$PY - "$T/targets.json" <<'EOF' || fail "/api/v1/targets: $(cat "$T/targets.json")"
+import json, sys
+names = {o["target"]: o for o in json.load(open(sys.argv[1]))["data"]}
+assert set(names) == {"healthy", "interleave", "drop", "pager"}, names.keys()
+want = {"interleave": "type-ahead echoed inside an output: `show ",
+        "drop": "type-ahead dropped: `show ",
+        "pager": "pager: the CLI pages despite `no cli session paging enable`"}
+for n, d in names.items():
+    assert d["cli_session"] == "up", (n, d)
+    assert d["state"] == "up", (n, d)
+    assert d["cli_sessions_opened"] == 1, (n, d["cli_sessions_opened"])
+    assert d["poll_errors"]["protocol"] == 0, (n, d["poll_errors"])
+    if n == "healthy":
+        assert d["cli_pipelining"] is True and d["cli_pipelining_off"] == "", d
+        continue
+    assert d["cli_pipelining"] is False, (n, d)
+    assert d["cli_pipelining_off"].startswith(want[n]), (n, d["cli_pipelining_off"])
+    assert d["cli_text_fallbacks"] == [] and d["cli_layout_mismatches"] == [], (n, d)
+    assert d["cli_dropped_commands"] == [], (n, d)
+EOF
+for m in interleave drop pager; do
+  [ "$(grep -c "target $m: the CLI mishandles type-ahead" "$T/fabricscope.log")" = 1 ] ||
+    fail "$m: the fallback was not logged exactly once"
+done
+grep -q "target healthy: the CLI mishandles" "$T/fabricscope.log" && fail "the healthy target fell back"
+grep -Eq "target (interleave|drop|pager): .*(closed|reconnect)" "$T/fabricscope.log" &&
+  fail "a session was dropped: $(grep -E 'closed|reconnect' "$T/fabricscope.log")"
+ok "/api/v1/targets: pipelining off with the reason on each mishandling CLI, one session each; the healthy target pipelines"
