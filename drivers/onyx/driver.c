@@ -202,6 +202,17 @@ struct onyx_target {
                            shell sits quiet at its prompt, then an empty line is sent and its
                            prompt awaited (draining), then the batch goes on one at a time */
     size_t batch_start; /* q index of the batch's first command */
+    /* draining: the first answer owed may be lost to type-ahead (the abandoned batch was
+     * pipelined, answered in part, the owed command's echo not seen); that command */
+    bool owed_maybe_lost;
+    char owed_cmd[96];
+    /* Whether the cycle fits its interval: each batch's first answer measures a round
+     * trip (sent to answered: the network and one command); a cycle needs at least one per
+     * batch, one per command when one at a time. */
+    int64_t batch_sent_mono_us;
+    int64_t rtt_min_us; /* this cycle's smallest; 0: none measured */
+    unsigned rounds;    /* batches sent this cycle */
+    char too_slow[200]; /* why the cycle cannot fit its interval; "" when it can */
     char **ports;
     size_t nports;
     size_t ports_listed; /* > ONYX_MAX_PORTS: the switch listed this many (cut); else 0 */
@@ -344,12 +355,38 @@ close_session(struct onyx_target *t)
 
 static void plan_probe(struct onyx_target *t);
 
+/* At a cycle's end: whether its commands can fit the interval at the round trip measured,
+ * one round trip per batch (per command when pipelining is off); said once when they
+ * cannot (log), and in the detail while so. */
+static void
+check_fit(struct onyx_target *t)
+{
+    if (t->rtt_min_us <= 0 || t->cfg.interval_us <= 0)
+        return;
+    size_t trips = t->one_at_a_time ? t->nq : t->rounds;
+    int64_t need = (int64_t)trips * t->rtt_min_us;
+    if (need <= t->cfg.interval_us) {
+        t->too_slow[0] = '\0';
+        return;
+    }
+    bool first = !t->too_slow[0];
+    snprintf(t->too_slow, sizeof(t->too_slow),
+             "%zu commands %s take at least %.1f s at the %.0f ms round trip measured, more "
+             "than the interval (%.1f s)",
+             t->nq, t->one_at_a_time ? "one at a time" : "in their batches", (double)need / 1e6,
+             (double)t->rtt_min_us / 1e3, (double)t->cfg.interval_us / 1e6);
+    if (first)
+        fs_log(FS_LOG_WARN, SUBSYS, "target %s: its polls cannot fit their interval: %s", t->name,
+               t->too_slow);
+}
+
 static void
 finish_cycle(struct onyx_target *t, enum fs_poll_result r, const char *msg)
 {
     if (!t->in_cycle)
         return;
     t->in_cycle = false;
+    check_fit(t);
     if (r == FS_POLL_OK) {
         t->fail_count = 0;
         t->cycles_ok++;
@@ -402,6 +439,9 @@ abandon_cycle(struct onyx_target *t, enum fs_poll_result r, const char *msg)
         t->draining = true;
         t->drained_bytes = 0;
         t->owed = t->batch_end - t->done;
+        t->owed_maybe_lost = !t->one_at_a_time && t->batch_end - t->batch_start > 1 &&
+                             t->done > t->batch_start && t->echo_next <= t->done;
+        snprintf(t->owed_cmd, sizeof(t->owed_cmd), "%s", t->done < t->nq ? t->q[t->done].text : "");
     }
     fs_log(FS_LOG_WARN, SUBSYS, "target %s: %s", t->name, msg);
     finish_cycle(t, r, msg);
@@ -577,6 +617,8 @@ send_batch(struct onyx_target *t)
     t->sent = end;
     t->ss = SS_BUSY;
     t->batch_lo_us = fs_realtime_us();
+    t->batch_sent_mono_us = fs_monotonic_us();
+    t->rounds++;
     flush_tx(t);
 }
 
@@ -1164,9 +1206,12 @@ rx_blank_from(const struct onyx_target *t, size_t from)
 static bool
 typeahead_lost(const struct onyx_target *t)
 {
-    return t->ss == SS_BUSY && !t->draining && !t->resync && !t->one_at_a_time &&
-           t->batch_end - t->batch_start > 1 && t->done > t->batch_start &&
-           t->done < t->batch_end && t->echo_next <= t->done && rx_blank_from(t, t->resp_start);
+    if (t->ss != SS_BUSY || t->resync || t->one_at_a_time || !rx_blank_from(t, t->resp_start))
+        return false;
+    if (t->draining) /* the cycle ran out of time first: the batch it abandoned */
+        return t->owed > 0 && t->owed_maybe_lost;
+    return t->batch_end - t->batch_start > 1 && t->done > t->batch_start &&
+           t->done < t->batch_end && t->echo_next <= t->done;
 }
 
 /* A resync waits for the shell to sit quiet at its prompt. */
@@ -1228,6 +1273,11 @@ process_responses(struct onyx_target *t)
                 pipelining_off(t, why);
                 return;
             }
+        }
+        if (t->done == t->batch_start) {
+            int64_t rtt = fs_monotonic_us() - t->batch_sent_mono_us;
+            if (rtt > 0 && (t->rtt_min_us == 0 || rtt < t->rtt_min_us))
+                t->rtt_min_us = rtt;
         }
         handle_response(t, &c, t->rx + t->resp_start, len, fs_realtime_us());
         t->done++;
@@ -1592,6 +1642,8 @@ do_cycle(struct onyx_target *t, uint64_t id, int64_t deadline)
         t->progress_us = fs_monotonic_us();
     t->prober.at_us = 0;
     t->cycle_start_real_us = fs_realtime_us();
+    t->rtt_min_us = 0;
+    t->rounds = 0;
     onyx_samples_clear(&t->samples);
     build_batch1(t);
     if (t->ss == SS_DOWN) {
@@ -1641,7 +1693,7 @@ check_timeouts(struct onyx_drv *d, int64_t now)
             snprintf(why, sizeof(why),
                      "type-ahead dropped: `%.80s` never answered while the shell sat at its "
                      "prompt",
-                     t->q[t->done].text);
+                     t->draining ? t->owed_cmd : t->q[t->done].text);
             pipelining_off(t, why);
             resync_send(t);
         } else if (quiet && resync_waits(t)) {
@@ -1784,6 +1836,8 @@ update_detail(struct onyx_target *t)
                 acl_state, sizeof(acl_state));
     char pipe_off[2 * sizeof(t->pipelining_off)];
     json_escape(t->pipelining_off, pipe_off, sizeof(pipe_off));
+    char too_slow[2 * sizeof(t->too_slow)];
+    json_escape(t->too_slow, too_slow, sizeof(too_slow));
     char d[sizeof(t->detail)];
     snprintf(d, sizeof(d),
              "\"cli_session\":\"%s\",\"cli_release\":\"%s\",\"cli_interfaces_form\":\"%s\","
@@ -1791,7 +1845,8 @@ update_detail(struct onyx_target *t)
              "\"cli_dropped_commands\":[%s],\"cli_ecn_profile\":\"%s\","
              "\"cli_sessions_opened\":%llu,"
              "\"cli_flow_rules\":\"%s\",\"cli_acl_counters\":\"%s\","
-             "\"cli_pipelining\":%s,\"cli_pipelining_off\":\"%s\",\"cli_clock_probes\":%llu,"
+             "\"cli_pipelining\":%s,\"cli_pipelining_off\":\"%s\",\"cli_poll_too_slow\":\"%s\","
+             "\"cli_clock_probes\":%llu,"
              "\"cli_clock_probing\":\"%s\",\"cli_ports_listed_beyond_bound\":%zu,"
              "\"cli_wjh_events\":%llu,\"cli_wjh_events_unplaced\":%llu",
              t->ss == SS_DOWN                                               ? "down"
@@ -1804,7 +1859,7 @@ update_detail(struct onyx_target *t)
              : !t->rules_checked      ? "not checked"
              : t->config_failed       ? "failed, rolled back"
                                       : "in place",
-             acl_state, t->one_at_a_time ? "false" : "true", pipe_off,
+             acl_state, t->one_at_a_time ? "false" : "true", pipe_off, too_slow,
              (unsigned long long)t->prober.sent,
              t->prober.state ? t->prober.state : FS_CLOCK_PROBER_STATE_NONE, t->ports_listed,
              (unsigned long long)t->wjh_events, (unsigned long long)t->wjh_events_unplaced);

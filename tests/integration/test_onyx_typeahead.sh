@@ -12,6 +12,8 @@
 # /api/v1/targets, the session kept (one login), the target up with every port counter
 # exactly the scenario's; the healthy target keeps pipelining with exact counters.
 # Counters stand still (frozen_at_s), so values are compared exactly.
+# Then `fabricscope probe` against a far switch (100 ms a round trip): one command at a
+# time, the poll cannot fit its interval and probe says so; pipelined, it fits.
 source "$(dirname "$0")/lib.sh"
 
 [ -x "$FABRICSCOPE" ] || fail "build fabricscope first"
@@ -122,3 +124,32 @@ grep -q "target healthy: the CLI mishandles" "$T/fabricscope.log" && fail "the h
 grep -Eq "target (interleave|drop|pager): .*(closed|reconnect)" "$T/fabricscope.log" &&
   fail "a session was dropped: $(grep -E 'closed|reconnect' "$T/fabricscope.log")"
 ok "/api/v1/targets: pipelining off with the reason on each mishandling CLI, one session each; the healthy target pipelines"
+
+# ---------------------------------------------------------------- polls that cannot fit
+# A far switch (onyx_delay_ms: every exchange costs 100 ms): pipelined, a poll is two
+# round trips and fits a 2 s interval; one command at a time (the dropping CLI), its 27
+# commands need 2.7 s. `fabricscope probe` says so (log and the target's detail).
+kill "$FS_PID"
+wait "$FS_PID" 2>/dev/null || true
+for m in healthy drop; do
+  $PY - "$T/scen-$m.json" <<'EOF'
+import json, os, sys
+d = json.load(open(sys.argv[1]))
+d["onyx_delay_ms"] = 100
+json.dump(d, open(sys.argv[1] + ".tmp", "w"))
+os.replace(sys.argv[1] + ".tmp", sys.argv[1])
+EOF
+done
+for m in healthy drop; do
+  "$FABRICSCOPE" probe -c "$T/fs.yaml" "$m" >"$T/probe-$m.out" 2>"$T/probe-$m.err" || true
+done
+grep -q '^# drop/cli: .*"cli_pipelining":false,.*"cli_poll_too_slow":"27 commands one at a time take at least 2\.[6-9] s at the 1[0-9][0-9] ms round trip measured, more than the interval (2\.0 s)"' "$T/probe-drop.out" ||
+  fail "probe: the dropping CLI's poll not said too slow: $(grep '^# drop' "$T/probe-drop.out")"
+grep -q 'target drop: its polls cannot fit their interval: 27 commands one at a time' "$T/probe-drop.err" ||
+  fail "probe: no warning logged: $(cat "$T/probe-drop.err")"
+grep -q '^# healthy/cli: .*"cli_pipelining":true,.*"cli_poll_too_slow":""' "$T/probe-healthy.out" ||
+  fail "probe: the pipelining CLI said too slow: $(grep '^# healthy' "$T/probe-healthy.out")"
+grep -q 'cannot fit' "$T/probe-healthy.err" && fail "probe: the pipelining CLI warned: $(cat "$T/probe-healthy.err")"
+grep -Eq '^fabric_port_bytes_total\{target="healthy",interface="Eth1/8",direction="rx",source="cli"\} ' "$T/probe-healthy.out" ||
+  fail "probe: the healthy target's poll did not complete"
+ok "probe: a poll one command at a time that cannot fit its interval at the measured round trip is said so (log, detail); a pipelined one is not"

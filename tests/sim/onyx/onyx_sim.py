@@ -61,6 +61,8 @@ Scenario keys read here in addition to scenario.py's (all optional):
                     "pager" (typeahead_pager): paging stays on (as onyx_paging_sticky) and
                     the pager takes a whole typed-ahead line as its keystrokes: that
                     command is swallowed (no answer).
+  onyx_delay_ms     input reaches the CLI this many ms after it arrives (a far switch: each
+                    exchange costs a round trip; commands sent together share one)
   onyx_json_fails   {CMD: "unrecognized" | "layout"}: `CMD... | json-print` fails while the
                     text form works: `% Unrecognized command "json-print".`, or a JSON
                     document in a layout the driver does not know (a made-up "newer
@@ -171,6 +173,9 @@ class Sim:
         r, _, _ = select.select([0], [], [], timeout)
         if not r:
             return True
+        delay = float(self.opt("onyx_delay_ms", 0)) / 1000.0
+        if delay > 0:
+            time.sleep(delay)
         chunk = os.read(0, 4096)
         if not chunk:
             sys.exit(0)
