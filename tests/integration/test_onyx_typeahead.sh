@@ -125,6 +125,25 @@ grep -Eq "target (interleave|drop|pager): .*(closed|reconnect)" "$T/fabricscope.
   fail "a session was dropped: $(grep -E 'closed|reconnect' "$T/fabricscope.log")"
 ok "/api/v1/targets: pipelining off with the reason on each mishandling CLI, one session each; the healthy target pipelines"
 
+# ---------------------------------------------------------------- out of time first
+# A poll's budget (400 ms) runs out before the dropping CLI has sat quiet for long enough
+# (0.5 s): the batch is abandoned with answers owed that will never come. The loss must
+# still be found (not a shell "still answering" until the session is dropped).
+"$FS_BUILD_DIR/tests/fs-onyx-poll" --port "${SSH_PORT[drop]}" --user "$ONYX_SSH_USER" \
+  --password-file "${PWFILE[drop]}" --known-hosts "${KNOWN[drop]}" --interval-ms 1000 \
+  --deadline-ms 400 --polls 4 --grep 'port_bytes_total.*Eth1/8",direction="rx"' \
+  >"$T/budget.out" 2>"$T/budget.log" || true
+grep -q '^poll 1 result=timeout' "$T/budget.out" || fail "budget: poll 1 not out of time: $(grep -m1 '^poll 1 result' "$T/budget.out")"
+grep -q '^poll 4 result=ok' "$T/budget.out" ||
+  fail "budget: poll 4 $(grep '^poll 4 result' "$T/budget.out" | cut -c1-80): $(grep -v level=info "$T/budget.log")"
+want8=$(sed -n 's/^fabric_port_bytes_total{target="%s",interface="Eth1\/8",direction="rx",source="cli"} //p' "$T/want.txt")
+grep -q "^poll 4 fabric_port_bytes_total{.*Eth1/8\",direction=\"rx\",source=\"cli\"} $want8\$" "$T/budget.out" ||
+  fail "budget: poll 4 port bytes of Eth1/8 not $want8: $(grep '^poll 4 fabric_port' "$T/budget.out")"
+grep -q '"cli_pipelining":false,"cli_pipelining_off":"type-ahead dropped: `show ' "$T/budget.out" ||
+  fail "budget: no fallback reported: $(grep -m1 -o '"cli_pipelining.*' "$T/budget.out" | cut -c1-200)"
+grep -q '"cli_sessions_opened":2' "$T/budget.out" && fail "budget: the session was dropped"
+ok "a poll out of time before the loss is seen: found in the answers still owed, the session kept, exact after"
+
 # ---------------------------------------------------------------- polls that cannot fit
 # A far switch (onyx_delay_ms: every exchange costs 100 ms): pipelined, a poll is two
 # round trips and fits a 2 s interval; one command at a time (the dropping CLI), its 27
