@@ -265,6 +265,7 @@ struct onyx_drv {
 /* ---------------- helpers ---------------- */
 
 static void update_detail(struct onyx_target *t);
+static bool rx_ends_at_prompt(const struct onyx_target *t);
 
 static int
 buf_append(char **buf, size_t *len, size_t *cap, const char *data, size_t n)
@@ -1214,12 +1215,26 @@ typeahead_lost(const struct onyx_target *t)
            t->done < t->batch_end && t->echo_next <= t->done;
 }
 
+/* Whether rx ends with a prompt, wherever its line starts (a pager's last line, its
+ * erasure cleaned away, runs into the prompt after it). */
+static bool
+rx_ends_at_prompt(const struct onyx_target *t)
+{
+    size_t back = t->prefix_len + 64, from = t->rx_len > back ? t->rx_len - back : 0;
+    size_t ps, pe;
+    while (onyx_next_prompt(t->rx, t->rx_len, from, t->prefix, t->prefix_len, &ps, &pe)) {
+        if (pe >= t->rx_len)
+            return true;
+        from = ps + 1;
+    }
+    return false;
+}
+
 /* A resync waits for the shell to sit quiet at its prompt. */
 static bool
 resync_waits(const struct onyx_target *t)
 {
-    return t->ss == SS_BUSY && t->resync &&
-           onyx_prompt_at_end(t->rx, t->rx_len, NULL) != ONYX_MODE_NONE;
+    return t->ss == SS_BUSY && t->resync && rx_ends_at_prompt(t);
 }
 
 /* The echo of a command sent after c in this batch inside c's output (echoes stripped):
@@ -1580,7 +1595,10 @@ target_io(struct onyx_target *t)
         }
     }
     size_t ps;
-    if (t->ss != SS_SSH && onyx_pager_at_end(t->rx, t->rx_len, &ps)) {
+    /* A pager line with the prompt after it on the same line (its key came from
+     * type-ahead; the erasure between them cleaned away) waits for nothing. */
+    if (t->ss != SS_SSH && onyx_pager_at_end(t->rx, t->rx_len, &ps) &&
+        !(t->prefix_len > 0 && rx_ends_at_prompt(t))) {
         t->rx_len = ps; /* paging is on after all: page on */
         t->rx[ps] = '\0';
         if (buf_append(&t->tx, &t->tx_len, &t->tx_cap, " ", 1) < 0)
