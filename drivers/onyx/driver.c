@@ -36,6 +36,14 @@
  * Every cycle has a deadline, every session timeout_us without progress, and the output of
  * a batch is bounded (max_output_bytes).
  *
+ * Type-ahead a CLI mishandles: a pager that takes a pipelined command as its keys (a pager
+ * line inside an output), the echo of a later command of the batch inside an output (its
+ * lines, numbers included, may be cut), or a batch whose next answer never comes while the
+ * shell sits quiet at its prompt (type-ahead dropped). Each turns pipelining off for the
+ * target for good (one_at_a_time), keeps the session and the cycle, drops the batch's
+ * remaining output until the shell is quiet at its prompt, resynchronizes with an empty
+ * line, and sends the commands again from the one that went wrong, one at a time.
+ *
  * Clock probes. `show clock` prints whole seconds and polls come at a fixed phase to the
  * device's second edge, so the poll readings alone leave the offset about a second wide.
  * Between cycles, while the core's estimate (fs_sink_clock_estimate) is wider than
@@ -185,9 +193,26 @@ struct onyx_target {
     char layout_lines[K_COUNT][160];
     char release[32];
     double last_uptime;
-    bool one_at_a_time; /* the CLI pages despite paging off: no pipelining (the pager would eat
-                           commands) */
-    bool pager_broke;   /* this batch's stream was corrupted by the pager */
+    /* The CLI mishandles type-ahead (pipelined commands): one command at a time from then
+     * on, for the target's life (sessions included: it is the firmware's way, and each
+     * retry would cost a garbled or lost cycle); why, for the detail. */
+    bool one_at_a_time;
+    char pipelining_off[200];
+    bool resync;        /* a pipelined batch went wrong: its outputs are dropped until the
+                           shell sits quiet at its prompt, then an empty line is sent and its
+                           prompt awaited (draining), then the batch goes on one at a time */
+    size_t batch_start; /* q index of the batch's first command */
+    /* draining: the first answer owed may be lost to type-ahead (the abandoned batch was
+     * pipelined, answered in part, the owed command's echo not seen); that command */
+    bool owed_maybe_lost;
+    char owed_cmd[96];
+    /* Whether the cycle fits its interval: each batch's first answer measures a round
+     * trip (sent to answered: the network and one command); a cycle needs at least one per
+     * batch, one per command when one at a time. */
+    int64_t batch_sent_mono_us;
+    int64_t rtt_min_us; /* this cycle's smallest; 0: none measured */
+    unsigned rounds;    /* batches sent this cycle */
+    char too_slow[200]; /* why the cycle cannot fit its interval; "" when it can */
     char **ports;
     size_t nports;
     size_t ports_listed; /* > ONYX_MAX_PORTS: the switch listed this many (cut); else 0 */
@@ -240,6 +265,7 @@ struct onyx_drv {
 /* ---------------- helpers ---------------- */
 
 static void update_detail(struct onyx_target *t);
+static bool rx_ends_at_prompt(const struct onyx_target *t);
 
 static int
 buf_append(char **buf, size_t *len, size_t *cap, const char *data, size_t n)
@@ -324,10 +350,36 @@ close_session(struct onyx_target *t)
     t->config_in_flight = false;
     t->prober.at_us = 0;
     t->draining = false;
+    t->resync = false;
     t->owed = 0;
 }
 
 static void plan_probe(struct onyx_target *t);
+
+/* At a cycle's end: whether its commands can fit the interval at the round trip measured,
+ * one round trip per batch (per command when pipelining is off); said once when they
+ * cannot (log), and in the detail while so. */
+static void
+check_fit(struct onyx_target *t)
+{
+    if (t->rtt_min_us <= 0 || t->cfg.interval_us <= 0)
+        return;
+    size_t trips = t->one_at_a_time ? t->nq : t->rounds;
+    int64_t need = (int64_t)trips * t->rtt_min_us;
+    if (need <= t->cfg.interval_us) {
+        t->too_slow[0] = '\0';
+        return;
+    }
+    bool first = !t->too_slow[0];
+    snprintf(t->too_slow, sizeof(t->too_slow),
+             "%zu commands %s take at least %.1f s at the %.0f ms round trip measured, more "
+             "than the interval (%.1f s)",
+             t->nq, t->one_at_a_time ? "one at a time" : "in their batches", (double)need / 1e6,
+             (double)t->rtt_min_us / 1e3, (double)t->cfg.interval_us / 1e6);
+    if (first)
+        fs_log(FS_LOG_WARN, SUBSYS, "target %s: its polls cannot fit their interval: %s", t->name,
+               t->too_slow);
+}
 
 static void
 finish_cycle(struct onyx_target *t, enum fs_poll_result r, const char *msg)
@@ -335,6 +387,7 @@ finish_cycle(struct onyx_target *t, enum fs_poll_result r, const char *msg)
     if (!t->in_cycle)
         return;
     t->in_cycle = false;
+    check_fit(t);
     if (r == FS_POLL_OK) {
         t->fail_count = 0;
         t->cycles_ok++;
@@ -379,7 +432,7 @@ fail_session(struct onyx_target *t, enum fs_poll_result r, const char *msg)
 static void
 abandon_cycle(struct onyx_target *t, enum fs_poll_result r, const char *msg)
 {
-    if (t->ss == SS_BUSY && !t->draining) {
+    if (t->ss == SS_BUSY && !t->draining && !t->resync) {
         if (t->config_in_flight) { /* half-applied configuration: start over cleanly */
             fail_session(t, r, msg);
             return;
@@ -387,6 +440,9 @@ abandon_cycle(struct onyx_target *t, enum fs_poll_result r, const char *msg)
         t->draining = true;
         t->drained_bytes = 0;
         t->owed = t->batch_end - t->done;
+        t->owed_maybe_lost = !t->one_at_a_time && t->batch_end - t->batch_start > 1 &&
+                             t->done > t->batch_start && t->echo_next <= t->done;
+        snprintf(t->owed_cmd, sizeof(t->owed_cmd), "%s", t->done < t->nq ? t->q[t->done].text : "");
     }
     fs_log(FS_LOG_WARN, SUBSYS, "target %s: %s", t->name, msg);
     finish_cycle(t, r, msg);
@@ -557,10 +613,13 @@ send_batch(struct onyx_target *t)
     for (size_t i = t->sent; i < end; i++)
         send_text(t, t->q[i].text, false);
     t->echo_next = t->sent;
+    t->batch_start = t->sent;
     t->batch_end = end;
     t->sent = end;
     t->ss = SS_BUSY;
     t->batch_lo_us = fs_realtime_us();
+    t->batch_sent_mono_us = fs_monotonic_us();
+    t->rounds++;
     flush_tx(t);
 }
 
@@ -887,17 +946,6 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
 {
     char err[256];
     onyx_samples_clear(&t->samples);
-    if (!t->one_at_a_time && has_pager_line(text, len)) {
-        /* The pager took the next pipelined command as its key: this batch's stream is
-         * garbage. From now on one command at a time, the pager answered with a space. */
-        fs_log(FS_LOG_WARN, SUBSYS,
-               "target %s: the CLI pages despite `no cli session paging enable`; sending "
-               "one command at a time from now on",
-               t->name);
-        t->one_at_a_time = true;
-        t->pager_broke = true;
-        return;
-    }
     if (c->kind == K_CONFIG || c->kind == K_ROLLBACK) {
         if (onyx_error_line(text, len, err, sizeof(err))) {
             fs_log(FS_LOG_ERROR, SUBSYS, "target %s: `%s`: %s", t->name, c->text, err);
@@ -1099,6 +1147,109 @@ drain_responses(struct onyx_target *t)
     update_detail(t);
 }
 
+/* ---------------- type-ahead the CLI mishandles ---------------- */
+
+/* How long a shell must sit quiet at its prompt while answers are owed before they count
+ * as lost (type-ahead dropped), and before a resync's empty line goes out. A CLI at its
+ * prompt reads pending input at once; a command that runs long has printed its echo after
+ * the prompt (or, echoing type-ahead on arrival, long before), which this rule excludes. */
+#define TYPEAHEAD_QUIET_US 500000
+
+/* Pipelining is off for good (see one_at_a_time) and this batch resynchronizes: what the
+ * shell still prints for it is dropped; once it sits quiet at its prompt an empty line
+ * goes out (resync_send) and its prompt is awaited; the commands from the one that went
+ * wrong are then sent again, one at a time. The session and the cycle are kept. */
+static void
+pipelining_off(struct onyx_target *t, const char *why)
+{
+    if (!t->one_at_a_time) {
+        t->one_at_a_time = true;
+        snprintf(t->pipelining_off, sizeof(t->pipelining_off), "%s", why);
+        fs_log(FS_LOG_WARN, SUBSYS,
+               "target %s: the CLI mishandles type-ahead (%s); sending one command at a "
+               "time from now on (the session is kept)",
+               t->name, why);
+        update_detail(t);
+    }
+    t->resync = true;
+    t->sent = t->done; /* sent again from the command that went wrong */
+}
+
+/* The shell sits quiet at its prompt: an empty line, whose prompt ends the resync. */
+static void
+resync_send(struct onyx_target *t)
+{
+    t->resync = false;
+    t->rx_len = 0;
+    t->resp_start = 0;
+    t->draining = true;
+    t->drained_bytes = 0;
+    t->owed = 1;
+    send_text(t, "", false);
+    flush_tx(t);
+    if (t->ss != SS_DOWN)
+        epoll_update(t);
+}
+
+/* Whether only blanks follow offset from in rx. */
+static bool
+rx_blank_from(const struct onyx_target *t, size_t from)
+{
+    for (size_t i = from; i < t->rx_len; i++)
+        if (t->rx[i] != ' ' && t->rx[i] != '\n' && t->rx[i] != '\t')
+            return false;
+    return true;
+}
+
+/* A pipelined batch whose next answer will never come: the shell answered earlier
+ * commands of the batch, then printed its prompt and nothing after it (not even the next
+ * command's echo, nor had it echoed it before) for TYPEAHEAD_QUIET_US. */
+static bool
+typeahead_lost(const struct onyx_target *t)
+{
+    if (t->ss != SS_BUSY || t->resync || t->one_at_a_time || !rx_blank_from(t, t->resp_start))
+        return false;
+    if (t->draining) /* the cycle ran out of time first: the batch it abandoned */
+        return t->owed > 0 && t->owed_maybe_lost;
+    return t->batch_end - t->batch_start > 1 && t->done > t->batch_start &&
+           t->done < t->batch_end && t->echo_next <= t->done;
+}
+
+/* Whether rx ends with a prompt, wherever its line starts (a pager's last line, its
+ * erasure cleaned away, runs into the prompt after it). */
+static bool
+rx_ends_at_prompt(const struct onyx_target *t)
+{
+    size_t back = t->prefix_len + 64, from = t->rx_len > back ? t->rx_len - back : 0;
+    size_t ps, pe;
+    while (onyx_next_prompt(t->rx, t->rx_len, from, t->prefix, t->prefix_len, &ps, &pe)) {
+        if (pe >= t->rx_len)
+            return true;
+        from = ps + 1;
+    }
+    return false;
+}
+
+/* A resync waits for the shell to sit quiet at its prompt. */
+static bool
+resync_waits(const struct onyx_target *t)
+{
+    return t->ss == SS_BUSY && t->resync && rx_ends_at_prompt(t);
+}
+
+/* The echo of a command sent after c in this batch inside c's output (echoes stripped):
+ * the shell echoed type-ahead into the middle of the output; its lines may be cut. */
+static const char *
+echo_inside(const struct onyx_target *t, const char *text, size_t len)
+{
+    for (size_t i = t->done + 1; i < t->batch_end; i++) {
+        const char *cmd = t->q[i].text;
+        if (strncmp(cmd, "show ", 5) == 0 && memmem(text, len, cmd, strlen(cmd)))
+            return cmd;
+    }
+    return NULL;
+}
+
 /* Splits the batch's output at the prompts; handles every complete response. */
 static void
 process_responses(struct onyx_target *t)
@@ -1107,6 +1258,8 @@ process_responses(struct onyx_target *t)
         drain_responses(t);
         return;
     }
+    if (t->resync)
+        return; /* dropped until the shell is quiet (check_timeouts) */
     while (t->done < t->batch_end) {
         size_t end;
         if (!response_end(t, &end))
@@ -1120,13 +1273,28 @@ process_responses(struct onyx_target *t)
         size_t len = end - t->resp_start;
         t->echo_next += onyx_strip_echoes(t->rx + t->resp_start, &len, sent, ns);
         t->requeued = false;
-        handle_response(t, &c, t->rx + t->resp_start, len, fs_realtime_us());
-        if (t->pager_broke) {
-            t->pager_broke = false;
-            fail_session(t, FS_POLL_PROTOCOL,
-                         "the CLI pages despite paging off (pager ate a command)");
-            return;
+        if (!t->one_at_a_time) {
+            const char *other = echo_inside(t, t->rx + t->resp_start, len);
+            char why[200] = "";
+            if (other)
+                snprintf(why, sizeof(why), "type-ahead echoed inside an output: `%.60s` in `%.60s`",
+                         other, c.text);
+            else if (has_pager_line(t->rx + t->resp_start, len))
+                snprintf(why, sizeof(why),
+                         "pager: the CLI pages despite `no cli session paging enable` and took "
+                         "typed-ahead commands as its keys (`%.60s`)",
+                         c.text);
+            if (other || has_pager_line(t->rx + t->resp_start, len)) {
+                pipelining_off(t, why);
+                return;
+            }
         }
+        if (t->done == t->batch_start) {
+            int64_t rtt = fs_monotonic_us() - t->batch_sent_mono_us;
+            if (rtt > 0 && (t->rtt_min_us == 0 || rtt < t->rtt_min_us))
+                t->rtt_min_us = rtt;
+        }
+        handle_response(t, &c, t->rx + t->resp_start, len, fs_realtime_us());
         t->done++;
         t->resp_start = t->resp_next;
         /* After the port list's last form (not one whose text form was just queued). */
@@ -1427,7 +1595,10 @@ target_io(struct onyx_target *t)
         }
     }
     size_t ps;
-    if (t->ss != SS_SSH && onyx_pager_at_end(t->rx, t->rx_len, &ps)) {
+    /* A pager line with the prompt after it on the same line (its key came from
+     * type-ahead; the erasure between them cleaned away) waits for nothing. */
+    if (t->ss != SS_SSH && onyx_pager_at_end(t->rx, t->rx_len, &ps) &&
+        !(t->prefix_len > 0 && rx_ends_at_prompt(t))) {
         t->rx_len = ps; /* paging is on after all: page on */
         t->rx[ps] = '\0';
         if (buf_append(&t->tx, &t->tx_len, &t->tx_cap, " ", 1) < 0)
@@ -1489,6 +1660,8 @@ do_cycle(struct onyx_target *t, uint64_t id, int64_t deadline)
         t->progress_us = fs_monotonic_us();
     t->prober.at_us = 0;
     t->cycle_start_real_us = fs_realtime_us();
+    t->rtt_min_us = 0;
+    t->rounds = 0;
     onyx_samples_clear(&t->samples);
     build_batch1(t);
     if (t->ss == SS_DOWN) {
@@ -1532,6 +1705,18 @@ check_timeouts(struct onyx_drv *d, int64_t now)
 {
     for (size_t i = 0; i < d->ntargets; i++) {
         struct onyx_target *t = d->targets[i];
+        const bool quiet = now - t->progress_us >= TYPEAHEAD_QUIET_US;
+        if (quiet && typeahead_lost(t)) {
+            char why[200];
+            snprintf(why, sizeof(why),
+                     "type-ahead dropped: `%.80s` never answered while the shell sat at its "
+                     "prompt",
+                     t->draining ? t->owed_cmd : t->q[t->done].text);
+            pipelining_off(t, why);
+            resync_send(t);
+        } else if (quiet && resync_waits(t)) {
+            resync_send(t);
+        }
         if (t->ss == SS_PROBE && now - t->probe_sent_mono_us >= t->cfg.timeout_us) {
             fail_session(t, FS_POLL_TIMEOUT, "no answer to a clock probe (`show clock`) in time");
             continue;
@@ -1574,6 +1759,9 @@ next_timeout_ms(struct onyx_drv *d, int64_t now)
             best = t->progress_us + t->cfg.timeout_us - now;
         if (t->in_cycle && t->deadline_us - now < best)
             best = t->deadline_us - now;
+        if ((typeahead_lost(t) || resync_waits(t)) &&
+            t->progress_us + TYPEAHEAD_QUIET_US - now < best)
+            best = t->progress_us + TYPEAHEAD_QUIET_US - now;
     }
     return best <= 0 ? 0 : (int)((best + 999) / 1000);
 }
@@ -1664,6 +1852,10 @@ update_detail(struct onyx_target *t)
                 : !t->lacks[K_FLOWS]   ? "not read (show telemetry flows gives the rules' counts)"
                                        : "not read yet",
                 acl_state, sizeof(acl_state));
+    char pipe_off[2 * sizeof(t->pipelining_off)];
+    json_escape(t->pipelining_off, pipe_off, sizeof(pipe_off));
+    char too_slow[2 * sizeof(t->too_slow)];
+    json_escape(t->too_slow, too_slow, sizeof(too_slow));
     char d[sizeof(t->detail)];
     snprintf(d, sizeof(d),
              "\"cli_session\":\"%s\",\"cli_release\":\"%s\",\"cli_interfaces_form\":\"%s\","
@@ -1671,7 +1863,8 @@ update_detail(struct onyx_target *t)
              "\"cli_dropped_commands\":[%s],\"cli_ecn_profile\":\"%s\","
              "\"cli_sessions_opened\":%llu,"
              "\"cli_flow_rules\":\"%s\",\"cli_acl_counters\":\"%s\","
-             "\"cli_pipelining\":%s,\"cli_clock_probes\":%llu,"
+             "\"cli_pipelining\":%s,\"cli_pipelining_off\":\"%s\",\"cli_poll_too_slow\":\"%s\","
+             "\"cli_clock_probes\":%llu,"
              "\"cli_clock_probing\":\"%s\",\"cli_ports_listed_beyond_bound\":%zu,"
              "\"cli_wjh_events\":%llu,\"cli_wjh_events_unplaced\":%llu",
              t->ss == SS_DOWN                                               ? "down"
@@ -1684,7 +1877,8 @@ update_detail(struct onyx_target *t)
              : !t->rules_checked      ? "not checked"
              : t->config_failed       ? "failed, rolled back"
                                       : "in place",
-             acl_state, t->one_at_a_time ? "false" : "true", (unsigned long long)t->prober.sent,
+             acl_state, t->one_at_a_time ? "false" : "true", pipe_off, too_slow,
+             (unsigned long long)t->prober.sent,
              t->prober.state ? t->prober.state : FS_CLOCK_PROBER_STATE_NONE, t->ports_listed,
              (unsigned long long)t->wjh_events, (unsigned long long)t->wjh_events_unplaced);
     pthread_mutex_lock(&t->detail_lock);

@@ -260,14 +260,14 @@ import json, os, sys
 d = json.load(open(sys.argv[1])); d["onyx_paging_sticky"] = True
 json.dump(d, open(sys.argv[1] + ".tmp", "w")); os.replace(sys.argv[1] + ".tmp", sys.argv[1])
 ' "$SCEN"
-# The first cycle finds out (the pager takes a pipelined command as its key: that cycle is
-# lost); from then on commands go one at a time and the pager is answered.
+# The first cycle finds out (the pager takes a pipelined command as its key): the session
+# and the cycle are kept, the batch goes on one command at a time, and so from then on,
+# the pager answered.
 tp0=$($PY -c 'import time; print(time.time())')
 poll "$T/pager.out" --password-file "$T/main/password" --polls 3 --back-to-back \
   --transcript "$T/pager.transcript" --grep 'ecn_marked_packets_total.*Eth1/49"' || true
 grep -q 'lines 1-24 ' "$T/pager.transcript" || fail "the simulator did not page"
-[ "$(result "$T/pager.out" 1)" = protocol ] || fail "pager: poll 1 $(result "$T/pager.out" 1)"
-for k in 2 3; do
+for k in 1 2 3; do
   [ "$(result "$T/pager.out" $k)" = ok ] || fail "pager: poll $k $(result "$T/pager.out" $k)"
 done
 tp1=$($PY -c 'import time; print(time.time())')
@@ -280,9 +280,12 @@ sc = Scenario(sys.argv[1])
 v, t0, t1 = int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
 sys.exit(0 if sc.port_ecn_marked(49, sc.since_boot(t0)) <= v <= sc.port_ecn_marked(49, sc.since_boot(t1)) else 1)
 EOF
-grep -q '"cli_pipelining":false' "$T/pager.out" || fail "pipelining not reported off"
+grep -q '"cli_pipelining":false,"cli_pipelining_off":"pager: the CLI pages despite' "$T/pager.out" ||
+  fail "pipelining not reported off with the reason: $(grep -m1 DETAIL "$T/pager.out")"
+grep -q '"cli_sessions_opened":1,' "$T/pager.out" && ! grep -q '"cli_sessions_opened":2,' "$T/pager.out" ||
+  fail "pager: the session was not kept"
 write_scenario "$BOOT"
-ok "a CLI that keeps paging: one lost cycle, then one command at a time through the pager"
+ok "a CLI that keeps paging: the session and the cycle kept, one command at a time through the pager"
 
 # ---------------------------------------------------------------- reboot
 rm -f "$T/reboot.go"

@@ -50,6 +50,19 @@ Scenario keys read here in addition to scenario.py's (all optional):
                     first output, and each later output starts on the prompt's line
                     (`sw [standalone: master] # [`, `sw [standalone: master] # Eth1/1`);
                     a command without output leaves two prompts on one line.
+  onyx_typeahead    how the CLI mishandles type-ahead (commands sent before the previous
+                    one's answer; the driver pipelines them), with the "cli" echo:
+                    "interleave" (typeahead_interleave): the echo of the next typed-ahead
+                    line lands in the middle of the running command's output, inside a
+                    line (a number cut in two); that command is not echoed again when run.
+                    "drop" (typeahead_drop): the CLI holds onyx_typeahead_bytes (256) of
+                    type-ahead while a command runs; whole lines beyond them are dropped
+                    silently (never echoed, never answered).
+                    "pager" (typeahead_pager): paging stays on (as onyx_paging_sticky) and
+                    the pager takes a whole typed-ahead line as its keystrokes: that
+                    command is swallowed (no answer).
+  onyx_delay_ms     input reaches the CLI this many ms after it arrives (a far switch: each
+                    exchange costs a round trip; commands sent together share one)
   onyx_json_fails   {CMD: "unrecognized" | "layout"}: `CMD... | json-print` fails while the
                     text form works: `% Unrecognized command "json-print".`, or a JSON
                     document in a layout the driver does not know (a made-up "newer
@@ -113,6 +126,7 @@ class Sim:
         self.inbuf = b""
         self.tty = False
         self.echo_off = False  # a password is being read: the terminal does not echo it
+        self.echoed_ahead = 0  # inbuf's first bytes already echoed (onyx_typeahead interleave)
 
     # ---- scenario ----
     def load(self):
@@ -159,6 +173,9 @@ class Sim:
         r, _, _ = select.select([0], [], [], timeout)
         if not r:
             return True
+        delay = float(self.opt("onyx_delay_ms", 0)) / 1000.0
+        if delay > 0:
+            time.sleep(delay)
         chunk = os.read(0, 4096)
         if not chunk:
             sys.exit(0)
@@ -169,6 +186,17 @@ class Sim:
 
     def typeahead(self):
         return self.opt("onyx_echo", "cli") == "typeahead"
+
+    def typeahead_fault(self):
+        return self.opt("onyx_typeahead", None)
+
+    def take_available(self):
+        """Reads all input already sent, without echoing it."""
+        while select.select([0], [], [], 0)[0]:
+            chunk = os.read(0, 4096)
+            if not chunk:
+                sys.exit(0)
+            self.inbuf += chunk
 
     def take_typeahead(self):
         """Reads (and so, with kernel echo, echoes) all input already sent, as a pty echoes
@@ -184,9 +212,20 @@ class Sim:
                     rest = self.inbuf[i + 1:]
                     if c == 0x0d and rest[:1] == b"\n":
                         rest = rest[1:]
+                    ahead = self.echoed_ahead
+                    self.echoed_ahead = max(0, ahead - (len(self.inbuf) - len(rest)))
                     self.inbuf = rest
                     text = line.decode(errors="replace")
-                    if self.typeahead() and not self.echo_off:
+                    if self.typeahead_fault() == "drop":
+                        # the command runs: type-ahead past the CLI's small buffer is lost
+                        self.take_available()
+                        cap = int(self.opt("onyx_typeahead_bytes", 256))
+                        if len(self.inbuf) > cap:
+                            cut = self.inbuf.rfind(b"\n", 0, cap)
+                            self.inbuf = self.inbuf[:cut + 1] if cut >= 0 else b""
+                    if ahead > 0:
+                        pass  # echoed inside the previous output (interleave)
+                    elif self.typeahead() and not self.echo_off:
                         pass  # echoed on arrival (read_more)
                     elif echo:
                         self.write(text + "\n")
@@ -198,6 +237,12 @@ class Sim:
     def read_key(self):
         while not self.inbuf:
             self.read_more()
+        nl = self.inbuf.find(b"\n")
+        if self.typeahead_fault() == "pager" and nl >= 0:
+            # a typed-ahead command line taken as the pager's keystrokes: swallowed
+            c = self.inbuf[:1]
+            self.inbuf = self.inbuf[nl + 1:]
+            return c
         c = self.inbuf[:1]
         self.inbuf = self.inbuf[1:]
         if c == b"\r" and self.inbuf[:1] == b"\n":
@@ -279,6 +324,8 @@ class Sim:
         if self.fault("drop", cmd):
             self.write("\n".join(lines[: len(lines) // 2]) + "\n")
             os._exit(0)
+        if self.typeahead_fault() == "interleave" and lines:
+            lines = self.interleave(lines)
         page = int(self.opt("page_lines", 24))
         if not self.paging or len(lines) <= page:
             if lines:
@@ -299,6 +346,25 @@ class Sim:
             if k in (b"q", b"Q") or j >= total:
                 return
             i = j
+
+    def interleave(self, lines):
+        """The echo of the next typed-ahead line, not echoed yet, put in the middle of this
+        output: inside a number where one follows the middle (split in two)."""
+        self.take_available()
+        nl = self.inbuf.find(b"\n", self.echoed_ahead)
+        if nl < 0:
+            return lines
+        echo = self.inbuf[self.echoed_ahead:nl].decode(errors="replace").rstrip("\r") + "\n"
+        self.echoed_ahead = nl + 1
+        text = "\n".join(lines) + "\n"
+        at = len(text) // 2
+        k = at
+        while k + 1 < len(text) and not (text[k].isdigit() and text[k + 1].isdigit()):
+            k += 1
+        if k + 1 < len(text):
+            at = k + 1
+        text = text[:at] + echo + text[at:]
+        return text[:-1].split("\n")
 
     # ---- main loop ----
     def run(self):
@@ -394,7 +460,8 @@ class Sim:
             return
         if cmd == "no cli session paging enable":
             # onyx_paging_sticky: a CLI that keeps paging anyway (the pager must be handled)
-            self.paging = bool(self.opt("onyx_paging_sticky", False))
+            self.paging = bool(self.opt("onyx_paging_sticky", False)) or \
+                self.typeahead_fault() == "pager"
             return
         if cmd == "cli session paging enable":
             self.paging = True
