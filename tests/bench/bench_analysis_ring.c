@@ -134,7 +134,7 @@ main(void)
     uint64_t *cum = calloc(n_series, sizeof *cum);
     struct fs_target_cfg *tc = calloc(n_targets, sizeof *tc);
     struct fs_sink **sink = calloc(n_targets, sizeof *sink);
-    char(*names)[16] = calloc(n_targets, sizeof *names);
+    char(*names)[24] = calloc(n_targets, sizeof *names);
     if (!st || !an || !pool || !cls || !cum || !tc || !sink || !names) {
         fprintf(stderr, "bench_analysis_ring: %s\n", st && an ? "out of memory" : err);
         return 1;
