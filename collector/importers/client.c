@@ -236,29 +236,26 @@ parse_receipt(const char *body, struct receipt *r)
     return rc;
 }
 
-int
-fs_imp_client_post(struct fs_imp_client *c, const struct fs_imp_batch *b, int64_t offset_ns,
-                   int64_t uncertainty_ns, struct fs_imp_post_result *res, char *err, size_t errlen)
+/* Posts b in FS_IMP_BATCH bodies, adding to res and remembering each post's id and
+   what it stored in log (for fs_imp_post_log_evicted). Event numbers in errors count
+   from res->posted. 0 or -1 with err. */
+static int
+post_batches(struct fs_imp_client *c, const struct fs_imp_batch *b, int64_t offset_ns,
+             int64_t uncertainty_ns, struct fs_imp_post_log *log, struct fs_imp_post_result *res,
+             char *err, size_t errlen)
 {
     struct fs_buf body, resp;
     fs_buf_init(&body, FS_HOST_EVENTS_MAX_BODY);
     fs_buf_init(&resp, 64 << 10);
     int rc = -1;
-    size_t nb = (b->n + FS_IMP_BATCH - 1) / FS_IMP_BATCH;
-    int64_t *ids = calloc(nb ? nb : 1, sizeof *ids), oldest = 0;
-    size_t *kept = calloc(nb ? nb : 1, sizeof *kept);
-    *res = (struct fs_imp_post_result){0};
-    if (!ids || !kept) {
-        snprintf(err, errlen, "out of memory");
-        goto out;
-    }
-    for (size_t from = 0, k = 0; from < b->n; from += FS_IMP_BATCH, k++) {
+    size_t base = res->posted;
+    for (size_t from = 0; from < b->n; from += FS_IMP_BATCH) {
         size_t to = from + FS_IMP_BATCH < b->n ? from + FS_IMP_BATCH : b->n;
         fs_buf_reset(&body);
         fs_buf_reset(&resp);
         if (fs_imp_body(b, from, to, offset_ns, uncertainty_ns, &body) != 0) {
-            snprintf(err, errlen, "events %zu..%zu: body larger than %u bytes", from, to - 1,
-                     FS_HOST_EVENTS_MAX_BODY);
+            snprintf(err, errlen, "events %zu..%zu: body larger than %u bytes", base + from,
+                     base + to - 1, FS_HOST_EVENTS_MAX_BODY);
             goto out;
         }
         long status = 0;
@@ -267,7 +264,7 @@ fs_imp_client_post(struct fs_imp_client *c, const struct fs_imp_batch *b, int64_
             goto out;
         if (status < 200 || status > 299) {
             snprintf(err, errlen, "POST /api/v1/host-events (events %zu..%zu): HTTP %ld: %.400s",
-                     from, to - 1, status, resp.data ? resp.data : "");
+                     base + from, base + to - 1, status, resp.data ? resp.data : "");
             goto out;
         }
         struct receipt r;
@@ -276,24 +273,63 @@ fs_imp_client_post(struct fs_imp_client *c, const struct fs_imp_batch *b, int64_
                      resp.data ? resp.data : "");
             goto out;
         }
+        if (log->n == log->cap) {
+            size_t cap = log->cap ? log->cap * 2 : 64;
+            int64_t *ids = realloc(log->ids, cap * sizeof *ids);
+            if (ids)
+                log->ids = ids;
+            size_t *kept = ids ? realloc(log->kept, cap * sizeof *kept) : NULL;
+            if (!kept) {
+                snprintf(err, errlen, "out of memory");
+                goto out;
+            }
+            log->kept = kept;
+            log->cap = cap;
+        }
+        log->ids[log->n] = r.post_id;
+        log->kept[log->n++] = (size_t)r.stored;
+        log->oldest = r.oldest_post_id;
         res->posted += to - from;
         res->stored += (size_t)r.stored;
         res->duplicates += (size_t)r.duplicates;
-        ids[k] = r.post_id;
-        kept[k] = (size_t)r.stored;
-        oldest = r.oldest_post_id;
     }
-    /* Posts older than the oldest the store still holds were evicted for its memory
-       limit, some perhaps while this import was still posting. */
-    for (size_t k = 0; k < nb; k++)
-        if (ids[k] > 0 && ids[k] < oldest)
-            res->evicted += kept[k];
     rc = 0;
 out:
-    free(ids);
-    free(kept);
     fs_buf_free(&body);
     fs_buf_free(&resp);
+    return rc;
+}
+
+/* Posts older than the oldest the store still holds were evicted for its memory limit,
+   some perhaps while the import was still posting. */
+static size_t
+post_log_evicted(const struct fs_imp_post_log *log)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < log->n; k++)
+        if (log->ids[k] > 0 && log->ids[k] < log->oldest)
+            n += log->kept[k];
+    return n;
+}
+
+static void
+post_log_free(struct fs_imp_post_log *log)
+{
+    free(log->ids);
+    free(log->kept);
+    *log = (struct fs_imp_post_log){0};
+}
+
+int
+fs_imp_client_post(struct fs_imp_client *c, const struct fs_imp_batch *b, int64_t offset_ns,
+                   int64_t uncertainty_ns, struct fs_imp_post_result *res, char *err, size_t errlen)
+{
+    struct fs_imp_post_log log = {0};
+    *res = (struct fs_imp_post_result){0};
+    int rc = post_batches(c, b, offset_ns, uncertainty_ns, &log, res, err, errlen);
+    if (rc == 0)
+        res->evicted = post_log_evicted(&log);
+    post_log_free(&log);
     return rc;
 }
 
@@ -420,80 +456,17 @@ stream_open(struct fs_imp_stream *s, bool final, size_t held)
     return 0;
 }
 
-/* Posts b in FS_IMP_BATCH bodies, remembering each post's id and what it stored. */
+/* Posts everything b holds (opens the stream first), or holds b while the capture's age
+   is not known: 0 posted, 1 held, -1 failed (reported; the stream is failed). */
 static int
-stream_post(struct fs_imp_stream *s, const struct fs_imp_batch *b)
-{
-    struct fs_buf body, resp;
-    char err[512];
-    fs_buf_init(&body, FS_HOST_EVENTS_MAX_BODY);
-    fs_buf_init(&resp, 64 << 10);
-    int rc = -1;
-    for (size_t from = 0; from < b->n; from += FS_IMP_BATCH) {
-        size_t to = from + FS_IMP_BATCH < b->n ? from + FS_IMP_BATCH : b->n;
-        fs_buf_reset(&body);
-        fs_buf_reset(&resp);
-        if (fs_imp_body(b, from, to, s->off, s->unc, &body) != 0) {
-            snprintf(err, sizeof err, "events %zu..%zu: body larger than %u bytes", s->pr.posted,
-                     s->pr.posted + (to - from) - 1, FS_HOST_EVENTS_MAX_BODY);
-            goto fail;
-        }
-        long status = 0;
-        if (request(&s->c, "/api/v1/host-events", body.data, body.len, &resp, &status, err,
-                    sizeof err) != 0)
-            goto fail;
-        if (status < 200 || status > 299) {
-            snprintf(err, sizeof err,
-                     "POST /api/v1/host-events (events %zu..%zu): HTTP %ld: %.400s", s->pr.posted,
-                     s->pr.posted + (to - from) - 1, status, resp.data ? resp.data : "");
-            goto fail;
-        }
-        struct receipt r;
-        if (parse_receipt(resp.data, &r) != 0) {
-            snprintf(err, sizeof err,
-                     "POST /api/v1/host-events: an answer without \"stored\": %.200s",
-                     resp.data ? resp.data : "");
-            goto fail;
-        }
-        if (s->n_posts == s->cap_posts) {
-            size_t cap = s->cap_posts ? s->cap_posts * 2 : 64;
-            int64_t *ids = realloc(s->ids, cap * sizeof *ids);
-            if (ids)
-                s->ids = ids;
-            size_t *kept = ids ? realloc(s->kept, cap * sizeof *kept) : NULL;
-            if (!ids || !kept) {
-                snprintf(err, sizeof err, "out of memory");
-                goto fail;
-            }
-            s->kept = kept;
-            s->cap_posts = cap;
-        }
-        s->ids[s->n_posts] = r.post_id;
-        s->kept[s->n_posts++] = (size_t)r.stored;
-        s->oldest = r.oldest_post_id;
-        s->pr.posted += to - from;
-        s->pr.stored += (size_t)r.stored;
-        s->pr.duplicates += (size_t)r.duplicates;
-    }
-    rc = 0;
-    goto out;
-fail:
-    fprintf(s->e, "fabricscope %s: %s (%zu events posted before)\n", s->what, err, s->pr.posted);
-out:
-    fs_buf_free(&body);
-    fs_buf_free(&resp);
-    return rc;
-}
-
-int
-fs_imp_stream_flush(struct fs_imp_stream *s, struct fs_imp_batch *b, bool final)
+stream_send(struct fs_imp_stream *s, const struct fs_imp_batch *b, bool final)
 {
     if (s->failed)
         return -1;
     /* While held, b grows: look at its new events only, and try again only after
        another FS_IMP_STREAM_EVENTS of them. */
     if (!s->open && !final && b->n < s->next_try)
-        return 0;
+        return 1;
     for (size_t i = s->scanned; i < b->n; i++)
         if (b->ev[i].end_ns > s->end)
             s->end = b->ev[i].end_ns;
@@ -502,22 +475,33 @@ fs_imp_stream_flush(struct fs_imp_stream *s, struct fs_imp_batch *b, bool final)
         int r = stream_open(s, final, b->n);
         if (r > 0) {
             s->next_try = b->n + FS_IMP_STREAM_EVENTS;
-            return 0; /* held until the capture's age is known */
+            return 1;
         }
         if (r < 0) {
             s->failed = true;
             return -1;
         }
     }
-    if (stream_post(s, b) != 0) {
+    char err[512];
+    if (post_batches(&s->c, b, s->off, s->unc, &s->log, &s->pr, err, sizeof err) != 0) {
+        fprintf(s->e, "fabricscope %s: %s (%zu events posted before)\n", s->what, err,
+                s->pr.posted);
         s->failed = true;
         return -1;
     }
-    s->total += b->n;
-    fs_imp_batch_free(b);
-    *b = (struct fs_imp_batch){0};
     s->scanned = 0;
     return 0;
+}
+
+int
+fs_imp_stream_flush(struct fs_imp_stream *s, struct fs_imp_batch *b, bool final)
+{
+    int r = stream_send(s, b, final);
+    if (r == 0) {
+        fs_imp_batch_free(b);
+        *b = (struct fs_imp_batch){0};
+    }
+    return r < 0 ? -1 : 0;
 }
 
 int
@@ -539,11 +523,7 @@ fs_imp_stream_finish(struct fs_imp_stream *s, struct fs_imp_batch *b)
                     "capture; a clock can drift by milliseconds in that time\n",
                     s->what, a->offset_file, (double)apart / 3.6e12);
     }
-    /* Posts older than the oldest the store still holds were evicted for its memory
-       limit, some perhaps while this import was still posting. */
-    for (size_t k = 0; k < s->n_posts; k++)
-        if (s->ids[k] > 0 && s->ids[k] < s->oldest)
-            s->pr.evicted += s->kept[k];
+    s->pr.evicted = post_log_evicted(&s->log);
     fprintf(s->o,
             "fabricscope %s: posted %zu events, %zu stored, %zu already held; host clock "
             "%+.3f ms from the collector's (± %.3f ms, %s)\n",
@@ -561,10 +541,7 @@ out:
     if (s->open)
         fs_imp_client_close(&s->c);
     s->open = false;
-    free(s->ids);
-    free(s->kept);
-    s->ids = NULL;
-    s->kept = NULL;
+    post_log_free(&s->log);
     return rc;
 }
 
@@ -572,28 +549,12 @@ int
 fs_imp_client_run(const struct fs_imp_args *a, const struct fs_imp_batch *b, const char *what,
                   FILE *o, FILE *e)
 {
+    /* A stream of one batch, which stays the caller's. */
     struct fs_imp_stream s;
-    fs_imp_stream_init(&s, a, what, o, e);
-    struct fs_imp_batch copy = *b; /* posted whole: the stream frees only what it owns */
-    int rc;
     struct fs_imp_batch none = {0};
-    for (size_t i = 0; i < copy.n; i++)
-        if (copy.ev[i].end_ns > s.end)
-            s.end = copy.ev[i].end_ns;
-    if (stream_open(&s, true, copy.n) != 0) {
-        if (s.open)
-            fs_imp_client_close(&s.c);
-        return 1;
-    }
-    if (stream_post(&s, &copy) != 0) {
-        fs_imp_client_close(&s.c);
-        free(s.ids);
-        free(s.kept);
-        return 1;
-    }
-    s.total = copy.n;
-    rc = fs_imp_stream_finish(&s, &none);
-    return rc;
+    fs_imp_stream_init(&s, a, what, o, e);
+    (void)stream_send(&s, b, true); /* a failure is reported and fails the stream */
+    return fs_imp_stream_finish(&s, &none);
 }
 
 int

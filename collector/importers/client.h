@@ -68,6 +68,12 @@ struct fs_imp_post_result {
                             before the import ended */
 };
 
+/** Each post's id and what it stored, for the eviction check at an import's end. */
+struct fs_imp_post_log {
+    int64_t *ids, oldest;
+    size_t *kept, n, cap;
+};
+
 /**
  * Posts all events of b in batches (with the given offset). 0 or -1 with err (including
  * the collector's error text); res says what became of them (so far, on failure).
@@ -128,8 +134,7 @@ struct fs_imp_stream {
     char how[600];
     struct fs_imp_offset file;
     struct fs_imp_post_result pr;
-    int64_t *ids, oldest; /* each post's id and what it stored: evictions at the end */
-    size_t *kept, n_posts, cap_posts;
+    struct fs_imp_post_log log;
     size_t total;
     size_t scanned, next_try; /* of the batch being held: events looked at, next attempt */
 };

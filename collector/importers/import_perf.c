@@ -400,7 +400,7 @@ fs_import_perf_main(int argc, char **argv)
     }
     rc = fs_imp_stream_finish(&st, &b);
 out:
-    if (rc != 0 && (st.open || st.ids)) {
+    if (rc != 0 && (st.open || st.log.ids)) {
         struct fs_imp_batch none = {0};
         st.failed = true;
         (void)fs_imp_stream_finish(&st, &none);
