@@ -1691,9 +1691,10 @@ departures_from_log(struct fs_analysis *a, struct fs_store *st, int64_t start, i
         return NULL;
     size_t scanned = bc->n;
     int64_t tail_lo = bc->at_us - a->opts.an.merge_gap_us;
+    if (tail_lo < start)
+        tail_lo = start;
     if (end > tail_lo) {
-        struct fs_departures *t = scan_store(st, &a->opts.an, start > tail_lo ? start : tail_lo,
-                                             end, bc, NULL, err, errlen);
+        struct fs_departures *t = scan_store(st, &a->opts.an, tail_lo, end, bc, NULL, err, errlen);
         if (!t || fs_episode_log_record(a->log, t, now_us) != 0) {
             fs_departures_free(t);
             *oom = true;
@@ -1710,7 +1711,7 @@ departures_from_log(struct fs_analysis *a, struct fs_store *st, int64_t start, i
         return NULL;
     }
     d->series_scanned = scanned;
-    d->ring_scan_start_us = end > tail_lo ? (start > tail_lo ? start : tail_lo) : end;
+    d->ring_scan_start_us = end > tail_lo ? tail_lo : end;
     return d;
 }
 
@@ -1728,22 +1729,18 @@ departures_with_log(struct fs_analysis *a, struct fs_store *st, int64_t start, i
     if (rs.samples && (a->data_since_us == 0 || rs.oldest_ts_us < a->data_since_us))
         a->data_since_us = rs.oldest_ts_us;
     int64_t scan_lo = start > ring_lo ? start : ring_lo;
-    struct fs_departures *d = NULL;
-    bool from_log = false;
-    if (prescanned) {
-        d = prescanned;
-    } else {
-        bool oom = false;
+    struct fs_departures *d = prescanned;
+    bool from_log = false, oom = false;
+    if (!d) {
         d = departures_from_log(a, st, start, end, now_us, &oom, err, errlen);
         if (oom)
             return NULL;
         from_log = d != NULL;
     }
-    if (d) {
-        /* found */
-    } else if (scan_lo < end) {
+    if (!d && scan_lo < end) {
         d = scan_store(st, &a->opts.an, scan_lo, end, NULL, NULL, err, errlen);
-    } else if ((d = fs_departures_new(&a->opts.an, start, end)) && fs_departures_finish(d) != 0) {
+    } else if (!d && (d = fs_departures_new(&a->opts.an, start, end)) &&
+               fs_departures_finish(d) != 0) {
         fs_departures_free(d);
         d = NULL;
     }
