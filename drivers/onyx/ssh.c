@@ -21,6 +21,7 @@
 #include <libssh2.h>
 #include <openssl/evp.h>
 
+#include "driver.h" /* fs_file_read */
 #include "util/log.h"
 
 #define SUBSYS "cli"
@@ -32,6 +33,7 @@ enum st {
     ST_HOSTKEY,
     ST_HOSTKEY_WAIT, /* the known_hosts check runs on a worker */
     ST_AUTHLIST,
+    ST_KEYS_WAIT, /* the key files are read on a worker */
     ST_AUTH_PUBKEY,
     ST_AUTH_PASSWORD,
     ST_AUTH_KBDINT,
@@ -55,6 +57,10 @@ struct onyx_ssh {
     bool accept_new;
     char methods[256];
     bool tried_pubkey, tried_password, tried_kbdint;
+    /* The key pair read by a worker, held from ST_KEYS_WAIT until the publickey attempt
+       ends, then wiped. pub is NULL when key_file has no ".pub" beside it. */
+    char *priv, *pub;
+    size_t privlen, publen;
 };
 
 /* ---------------- blocking calls, off the I/O thread ----------------
@@ -65,11 +71,13 @@ struct onyx_ssh {
  * the worker signals completion on its own dup of the connection's eventfd, so a
  * connection freed meanwhile (target removed) neither waits for the job nor is written to:
  * the job is dropped (unrun if still queued) when the worker is done with it. known_hosts
- * checks are serialized (kh_lock): two accept-new appends to one file must not race. */
+ * checks are serialized (kh_lock): two accept-new appends to one file must not race. The
+ * key files of publickey authentication are read there too (libssh2's _fromfile calls
+ * would fopen them on the I/O thread, and a FIFO there would hold every session). */
 
 #define POOL_MAX 8 /* worker threads at most; more jobs queue */
 
-enum bjob_kind { J_RESOLVE, J_HOSTKEY };
+enum bjob_kind { J_RESOLVE, J_HOSTKEY, J_KEYS };
 
 struct bjob {
     enum bjob_kind kind;
@@ -79,6 +87,7 @@ struct bjob {
     struct bjob *next; /* under pool.lock: the queue */
     /* inputs (owned copies) */
     char *host, *known_hosts, *target;
+    char *key_file; /* J_KEYS */
     uint16_t port;
     bool accept_new;
     unsigned char *key; /* J_HOSTKEY: the server's host key blob */
@@ -91,6 +100,8 @@ struct bjob {
     struct sockaddr_storage addr; /* J_RESOLVE: the first address */
     socklen_t addrlen;
     int family;
+    char *priv, *pub; /* J_KEYS: the files' contents (wiped on free unless taken) */
+    size_t privlen, publen;
 };
 
 static struct {
@@ -103,10 +114,22 @@ static struct {
 static pthread_mutex_t kh_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void
+wipe_free(char *p, size_t n)
+{
+    if (!p)
+        return;
+    explicit_bzero(p, n);
+    free(p);
+}
+
+static void
 bjob_free(struct bjob *j)
 {
     if (j->efd >= 0)
         close(j->efd);
+    wipe_free(j->priv, j->privlen);
+    wipe_free(j->pub, j->publen);
+    free(j->key_file);
     free(j->host);
     free(j->known_hosts);
     free(j->target);
@@ -133,6 +156,33 @@ bjob_release(struct bjob *j)
 }
 
 static void run_hostkey_job(struct bjob *j);
+
+#define KEY_FILE_MAX (64u << 10) /* an OpenSSH or PEM private key is a few KiB */
+
+/* Reads the key pair with the core's reader: a regular file only (a FIFO is refused, never
+   waited on), bounded. A missing ".pub" is no error: libssh2 derives the public key. */
+static void
+run_keys_job(struct bjob *j)
+{
+    char key[300], pubpath[4096];
+    struct stat st;
+    snprintf(key, sizeof(key), "targets[%s].cli.key_file", j->target);
+    j->rc = ONYX_SSH_FAIL_AUTH;
+    if (fs_file_read(j->key_file, key, KEY_FILE_MAX, &j->priv, &j->privlen, j->err,
+                     sizeof(j->err)) != 0)
+        return;
+    if ((size_t)snprintf(pubpath, sizeof(pubpath), "%s.pub", j->key_file) >= sizeof(pubpath)) {
+        snprintf(j->err, sizeof(j->err), "%s: %s: path too long", key, j->key_file);
+        return;
+    }
+    if (stat(pubpath, &st) != 0 && errno == ENOENT) {
+        j->rc = ONYX_SSH_DONE;
+        return;
+    }
+    if (fs_file_read(pubpath, key, KEY_FILE_MAX, &j->pub, &j->publen, j->err, sizeof(j->err)) != 0)
+        return;
+    j->rc = ONYX_SSH_DONE;
+}
 
 static void
 run_resolve_job(struct bjob *j)
@@ -190,6 +240,8 @@ pool_worker(void *arg)
         if (!orphan) {
             if (j->kind == J_RESOLVE)
                 run_resolve_job(j);
+            else if (j->kind == J_KEYS)
+                run_keys_job(j);
             else
                 run_hostkey_job(j);
         }
@@ -395,7 +447,7 @@ fail:
 static bool
 waits_for_worker(const struct onyx_ssh *s)
 {
-    return s->st == ST_RESOLVE || s->st == ST_HOSTKEY_WAIT;
+    return s->st == ST_RESOLVE || s->st == ST_HOSTKEY_WAIT || s->st == ST_KEYS_WAIT;
 }
 
 int
@@ -958,6 +1010,35 @@ submit_hostkey(struct onyx_ssh *s, char *errbuf, size_t errlen)
     return ONYX_SSH_AGAIN;
 }
 
+/* Hands the key files' read to a worker: ONYX_SSH_AGAIN (ST_KEYS_WAIT), or a failure. */
+static int
+submit_keys(struct onyx_ssh *s, char *errbuf, size_t errlen)
+{
+    struct bjob *j = bjob_new(s, J_KEYS);
+    if (!j || !(j->key_file = strdup(s->key_file))) {
+        if (j)
+            bjob_free(j);
+        snprintf(errbuf, errlen, "out of memory");
+        return ONYX_SSH_FAIL;
+    }
+    if (bjob_submit(j, errbuf, errlen) != 0) {
+        bjob_free(j);
+        return ONYX_SSH_FAIL;
+    }
+    s->job = j;
+    s->st = ST_KEYS_WAIT;
+    return ONYX_SSH_AGAIN;
+}
+
+static void
+drop_keys(struct onyx_ssh *s)
+{
+    wipe_free(s->priv, s->privlen);
+    wipe_free(s->pub, s->publen);
+    s->priv = s->pub = NULL;
+    s->privlen = s->publen = 0;
+}
+
 static bool
 offered(const struct onyx_ssh *s, const char *m)
 {
@@ -972,10 +1053,8 @@ offered(const struct onyx_ssh *s, const char *m)
 static int
 next_auth(struct onyx_ssh *s, char *errbuf, size_t errlen)
 {
-    if (s->key_file && !s->tried_pubkey && offered(s, "publickey")) {
-        s->st = ST_AUTH_PUBKEY;
-        return ONYX_SSH_AGAIN;
-    }
+    if (s->key_file && !s->tried_pubkey && offered(s, "publickey"))
+        return submit_keys(s, errbuf, errlen);
     if (s->password && !s->tried_password && offered(s, "password")) {
         s->st = ST_AUTH_PASSWORD;
         return ONYX_SSH_AGAIN;
@@ -1081,19 +1160,45 @@ onyx_ssh_establish(struct onyx_ssh *s, char *errbuf, size_t errlen)
                 return r;
             break;
         }
+        case ST_KEYS_WAIT: {
+            if (!bjob_take(s))
+                return ONYX_SSH_AGAIN;
+            struct bjob *j = s->job;
+            s->job = NULL;
+            r = j->rc;
+            if (r == ONYX_SSH_DONE) {
+                /* The buffers move to the connection (the job no longer wipes them). */
+                s->priv = j->priv, s->privlen = j->privlen;
+                s->pub = j->pub, s->publen = j->publen;
+                j->priv = j->pub = NULL;
+                s->st = ST_AUTH_PUBKEY;
+            } else {
+                snprintf(errbuf, errlen, "%s", j->err);
+            }
+            bjob_release(j);
+            if (r != ONYX_SSH_DONE)
+                return r;
+            break;
+        }
         case ST_AUTH_PUBKEY: {
-            char pub[1024];
-            snprintf(pub, sizeof(pub), "%s.pub", s->key_file);
-            r = libssh2_userauth_publickey_fromfile(s->sess, s->user, pub, s->key_file, NULL);
+            /* libssh2 keeps what it parsed across EAGAIN calls, from these same buffers:
+               they are dropped only once the attempt is over. */
+            r = libssh2_userauth_publickey_frommemory(s->sess, s->user, strlen(s->user), s->pub,
+                                                      s->publen, s->priv, s->privlen, NULL);
             if (r == LIBSSH2_ERROR_EAGAIN)
                 return ONYX_SSH_AGAIN;
             s->tried_pubkey = true;
+            drop_keys(s);
             if (r == 0) {
                 s->st = ST_CHANNEL;
                 break;
             }
             if (r == LIBSSH2_ERROR_FILE) {
-                snprintf(errbuf, errlen, "cannot read key file %s", s->key_file);
+                /* the key data (the files were read) could not be parsed */
+                snprintf(errbuf, errlen,
+                         "targets[%s].cli.key_file: %s is not a private key libssh2 can read "
+                         "(or it needs a passphrase)",
+                         s->target, s->key_file);
                 return ONYX_SSH_FAIL_AUTH;
             }
             r = next_auth(s, errbuf, errlen);
@@ -1223,6 +1328,7 @@ onyx_ssh_free(struct onyx_ssh *s)
             ;
     }
     bjob_release(s->job); /* a job still running is dropped when its worker is done */
+    drop_keys(s);
     if (s->wfd >= 0)
         close(s->wfd);
     if (s->fd >= 0)

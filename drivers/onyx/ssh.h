@@ -11,12 +11,12 @@
  * given, then password, then keyboard-interactive, as the server offers them) -> session
  * channel, pty, shell.
  *
- * The two steps that may block (the host name's lookup, the known_hosts read and write)
- * run on a small pool of worker threads (at most 8; known_hosts checks one at a time), so
- * the thread driving the connections never waits on a resolver or a disk. Meanwhile
- * onyx_ssh_fd() is an eventfd that turns readable when the worker is done: the fd to wait
- * on may change after each onyx_ssh_establish() call. Freeing a connection never waits for
- * its worker (the job's answer is dropped).
+ * The steps that may block (the host name's lookup, the known_hosts read and write, the
+ * read of the key files: regular files only, so a FIFO is refused) run on a small pool of worker
+ * threads (at most 8; known_hosts checks one at a time), so the thread driving the connections
+ * never waits on a resolver or a disk. Meanwhile onyx_ssh_fd() is an eventfd that turns readable
+ * when the worker is done: the fd to wait on may change after each onyx_ssh_establish() call.
+ * Freeing a connection never waits for its worker (the job's answer is dropped).
  *
  * Threads: a connection is used by one thread at a time; onyx_ssh_global_init() runs once
  * before any connection (libssh2_init is not thread-safe); onyx_ssh_global_cleanup() after
@@ -44,7 +44,7 @@ struct onyx_ssh_params {
     uint16_t port;
     const char *username;
     const char *password; /**< may be NULL */
-    const char *key_file; /**< may be NULL; its public half is key_file + ".pub" */
+    const char *key_file; /**< may be NULL; its public half is key_file + ".pub" if present */
     const char *known_hosts;
     bool accept_new;
     const char *log_target; /**< target name for log lines */

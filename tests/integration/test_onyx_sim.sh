@@ -125,6 +125,24 @@ start_sim pk --auth-methods publickey
   fail "publickey-only login failed: $(tail -2 "$T/pk.log")"
 grep -q "Accepted publickey for $ONYX_SSH_USER" "$T/pk/sshd.log" || fail "not publickey"
 ok "publickey only"
+# The key files are read on a worker through the core's reader: a key without its ".pub"
+# beside it still logs in (libssh2 derives the public half); a FIFO is refused at once,
+# naming the key, where libssh2's own fopen would have waited on it forever.
+install -m 0600 "$T/pk/client_key" "$T/lonely_key"
+"$POLL" --port "$ONYX_SSH_PORT" --user "$ONYX_SSH_USER" --key-file "$T/lonely_key" \
+  --known-hosts "$T/pk/known_hosts" --polls 1 >"$T/pk2.out" 2>"$T/pk2.log" ||
+  fail "publickey without a .pub file: $(tail -2 "$T/pk2.log")"
+mkfifo "$T/fifo_key"
+t0=$(date +%s%N)
+"$POLL" --port "$ONYX_SSH_PORT" --user "$ONYX_SSH_USER" --key-file "$T/fifo_key" \
+  --known-hosts "$T/pk/known_hosts" --polls 1 --deadline-ms 20000 --timeout-ms 20000 \
+  >"$T/pk3.out" 2>"$T/pk3.log" && fail "a FIFO as the key file logged in"
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+[ "$(result "$T/pk3.out" 1)" = auth ] || fail "FIFO key: poll 1 $(result "$T/pk3.out" 1)"
+grep -q 'cli.key_file: .*fifo_key is not a regular file' "$T/pk3.log" ||
+  fail "FIFO key: the refusal does not name the key and file: $(grep -i key "$T/pk3.log" | head -2)"
+[ "$ms" -lt 10000 ] || fail "FIFO key: refused after $ms ms"
+ok "publickey from memory: no .pub needed; a FIFO key file refused in $ms ms, naming the key"
 
 # ---------------------------------------------------------------- wrong password
 printf 'not-the-password\n' >"$T/wrong.pw"
