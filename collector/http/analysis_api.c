@@ -70,9 +70,12 @@ struct fs_analysis {
     int64_t history_step_us;
     uint64_t history_max_points;
     char history_host[128];
-    bool log_backfilled;    /* the history was read into the episode log once */
-    uint64_t opts_gen;      /* bumped by fs_analysis_set_opts (under run_lock) */
-    struct base_cache base; /* under run_lock */
+    bool log_backfilled;     /* the history was read into the episode log once */
+    uint64_t opts_gen;       /* bumped by fs_analysis_set_opts (under run_lock) */
+    struct base_cache base;  /* under run_lock */
+    int64_t full_scan_at_us; /* the last refresh that scanned the ring's whole span (run_lock) */
+    int64_t refresh_scanned_from_us; /* the last refresh's scan (run_lock) */
+    bool refresh_full;
     pthread_mutex_t metrics_lock;
     struct metric_port *ports;
     size_t n_ports;
@@ -1666,6 +1669,10 @@ backfill_log(struct fs_analysis *a, struct fs_store *st, int64_t now_us)
 /* How old the last full scan's baselines may be for a request to scan only after it:
    two refresh periods (a refresh missed under load is not a reason to scan it all). */
 #define BASE_MAX_AGE_US (65 * US)
+/* An incremental refresh scans from this long before the last one's end (samples placed
+   late: a poll's own duration, a stream catching up), and a full scan runs this often. */
+#define REFRESH_OVERLAP_US (60 * US)
+#define REFRESH_FULL_EVERY_US (30 * 60 * US)
 
 /*
  * The departures of [start, end] from the episode log and a scan of the ring after the
@@ -1729,6 +1736,9 @@ departures_with_log(struct fs_analysis *a, struct fs_store *st, int64_t start, i
     if (rs.samples && (a->data_since_us == 0 || rs.oldest_ts_us < a->data_since_us))
         a->data_since_us = rs.oldest_ts_us;
     int64_t scan_lo = start > ring_lo ? start : ring_lo;
+    /* A prescan of the last minutes only (an incremental refresh): the log has the rest. */
+    if (prescanned && prescanned->start_us > scan_lo)
+        scan_lo = prescanned->start_us < end ? prescanned->start_us : end;
     struct fs_departures *d = prescanned;
     bool from_log = false, oom = false;
     if (!d) {
@@ -1941,18 +1951,35 @@ fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
 int
 fs_analysis_refresh(struct fs_analysis *a, struct fs_store *st, int64_t now_us)
 {
-    /* The scan of the ring's whole span runs without the lock, so that requests (which
-       only scan after the previous one) are not held up by it. */
+    /* The scan runs without the lock, so that requests (which only scan after the
+       previous one) are not held up by it. It covers the ring's whole span, or, when the
+       last refresh's baselines and the episode log can be trusted (as for a request:
+       recent, the log whole, the same options), only the minutes since that refresh: the
+       log holds every run before, and the baselines come from the samples read before
+       the scan's start, as in a full scan. A full scan still runs every
+       REFRESH_FULL_EVERY_US, for samples that reached the ring later than
+       REFRESH_OVERLAP_US after their time. */
     pthread_mutex_lock(&a->run_lock);
     struct fs_an_opts an = a->opts.an;
     int64_t start = now_us - a->opts.horizon_us;
     uint64_t gen = a->opts_gen;
+    struct fs_episode_log_stats ls;
+    fs_episode_log_stats(a->log, &ls);
+    bool incremental =
+        a->base.at_us && a->base.at_us < now_us && now_us - a->base.at_us <= BASE_MAX_AGE_US &&
+        now_us - a->full_scan_at_us < REFRESH_FULL_EVERY_US &&
+        ls.evicted_memory == a->base.log_evicted && a->opts.horizon_us <= a->opts.log.retention_us;
+    int64_t incr_lo = a->base.at_us - REFRESH_OVERLAP_US;
     pthread_mutex_unlock(&a->run_lock);
     char err[128];
     struct fs_ring_stats rs;
     uint64_t limit;
     fs_store_ring_stats(st, &rs, &limit);
     int64_t scan_lo = rs.samples && rs.oldest_ts_us > start ? rs.oldest_ts_us : start;
+    if (incremental && incr_lo > scan_lo)
+        scan_lo = incr_lo;
+    else
+        incremental = false;
     struct base_cache bc = {0};
     struct fs_departures *full =
         scan_lo < now_us ? scan_store(st, &an, scan_lo, now_us, NULL, &bc, err, sizeof err) : NULL;
@@ -1971,7 +1998,10 @@ fs_analysis_refresh(struct fs_analysis *a, struct fs_store *st, int64_t now_us)
     if (d && fs_incidents_find(d, now_us, &r) == 0)
         rc = remember_metrics(a, d, r);
     if (d && bc.at_us) {
-        struct fs_episode_log_stats ls;
+        if (!incremental)
+            a->full_scan_at_us = now_us;
+        a->refresh_scanned_from_us = scan_lo;
+        a->refresh_full = !incremental;
         fs_episode_log_stats(a->log, &ls);
         bc.log_evicted = ls.evicted_memory;
         free(a->base.b);
@@ -1983,6 +2013,15 @@ fs_analysis_refresh(struct fs_analysis *a, struct fs_store *st, int64_t now_us)
     fs_incident_report_free(r);
     fs_departures_free(d);
     return rc;
+}
+
+void
+fs_analysis_last_refresh(struct fs_analysis *a, int64_t *scanned_from_us, bool *full)
+{
+    pthread_mutex_lock(&a->run_lock);
+    *scanned_from_us = a->refresh_scanned_from_us;
+    *full = a->refresh_full;
+    pthread_mutex_unlock(&a->run_lock);
 }
 
 static void

@@ -162,6 +162,11 @@ int fs_analysis_export_trace(struct fs_analysis *a, struct fs_store *st,
  */
 int fs_analysis_refresh(struct fs_analysis *a, struct fs_store *st, int64_t now_us);
 
+/** What the last successful refresh scanned: the ring from *scanned_from_us to its now;
+ *  *full says whether that was the ring's whole span (else only the minutes since the
+ *  refresh before, the episode log giving the rest). */
+void fs_analysis_last_refresh(struct fs_analysis *a, int64_t *scanned_from_us, bool *full);
+
 /**
  * Appends Prometheus text (HELP/TYPE included) for:
  *   fabricscope_host_events, fabricscope_host_events_bytes,

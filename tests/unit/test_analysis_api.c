@@ -525,6 +525,61 @@ test_incidents_between_refreshes(void **state)
     fs_analysis_free(cold);
 }
 
+/* The incident metric lines of the culprit port, for comparing two refreshes. */
+static void
+culprit_metric_lines(const char *text, char *out, size_t len)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    for (const char *l = text; l && *l;) {
+        const char *e = strchr(l, '\n');
+        size_t ll = e ? (size_t)(e - l) : strlen(l);
+        if (!strncmp(l, "fabricscope_incident_", 21) && memmem(l, ll, "Eth1/49", 7) &&
+            n + ll + 2 < len) {
+            memcpy(out + n, l, ll);
+            n += ll;
+            out[n++] = '\n';
+            out[n] = '\0';
+        }
+        l = e ? e + 1 : NULL;
+    }
+}
+
+/* A refresh soon after another scans only the minutes since (the episode log has the
+ * rest) and must compute the same incident metrics as a full scan at the same time. */
+static void
+test_incremental_refresh(void **state)
+{
+    struct fixture *f = *state;
+    char err[128], hot[4096], cold_m[4096];
+    struct fs_host_events_opts ho = {1 << 20, 3600LL * 1000000000LL};
+    struct fs_analysis *cold = fs_analysis_new(&ho, err, sizeof err);
+    assert_non_null(cold);
+    int64_t at = f->now_us - 5 * S, from;
+    bool full;
+    assert_int_equal(fs_analysis_refresh(f->an, f->st, at - 30 * S), 0);
+    fs_analysis_last_refresh(f->an, &from, &full);
+    assert_true(full);
+    assert_int_equal(fs_analysis_refresh(f->an, f->st, at), 0);
+    fs_analysis_last_refresh(f->an, &from, &full);
+    print_message("incremental refresh scanned from %.1f s before it\n", (double)(at - from) / 1e6);
+    assert_false(full);
+    assert_int_equal(from, at - 30 * S - 60 * S); /* the previous refresh less a minute */
+    assert_int_equal(fs_analysis_refresh(cold, f->st, at), 0);
+    fs_analysis_last_refresh(cold, &from, &full);
+    assert_true(full);
+    fs_buf_reset(&f->out);
+    assert_int_equal(fs_analysis_metrics(f->an, &f->out), 0);
+    culprit_metric_lines(f->out.data, hot, sizeof hot);
+    fs_buf_reset(&f->out);
+    assert_int_equal(fs_analysis_metrics(cold, &f->out), 0);
+    culprit_metric_lines(f->out.data, cold_m, sizeof cold_m);
+    print_message("%s", hot);
+    assert_non_null(strstr(hot, "fabricscope_incident_period_seconds{"));
+    assert_string_equal(hot, cold_m);
+    fs_analysis_free(cold);
+}
+
 static void
 test_export_trace(void **state)
 {
@@ -586,6 +641,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_correlate_dump_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_incidents_and_metrics, setup, teardown),
         cmocka_unit_test_setup_teardown(test_incidents_between_refreshes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_incremental_refresh, setup, teardown),
         cmocka_unit_test_setup_teardown(test_export_trace, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
