@@ -1062,7 +1062,7 @@ fold_period(const struct occurrence *oc, size_t m, double P, double tol_frac, do
 /* log of the chance that a Poisson train at rate lambda (per us) fits the fold tr as
  * well, times the nc candidates tried (see fit_period). 0 (certain) when it cannot say. */
 static double
-chance_log_p(const struct track *tr, double lambda, double tol_frac, size_t nc)
+chance_log_p(const struct track *tr, double lambda, double tol_frac, size_t nc, size_t trailing)
 {
     if (tr->hits < 2 || tr->period <= 0)
         return 0;
@@ -1076,8 +1076,13 @@ chance_log_p(const struct track *tr, double lambda, double tol_frac, size_t nc)
     double p0 = 1 - exp(-2 * lambda * w);
     if (p0 > 0.999)
         return 0;
-    /* The phase was taken from the occurrences: chance has to explain all hits but one. */
-    return log_binom_tail(tr->hits - 1, tr->slots - 1, p0 > 1e-12 ? p0 : 1e-12) + log((double)nc);
+    /* The phase was taken from the occurrences: chance has to explain all hits but one.
+       The slots the grid had after its last hit, up to the end of what was observed, are
+       slots too: a train that stopped long ago is judged over every slot it left empty,
+       or a busy port's random bursts, three of which line up somewhere in hours of data,
+       would read as a recurrence (a quarter of busy fabrics had one). */
+    return log_binom_tail(tr->hits - 1, tr->slots - 1 + trailing, p0 > 1e-12 ? p0 : 1e-12) +
+           log((double)nc);
 }
 
 /* Folds at P; keeps the result in *bt (and its hits) when it scores best so far.
@@ -1178,9 +1183,20 @@ drifts(const struct occurrence *oc, const size_t *which, const long *ks, size_t 
  * The period is the least-squares slope over the hits, the spread their RMS residual;
  * the next occurrence is predicted from the grid of the last 5 hits (slow drift).
  */
+/* The grid's slots after its last hit whose whole tolerance lies before end_us, less one
+   (the last occurrence may be missed as any other may). */
+static size_t
+trailing_slots(const struct track *tr, double last_k, double tol_frac, double end_us)
+{
+    if (tr->period <= 0)
+        return 0;
+    double x = (end_us - tol_frac * tr->period - (tr->a + last_k * tr->period)) / tr->period;
+    return x >= 2 ? (size_t)floor(x) - 1 : 0;
+}
+
 static int
-fit_period(const struct occurrence *oc, size_t m, double span_us, const struct fs_an_opts *o,
-           struct fit *fit)
+fit_period(const struct occurrence *oc, size_t m, double span_us, double end_us,
+           const struct fs_an_opts *o, struct fit *fit)
 {
     memset(fit, 0, sizeof *fit);
     if (m < 2 || m < o->min_occurrences)
@@ -1257,7 +1273,7 @@ fit_period(const struct occurrence *oc, size_t m, double span_us, const struct f
     double lambda = (double)m / (span_us > t_span ? span_us : t_span);
     bool sweep = bt.hits >= 2 && bt.hits + 2 >= o->min_occurrences &&
                  (double)bt.hits >= 0.3 * (double)bt.slots &&
-                 chance_log_p(&bt, lambda, tol_frac, nc) <= log(FIT_ALPHA) + 3;
+                 chance_log_p(&bt, lambda, tol_frac, nc, 0) <= log(FIT_ALPHA) + 3;
     for (size_t k = 0; sweep && k < FIT_SWEEP_TOP && top_p[k] > 0; k++) {
         double slots = t_span / top_p[k] + 1;
         double step = 0.5 * tol_frac / slots;
@@ -1272,7 +1288,9 @@ fit_period(const struct occurrence *oc, size_t m, double span_us, const struct f
         goto out;
     if ((double)bt.hits < FIT_MIN_FILL * (double)bt.slots)
         goto out;
-    double log_p = chance_log_p(&bt, lambda, tol_frac, nc);
+    double log_p =
+        chance_log_p(&bt, lambda, tol_frac, nc,
+                     trailing_slots(&bt, (double)best_ks[bt.hits - 1], tol_frac, end_us));
     if (log_p > log(FIT_ALPHA))
         goto out;
     double period = bt.period;
@@ -1352,7 +1370,7 @@ cmp_size(const void *a, const void *b)
  * -1 out of memory.
  */
 static int
-prefer_strong_parity(const struct occurrence *oc, size_t m, double span_us,
+prefer_strong_parity(const struct occurrence *oc, size_t m, double span_us, double end_us,
                      const struct fs_an_opts *o, struct fit *fit)
 {
     if (fit->n < 4 || fit->period <= 0)
@@ -1383,7 +1401,7 @@ prefer_strong_parity(const struct occurrence *oc, size_t m, double span_us,
             map[ns] = i;
             sub[ns++] = oc[i];
         }
-    if (fit_period(sub, ns, span_us, o, &f2) != 0)
+    if (fit_period(sub, ns, span_us, end_us, o, &f2) != 0)
         goto out;
     rc = 0;
     if (f2.n < o->min_occurrences || fabs(f2.period - 2 * fit->period) > 0.05 * 2 * fit->period)
@@ -1427,11 +1445,11 @@ find_groups(struct ctx *c, struct fs_incident_report *r, int64_t now_us)
             continue;
         struct fit fit = {0};
         double span = (double)(d->end_us - d->observed_start_us);
-        if (fit_period(oc, m, span, &d->opts, &fit) != 0)
+        if (fit_period(oc, m, span, (double)d->end_us, &d->opts, &fit) != 0)
             goto fail;
         if (fit.n == 0)
             continue;
-        if (prefer_strong_parity(oc, m, span, &d->opts, &fit) < 0) {
+        if (prefer_strong_parity(oc, m, span, (double)d->end_us, &d->opts, &fit) < 0) {
             free(fit.which);
             goto fail;
         }

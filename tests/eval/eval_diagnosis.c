@@ -16,8 +16,10 @@
  * At the end, /api/v1/correlate over all the windows and /api/v1/incidents (defaults)
  * are asked, through the same functions the HTTP endpoint calls. Scored: culprit first in
  * the summary, culprit in its top 3, unrelated windows whose top suspect is the culprit,
- * period error, next-stall error (in periods), and the time from the end of the third
- * stall to the first refresh whose metrics report the culprit recurring.
+ * period error, next-stall error (in periods), the time from the end of the third
+ * stall to the first refresh whose metrics report the culprit recurring, and false
+ * recurrences: recurring groups on a port that has no periodic process (neither the
+ * culprit nor the second periodic job), i.e. noise or random bursts called periodic.
  *
  *   eval_diagnosis [--seeds N] [--seed-base B]   (default 50 per family, base 7000)
  * Prints a table per family and `EVAL <name> <value> <unit>` lines.
@@ -82,6 +84,7 @@ struct scenario {
 struct result {
     bool first, top3, recurring;
     int blamed, unrelated;
+    int false_recurring;         /* recurring groups on ports without a periodic process */
     double period_err, next_err; /* fractions of the period */
     double answer_s;             /* after the third stall ended; < 0: never */
 };
@@ -322,14 +325,27 @@ run_one(enum family fam, uint64_t seed, struct result *res)
         for (size_t i = 0; rec && i < json_object_array_length(rec); i++) {
             struct json_object *g = json_object_array_get_idx(rec, i);
             struct json_object *series = jget(g, "series");
-            if (!series || !is_culprit(sc, json_object_array_get_idx(series, 0), names, ifname))
+            struct json_object *s0 = series ? json_object_array_get_idx(series, 0) : NULL;
+            if (!s0 || !is_culprit(sc, s0, names, ifname)) {
+                const char *t = s0 ? json_object_get_string(jget(s0, "target")) : NULL;
+                const char *ifc = s0 ? json_object_get_string(jget(s0, "interface")) : NULL;
+                bool second = sc->second_sw >= 0 && t && ifc && !strcmp(t, names[sc->second_sw]) &&
+                              !strcmp(ifc, ifname[sc->second_port]);
+                res->false_recurring += !second;
+                if (!second && getenv("EVAL_VERBOSE"))
+                    fprintf(stderr, "  false recurrence: %s (confidence %.4f, %d occurrences)\n",
+                            json_object_get_string(jget(g, "text")),
+                            json_object_get_double(jget(g, "confidence")),
+                            json_object_get_int(jget(g, "occurrences")));
                 continue;
+            }
+            if (res->recurring)
+                continue; /* the culprit's first group is scored */
             double p = json_object_get_double(jget(g, "period_s"));
             double nx = json_object_get_double(jget(g, "next_expected"));
             res->recurring = true;
             res->period_err = fabs(p - sc->period_s) / sc->period_s;
             res->next_err = fabs(nx - (double)sc->next_truth / 1e6) / sc->period_s;
-            break;
         }
         json_object_put(o);
     }
@@ -344,6 +360,7 @@ run_one(enum family fam, uint64_t seed, struct result *res)
 
 struct tally {
     int n, first, top3, recurring, period_ok, next_ok, blamed, unrelated, answered;
+    int false_groups, false_runs; /* false recurrences; scenarios with one or more */
     double period_err_sum, next_err_sum, answer_sum, answer_max;
 };
 
@@ -356,6 +373,8 @@ add(struct tally *t, const struct result *r)
     t->recurring += r->recurring;
     t->blamed += r->blamed;
     t->unrelated += r->unrelated;
+    t->false_groups += r->false_recurring;
+    t->false_runs += r->false_recurring > 0;
     if (r->recurring) {
         t->period_ok += r->period_err <= 0.01;
         t->next_ok += r->next_err <= 0.02;
@@ -400,9 +419,9 @@ main(int argc, char **argv)
             if (getenv("EVAL_VERBOSE"))
                 fprintf(stderr,
                         "%s seed %d: first %d top3 %d recurring %d period_err %.4f next_err %.4f "
-                        "answer %.0f s blamed %d/%d\n",
+                        "answer %.0f s blamed %d/%d false_recurring %d\n",
                         family_names[f], s, r.first, r.top3, r.recurring, r.period_err, r.next_err,
-                        r.answer_s, r.blamed, r.unrelated);
+                        r.answer_s, r.blamed, r.unrelated, r.false_recurring);
             add(&all, &r);
         }
     clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -429,6 +448,8 @@ main(int argc, char **argv)
                t->recurring ? 100 * t->period_err_sum / t->recurring : -1);
         printf("EVAL %s_time_to_answer_mean %.1f s\n", nm,
                t->answered ? t->answer_sum / t->answered : -1);
+        printf("EVAL %s_false_recurring_runs %.1f %%\n", nm, pct(t->false_runs, t->n));
+        printf("EVAL %s_false_recurring_groups %d count\n", nm, t->false_groups);
     }
     printf("EVAL scenarios %d count\n", all.n);
     printf("EVAL eval_wall_time %.1f s\n",
