@@ -546,6 +546,41 @@ out:
 }
 
 int
+fs_imp_stream_feed(struct fs_imp_stream *s, struct fs_imp_batch *b)
+{
+    if (!s || b->n < FS_IMP_STREAM_EVENTS)
+        return 0;
+    return fs_imp_stream_flush(s, b, false);
+}
+
+int
+fs_imp_stream_end(struct fs_imp_stream *s, struct fs_imp_batch *b, int read_rc, const char *why,
+                  size_t events, const char *empty)
+{
+    if (read_rc == 0 && events > 0)
+        return fs_imp_stream_finish(s, b);
+    if (read_rc != 0 && !s->failed) {
+        if (s->pr.posted)
+            fprintf(s->e,
+                    "fabricscope %s: %s (%zu events posted before it; an import run again "
+                    "stores none of them twice)\n",
+                    s->what, why, s->pr.posted);
+        else if (events)
+            fprintf(s->e, "fabricscope %s: %s (nothing posted)\n", s->what, why);
+        else
+            fprintf(s->e, "fabricscope %s: %s\n", s->what, why);
+    } else if (read_rc == 0) {
+        fprintf(s->e, "fabricscope %s: %s\n", s->what, empty);
+    }
+    if (s->open)
+        fs_imp_client_close(&s->c);
+    s->open = false;
+    s->failed = true;
+    post_log_free(&s->log);
+    return 1;
+}
+
+int
 fs_imp_client_run(const struct fs_imp_args *a, const struct fs_imp_batch *b, const char *what,
                   FILE *o, FILE *e)
 {

@@ -135,7 +135,6 @@ struct fs_imp_stream {
     struct fs_imp_offset file;
     struct fs_imp_post_result pr;
     struct fs_imp_post_log log;
-    size_t total;
     size_t scanned, next_try; /* of the batch being held: events looked at, next attempt */
 };
 int fs_imp_stream_init(struct fs_imp_stream *s, const struct fs_imp_args *a, const char *what,
@@ -146,6 +145,25 @@ int fs_imp_stream_flush(struct fs_imp_stream *s, struct fs_imp_batch *b, bool fi
 /** Flushes b (final), prints the summary line and releases the stream: the exit code
  *  as fs_imp_client_run's. */
 int fs_imp_stream_finish(struct fs_imp_stream *s, struct fs_imp_batch *b);
+
+/**
+ * For a reader that has just added to b: flushes b once it holds FS_IMP_STREAM_EVENTS
+ * (fs_imp_stream_flush, not final). s NULL: nothing (b keeps every event, the caller
+ * posts or inspects it whole). 0, or -1 when the stream failed (it has said why).
+ */
+int fs_imp_stream_feed(struct fs_imp_stream *s, struct fs_imp_batch *b);
+
+/**
+ * The end of a streamed import. read_rc/why: how reading the input ended; on -1, why is
+ * printed with what was posted before it once events were read (an import run again
+ * stores nothing twice), unless the stream itself had failed and said why. events: how
+ * many the input gave (so far); 0 with read_rc 0 prints `empty` (the reason nothing was
+ * found) and posts nothing. Otherwise
+ * fs_imp_stream_finish. Releases the stream in every case (b stays the caller's);
+ * returns the exit code (0, 1).
+ */
+int fs_imp_stream_end(struct fs_imp_stream *s, struct fs_imp_batch *b, int read_rc, const char *why,
+                      size_t events, const char *empty);
 
 /** `fabricscope clock-offset --url URL [--out FILE] [--host NAME]`: exit code. */
 int fs_imp_clock_offset_main(int argc, char **argv);

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "importers/client.h"
 #include "util/errf.h"
 
 #define MAX_EXTRA 4
@@ -137,19 +136,4 @@ fs_imp_read_all(FILE *f, struct fs_buf *out, char *err, size_t errlen)
         return -1;
     }
     return 0;
-}
-
-int
-fs_imp_finish(const char *name, const struct fs_imp_args *a, int read_rc, const char *err,
-              const struct fs_imp_batch *b, const char *empty)
-{
-    if (read_rc != 0) {
-        fprintf(stderr, "fabricscope %s: %s\n", name, err);
-        return 1;
-    }
-    if (b->n == 0) {
-        fprintf(stderr, "fabricscope %s: %s\n", name, empty);
-        return 1;
-    }
-    return fs_imp_client_run(a, b, name, stdout, stderr);
 }

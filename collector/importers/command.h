@@ -1,8 +1,7 @@
 /*
  * What every import subcommand shares: its command line (--url, --host, --token-file,
- * --host-offset, --offset-file, --offset-now, --help, plus the importer's own options),
- * reading its input whole, and the usual end (nothing found, or post with the host's
- * offset at capture time and print one summary line).
+ * --host-offset, --offset-file, --offset-now, --help, plus the importer's own options)
+ * and reading an input whole (the importers stream theirs: client.h, fs_imp_stream).
  *
  * Ownership: the strings in struct fs_imp_args point into argv. Threads: main only
  * (getopt).
@@ -60,13 +59,5 @@ int fs_imp_parse_args(int argc, char **argv, const char *name, const char *usage
  * 0, or -1 with err ("larger than 1 GiB", a read error).
  */
 int fs_imp_read_all(FILE *f, struct fs_buf *out, char *err, size_t errlen);
-
-/**
- * The end of an import: read_rc/err from reading the input; an empty batch is reported
- * with `empty` (the reason nothing was found); otherwise the batch is posted. Prints
- * "fabricscope <name>: ..." lines and returns the exit code (0, 1). Frees nothing.
- */
-int fs_imp_finish(const char *name, const struct fs_imp_args *a, int read_rc, const char *err,
-                  const struct fs_imp_batch *b, const char *empty);
 
 #endif

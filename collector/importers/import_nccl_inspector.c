@@ -11,8 +11,13 @@
 
 #include <json-c/json.h>
 
+#include "importers/client.h"
 #include "importers/command.h"
 #include "util/errf.h"
+
+/* The longest line read; a file is read through a buffer a little larger. */
+#define LINE_MAX_BYTES ((size_t)1 << 20)
+#define LINE_BUF (LINE_MAX_BYTES + (64 << 10))
 
 static struct json_object *
 member(struct json_object *o, const char *key)
@@ -122,6 +127,39 @@ record(struct json_object *o, const char *host, struct fs_imp_batch *b)
     return rc ? -1 : 1;
 }
 
+/* One line (lineno of name): 1 an event added, 0 none (blank, or not a record: counted in
+ *skipped), -1 with err (not JSON, too long, no memory). */
+static int
+read_line(struct json_tokener *tok, const char *line, size_t l, const char *name, size_t lineno,
+          const char *host, struct fs_imp_batch *b, size_t *skipped, char *err, size_t errlen)
+{
+    size_t a = 0;
+    while (a < l && (line[a] == ' ' || line[a] == '\t' || line[a] == '\r'))
+        a++;
+    if (a == l)
+        return 0;
+    if (l > LINE_MAX_BYTES) {
+        fs_errf(err, errlen, "%s:%zu: line longer than 1 MiB", name, lineno);
+        return -1;
+    }
+    json_tokener_reset(tok);
+    struct json_object *o = json_tokener_parse_ex(tok, line, (int)l);
+    enum json_tokener_error je = json_tokener_get_error(tok);
+    if (!o || je != json_tokener_success) {
+        fs_errf(err, errlen, "%s:%zu: not JSON: %s", name, lineno,
+                je == json_tokener_continue ? "unexpected end" : json_tokener_error_desc(je));
+        json_object_put(o);
+        return -1;
+    }
+    int r = record(o, host, b);
+    json_object_put(o);
+    if (r < 0)
+        fs_errf(err, errlen, "out of memory");
+    else if (r == 0)
+        (*skipped)++;
+    return r;
+}
+
 int
 fs_import_nccl_inspector_read(const char *text, size_t len, const char *name, const char *host,
                               struct fs_imp_batch *b, size_t *skipped, char *err, size_t errlen)
@@ -139,37 +177,62 @@ fs_import_nccl_inspector_read(const char *text, size_t len, const char *name, co
         const char *line = text + i;
         i += l + 1;
         lineno++;
-        size_t a = 0;
-        while (a < l && (line[a] == ' ' || line[a] == '\t' || line[a] == '\r'))
-            a++;
-        if (a == l)
-            continue;
-        if (l > (size_t)1 << 20) {
-            fs_errf(err, errlen, "%s:%zu: line longer than 1 MiB", name, lineno);
+        if (read_line(tok, line, l, name, lineno, host, b, skipped, err, errlen) < 0)
             rc = -1;
-            break;
-        }
-        json_tokener_reset(tok);
-        struct json_object *o = json_tokener_parse_ex(tok, line, (int)l);
-        enum json_tokener_error je = json_tokener_get_error(tok);
-        if (!o || je != json_tokener_success) {
-            fs_errf(err, errlen, "%s:%zu: not JSON: %s", name, lineno,
-                    je == json_tokener_continue ? "unexpected end" : json_tokener_error_desc(je));
-            json_object_put(o);
-            rc = -1;
-            break;
-        }
-        int r = record(o, host, b);
-        json_object_put(o);
-        if (r < 0) {
-            fs_errf(err, errlen, "out of memory");
-            rc = -1;
-        } else if (r == 0) {
-            (*skipped)++;
-        }
     }
     json_tokener_free(tok);
     return rc;
+}
+
+/* One log read a line at a time through buf (LINE_BUF bytes): a line longer than
+   LINE_MAX_BYTES is refused before it is whole, so memory stays bounded whatever the
+   file's size. Events go to b and the stream s (NULL: b keeps them). 0 or -1 with err. */
+static int
+read_log(FILE *f, const char *path, const char *host, struct json_tokener *tok, char *buf,
+         struct fs_imp_batch *b, struct fs_imp_stream *s, size_t *skipped, size_t *events,
+         char *err, size_t errlen)
+{
+    size_t have = 0, pos = 0, lineno = 0;
+    bool eof = false;
+    for (;;) {
+        char *nl = memchr(buf + pos, '\n', have - pos);
+        size_t l;
+        if (nl) {
+            l = (size_t)(nl - (buf + pos));
+        } else if (eof) {
+            if (pos == have)
+                return 0;
+            l = have - pos; /* the last line, without a newline */
+        } else {
+            memmove(buf, buf + pos, have - pos);
+            have -= pos;
+            pos = 0;
+            if (have > LINE_MAX_BYTES) {
+                fs_errf(err, errlen, "%s:%zu: line longer than 1 MiB", path, lineno + 1);
+                return -1;
+            }
+            size_t n = fread(buf + have, 1, LINE_BUF - have, f);
+            if (n == 0 && ferror(f)) {
+                fs_errf(err, errlen, "%s: read error: %s", path, strerror(errno));
+                return -1;
+            }
+            eof = n == 0;
+            have += n;
+            continue;
+        }
+        lineno++;
+        int r = read_line(tok, buf + pos, l, path, lineno, host, b, skipped, err, errlen);
+        pos += l + (nl ? 1 : 0);
+        if (r < 0)
+            return -1;
+        if (r > 0) {
+            (*events)++;
+            if (fs_imp_stream_feed(s, b) != 0) {
+                fs_errf(err, errlen, "posting failed");
+                return -1;
+            }
+        }
+    }
 }
 
 bool
@@ -186,11 +249,13 @@ cmp_str(const void *a, const void *b)
 }
 
 int
-fs_import_nccl_inspector_dir(const char *dir, const char *host, struct fs_imp_batch *b,
-                             size_t *files, size_t *skipped, char *err, size_t errlen)
+fs_import_nccl_inspector_stream(const char *dir, const char *host, struct fs_imp_batch *b,
+                                struct fs_imp_stream *s, size_t *files, size_t *skipped,
+                                size_t *events, char *err, size_t errlen)
 {
     *files = 0;
     *skipped = 0;
+    *events = 0;
     DIR *d = opendir(dir);
     if (!d) {
         fs_errf(err, errlen, "%s: %s", dir, strerror(errno));
@@ -219,8 +284,12 @@ fs_import_nccl_inspector_dir(const char *dir, const char *host, struct fs_imp_ba
         n++;
     }
     closedir(d);
-    if (rc != 0)
+    struct json_tokener *tok = rc == 0 ? json_tokener_new() : NULL;
+    char *buf = tok ? malloc(LINE_BUF) : NULL;
+    if (!buf) {
         fs_errf(err, errlen, "out of memory");
+        rc = -1;
+    }
     if (n > 1)
         qsort(names, n, sizeof *names, cmp_str);
     for (size_t i = 0; i < n && rc == 0; i++) {
@@ -235,24 +304,26 @@ fs_import_nccl_inspector_dir(const char *dir, const char *host, struct fs_imp_ba
             rc = -1;
             break;
         }
-        struct fs_buf text;
-        char why[128];
-        int read_rc = fs_imp_read_all(f, &text, why, sizeof why);
+        rc = read_log(f, path, host, tok, buf, b, s, skipped, events, err, errlen);
         fclose(f);
-        if (read_rc != 0) {
-            fs_errf(err, errlen, "%s: %s", path, why);
-            rc = -1;
-        } else {
-            rc = fs_import_nccl_inspector_read(text.data ? text.data : "", text.len, path, host, b,
-                                               skipped, err, errlen);
-            (*files)++;
-        }
-        fs_buf_free(&text);
+        (*files)++;
     }
+    free(buf);
+    if (tok)
+        json_tokener_free(tok);
     for (size_t i = 0; i < n; i++)
         free(names[i]);
     free(names);
     return rc;
+}
+
+int
+fs_import_nccl_inspector_dir(const char *dir, const char *host, struct fs_imp_batch *b,
+                             size_t *files, size_t *skipped, char *err, size_t errlen)
+{
+    size_t events;
+    return fs_import_nccl_inspector_stream(dir, host, b, NULL, files, skipped, &events, err,
+                                           errlen);
 }
 
 int
@@ -264,13 +335,18 @@ fs_import_nccl_inspector_main(int argc, char **argv)
                                false, &a);
     if (rc >= 0)
         return rc;
+    /* Streamed: the logs of a long job are gigabytes; events are posted every
+       FS_IMP_STREAM_EVENTS as the lines are read. */
     const char *dir = argv[a.first_operand];
+    struct fs_imp_stream st;
     struct fs_imp_batch b = {0};
     char err[512], empty[600];
-    size_t files = 0, skipped = 0;
-    int read_rc = fs_import_nccl_inspector_dir(dir, a.host, &b, &files, &skipped, err, sizeof err);
+    size_t files = 0, skipped = 0, events = 0;
+    fs_imp_stream_init(&st, &a, "import-nccl-inspector", stdout, stderr);
+    int read_rc = fs_import_nccl_inspector_stream(dir, a.host, &b, &st, &files, &skipped, &events,
+                                                  err, sizeof err);
     snprintf(empty, sizeof empty, "%s: no collective records in %zu log files", dir, files);
-    rc = fs_imp_finish("import-nccl-inspector", &a, read_rc, err, &b, empty);
+    rc = fs_imp_stream_end(&st, &b, read_rc, err, events, empty);
     fs_imp_batch_free(&b);
     return rc;
 }

@@ -12,7 +12,9 @@
  * dump_timestamp_us (attr placement = "dump_time", an upper bound). Host:
  * metadata.hostname unless --host. Lines that are not such records are counted and
  * skipped; a line that is not JSON at all is an error naming file and line.
- * Files read: the regular files of DIR whose names end in ".log" or ".jsonl".
+ * Files read: the regular files of DIR whose names end in ".log" or ".jsonl", in name
+ * order, a line at a time (lines up to 1 MiB), so nothing of a log is held but the line
+ * being read and the events not yet posted.
  */
 #ifndef FS_IMPORT_NCCL_INSPECTOR_H
 #define FS_IMPORT_NCCL_INSPECTOR_H
@@ -33,6 +35,19 @@ int fs_import_nccl_inspector_read(const char *text, size_t len, const char *name
 /** Reads every log of dir (see above). 0 or -1 with err. */
 int fs_import_nccl_inspector_dir(const char *dir, const char *host, struct fs_imp_batch *b,
                                  size_t *files, size_t *skipped, char *err, size_t errlen);
+
+struct fs_imp_stream;
+
+/**
+ * The same, streamed: events are added to b and handed to s (fs_imp_stream_feed) every
+ * FS_IMP_STREAM_EVENTS, so b holds at most that many (plus what s holds back). s NULL:
+ * b keeps them all (fs_import_nccl_inspector_dir). *events: how many were read in all.
+ * On -1, err names the file and line where reading stopped, or says the stream failed
+ * (it has reported why); events read before it may be posted.
+ */
+int fs_import_nccl_inspector_stream(const char *dir, const char *host, struct fs_imp_batch *b,
+                                    struct fs_imp_stream *s, size_t *files, size_t *skipped,
+                                    size_t *events, char *err, size_t errlen);
 
 /** The subcommand (argv[0] = "import-nccl-inspector"); returns the exit code. */
 int fs_import_nccl_inspector_main(int argc, char **argv);

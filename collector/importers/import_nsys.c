@@ -8,6 +8,7 @@
 
 #include <sqlite3.h>
 
+#include "importers/client.h"
 #include "importers/command.h"
 #include "importers/nccl_names.h"
 #include "util/errf.h"
@@ -99,72 +100,33 @@ find_kernel_table(sqlite3 *db, char *out, size_t len)
     return found;
 }
 
-struct size_map {
-    long long *event_id;
-    long long *size;
-    size_t n, cap;
-};
-
-static int
-size_map_add(struct size_map *m, long long id, long long size)
-{
-    if (m->n == m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 256;
-        long long *a = realloc(m->event_id, cap * sizeof *a);
-        if (!a)
-            return -1;
-        m->event_id = a;
-        long long *b = realloc(m->size, cap * sizeof *b);
-        if (!b)
-            return -1;
-        m->size = b;
-        m->cap = cap;
-    }
-    m->event_id[m->n] = id;
-    m->size[m->n] = size;
-    m->n++;
-    return 0;
-}
-
+/* The NVTX payload message size of an NVTX_EVENTS row n (see the header): a join on
+   eventId to the DYNAMIC_NVTXPAYLOAD_* tables with an eventId column and a "Message
+   size" column, one integer size per event (the least, should a table repeat one).
+   SQLite builds the grouping and its automatic index on eventId in its temporary store,
+   which spills to a file (temp_store = FILE), so a payload table of any size takes a
+   bounded amount of memory here. Appends " LEFT JOIN (...) p ON p.eventId = n.eventId"
+   to sql and returns true, or false when no table qualifies (or the join does not fit). */
 static bool
-size_map_get(const struct size_map *m, long long id, long long *size)
-{
-    /* Filled in eventId order by the query below; binary search. */
-    size_t lo = 0, hi = m->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (m->event_id[mid] < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo < m->n && m->event_id[lo] == id) {
-        *size = m->size[lo];
-        return true;
-    }
-    return false;
-}
-
-/* NVTX payload message sizes from DYNAMIC_NVTXPAYLOAD_* tables (see the header). */
-static int
-load_message_sizes(sqlite3 *db, struct size_map *m)
+message_size_join(sqlite3 *db, struct fs_buf *sql)
 {
     sqlite3_stmt *tables;
     if (sqlite3_prepare_v2(db,
                            "SELECT name FROM sqlite_master WHERE type='table' AND name LIKE "
                            "'DYNAMIC\\_NVTXPAYLOAD\\_%' ESCAPE '\\'",
                            -1, &tables, NULL) != SQLITE_OK)
-        return 0;
-    int rc = 0;
-    while (rc == 0 && sqlite3_step(tables) == SQLITE_ROW) {
+        return false;
+    struct fs_buf u;
+    fs_buf_init(&u, 64 << 10);
+    while (sqlite3_step(tables) == SQLITE_ROW) {
         const char *t = (const char *)sqlite3_column_text(tables, 0);
         if (!t || !has_column(db, t, "eventId"))
             continue;
-        char q[512], sql[1400], colq[512] = "";
+        char q[512], pragma[600], colq[512] = "";
         quote_ident(t, q, sizeof q);
-        snprintf(sql, sizeof sql, "PRAGMA table_info(%s)", q);
+        snprintf(pragma, sizeof pragma, "PRAGMA table_info(%s)", q);
         sqlite3_stmt *cols;
-        if (sqlite3_prepare_v2(db, sql, -1, &cols, NULL) != SQLITE_OK)
+        if (sqlite3_prepare_v2(db, pragma, -1, &cols, NULL) != SQLITE_OK)
             continue;
         while (sqlite3_step(cols) == SQLITE_ROW) {
             const char *cn = (const char *)sqlite3_column_text(cols, 1);
@@ -176,30 +138,19 @@ load_message_sizes(sqlite3 *db, struct size_map *m)
         sqlite3_finalize(cols);
         if (!colq[0])
             continue;
-        snprintf(sql, sizeof sql, "SELECT eventId, %s FROM %s WHERE eventId IS NOT NULL", colq, q);
-        sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-            continue;
-        while (sqlite3_step(st) == SQLITE_ROW)
-            if (sqlite3_column_type(st, 1) == SQLITE_INTEGER &&
-                size_map_add(m, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1)) != 0) {
-                rc = -1;
-                break;
-            }
-        sqlite3_finalize(st);
+        fs_buf_printf(&u,
+                      "%sSELECT eventId, %s AS size FROM %s WHERE eventId IS NOT NULL AND "
+                      "typeof(%s) = 'integer'",
+                      u.len ? " UNION ALL " : "", colq, q, colq);
     }
     sqlite3_finalize(tables);
-    /* Sort by event id (insertion sort would be quadratic; a simple shell of pairs). */
-    for (size_t gap = m->n / 2; gap > 0; gap /= 2)
-        for (size_t i = gap; i < m->n; i++)
-            for (size_t j = i; j >= gap && m->event_id[j - gap] > m->event_id[j]; j -= gap) {
-                long long a = m->event_id[j], b = m->size[j];
-                m->event_id[j] = m->event_id[j - gap];
-                m->size[j] = m->size[j - gap];
-                m->event_id[j - gap] = a;
-                m->size[j - gap] = b;
-            }
-    return rc;
+    bool any = u.len > 0 && !u.overflow &&
+               fs_buf_printf(sql,
+                             " LEFT JOIN (SELECT eventId, min(size) AS size FROM (%s) GROUP BY "
+                             "eventId) p ON p.eventId = n.eventId",
+                             u.data);
+    fs_buf_free(&u);
+    return any;
 }
 
 static int64_t
@@ -209,21 +160,68 @@ to_epoch(long long v, long long session_start)
     return v > 1000000000000000000LL ? (int64_t)v : (int64_t)(v + session_start);
 }
 
-static int
-read_kernels(sqlite3 *db, const char *host, long long session, struct fs_imp_batch *b,
-             size_t *found, char *err, size_t errlen)
+/* One import's reading state: events go to b, and to the stream s when there is one. */
+struct nsys_read {
+    sqlite3 *db;
+    const char *path, *host;
+    long long session;
+    bool have_session;
+    struct fs_imp_batch *b;
+    struct fs_imp_stream *s; /* NULL: b keeps every event */
+    size_t events;
+    char *err;
+    size_t errlen;
+};
+
+/* Adds an event of row `row` (counted from 1 in the order read) of table; the times are
+   the export's. NULL with r->err (no session start to place a relative time with, no
+   memory). */
+static struct fs_imp_event *
+add_event(struct nsys_read *r, const char *table, size_t row, const char *kind, const char *name,
+          long long start, long long end)
 {
+    int64_t s = to_epoch(start, r->session), e = to_epoch(end, r->session);
+    if (!r->have_session && s <= 1000000000000000000LL) {
+        fs_errf(r->err, r->errlen,
+                "%s: %s row %zu: no TARGET_INFO_SESSION_START_TIME.utcEpochNs: cannot place the "
+                "events on the wall clock",
+                r->path, table, row);
+        return NULL;
+    }
+    struct fs_imp_event *ev = fs_imp_add(r->b, r->host, kind, name, s, e);
+    if (!ev)
+        fs_errf(r->err, r->errlen, "out of memory");
+    return ev;
+}
+
+/* After an event's attrs: counts it and posts the batch when it is full. */
+static int
+event_done(struct nsys_read *r)
+{
+    r->events++;
+    if (fs_imp_stream_feed(r->s, r->b) != 0) {
+        fs_errf(r->err, r->errlen, "posting failed");
+        return -1;
+    }
+    return 0;
+}
+
+static int
+read_kernels(struct nsys_read *r)
+{
+    sqlite3 *db = r->db;
     char table[256];
-    *found = 0;
     if (!find_kernel_table(db, table, sizeof table))
         return 0;
     const char *name_col = has_column(db, table, "shortName")       ? "shortName"
                            : has_column(db, table, "demangledName") ? "demangledName"
                                                                     : NULL;
     if (!name_col || !has_column(db, table, "start") || !has_column(db, table, "end")) {
-        fs_errf(err, errlen, "%s: no start/end/shortName columns (unknown schema)", table);
+        fs_errf(r->err, r->errlen, "%s: no start/end/shortName columns (unknown schema)", table);
         return -1;
     }
+    /* Names through StringIds are joined on its primary key row by row: no name table is
+       held here, whatever the number of strings. */
     bool strings = table_exists(db, "StringIds");
     char q[300], sql[1200];
     quote_ident(table, q, sizeof q);
@@ -241,31 +239,41 @@ read_kernels(sqlite3 *db, const char *host, long long session, struct fs_imp_bat
                      : "");
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-        fs_errf(err, errlen, "%s: %s", table, sqlite3_errmsg(db));
+        fs_errf(r->err, r->errlen, "%s: %s", table, sqlite3_errmsg(db));
         return -1;
     }
     int rc = 0, step;
+    size_t row = 0;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        row++;
         const char *kname = (const char *)sqlite3_column_text(st, 4);
         char coll[64];
         if (!kname || fs_nccl_kernel_collective(kname, coll, sizeof coll) != 0)
             continue;
         struct fs_imp_event *e =
-            fs_imp_add(b, host, "nccl.kernel", coll, to_epoch(sqlite3_column_int64(st, 0), session),
-                       to_epoch(sqlite3_column_int64(st, 1), session));
-        if (!e || fs_imp_attr_str(e, "kernel", kname) != 0 ||
+            add_event(r, table, row, "nccl.kernel", coll, sqlite3_column_int64(st, 0),
+                      sqlite3_column_int64(st, 1));
+        if (!e) {
+            rc = -1;
+            break;
+        }
+        if (fs_imp_attr_str(e, "kernel", kname) != 0 ||
             (sqlite3_column_type(st, 2) == SQLITE_INTEGER &&
              fs_imp_attr_int(e, "device", sqlite3_column_int64(st, 2)) != 0) ||
             (sqlite3_column_type(st, 3) == SQLITE_INTEGER &&
              fs_imp_attr_int(e, "stream", sqlite3_column_int64(st, 3)) != 0)) {
-            fs_errf(err, errlen, "out of memory");
+            fs_errf(r->err, r->errlen, "out of memory");
             rc = -1;
             break;
         }
-        (*found)++;
+        if (event_done(r) != 0) {
+            rc = -1;
+            break;
+        }
     }
     if (rc == 0 && step != SQLITE_DONE) {
-        fs_errf(err, errlen, "%s: %s", table, sqlite3_errmsg(db));
+        fs_errf(r->err, r->errlen, "%s: %s row %zu: %s", r->path, table, row + 1,
+                sqlite3_errmsg(db));
         rc = -1;
     }
     sqlite3_finalize(st);
@@ -273,14 +281,13 @@ read_kernels(sqlite3 *db, const char *host, long long session, struct fs_imp_bat
 }
 
 static int
-read_nvtx(sqlite3 *db, const char *host, long long session, struct fs_imp_batch *b, size_t *found,
-          char *err, size_t errlen)
+read_nvtx(struct nsys_read *r)
 {
-    *found = 0;
+    sqlite3 *db = r->db;
     if (!table_exists(db, "NVTX_EVENTS"))
         return 0;
     if (!has_column(db, "NVTX_EVENTS", "start") || !has_column(db, "NVTX_EVENTS", "end")) {
-        fs_errf(err, errlen, "NVTX_EVENTS: no start/end columns (unknown schema)");
+        fs_errf(r->err, r->errlen, "NVTX_EVENTS: no start/end columns (unknown schema)");
         return -1;
     }
     bool text = has_column(db, "NVTX_EVENTS", "text");
@@ -289,7 +296,7 @@ read_nvtx(sqlite3 *db, const char *host, long long session, struct fs_imp_batch 
     bool etype = has_column(db, "NVTX_EVENTS", "eventType");
     bool event_id = has_column(db, "NVTX_EVENTS", "eventId");
     if (!text && !text_id) {
-        fs_errf(err, errlen, "NVTX_EVENTS: neither text nor textId (unknown schema)");
+        fs_errf(r->err, r->errlen, "NVTX_EVENTS: neither text nor textId (unknown schema)");
         return -1;
     }
     const char *name_expr = text && text_id ? "COALESCE(n.text, s.value)"
@@ -299,37 +306,39 @@ read_nvtx(sqlite3 *db, const char *host, long long session, struct fs_imp_batch 
     /* The NCCL domain's ids: its NvtxDomainCreate (75) rows named "NCCL". */
     long long nccl_domains[16];
     size_t n_domains = 0;
-    char sql[1024];
+    char dsql[1024];
     sqlite3_stmt *st;
     if (domain && etype) {
-        snprintf(sql, sizeof sql,
+        snprintf(dsql, sizeof dsql,
                  "SELECT DISTINCT n.domainId FROM NVTX_EVENTS n %s WHERE n.eventType = 75 AND "
                  "%s = 'NCCL'",
                  join, name_expr);
-        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+        if (sqlite3_prepare_v2(db, dsql, -1, &st, NULL) == SQLITE_OK) {
             while (sqlite3_step(st) == SQLITE_ROW && n_domains < 16)
                 nccl_domains[n_domains++] = sqlite3_column_int64(st, 0);
             sqlite3_finalize(st);
         }
     }
-    struct size_map sizes = {0};
-    if (event_id && load_message_sizes(db, &sizes) != 0) {
-        fs_errf(err, errlen, "out of memory");
-        return -1;
+    struct fs_buf sizes, sql;
+    fs_buf_init(&sizes, 64 << 10);
+    fs_buf_init(&sql, 128 << 10);
+    bool with_sizes = event_id && message_size_join(db, &sizes);
+    fs_buf_printf(&sql,
+                  "SELECT n.start, n.\"end\", %s, %s, %s FROM NVTX_EVENTS n %s%s WHERE n.\"end\" "
+                  "IS NOT NULL%s",
+                  name_expr, domain ? "n.domainId" : "NULL", with_sizes ? "p.size" : "NULL", join,
+                  with_sizes ? sizes.data : "", etype ? " AND n.eventType IN (59, 60)" : "");
+    int rc = -1, step = SQLITE_DONE;
+    size_t row = 0;
+    st = NULL;
+    if (sql.overflow || sqlite3_prepare_v2(db, sql.data, -1, &st, NULL) != SQLITE_OK) {
+        fs_errf(r->err, r->errlen, "NVTX_EVENTS: %s",
+                sql.overflow ? "too many payload tables" : sqlite3_errmsg(db));
+        goto out;
     }
-    snprintf(sql, sizeof sql,
-             "SELECT n.start, n.\"end\", %s, %s, %s FROM NVTX_EVENTS n %s WHERE n.\"end\" IS NOT "
-             "NULL%s",
-             name_expr, domain ? "n.domainId" : "NULL", event_id ? "n.eventId" : "NULL", join,
-             etype ? " AND n.eventType IN (59, 60)" : "");
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-        fs_errf(err, errlen, "NVTX_EVENTS: %s", sqlite3_errmsg(db));
-        free(sizes.event_id);
-        free(sizes.size);
-        return -1;
-    }
-    int rc = 0, step;
+    rc = 0;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        row++;
         const char *name = (const char *)sqlite3_column_text(st, 2);
         if (!name || !*name)
             continue;
@@ -342,40 +351,43 @@ read_nvtx(sqlite3 *db, const char *host, long long session, struct fs_imp_batch 
         if (!in_domain && strncmp(name, "nccl", 4) != 0)
             continue;
         struct fs_imp_event *e =
-            fs_imp_add(b, host, "nccl.nvtx", name, to_epoch(sqlite3_column_int64(st, 0), session),
-                       to_epoch(sqlite3_column_int64(st, 1), session));
+            add_event(r, "NVTX_EVENTS", row, "nccl.nvtx", name, sqlite3_column_int64(st, 0),
+                      sqlite3_column_int64(st, 1));
         if (!e) {
-            fs_errf(err, errlen, "out of memory");
             rc = -1;
             break;
         }
-        long long size;
         if (sqlite3_column_type(st, 4) == SQLITE_INTEGER &&
-            size_map_get(&sizes, sqlite3_column_int64(st, 4), &size) &&
-            fs_imp_attr_int(e, "message_size_bytes", size) != 0) {
-            fs_errf(err, errlen, "out of memory");
+            fs_imp_attr_int(e, "message_size_bytes", sqlite3_column_int64(st, 4)) != 0) {
+            fs_errf(r->err, r->errlen, "out of memory");
             rc = -1;
             break;
         }
-        (*found)++;
+        if (event_done(r) != 0) {
+            rc = -1;
+            break;
+        }
     }
     if (rc == 0 && step != SQLITE_DONE) {
-        fs_errf(err, errlen, "NVTX_EVENTS: %s", sqlite3_errmsg(db));
+        fs_errf(r->err, r->errlen, "%s: NVTX_EVENTS row %zu: %s", r->path, row + 1,
+                sqlite3_errmsg(db));
         rc = -1;
     }
+out:
     sqlite3_finalize(st);
-    free(sizes.event_id);
-    free(sizes.size);
+    fs_buf_free(&sizes);
+    fs_buf_free(&sql);
     return rc;
 }
 
 int
-fs_import_nsys_read(const char *path, const char *host, struct fs_imp_batch *b, char *err,
-                    size_t errlen)
+fs_import_nsys_stream(const char *path, const char *host, struct fs_imp_batch *b,
+                      struct fs_imp_stream *s, size_t *events, char *err, size_t errlen)
 {
     sqlite3 *db = NULL;
     int rc = -1;
     char host_buf[FS_HOST_EVENTS_MAX_STR + 1] = "";
+    *events = 0;
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
         fs_errf(err, errlen, "%s: %s", path, db ? sqlite3_errmsg(db) : "cannot open");
         goto out;
@@ -389,6 +401,8 @@ fs_import_nsys_read(const char *path, const char *host, struct fs_imp_batch *b, 
         goto out;
     }
     sqlite3_finalize(st);
+    /* Sorting and automatic indexes (the message-size join) go to a file, not memory. */
+    sqlite3_exec(db, "PRAGMA temp_store = FILE", NULL, NULL, NULL);
     char kernel_table[256];
     bool kernels = find_kernel_table(db, kernel_table, sizeof kernel_table);
     bool nvtx = table_exists(db, "NVTX_EVENTS");
@@ -400,14 +414,13 @@ fs_import_nsys_read(const char *path, const char *host, struct fs_imp_batch *b, 
                 path);
         goto out;
     }
-    long long session = 0;
-    bool have_session = false;
+    struct nsys_read r = {.db = db, .path = path, .b = b, .s = s, .err = err, .errlen = errlen};
     if (session_tab && has_column(db, "TARGET_INFO_SESSION_START_TIME", "utcEpochNs") &&
         sqlite3_prepare_v2(db, "SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME LIMIT 1", -1,
                            &st, NULL) == SQLITE_OK) {
         if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_INTEGER) {
-            session = sqlite3_column_int64(st, 0);
-            have_session = true;
+            r.session = sqlite3_column_int64(st, 0);
+            r.have_session = true;
         }
         sqlite3_finalize(st);
     }
@@ -430,24 +443,20 @@ fs_import_nsys_read(const char *path, const char *host, struct fs_imp_batch *b, 
         }
         host = host_buf;
     }
-    size_t nk = 0, nn = 0;
-    if (read_kernels(db, host, session, b, &nk, err, errlen) != 0 ||
-        read_nvtx(db, host, session, b, &nn, err, errlen) != 0)
-        goto out;
-    if (!have_session) {
-        for (size_t i = 0; i < b->n; i++)
-            if (b->ev[i].start_ns <= 1000000000000000000LL) {
-                fs_errf(err, errlen,
-                        "%s: no TARGET_INFO_SESSION_START_TIME.utcEpochNs: cannot place the "
-                        "events on the wall clock",
-                        path);
-                goto out;
-            }
-    }
-    rc = 0;
+    r.host = host;
+    rc = read_kernels(&r) == 0 && read_nvtx(&r) == 0 ? 0 : -1;
+    *events = r.events;
 out:
     sqlite3_close(db);
     return rc;
+}
+
+int
+fs_import_nsys_read(const char *path, const char *host, struct fs_imp_batch *b, char *err,
+                    size_t errlen)
+{
+    size_t events;
+    return fs_import_nsys_stream(path, host, b, NULL, &events, err, errlen);
 }
 
 int
@@ -459,12 +468,17 @@ fs_import_nsys_main(int argc, char **argv)
                                NULL, 1, false, &a);
     if (rc >= 0)
         return rc;
+    /* Streamed: an export of a long run is gigabytes; events are posted every
+       FS_IMP_STREAM_EVENTS as the rows are stepped. */
     const char *path = argv[a.first_operand];
+    struct fs_imp_stream st;
     struct fs_imp_batch b = {0};
     char err[512], empty[600];
+    size_t events = 0;
     snprintf(empty, sizeof empty, "%s: no NCCL kernels or NVTX ranges found", path);
-    int read_rc = fs_import_nsys_read(path, a.host, &b, err, sizeof err);
-    rc = fs_imp_finish("import-nsys", &a, read_rc, err, &b, empty);
+    fs_imp_stream_init(&st, &a, "import-nsys", stdout, stderr);
+    int read_rc = fs_import_nsys_stream(path, a.host, &b, &st, &events, err, sizeof err);
+    rc = fs_imp_stream_end(&st, &b, read_rc, err, events, empty);
     fs_imp_batch_free(&b);
     return rc;
 }

@@ -332,7 +332,8 @@ fs_import_perf_main(int argc, char **argv)
     static char line[64 << 10];
     size_t lines = 0, events = 0, skipped = 0, too_long = 0;
     bool started = false;
-    rc = 1;
+    int read_rc = -1;
+    char why[320] = "", empty[160] = "";
     fs_imp_stream_init(&st, &a, "import-perf", stdout, stderr);
     while (fgets(line, sizeof line, stdin)) {
         size_t l = strlen(line);
@@ -360,17 +361,17 @@ fs_import_perf_main(int argc, char **argv)
             if (!ref.known)
                 ref = hdr;
             if (!ref.known) {
-                fprintf(stderr,
-                        "fabricscope import-perf: no \"# reference time\" header before the first "
-                        "sample: record with `perf record -k mono` and run `perf script "
-                        "--header`, or give --reference TOD=CLOCK or --reference now\n");
+                snprintf(why, sizeof why,
+                         "no \"# reference time\" header before the first sample: record with "
+                         "`perf record -k mono` and run `perf script --header`, or give "
+                         "--reference TOD=CLOCK or --reference now");
                 goto out;
             }
         }
         lines++;
         int r = parse_line(line, l, a.host, &ref, &b);
         if (r < 0) {
-            fprintf(stderr, "fabricscope import-perf: out of memory\n");
+            snprintf(why, sizeof why, "out of memory");
             goto out;
         }
         if (r == 0) {
@@ -378,33 +379,24 @@ fs_import_perf_main(int argc, char **argv)
             continue;
         }
         events++;
-        if (b.n >= FS_IMP_STREAM_EVENTS && fs_imp_stream_flush(&st, &b, false) != 0)
+        if (fs_imp_stream_feed(&st, &b) != 0)
             goto out;
     }
     if (ferror(stdin)) {
-        fprintf(stderr, "fabricscope import-perf: reading stdin failed\n");
+        snprintf(why, sizeof why, "reading stdin failed");
         goto out;
     }
+    read_rc = 0;
     if (skipped + too_long)
         fprintf(stderr, "fabricscope import-perf: %zu lines were not samples, skipped%s\n",
                 skipped + too_long, too_long ? " (some longer than 64 KiB)" : "");
-    if (events == 0) {
-        if (lines > 0)
-            fprintf(stderr,
-                    "fabricscope import-perf: none of %zu lines is a perf script tracepoint "
-                    "sample\n",
-                    lines);
-        else
-            fprintf(stderr, "fabricscope import-perf: no samples on stdin\n");
-        goto out;
-    }
-    rc = fs_imp_stream_finish(&st, &b);
+    if (lines > 0)
+        snprintf(empty, sizeof empty, "none of %zu lines is a perf script tracepoint sample",
+                 lines);
+    else
+        snprintf(empty, sizeof empty, "no samples on stdin");
 out:
-    if (rc != 0 && (st.open || st.log.ids)) {
-        struct fs_imp_batch none = {0};
-        st.failed = true;
-        (void)fs_imp_stream_finish(&st, &none);
-    }
+    rc = fs_imp_stream_end(&st, &b, read_rc, why, events, empty);
     fs_imp_batch_free(&b);
     return rc;
 }

@@ -121,12 +121,59 @@ test_directory_and_bad_line(void **state)
                      -1);
 }
 
+/* A log read through the bounded line buffer: lines that straddle its refills, a last line
+   without a newline, and a line longer than 1 MiB refused with its number. */
+static void
+test_long_log_and_long_line(void **state)
+{
+    (void)state;
+    char dir[128], path[256], err[512];
+    snprintf(dir, sizeof dir, "/tmp/fs-test-inspector-long-%d", (int)getpid());
+    mkdir(dir, 0700);
+    snprintf(path, sizeof path, "%s/big.jsonl", dir);
+    const char *first = strchr(log_text, '\n') + 1; /* the verbose AllGather record */
+    size_t rec_len = (size_t)(strchr(first, '\n') - first);
+    FILE *f = fopen(path, "w");
+    size_t n = 0, bytes = 0;
+    while (bytes < (size_t)3 << 20) { /* past the 1 MiB + 64 KiB buffer, twice */
+        fwrite(first, 1, rec_len, f);
+        fputc('\n', f);
+        bytes += rec_len + 1;
+        n++;
+    }
+    fwrite(first, 1, rec_len, f); /* no final newline */
+    n++;
+    fclose(f);
+    struct fs_imp_batch b = {0};
+    size_t files, skipped;
+    assert_int_equal(fs_import_nccl_inspector_dir(dir, NULL, &b, &files, &skipped, err, sizeof err),
+                     0);
+    assert_int_equal(b.n, n);
+    assert_int_equal(skipped, 0);
+    assert_string_equal(b.ev[n - 1].name, "AllGather");
+    fs_imp_batch_free(&b);
+
+    f = fopen(path, "w");
+    fputs("{}\n\n", f);
+    for (size_t i = 0; i < ((size_t)1 << 20) + 10; i++)
+        fputc(' ', f);
+    fputs("{}\n{}\n", f);
+    fclose(f);
+    assert_int_equal(fs_import_nccl_inspector_dir(dir, NULL, &b, &files, &skipped, err, sizeof err),
+                     -1);
+    assert_non_null(strstr(err, "big.jsonl:3: line longer than 1 MiB"));
+    fs_imp_batch_free(&b);
+    unlink(path);
+    rmdir(dir);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_records),
         cmocka_unit_test(test_directory_and_bad_line),
+        cmocka_unit_test(test_long_log_and_long_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

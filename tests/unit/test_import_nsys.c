@@ -202,10 +202,62 @@ test_corrupt_and_foreign_files(void **state)
     sqlite3_close(db);
     assert_int_equal(fs_import_nsys_read(path, "h", &b, err, sizeof err), -1);
     assert_non_null(strstr(err, "TARGET_INFO_SESSION_START_TIME"));
+    assert_non_null(strstr(err, "CUPTI_ACTIVITY_KIND_KERNEL row 1:")); /* where it stopped */
     fs_imp_batch_free(&b);
     unlink(path);
 
     assert_int_equal(fs_import_nsys_read("/nonexistent/x.sqlite", "h", &b, err, sizeof err), -1);
+}
+
+/* NVTX message sizes from DYNAMIC_NVTXPAYLOAD_* tables joined on eventId: an integer size
+   is taken (the least of two for one event), a non-integer one and a table without a
+   "Message size" column are not, and a range without a payload has no size. */
+static void
+test_message_sizes(void **state)
+{
+    (void)state;
+    char path[256], err[512];
+    temp_path(path, sizeof path, "payload");
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    exec_sql(db, "CREATE TABLE TARGET_INFO_SESSION_START_TIME(utcEpochNs INTEGER);"
+                 "INSERT INTO TARGET_INFO_SESSION_START_TIME VALUES(1796236354000000000);"
+                 "CREATE TABLE NVTX_EVENTS(start INTEGER, end INTEGER, eventType INTEGER, "
+                 "text TEXT, domainId INTEGER, eventId INTEGER);"
+                 "INSERT INTO NVTX_EVENTS VALUES(10,20,59,'ncclAllReduce',0,1);"
+                 "INSERT INTO NVTX_EVENTS VALUES(30,40,59,'ncclAllGather',0,2);"
+                 "INSERT INTO NVTX_EVENTS VALUES(50,60,59,'ncclBroadcast',0,3);"
+                 "INSERT INTO NVTX_EVENTS VALUES(70,80,59,'ncclReduce',0,4);"
+                 "INSERT INTO NVTX_EVENTS VALUES(90,95,59,'app_step',0,5);"
+                 "CREATE TABLE DYNAMIC_NVTXPAYLOAD_1(eventId INTEGER, \"Message size (bytes)\" "
+                 "INTEGER);"
+                 "INSERT INTO DYNAMIC_NVTXPAYLOAD_1 VALUES(1, 1048576);"
+                 "INSERT INTO DYNAMIC_NVTXPAYLOAD_1 VALUES(2, 'big');"
+                 "INSERT INTO DYNAMIC_NVTXPAYLOAD_1 VALUES(5, 64);"
+                 "CREATE TABLE DYNAMIC_NVTXPAYLOAD_2(eventId INTEGER, \"Message size\" INTEGER);"
+                 "INSERT INTO DYNAMIC_NVTXPAYLOAD_2 VALUES(3, 8192);"
+                 "INSERT INTO DYNAMIC_NVTXPAYLOAD_2 VALUES(3, 4096);"
+                 "CREATE TABLE DYNAMIC_NVTXPAYLOAD_3(eventId INTEGER, count INTEGER);"
+                 "INSERT INTO DYNAMIC_NVTXPAYLOAD_3 VALUES(4, 7);");
+    sqlite3_close(db);
+    struct fs_imp_batch b = {0};
+    assert_int_equal(fs_import_nsys_read(path, "h", &b, err, sizeof err), 0);
+    assert_int_equal(b.n, 4); /* the NCCL ranges, each once */
+    int64_t i = find_event(&b, "nccl.nvtx", "ncclAllReduce");
+    assert_true(i >= 0);
+    assert_string_equal(attr(&b.ev[i], "message_size_bytes"), "1048576");
+    assert_true(b.ev[i].start_ns == SESSION + 10);
+    i = find_event(&b, "nccl.nvtx", "ncclAllGather");
+    assert_true(i >= 0);
+    assert_null(attr(&b.ev[i], "message_size_bytes"));
+    i = find_event(&b, "nccl.nvtx", "ncclBroadcast");
+    assert_true(i >= 0);
+    assert_string_equal(attr(&b.ev[i], "message_size_bytes"), "4096");
+    i = find_event(&b, "nccl.nvtx", "ncclReduce");
+    assert_true(i >= 0);
+    assert_null(attr(&b.ev[i], "message_size_bytes"));
+    fs_imp_batch_free(&b);
+    unlink(path);
 }
 
 static void
@@ -239,6 +291,7 @@ main(void)
         cmocka_unit_test(test_current_schema),
         cmocka_unit_test(test_older_schema_and_normalized_times),
         cmocka_unit_test(test_corrupt_and_foreign_files),
+        cmocka_unit_test(test_message_sizes),
         cmocka_unit_test(test_kernel_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
