@@ -21,11 +21,15 @@
  * wherever the lines break: a shell that echoes type-ahead at once (a pty with kernel echo)
  * echoes the whole batch before the first output and prints each later output on the
  * prompt's line. Echoes are removed by matching the commands sent, in order, wherever they
- * are (onyx_strip_echoes). Batch 1: show clock (first, so the request and
+ * are (onyx_strip_echoes). Commands: show clock (first, so the request and
  * response times bound the device's answer), show version, show interfaces ethernet
- * | json-print, counters tc 0-7 and pfc prio 0-7 for all ports, show telemetry flows (when
- * flow rules are configured; or show what-just-happened where telemetry flows is missing);
- * batch 2: congestion-control | json-print of every port batch 1 listed.
+ * | json-print, counters tc 0-7 and pfc prio 0-7 for all ports, congestion-control
+ * | json-print of every port the previous cycle listed (the first cycle: after its
+ * listing), show telemetry flows (when flow rules are configured; or show
+ * what-just-happened where telemetry flows is missing), up to MAX_BATCH a batch.
+ * When they cannot all fit the cycle's budget at the costs measured, the per-TC and
+ * per-port ones are spread over cycles (spread_k, spread_update), and before each batch
+ * those that would miss the deadline are left to the next cycle (defer_unfit).
  * A command answered with `% Unrecognized command` is dropped for this target for good
  * and reported once (log and target detail). When the `| json-print` form of a command
  * fails (a `%` error, or JSON the parser does not know, as a newer release's layout), its
