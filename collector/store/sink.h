@@ -124,6 +124,15 @@ void fs_sink_retire(struct fs_sink *s, enum fs_metric m, const struct fs_label *
 void fs_sink_counter_reset(struct fs_sink *s, enum fs_reset_kind kind, const char *interface);
 
 /**
+ * Says that the driver reads each series of this sink only every `polls` cycles (it
+ * spreads its commands over cycles when they cannot all fit one): a series then stays
+ * exported for staleness_intervals x polls intervals after its last sample instead of
+ * staleness_intervals. 1 (the default) or 0 restores the usual bound. Same threading as
+ * the other calls of this sink.
+ */
+void fs_sink_set_spread(struct fs_sink *s, unsigned polls);
+
+/**
  * Sets the line rate of an interface, octets per second (0: unknown, the default). It
  * bounds what a 32-bit counter of that interface that goes down may be read as: a wrap
  * only if 2^32 - previous + raw <= 1.1 x rate x elapsed seconds for an octet counter

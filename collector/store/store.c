@@ -122,6 +122,9 @@ struct fs_sink {
      * at or before stale_through_us are stale (see fs_store_sink_set_streaming). */
     _Atomic bool streaming;
     _Atomic int64_t stale_through_us;
+    /* The driver reads each series every this many cycles (fs_sink_set_spread): the
+     * staleness bound is that many times longer. 0 or 1: every cycle. */
+    _Atomic unsigned spread;
 
     /* Series of this sink by key (open addressing; owned here, touched by one thread). */
     struct series **tab;
@@ -396,6 +399,7 @@ revive(struct fs_store *st, const struct fs_target_cfg *tcfg, const char *source
         s->tcfg = tcfg;
         s->interval_us = interval_us > 0 ? interval_us : 10000000;
         s->retired = false;
+        atomic_store(&s->spread, 0u); /* the new driver instance starts reading every cycle */
         s->next = NULL;
         struct fs_sink **pp = &st->sinks;
         while (*pp)
@@ -528,6 +532,12 @@ void
 fs_store_sink_set_streaming(struct fs_sink *s, bool streaming)
 {
     atomic_store(&s->streaming, streaming);
+}
+
+void
+fs_sink_set_spread(struct fs_sink *s, unsigned polls)
+{
+    atomic_store(&s->spread, polls);
 }
 
 const char *
@@ -1505,6 +1515,9 @@ static bool
 fresh(const struct fs_sink *s, int64_t ts, int64_t now)
 {
     int64_t k = s->tcfg->staleness_intervals > 0 ? s->tcfg->staleness_intervals : 3;
+    unsigned spread = atomic_load_explicit(&s->spread, memory_order_relaxed);
+    if (spread > 1)
+        k *= spread;
     return ts != 0 && now - ts <= k * s->interval_us &&
            ts > atomic_load_explicit(&s->stale_through_us, memory_order_relaxed);
 }

@@ -21,11 +21,15 @@
  * wherever the lines break: a shell that echoes type-ahead at once (a pty with kernel echo)
  * echoes the whole batch before the first output and prints each later output on the
  * prompt's line. Echoes are removed by matching the commands sent, in order, wherever they
- * are (onyx_strip_echoes). Batch 1: show clock (first, so the request and
+ * are (onyx_strip_echoes). Commands: show clock (first, so the request and
  * response times bound the device's answer), show version, show interfaces ethernet
- * | json-print, counters tc 0-7 and pfc prio 0-7 for all ports, show telemetry flows (when
- * flow rules are configured; or show what-just-happened where telemetry flows is missing);
- * batch 2: congestion-control | json-print of every port batch 1 listed.
+ * | json-print, counters tc 0-7 and pfc prio 0-7 for all ports, congestion-control
+ * | json-print of every port the previous cycle listed (the first cycle: after its
+ * listing), show telemetry flows (when flow rules are configured; or show
+ * what-just-happened where telemetry flows is missing), up to MAX_BATCH a batch.
+ * When they cannot all fit the cycle's budget at the costs measured, the per-TC and
+ * per-port ones are spread over cycles (spread_k, spread_update), and before each batch
+ * those that would miss the deadline are left to the next cycle (defer_unfit).
  * A command answered with `% Unrecognized command` is dropped for this target for good
  * and reported once (log and target detail). When the `| json-print` form of a command
  * fails (a `%` error, or JSON the parser does not know, as a newer release's layout), its
@@ -128,6 +132,7 @@ static const char *const kind_names[K_COUNT] = {
 
 struct cmd {
     enum cmd_kind kind;
+    bool spread; /* a per-TC or per-port command: read every spread_k cycles when spread */
     char text[96];
 };
 
@@ -140,7 +145,7 @@ struct onyx_target {
     struct fs_sink *sink;
     atomic_bool busy;
     pthread_mutex_t detail_lock;
-    char detail[6144];        /* under detail_lock */
+    char detail[8192];        /* under detail_lock */
     FILE *transcript;         /* under detail_lock */
     bool transcript_mid_line; /* under detail_lock: the last byte written was not a newline */
 
@@ -198,6 +203,11 @@ struct onyx_target {
      * retry would cost a garbled or lost cycle); why, for the detail. */
     bool one_at_a_time;
     char pipelining_off[200];
+    /* The shell echoes the commands it reads (seen on `no cli session paging enable` or a
+     * command's output): then a real prompt ending an output is followed by the echo of
+     * the next command typed ahead, and one that is not is a forged prompt (cmd_end). */
+    bool shell_echoes;
+    char forged[120];   /* the forged prompt line found in the response being split; "" */
     bool resync;        /* a pipelined batch went wrong: its outputs are dropped until the
                            shell sits quiet at its prompt, then an empty line is sent and its
                            prompt awaited (draining), then the batch goes on one at a time */
@@ -213,6 +223,30 @@ struct onyx_target {
     int64_t rtt_min_us; /* this cycle's smallest; 0: none measured */
     unsigned rounds;    /* batches sent this cycle */
     char too_slow[200]; /* why the cycle cannot fit its interval; "" when it can */
+    /* Spreading. When the whole command set cannot be answered within a cycle's budget at
+     * the costs measured, the per-TC and per-port commands (units: counters tc N, pfc prio
+     * N, the congestion-control of each port, in that order) are read over spread_k
+     * cycles: each cycle reads the next ceil(units / spread_k) of them in rotation from
+     * spread_cursor, which moves on by the units answered (a unit left out for lack of
+     * time comes first in the next cycle); the other commands run every cycle. spread_k
+     * follows the measured costs (spread_update), back to 1 when the whole set fits. */
+    unsigned spread_k;       /* >= 1 */
+    size_t spread_cursor;    /* the unit the next cycle starts at */
+    size_t spread_base;      /* this cycle: the units known when it started */
+    size_t spread_units;     /* this cycle: units in all (read now or not) */
+    size_t spread_answered;  /* this cycle: units answered */
+    size_t fixed_cmds;       /* this cycle: commands run every cycle (clock, version, ...) */
+    bool cc_queued;          /* this cycle's congestion-control commands are queued */
+    char spread_why[256];    /* why spread_k > 1; "" at 1 */
+    uint64_t deferred_total; /* spread commands left for a later cycle by the deadline guard */
+    int64_t budget_us;       /* this cycle's: its deadline minus its start (monotonic) */
+    int64_t rtt_sum_us;      /* this cycle: the batches' first answers (round trips) */
+    unsigned rtt_n;
+    int64_t gap_sum_us; /* this cycle: time between consecutive answers of a batch */
+    unsigned gap_n;
+    int64_t prev_answer_mono_us;
+    int64_t cost_rtt_us; /* the last measured mean round trip; 0: none yet */
+    int64_t cost_cmd_us; /* the last measured time per later answer of a pipelined batch */
     char **ports;
     size_t nports;
     size_t ports_listed; /* > ONYX_MAX_PORTS: the switch listed this many (cut); else 0 */
@@ -356,16 +390,38 @@ close_session(struct onyx_target *t)
 
 static void plan_probe(struct onyx_target *t);
 
-/* At a cycle's end: whether its commands can fit the interval at the round trip measured,
- * one round trip per batch (per command when pipelining is off); said once when they
- * cannot (log), and in the detail while so. */
+/* The least time n commands take: a round trip (rtt) per batch, per command when one at a
+ * time, and within a pipelined batch per_cmd for each answer after the first. */
+static int64_t
+predict_us(const struct onyx_target *t, size_t n, int64_t rtt, int64_t per_cmd)
+{
+    size_t rounds = t->one_at_a_time ? n : (n + MAX_BATCH - 1) / MAX_BATCH;
+    return (int64_t)rounds * rtt + (int64_t)(n - rounds) * per_cmd;
+}
+
+/* The fewest slices with which a cycle's commands take at most room at the measured costs
+ * (the units' count when even one unit a cycle does not fit). */
+static unsigned
+spread_fit(const struct onyx_target *t, int64_t room)
+{
+    size_t units = t->spread_units ? t->spread_units : 1;
+    for (size_t k = 1; k <= units; k++)
+        if (predict_us(t, t->fixed_cmds + (t->spread_units + k - 1) / k, t->cost_rtt_us,
+                       t->cost_cmd_us) <= room)
+            return (unsigned)k;
+    return (unsigned)units;
+}
+
+/* At a cycle's end: whether the whole command set can fit the interval at the round trip
+ * measured, one round trip per batch (per command when pipelining is off); said once when
+ * it cannot (log), and in the detail while so. */
 static void
 check_fit(struct onyx_target *t)
 {
     if (t->rtt_min_us <= 0 || t->cfg.interval_us <= 0)
         return;
-    size_t trips = t->one_at_a_time ? t->nq : t->rounds;
-    int64_t need = (int64_t)trips * t->rtt_min_us;
+    size_t n = t->fixed_cmds + t->spread_units;
+    int64_t need = predict_us(t, n, t->rtt_min_us, 0);
     if (need <= t->cfg.interval_us) {
         t->too_slow[0] = '\0';
         return;
@@ -374,11 +430,65 @@ check_fit(struct onyx_target *t)
     snprintf(t->too_slow, sizeof(t->too_slow),
              "%zu commands %s take at least %.1f s at the %.0f ms round trip measured, more "
              "than the interval (%.1f s)",
-             t->nq, t->one_at_a_time ? "one at a time" : "in their batches", (double)need / 1e6,
+             n, t->one_at_a_time ? "one at a time" : "in their batches", (double)need / 1e6,
              (double)t->rtt_min_us / 1e3, (double)t->cfg.interval_us / 1e6);
     if (first)
         fs_log(FS_LOG_WARN, SUBSYS, "target %s: its polls cannot fit their interval: %s", t->name,
                t->too_slow);
+}
+
+/* Shares of a cycle's budget: spreading goes up when the commands would take more than
+ * SPREAD_UP_PCT of it, and down only when fewer slices take at most SPREAD_DOWN_PCT (so
+ * that a round trip near the bound does not flip it every cycle). */
+#define SPREAD_UP_PCT 75
+#define SPREAD_DOWN_PCT 50
+
+/* At a cycle's end: the costs it measured (mean round trip, time per later answer of a
+ * batch) and from them the slices the next cycles use. */
+static void
+spread_update(struct onyx_target *t)
+{
+    /* Smoothed (a quarter of the new cycle's): one cycle slowed by a busy moment moves
+     * them little; the deadline guard (defer_unfit) covers such a cycle itself. */
+    if (t->rtt_n > 0)
+        t->cost_rtt_us = t->cost_rtt_us > 0 ? (3 * t->cost_rtt_us + t->rtt_sum_us / t->rtt_n) / 4
+                                            : t->rtt_sum_us / t->rtt_n;
+    if (t->gap_n > 0)
+        t->cost_cmd_us = t->cost_cmd_us > 0 ? (3 * t->cost_cmd_us + t->gap_sum_us / t->gap_n) / 4
+                                            : t->gap_sum_us / t->gap_n;
+    if (t->rtt_n == 0 || t->budget_us <= 0)
+        return; /* nothing measured (no batch answered) */
+    unsigned k = t->spread_k;
+    unsigned up = spread_fit(t, t->budget_us * SPREAD_UP_PCT / 100);
+    unsigned down = spread_fit(t, t->budget_us * SPREAD_DOWN_PCT / 100);
+    if (up > k)
+        k = up;
+    else if (down < k)
+        k = down;
+    size_t n = t->fixed_cmds + t->spread_units;
+    if (k > 1)
+        snprintf(t->spread_why, sizeof(t->spread_why),
+                 "the %zu per-TC and per-port commands are read over %u polls (%zu a poll): "
+                 "all %zu commands %s would take about %.1f s at the %.0f ms round trip "
+                 "measured, more than a poll's budget (%.1f s)",
+                 t->spread_units, k, (t->spread_units + k - 1) / k, n,
+                 t->one_at_a_time ? "one at a time" : "in their batches",
+                 (double)predict_us(t, n, t->cost_rtt_us, t->cost_cmd_us) / 1e6,
+                 (double)t->cost_rtt_us / 1e3, (double)t->budget_us / 1e6);
+    else
+        t->spread_why[0] = '\0';
+    if (k == t->spread_k)
+        return;
+    if (k > 1)
+        fs_log(FS_LOG_WARN, SUBSYS, "target %s: spreading its commands over %u polls: %s", t->name,
+               k, t->spread_why);
+    else
+        fs_log(FS_LOG_INFO, SUBSYS,
+               "target %s: all its commands fit a poll again (%.0f ms round trip): no more "
+               "spreading",
+               t->name, (double)t->cost_rtt_us / 1e3);
+    t->spread_k = k;
+    fs_sink_set_spread(t->sink, k);
 }
 
 static void
@@ -388,6 +498,9 @@ finish_cycle(struct onyx_target *t, enum fs_poll_result r, const char *msg)
         return;
     t->in_cycle = false;
     check_fit(t);
+    if (t->spread_base > 0) /* the units not answered come first in the next cycle */
+        t->spread_cursor = (t->spread_cursor + t->spread_answered) % t->spread_base;
+    spread_update(t);
     if (r == FS_POLL_OK) {
         t->fail_count = 0;
         t->cycles_ok++;
@@ -505,10 +618,37 @@ queue_cmd(struct onyx_target *t, enum cmd_kind k, const char *fmt, ...)
     }
     struct cmd *c = &t->q[t->nq++];
     c->kind = k;
+    c->spread = false;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(c->text, sizeof(c->text), fmt, ap);
     va_end(ap);
+}
+
+/* The command just queued (if queue_cmd queued one after nq_before) is a spread unit. */
+static void
+mark_spread(struct onyx_target *t, size_t nq_before)
+{
+    if (t->nq > nq_before)
+        t->q[t->nq - 1].spread = true;
+}
+
+/* Queues spread unit u of this cycle's (ntc per-TC, npfc per-priority, then one per port
+ * listed). */
+static void
+queue_unit(struct onyx_target *t, size_t u, size_t ntc, size_t npfc)
+{
+    size_t n = t->nq;
+    if (u < ntc) {
+        queue_cmd(t, K_TC, "show interfaces ethernet counters tc %zu", u);
+    } else if (u < ntc + npfc) {
+        queue_cmd(t, K_PFC, "show interfaces ethernet counters pfc prio %zu", u - ntc);
+    } else if (u - ntc - npfc < t->nports) {
+        const char *p = t->ports[u - ntc - npfc];
+        queue_cmd(t, K_CC, "show interfaces ethernet %s congestion-control%s",
+                  strncmp(p, "Eth", 3) == 0 ? p + 3 : p, t->json_off[K_CC] ? "" : JSON_PIPE);
+    }
+    mark_spread(t, n);
 }
 
 static void
@@ -518,10 +658,18 @@ build_batch1(struct onyx_target *t)
     queue_cmd(t, K_CLOCK, "show clock");
     queue_cmd(t, K_VERSION, "show version");
     queue_cmd(t, K_IFACES, "show interfaces ethernet%s", t->json_off[K_IFACES] ? "" : JSON_PIPE);
-    for (int i = 0; i < 8; i++)
-        queue_cmd(t, K_TC, "show interfaces ethernet counters tc %d", i);
-    for (int i = 0; i < 8; i++)
-        queue_cmd(t, K_PFC, "show interfaces ethernet counters pfc prio %d", i);
+    /* The units: the ports are those the last listing showed (their commands go in the
+     * first batch: with pipelining a round trip fewer); the first cycle queues them after
+     * the listing (process_responses), all of them. */
+    size_t ntc = t->lacks[K_TC] ? 0 : 8, npfc = t->lacks[K_PFC] ? 0 : 8;
+    size_t ncc = t->lacks[K_CC] ? 0 : t->nports;
+    size_t units = ntc + npfc + ncc;
+    size_t now = (units + t->spread_k - 1) / t->spread_k;
+    t->spread_base = t->spread_units = units;
+    t->spread_answered = 0;
+    t->cc_queued = ncc > 0;
+    for (size_t j = 0; j < now; j++)
+        queue_unit(t, (t->spread_cursor + j) % units, ntc, npfc);
     if (t->cfg.n_flow_rules > 0) {
         if (!t->lacks[K_FLOWS])
             queue_cmd(t, K_FLOWS, "show telemetry flows");
@@ -532,6 +680,9 @@ build_batch1(struct onyx_target *t)
         if (t->lacks[K_FLOWS] && !t->lacks[K_ACL] && t->acl_order)
             queue_cmd(t, K_ACL, "%s", kind_names[K_ACL]);
     }
+    t->fixed_cmds = 0;
+    for (size_t i = 0; i < t->nq; i++)
+        t->fixed_cmds += !t->q[i].spread;
     if ((t->cfg.apply_flow_rules || t->cfg.plan_only) && !t->rules_checked)
         queue_cmd(t, K_RUNCFG, "show running-config");
 }
@@ -605,9 +756,42 @@ finish_flow_rules(struct onyx_target *t)
     queue_cmd(t, K_ROLLBACK, "exit");
 }
 
+/* Before a batch goes out: the spread commands still queued that would not be answered by
+ * the cycle's deadline at the costs measured (this cycle's, else the last) are left to
+ * their slice's next turn rather than failed, latest first. The other commands stay. */
+static void
+defer_unfit(struct onyx_target *t)
+{
+    int64_t rtt = t->rtt_n ? t->rtt_sum_us / t->rtt_n : t->cost_rtt_us;
+    int64_t per = t->gap_n ? t->gap_sum_us / t->gap_n : t->cost_cmd_us;
+    if (rtt <= 0 || t->sent >= t->nq)
+        return;
+    /* a twentieth of the budget kept for what the estimate leaves out */
+    int64_t room = t->deadline_us - fs_monotonic_us() - t->budget_us / 20;
+    size_t i = t->nq;
+    while (t->nq > t->sent && predict_us(t, t->nq - t->sent, rtt, per) > room) {
+        while (i > t->sent && !t->q[i - 1].spread)
+            i--;
+        if (i == t->sent)
+            break;
+        fs_log(FS_LOG_DEBUG, SUBSYS, "target %s: `%s` left to the next cycle (no time left)",
+               t->name, t->q[i - 1].text);
+        memmove(&t->q[i - 1], &t->q[i], (t->nq - i) * sizeof(*t->q));
+        t->nq--;
+        i--;
+        t->deferred_total++;
+    }
+}
+
 static void
 send_batch(struct onyx_target *t)
 {
+    defer_unfit(t);
+    if (t->sent >= t->nq) { /* all that was left is deferred */
+        t->ss = SS_READY;
+        finish_cycle(t, t->result, t->msg);
+        return;
+    }
     size_t max = t->one_at_a_time ? 1 : MAX_BATCH;
     size_t end = t->sent + max < t->nq ? t->sent + max : t->nq;
     for (size_t i = t->sent; i < end; i++)
@@ -747,7 +931,11 @@ json_fallback(struct onyx_target *t, const struct cmd *c, const char *why)
                c->text, why, kind_names[c->kind]);
         update_detail(t);
     }
+    size_t n = t->nq;
+    bool spread = c->spread;
     queue_cmd(t, c->kind, "%s", text); /* c may move: its text was copied */
+    if (spread)
+        mark_spread(t, n);
     t->requeued = true;
 }
 
@@ -1106,6 +1294,66 @@ response_end(struct onyx_target *t, size_t *end)
                             &t->resp_next);
 }
 
+/* Whether the prompt at [ps, pe) of rx is the one that ends q[i]'s output: 1 yes, 0 not
+ * known yet (more bytes needed), -1 no: a line of the output that looks like a prompt (a
+ * forged prompt). A shell that echoes prints the next command typed ahead right after the
+ * real prompt; when none was typed after q[i], it prints nothing after its prompt. When
+ * the next command's echo came before (a pty echoing type-ahead on arrival, or a shell
+ * that does not echo) no such check is possible: the prompt is taken. */
+static int
+prompt_is_real(const struct onyx_target *t, size_t i, size_t ps, size_t pe)
+{
+    const char *after = t->rx + pe;
+    size_t n = t->rx_len - pe;
+    if (i + 1 < t->batch_end) {
+        const char *next = t->q[i + 1].text;
+        size_t nl = strlen(next);
+        if (!t->shell_echoes || t->echo_next > i + 1 ||
+            memmem(t->rx + t->resp_start, ps - t->resp_start, next, nl))
+            return 1;
+        size_t k = 0;
+        while (k < n && k < nl && after[k] == next[k])
+            k++;
+        if (k < nl)
+            return k == n ? 0 : -1;
+        while (k < n && after[k] == ' ')
+            k++;
+        if (k == n)
+            return 0;
+        return after[k] == '\n' ? 1 : -1;
+    }
+    for (size_t k = 0; k < n; k++)
+        if (after[k] != ' ' && after[k] != '\n' && after[k] != '\t')
+            return -1;
+    return 1;
+}
+
+/* The end of q[done]'s response (see response_end), skipping forged prompts: the first one
+ * skipped is kept in t->forged (its line) for the command's error. */
+static bool
+cmd_end(struct onyx_target *t, size_t *end)
+{
+    size_t from = t->resp_start, ps, pe;
+    t->forged[0] = '\0';
+    while (onyx_next_prompt(t->rx, t->rx_len, from, t->prefix, t->prefix_len, &ps, &pe)) {
+        int r = prompt_is_real(t, t->done, ps, pe);
+        if (r == 0)
+            return false;
+        if (r > 0) {
+            *end = ps;
+            t->resp_next = pe;
+            return true;
+        }
+        if (!t->forged[0]) {
+            const char *nl = memchr(t->rx + ps, '\n', t->rx_len - ps);
+            size_t ll = nl ? (size_t)(nl - (t->rx + ps)) : t->rx_len - ps;
+            snprintf(t->forged, sizeof(t->forged), "%.*s", (int)(ll < 100 ? ll : 100), t->rx + ps);
+        }
+        from = ps + 1;
+    }
+    return false;
+}
+
 /* Removes from rx what the responses handled used, up to the last prompt's end. */
 static void
 rx_consume(struct onyx_target *t)
@@ -1262,7 +1510,7 @@ process_responses(struct onyx_target *t)
         return; /* dropped until the shell is quiet (check_timeouts) */
     while (t->done < t->batch_end) {
         size_t end;
-        if (!response_end(t, &end))
+        if (!cmd_end(t, &end))
             return;
         /* A copy: handling may queue commands, which moves t->q. */
         const struct cmd c = t->q[t->done];
@@ -1271,7 +1519,9 @@ process_responses(struct onyx_target *t)
         for (size_t i = t->echo_next; i < t->batch_end && ns < MAX_BATCH; i++)
             sent[ns++] = t->q[i].text;
         size_t len = end - t->resp_start;
-        t->echo_next += onyx_strip_echoes(t->rx + t->resp_start, &len, sent, ns);
+        size_t echoed = onyx_strip_echoes(t->rx + t->resp_start, &len, sent, ns);
+        t->echo_next += echoed;
+        t->shell_echoes = t->shell_echoes || echoed > 0;
         t->requeued = false;
         if (!t->one_at_a_time) {
             const char *other = echo_inside(t, t->rx + t->resp_start, len);
@@ -1289,22 +1539,43 @@ process_responses(struct onyx_target *t)
                 return;
             }
         }
+        const int64_t now_mono = fs_monotonic_us();
         if (t->done == t->batch_start) {
-            int64_t rtt = fs_monotonic_us() - t->batch_sent_mono_us;
+            int64_t rtt = now_mono - t->batch_sent_mono_us;
             if (rtt > 0 && (t->rtt_min_us == 0 || rtt < t->rtt_min_us))
                 t->rtt_min_us = rtt;
+            if (rtt > 0) {
+                t->rtt_sum_us += rtt;
+                t->rtt_n++;
+            }
+        } else if (now_mono >= t->prev_answer_mono_us) {
+            t->gap_sum_us += now_mono - t->prev_answer_mono_us;
+            t->gap_n++;
         }
-        handle_response(t, &c, t->rx + t->resp_start, len, fs_realtime_us());
+        t->prev_answer_mono_us = now_mono;
+        if (t->forged[0]) {
+            /* Its output holds a line the shell did not print as a prompt: what it says
+             * cannot be trusted, and the split goes on at the real prompt. */
+            char err[256];
+            snprintf(err, sizeof(err),
+                     "a forged prompt inside its output (`%.100s`, not followed by what follows "
+                     "the shell's prompt): output dropped",
+                     t->forged);
+            cmd_failed(t, &c, FS_POLL_PROTOCOL, err);
+        } else {
+            handle_response(t, &c, t->rx + t->resp_start, len, fs_realtime_us());
+        }
+        if (c.spread && !t->requeued)
+            t->spread_answered++;
         t->done++;
         t->resp_start = t->resp_next;
-        /* After the port list's last form (not one whose text form was just queued). */
-        if (c.kind == K_IFACES && !t->requeued && !t->lacks[K_CC]) {
-            for (size_t i = 0; i < t->nports; i++) {
-                const char *p = t->ports[i];
-                queue_cmd(t, K_CC, "show interfaces ethernet %s congestion-control%s",
-                          strncmp(p, "Eth", 3) == 0 ? p + 3 : p,
-                          t->json_off[K_CC] ? "" : JSON_PIPE);
-            }
+        /* After the port list's last form (not one whose text form was just queued),
+         * when no earlier listing gave the ports. */
+        if (c.kind == K_IFACES && !t->requeued && !t->lacks[K_CC] && !t->cc_queued) {
+            for (size_t i = 0; i < t->nports; i++)
+                queue_unit(t, i, 0, 0);
+            t->spread_units += t->nports;
+            t->cc_queued = true;
         }
     }
     /* The batch is complete: drop its text, up to the last prompt. */
@@ -1446,6 +1717,8 @@ process_setup(struct onyx_target *t)
         t->prefix[plen] = '\0';
         t->prefix_len = plen;
     }
+    if (t->ss == SS_PAGING)
+        t->shell_echoes = memmem(t->rx, t->rx_len, "no cli session paging enable", 28) != NULL;
     t->rx_len = 0;
     switch (t->ss) {
     case SS_BANNER:
@@ -1662,6 +1935,9 @@ do_cycle(struct onyx_target *t, uint64_t id, int64_t deadline)
     t->cycle_start_real_us = fs_realtime_us();
     t->rtt_min_us = 0;
     t->rounds = 0;
+    t->rtt_sum_us = t->gap_sum_us = 0;
+    t->rtt_n = t->gap_n = 0;
+    t->budget_us = deadline - fs_monotonic_us();
     onyx_samples_clear(&t->samples);
     build_batch1(t);
     if (t->ss == SS_DOWN) {
@@ -1856,6 +2132,8 @@ update_detail(struct onyx_target *t)
     json_escape(t->pipelining_off, pipe_off, sizeof(pipe_off));
     char too_slow[2 * sizeof(t->too_slow)];
     json_escape(t->too_slow, too_slow, sizeof(too_slow));
+    char spread_why[2 * sizeof(t->spread_why)];
+    json_escape(t->spread_why, spread_why, sizeof(spread_why));
     char d[sizeof(t->detail)];
     snprintf(d, sizeof(d),
              "\"cli_session\":\"%s\",\"cli_release\":\"%s\",\"cli_interfaces_form\":\"%s\","
@@ -1864,6 +2142,7 @@ update_detail(struct onyx_target *t)
              "\"cli_sessions_opened\":%llu,"
              "\"cli_flow_rules\":\"%s\",\"cli_acl_counters\":\"%s\","
              "\"cli_pipelining\":%s,\"cli_pipelining_off\":\"%s\",\"cli_poll_too_slow\":\"%s\","
+             "\"cli_poll_spread\":%u,\"cli_poll_spread_why\":\"%s\",\"cli_poll_deferred\":%llu,"
              "\"cli_clock_probes\":%llu,"
              "\"cli_clock_probing\":\"%s\",\"cli_ports_listed_beyond_bound\":%zu,"
              "\"cli_wjh_events\":%llu,\"cli_wjh_events_unplaced\":%llu",
@@ -1877,8 +2156,8 @@ update_detail(struct onyx_target *t)
              : !t->rules_checked      ? "not checked"
              : t->config_failed       ? "failed, rolled back"
                                       : "in place",
-             acl_state, t->one_at_a_time ? "false" : "true", pipe_off, too_slow,
-             (unsigned long long)t->prober.sent,
+             acl_state, t->one_at_a_time ? "false" : "true", pipe_off, too_slow, t->spread_k,
+             spread_why, (unsigned long long)t->deferred_total, (unsigned long long)t->prober.sent,
              t->prober.state ? t->prober.state : FS_CLOCK_PROBER_STATE_NONE, t->ports_listed,
              (unsigned long long)t->wjh_events, (unsigned long long)t->wjh_events_unplaced);
     pthread_mutex_lock(&t->detail_lock);
@@ -2176,6 +2455,7 @@ target_add(void *state, const char *name, const char *address, const struct fs_o
     t->address = strdup(address);
     t->sink = sink;
     t->last_uptime = -1;
+    t->spread_k = 1;
     pthread_mutex_init(&t->detail_lock, NULL);
     atomic_init(&t->busy, false);
     if (!t->name || !t->address || !t->cfg.known_hosts) {
