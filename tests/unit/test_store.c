@@ -313,6 +313,16 @@ test_staleness(void **state)
     assert_int_equal(find(f->st, "fabric_port_bytes_total", NULL, false).n, 1);
     push_bytes(s, now_us(), "Eth1/1", 2, 64);
     assert_int_equal(find(f->st, "fabric_port_bytes_total", NULL, true).n, 1);
+    /* A driver that reads each series every 4 polls (fs_sink_set_spread): a sample 10
+       intervals old is within 3 x 4 intervals; back to every poll, it is stale again. */
+    struct fs_sink *c = fs_store_sink_add(f->st, &f->t, "cli", 1000000);
+    const char *e2 = "interface=\"Eth1/2\"";
+    push_bytes(c, now_us() - 10 * 1000000, "Eth1/2", 1, 64);
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", e2, true).n, 0);
+    fs_sink_set_spread(c, 4);
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", e2, true).n, 1);
+    fs_sink_set_spread(c, 1);
+    assert_int_equal(find(f->st, "fabric_port_bytes_total", e2, true).n, 0);
 }
 
 static void
@@ -340,8 +350,7 @@ test_source_precedence(void **state)
      * per-device ones (as the CLI gives them): a breakdown is not a duplicate, both show;
      * a lower source's per-device counts of the same family are still hidden. */
     fs_sink_begin(cli, t);
-    fs_sink_counter(cli, FS_M_FLOW_RULE_PACKETS, (struct fs_label[]){{"rule", "nccl"}}, 1, 500,
-                    64);
+    fs_sink_counter(cli, FS_M_FLOW_RULE_PACKETS, (struct fs_label[]){{"rule", "nccl"}}, 1, 500, 64);
     fs_sink_end(cli);
     fs_sink_begin(snmp, t);
     fs_sink_counter(snmp, FS_M_FLOW_RULE_PACKETS,
