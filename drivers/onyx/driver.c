@@ -203,11 +203,6 @@ struct onyx_target {
      * retry would cost a garbled or lost cycle); why, for the detail. */
     bool one_at_a_time;
     char pipelining_off[200];
-    /* The shell echoes the commands it reads (seen on `no cli session paging enable` or a
-     * command's output): then a real prompt ending an output is followed by the echo of
-     * the next command typed ahead, and one that is not is a forged prompt (cmd_end). */
-    bool shell_echoes;
-    char forged[120];   /* the forged prompt line found in the response being split; "" */
     bool resync;        /* a pipelined batch went wrong: its outputs are dropped until the
                            shell sits quiet at its prompt, then an empty line is sent and its
                            prompt awaited (draining), then the batch goes on one at a time */
@@ -1294,66 +1289,6 @@ response_end(struct onyx_target *t, size_t *end)
                             &t->resp_next);
 }
 
-/* Whether the prompt at [ps, pe) of rx is the one that ends q[i]'s output: 1 yes, 0 not
- * known yet (more bytes needed), -1 no: a line of the output that looks like a prompt (a
- * forged prompt). A shell that echoes prints the next command typed ahead right after the
- * real prompt; when none was typed after q[i], it prints nothing after its prompt. When
- * the next command's echo came before (a pty echoing type-ahead on arrival, or a shell
- * that does not echo) no such check is possible: the prompt is taken. */
-static int
-prompt_is_real(const struct onyx_target *t, size_t i, size_t ps, size_t pe)
-{
-    const char *after = t->rx + pe;
-    size_t n = t->rx_len - pe;
-    if (i + 1 < t->batch_end) {
-        const char *next = t->q[i + 1].text;
-        size_t nl = strlen(next);
-        if (!t->shell_echoes || t->echo_next > i + 1 ||
-            memmem(t->rx + t->resp_start, ps - t->resp_start, next, nl))
-            return 1;
-        size_t k = 0;
-        while (k < n && k < nl && after[k] == next[k])
-            k++;
-        if (k < nl)
-            return k == n ? 0 : -1;
-        while (k < n && after[k] == ' ')
-            k++;
-        if (k == n)
-            return 0;
-        return after[k] == '\n' ? 1 : -1;
-    }
-    for (size_t k = 0; k < n; k++)
-        if (after[k] != ' ' && after[k] != '\n' && after[k] != '\t')
-            return -1;
-    return 1;
-}
-
-/* The end of q[done]'s response (see response_end), skipping forged prompts: the first one
- * skipped is kept in t->forged (its line) for the command's error. */
-static bool
-cmd_end(struct onyx_target *t, size_t *end)
-{
-    size_t from = t->resp_start, ps, pe;
-    t->forged[0] = '\0';
-    while (onyx_next_prompt(t->rx, t->rx_len, from, t->prefix, t->prefix_len, &ps, &pe)) {
-        int r = prompt_is_real(t, t->done, ps, pe);
-        if (r == 0)
-            return false;
-        if (r > 0) {
-            *end = ps;
-            t->resp_next = pe;
-            return true;
-        }
-        if (!t->forged[0]) {
-            const char *nl = memchr(t->rx + ps, '\n', t->rx_len - ps);
-            size_t ll = nl ? (size_t)(nl - (t->rx + ps)) : t->rx_len - ps;
-            snprintf(t->forged, sizeof(t->forged), "%.*s", (int)(ll < 100 ? ll : 100), t->rx + ps);
-        }
-        from = ps + 1;
-    }
-    return false;
-}
-
 /* Removes from rx what the responses handled used, up to the last prompt's end. */
 static void
 rx_consume(struct onyx_target *t)
@@ -1510,7 +1445,7 @@ process_responses(struct onyx_target *t)
         return; /* dropped until the shell is quiet (check_timeouts) */
     while (t->done < t->batch_end) {
         size_t end;
-        if (!cmd_end(t, &end))
+        if (!response_end(t, &end))
             return;
         /* A copy: handling may queue commands, which moves t->q. */
         const struct cmd c = t->q[t->done];
@@ -1519,9 +1454,7 @@ process_responses(struct onyx_target *t)
         for (size_t i = t->echo_next; i < t->batch_end && ns < MAX_BATCH; i++)
             sent[ns++] = t->q[i].text;
         size_t len = end - t->resp_start;
-        size_t echoed = onyx_strip_echoes(t->rx + t->resp_start, &len, sent, ns);
-        t->echo_next += echoed;
-        t->shell_echoes = t->shell_echoes || echoed > 0;
+        t->echo_next += onyx_strip_echoes(t->rx + t->resp_start, &len, sent, ns);
         t->requeued = false;
         if (!t->one_at_a_time) {
             const char *other = echo_inside(t, t->rx + t->resp_start, len);
@@ -1553,18 +1486,7 @@ process_responses(struct onyx_target *t)
             t->gap_n++;
         }
         t->prev_answer_mono_us = now_mono;
-        if (t->forged[0]) {
-            /* Its output holds a line the shell did not print as a prompt: what it says
-             * cannot be trusted, and the split goes on at the real prompt. */
-            char err[256];
-            snprintf(err, sizeof(err),
-                     "a forged prompt inside its output (`%.100s`, not followed by what follows "
-                     "the shell's prompt): output dropped",
-                     t->forged);
-            cmd_failed(t, &c, FS_POLL_PROTOCOL, err);
-        } else {
-            handle_response(t, &c, t->rx + t->resp_start, len, fs_realtime_us());
-        }
+        handle_response(t, &c, t->rx + t->resp_start, len, fs_realtime_us());
         if (c.spread && !t->requeued)
             t->spread_answered++;
         t->done++;
@@ -1717,8 +1639,6 @@ process_setup(struct onyx_target *t)
         t->prefix[plen] = '\0';
         t->prefix_len = plen;
     }
-    if (t->ss == SS_PAGING)
-        t->shell_echoes = memmem(t->rx, t->rx_len, "no cli session paging enable", 28) != NULL;
     t->rx_len = 0;
     switch (t->ss) {
     case SS_BANNER:
