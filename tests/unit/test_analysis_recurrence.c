@@ -30,13 +30,12 @@ urand(void)
     return fs_rng_uniform(&rng_state);
 }
 
-/* Adds a series with runs starting at the given onsets (2 s long, or a tenth of the
- * smallest gap for short periods). */
+/* Adds a series of metric (of kind) on iface, with runs starting at the given onsets. */
 static void
-add_train(struct fs_departures *d, const char *iface, const int64_t *on, size_t n, int64_t len)
+add_kind_train(struct fs_departures *d, const char *iface, const char *metric, enum fs_an_kind kind,
+               const int64_t *on, size_t n, int64_t len)
 {
-    struct fs_an_series_ref ref = {
-        "tor1", iface, "3", "", "fabric_queue_ecn_marked_packets_total", FS_AN_ECN, 10000};
+    struct fs_an_series_ref ref = {"tor1", iface, "3", "", metric, kind, 10000};
     uint32_t idx;
     assert_int_equal(fs_departures_add_ref(d, &ref, &idx), 0);
     for (size_t i = 0; i < n; i++) {
@@ -50,6 +49,14 @@ add_train(struct fs_departures *d, const char *iface, const int64_t *on, size_t 
                                  .baseline = 10};
         assert_int_equal(fs_departures_push(d, &r), 0);
     }
+}
+
+/* An ECN series with runs starting at the given onsets (2 s long, or a tenth of the
+ * smallest gap for short periods). */
+static void
+add_train(struct fs_departures *d, const char *iface, const int64_t *on, size_t n, int64_t len)
+{
+    add_kind_train(d, iface, "fabric_queue_ecn_marked_packets_total", FS_AN_ECN, on, n, len);
 }
 
 static int
@@ -247,27 +254,6 @@ test_two_periodic_processes(void **state)
     assert_true(ok >= 29);
 }
 
-/* Runs of one series of the given metric and kind on iface at the onsets. */
-static void
-add_kind_train(struct fs_departures *d, const char *iface, const char *metric, enum fs_an_kind kind,
-               const int64_t *on, size_t n)
-{
-    struct fs_an_series_ref ref = {"tor1", iface, "3", "", metric, kind, 10000};
-    uint32_t idx;
-    assert_int_equal(fs_departures_add_ref(d, &ref, &idx), 0);
-    for (size_t i = 0; i < n; i++) {
-        struct fs_departure r = {.series = idx,
-                                 .start_us = on[i],
-                                 .end_us = on[i] + 2 * S,
-                                 .peak_us = on[i] + S,
-                                 .onset_us = on[i],
-                                 .peak_z = 50,
-                                 .peak_value = 1e5,
-                                 .baseline = 10};
-        assert_int_equal(fs_departures_push(d, &r), 0);
-    }
-}
-
 /* One port: surges (ECN, drops and PFC) at the given onsets, and ECN-only bursts at
  * others. Returns the first group's period in s (0: none). */
 static double
@@ -282,9 +268,9 @@ surges_and_bursts(const int64_t *surge, size_t ns, const int64_t *burst, size_t 
     for (size_t i = 0; i < nb; i++)
         ecn[ne++] = burst[i];
     qsort(ecn, ne, sizeof *ecn, cmp_i64);
-    add_kind_train(d, "Eth1/49", "fabric_queue_ecn_marked_packets_total", FS_AN_ECN, ecn, ne);
-    add_kind_train(d, "Eth1/49", "fabric_port_discards_total", FS_AN_DROP, surge, ns);
-    add_kind_train(d, "Eth1/49", "fabric_pfc_pause_frames_total", FS_AN_PFC, surge, ns);
+    add_train(d, "Eth1/49", ecn, ne, 2 * S);
+    add_kind_train(d, "Eth1/49", "fabric_port_discards_total", FS_AN_DROP, surge, ns, 2 * S);
+    add_kind_train(d, "Eth1/49", "fabric_pfc_pause_frames_total", FS_AN_PFC, surge, ns, 2 * S);
     assert_int_equal(fs_departures_finish(d), 0);
     struct fs_incident_report *r = NULL;
     assert_int_equal(fs_incidents_find(d, end, &r), 0);
