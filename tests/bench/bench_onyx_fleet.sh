@@ -16,7 +16,8 @@
 # against the replay must produce exactly the series it produced against the simulator.
 #
 # The daemon starts with no targets (RSS before); reloads (SIGHUP) add them
-# ONYX_FLEET_STEP (50) at a time, the next step once all are up (why: below). Once an
+# ONYX_FLEET_STEP (50) at a time, the next step once all are up or after two intervals
+# (why: below), the sshd and its sessions niced by 10. Once an
 # interval passed in which no poll failed, a steady window of ONYX_FLEET_WINDOW_S
 # (default 60 s) is measured:
 #   onyx_fleet_targets           N (every target must poll ok in every interval of the
@@ -33,10 +34,12 @@
 #                                every 10 s one core carries, measured at N real sessions
 #   onyx_rss_kib_per_target      (RSS at the window's end - RSS before the reload) / N: the
 #                                driver's sessions and buffers plus the store's series
-#                                (5,442 a target) with the samples held by then (about 10)
+#                                (5,442 a target) with the samples held by then (10-40
+#                                polls, the ramp included)
 #   onyx_fleet_poll_ms_p99       p99 of the poll durations in the window
 #                                (last_poll_duration_seconds of /api/v1/targets, read
 #                                every 2 s; each new last_poll is one poll)
+# If a poll of the window was not good the figures go to stderr and the bench fails.
 # Comment lines give the whole process's CPU, the peer side's (sshd + replay) CPU and the
 # RSS growth during the window. Needs root (sshd, the test user).
 # ONYX_FLEET_TARGETS (default 500; FS_BENCH_QUICK=1: 100), ONYX_FLEET_WINDOW_S (60).

@@ -156,8 +156,11 @@ main(int argc, char **argv)
     const char *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
     close(fd);
     struct table t = {0};
-    if (map == MAP_FAILED || table_load(map, (size_t)st.st_size, &t) != 0)
-        return 1;
+    int rc = 0;
+    if (map == MAP_FAILED || table_load(map, (size_t)st.st_size, &t) != 0) {
+        rc = 1;
+        goto out;
+    }
     struct termios tio;
     if (isatty(0) && tcgetattr(0, &tio) == 0) {
         cfmakeraw(&tio);
@@ -195,7 +198,7 @@ main(int argc, char **argv)
             if (r < 0 && errno == EINTR)
                 continue;
             if (r <= 0)
-                return 0;
+                goto out;
             have += (size_t)r;
         }
         const char *line = in + pos;
@@ -223,7 +226,7 @@ main(int argc, char **argv)
         if (!strcmp(cmd, "exit")) {
             write_all(iov, 2);
             if (mode != CONFIG)
-                return 0;
+                goto out;
             mode = ENABLE;
             continue;
         }
@@ -272,4 +275,7 @@ main(int argc, char **argv)
         iov[2] = (struct iovec){text, (size_t)k < sizeof(text) ? (size_t)k : sizeof(text) - 1};
         write_all(iov, 3);
     }
+out:
+    free(t.e);
+    return rc;
 }
