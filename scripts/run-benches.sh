@@ -5,7 +5,8 @@
 # `BENCH <name> <value> <unit>`.
 #   scripts/run-benches.sh [BUILD] [--quick]
 # --quick sets FS_BENCH_QUICK=1: benchmarks that honour it run a smaller workload
-# (bench_gnmi_live.sh: 100 streams instead of 1,000).
+# (bench_gnmi_live.sh: 100 streams instead of 1,000; bench_onyx_fleet.sh: 100 ONYX
+# targets instead of 500).
 set -uo pipefail
 BUILD=build
 export FS_BENCH_QUICK=${FS_BENCH_QUICK:-0}

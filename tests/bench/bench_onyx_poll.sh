@@ -2,17 +2,15 @@
 # ONYX CLI poll benchmark: the driver (build/tests/fs-onyx-poll: driver + store + one
 # /metrics render per poll, no HTTP) polls the simulated 64-port switch (onyx_sim.py)
 # behind a real sshd on loopback (tests/sim/onyx/start-onyx-sim.sh), one persistent shell.
-# A full poll is 20 commands in one batch (clock, version, interfaces json, tc 0-7,
+# A full poll is 19 commands in one batch (clock, version, interfaces json, tc 0-7,
 # pfc 0-7) and 64 congestion-control commands in two more (32 per batch).
 #
 # Prints (polls 2..N; poll 1 includes the SSH login):
 #   BENCH onyx_poll_ms_64port           wall time of a full poll (includes the simulator's
-#                                       own time to print ~1 MB of output: Python)
+#                                       own time to print ~380 KB of output: Python)
 #   BENCH onyx_poll_cpu_ms_64port       collector process CPU (user+system) per poll
-#   BENCH onyx_sessions_per_core_est    5000 ms / onyx_poll_cpu_ms_64port: how many targets
-#                                       polled every 5 s one collector core could carry by
-#                                       CPU. An estimate: 500 simulated switches (Python,
-#                                       sshd) do not fit on the 2-core test machine.
+# How many sessions one core carries is measured with real sessions, not derived from
+# these: bench_onyx_fleet.sh (onyx_sessions_per_core).
 # Needs root (sshd, test user).
 set -euo pipefail
 FS_SOURCE_DIR=${FS_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -40,4 +38,3 @@ wall=$(sed -n 's/.*wall_ms_avg=\([0-9.]*\).*/\1/p' <<<"$s")
 cpu=$(sed -n 's/.*cpu_ms_per_poll=\([0-9.]*\).*/\1/p' <<<"$s")
 echo "BENCH onyx_poll_ms_64port $wall ms"
 echo "BENCH onyx_poll_cpu_ms_64port $cpu ms"
-awk -v c="$cpu" 'BEGIN { printf "BENCH onyx_sessions_per_core_est %d sessions\n", (c > 0 ? 5000 / c : 0) }'

@@ -6,11 +6,16 @@
 #
 #   start-onyx-sim.sh --dir DIR [--port N] [--scenario FILE] [--user NAME]
 #                     [--auth-methods LIST] [--hostkey-type ed25519|rsa|ecdsa]
+#                     [--replay BIN TABLE]
 #   start-onyx-sim.sh --rotate-hostkey DIR   new host key, sshd restarted on the same port
 #   start-onyx-sim.sh --stop DIR             stops sshd, removes the run's files under /run
 #
 # --auth-methods is sshd's AuthenticationMethods (default "any": password,
 # keyboard-interactive and publickey all accepted). Default port: a free one.
+# --replay BIN TABLE: the forced command is BIN TABLE instead of the simulator: the
+# canned-answer CLI (BUILD/sim/onyx-replay, tests/sim/onyx/onyx_replay.c) with a table
+# recorded by onyx_record.py; both are copied into the run's directory. The scenario is
+# then not read by the sessions (it was, when the table was recorded).
 #
 # The simulator runs as the test user, who may not be able to enter the checkout (a clone
 # in root's home, or in any mode-0700 directory). So everything that user, or sshd on its
@@ -32,6 +37,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 DIR="" PORT="" SCENARIO="" USERNAME=fsonyx AUTH=any KEYTYPE=ed25519 STOP="" ROTATE=""
+REPLAY_BIN="" REPLAY_TABLE=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) DIR=$2; shift 2 ;;
@@ -42,6 +48,7 @@ while [ $# -gt 0 ]; do
     --hostkey-type) KEYTYPE=$2; shift 2 ;;
     --stop) STOP=$2; shift 2 ;;
     --rotate-hostkey) ROTATE=$2; shift 2 ;;
+    --replay) REPLAY_BIN=$2; REPLAY_TABLE=$3; shift 3 ;;
     *) echo "start-onyx-sim.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -190,6 +197,11 @@ write_known_hosts "$DIR" "$PORT"
 # sshd hands ForceCommand to the user's shell: the scenario's path is quoted for it.
 q=\'
 FORCE="/usr/bin/python3 -B $RT/sim/onyx/onyx_sim.py $q${SCENARIO//$q/$q\\$q$q}$q $RT/state/config.json"
+if [ -n "$REPLAY_BIN" ]; then
+  install -m 0755 "$REPLAY_BIN" "$RT/onyx-replay"
+  install -m 0644 "$REPLAY_TABLE" "$RT/replay-table"
+  FORCE="$RT/onyx-replay $RT/replay-table"
+fi
 cat >"$RT/sshd_config" <<EOF
 # Private sshd for the ONYX simulator (tests only).
 Port $PORT
