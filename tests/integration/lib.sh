@@ -187,6 +187,27 @@ start_onyx_sim() {
   track "$SSHD_PID"
 }
 
+# cli_targets_up NAME...: writes $T/fs.yaml (listen on a free port, set in HTTP) with one
+# CLI target per NAME, reached at SSH_PORT[NAME] with PWFILE[NAME] and KNOWN[NAME], polled
+# every 2 s; starts fabricscope on it and waits for its HTTP server.
+cli_targets_up() {
+  HTTP=$(free_tcp_port)
+  {
+    echo "listen: 127.0.0.1:$HTTP"
+    echo "targets:"
+    for m in "$@"; do
+      cat <<EOF
+  - name: $m
+    address: 127.0.0.1
+    cli: { port: ${SSH_PORT[$m]}, username: $ONYX_SSH_USER, password_file: ${PWFILE[$m]},
+           known_hosts: ${KNOWN[$m]}, interval: 2s }
+EOF
+    done
+  } >"$T/fs.yaml"
+  start_fabricscope "$T/fs.yaml"
+  wait_http "http://127.0.0.1:$HTTP/healthz" 20
+}
+
 # Starts a private snmpd serving this machine's own interfaces and clock (no simulator)
 # on a free UDP port. Sets PORT and everything in its env.sh (SNMP_COMMUNITY_FILE,
 # SNMPD_PID, ...), and SNMP_PERSISTENT_DIR/MIBS for the net-snmp tools; stops at exit.

@@ -41,21 +41,8 @@ EOF
   SSH_PORT[$m]=$ONYX_SSH_PORT PWFILE[$m]=$ONYX_PASSWORD_FILE KNOWN[$m]=$ONYX_KNOWN_HOSTS
 done
 
-HTTP=$(free_tcp_port)
-{
-  echo "listen: 127.0.0.1:$HTTP"
-  echo "targets:"
-  for m in $NAMES; do
-    cat <<EOF
-  - name: $m
-    address: 127.0.0.1
-    cli: { port: ${SSH_PORT[$m]}, username: $ONYX_SSH_USER, password_file: ${PWFILE[$m]},
-           known_hosts: ${KNOWN[$m]}, interval: 2s }
-EOF
-  done
-} >"$T/fs.yaml"
-start_fabricscope "$T/fs.yaml"
-wait_http "http://127.0.0.1:$HTTP/healthz" 20
+# shellcheck disable=SC2086
+cli_targets_up $NAMES
 
 api() { curl -fsS "http://127.0.0.1:$HTTP/api/v1/targets" >"$T/targets.json"; }
 # field TARGET KEY

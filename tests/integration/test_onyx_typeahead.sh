@@ -52,21 +52,8 @@ for p in range(1, sc.ports + 1):
 EOF
 [ "$(wc -l <"$T/want.txt")" = 32 ] || fail "scenario values: $(cat "$T/want.txt")"
 
-HTTP=$(free_tcp_port)
-{
-  echo "listen: 127.0.0.1:$HTTP"
-  echo "targets:"
-  for m in $MODES; do
-    cat <<EOF
-  - name: $m
-    address: 127.0.0.1
-    cli: { port: ${SSH_PORT[$m]}, username: $ONYX_SSH_USER, password_file: ${PWFILE[$m]},
-           known_hosts: ${KNOWN[$m]}, interval: 2s }
-EOF
-  done
-} >"$T/fs.yaml"
-start_fabricscope "$T/fs.yaml"
-wait_http "http://127.0.0.1:$HTTP/healthz" 20
+# shellcheck disable=SC2086
+cli_targets_up $MODES
 
 # Every target up with every port counter exact (each of the 32 series present, none
 # garbled) in the same scrape.
