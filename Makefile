@@ -26,11 +26,12 @@ test: deps
 	$(MAKE) test-release test-asan test-tsan test-fuzz
 	@echo "make test: all test suites passed"
 
-# The optimized build a packager makes (gcc -O3 warns about more than -O2 does).
+# The optimized build a packager makes (gcc -O3 warns about more than -O2 does), and the
+# package checks (label "packaging", here only: a sanitizer changes nothing they check).
 test-release:
 	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release $(DEV_FLAGS) >/dev/null
 	cmake --build build-release -j$(JOBS)
-	cd build-release && ctest -L 'unit|integration' --output-on-failure -j$(JOBS)
+	cd build-release && ctest -L 'unit|integration|packaging' --output-on-failure -j$(JOBS)
 
 test-asan:
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSANITIZE=address $(DEV_FLAGS) >/dev/null

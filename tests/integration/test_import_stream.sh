@@ -32,12 +32,21 @@ PY=/usr/bin/python3
 # shadow and redzones add to every allocation, so the bounds are 3 times wider there
 # (with an 8 MB quarantine); a TSan build is not run with this test.
 SANITIZE=$(sed -n 's/^SANITIZE:[A-Z]*=//p' "$FS_BUILD_DIR/CMakeCache.txt" 2>/dev/null || true)
+# The inputs are smaller there too (each still 12 or more batches of 20,000 events and
+# more than the hold bound of 200,000 where a refusal needs it): a sanitizer build ingests
+# 7 times slower, and what this test checks does not depend on the size past that.
 X=1
+N=600000                       # perf samples (current and old capture)
+NSYS_K=1000000 NSYS_V=200000   # nsys kernels and NVTX ranges: 600,000 NCCL events
+INSP=100000                    # Inspector records a log (4 logs), the bad line mid-log 3
 if [ -n "$SANITIZE" ]; then
-  X=3
+  X=3 N=250000 NSYS_K=400000 NSYS_V=100000 INSP=50000
   export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=8"
-  echo "# SANITIZE=$SANITIZE build: RSS bounds x$X"
+  echo "# SANITIZE=$SANITIZE build: RSS bounds x$X, inputs smaller"
 fi
+NS_WANT=$(((NSYS_K + 1) / 2 + (NSYS_V + 1) / 2))
+BAD=$((INSP / 2 + 1))                       # the bad line's number in the last log
+BEFORE=$(((3 * INSP + BAD - 1) / 20000 * 20000)) # the whole batches read before it
 HTTP=$(free_tcp_port)
 URL=http://127.0.0.1:$HTTP
 TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
@@ -52,7 +61,6 @@ start_fabricscope "$T/fs.yaml"
 wait_http "$URL/healthz" 20
 held() { curl -fsS "$URL/metrics" | awk '$1 == "fabricscope_host_events" {print $2}'; }
 
-N=600000
 # perf.txt: N samples over the last 60 s (reference: now); old.txt: the same 2 h earlier.
 gen() { # $1: seconds before now that the capture ends
   "$PY" - "$1" "$N" <<'PYEOF'
@@ -98,12 +106,12 @@ rss=$(tail -n 1 "$T/rss")
 ok "a two-hour-old capture with no recorded offset: refused once 200,000 events were held, nothing posted, peak RSS $((rss / 1024)) MiB"
 
 # import-nsys: the same rules through the same stream, rows stepped from SQLite.
-"$PY" "$FS_SOURCE_DIR/tests/integration/nsys_gen.py" --out "$T/nsys.sqlite" --kernels 1000000 \
-  --nvtx 200000 >"$T/nsys.n"
+"$PY" "$FS_SOURCE_DIR/tests/integration/nsys_gen.py" --out "$T/nsys.sqlite" --kernels "$NSYS_K" \
+  --nvtx "$NSYS_V" >"$T/nsys.n"
 "$PY" "$FS_SOURCE_DIR/tests/integration/nsys_gen.py" --out "$T/nsys-old.sqlite" --kernels 500000 \
   --nvtx 0 --end-ago 7200 >"$T/nsys-old.n"
 NS=$(cat "$T/nsys.n") NO=$(cat "$T/nsys-old.n")
-[ "$NS" = 600000 ] && [ "$NO" = 250000 ] || fail "nsys_gen.py: $NS and $NO NCCL events, want 600000 and 250000"
+[ "$NS" = "$NS_WANT" ] && [ "$NO" = 250000 ] || fail "nsys_gen.py: $NS and $NO NCCL events, want $NS_WANT and 250000"
 nbytes=$(stat -c %s "$T/nsys.sqlite")
 run() { # an importer command line; peak RSS (KiB) to $T/rss, output to $T/imp.log
   FABRICSCOPE_TOKEN=$TOKEN /usr/bin/time -f '%M' -o "$T/rss" "$FABRICSCOPE" "$@" --url "$URL" \
@@ -137,28 +145,28 @@ rss=$(tail -n 1 "$T/rss")
 [ "$rss" -lt $((X * 64 * 1024)) ] || fail "import-nsys --host-offset peaked at $rss KiB"
 ok "the old export with --host-offset: all $NO posted at once, peak RSS $((rss / 1024)) MiB"
 
-# import-nccl-inspector: 4 logs of 100,000 records over the last 200 s, the last with a
-# line that is not JSON after its 50,000th record.
+# import-nccl-inspector: 4 logs of $INSP records, the last with a line that is not JSON
+# after its ($BAD - 1)th record.
 mkdir "$T/insp"
 for h in 0 1 2 3; do
   "$PY" "$FS_SOURCE_DIR/tests/integration/nccl_inspector_gen.py" --file "$T/insp/gpu-node-$h-pid42.log" \
-    --count 100000 --step-us 2000 --host "gpu-node-$h"
+    --count "$INSP" --step-us $((200000000 / INSP)) --host "gpu-node-$h"
 done
-sed -i '50001i {"coll_perf": {"coll": "AllReduce", truncated' "$T/insp/gpu-node-3-pid42.log"
+sed -i "${BAD}i"' {"coll_perf": {"coll": "AllReduce", truncated' "$T/insp/gpu-node-3-pid42.log"
 ibytes=$(du -sb "$T/insp" | cut -f1)
 before=$(held)
 if run import-nccl-inspector "$T/insp"; then fail "a log with a bad line was imported: $(cat "$T/imp.log")"; fi
-grep -q "gpu-node-3-pid42.log:50001: not JSON: .* (340000 events posted before it; an import run again stores none of them twice)" "$T/imp.log" ||
+grep -q "gpu-node-3-pid42.log:$BAD: not JSON: .* ($BEFORE events posted before it; an import run again stores none of them twice)" "$T/imp.log" ||
   fail "the bad line's report: $(cat "$T/imp.log")"
-[ "$(held)" = $((before + 340000)) ] || fail "the collector holds $(held) events, want the 340000 posted before the bad line"
+[ "$(held)" = $((before + BEFORE)) ] || fail "the collector holds $(held) events, want the $BEFORE posted before the bad line"
 rss=$(tail -n 1 "$T/rss")
 [ "$rss" -lt $((X * 64 * 1024)) ] || fail "import-nccl-inspector peaked at $rss KiB"
-ok "a bad line at gpu-node-3-pid42.log:50001: named, with the 340,000 events posted before it (held: exactly those), peak RSS $((rss / 1024)) MiB"
+ok "a bad line at gpu-node-3-pid42.log:$BAD: named, with the $BEFORE events posted before it (held: exactly those), peak RSS $((rss / 1024)) MiB"
 
-sed -i '50001d' "$T/insp/gpu-node-3-pid42.log"
+sed -i "${BAD}d" "$T/insp/gpu-node-3-pid42.log"
 run import-nccl-inspector "$T/insp" || fail "import-nccl-inspector: $(cat "$T/imp.log")"
-grep -q "posted 400000 events, 60000 stored, 340000 already held" "$T/imp.log" || fail "import-nccl-inspector summary: $(cat "$T/imp.log")"
-[ "$(held)" = $((before + 400000)) ] || fail "the collector holds $(held) events, want $((before + 400000))"
+grep -q "posted $((4 * INSP)) events, $((4 * INSP - BEFORE)) stored, $BEFORE already held" "$T/imp.log" || fail "import-nccl-inspector summary: $(cat "$T/imp.log")"
+[ "$(held)" = $((before + 4 * INSP)) ] || fail "the collector holds $(held) events, want $((before + 4 * INSP))"
 rss=$(tail -n 1 "$T/rss")
 [ "$rss" -lt $((X * 64 * 1024)) ] || fail "import-nccl-inspector peaked at $rss KiB for $ibytes bytes of logs"
-ok "import-nccl-inspector streamed 400,000 records ($((ibytes / 1048576)) MiB of logs): each stored once, peak RSS $((rss / 1024)) MiB"
+ok "import-nccl-inspector streamed $((4 * INSP)) records ($((ibytes / 1048576)) MiB of logs): each stored once, peak RSS $((rss / 1024)) MiB"
