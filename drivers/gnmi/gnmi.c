@@ -11,6 +11,8 @@
 #include "util/clock.h"
 #include "util/log.h"
 
+#define FS_GNMI_XSTR(x) #x
+#define FS_GNMI_STR(x) FS_GNMI_XSTR(x)
 #define SECRET_MAX 4096
 #define PEM_MAX (1 << 20)
 
@@ -37,9 +39,9 @@ struct fs_gnmi_target {
     enum fs_gnmi_list_mode list_mode;
     bool updates_only;
 
-    int64_t detail_us; /* when the detail was last published (I/O thread only) */
+    int64_t detail_us; /* when the detail was last published (its stream thread only) */
     /* stream metrics (fabricscope_stream_*): reported at each state change and every
-     * report_every_us (I/O thread only) */
+     * report_every_us (its stream thread only) */
     int64_t report_every_us, next_report_mono;
 
     /* state shown to other threads */
@@ -244,7 +246,7 @@ build_request(void *arg, const Gnmi__CapabilityResponse *caps, ProtobufCBinaryDa
 
 /* Says once per target and reason that values were rejected (the counts go on in
  * /api/v1/targets): a hostile or broken target is named in the log without flooding it.
- * I/O thread only (now and after: its copies). */
+ * The target's stream thread only (now and after: its copies). */
 static void
 log_first_rejects(const struct fs_gnmi_target *t, const struct fs_gnmi_map_stats *before,
                   const struct fs_gnmi_map_stats *now)
@@ -402,9 +404,30 @@ static const struct fs_gnmi_stream_cb stream_cb = {build_request, on_response, o
 
 /* ---- driver operations ---- */
 
+/* The stream thread count: FS_GNMI_THREADS if set (the driver has no configuration
+ * of its own outside the targets' blocks), else 0 (automatic). -1 with errbuf if bad. */
+static int
+threads_wanted(char *errbuf, size_t errlen)
+{
+    const char *v = getenv("FS_GNMI_THREADS");
+    if (!v || !*v)
+        return 0;
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (*end || n < 1 || n > FS_GNMI_THREADS_MAX) {
+        snprintf(errbuf, errlen, "FS_GNMI_THREADS=%.32s: not a number of threads from 1 to %d", v,
+                 FS_GNMI_THREADS_MAX);
+        return -1;
+    }
+    return (int)n;
+}
+
 int
 fs_gnmi_init(void **state, char *errbuf, size_t errlen)
 {
+    int threads = threads_wanted(errbuf, errlen);
+    if (threads < 0)
+        return -1;
     struct fs_gnmi *d = calloc(1, sizeof *d);
     if (!d) {
         snprintf(errbuf, errlen, "out of memory");
@@ -415,11 +438,14 @@ fs_gnmi_init(void **state, char *errbuf, size_t errlen)
         free(d);
         return -1;
     }
-    if (fs_gnmi_io_new(&d->io, errbuf, errlen) != 0) {
+    if (fs_gnmi_io_new(&d->io, (unsigned)threads, errbuf, errlen) != 0) {
         fs_gnmi_map_shared_release(d->paths);
         free(d);
         return -1;
     }
+    fs_log(FS_LOG_INFO, "gnmi", "%u stream thread(s) (%s)", fs_gnmi_io_threads(d->io),
+           threads ? "FS_GNMI_THREADS"
+                   : "one an online CPU, at most " FS_GNMI_STR(FS_GNMI_THREADS_AUTO_MAX));
     *state = d;
     return 0;
 }
@@ -605,6 +631,12 @@ fs_gnmi_target_get_stats(void *tstate, struct fs_gnmi_target_stats *out)
     pthread_mutex_unlock(&t->lock);
 }
 
+unsigned
+fs_gnmi_threads(void *state)
+{
+    return fs_gnmi_io_threads(((struct fs_gnmi *)state)->io);
+}
+
 size_t
 fs_gnmi_target_describe(void *state, void *tstate, char *buf, size_t len)
 {
@@ -624,8 +656,11 @@ fs_gnmi_target_describe(void *state, void *tstate, char *buf, size_t len)
     }
     err[o] = '\0';
     int64_t gap = 0, stall = 0;
-    if (t->stream)
+    unsigned thread = 0;
+    if (t->stream) {
         fs_gnmi_stream_cadence(t->stream, &gap, &stall);
+        thread = fs_gnmi_stream_thread(t->stream);
+    }
     char reasons[512];
     size_t ro = 0;
     for (int i = 0; i < FS_GNMI_REJ_COUNT && ro < sizeof reasons; i++)
@@ -642,7 +677,7 @@ fs_gnmi_target_describe(void *state, void *tstate, char *buf, size_t len)
         "\"last_device_ts_ns\":%lld,"
         "\"delivered_gap_seconds\":%lld.%06lld,\"stall_after_seconds\":%lld.%06lld,"
         "\"clock_assumed_max_delivery_delay_seconds\":%lld.%06lld,"
-        "\"last_error\":\"%s\"",
+        "\"stream_thread\":%u,\"last_error\":\"%s\"",
         conn_names[s.conn & 3], s.synced ? "true" : "false", s.encoding,
         (unsigned long long)s.attempts, (unsigned long long)s.downs, (unsigned long long)s.syncs,
         (unsigned long long)s.map.notifications, (unsigned long long)s.map.updates,
@@ -652,7 +687,7 @@ fs_gnmi_target_describe(void *state, void *tstate, char *buf, size_t len)
         (unsigned long long)s.map.cache_overflow, (unsigned long long)s.map.deletes,
         (long long)s.map.last_device_ns, (long long)(gap / 1000000), (long long)(gap % 1000000),
         (long long)(stall / 1000000), (long long)(stall % 1000000), (long long)(delay / 1000000),
-        (long long)(delay % 1000000), err);
+        (long long)(delay % 1000000), thread, err);
     if (n < 0)
         return 0;
     return (size_t)n < len ? (size_t)n : (len ? len - 1 : 0);

@@ -30,12 +30,17 @@
 #include "map.h"
 #include "store/sink.h"
 
+/** Starts the driver: its stream threads (grpc_io.h), as many as the environment variable
+ *  FS_GNMI_THREADS says (1 to 64; the driver has no configuration block of its own),
+ *  else one an online CPU up to 8. -1 with errbuf on a bad FS_GNMI_THREADS. */
 int fs_gnmi_init(void **state, char *errbuf, size_t errlen);
+/** How many stream threads the driver runs. */
+unsigned fs_gnmi_threads(void *state);
 void fs_gnmi_shutdown(void *state);
 
 /**
  * Adds a target and starts its stream at once. tap (may be NULL) receives every sample
- * as well, on the driver's thread: for tests and diagnostics.
+ * as well, on the target's stream thread: for tests and diagnostics.
  */
 int fs_gnmi_target_add(void *state, const char *name, const char *address,
                        const struct fs_gnmi_cfg *cfg, struct fs_sink *sink,
@@ -45,9 +50,9 @@ int fs_gnmi_target_add(void *state, const char *name, const char *address,
 /** Stops the target's stream; no callback for it runs after return. */
 void fs_gnmi_target_remove(void *state, void *tstate);
 
-/** JSON members (no braces) describing the stream; the driver also publishes them as the
- *  sink's detail (/api/v1/targets) at each state change, sync, and once a second while
- *  updates flow. */
+/** JSON members (no braces) describing the stream (stream_thread: the index of the
+ *  stream thread serving it); the driver also publishes them as the sink's detail
+ *  (/api/v1/targets) at each state change, sync, and once a second while updates flow. */
 size_t fs_gnmi_target_describe(void *state, void *tstate, char *buf, size_t len);
 
 /** A consistent copy of a target's counts. */

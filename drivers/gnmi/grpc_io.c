@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util/clock.h"
 #include "util/log.h"
@@ -33,7 +34,8 @@ enum phase { PH_IDLE = 0, PH_CAPS, PH_SUBSCRIBE };
 
 struct fs_gnmi_stream {
     struct fs_gnmi_io *io;
-    struct fs_gnmi_stream *next; /* io->streams (I/O thread) or io->incoming */
+    struct io_thread *th;        /* the stream thread that serves it, for its whole life */
+    struct fs_gnmi_stream *next; /* th->streams (its thread) or th->incoming */
     struct fs_gnmi_stream_cb cb;
     void *arg;
     char *target;
@@ -43,7 +45,7 @@ struct fs_gnmi_stream {
     grpc_metadata md[2];
     size_t n_md;
 
-    /* the current call (I/O thread only) */
+    /* the current call (its thread only) */
     enum phase phase;
     grpc_call *call;
     struct op ops[OP_COUNT];
@@ -58,26 +60,38 @@ struct fs_gnmi_stream {
 
     int64_t next_attempt_mono; /* PH_IDLE: when to connect; 0: not scheduled */
     int64_t last_rx_mono, next_poll_mono, backoff_us;
-    /* the delivered cadence (I/O thread; kept across attempts: the device's doing) */
+    /* the delivered cadence (its thread; kept across attempts: the device's doing) */
     bool stall_adapt, after_sync, cadence_seen, slow_logged;
     bool tls, client_cert; /* for the error's wording */
     int64_t gap_cur_us, gap_prev_us, gap_win_mono;
     _Atomic int64_t shown_gap_us, shown_stall_us; /* for fs_gnmi_stream_cadence */
     uint64_t rng;
 
-    /* removal (stop_req, stopped under io->lock; stopping: I/O thread) */
+    /* removal (stop_req, stopped under th->lock; stopping: its thread) */
     bool stop_req, stopped, stopping;
 };
 
-struct fs_gnmi_io {
+/* One stream thread: its completion queue, its streams and its decode arena. A stream's
+ * callbacks, timers and decoding all run here, so nothing of a stream is shared between
+ * stream threads. */
+struct io_thread {
+    unsigned index; /* "fs-gnmi-<index>" */
     grpc_completion_queue *cq;
     pthread_t thread;
+    bool running; /* created (fs_gnmi_io_new/_free only) */
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool stop;
+    size_t load;                     /* streams assigned to it (under io->lock) */
     struct fs_gnmi_stream *incoming; /* started, not yet seen by the thread */
-    struct fs_gnmi_stream *streams;  /* I/O thread only */
-    struct fs_gnmi_arena arena;      /* I/O thread only: received messages are unpacked here */
+    struct fs_gnmi_stream *streams;  /* this thread only */
+    struct fs_gnmi_arena arena;      /* this thread only: received messages are unpacked here */
+};
+
+struct fs_gnmi_io {
+    pthread_mutex_t lock; /* the threads' load */
+    unsigned n_threads;
+    struct io_thread *threads;
 };
 
 /* ---- gRPC's own log ---- */
@@ -271,7 +285,7 @@ static grpc_call *
 new_call(struct fs_gnmi_stream *s, const char *method, int64_t timeout_us)
 {
     grpc_slice m = grpc_slice_from_static_string(method);
-    grpc_call *c = grpc_channel_create_call(s->ch, NULL, GRPC_PROPAGATE_DEFAULTS, s->io->cq, m,
+    grpc_call *c = grpc_channel_create_call(s->ch, NULL, GRPC_PROPAGATE_DEFAULTS, s->th->cq, m,
                                             NULL, deadline_in_us(timeout_us), NULL);
     grpc_slice_unref(m);
     return c;
@@ -405,7 +419,7 @@ send_poll(struct fs_gnmi_stream *s)
 
 /* ---- the delivered cadence ---- */
 
-/* The stall bound in force (see stall_adapt in grpc_io.h). I/O thread. */
+/* The stall bound in force (see stall_adapt in grpc_io.h). Its thread. */
 static int64_t
 stall_bound(const struct fs_gnmi_stream *s)
 {
@@ -452,7 +466,7 @@ note_gap(struct fs_gnmi_stream *s, int64_t gap_us)
     show_cadence(s);
 }
 
-/* Rolls the gap windows (I/O thread, each tick). */
+/* Rolls the gap windows (its thread, each tick). */
 static void
 roll_gaps(struct fs_gnmi_stream *s, int64_t now)
 {
@@ -556,10 +570,10 @@ on_recv(struct fs_gnmi_stream *s, bool ok)
     grpc_slice sl = read_all(s->recv_buf);
     grpc_byte_buffer_destroy(s->recv_buf);
     s->recv_buf = NULL;
-    struct fs_gnmi_arena *arena = &s->io->arena;
+    struct fs_gnmi_arena *arena = &s->th->arena;
     size_t wire = GRPC_SLICE_LENGTH(sl);
     /* A message of many tiny fields decodes to far more than its size: bounded, so one
-     * target cannot make the thread that serves them all allocate without limit. */
+     * target cannot make the thread that serves many allocate without limit. */
     arena->overflow_limit = 32 * wire + (1u << 20);
     Gnmi__SubscribeResponse *r =
         gnmi__subscribe_response__unpack(&arena->pa, wire, GRPC_SLICE_START_PTR(sl));
@@ -720,11 +734,21 @@ fs_gnmi_stream_start(struct fs_gnmi_io *io, const struct fs_gnmi_stream_opts *o,
     }
     show_cadence(s);
     s->next_attempt_mono = fs_monotonic_us(); /* connect at once */
-    *out = s; /* before the I/O thread sees it: its callbacks may look at *out */
+    /* The least loaded thread (ties: the lowest index, so a fleet added at once is dealt
+     * round-robin). Load is counted in streams: a target's message rate is not known yet. */
     pthread_mutex_lock(&io->lock);
-    s->next = io->incoming;
-    io->incoming = s;
+    struct io_thread *th = &io->threads[0];
+    for (unsigned i = 1; i < io->n_threads; i++)
+        if (io->threads[i].load < th->load)
+            th = &io->threads[i];
+    th->load++;
     pthread_mutex_unlock(&io->lock);
+    s->th = th;
+    *out = s; /* before its thread sees it: its callbacks may look at *out */
+    pthread_mutex_lock(&th->lock);
+    s->next = th->incoming;
+    th->incoming = s;
+    pthread_mutex_unlock(&th->lock);
     return 0;
 }
 
@@ -733,30 +757,55 @@ fs_gnmi_stream_stop(struct fs_gnmi_io *io, struct fs_gnmi_stream *s)
 {
     if (!s)
         return;
-    pthread_mutex_lock(&io->lock);
+    struct io_thread *th = s->th;
+    pthread_mutex_lock(&th->lock);
     s->stop_req = true;
     while (!s->stopped)
-        pthread_cond_wait(&io->cond, &io->lock);
+        pthread_cond_wait(&th->cond, &th->lock);
+    pthread_mutex_unlock(&th->lock);
+    pthread_mutex_lock(&io->lock);
+    th->load--;
     pthread_mutex_unlock(&io->lock);
     stream_free(s);
 }
 
-/* Timers and removals of every stream (I/O thread). */
-static void
-tick(struct fs_gnmi_io *io)
+unsigned
+fs_gnmi_stream_thread(const struct fs_gnmi_stream *s)
 {
-    pthread_mutex_lock(&io->lock);
-    while (io->incoming) {
-        struct fs_gnmi_stream *s = io->incoming;
-        io->incoming = s->next;
-        s->next = io->streams;
-        io->streams = s;
+    return s->th->index;
+}
+
+unsigned
+fs_gnmi_io_threads(const struct fs_gnmi_io *io)
+{
+    return io->n_threads;
+}
+
+unsigned
+fs_gnmi_io_default_threads(void)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cpus < 1)
+        return 1;
+    return cpus > FS_GNMI_THREADS_AUTO_MAX ? FS_GNMI_THREADS_AUTO_MAX : (unsigned)cpus;
+}
+
+/* Timers and removals of every stream of one thread (that thread). */
+static void
+tick(struct io_thread *th)
+{
+    pthread_mutex_lock(&th->lock);
+    while (th->incoming) {
+        struct fs_gnmi_stream *s = th->incoming;
+        th->incoming = s->next;
+        s->next = th->streams;
+        th->streams = s;
     }
     bool signal = false;
     int64_t now = fs_monotonic_us();
-    for (struct fs_gnmi_stream **pp = &io->streams; *pp;) {
+    for (struct fs_gnmi_stream **pp = &th->streams; *pp;) {
         struct fs_gnmi_stream *s = *pp;
-        if (s->stop_req || io->stop) {
+        if (s->stop_req || th->stop) {
             s->stopping = true;
             if (s->call && !s->cancelled) {
                 grpc_call_cancel(s->call, NULL);
@@ -771,11 +820,11 @@ tick(struct fs_gnmi_io *io)
             }
         } else if (s->phase == PH_IDLE && s->next_attempt_mono && now >= s->next_attempt_mono) {
             s->next_attempt_mono = 0;
-            pthread_mutex_unlock(&io->lock);
+            pthread_mutex_unlock(&th->lock);
             if (s->cb.state)
                 s->cb.state(s->arg, FS_GNMI_CONN_CONNECTING, FS_POLL_OK, NULL);
             start_caps(s);
-            pthread_mutex_lock(&io->lock);
+            pthread_mutex_lock(&th->lock);
         } else if (s->phase == PH_SUBSCRIBE && s->call && !s->cancelled) {
             roll_gaps(s, now);
             int64_t bound = stall_bound(s);
@@ -789,26 +838,29 @@ tick(struct fs_gnmi_io *io)
             }
         }
         if (s->cb.tick && !s->stopping) {
-            pthread_mutex_unlock(&io->lock);
+            pthread_mutex_unlock(&th->lock);
             s->cb.tick(s->arg, now);
-            pthread_mutex_lock(&io->lock);
+            pthread_mutex_lock(&th->lock);
         }
         pp = &s->next;
     }
     if (signal)
-        pthread_cond_broadcast(&io->cond);
-    pthread_mutex_unlock(&io->lock);
+        pthread_cond_broadcast(&th->cond);
+    pthread_mutex_unlock(&th->lock);
 }
 
 static void *
 io_thread(void *arg)
 {
-    struct fs_gnmi_io *io = arg;
+    struct io_thread *th = arg;
+    char name[16];
+    snprintf(name, sizeof name, "fs-gnmi-%u", th->index);
+    pthread_setname_np(pthread_self(), name); /* in top and perf, per thread */
     int64_t last_tick = 0;
     for (;;) {
         gpr_timespec dl =
             gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(TICK_MS, GPR_TIMESPAN));
-        grpc_event ev = grpc_completion_queue_next(io->cq, dl, NULL);
+        grpc_event ev = grpc_completion_queue_next(th->cq, dl, NULL);
         if (ev.type == GRPC_OP_COMPLETE) {
             struct op *o = ev.tag;
             on_event(o->s, o, ev.success != 0);
@@ -818,42 +870,85 @@ io_thread(void *arg)
         int64_t now = fs_monotonic_us();
         if (now - last_tick >= TICK_MS * 1000 || ev.type == GRPC_QUEUE_TIMEOUT) {
             last_tick = now;
-            tick(io);
-            pthread_mutex_lock(&io->lock);
-            bool done = io->stop && !io->streams && !io->incoming;
-            pthread_mutex_unlock(&io->lock);
+            tick(th);
+            pthread_mutex_lock(&th->lock);
+            bool done = th->stop && !th->streams && !th->incoming;
+            pthread_mutex_unlock(&th->lock);
             if (done)
-                grpc_completion_queue_shutdown(io->cq); /* drains to GRPC_QUEUE_SHUTDOWN */
+                grpc_completion_queue_shutdown(th->cq); /* drains to GRPC_QUEUE_SHUTDOWN */
         }
     }
     return NULL;
 }
 
+/* Stops and frees the threads that were started (every stream stopped), then gRPC. */
+static void
+io_teardown(struct fs_gnmi_io *io)
+{
+    for (unsigned i = 0; i < io->n_threads; i++) {
+        struct io_thread *th = &io->threads[i];
+        if (!th->running)
+            continue;
+        pthread_mutex_lock(&th->lock);
+        th->stop = true;
+        pthread_mutex_unlock(&th->lock);
+    }
+    for (unsigned i = 0; i < io->n_threads; i++) {
+        struct io_thread *th = &io->threads[i];
+        if (th->running)
+            pthread_join(th->thread, NULL);
+        if (th->cq)
+            grpc_completion_queue_destroy(th->cq);
+        fs_gnmi_arena_fini(&th->arena);
+        pthread_mutex_destroy(&th->lock);
+        pthread_cond_destroy(&th->cond);
+    }
+    free(io->threads);
+    pthread_mutex_destroy(&io->lock);
+    free(io);
+    grpc_shutdown();
+}
+
 int
-fs_gnmi_io_new(struct fs_gnmi_io **out, char *errbuf, size_t errlen)
+fs_gnmi_io_new(struct fs_gnmi_io **out, unsigned threads, char *errbuf, size_t errlen)
 {
     *out = NULL;
+    if (threads == 0)
+        threads = fs_gnmi_io_default_threads();
+    if (threads > FS_GNMI_THREADS_MAX) {
+        snprintf(errbuf, errlen, "%u gNMI stream threads: at most %u", threads,
+                 FS_GNMI_THREADS_MAX);
+        return -1;
+    }
     struct fs_gnmi_io *io = calloc(1, sizeof *io);
-    if (!io) {
+    struct io_thread *ths = calloc(threads, sizeof *ths);
+    if (!io || !ths) {
+        free(io);
+        free(ths);
         snprintf(errbuf, errlen, "out of memory");
         return -1;
     }
     gpr_set_log_function(grpc_log_route);
     grpc_init();
-    io->cq = grpc_completion_queue_create_for_next(NULL);
-    fs_gnmi_arena_init(&io->arena, 256 << 10, 16 << 20);
     pthread_mutex_init(&io->lock, NULL);
-    pthread_cond_init(&io->cond, NULL);
-    if (!io->cq || pthread_create(&io->thread, NULL, io_thread, io) != 0) {
-        snprintf(errbuf, errlen, "cannot start the gRPC thread");
-        if (io->cq)
-            grpc_completion_queue_destroy(io->cq);
-        fs_gnmi_arena_fini(&io->arena);
-        pthread_mutex_destroy(&io->lock);
-        pthread_cond_destroy(&io->cond);
-        free(io);
-        grpc_shutdown();
-        return -1;
+    io->threads = ths;
+    io->n_threads = threads;
+    for (unsigned i = 0; i < threads; i++) {
+        struct io_thread *th = &ths[i];
+        th->index = i;
+        th->cq = grpc_completion_queue_create_for_next(NULL);
+        fs_gnmi_arena_init(&th->arena, 256 << 10, 16 << 20);
+        pthread_mutex_init(&th->lock, NULL);
+        pthread_cond_init(&th->cond, NULL);
+    }
+    for (unsigned i = 0; i < threads; i++) {
+        struct io_thread *th = &ths[i];
+        if (!th->cq || pthread_create(&th->thread, NULL, io_thread, th) != 0) {
+            snprintf(errbuf, errlen, "cannot start gRPC stream thread %u of %u", i + 1, threads);
+            io_teardown(io);
+            return -1;
+        }
+        th->running = true;
     }
     *out = io;
     return 0;
@@ -862,16 +957,6 @@ fs_gnmi_io_new(struct fs_gnmi_io **out, char *errbuf, size_t errlen)
 void
 fs_gnmi_io_free(struct fs_gnmi_io *io)
 {
-    if (!io)
-        return;
-    pthread_mutex_lock(&io->lock);
-    io->stop = true;
-    pthread_mutex_unlock(&io->lock);
-    pthread_join(io->thread, NULL);
-    grpc_completion_queue_destroy(io->cq);
-    fs_gnmi_arena_fini(&io->arena);
-    pthread_mutex_destroy(&io->lock);
-    pthread_cond_destroy(&io->cond);
-    free(io);
-    grpc_shutdown();
+    if (io)
+        io_teardown(io);
 }

@@ -1,16 +1,21 @@
 /*
  * gNMI over the gRPC C core: the only part of the driver that calls gRPC.
  *
- * One struct fs_gnmi_io owns a completion queue and the thread that blocks in it (gRPC
- * delivers messages only while a thread waits in grpc_completion_queue_next). Each
+ * One struct fs_gnmi_io owns N stream threads ("fs-gnmi-0" ...), each with its own
+ * completion queue that it blocks in (gRPC delivers messages only while a thread waits in
+ * grpc_completion_queue_next), so decoding a fleet's streams follows the cores. A stream
+ * is given, when it starts, to the thread serving the fewest streams (ties: the lowest
+ * index, so targets added together are dealt round-robin) and stays on it. Each
  * stream is one target's connection: a channel, then per attempt a Capabilities call
  * followed by the bidirectional Subscribe call. After any end or error the stream waits
  * (exponential backoff with jitter and a cap) and tries again; a stream that receives
  * nothing for stall_us is cancelled and retried the same way.
  *
- * Callbacks run on the I/O thread, one at a time, with decoded protobuf-c messages that
- * are valid only during the call. Credentials travel as call metadata and are never
- * logged or reported.
+ * A stream's callbacks run on its thread, one at a time, with decoded protobuf-c messages
+ * that are valid only during the call (each thread decodes into its own arena). Callbacks
+ * of streams on different threads run concurrently: whatever two streams' callbacks
+ * share must be thread-safe. Credentials travel as call metadata and are never logged or
+ * reported.
  *
  * Ownership: fs_gnmi_io_new/_free; a stream from fs_gnmi_stream_start is freed by
  * fs_gnmi_stream_stop, after which no callback of it runs. Options are copied.
@@ -86,10 +91,26 @@ struct fs_gnmi_stream_opts {
  *  lately (0: none yet) and the stall bound in force (0: none), in µs. Any thread. */
 void fs_gnmi_stream_cadence(const struct fs_gnmi_stream *s, int64_t *gap_us, int64_t *stall_us);
 
-/** Initialises gRPC and starts the I/O thread. Returns 0, or -1 with errbuf filled. */
-int fs_gnmi_io_new(struct fs_gnmi_io **out, char *errbuf, size_t errlen);
+/** The most stream threads the automatic default takes (one a core up to this). */
+#define FS_GNMI_THREADS_AUTO_MAX 8
+/** The most stream threads fs_gnmi_io_new accepts. */
+#define FS_GNMI_THREADS_MAX 64
 
-/** Stops the thread and shuts gRPC down; every stream must have been stopped. */
+/** The automatic thread count: the online CPUs, at least 1, at most
+ *  FS_GNMI_THREADS_AUTO_MAX. */
+unsigned fs_gnmi_io_default_threads(void);
+
+/** Initialises gRPC and starts `threads` stream threads (0: fs_gnmi_io_default_threads();
+ *  at most FS_GNMI_THREADS_MAX). Returns 0, or -1 with errbuf filled. */
+int fs_gnmi_io_new(struct fs_gnmi_io **out, unsigned threads, char *errbuf, size_t errlen);
+
+/** How many stream threads io runs. Any thread. */
+unsigned fs_gnmi_io_threads(const struct fs_gnmi_io *io);
+
+/** The index (0 ..) of the stream thread that serves s. Any thread. */
+unsigned fs_gnmi_stream_thread(const struct fs_gnmi_stream *s);
+
+/** Stops the threads and shuts gRPC down; every stream must have been stopped. */
 void fs_gnmi_io_free(struct fs_gnmi_io *io);
 
 /** Starts a stream (it connects at once). Returns 0, or -1 with errbuf filled. */

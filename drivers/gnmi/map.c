@@ -1780,7 +1780,7 @@ map_json_bytes(struct fs_gnmi_map *m, const ProtobufCBinaryData *b, size_t len, 
         reject(m, FS_GNMI_REJ_JSON_INVALID);
         return;
     }
-    /* Parsed whole on the thread that serves every target, into about 32 times its size
+    /* Parsed whole on a thread that serves many targets, into about 32 times its size
      * (json-c objects): bounded before parsing. */
     if (b->len > FS_GNMI_JSON_MAX_BYTES) {
         reject(m, FS_GNMI_REJ_JSON_TOO_LARGE);

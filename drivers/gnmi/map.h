@@ -32,7 +32,7 @@
  * Everything a target sends is untrusted: any value type for any path, paths of any
  * depth, keys with any bytes, JSON of any shape. Bad values are counted as rejected (by
  * reason, enum fs_gnmi_reject) and skipped; nothing here fails. A JSON value is parsed
- * on the thread that serves every target, so it is bounded: at most
+ * on a thread that serves many targets, so it is bounded: at most
  * FS_GNMI_JSON_MAX_BYTES and FS_GNMI_JSON_MAX_DEPTH levels (json-c stops at the depth).
  * A notification timestamp more than FS_GNMI_TS_MAX_SKEW_US from its arrival (or
  * negative) is not used for the clock estimate and is counted in bad_timestamps; its

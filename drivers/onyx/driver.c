@@ -2216,6 +2216,7 @@ static void *
 io_thread(void *arg)
 {
     struct onyx_drv *d = arg;
+    pthread_setname_np(pthread_self(), "fs-onyx-io"); /* in top and perf */
     struct epoll_event ev[64];
     for (;;) {
         int n = epoll_wait(d->epfd, ev, 64, next_timeout_ms(d, fs_monotonic_us()));

@@ -36,6 +36,7 @@
 # 5 minutes, else the benchmark fails saying how many did. The stall bound is set to 60 s
 # (GNMI_FLEET_STALL_MS): Python simulators feeding hundreds of streams on a shared machine
 # fall seconds behind, and the derived 3 s bound would then measure reconnection storms.
+# FS_GNMI_THREADS: the driver's stream threads (default one an online CPU, at most 8).
 # WRAP: a command to run fs-gnmi-stream under (e.g. "heaptrack -o FILE"), default none.
 set -euo pipefail
 FS_SOURCE_DIR=${FS_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}

@@ -23,7 +23,14 @@
  * --steady-ms N: once all targets are synced, N ms more during which the updates of all
  * targets are counted: `fleet updates=.. ms=.. downs=..` (the RSS is taken at its end).
  * --store-mib N: the store's memory limit (default 64).
+ * With --exit-when-all-synced, once all are synced: `threads n=.. names=.. of_targets=..`
+ * (the driver's stream threads, the names of this process' threads named "fs-gnmi-<digit>..",
+ * and each target's stream_thread); --remove-after-sync K then removes
+ * targets 1..K while every target streams (`removed k=.. ms=..`), and the steady-state
+ * count covers the others (`fleet .. min_target=..`: the fewest updates one received).
+ * The driver's thread count is FS_GNMI_THREADS's (gnmi.h).
  */
+#include <dirent.h>
 #include <malloc.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -287,15 +294,21 @@ parse_ports(const char *v, uint16_t *ports)
     return n;
 }
 
-/* Counts the updates every target receives over ms (steady state) and prints them. */
+/* Counts the updates every target still there (ts[i] not NULL) receives over ms (steady
+ * state) and prints them, with the fewest one target received. */
 static void
 count_fleet(void **ts, int n, int64_t ms)
 {
-    uint64_t u0 = 0, u1 = 0, d0 = 0, d1 = 0;
+    uint64_t u1 = 0, d0 = 0, d1 = 0, min = UINT64_MAX;
+    uint64_t *u0 = calloc((size_t)n, sizeof *u0);
     struct fs_gnmi_target_stats o;
+    if (!u0)
+        return;
     for (int i = 0; i < n; i++) {
+        if (!ts[i])
+            continue;
         fs_gnmi_target_get_stats(ts[i], &o);
-        u0 += o.map.updates;
+        u0[i] = o.map.updates;
         d0 += o.downs;
     }
     atomic_fetch_add(&lat_epoch, 1); /* latency of the steady state only */
@@ -303,12 +316,64 @@ count_fleet(void **ts, int n, int64_t ms)
     usleep((useconds_t)(ms * 1000));
     int64_t t1 = fs_monotonic_us();
     for (int i = 0; i < n; i++) {
+        if (!ts[i])
+            continue;
         fs_gnmi_target_get_stats(ts[i], &o);
-        u1 += o.map.updates;
+        u1 += o.map.updates - u0[i];
         d1 += o.downs;
+        if (o.map.updates - u0[i] < min)
+            min = o.map.updates - u0[i];
     }
-    printf("fleet updates=%llu ms=%lld downs=%llu\n", (unsigned long long)(u1 - u0),
-           (long long)((t1 - t0) / 1000), (unsigned long long)(d1 - d0));
+    printf("fleet updates=%llu ms=%lld downs=%llu min_target=%llu\n", (unsigned long long)u1,
+           (long long)((t1 - t0) / 1000), (unsigned long long)(d1 - d0),
+           (unsigned long long)(min == UINT64_MAX ? 0 : min));
+    free(u0);
+}
+
+static int
+cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Prints the driver's stream threads: their count, the names of this process' threads
+ * named fs-gnmi-*, and each target's stream_thread (from its description). */
+static void
+print_threads(void *drv, void **ts, int n)
+{
+    char *names[128];
+    size_t nn = 0;
+    DIR *dir = opendir("/proc/self/task");
+    struct dirent *e;
+    while (dir && (e = readdir(dir)) && nn < 128) {
+        char path[300], comm[64] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        if (fgets(comm, sizeof comm, f) && strncmp(comm, "fs-gnmi-", 8) == 0 && comm[8] >= '0' &&
+            comm[8] <= '9') { /* not this program's own name */
+            comm[strcspn(comm, "\n")] = '\0';
+            names[nn++] = strdup(comm);
+        }
+        fclose(f);
+    }
+    if (dir)
+        closedir(dir);
+    qsort(names, nn, sizeof *names, cmp_str);
+    printf("threads n=%u names=", fs_gnmi_threads(drv));
+    for (size_t i = 0; i < nn; i++) {
+        printf("%s%s", i ? "," : "", names[i]);
+        free(names[i]);
+    }
+    printf(" of_targets=");
+    for (int i = 0; i < n; i++) {
+        char desc[4096];
+        fs_gnmi_target_describe(drv, ts[i], desc, sizeof desc);
+        const char *p = strstr(desc, "\"stream_thread\":");
+        printf("%s%d", i ? "," : "", p ? atoi(p + strlen("\"stream_thread\":")) : -1);
+    }
+    printf("\n");
 }
 
 int
@@ -323,7 +388,7 @@ main(int argc, char **argv)
     uint16_t ports[64];
     int n_ports = 0;
     uint64_t exit_syncs = 0, exit_downs = 0;
-    int n_targets = 1;
+    int n_targets = 1, remove_k = 0;
     bool exit_all_synced = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -343,6 +408,8 @@ main(int argc, char **argv)
             measure_latency = true;
         else if (strcmp(a, "--exit-when-all-synced") == 0)
             exit_all_synced = true;
+        else if (ARG("--remove-after-sync"))
+            remove_k = atoi(v);
         else if (ARG("--steady-ms"))
             steady_ms = atoll(v);
         else if (ARG("--store-mib"))
@@ -477,6 +544,18 @@ main(int argc, char **argv)
             }
             if (synced == n_targets) {
                 usleep(2000000); /* a couple of sample rounds at steady state */
+                print_threads(drv, ts, n_targets);
+                if (remove_k > 0) {
+                    /* while every target streams: each removal waits for its thread */
+                    int64_t r0 = fs_monotonic_us();
+                    int k = 0;
+                    for (int i = 1; i <= remove_k && i < n_targets; i++, k++) {
+                        fs_gnmi_target_remove(drv, ts[i]);
+                        ts[i] = NULL;
+                    }
+                    printf("removed k=%d ms=%lld\n", k,
+                           (long long)((fs_monotonic_us() - r0) / 1000));
+                }
                 if (steady_ms > 0)
                     count_fleet(ts, n_targets, steady_ms);
                 break;
@@ -493,7 +572,7 @@ main(int argc, char **argv)
     struct fs_ring_stats rs_after;
     fs_store_ring_stats(st, &rs_after, &mem_limit);
     long store_kib = -1;
-    if (n_targets > 1 && exit_all_synced) {
+    if (n_targets > 1 && exit_all_synced && remove_k == 0) {
         struct replay rp = {0};
         fs_store_foreach_series(st, false, replay_collect, &rp);
         qsort(rp.v, rp.n, sizeof *rp.v, cmp_replay);
@@ -509,6 +588,10 @@ main(int argc, char **argv)
     }
     int all_synced = 0;
     for (int i = 0; i < n_targets; i++) {
+        if (!ts[i]) { /* removed by --remove-after-sync, synced before */
+            all_synced++;
+            continue;
+        }
         struct fs_gnmi_target_stats o;
         fs_gnmi_target_get_stats(ts[i], &o);
         all_synced += o.syncs > 0;

@@ -12,8 +12,11 @@
 # a delete sent by the target takes the deleted path's series out of /metrics at once
 # (their history stays in /api/v1/raw); and when the stream dies its series leave
 # /metrics at once. A second target, sim2, samples every 10 s (staleness bound 30 s), so
-# neither could pass by plain staleness. Ends with SIGTERM and a clean exit. Runs under
-# TSan too (make test-tsan), with the uninstrumented gRPC stack's own calls ignored.
+# neither could pass by plain staleness. The driver runs two stream threads
+# (FS_GNMI_THREADS=2): sim1 and sim2 stream on different ones (stream_thread in
+# /api/v1/targets), so under TSan their callbacks into the sink, the store and the shared
+# path cache race for real. Ends with SIGTERM and a clean exit. Runs under TSan too (make
+# test-tsan), with the uninstrumented gRPC stack's own calls ignored.
 source "$(dirname "$0")/lib.sh"
 
 PY=/usr/bin/python3 # Debian's python3-grpcio/python3-protobuf live there, not in pyenv
@@ -91,6 +94,7 @@ EOF
 mkfifo "$T/ca.fifo"
 "$FABRICSCOPE" --check-config fs.yaml >check.out 2>&1 || fail "config refused: $(cat check.out)"
 tsan_ignore_uninstrumented_libs "$FABRICSCOPE"
+export FS_GNMI_THREADS=2
 start_fabricscope "$T/fs.yaml"
 wait_http "http://127.0.0.1:$HTTP/healthz" 20
 M() { curl -fsS "http://127.0.0.1:$HTTP/metrics" >"$T/m.txt"; }
@@ -141,6 +145,14 @@ want = f"targets[fifo].gnmi.tls.ca_file: {sys.argv[2]} is not a regular file"
 assert want in t[0]["last_error"], t[0]["last_error"]
 PY
 ok "a FIFO as the CA file: that target down, \"is not a regular file\", the others streaming"
+$PY - targets.json <<'PY' || fail "sim1 and sim2 not on two stream threads: $(head -c 1500 targets.json)"
+import json, sys
+th = {o["target"]: o.get("stream_thread") for o in json.load(open(sys.argv[1]))["data"]
+      if o.get("source") == "gnmi" and o["target"] in ("sim1", "sim2")}
+assert sorted(th.values()) == [0, 1], th
+PY
+grep -q 'gnmi.*2 stream thread(s) (FS_GNMI_THREADS)' fabricscope.log || fail "thread count not logged"
+ok "FS_GNMI_THREADS=2: sim1 and sim2 stream on threads 0 and 1"
 
 # --- a synced stream's last poll is its last update received, not its sync (issue 18):
 # seconds later, with no new sync or down, sim1's (200 ms sampling) last poll is recent.
