@@ -1299,8 +1299,9 @@ response_end(struct onyx_target *t, size_t *end)
  * that prompt until we send again. (A pager that took a typed-ahead command as its keys,
  * or a CLI that dropped type-ahead, skips echoes: any later command's echo counts. A shell
  * that echoed the next command before, a pty echoing type-ahead on arrival or one echoing
- * it into the output, prints the next output right after the prompt: nothing to check but
- * the last prompt of the batch.) */
+ * it into the output, prints the next output right after the prompt: there only the echo
+ * of a command already answered after a prompt, or anything after the batch's last
+ * prompt, shows a forged one.) */
 
 /* Whether rx from offset from starts with the echo of one of q[lo..hi) (its whole line): 1
  * yes, 0 not known yet (a line still arriving that may be one), -1 no. */
@@ -1341,6 +1342,9 @@ prompt_kind(const struct onyx_target *t, size_t lo, size_t hi, size_t ps, size_t
         return 1; /* nothing after it (yet): the shell waits for input */
     if (lo >= hi)
         return -1; /* nothing typed after it: the shell prints nothing after its prompt */
+    const int answered = echo_follows(t, pe, t->batch_start, lo);
+    if (answered >= 0)
+        return answered > 0 ? -1 : 0; /* a command already answered is not echoed again */
     const char *next = t->q[lo].text;
     if (t->echo_next > lo || memmem(t->rx + t->resp_start, ps - t->resp_start, next, strlen(next)))
         return 1;

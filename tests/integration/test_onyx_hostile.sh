@@ -231,22 +231,29 @@ CASE_CHECK=fake_checks run_case fake_prompt "{\"ports\": 8, \"boot_epoch_s\": $F
 # Forged prompts in one command's answer only (`show version`): that command fails naming
 # the forged prompt (the poll is partial), and every other series of the target keeps
 # coming, each the scenario's: the outputs after it are not shifted onto other commands.
-echo "{\"ports\": 8, \"boot_epoch_s\": $FAKE_BOOT, \"frozen_at_s\": 95, \"counter_base\": 1099511627777, \"onyx_faults\": {\"fake_prompt\": \"show version\"}}" >"$T/bad.json.tmp" &&
-  mv "$T/bad.json.tmp" "$T/bad.json"
-write_cfg bad-fake_version
-hup
-own_and_complete() {
-  field bad-fake_version last_error >"$T/err.txt" &&
-    grep -qE '^`show version`: a forged prompt inside its output \(`switch-sim \[standalone: master\] # show clock`' "$T/err.txt" &&
-    [ "$(field bad-fake_version state)" = up ] &&
-    only_own_values bad-fake_version all >/dev/null 2>&1
+# With the CLI's echo, then with a shell that echoes type-ahead on arrival (a pty with
+# kernel echo: no echo after a prompt to check).
+fake_in_version() { # fake_in_version NAME EXTRA_SCENARIO_MEMBERS
+  local tg=bad-$1
+  echo "{\"ports\": 8, \"boot_epoch_s\": $FAKE_BOOT, \"frozen_at_s\": 95, \"counter_base\": 1099511627777, $2 \"onyx_faults\": {\"fake_prompt\": \"show version\"}}" >"$T/bad.json.tmp" &&
+    mv "$T/bad.json.tmp" "$T/bad.json"
+  write_cfg "$tg"
+  hup
+  own_and_complete() {
+    field "$tg" last_error >"$T/err.txt" &&
+      grep -qE '^`show version`: a forged prompt inside its output \(`switch-sim \[standalone: master\] # show clock`' "$T/err.txt" &&
+      [ "$(field "$tg" state)" = up ] &&
+      only_own_values "$tg" all >/dev/null 2>&1
+  }
+  wait_for 60 "$tg: up, \`show version\` failing on its forged prompt, all 152 port series the scenario's" own_and_complete
+  forged_detail "$tg" 'show version' >"$T/detail.txt" || fail "$1: $(forged_detail "$tg" 'show version' 2>&1)"
+  ok "$1: up, \"$(cat "$T/err.txt")\"; $(only_own_values "$tg" all); $(cat "$T/detail.txt")"
+  write_cfg
+  hup
+  wait_for 5 "$tg removed" eval "! listed $tg"
 }
-wait_for 60 "bad-fake_version: up, \`show version\` failing on its forged prompt, all 152 port series the scenario's" own_and_complete
-forged_detail bad-fake_version 'show version' >"$T/detail.txt" || fail "fake_prompt in \`show version\`: $(forged_detail bad-fake_version 'show version' 2>&1)"
-ok "fake_prompt in \`show version\` only: up, \"$(cat "$T/err.txt")\"; $(only_own_values bad-fake_version all); $(cat "$T/detail.txt")"
-write_cfg
-hup
-wait_for 5 "bad-fake_version removed" eval "! listed bad-fake_version"
+fake_in_version fake_version ''
+fake_in_version fake_version_kernel_echo '"onyx_echo": "typeahead",'
 
 run_case reset '{"ports": 8, "onyx_faults": {"reset": "show interfaces ethernet"}}' 'closed the session|read from the shell failed'
 run_case no_shell '{"ports": 8, "onyx_no_shell": true}' 'in time while setting up the CLI session|before showing a prompt'
