@@ -1342,13 +1342,19 @@ prompt_kind(const struct onyx_target *t, size_t lo, size_t hi, size_t ps, size_t
         return 1; /* nothing after it (yet): the shell waits for input */
     if (lo >= hi)
         return -1; /* nothing typed after it: the shell prints nothing after its prompt */
-    const int answered = echo_follows(t, pe, t->batch_start, lo);
-    if (answered >= 0)
-        return answered > 0 ? -1 : 0; /* a command already answered is not echoed again */
-    const char *next = t->q[lo].text;
-    if (t->echo_next > lo || memmem(t->rx + t->resp_start, ps - t->resp_start, next, strlen(next)))
+    const int pending = echo_follows(t, pe, lo, hi);
+    if (pending > 0)
         return 1;
-    return echo_follows(t, pe, lo, hi);
+    const int answered = echo_follows(t, pe, t->batch_start, lo);
+    if (answered > 0)
+        return -1; /* a command already answered is not echoed again */
+    if (answered == 0 || pending == 0)
+        return 0;
+    const char *next = t->q[lo].text;
+    return t->echo_next > lo ||
+                   memmem(t->rx + t->resp_start, ps - t->resp_start, next, strlen(next))
+               ? 1
+               : -1;
 }
 
 /* The end of an output from resp_start (see response_end) at the shell's prompt, q[lo..hi)
@@ -1377,8 +1383,17 @@ cmd_end(struct onyx_target *t, size_t lo, size_t hi, bool pipelined, size_t *end
                 ll--;
             snprintf(t->forged, sizeof(t->forged), "%.*s", (int)(ll < 100 ? ll : 100), t->rx + ps);
         }
-        if (pipelined)
+        if (pipelined) {
+            /* A pager that took typed-ahead bytes as its keys cuts the next command's echo:
+             * its own fallback (has_pager_line, process_responses) drops the batch. */
+            if (has_pager_line(t->rx + t->resp_start, ps - t->resp_start)) {
+                t->forged[0] = '\0';
+                *end = ps;
+                t->resp_next = pe;
+                return 1;
+            }
             return -1;
+        }
         from = ps + 1;
     }
     return 0;
