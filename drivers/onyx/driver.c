@@ -203,6 +203,7 @@ struct onyx_target {
      * retry would cost a garbled or lost cycle); why, for the detail. */
     bool one_at_a_time;
     char pipelining_off[200];
+    char forged[120];   /* the first forged prompt's line in the response being split; "" */
     bool resync;        /* a pipelined batch went wrong: its outputs are dropped until the
                            shell sits quiet at its prompt, then an empty line is sent and its
                            prompt awaited (draining), then the batch goes on one at a time */
@@ -295,6 +296,7 @@ struct onyx_drv {
 
 static void update_detail(struct onyx_target *t);
 static bool rx_ends_at_prompt(const struct onyx_target *t);
+static bool rx_blank_from(const struct onyx_target *t, size_t from);
 
 static int
 buf_append(char **buf, size_t *len, size_t *cap, const char *data, size_t n)
@@ -1289,6 +1291,114 @@ response_end(struct onyx_target *t, size_t *end)
                             &t->resp_next);
 }
 
+/* Forged prompts. A hostile (or broken) peer may print a line that looks like the shell's
+ * prompt inside an output; taken for the prompt, it would end that output early and shift
+ * every later output onto the wrong command. The shell's own prompt is told apart by what
+ * follows it: the shell reads the next command typed ahead at once and echoes it right
+ * after its prompt; a command typed after the last one answered, none: nothing follows
+ * that prompt until we send again. (A pager that took a typed-ahead command as its keys,
+ * or a CLI that dropped type-ahead, skips echoes: any later command's echo counts. A shell
+ * that echoed the next command before, a pty echoing type-ahead on arrival or one echoing
+ * it into the output, prints the next output right after the prompt: there only the echo
+ * of a command already answered after a prompt, or anything after the batch's last
+ * prompt, shows a forged one.) */
+
+/* Whether rx from offset from starts with the echo of one of q[lo..hi) (its whole line): 1
+ * yes, 0 not known yet (a line still arriving that may be one), -1 no. */
+static int
+echo_follows(const struct onyx_target *t, size_t from, size_t lo, size_t hi)
+{
+    const char *a = t->rx + from;
+    const size_t n = t->rx_len - from;
+    int r = -1;
+    for (size_t j = lo; j < hi && r < 1; j++) {
+        const char *c = t->q[j].text;
+        const size_t cl = strlen(c);
+        size_t k = 0;
+        while (k < n && k < cl && a[k] == c[k])
+            k++;
+        if (k < cl) {
+            if (k == n)
+                r = 0;
+            continue;
+        }
+        while (k < n && (a[k] == ' ' || a[k] == '\r'))
+            k++;
+        if (k == n)
+            r = 0;
+        else if (a[k] == '\n')
+            r = 1;
+    }
+    return r;
+}
+
+/* The prompt at [ps, pe) of rx ends the output that starts at resp_start; q[lo..hi) were
+ * typed after that output's command (lo == hi: none). 1: the shell's prompt, 0: not known
+ * yet, -1: a line of the output that looks like a prompt (forged). */
+static int
+prompt_kind(const struct onyx_target *t, size_t lo, size_t hi, size_t ps, size_t pe)
+{
+    if (rx_blank_from(t, pe))
+        return 1; /* nothing after it (yet): the shell waits for input */
+    if (lo >= hi)
+        return -1; /* nothing typed after it: the shell prints nothing after its prompt */
+    const int pending = echo_follows(t, pe, lo, hi);
+    if (pending > 0)
+        return 1;
+    const int answered = echo_follows(t, pe, t->batch_start, lo);
+    if (answered > 0)
+        return -1; /* a command already answered is not echoed again */
+    if (answered == 0 || pending == 0)
+        return 0;
+    const char *next = t->q[lo].text;
+    return t->echo_next > lo ||
+                   memmem(t->rx + t->resp_start, ps - t->resp_start, next, strlen(next))
+               ? 1
+               : -1;
+}
+
+/* The end of an output from resp_start (see response_end) at the shell's prompt, q[lo..hi)
+ * typed after its command: 1 with *end and t->resp_next, 0 when not complete yet. A forged
+ * prompt found before it goes into t->forged (its line, the first one); pipelined (other
+ * commands typed ahead: their outputs follow and the check above is the weaker one), the
+ * search stops there: -1. Otherwise it goes on to the prompt nothing follows. */
+static int
+cmd_end(struct onyx_target *t, size_t lo, size_t hi, bool pipelined, size_t *end)
+{
+    size_t from = t->resp_start, ps, pe;
+    t->forged[0] = '\0';
+    while (onyx_next_prompt(t->rx, t->rx_len, from, t->prefix, t->prefix_len, &ps, &pe)) {
+        const int k = prompt_kind(t, lo, hi, ps, pe);
+        if (k == 0)
+            return 0;
+        if (k > 0) {
+            *end = ps;
+            t->resp_next = pe;
+            return 1;
+        }
+        if (!t->forged[0]) {
+            const char *nl = memchr(t->rx + ps, '\n', t->rx_len - ps);
+            size_t ll = nl ? (size_t)(nl - (t->rx + ps)) : t->rx_len - ps;
+            while (ll > 0 && t->rx[ps + ll - 1] == ' ')
+                ll--;
+            snprintf(t->forged, sizeof(t->forged), "%.*s", (int)(ll < 100 ? ll : 100), t->rx + ps);
+        }
+        if (pipelined) {
+            /* A pager that took typed-ahead bytes as its keys cuts the next command's echo:
+             * its own fallback (has_pager_line, process_responses) drops the batch. */
+            if (has_pager_line(t->rx + t->resp_start, ps - t->resp_start)) {
+                t->forged[0] = '\0';
+                *end = ps;
+                t->resp_next = pe;
+                return 1;
+            }
+            return -1;
+        }
+        from = ps + 1;
+    }
+    return 0;
+}
+
 /* Removes from rx what the responses handled used, up to the last prompt's end. */
 static void
 rx_consume(struct onyx_target *t)
@@ -1445,8 +1555,20 @@ process_responses(struct onyx_target *t)
         return; /* dropped until the shell is quiet (check_timeouts) */
     while (t->done < t->batch_end) {
         size_t end;
-        if (!response_end(t, &end))
+        const bool pipelined = t->batch_end - t->batch_start > 1;
+        const int k = cmd_end(t, t->done + 1, t->batch_end, pipelined, &end);
+        if (k == 0)
             return;
+        if (k < 0) {
+            /* Where the outputs split is no longer known: none of the rest is used, and the
+             * commands go again one at a time, where a prompt is the shell's only when
+             * nothing follows it. */
+            char why[200];
+            snprintf(why, sizeof(why), "a forged prompt inside the output of `%.60s` (`%.90s`)",
+                     t->q[t->done].text, t->forged);
+            pipelining_off(t, why);
+            return;
+        }
         /* A copy: handling may queue commands, which moves t->q. */
         const struct cmd c = t->q[t->done];
         const char *sent[MAX_BATCH];
@@ -1486,7 +1608,18 @@ process_responses(struct onyx_target *t)
             t->gap_n++;
         }
         t->prev_answer_mono_us = now_mono;
-        handle_response(t, &c, t->rx + t->resp_start, len, fs_realtime_us());
+        if (t->forged[0]) {
+            /* A line the shell did not print as its prompt: the output is the peer's
+             * word, not the command's answer. */
+            char err[200];
+            snprintf(err, sizeof(err),
+                     "a forged prompt inside its output (`%.100s`, followed by more output): "
+                     "output dropped",
+                     t->forged);
+            cmd_failed(t, &c, FS_POLL_PROTOCOL, err);
+        } else {
+            handle_response(t, &c, t->rx + t->resp_start, len, fs_realtime_us());
+        }
         if (c.spread && !t->requeued)
             t->spread_answered++;
         t->done++;
@@ -1563,7 +1696,7 @@ static void
 process_probe(struct onyx_target *t)
 {
     size_t end;
-    if (!response_end(t, &end))
+    if (cmd_end(t, 0, 0, false, &end) <= 0)
         return;
     const int64_t now_real = fs_realtime_us();
     char *text = t->rx + t->resp_start;
@@ -1572,7 +1705,9 @@ process_probe(struct onyx_target *t)
     onyx_strip_echoes(text, &len, sent, 1);
     char err[256];
     int64_t dev_us, res_us;
-    if (onyx_error_line(text, len, err, sizeof(err)) ||
+    if (t->forged[0])
+        snprintf(err, sizeof(err), "a forged prompt inside its output (`%.100s`)", t->forged);
+    if (t->forged[0] || onyx_error_line(text, len, err, sizeof(err)) ||
         onyx_parse_clock(text, len, &dev_us, &res_us, err, sizeof(err)) != 0) {
         fs_log(FS_LOG_WARN, SUBSYS, "target %s: clock probe: `show clock`: %s; probes paused",
                t->name, err);

@@ -8,7 +8,16 @@
 #   pages        `show version` pages forever (pager prompts without end)
 #   longline     `show clock` prints one line of 1 GiB
 #   noise        `show clock` prints binary noise without end
-#   fake_prompt  `show version`'s answer carries fake prompts and commands
+#   fake_prompt  the answers of `show interfaces ethernet` (and of its `counters` forms)
+#                carry lines that look like the CLI's prompt, with `show clock` / `show
+#                version` and a made-up clock reading after them: each such command fails
+#                naming the forged prompt, pipelining is off for the target with that
+#                reason (one login, no text-form fallback or layout mismatch taken from a
+#                forged output), and no series of the target gets a value from another
+#                command's output (every port, queue and PFC series it shows is the frozen
+#                scenario's; its clock offset is not the made-up reading's 1970). Then the
+#                same in `show version` only (the poll partial, the target up): every
+#                other series (all 152 port series) keeps coming, each the scenario's.
 #   reset        `show interfaces ethernet` half printed, then the connection is killed
 #   no_shell     login accepted, then no shell ever (no banner, no prompt)
 # For each:
@@ -135,6 +144,7 @@ run_case() {
   wait_for 60 "$tg counted failing with an error matching /$want/" failing_with "$tg" "$want"
   local err
   err=$(cat "$T/err.txt")
+  [ -z "${CASE_CHECK:-}" ] || $CASE_CHECK "$tg" || fail "$name: $($CASE_CHECK "$tg" 2>&1)"
   write_cfg
   local h0 h1
   h0=$(date +%s.%N)
@@ -152,7 +162,99 @@ run_case drip '{"ports": 8, "onyx_faults": {"drip": "show clock"}}' 'no answer t
 run_case pages '{"ports": 8, "onyx_faults": {"pages": "show version"}}' 'runaway output'
 run_case longline '{"ports": 8, "onyx_faults": {"longline": "show clock"}}' 'runaway output'
 run_case noise '{"ports": 8, "onyx_faults": {"noise": "show clock"}}' 'runaway output'
-run_case fake_prompt '{"ports": 8, "onyx_faults": {"fake_prompt": "show version"}}' '^`show [^`]+`: '
+# No series of the target from another command's output: each one it exports is the
+# frozen scenario's, and its clock is not the forged `show clock` reading (1970).
+only_own_values() { # only_own_values TARGET [ALL]: ALL: each of the 152 port series shown (bytes rx and tx, tx packets per TC, rx PFC per priority, ECN)
+  curl -fsS "http://127.0.0.1:$HTTP/metrics" >"$T/fake-m.txt" || return 1
+  # a few polls have to have gone by with the forged prompts in (the cycles fail)
+  $PY - "$T/fake-m.txt" "$T/bad.json" "$FS_SOURCE_DIR" "$1" "${2:-}" <<'PYEOF'
+import re, sys
+sys.path.insert(0, sys.argv[3] + "/tests/sim")
+from scenario import Scenario
+sc = Scenario(sys.argv[2])
+t = sc.since_boot()
+tg = sys.argv[4]
+bad, n = [], 0
+for line in open(sys.argv[1]):
+    if 'target="%s"' % tg not in line or line.startswith("#"):
+        continue
+    name, labels, value = re.match(r'([a-z_]+)\{(.*)\} (\S+)$', line.strip()).groups()
+    ls = dict(re.findall(r'([a-z_]+)="([^"]*)"', labels))
+    v = float(value)
+    if name == "fabricscope_target_clock_offset_seconds" and abs(v) > 5:
+        bad.append("clock offset %s s: a forged `show clock` reading was taken" % value)
+    p = int(ls["interface"].split("/")[1]) if ls.get("interface", "").startswith("Eth1/") else None
+    want = None
+    if name == "fabric_port_bytes_total" and p:
+        want = sc.port_octets(p, t)
+    elif name == "fabric_queue_tx_packets_total" and p:
+        want = sc.tc_tx_pkts(p, int(ls["tc"]), t)
+    elif name == "fabric_pfc_pause_frames_total" and p and ls.get("direction") == "rx":
+        want = sc.pfc_rx_pause_frames(p, int(ls["priority"]), t)
+    elif name == "fabric_port_ecn_marked_packets_total" and p:
+        want = sc.port_ecn_marked(p, t)
+    if want is not None:
+        n += 1
+        if int(value) != want:
+            bad.append("%s{%s} %s, the scenario's %d" % (name, labels, value, want))
+if sys.argv[5] and n != 16 + 64 + 64 + 8:
+    bad.append("%d of the 152 port series shown" % n)
+if bad:
+    sys.exit("; ".join(bad[:5]))
+print("%d series checked" % n)
+PYEOF
+}
+# forged_detail TARGET CMD: pipelining off naming the forged prompt in CMD's output, one
+# session, no fallback or mismatch taken from a forged output.
+forged_detail() {
+  api | $PY -c '
+import json, sys
+tg, cmd = sys.argv[1], sys.argv[2]
+d = [o for o in json.load(sys.stdin)["data"] if o["target"] == tg][0]
+want = "a forged prompt inside the output of `%s" % cmd
+bad = []
+if d.get("cli_pipelining") is not False or not d.get("cli_pipelining_off", "").startswith(want):
+    bad.append("pipelining %s, off: %r" % (d.get("cli_pipelining"), d.get("cli_pipelining_off")))
+if d.get("cli_sessions_opened") != 1:
+    bad.append("%s sessions" % d.get("cli_sessions_opened"))
+for k in ("cli_text_fallbacks", "cli_layout_mismatches", "cli_dropped_commands"):
+    if d.get(k) != []:
+        bad.append("%s %s" % (k, d.get(k)))
+if bad:
+    sys.exit("; ".join(bad))
+print("pipelining off: %s" % d["cli_pipelining_off"])' "$1" "$2"
+}
+fake_checks() { only_own_values "$1" && forged_detail "$1" 'show interfaces ethernet'; }
+FAKE_BOOT=$($PY -c 'import time; print(time.time() - 300)')
+CASE_CHECK=fake_checks run_case fake_prompt "{\"ports\": 8, \"boot_epoch_s\": $FAKE_BOOT, \"frozen_at_s\": 95, \"counter_base\": 1099511627777, \"onyx_faults\": {\"fake_prompt\": \"show interfaces ethernet\"}}" '^`show interfaces ethernet[^`]*`: a forged prompt inside its output \(`switch-sim \[standalone: master\] # show clock`'
+
+# Forged prompts in one command's answer only (`show version`): that command fails naming
+# the forged prompt (the poll is partial), and every other series of the target keeps
+# coming, each the scenario's: the outputs after it are not shifted onto other commands.
+# With the CLI's echo, then with a shell that echoes type-ahead on arrival (a pty with
+# kernel echo: no echo after a prompt to check).
+fake_in_version() { # fake_in_version NAME EXTRA_SCENARIO_MEMBERS
+  local tg=bad-$1
+  echo "{\"ports\": 8, \"boot_epoch_s\": $FAKE_BOOT, \"frozen_at_s\": 95, \"counter_base\": 1099511627777, $2 \"onyx_faults\": {\"fake_prompt\": \"show version\"}}" >"$T/bad.json.tmp" &&
+    mv "$T/bad.json.tmp" "$T/bad.json"
+  write_cfg "$tg"
+  hup
+  own_and_complete() {
+    field "$tg" last_error >"$T/err.txt" &&
+      grep -qE '^`show version`: a forged prompt inside its output \(`switch-sim \[standalone: master\] # show clock`' "$T/err.txt" &&
+      [ "$(field "$tg" state)" = up ] &&
+      only_own_values "$tg" all >/dev/null 2>&1
+  }
+  wait_for 60 "$tg: up, \`show version\` failing on its forged prompt, all 152 port series the scenario's" own_and_complete
+  forged_detail "$tg" 'show version' >"$T/detail.txt" || fail "$1: $(forged_detail "$tg" 'show version' 2>&1)"
+  ok "$1: up, \"$(cat "$T/err.txt")\"; $(only_own_values "$tg" all); $(cat "$T/detail.txt")"
+  write_cfg
+  hup
+  wait_for 5 "$tg removed" eval "! listed $tg"
+}
+fake_in_version fake_version ''
+fake_in_version fake_version_kernel_echo '"onyx_echo": "typeahead",'
+
 run_case reset '{"ports": 8, "onyx_faults": {"reset": "show interfaces ethernet"}}' 'closed the session|read from the shell failed'
 run_case no_shell '{"ports": 8, "onyx_no_shell": true}' 'in time while setting up the CLI session|before showing a prompt'
 
