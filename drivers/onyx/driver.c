@@ -290,6 +290,11 @@ struct onyx_drv {
     uint64_t removed_seq, remove_req_seq;
     struct onyx_target **targets; /* I/O thread only */
     size_t ntargets, captargets;
+    /* When the last epoll_wait returned (I/O thread only): a session not ready then, and
+     * not read since, had sent nothing up to that moment. Silence is judged up to it, not
+     * up to now: after a long turn (a 10 MB answer on a slow build) the next bytes may be
+     * waiting, unread, in the socket. */
+    int64_t polled_us;
 };
 
 /* ---------------- helpers ---------------- */
@@ -2036,7 +2041,8 @@ check_timeouts(struct onyx_drv *d, int64_t now)
 {
     for (size_t i = 0; i < d->ntargets; i++) {
         struct onyx_target *t = d->targets[i];
-        const bool quiet = now - t->progress_us >= TYPEAHEAD_QUIET_US;
+        /* Quiet as seen at the last wait (see polled_us), the session's buffered bytes read. */
+        const bool quiet = !t->more_rx && d->polled_us - t->progress_us >= TYPEAHEAD_QUIET_US;
         if (quiet && typeahead_lost(t)) {
             char why[200];
             snprintf(why, sizeof(why),
@@ -2355,6 +2361,7 @@ io_thread(void *arg)
     struct epoll_event ev[64];
     for (;;) {
         int n = epoll_wait(d->epfd, ev, 64, next_timeout_ms(d, fs_monotonic_us()));
+        d->polled_us = fs_monotonic_us();
         bool stop = false;
         for (int i = 0; i < n; i++) {
             if (ev[i].data.ptr == NULL) {
