@@ -32,9 +32,9 @@ PY=/usr/bin/python3
 # shadow and redzones add to every allocation, so the bounds are 3 times wider there
 # (with an 8 MB quarantine); a TSan build is not run with this test.
 SANITIZE=$(sed -n 's/^SANITIZE:[A-Z]*=//p' "$FS_BUILD_DIR/CMakeCache.txt" 2>/dev/null || true)
-# The inputs are smaller there too (each still 12 or more batches of 20,000 events and
+# The inputs are smaller there too (each import still 10 or more batches of 20,000 events,
 # more than the hold bound of 200,000 where a refusal needs it): a sanitizer build ingests
-# 7 times slower, and what this test checks does not depend on the size past that.
+# about 6 times slower, and what this test checks does not depend on the size past that.
 X=1
 N=600000                       # perf samples (current and old capture)
 NSYS_K=1000000 NSYS_V=200000   # nsys kernels and NVTX ranges: 600,000 NCCL events
