@@ -36,6 +36,10 @@
 # 5 minutes, else the benchmark fails saying how many did. The stall bound is set to 60 s
 # (GNMI_FLEET_STALL_MS): Python simulators feeding hundreds of streams on a shared machine
 # fall seconds behind, and the derived 3 s bound would then measure reconnection storms.
+# GNMI_FLEET_SAMPLE_MS (default 1000): the SAMPLE interval asked. A longer one lets this
+# machine's simulators feed 1,000 targets, to measure the memory a target takes at that
+# count (the series and the per-target state do not depend on the rate; the samples held
+# in the 10 s steady state are fewer).
 # FS_GNMI_THREADS: the driver's stream threads (default one an online CPU, at most 8).
 # WRAP: a command to run fs-gnmi-stream under (e.g. "heaptrack -o FILE"), default none.
 set -euo pipefail
@@ -48,6 +52,7 @@ else
   N=${GNMI_FLEET_TARGETS:-100}
 fi
 SIMS=${GNMI_FLEET_SIMS:-2}
+SAMPLE_MS=${GNMI_FLEET_SAMPLE_MS:-1000}
 [ -x "$STREAM" ] || { echo "bench_gnmi_fleet: build fs-gnmi-stream first" >&2; exit 1; }
 T=$(mktemp -d "${TMPDIR:-/tmp}/fs-bench-gnmi-fleet.XXXXXX")
 SIM_PIDS=()
@@ -74,10 +79,10 @@ ulimit -n $((N * 4 + 256)) 2>/dev/null || true
 ${WRAP:-} "$STREAM" --ports "$ports" --insecure --encoding proto --no-samples --latency \
   --targets "$N" --exit-when-all-synced --steady-ms 10000 --store-mib $((N * 8 + 256)) \
   --stall-ms "${GNMI_FLEET_STALL_MS:-60000}" \
-  --path "/interfaces/interface[name=*]/state/counters,sample,1000" \
-  --path "/qos/interfaces/interface[interface-id=*]/output/queues,sample,1000" \
+  --path "/interfaces/interface[name=*]/state/counters,sample,$SAMPLE_MS" \
+  --path "/qos/interfaces/interface[interface-id=*]/output/queues,sample,$SAMPLE_MS" \
   --duration-ms 300000 >"$T/fleet.out" 2>"$T/fleet.log"
-awk '
+awk -v sample_ms="$SAMPLE_MS" '
   { for (i = 2; i <= NF; i++) { split($i, a, "="); v[$1 "." a[1]] = a[2] } }
   END {
     if (v["rss_kib.synced"] != v["rss_kib.targets"]) {
@@ -95,5 +100,5 @@ awk '
     printf "BENCH gnmi_fleet_updates_per_s %.0f updates/s\n", v["fleet.updates"] / (v["fleet.ms"] / 1000)
     printf "BENCH gnmi_fleet_latency_p99_us %d us\n", v["latency.e2e_p99_us"]
     printf "BENCH gnmi_fleet_latency_internal_p99_us %d us\n", v["latency.internal_p99_us"]
-    printf "# offered %d updates/s; stream downs during the steady state: %d; latency samples: %d\n", 3392 * v["rss_kib.targets"], v["fleet.downs"], v["latency.n"]
+    printf "# offered %d updates/s; stream downs during the steady state: %d; latency samples: %d\n", 3392 * v["rss_kib.targets"] * 1000 / sample_ms, v["fleet.downs"], v["latency.n"]
   }' "$T/fleet.out"

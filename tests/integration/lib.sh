@@ -20,6 +20,7 @@ cleanup() {
   for d in "${_onyx_sims[@]}"; do
     bash "$FS_SOURCE_DIR/tests/sim/onyx/start-onyx-sim.sh" --stop "$d" >/dev/null 2>&1 || true
   done
+  _release_ports
   if [ $rc -ne 0 ]; then
     echo "--- test failed (rc=$rc); logs in $T:" >&2
     for f in "$T"/*.log; do [ -f "$f" ] && { echo "== $f" >&2; tail -n 40 "$f" >&2; }; done
@@ -37,14 +38,36 @@ track() { _pids+=("$1"); }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 ok() { echo "ok - $*"; }
 
+# Ports handed out by free_tcp_port/free_udp_port are claimed until the test exits: some
+# tests run two at a time (tests/CMakeLists.txt), and a port checked free but not yet bound
+# by one must not be handed to the other. A claim is a symlink named after the port that
+# points at the claiming test's PID (atomic to create); a claim whose test is gone is
+# stale and taken over.
+_port_claims=${TMPDIR:-/tmp}/fs-it-ports
+_claim_port() {
+  local f=$_port_claims/$1 owner
+  mkdir -p "$_port_claims"
+  ln -s "$$" "$f" 2>/dev/null && return 0
+  owner=$(readlink "$f" 2>/dev/null) || return 1
+  [ "$owner" != "$$" ] && ! kill -0 "$owner" 2>/dev/null || return 1
+  rm -f "$f" && ln -s "$$" "$f" 2>/dev/null
+}
+_release_ports() {
+  local f
+  for f in "$_port_claims"/*; do
+    [ -L "$f" ] && [ "$(readlink "$f")" = "$$" ] && rm -f "$f"
+  done
+  return 0
+}
+
 # A TCP port on 127.0.0.1 nobody listens on (random, checked with ss), below the kernel's
 # ephemeral range (32768-60999 here), so no outgoing connection can take it between the
-# check and the bind.
+# check and the bind; claimed for this test (above).
 free_tcp_port() {
   local p
   for _ in $(seq 200); do
     p=$((16000 + RANDOM % 16000))
-    if ! ss -Hltn "sport = :$p" | grep -q .; then echo "$p"; return 0; fi
+    if ! ss -Hltn "sport = :$p" | grep -q . && _claim_port "$p"; then echo "$p"; return 0; fi
   done
   return 1
 }
@@ -53,7 +76,7 @@ free_udp_port() {
   local p
   for _ in $(seq 200); do
     p=$((16000 + RANDOM % 16000))
-    if ! ss -Hlun "sport = :$p" | grep -q .; then echo "$p"; return 0; fi
+    if ! ss -Hlun "sport = :$p" | grep -q . && _claim_port "$p"; then echo "$p"; return 0; fi
   done
   return 1
 }
