@@ -118,6 +118,9 @@ struct fs_sink {
     int64_t interval_us;
     int32_t group;
     bool retired; /* removed: not polled, not exported, history kept (under st->lock) */
+    /* the retired sweep's scratch (under retired_lock): doomed series, their new hash */
+    size_t sweep_dead;
+    struct series **sweep_tab;
     /* A streaming sink's series stop being fresh when its stream fails: samples stamped
      * at or before stale_through_us are stale (see fs_store_sink_set_streaming). */
     _Atomic bool streaming;
@@ -292,7 +295,7 @@ fs_store_new(const struct fs_ring_opts *ro, char *errbuf, size_t errlen)
 }
 
 static void sink_free(struct fs_sink *s);
-static void retired_sweep(struct fs_store *st, bool force);
+static void retired_sweep(struct fs_store *st, bool force, struct fs_sink *only);
 
 void
 fs_store_free(struct fs_store *st)
@@ -525,7 +528,7 @@ fs_store_sink_remove(struct fs_store *st, struct fs_sink *s)
     s->pend = NULL;
     s->cap_pts = s->n_pts = 0;
     pthread_mutex_unlock(&st->retired_lock);
-    retired_sweep(st, true);
+    retired_sweep(st, true, s);
 }
 
 void
@@ -1221,34 +1224,36 @@ fs_sink_counter_reset(struct fs_sink *s, enum fs_reset_kind kind, const char *in
 }
 
 /*
- * Deletes the series of s marked doomed: from the per-metric lists, the ring and the
- * sink's hash. Runs on the thread that owns the sink's series (its reporting thread, or
- * the retired sweep under retired_lock). Returns how many went.
+ * Takes the doomed series of owner (NULL: of every sink the retired sweep is deleting
+ * from, those with a sweep_tab) out of the per-metric lists, in one pass however many
+ * sinks: a pass per sink would make sweeping a thousand removed targets a thousand passes
+ * over every series in the store. Only the owner's marks are read: another sink's
+ * thread may be marking its own. Caller holds st->lock for writing.
  */
-static size_t
-delete_doomed(struct fs_sink *s, size_t doomed)
+static void
+unlist_doomed(struct fs_store *st, const struct fs_sink *owner)
 {
-    struct fs_store *st = s->st;
-    if (doomed == 0)
-        return 0;
-    struct series **nt = calloc(s->tab_cap, sizeof *nt);
-    if (!nt) {
-        for (size_t i = 0; i < s->tab_cap; i++)
-            if (s->tab[i])
-                s->tab[i]->doomed = false;
-        return 0; /* next time */
-    }
-    pthread_rwlock_wrlock(&st->lock);
     for (int m = 0; m < FS_METRIC_COUNT; m++) {
         size_t w = 0;
         for (size_t r = 0; r < st->n_by_metric[m]; r++) {
             struct series *se = st->by_metric[m][r];
-            if (se->sink != s || !se->doomed)
+            bool mine = owner ? se->sink == owner : se->sink->sweep_tab != NULL;
+            if (!mine || !se->doomed)
                 st->by_metric[m][w++] = se;
         }
         st->n_by_metric[m] = w;
     }
-    /* Rebuild the hash without them (open addressing has no cheap delete). */
+}
+
+/*
+ * Deletes s's doomed series (already out of the per-metric lists) from the ring and the
+ * sink's hash, which is rebuilt into nt (zeroed, tab_cap entries; s owns it after) since
+ * open addressing has no cheap delete. Caller holds st->lock for writing.
+ */
+static void
+drop_doomed(struct fs_sink *s, struct series **nt)
+{
+    struct fs_store *st = s->st;
     pthread_mutex_lock(&st->ring_lock);
     for (size_t i = 0; i < s->tab_cap; i++) {
         struct series *se = s->tab[i];
@@ -1268,9 +1273,39 @@ delete_doomed(struct fs_sink *s, size_t doomed)
         nt[j] = se;
     }
     pthread_mutex_unlock(&st->ring_lock);
-    pthread_rwlock_unlock(&st->lock);
     free(s->tab);
     s->tab = nt;
+}
+
+/* Clears the doomed marks of s (its deletion is put off: no memory for the new hash). */
+static void
+spare_doomed(struct fs_sink *s)
+{
+    for (size_t i = 0; i < s->tab_cap; i++)
+        if (s->tab[i])
+            s->tab[i]->doomed = false;
+}
+
+/*
+ * Deletes the series of s marked doomed: from the per-metric lists, the ring and the
+ * sink's hash. Runs on the thread that owns the sink's series (its reporting thread).
+ * Returns how many went.
+ */
+static size_t
+delete_doomed(struct fs_sink *s, size_t doomed)
+{
+    struct fs_store *st = s->st;
+    if (doomed == 0)
+        return 0;
+    struct series **nt = calloc(s->tab_cap, sizeof *nt);
+    if (!nt) {
+        spare_doomed(s);
+        return 0; /* next time */
+    }
+    pthread_rwlock_wrlock(&st->lock);
+    unlist_doomed(st, s);
+    drop_doomed(s, nt);
+    pthread_rwlock_unlock(&st->lock);
     return doomed;
 }
 
@@ -1317,10 +1352,13 @@ sweep_dead_series(struct fs_sink *s)
 /*
  * Frees what removed instances left once it is gone from the ring: a series when its
  * last sample has been evicted (or it has had none for a retention period), an instance
- * with its last series. force: run now, not only once per sweep period.
+ * with its last series. force: run now, not only once per sweep period. only: sweep that
+ * removed instance alone (the one fs_store_sink_remove just retired: removing N targets
+ * must not sweep the N-1 before it each time), else all of them. The per-metric lists
+ * are compacted once for all the sinks swept.
  */
 static void
-retired_sweep(struct fs_store *st, bool force)
+retired_sweep(struct fs_store *st, bool force, struct fs_sink *only)
 {
     int64_t ret = atomic_load(&st->retention_us);
     int64_t now = now_mono(st);
@@ -1331,18 +1369,39 @@ retired_sweep(struct fs_store *st, bool force)
     }
     if (!force && st->retired_sweep_mono != 0 && now - st->retired_sweep_mono < sweep_every(ret))
         goto out;
-    st->retired_sweep_mono = now;
-    for (struct fs_sink **pp = &st->retired; *pp;) {
-        struct fs_sink *s = *pp;
-        size_t dead = 0;
+    if (!only)
+        st->retired_sweep_mono = now;
+    size_t dead_total = 0;
+    for (struct fs_sink *s = st->retired; s; s = s->next) {
+        s->sweep_dead = 0;
+        s->sweep_tab = NULL;
+        if (only && s != only)
+            continue;
         for (size_t i = 0; i < s->tab_cap; i++) {
             struct series *se = s->tab[i];
             if (se && (se->doomed = now - se->last_mono_us > ret ||
                                     fs_ring_series_samples(st->ring, se->ring_id) <= 0))
-                dead++;
+                s->sweep_dead++;
         }
-        delete_doomed(s, dead);
-        if (atomic_load(&s->n_series) > 0) {
+        if (s->sweep_dead && !(s->sweep_tab = calloc(s->tab_cap, sizeof *s->sweep_tab))) {
+            spare_doomed(s); /* next time */
+            s->sweep_dead = 0;
+        }
+        dead_total += s->sweep_dead;
+    }
+    if (dead_total) {
+        pthread_rwlock_wrlock(&st->lock);
+        unlist_doomed(st, NULL);
+        for (struct fs_sink *s = st->retired; s; s = s->next)
+            if (s->sweep_tab) {
+                drop_doomed(s, s->sweep_tab);
+                s->sweep_tab = NULL;
+            }
+        pthread_rwlock_unlock(&st->lock);
+    }
+    for (struct fs_sink **pp = &st->retired; *pp;) {
+        struct fs_sink *s = *pp;
+        if ((only && s != only) || atomic_load(&s->n_series) > 0) {
             pp = &s->next;
             continue;
         }
@@ -1402,7 +1461,7 @@ fs_sink_done(struct fs_sink *s, uint64_t cycle_id, enum fs_poll_result r, const 
     pthread_mutex_unlock(&s->stats_lock);
     s->n_iface_resets = 0;
     sweep_dead_series(s);
-    retired_sweep(s->st, false);
+    retired_sweep(s->st, false, NULL);
     if (cb)
         cb(arg, cycle_id, r);
 }

@@ -551,6 +551,58 @@ test_removed_history_expires(void **state)
     fs_store_free(st);
 }
 
+/*
+ * Several removed instances, their histories ending at different times: each sweep frees
+ * exactly those past retention, in one pass for all of them, and never a live series
+ * (the per-metric lists keep the stay-behind target's and the younger removed ones').
+ */
+static void
+test_removed_histories_expire_together(void **state)
+{
+    (void)state;
+    struct fs_store *st = store_new(16 << 20, 2000000);
+    struct fs_target_cfg cfg[5] = {{.name = "old1", .address = "::1"},
+                                   {.name = "old2", .address = "::1"},
+                                   {.name = "old3", .address = "::1"},
+                                   {.name = "young", .address = "::1"},
+                                   {.name = "stays", .address = "::1"}};
+    struct fs_sink *k[5];
+    for (int i = 0; i < 5; i++)
+        k[i] = fs_store_sink_add(st, &cfg[i], "snmp", 100000);
+    for (int i = 0; i < 5; i++) {
+        push_bytes(k[i], now_us(), "Eth1/1", 1, 64);
+        push_bytes(k[i], now_us(), "Eth1/2", 2, 64);
+    }
+    for (int i = 0; i < 3; i++)
+        fs_store_sink_remove(st, k[i]);
+    advance(1500000);
+    push_bytes(k[3], now_us(), "Eth1/1", 3, 64); /* young: history 1.5 s younger */
+    push_bytes(k[3], now_us(), "Eth1/2", 4, 64);
+    fs_store_sink_remove(st, k[3]);
+    assert_int_equal(fs_store_series_count(st), 10);
+    for (int i = 0; i < 12; i++) { /* past old*'s retention, not young's */
+        advance(100000);
+        push_bytes(k[4], now_us(), "Eth1/1", (uint64_t)i, 64);
+        push_bytes(k[4], now_us(), "Eth1/2", (uint64_t)i, 64);
+        fs_sink_done(k[4], 0, FS_POLL_OK, NULL);
+    }
+    assert_int_equal(fs_store_series_count(st), 4);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(find(st, "fabric_port_bytes_total", cfg[i].name, false).n, 0);
+    assert_int_equal(find(st, "fabric_port_bytes_total", "young", false).n, 2);
+    assert_int_equal(find(st, "fabric_port_bytes_total", "stays", true).n, 2);
+    for (int i = 0; i < 25; i++) { /* and past young's */
+        advance(100000);
+        push_bytes(k[4], now_us(), "Eth1/1", (uint64_t)(20 + i), 64);
+        push_bytes(k[4], now_us(), "Eth1/2", (uint64_t)(20 + i), 64);
+        fs_sink_done(k[4], 0, FS_POLL_OK, NULL);
+    }
+    assert_int_equal(find(st, "fabric_port_bytes_total", "young", false).n, 0);
+    assert_int_equal(fs_store_series_count(st), 2);
+    assert_int_equal(find(st, "fabric_port_bytes_total", "stays", true).n, 2);
+    fs_store_free(st);
+}
+
 /* An id reused after a sweep is detected by its generation, not read as the new series. */
 static void
 test_stale_id_generation(void **state)
@@ -1065,6 +1117,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_removed_target_readers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_readd_continues, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retire_series, setup, teardown),
+        cmocka_unit_test(test_removed_histories_expire_together),
         cmocka_unit_test_setup_teardown(test_stream_failure_stales_at_once, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
