@@ -1208,9 +1208,8 @@ trailing_slots(const struct track *tr, double last_k, double tol_frac, double en
  * such episode on, three hits in twenty slots is chance. Episodes weaker than every hit
  * do not count (a busy culprit's small bursts around its surges), nor do slots before
  * the series' first strong episode (a job that started mid-range, on a port that was
- * quiet, is judged from its start). Under the null hypothesis (a Poisson train whose
- * episodes' strengths are independent of their times) the stronger episodes are a
- * Poisson train too, at their own rate, which is the rate the test then uses. This uses
+ * quiet, is judged from its start). The rate stays that of all the series' episodes
+ * (fit_period). This uses
  * nothing of the simulator's burst shapes: only the order of the series' own episodes.
  */
 static size_t
@@ -1343,10 +1342,12 @@ fit_period(const struct occurrence *oc, size_t m, double span_us, double end_us,
        is what lets a stall every 30 minutes be reported at its third occurrence. */
     size_t leading;
     size_t n_strong = strong_train(oc, m, best_which, best_ks, bt.hits, &bt, tol_frac, &leading);
-    double lambda_strong = (double)n_strong / (span_us > t_span ? span_us : t_span);
-    double log_p = chance_log_p(
-        &bt, lambda_strong, tol_frac, nc * (n_strong > bt.hits && looks > 0 ? looks : 1),
-        leading + trailing_slots(&bt, (double)best_ks[bt.hits - 1], tol_frac, end_us));
+    /* The rate stays that of all the series' episodes: the strength threshold was taken
+       from the hits, so a thinner rate would favour a grid of the few strongest bursts
+       (the acceptance fabric's busy ports had such). */
+    double log_p =
+        chance_log_p(&bt, lambda, tol_frac, nc * (n_strong > bt.hits && looks > 0 ? looks : 1),
+                     leading + trailing_slots(&bt, (double)best_ks[bt.hits - 1], tol_frac, end_us));
     if (log_p > log(FIT_ALPHA))
         goto out;
     double period = bt.period;
