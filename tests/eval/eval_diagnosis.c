@@ -21,7 +21,9 @@
  * recurrences: recurring groups on a port that has no periodic process (neither the
  * culprit nor the second periodic job), i.e. noise or random bursts called periodic.
  *
- *   eval_diagnosis [--seeds N] [--seed-base B]   (default 50 per family, base 7000)
+ *   eval_diagnosis [--seeds N] [--seed-base B] [--min-occurrences K]
+ *                  (default 50 per family, base 7000, analysis.min_occurrences 3: K shows
+ *                  what asking for more occurrences buys against false recurrences)
  * Prints a table per family and `EVAL <name> <value> <unit>` lines.
  */
 #include <inttypes.h>
@@ -48,6 +50,8 @@ static const char *const family_names[F_COUNT] = {
     "quiet", "busy_culprit", "random_bursts", "second_periodic", "jitter_misses", "skewed_clocks"};
 
 static uint64_t rng_state;
+/* analysis.min_occurrences for the run (--min-occurrences); 0: the default */
+static size_t min_occurrences;
 
 static double
 urand(void)
@@ -222,6 +226,12 @@ run_one(enum family fam, uint64_t seed, struct result *res)
     if (!st || !an) {
         fprintf(stderr, "eval: %s\n", err);
         return -1;
+    }
+    if (min_occurrences > 0) {
+        struct fs_analysis_opts ao;
+        fs_analysis_opts_default(&ao);
+        ao.an.min_occurrences = min_occurrences;
+        fs_analysis_set_opts(an, &ao);
     }
     static char names[2][8] = {"leaf1", "leaf2"};
     char ifname[PORTS][16];
@@ -405,6 +415,8 @@ main(int argc, char **argv)
             seeds = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--seed-base"))
             base = strtoull(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--min-occurrences"))
+            min_occurrences = (size_t)atoi(argv[i + 1]);
     }
     struct tally all = {0}, fam[F_COUNT];
     memset(fam, 0, sizeof fam);
