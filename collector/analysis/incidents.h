@@ -239,8 +239,11 @@ struct fs_recurrence {
     size_t *episodes;   /**< their indexes, ascending */
     double period_us;   /**< least-squares period over the occurrences */
     double spread_us;   /**< RMS distance of the occurrences from the fitted grid */
-    double confidence;  /**< 1 - the chance (times the periods tried) that a random burst
-                             train at the series' own rate fits as well */
+    double confidence;  /**< 1 - the chance (times the periods tried, and the series
+                             tested when episodes as strong as the hits fall off the
+                             grid) that a random burst train at the series' own rate
+                             fits as well, its slots empty since the series' first
+                             episode as strong as the hits counted */
     int64_t first_us, last_us;
     int64_t next_us; /**< first predicted occurrence after the range's end */
     unsigned kinds;

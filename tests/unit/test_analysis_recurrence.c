@@ -348,6 +348,52 @@ test_poisson_trains_not_periodic(void **state)
     assert_true(called * 100 <= 2 * n);
 }
 
+/* A fabric of twenty bursting ports (five random bursts each over 3 h), none periodic;
+ * one of them (Eth1/1) burst four times early on, then three times 900 s apart near the
+ * end. A quiet port (Eth1/49) surged three times 1200 s apart and never otherwise: the
+ * seed's stall at its third occurrence, still periodic. No bursting port may be called
+ * periodic (before the strong-train rule, Eth1/13's three random bursts were). */
+static void
+test_random_port_aligned_at_the_end(void **state)
+{
+    (void)state;
+    int64_t end = T0 + 11700 * S;
+    struct fs_departures *d = fs_departures_new(NULL, T0, end);
+    assert_non_null(d);
+    int64_t a[] = {T0 + 700 * S,  T0 + 1900 * S,          T0 + 4400 * S,          T0 + 5350 * S,
+                   T0 + 9500 * S, T0 + 10400 * S + S / 5, T0 + 11300 * S - S / 10};
+    add_train(d, "Eth1/1", a, sizeof a / sizeof a[0], 2 * S);
+    rng_state = 0x5eed1600u;
+    for (int p = 2; p <= 20; p++) {
+        int64_t on[5];
+        for (int k = 0; k < 5; k++)
+            on[k] = T0 + (int64_t)((300 + urand() * 11000) * 1e6);
+        qsort(on, 5, sizeof *on, cmp_i64);
+        char ifc[16];
+        snprintf(ifc, sizeof ifc, "Eth1/%d", p);
+        add_train(d, ifc, on, 5, 2 * S);
+    }
+    int64_t c[] = {T0 + 9000 * S, T0 + 10200 * S + S / 5, T0 + 11400 * S - S / 5};
+    add_train(d, "Eth1/49", c, 3, 2 * S);
+    assert_int_equal(fs_departures_finish(d), 0);
+    struct fs_incident_report *r = NULL;
+    assert_int_equal(fs_incidents_find(d, end, &r), 0);
+    size_t random_called = 0;
+    bool culprit = false;
+    for (size_t g = 0; g < r->n_groups; g++) {
+        const char *ifc = d->series[r->groups[g].series[0]].interface;
+        print_message("  group on %s: every %.1f s, %zu occurrences, confidence %.5f\n", ifc,
+                      r->groups[g].period_us / 1e6, r->groups[g].occurrences,
+                      r->groups[g].confidence);
+        random_called += strcmp(ifc, "Eth1/49") != 0;
+        culprit |= !strcmp(ifc, "Eth1/49") && fabs(r->groups[g].period_us / 1e6 - 1200) <= 12;
+    }
+    fs_incident_report_free(r);
+    fs_departures_free(d);
+    assert_int_equal(random_called, 0);
+    assert_true(culprit);
+}
+
 int
 main(void)
 {
@@ -358,6 +404,7 @@ main(void)
         cmocka_unit_test(test_two_periodic_processes),
         cmocka_unit_test(test_extras_at_midpoints_fewer_kinds),
         cmocka_unit_test(test_poisson_trains_not_periodic),
+        cmocka_unit_test(test_random_port_aligned_at_the_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
