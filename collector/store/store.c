@@ -118,8 +118,7 @@ struct fs_sink {
     int64_t interval_us;
     int32_t group;
     bool retired; /* removed: not polled, not exported, history kept (under st->lock) */
-    /* the retired sweep's scratch (under retired_lock): doomed series, their new hash */
-    size_t sweep_dead;
+    /* the retired sweep's new hash while it deletes (under retired_lock); else NULL */
     struct series **sweep_tab;
     /* A streaming sink's series stop being fresh when its stream fails: samples stamped
      * at or before stale_through_us are stale (see fs_store_sink_set_streaming). */
@@ -1373,21 +1372,20 @@ retired_sweep(struct fs_store *st, bool force, struct fs_sink *only)
         st->retired_sweep_mono = now;
     size_t dead_total = 0;
     for (struct fs_sink *s = st->retired; s; s = s->next) {
-        s->sweep_dead = 0;
-        s->sweep_tab = NULL;
         if (only && s != only)
             continue;
+        size_t dead = 0;
         for (size_t i = 0; i < s->tab_cap; i++) {
             struct series *se = s->tab[i];
             if (se && (se->doomed = now - se->last_mono_us > ret ||
                                     fs_ring_series_samples(st->ring, se->ring_id) <= 0))
-                s->sweep_dead++;
+                dead++;
         }
-        if (s->sweep_dead && !(s->sweep_tab = calloc(s->tab_cap, sizeof *s->sweep_tab))) {
+        if (dead && !(s->sweep_tab = calloc(s->tab_cap, sizeof *s->sweep_tab))) {
             spare_doomed(s); /* next time */
-            s->sweep_dead = 0;
+            dead = 0;
         }
-        dead_total += s->sweep_dead;
+        dead_total += dead;
     }
     if (dead_total) {
         pthread_rwlock_wrlock(&st->lock);
