@@ -159,6 +159,10 @@ struct snmp_target {
     int reps;             /* current max-repetitions (halved on tooBig) */
     enum fs_snmp_phase ph;
     bool map_again; /* the IFMAP phase runs after the data (unknown ifIndex) */
+    /* The walk that comes first after the scalars and the map: FS_SNMP_PH_IFDATA (then
+     * the fallback and QoS) or FS_SNMP_PH_QOS (then the interface data). See walk_turn. */
+    enum fs_snmp_phase walk_first;
+    uint64_t qos_first_cycles; /* cycles that walked QoS first (in the target's detail) */
     struct walkcol cols[MAX_COLS];
     size_t ncols;
     uint32_t pdus;
@@ -642,9 +646,13 @@ update_detail(struct snmp_target *t)
 {
     char buf[1280];
     size_t n = fs_snmp_tmap_describe(&t->tm, buf, sizeof(buf));
-    snprintf(buf + n, sizeof(buf) - n, ",\"snmp_clock_probes\":%llu,\"snmp_clock_probing\":\"%s\"",
+    snprintf(buf + n, sizeof(buf) - n,
+             ",\"snmp_clock_probes\":%llu,\"snmp_clock_probing\":\"%s\","
+             "\"walk_first\":\"%s\",\"qos_first_cycles\":%llu",
              (unsigned long long)t->prober.sent,
-             t->prober.state ? t->prober.state : FS_CLOCK_PROBER_STATE_NONE);
+             t->prober.state ? t->prober.state : FS_CLOCK_PROBER_STATE_NONE,
+             t->walk_first == FS_SNMP_PH_QOS ? "qos" : "interfaces",
+             (unsigned long long)t->qos_first_cycles);
     fs_sink_set_detail(t->sink, buf);
 }
 
@@ -809,6 +817,13 @@ out:
 
 static int on_response(int op, netsnmp_session *sess, int reqid, netsnmp_pdu *pdu, void *magic);
 
+/* The per-request timeout configured (2 s when unset). */
+static int64_t
+cfg_timeout_us(const struct fs_snmp_cfg *c)
+{
+    return c->timeout_us > 0 ? c->timeout_us : 2000000;
+}
+
 /* Sends pdu; the timeout and retries shrink to fit what is left of the cycle. */
 static int
 send_pdu(struct snmp_target *t, netsnmp_pdu *pdu)
@@ -817,7 +832,7 @@ send_pdu(struct snmp_target *t, netsnmp_pdu *pdu)
     netsnmp_session *ss = snmp_sess_session(t->sessp);
     int64_t now = fs_monotonic_us();
     int64_t left = t->deadline_us - now;
-    int64_t to = c->timeout_us > 0 ? c->timeout_us : 2000000;
+    int64_t to = cfg_timeout_us(c);
     int retries = c->retries >= 0 ? c->retries : 1;
     while (retries > 0 && to * (retries + 1) > left)
         retries--;
@@ -970,6 +985,56 @@ phase_begin(struct snmp_target *t)
     walk_continue(t);
 }
 
+/* The phase after ph in this cycle's order: scalars, map, then the interface data and the
+ * QoS tables in the order walk_first says; FS_SNMP_PH_COUNT after the last. */
+static enum fs_snmp_phase
+phase_after(const struct snmp_target *t, enum fs_snmp_phase ph)
+{
+    bool qos_first = t->walk_first == FS_SNMP_PH_QOS;
+    switch (ph) {
+    case FS_SNMP_PH_SCALARS:
+        return FS_SNMP_PH_IFMAP;
+    case FS_SNMP_PH_IFMAP:
+        return qos_first ? FS_SNMP_PH_QOS : FS_SNMP_PH_IFDATA;
+    case FS_SNMP_PH_IFDATA:
+        return FS_SNMP_PH_IFFALLBACK;
+    case FS_SNMP_PH_IFFALLBACK:
+        return qos_first ? FS_SNMP_PH_COUNT : FS_SNMP_PH_QOS;
+    case FS_SNMP_PH_QOS:
+        return qos_first ? FS_SNMP_PH_IFDATA : FS_SNMP_PH_COUNT;
+    case FS_SNMP_PH_COUNT:
+        break;
+    }
+    return FS_SNMP_PH_COUNT;
+}
+
+/*
+ * Picks the next cycle's first walk after a cycle that ended early. A switch whose whole
+ * poll does not fit its interval would otherwise never deliver the tables walked last,
+ * and those are the queue, ECN and PFC counters. When the schedule cut the cycle (its
+ * deadline, a cancel, or a request whose timeout had been shrunk to the time left) in the
+ * walk that came second, that walk goes first next time; when it cut the first walk, the
+ * other one gets the next turn, so each is polled at least every other cycle. A request
+ * that timed out with its whole configured timeout is the table being slow, not the
+ * schedule: the order goes back to interface data first, which never waits on the slow
+ * table.
+ */
+static void
+walk_turn(struct snmp_target *t, bool by_schedule)
+{
+    if (t->ph != FS_SNMP_PH_IFDATA && t->ph != FS_SNMP_PH_IFFALLBACK && t->ph != FS_SNMP_PH_QOS)
+        return;
+    if (t->map_again)
+        return;
+    enum fs_snmp_phase cut = t->ph == FS_SNMP_PH_QOS ? FS_SNMP_PH_QOS : FS_SNMP_PH_IFDATA;
+    if (!by_schedule)
+        t->walk_first = FS_SNMP_PH_IFDATA;
+    else if (cut != t->walk_first)
+        t->walk_first = cut;
+    else
+        t->walk_first = cut == FS_SNMP_PH_QOS ? FS_SNMP_PH_IFDATA : FS_SNMP_PH_QOS;
+}
+
 static void
 next_phase(struct snmp_target *t)
 {
@@ -978,8 +1043,9 @@ next_phase(struct snmp_target *t)
         cycle_end(t, FS_POLL_OK, NULL);
         return;
     }
-    if (t->ph + 1 < FS_SNMP_PH_COUNT) {
-        t->ph++;
+    enum fs_snmp_phase nx = phase_after(t, t->ph);
+    if (nx != FS_SNMP_PH_COUNT) {
+        t->ph = nx;
         phase_begin(t);
         return;
     }
@@ -1141,6 +1207,7 @@ on_response(int op, netsnmp_session *sess, int reqid, netsnmp_pdu *pdu, void *ma
     t->reqid = 0;
     if (op == NETSNMP_CALLBACK_OP_TIMED_OUT) {
         /* A table too slow for what is left of the cycle: keep what arrived. */
+        walk_turn(t, t->req_timeout_us < cfg_timeout_us(t->snmp));
         if (t->poll.n_pdus > 0)
             cycle_end(t, FS_POLL_PARTIAL, "a request timed out: what arrived was kept");
         else
@@ -1490,6 +1557,8 @@ cycle_begin(struct snmp_drv *d, struct snmp_target *t, uint64_t id, int64_t dead
     t->map_again = false;
     t->reps = t->snmp->max_repetitions > 0 ? t->snmp->max_repetitions : 50;
     t->ph = FS_SNMP_PH_SCALARS;
+    if (t->walk_first == FS_SNMP_PH_QOS)
+        t->qos_first_cycles++;
     fs_snmp_poll_reset(&t->poll);
     t->cycle_start_real_us = fs_realtime_us();
     /* A probe planned for later is dropped: probes go between cycles only (one in flight
@@ -1517,6 +1586,8 @@ handle_queue(struct snmp_drv *d)
             break;
         case RQ_CANCEL:
             /* The scheduler cancels at the deadline: keep what arrived, as there. */
+            if (t->in_cycle)
+                walk_turn(t, true);
             if (t->in_cycle && t->poll.n_pdus > 0)
                 cycle_end(t, FS_POLL_PARTIAL, "cancelled at the deadline: what arrived was kept");
             else
@@ -1555,7 +1626,7 @@ check_timers(struct snmp_drv *d)
         if (now >= t->deadline_us) {
             if (t->wait_prep)
                 cycle_end(t, FS_POLL_TIMEOUT, "address or keys not ready (resolving)");
-            else if (t->poll.n_pdus > 0)
+            else if ((walk_turn(t, true), t->poll.n_pdus > 0))
                 cycle_end(t, FS_POLL_PARTIAL, "cycle deadline passed: what arrived was kept");
             else
                 cycle_end(t, FS_POLL_TIMEOUT, "cycle deadline passed");
@@ -1782,6 +1853,7 @@ snmp_target_add(void *state, const struct fs_target_cfg *tcfg, const void *dcfg,
         snprintf(errbuf, errlen, "out of memory");
         return FS_DRV_ERR;
     }
+    t->walk_first = FS_SNMP_PH_IFDATA;
     t->drv = d;
     t->tcfg = tcfg;
     t->snmp = dcfg;

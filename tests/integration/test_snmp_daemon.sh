@@ -51,11 +51,14 @@ wait_http "http://127.0.0.1:$HTTP/healthz" 20
 M() { curl -fsS "http://127.0.0.1:$HTTP/metrics"; }
 metric() { M >"$T/m.txt"; awk -v k="$1" 'index($0, k) == 1 {print $2; exit}' "$T/m.txt"; }
 
-# Samples show as their PDUs arrive; the cycle's end (target_up) comes after the last.
+# Samples show as their PDUs arrive; the cycle's end (target_up) comes after the last. A
+# loaded machine may cut a cycle at its deadline (partial): the QoS tables then come in
+# the next one, walked first.
 for _ in $(seq 100); do
   M >"$T/m1.txt"
   grep -q '^fabric_port_bytes_total{target="tor1-v3",interface="Eth1/49",direction="rx",source="snmp"}' "$T/m1.txt" &&
     grep -q '^fabric_port_bytes_total{target="tor1",pod="p1",role="tor",interface="Eth1/49",direction="rx",source="snmp"}' "$T/m1.txt" &&
+    grep -q '^fabric_pfc_pause_seconds_total{target="tor1",.*interface="Eth1/1",direction="rx",priority="3"' "$T/m1.txt" &&
     grep -q '^fabricscope_target_up{target="tor1",pod="p1",role="tor",source="snmp"} 1' "$T/m1.txt" &&
     break
   sleep 0.1

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # fabricscope against hostile SNMP agents (tests/sim/hostile_snmp_agent.c), one agent per
 # misbehaviour, all polled by one daemon: cycles that reach their deadline in a slow
-# table keep what arrived; duplicate interface names get series of their
+# table keep what arrived; a poll longer than its interval still reads every table, the
+# walk cut last going first next time; duplicate interface names get series of their
 # own; a renamed port (same ifIndex, ifTableLastChange unmoved) never lends its counters
 # to the old name; HC columns that come and go, a cleared 32-bit counter, an agent
 # restart and a device reboot leave every exposed counter monotonic with no phantom
@@ -32,8 +33,9 @@ declare -A OPTS=(
   [nonincr]="--nonincr"
   [endless]="--endless"
   [slow]="--slow-vendor-ms 3000"
+  [tight]="--pfc --delay-ms 300"
 )
-declare -A TIMEOUT=([slow]=700ms)
+declare -A TIMEOUT=([slow]=700ms [tight]=600ms)
 declare -A APORT
 {
   echo "listen: 127.0.0.1:$HTTP"
@@ -196,6 +198,20 @@ curl -fsS --get "http://127.0.0.1:$HTTP/api/v1/raw" \
 n=$(jq '.data.result[0].values | length' "$T/raw-slow.json")
 [ "$n" -ge 4 ] || fail "slow table: only $n samples in 8 s"
 ok "slow table: $p cycles cut at the deadline, their data kept ($n uptime samples in 8 s)"
+
+# --- a poll longer than its interval: the walk cut last goes first next time ---
+# Every answer of "tight" comes 300 ms late: the scalars, the interface data and the PFC
+# table (3 requests, 900 ms) never fit the 800 ms budget of a 1 s interval. Walked in a
+# fixed order, the PFC table would never be read.
+pfc_tight='fabric_pfc_pause_seconds_total{target="tight",interface="Eth1/2",direction="rx",priority="3",source="snmp"}'
+grep -q "^$(bytes tight Eth1/1 rx)" "$T/metrics-final.txt" || fail "tight: no interface data"
+grep -q "^$pfc_tight" "$T/metrics-final.txt" || fail "tight: the PFC table was never walked"
+v=$(metric "$T/metrics-final.txt" "$pfc_tight")
+awk -v v="$v" 'BEGIN {exit !(v > 0)}' || fail "tight: PFC pause seconds of Eth1/2 is $v"
+qf=$(detail tight qos_first_cycles)
+[ "${qf:-0}" -ge 1 ] || fail "tight: no cycle walked QoS first (${qf:-missing})"
+p=$(metric "$T/metrics-final.txt" 'fabricscope_poll_errors_total{target="tight",source="snmp",kind="partial"}')
+ok "poll longer than its interval: interface data and PFC both kept ($qf of the cycles walked QoS first, $p partial)"
 
 # --- a name that does not resolve delays nobody ---
 e=$(M | awk '/^fabricscope_poll_errors_total\{target="nodns"/ {s += $2} END {print s + 0}')

@@ -28,6 +28,8 @@
  *   --delay-ms D        every response is sent D ms late (a slow agent)
  *   --slow-vendor-ms D  requests into the enterprise subtree (1.3.6.1.4.1: vendor tables
  *                       such as MELLANOX-QOS-MIB) are answered D ms late (a slow table)
+ *   --pfc               MELLANOX-QOS-MIB's PFC table for every port and priorities 0..7:
+ *                       port k pauses priority 3 for (k+1) ms a second, in (k+1) frames
  * SIGUSR1 toggles --clear on demand: the first port's counters are cleared at once.
  */
 #include <errno.h>
@@ -73,7 +75,7 @@ struct port {
 static struct {
     char community[256];
     uint64_t base;
-    bool dup_names, no_hr, nonincr, endless;
+    bool dup_names, no_hr, nonincr, endless, pfc;
     double rename_every, hc_flap, clear_every, restart_every, reboot_every;
     unsigned bad_reqid;
     unsigned delay_ms, slow_vendor_ms;
@@ -173,6 +175,8 @@ static const oid o_ift[] = {1, 3, 6, 1, 2, 1, 2, 2, 1};     /* + column, ifIndex
 static const oid o_ifx[] = {1, 3, 6, 1, 2, 1, 31, 1, 1, 1}; /* + column, ifIndex */
 static const oid o_ifname[] = {1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 1};
 static const oid o_hcout[] = {1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 10};
+/* MELLANOX-QOS-MIB PFC table entry: + column, ifIndex, priority */
+static const oid o_pfc[] = {1, 3, 6, 1, 4, 1, 33049, 15, 1, 2, 1};
 
 static void
 col(const oid *tbl, size_t tlen, oid c, uint32_t ifindex, u_char type, uint64_t u)
@@ -301,6 +305,21 @@ build(void)
             col(o_ifx, 10, 8, x, ASN_COUNTER64, mc);
         col(o_ifx, 10, 15, x, ASN_GAUGE, p->highspeed);
         col_s(o_ifx, 10, 18, x, "hostile");
+        if (opt.pfc) {
+            oid o[MAX_OID_LEN];
+            memcpy(o, o_pfc, sizeof(o_pfc));
+            size_t len = sizeof(o_pfc) / sizeof(oid);
+            o[len + 1] = x;
+            for (oid c = 3; c <= 6; c++) {
+                o[len] = c;
+                for (uint32_t prio = 0; prio < 8; prio++) {
+                    bool paused = prio == 3 && (c == 3 || c == 4);
+                    /* frames (3) and milliseconds (4) received; none sent */
+                    uint64_t v = paused ? (uint64_t)((double)(k + 1) * dt) : 0;
+                    put_u(o, len + 2, prio, ASN_COUNTER64, v);
+                }
+            }
+        }
     }
     qsort(tab, ntab, sizeof(tab[0]), cmp_ent);
 }
@@ -506,6 +525,7 @@ main(int argc, char **argv)
         {"endless", no_argument, NULL, 'e'},
         {"delay-ms", required_argument, NULL, 'D'},
         {"slow-vendor-ms", required_argument, NULL, 'V'},
+        {"pfc", no_argument, NULL, 'P'},
         {NULL, 0, NULL, 0},
     };
     int port = 0, c;
@@ -556,6 +576,9 @@ main(int argc, char **argv)
             break;
         case 'V':
             opt.slow_vendor_ms = (unsigned)atoi(optarg);
+            break;
+        case 'P':
+            opt.pfc = true;
             break;
         default:
             usage();
