@@ -347,19 +347,31 @@ struct run_state {
     struct fs_departure run;
 };
 
-/* Samples [i, end) of s against one baseline: opens, grows and closes runs. */
+/* A departure sustained over two samples in a row counts from this share of the
+ * threshold: with z 6 for one sample, two at 4.5 or more are as unlikely under noise
+ * (two independent Gaussian draws past 4.5 sigma are rarer than one past 6.5), and a
+ * surge of a busy port whose own noise is a fifth of its level reaches only 5-7. */
+#define SUSTAINED_SHARE 0.75
+
+/* Samples [i, end) of s against one baseline: opens, grows and closes runs. A sample
+ * departs at z_threshold, or at SUSTAINED_SHARE of it when a neighbour in [lo, hi)
+ * does as well. */
 static int
-detect_runs(struct fs_departures *d, const struct fs_an_series *s, size_t i, size_t end, double med,
-            double scale, struct run_state *rs)
+detect_runs(struct fs_departures *d, const struct fs_an_series *s, size_t i, size_t end, size_t lo,
+            size_t hi, double med, double scale, struct run_state *rs)
 {
     const int64_t *ts = s->ts_us;
     const double *v = s->v;
-    double inv = 1.0 / scale, zt = d->opts.z_threshold;
+    double inv = 1.0 / scale, zt = d->opts.z_threshold, z2 = zt * SUSTAINED_SHARE;
     for (; i < end; i++) {
         double z = (v[i] - med) * inv;
         if (z > 1e9)
             z = 1e9;
-        if (z >= zt) {
+        bool departs = z >= zt;
+        if (!departs && z >= z2)
+            departs = (i > lo && (v[i - 1] - med) * inv >= z2) ||
+                      (i + 1 < hi && (v[i + 1] - med) * inv >= z2);
+        if (departs) {
             int64_t t0 = ts[i];
             if (s->is_rate)
                 t0 = i > 0 ? ts[i - 1] : ts[i] - (ts[1] - ts[0]);
@@ -430,7 +442,7 @@ fs_departures_add(struct fs_departures *d, const struct fs_an_series *s)
         if (hmin < vmin)
             vmin = hmin;
     }
-    if (s->abs_floor > 0 && vmax - vmin < o->z_threshold * s->abs_floor) {
+    if (s->abs_floor > 0 && vmax - vmin < o->z_threshold * SUSTAINED_SHARE * s->abs_floor) {
         d->series_prefiltered++;
         return 0;
     }
@@ -459,7 +471,7 @@ fs_departures_add(struct fs_departures *d, const struct fs_an_series *s)
             continue;
         }
         baseline(v, w0, w1, o->rel_floor, s->abs_floor, &med, &scale);
-        if (detect_runs(d, s, i, bend, med, scale, &rs) != 0)
+        if (detect_runs(d, s, i, bend, first, last, med, scale, &rs) != 0)
             return -1;
         i = bend;
     }
@@ -491,12 +503,12 @@ fs_departures_add_fixed(struct fs_departures *d, const struct fs_an_series *s, d
         return 0;
     double vmin, vmax;
     min_max(s->v, first, last, &vmin, &vmax);
-    if ((vmax - median) / scale < d->opts.z_threshold) {
+    if ((vmax - median) / scale < d->opts.z_threshold * SUSTAINED_SHARE) {
         d->series_prefiltered++;
         return 0;
     }
     struct run_state rs = {0};
-    if (detect_runs(d, s, first, last, median, scale, &rs) != 0)
+    if (detect_runs(d, s, first, last, first, last, median, scale, &rs) != 0)
         return -1;
     return finish_runs(d, s, &rs);
 }

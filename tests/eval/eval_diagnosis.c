@@ -21,9 +21,10 @@
  * recurrences: recurring groups on a port that has no periodic process (neither the
  * culprit nor the second periodic job), i.e. noise or random bursts called periodic.
  *
- *   eval_diagnosis [--seeds N] [--seed-base B] [--min-occurrences K]
+ *   eval_diagnosis [--seeds N] [--seed-base B] [--min-occurrences K] [--family NAME]
  *                  (default 50 per family, base 7000, analysis.min_occurrences 3: K shows
- *                  what asking for more occurrences buys against false recurrences)
+ *                  what asking for more occurrences buys against false recurrences;
+ *                  --family runs one family; EVAL_VERBOSE=1 prints each run)
  * Prints a table per family and `EVAL <name> <value> <unit>` lines.
  */
 #include <inttypes.h>
@@ -52,6 +53,8 @@ static const char *const family_names[F_COUNT] = {
 static uint64_t rng_state;
 /* analysis.min_occurrences for the run (--min-occurrences); 0: the default */
 static size_t min_occurrences;
+/* --family NAME: run that family only (tuning one); NULL: all */
+static const char *only_family;
 
 static double
 urand(void)
@@ -315,8 +318,16 @@ run_one(enum family fam, uint64_t seed, struct result *res)
             }
         size_t ne = events ? json_object_array_length(events) : 0;
         for (size_t i = 0; i < ne && i < nw; i++) {
-            if (!unrelated[i])
+            if (!unrelated[i]) {
+                struct json_object *sus = jget(json_object_array_get_idx(events, i), "suspects");
+                if (getenv("EVAL_VERBOSE") &&
+                    !(sus && json_object_array_length(sus) > 0 &&
+                      is_culprit(sc, json_object_array_get_idx(sus, 0), names, ifname)))
+                    fprintf(stderr, "  stall %zu (%.0f s): culprit not the top suspect: %.300s\n",
+                            i, (double)(sc->stall[i] - sc->t0) / 1e6,
+                            json_object_to_json_string(sus));
                 continue;
+            }
             res->unrelated++;
             struct json_object *sus = jget(json_object_array_get_idx(events, i), "suspects");
             if (sus && json_object_array_length(sus) > 0 &&
@@ -356,6 +367,15 @@ run_one(enum family fam, uint64_t seed, struct result *res)
             res->recurring = true;
             res->period_err = fabs(p - sc->period_s) / sc->period_s;
             res->next_err = fabs(nx - (double)sc->next_truth / 1e6) / sc->period_s;
+        }
+        if (!res->recurring && getenv("EVAL_VERBOSE")) {
+            const struct port *cp = &sc->port[sc->culprit_sw][sc->culprit_port];
+            fprintf(stderr,
+                    "  culprit (level %.0f, noise %.0f) not recurring: period %.0f s, stalls at",
+                    cp->level, cp->noise, sc->period_s);
+            for (size_t i = 0; i < sc->n_stall; i++)
+                fprintf(stderr, " %.3f", (double)(sc->stall[i] - sc->t0) / 1e6 / sc->period_s);
+            fprintf(stderr, " (periods)\n");
         }
         json_object_put(o);
     }
@@ -417,13 +437,15 @@ main(int argc, char **argv)
             base = strtoull(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--min-occurrences"))
             min_occurrences = (size_t)atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--family"))
+            only_family = argv[i + 1];
     }
     struct tally all = {0}, fam[F_COUNT];
     memset(fam, 0, sizeof fam);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int f = 0; f < F_COUNT; f++)
-        for (int s = 0; s < seeds; s++) {
+        for (int s = 0; s < seeds && (!only_family || !strcmp(only_family, family_names[f])); s++) {
             struct result r;
             if (run_one((enum family)f, base + (uint64_t)s, &r) != 0)
                 return 1;

@@ -415,6 +415,37 @@ test_counter_step_floor(void **state)
     }
 }
 
+/* A departure held over two samples counts from 3/4 of the threshold (4.5 at the default
+ * 6): a busy port whose noise is a fifth of its level surges only 5-7 of its own scales
+ * above it. One sample at that level, or a pair whose second is lower, does not depart. */
+static void
+test_sustained_departure(void **state)
+{
+    (void)state;
+    static int64_t ts[NPTS];
+    static double v[NPTS];
+    const double base[3] = {900, 1000, 1100}; /* median 1000, MAD 100: scale 148.26 */
+    const double scale = 1.4826 * 100;
+    for (int i = 0; i < NPTS; i++) {
+        ts[i] = T0 + i * S;
+        v[i] = base[i % 3];
+    }
+    const int pair = 400, lone = 500, falling = 600; /* samples, in the analysed range */
+    v[pair] = v[pair + 1] = 1000 + 5 * scale;
+    v[lone] = 1000 + 5 * scale;
+    v[falling] = 1000 + 5 * scale;
+    v[falling + 1] = 1000 + 4 * scale;
+    struct fs_departures *d = fs_departures_new(NULL, T0 + HIST, T0 + HIST + RANGE);
+    assert_non_null(d);
+    feed(d, ts, v, "tor1", "Eth1/1", "fabric_queue_depth_bytes", FS_AN_QUEUE, false, 0);
+    assert_int_equal(fs_departures_finish(d), 0);
+    assert_int_equal(d->n_runs, 1);
+    assert_int_equal(d->runs[0].start_us, ts[pair]);
+    assert_int_equal(d->runs[0].end_us, ts[pair + 1]);
+    assert_true(fabs(d->runs[0].peak_z - 5) < 0.01);
+    fs_departures_free(d);
+}
+
 int
 main(void)
 {
@@ -425,6 +456,7 @@ main(void)
         cmocka_unit_test(test_correlate_ranks_certain_suspects_by_specificity),
         cmocka_unit_test(test_counter_rates_and_slow_marking),
         cmocka_unit_test(test_counter_step_floor),
+        cmocka_unit_test(test_sustained_departure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
