@@ -1628,3 +1628,69 @@ out:
     free(c.pe_by_onset);
     return rc;
 }
+
+int
+fs_incidents_host_evidence(struct fs_incident_report *r, const int64_t *start_us,
+                           const int64_t *end_us, size_t n, int64_t margin_us,
+                           size_t *occ_with_slow, size_t *slow_during)
+{
+    for (size_t g = 0; g < r->n_groups; g++)
+        occ_with_slow[g] = slow_during[g] = 0;
+    if (n == 0 || r->n_groups == 0)
+        return 0;
+    /* Windows by start; a window overlapping [lo, hi] starts at most at hi and at least
+       the longest window's length before lo. */
+    int rc = -1;
+    uint32_t *order = malloc(n * sizeof *order);
+    int64_t *key = malloc(n * sizeof *key);
+    bool *seen = malloc(n * sizeof *seen);
+    if (!order || !key || !seen || fs_an_order_by_key(start_us, n, order) != 0)
+        goto out;
+    int64_t longest = 0;
+    for (size_t i = 0; i < n; i++) {
+        key[i] = start_us[order[i]];
+        if (end_us[i] - start_us[i] > longest)
+            longest = end_us[i] - start_us[i];
+    }
+    for (size_t g = 0; g < r->n_groups; g++) {
+        const struct fs_recurrence *gr = &r->groups[g];
+        memset(seen, 0, n * sizeof *seen);
+        for (size_t k = 0; k < gr->occurrences; k++) {
+            const struct fs_episode *e = &r->episodes[gr->episodes[k]];
+            int64_t lo = e->start_us - margin_us, hi = e->end_us + margin_us;
+            size_t i = lower_bound(key, n, lo - longest);
+            bool any = false;
+            for (; i < n && key[i] <= hi; i++) {
+                uint32_t w = order[i];
+                if (end_us[w] < lo)
+                    continue;
+                any = true;
+                if (!seen[w]) {
+                    seen[w] = true;
+                    slow_during[g]++;
+                }
+            }
+            occ_with_slow[g] += any;
+        }
+    }
+    /* Insertion sort: groups are few, and ties keep the order by occurrences. */
+    for (size_t g = 1; g < r->n_groups; g++) {
+        struct fs_recurrence t = r->groups[g];
+        size_t o = occ_with_slow[g], sd = slow_during[g], j = g;
+        while (j > 0 && occ_with_slow[j - 1] < o) {
+            r->groups[j] = r->groups[j - 1];
+            occ_with_slow[j] = occ_with_slow[j - 1];
+            slow_during[j] = slow_during[j - 1];
+            j--;
+        }
+        r->groups[j] = t;
+        occ_with_slow[j] = o;
+        slow_during[j] = sd;
+    }
+    rc = 0;
+out:
+    free(order);
+    free(key);
+    free(seen);
+    return rc;
+}

@@ -265,4 +265,18 @@ int fs_incidents_find(const struct fs_departures *d, int64_t now_us,
                       struct fs_incident_report **out);
 void fs_incident_report_free(struct fs_incident_report *r);
 
+/**
+ * Host evidence for r's recurring groups. The n slow host windows [start_us[i],
+ * end_us[i]] (any order; each already widened by its own clock uncertainty) are matched
+ * to each group's occurrences (its episodes, widened by margin_us on both sides): for
+ * group g, occ_with_slow[g] is how many of its occurrences overlap a window and
+ * slow_during[g] how many windows overlap one of its occurrences. Then r's groups are
+ * stably reordered, most occurrences with a slow window first, and both arrays with
+ * them (each sized r->n_groups by the caller). Without windows nothing moves.
+ * Returns 0, or -1 on no memory.
+ */
+int fs_incidents_host_evidence(struct fs_incident_report *r, const int64_t *start_us,
+                               const int64_t *end_us, size_t n, int64_t margin_us,
+                               size_t *occ_with_slow, size_t *slow_during);
+
 #endif

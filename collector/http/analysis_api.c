@@ -1252,6 +1252,24 @@ static struct fs_departures *departures_with_log(struct fs_analysis *a, struct f
                                                  size_t errlen);
 static void put_history(struct fs_buf *out, const struct fs_analysis *a, const struct hist_use *hu);
 
+/* kind= (default nccl) and slow= (default p99) of /correlate and /incidents: 0, or the
+   400 written to out. */
+static int
+parse_slow_args(const struct fs_analysis_arg *args, size_t n, const char **kind, const char **slow,
+                double *pct, double *factor, struct fs_buf *out)
+{
+    *kind = arg(args, n, "kind");
+    if (!*kind || !**kind)
+        *kind = "nccl";
+    *slow = arg(args, n, "slow");
+    if (!*slow)
+        *slow = "p99";
+    if (parse_slow(*slow, pct, factor) != 0)
+        return error_doc(out, 400, "slow: want pNN (0 < NN < 100) or Nx (N > 0), not \"%.32s\"",
+                         *slow);
+    return 0;
+}
+
 int
 fs_analysis_correlate(struct fs_analysis *a, struct fs_store *st,
                       const struct fs_analysis_arg *args, size_t n, int64_t now_us,
@@ -1265,16 +1283,10 @@ fs_analysis_correlate(struct fs_analysis *a, struct fs_store *st,
     int64_t start, end;
     if ((rc = parse_range(args, n, now_us, 15 * 60 * US, 24 * 3600 * US, &start, &end, out)))
         return rc;
-    const char *kind = arg(args, n, "kind");
-    if (!kind || !*kind)
-        kind = "nccl";
-    const char *slow = arg(args, n, "slow");
-    if (!slow)
-        slow = "p99";
+    const char *kind, *slow;
     double pct, factor;
-    if (parse_slow(slow, &pct, &factor) != 0)
-        return error_doc(out, 400, "slow: want pNN (0 < NN < 100) or Nx (N > 0), not \"%.32s\"",
-                         slow);
+    if ((rc = parse_slow_args(args, n, &kind, &slow, &pct, &factor, out)))
+        return rc;
     struct fs_corr_opts co;
     fs_corr_opts_default(&co);
     const char *top = arg(args, n, "top");
@@ -1828,14 +1840,89 @@ remember_metrics(struct fs_analysis *a, const struct fs_departures *d,
     return 0;
 }
 
+/* What /incidents says of the host side: the slow events of its range and, per group (in
+   the report's order once matched), its occurrences with one and the events during them. */
+struct host_match {
+    size_t considered, n_slow, left_out;
+    size_t *occ_with_slow, *slow_during; /* owned; NULL when there are no groups */
+};
+
+/* The host events of kind in [start, end] (collector axis), those past the slow
+   threshold of their (kind, name) as in /correlate (dump-time placements left out), each
+   widened by its offset's uncertainty, matched to r's groups (which are reordered: most
+   occurrences with a slow event first). 0, or -1 on no memory. */
+static int
+match_host_events(struct fs_analysis *a, struct fs_incident_report *r, int64_t start, int64_t end,
+                  const char *kind, double pct, double factor, int64_t margin_us,
+                  struct host_match *hm)
+{
+    memset(hm, 0, sizeof *hm);
+    struct ev_list evs = {0};
+    int rc = -1;
+    int64_t *dur = NULL, *ws = NULL, *we = NULL;
+    size_t *grp = NULL;
+    bool *is_slow = NULL;
+    size_t ng = r->n_groups ? r->n_groups : 1;
+    hm->occ_with_slow = calloc(ng, sizeof *hm->occ_with_slow);
+    hm->slow_during = calloc(ng, sizeof *hm->slow_during);
+    if (!hm->occ_with_slow || !hm->slow_during)
+        goto out;
+    fs_host_events_foreach(a->events, start * 1000, end * 1000, kind, copy_ev_cb, &evs);
+    if (evs.failed)
+        goto out;
+    hm->considered = evs.n;
+    hm->left_out = evs.left_out;
+    size_t m = evs.n ? evs.n : 1;
+    dur = malloc(m * sizeof *dur);
+    grp = malloc(m * sizeof *grp);
+    is_slow = malloc(m * sizeof *is_slow);
+    ws = malloc(m * sizeof *ws);
+    we = malloc(m * sizeof *we);
+    if (!dur || !grp || !is_slow || !ws || !we)
+        goto out;
+    for (size_t i = 0; i < evs.n; i++) {
+        dur[i] = evs.e[i].end_ns - evs.e[i].start_ns;
+        grp[i] = evs.e[i].group;
+    }
+    if (fs_corr_mark_slow(dur, grp, evs.n, pct, factor, is_slow) != 0)
+        goto out;
+    for (size_t i = 0; i < evs.n; i++) {
+        if (!is_slow[i])
+            continue;
+        int64_t unc = evs.e[i].unc_ns > 0 ? evs.e[i].unc_ns / 1000 : 0;
+        ws[hm->n_slow] = evs.e[i].start_ns / 1000 - unc;
+        we[hm->n_slow] = evs.e[i].end_ns / 1000 + unc;
+        hm->n_slow++;
+    }
+    rc = fs_incidents_host_evidence(r, ws, we, hm->n_slow, margin_us, hm->occ_with_slow,
+                                    hm->slow_during);
+out:
+    if (rc != 0) {
+        free(hm->occ_with_slow);
+        free(hm->slow_during);
+        hm->occ_with_slow = hm->slow_during = NULL;
+    }
+    free(dur);
+    free(grp);
+    free(is_slow);
+    free(ws);
+    free(we);
+    free_ev_list(&evs);
+    return rc;
+}
+
 int
 fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
                       const struct fs_analysis_arg *args, size_t n, int64_t now_us,
                       struct fs_buf *out)
 {
-    static const char *const known[] = {"start", "end", "limit", NULL};
+    static const char *const known[] = {"start", "end", "limit", "kind", "slow", NULL};
     int rc = check_args(args, n, known, NULL, out);
     if (rc)
+        return rc;
+    const char *kind, *slow;
+    double pct, factor;
+    if ((rc = parse_slow_args(args, n, &kind, &slow, &pct, &factor, out)))
         return rc;
     pthread_mutex_lock(&a->run_lock);
     int64_t horizon = a->opts.horizon_us, max_range = a->opts.log.retention_us;
@@ -1861,6 +1948,7 @@ fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
     struct fs_incident_report *r = NULL;
     /* The next occurrence is predicted after the range's end, or now if that is later. */
     int64_t after = end > now_us ? end : now_us;
+    int64_t margin_us = a->opts.an.merge_gap_us;
     if (!d || fs_incidents_find(d, after, &r) != 0) {
         pthread_mutex_unlock(&a->run_lock);
         fs_departures_free(d);
@@ -1870,6 +1958,12 @@ fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
     /* The metrics are this instance's own (each shard exports its targets' incidents). */
     if (present && !hu.used)
         (void)remember_metrics(a, d, r);
+    struct host_match hm;
+    if (match_host_events(a, r, start, end, kind, pct, factor, margin_us, &hm) != 0) {
+        fs_incident_report_free(r);
+        fs_departures_free(d);
+        return error_doc(out, 500, "out of memory");
+    }
 
     fs_buf_reset(out);
     fs_buf_puts(out, "{\"status\":\"success\",\"data\":{\"start\":");
@@ -1888,11 +1982,22 @@ fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
         put_time(out, ls.oldest_start_us);
     else
         fs_buf_puts(out, "null");
-    fs_buf_puts(out, "},\"recurring\":[");
+    fs_buf_puts(out, "},\"host_events\":{\"kind\":");
+    fs_buf_json_str(out, kind);
+    fs_buf_puts(out, ",\"slow\":");
+    fs_buf_json_str(out, slow);
+    fs_buf_printf(out, ",\"considered\":%zu,\"slow_events\":%zu,\"left_out_dump_time\":%zu}",
+                  hm.considered, hm.n_slow, hm.left_out);
+    fs_buf_puts(out, ",\"recurring\":[");
     for (size_t i = 0; i < r->n_groups; i++) {
         const struct fs_recurrence *g = &r->groups[i];
-        char text[1024];
+        char text[1200];
         put_recurrence_text(text, sizeof text, d, g);
+        if (hm.n_slow) {
+            size_t tl = strlen(text);
+            snprintf(text + tl, sizeof text - tl, "; a slow %s event in %zu of its %zu occurrences",
+                     kind, hm.occ_with_slow[i], g->occurrences);
+        }
         fs_buf_puts(out, i ? ",{\"series\":[" : "{\"series\":[");
         for (size_t j = 0; j < g->n_series && j < 64; j++) {
             fs_buf_puts(out, j ? ",{" : "{");
@@ -1910,8 +2015,11 @@ fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
         put_time(out, g->last_us);
         fs_buf_puts(out, ",\"next_expected\":");
         put_time(out, g->next_us);
-        fs_buf_printf(
-            out, ",\"next_expected_in_s\":%.3f,\"text\":", (double)(g->next_us - now_us) / 1e6);
+        fs_buf_printf(out,
+                      ",\"next_expected_in_s\":%.3f,\"host_slow\":{\"occurrences\":%zu,"
+                      "\"events\":%zu},\"text\":",
+                      (double)(g->next_us - now_us) / 1e6, hm.n_slow ? hm.occ_with_slow[i] : 0,
+                      hm.n_slow ? hm.slow_during[i] : 0);
         fs_buf_json_str(out, text);
         fs_buf_puts(out, "}");
     }
@@ -1941,6 +2049,8 @@ fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
             break;
     }
     fs_buf_puts(out, "]}}");
+    free(hm.occ_with_slow);
+    free(hm.slow_during);
     fs_incident_report_free(r);
     fs_departures_free(d);
     if (out->overflow)

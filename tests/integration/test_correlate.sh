@@ -5,7 +5,8 @@
 # the surges, from a clock 40 ms behind the collector's (measured with /api/v1/time).
 # Then: /api/v1/correlate ranks tor1 Eth1/49 first for the surge-time slow events and
 # not for the random ones, the events sit on the collector's axis within 5 ms,
-# /api/v1/incidents finds the period, /api/v1/export/trace is valid trace JSON,
+# /api/v1/incidents finds the period and, given the slow AllReduces, puts that group
+# first with the slow events in its occurrences, /api/v1/export/trace is valid trace JSON,
 # `fabricscope import-perf` posts perf retransmits that land in a surge window matched
 # to a flow rule, and bad posts (no token configured, wrong token, oversized,
 # malformed, half-valid) each get their error and store nothing; `fabricscope correlate`
@@ -175,6 +176,23 @@ assert abs(g["next_expected"] - nxt) <= 1.5, "next expected %s, the pattern says
 print("recurring: %s" % g["text"])
 PYEOF
 ok "/incidents: a recurring incident on tor1 Eth1/49, period 8 s within 1 s, next one predicted"
+
+# Host evidence: with the imported AllReduces (slow at 2x their median), the culprit's
+# group comes first and says that slow ones fell in its occurrences.
+curl -fsS --get "$URL/api/v1/incidents" --data-urlencode "slow=2x" >"$T/inc-host.json" || fail "incidents slow=2x"
+"$PY" - "$T/inc-host.json" <<'PYEOF' || fail "incidents host evidence: $(head -c 1500 "$T/inc-host.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))["data"]
+h = d["host_events"]
+assert h["kind"] == "nccl" and h["slow"] == "2x" and h["slow_events"] > 0, h
+g = d["recurring"][0]
+s = g["series"][0]
+assert s["target"] == "tor1" and s["interface"] == "Eth1/49", "first group: %s" % g["text"]
+hs = g["host_slow"]
+assert hs["occurrences"] >= 0.5 * g["occurrences"] and hs["events"] > 0, g
+print("%s (%d slow events in all)" % (g["text"], h["slow_events"]))
+PYEOF
+ok "/incidents with host events: tor1 Eth1/49's group first, with slow AllReduces in its occurrences"
 
 # Perf retransmits of a TCP stream under a flow rule, inside the third surge.
 S3=$(surge 2 0)

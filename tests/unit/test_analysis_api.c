@@ -475,6 +475,42 @@ test_incidents_and_metrics(void **state)
     assert_non_null(strstr(f->out.data, "fabricscope_host_events "));
 }
 
+/* With host events imported, each recurring group says in how many of its occurrences a
+ * slow event of the asked kind fell (the culprit's surges are the slow AllReduces) and
+ * the answer states what it looked at; a bad slow= is a 400. */
+static void
+test_incidents_host_evidence(void **state)
+{
+    struct fixture *f = *state;
+    post_all(f);
+    struct fs_analysis_arg args[] = {{"slow", "3x"}};
+    int rc = fs_analysis_incidents(f->an, f->st, args, 1, f->now_us, &f->out);
+    if (rc != 200)
+        fail_msg("incidents: %d %s", rc, f->out.data);
+    struct json_object *o = parse(&f->out);
+    assert_string_equal(json_object_get_string(get(o, "data.host_events.kind")), "nccl");
+    int n_slow = json_object_get_int(get(o, "data.host_events.slow_events"));
+    assert_true(n_slow > 0);
+    struct json_object *g = get(o, "data.recurring.0");
+    assert_true(is_culprit(get(g, "series.0")));
+    int occ = json_object_get_int(get(g, "occurrences"));
+    int with = json_object_get_int(get(g, "host_slow.occurrences"));
+    int during = json_object_get_int(get(g, "host_slow.events"));
+    print_message("%s (%d slow events, %d during the group's occurrences)\n",
+                  json_object_get_string(get(g, "text")), n_slow, during);
+    /* The AllReduces are posted from the 60th second on: the surges before have none. */
+    assert_true(with >= occ - 2 && with <= occ);
+    /* Every slow AllReduce but the six random ones falls in a surge. */
+    assert_int_equal(during, n_slow - 6);
+    assert_non_null(strstr(json_object_get_string(get(g, "text")), "a slow nccl event in"));
+    json_object_put(o);
+
+    fs_buf_reset(&f->out);
+    struct fs_analysis_arg bad[] = {{"slow", "p100"}};
+    assert_int_equal(fs_analysis_incidents(f->an, f->st, bad, 1, f->now_us, &f->out), 400);
+    assert_non_null(strstr(f->out.data, "slow: want"));
+}
+
 /* A request between two refreshes scans only the samples after the last one and takes the
  * rest from the episode log; it must answer as a scan of the whole range does. */
 static void
@@ -641,6 +677,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_correlate_dump_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_incidents_and_metrics, setup, teardown),
         cmocka_unit_test_setup_teardown(test_incidents_between_refreshes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_incidents_host_evidence, setup, teardown),
         cmocka_unit_test_setup_teardown(test_incremental_refresh, setup, teardown),
         cmocka_unit_test_setup_teardown(test_export_trace, setup, teardown),
     };

@@ -446,6 +446,49 @@ test_sustained_departure(void **state)
     fs_departures_free(d);
 }
 
+/* Host evidence reorders the recurring groups: one with a slow host window in each of its
+ * three occurrences goes before one with five occurrences and none; a window within the
+ * margin of an occurrence counts, one beyond it does not, and one window over two
+ * occurrences counts once per occurrence but once as an event. */
+static void
+test_host_evidence_orders_groups(void **state)
+{
+    (void)state;
+    struct fs_episode ep[8];
+    memset(ep, 0, sizeof ep);
+    for (int i = 0; i < 8; i++) {
+        ep[i].start_us = T0 + i * 100 * S;
+        ep[i].end_us = ep[i].start_us + 2 * S;
+    }
+    size_t ea[5] = {0, 1, 2, 3, 4}, eb[3] = {5, 6, 7};
+    struct fs_recurrence g[2];
+    memset(g, 0, sizeof g);
+    g[0].occurrences = 5;
+    g[0].episodes = ea;
+    g[0].period_us = 100 * S;
+    g[1].occurrences = 3;
+    g[1].episodes = eb;
+    g[1].period_us = 100 * S;
+    struct fs_incident_report r = {.episodes = ep, .n_episodes = 8, .groups = g, .n_groups = 2};
+    /* Episode 5 overlapped; episode 6 one second past its end (margin 2 s); one window over
+     * episodes 6 and 7; one 10 s before episode 1 (beyond the margin). */
+    int64_t ws[] = {ep[5].start_us + S, ep[6].end_us + S, ep[6].start_us, ep[1].start_us - 10 * S};
+    int64_t we[] = {ep[5].start_us + 2 * S, ep[6].end_us + 2 * S, ep[7].end_us,
+                    ep[1].start_us - 9 * S};
+    size_t occ[2], during[2];
+    assert_int_equal(fs_incidents_host_evidence(&r, ws, we, 4, 2 * S, occ, during), 0);
+    assert_int_equal(r.groups[0].occurrences, 3);
+    assert_int_equal(occ[0], 3);
+    assert_int_equal(during[0], 3);
+    assert_int_equal(r.groups[1].occurrences, 5);
+    assert_int_equal(occ[1], 0);
+    assert_int_equal(during[1], 0);
+    /* Without windows nothing moves. */
+    assert_int_equal(fs_incidents_host_evidence(&r, ws, we, 0, 2 * S, occ, during), 0);
+    assert_int_equal(r.groups[0].occurrences, 3);
+    assert_int_equal(occ[0], 0);
+}
+
 int
 main(void)
 {
@@ -457,6 +500,7 @@ main(void)
         cmocka_unit_test(test_counter_rates_and_slow_marking),
         cmocka_unit_test(test_counter_step_floor),
         cmocka_unit_test(test_sustained_departure),
+        cmocka_unit_test(test_host_evidence_orders_groups),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
