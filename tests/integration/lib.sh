@@ -313,11 +313,16 @@ start_tor() {
 }
 
 # tor_target_yaml NAME: the TOR's entry under `targets:` (SNMP, ONYX CLI and gNMI at 1 s;
-# gNMI queues at 500 ms).
+# gNMI queues at 500 ms). TOR_GNMI_MAX_DELIVERY_DELAY, when set, is the gNMI clock's
+# assumed delivery delay (gnmi.clock_max_delivery_delay; default 5ms).
 tor_target_yaml() {
   local tor=$1
   # shellcheck disable=SC1090
   source "${CLI_ENV[$tor]}"
+  local delay=""
+  [ -z "${TOR_GNMI_MAX_DELIVERY_DELAY:-}" ] ||
+    delay="
+      clock_max_delivery_delay: $TOR_GNMI_MAX_DELIVERY_DELAY"
   cat <<EOT
   - name: $tor
     address: 127.0.0.1
@@ -330,7 +335,7 @@ tor_target_yaml() {
       tls: { ca_file: $T/ca.pem, server_name: gnmi-sim.test }
       username: monitor
       password_file: $T/gnmi-pw.txt
-      encoding: proto
+      encoding: proto${delay}
       subscriptions:
         - { path: "/qos/interfaces/interface[interface-id=*]/output/queues", mode: sample, interval: 500ms }
         - { path: "/interfaces/interface[name=*]/state/counters", mode: sample, interval: 1s }

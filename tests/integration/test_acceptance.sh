@@ -127,6 +127,13 @@ done
 ok "the simulators apply clock_offset_ms (ONYX show clock, gNMI timestamps); the SNMP simulator serves no hrSystemDate"
 
 # ---- the collector
+SANITIZE=$(sed -n 's/^SANITIZE:[A-Z]*=//p' "$FS_BUILD_DIR/CMakeCache.txt" 2>/dev/null || true)
+# A sanitizer build reads its gNMI streams late when the machine is busy (best delivery of
+# a whole minute 7-9 ms late, seen under ASan): the assumption the gNMI clock's bound rests
+# on is configured to match, as a user on a loaded collector would, and checked as stated.
+GNMI_DELAY_MS=5
+[ -z "$SANITIZE" ] || GNMI_DELAY_MS=25
+export TOR_GNMI_MAX_DELIVERY_DELAY=${GNMI_DELAY_MS}ms
 HTTP=$(free_tcp_port)
 URL=http://127.0.0.1:$HTTP
 TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
@@ -234,7 +241,6 @@ PYEOF
 }
 : >"$T/check.err"
 FOUND=""
-SANITIZE=$(sed -n 's/^SANITIZE:[A-Z]*=//p' "$FS_BUILD_DIR/CMakeCache.txt" 2>/dev/null || true)
 TTC_MAX=30
 [ -z "$SANITIZE" ] || TTC_MAX=90
 until [ "$($PY -c 'import sys,time; print(int(time.time() - float(sys.argv[1])))' "$LAST_END")" -ge "$TTC_MAX" ]; do
@@ -274,7 +280,7 @@ ok "perf recorded $N_PERF retransmits of the stream; import-perf posted them ($(
 T0=$($PY -c 'import json,sys; print("%.6f" % (json.load(open(sys.argv[1]))["start"] - 1))' "$T/gen.json")
 curl -fsS --get "$URL/api/v1/correlate" --data-urlencode "start=$T0" --data-urlencode "kind=nccl" \
   --data-urlencode "slow=2x" --data-urlencode "limit=1000" >"$T/corr.json" || fail "correlate"
-$PY - "$T/gen.json" "$T/corr.json" 2>"$T/check.err" <<'PYEOF' && ok "/correlate: tor1 Eth1/49 first for >= 90% of the surge-time slow events, not for the random ones; host offset -40 ms +- 5 ms" || not_ok "correlate (answer in $T/corr.json)"
+FS_GNMI_DELAY_MS=$GNMI_DELAY_MS $PY - "$T/gen.json" "$T/corr.json" 2>"$T/check.err" <<'PYEOF' && ok "/correlate: tor1 Eth1/49 first for >= 90% of the surge-time slow events, not for the random ones; host offset -40 ms +- 5 ms" || not_ok "correlate (answer in $T/corr.json)"
 import json, sys
 gen = json.load(open(sys.argv[1]))
 d = json.load(open(sys.argv[2]))["data"]
@@ -343,13 +349,15 @@ assert len(hit) >= len(gen["surges"]) - 1, "WJH events over only %d of %d surges
 clk = {(c["target"], c["source"]): c for c in d["clocks"]}
 print("# clocks in the answer: %s" % sorted("%s/%s" % k for k in clk))
 g = clk.get(("tor1", "gnmi"))
-assert g and "delivery delay assumed at most 5.000 ms" in g["basis"], "tor1/gnmi clock: %s" % g
+import os
+stated = "delivery delay assumed at most %.3f ms" % float(os.environ["FS_GNMI_DELAY_MS"])
+assert g and stated in g["basis"], "tor1/gnmi clock: %s" % g
 PYEOF
 
 # ---- clock offsets per (target, source)
 curl -fsS "$URL/api/v1/targets" >"$T/targets.json" || fail "/api/v1/targets"
 curl -fsS "$URL/metrics" >"$T/m.txt"
-FS_SANITIZE=$SANITIZE $PY - "$T/targets.json" "$T/m.txt" 2>"$T/check.err" <<'PYEOF' && ok "clock offsets: every estimate holds the true offset within its stated uncertainty; ONYX CLI and gNMI of tor1 (250 ms) and tor2 (0) within 20 ms, gNMI within 5 ms; SNMP: no hrSystemDate in the simulator, offset unknown" || not_ok "clock offsets per (target, source) in /api/v1/targets"
+FS_GNMI_DELAY_MS=$GNMI_DELAY_MS FS_SANITIZE=$SANITIZE $PY - "$T/targets.json" "$T/m.txt" 2>"$T/check.err" <<'PYEOF' && ok "clock offsets: every estimate holds the true offset within its stated uncertainty; ONYX CLI and gNMI of tor1 (250 ms) and tor2 (0) within 20 ms, gNMI within 5 ms; SNMP: no hrSystemDate in the simulator, offset unknown" || not_ok "clock offsets per (target, source) in /api/v1/targets"
 import json, re, sys
 doc = json.load(open(sys.argv[1]))
 metrics = open(sys.argv[2]).read()
@@ -395,7 +403,8 @@ for tgt, val in true_off.items():
 # delay (a configured value), the CLI's on the round trips of its probes.
 for tgt in true_off:
     basis = {src: (inst.get((tgt, src)) or {}).get("clock_basis") or "" for src in ("gnmi", "cli")}
-    if "delivery delay assumed at most 5.000 ms (gnmi.clock_max_delivery_delay)" not in basis["gnmi"]:
+    stated = "delivery delay assumed at most %.3f ms (gnmi.clock_max_delivery_delay)" % float(os.environ["FS_GNMI_DELAY_MS"])
+    if stated not in basis["gnmi"]:
         errs.append("%s/gnmi clock_basis does not state the assumed delay: %r" % (tgt, basis["gnmi"]))
     if "round trip" not in basis["cli"]:
         errs.append("%s/cli clock_basis: %r" % (tgt, basis["cli"]))
