@@ -53,12 +53,15 @@ write_cfg false
 start_fabricscope "$T/fs.yaml"
 wait_http "http://127.0.0.1:$HTTP/healthz" 20
 M() { curl -fsS "http://127.0.0.1:$HTTP/metrics" >"$1"; }
-# both targets up and the CLI's last families present (the first cycles have run)
+# both targets up and the CLI's families present: the first cycles have run, and under
+# load the deadline guard may have left per-TC commands for the next cycle
 both_up() {
   M "$T/m.txt" &&
     grep -q '^fabricscope_target_up{target="sw1",source="cli"} 1' "$T/m.txt" &&
     grep -q '^fabricscope_target_up{target="sw1",source="snmp"} 1' "$T/m.txt" &&
     grep -q '^fabric_flow_rule_packets_total{.*source="cli"}' "$T/m.txt" &&
+    grep -q '^fabric_queue_wred_dropped_packets_total{target="sw1",interface="Eth1/5",tc="3",source="cli"}' "$T/m.txt" &&
+    grep -q '^fabric_pfc_pause_frames_total{target="sw1",interface="Eth1/5",direction="rx",priority="3",source="cli"}' "$T/m.txt" &&
     grep -q '^fabric_port_tx_wait_seconds_total{.*source="snmp"}' "$T/m.txt"
 }
 wait_for 30 "both sources up with data" both_up
