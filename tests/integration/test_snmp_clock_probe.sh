@@ -13,7 +13,8 @@
 #   - the final offset within 20 ms of [-tick, 0];
 #   - probes counted in the target's detail (snmp_clock_probes > 0) and probing then
 #     stopping (snmp_clock_probing "converged", deadline 45 s);
-#   - no poll failure and no overrun (a probe never holds up a cycle).
+#   - no poll failure and no overrun after the first reading (a probe never holds up a
+#     cycle).
 # Prints the time to <= 20 ms and the final figures as `# ...` lines.
 source "$(dirname "$0")/lib.sh"
 
@@ -86,6 +87,7 @@ while time.monotonic() - t_start < DEADLINE and stopped is None:
         off, unc = o["clock_offset_seconds"], o["clock_uncertainty_seconds"]
         if first_known is None:
             first_known = now
+            errors_before = dict(o["poll_errors"])  # a start under load is not the probes'
         seen += 1
         widest = max(widest, unc)
         last = o
@@ -124,7 +126,8 @@ else:
         errs.append("offset %.6f s, truth in [%.4f, 0]: beyond 20 ms" % (off, lo()))
     if not o.get("snmp_clock_probes"):
         errs.append("no clock probe counted (snmp_clock_probes %s)" % o.get("snmp_clock_probes"))
-    bad = {k: v for k, v in o["poll_errors"].items() if v}
+    bad = {k: v - errors_before.get(k, 0) for k, v in o["poll_errors"].items()
+           if v - errors_before.get(k, 0)}
     if bad or o["consecutive_failures"] or o["state"] != "up":
         errs.append("polls failed or overran while probing: state %s, errors %s" % (o["state"], bad))
 for e in errs:
