@@ -197,8 +197,11 @@ metric_is samples_failed_total prom 0 || fail "prometheus rejected samples"
 compare() { # receiver-port first-must-be-ring-first(yes|no) cut
   local rport=$1 whole=$2 cut=$3 now sel='fabric_port_bytes_total{target="sim-tor1"}'
   now=$(date +%s)
+  # remote_write sends milliseconds, the ring's microseconds floored: a sample at
+  # cut + 0.0004 s reaches Prometheus at cut and is inside its window, so the ring's
+  # window ends at the last microsecond of that millisecond.
   curl -fsS --get "http://127.0.0.1:$PORT/api/v1/raw" --data-urlencode "match[]=$sel" \
-    --data-urlencode "start=$((now - 600))" --data-urlencode "end=$cut" >"$T/ring.json"
+    --data-urlencode "start=$((now - 600))" --data-urlencode "end=$cut.000999" >"$T/ring.json"
   curl -fsS --get "http://127.0.0.1:$rport/api/v1/query" --data-urlencode "query=$sel[10m]" \
     --data-urlencode "time=$cut" >"$T/prom.json"
   "$PY" - "$T/ring.json" "$T/prom.json" "$whole" <<'PY'
