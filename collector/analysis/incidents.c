@@ -590,10 +590,10 @@ int
 fs_departures_finish(struct fs_departures *d)
 {
     /* Runs replayed from the episode log come in start order already: no copy then. */
-    size_t i_desc = 1;
-    while (i_desc < d->n_runs && d->runs[i_desc].start_us >= d->runs[i_desc - 1].start_us)
-        i_desc++;
-    if (i_desc >= d->n_runs) {
+    size_t in_order = 1;
+    while (in_order < d->n_runs && d->runs[in_order].start_us >= d->runs[in_order - 1].start_us)
+        in_order++;
+    if (in_order >= d->n_runs) {
         d->finished = true;
         return 0;
     }

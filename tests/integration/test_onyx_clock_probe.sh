@@ -105,8 +105,8 @@ for tgt, want in sorted(truth.items()):
         errs.append("%s: offset %.6f s, truth %.3f s: beyond 20 ms" % (tgt, off, want))
     if not o.get("cli_clock_probes"):
         errs.append("%s: no clock probe counted (cli_clock_probes %s)" % (tgt, o.get("cli_clock_probes")))
-    bad = {k: v - errors_before[tgt].get(k, 0) for k, v in o["poll_errors"].items()
-           if v - errors_before[tgt].get(k, 0)}
+    since = {k: v - errors_before[tgt].get(k, 0) for k, v in o["poll_errors"].items()}
+    bad = {k: v for k, v in since.items() if v}
     if bad or o["consecutive_failures"] or o["state"] != "up":
         errs.append("%s: polls failed or overran while probing: state %s, errors %s"
                     % (tgt, o["state"], bad))

@@ -126,8 +126,8 @@ else:
         errs.append("offset %.6f s, truth in [%.4f, 0]: beyond 20 ms" % (off, lo()))
     if not o.get("snmp_clock_probes"):
         errs.append("no clock probe counted (snmp_clock_probes %s)" % o.get("snmp_clock_probes"))
-    bad = {k: v - errors_before.get(k, 0) for k, v in o["poll_errors"].items()
-           if v - errors_before.get(k, 0)}
+    since = {k: v - errors_before.get(k, 0) for k, v in o["poll_errors"].items()}
+    bad = {k: v for k, v in since.items() if v}
     if bad or o["consecutive_failures"] or o["state"] != "up":
         errs.append("polls failed or overran while probing: state %s, errors %s" % (o["state"], bad))
 for e in errs:
