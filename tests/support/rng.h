@@ -20,6 +20,18 @@ fs_rng_uniform(uint64_t *state)
     return (double)(z >> 11) / 9007199254740992.0;
 }
 
+/** A state for stream `stream` of seed `seed`. Seeds must not be spaced by splitmix's
+ *  increment: a state of seed * increment would make seed s + 1's sequence seed s's shifted
+ *  by one draw, and a run of seeds nearly one scenario. Mixed, they are unrelated. */
+static inline uint64_t
+fs_rng_seed(uint64_t seed, uint64_t stream)
+{
+    uint64_t z = seed * 0x9e3779b97f4a7c15ULL + stream;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
 /** Standard normal (Box-Muller, one of the pair). */
 static inline double
 fs_rng_gauss(uint64_t *state)
