@@ -1059,6 +1059,9 @@ fold_period(const struct occurrence *oc, size_t m, double P, double tol_frac, do
             break;
         a = na;
         period = np;
+        /* The refit may move slot 0 past an occurrence it now reaches: re-anchored. */
+        while (a - period > (double)oc[0].t - tol_frac * period)
+            a -= period;
     }
     if (n < 2)
         return;
