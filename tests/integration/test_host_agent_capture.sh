@@ -178,13 +178,20 @@ s, e, dport = float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 rt = [o for o in d["events"][0]["other_host_events"]
       if o["kind"] == "perf.tcp_retransmit_skb" and str(o["attrs"].get("dport")) == dport]
 assert rt, "no retransmit of port %s in the surge window" % dport
-# None before the drops began (placed without the -40 ms offset, a retransmit of the
-# first drops would land up to 40 ms before the surge); they trail the drops by an RTO
-# (rto_min 20 ms) at most a few times over.
-bad = [o["start"] for o in rt if not (s - 0.002 <= o["start"] <= e + 0.5)]
-assert not bad, "retransmits outside the surge [%s, %s]: %s" % (s, e, bad[:5])
+# None just before the drops began: placed without the -40 ms offset, the retransmits of
+# the first drops (an RTO, rto_min 20 ms, after them) would land up to 40 ms before the
+# surge. They trail the drops by an RTO at most a few times over. A retransmit far from
+# the surge is the stream's own (a tail-loss probe or a spurious timeout while a loaded
+# machine delays ACKs: one came 446 ms before a surge in a busy run) and says nothing
+# about the placement; there may be a few, not as many as the surge's.
+near = [o for o in rt if s - 0.1 <= o["start"] <= e + 0.5]
+stray = [round(o["start"] - s, 3) for o in rt if o not in near]
+bad = [o["start"] for o in near if o["start"] < s - 0.002]
+assert near, "no retransmit near the surge [%s, %s]; others at %s s from it" % (s, e, stray[:5])
+assert not bad, "retransmits before the surge [%s, %s]: %s" % (s, e, bad[:5])
+assert len(stray) < len(near), "more retransmits away from the surge than in it: %s" % stray[:5]
 assert all("nccl-sockets" in o.get("flow_rules", []) for o in rt), "not matched to the flow rule"
-print(len(rt))
+print(len(near))
 PYEOF
 }
 wait_for 20 "/correlate lists the surge's retransmits" check_correlate
