@@ -9,15 +9,20 @@
 #include <math.h>
 #include <stdint.h>
 
+/** splitmix64's output function: a bijection that scatters nearby inputs. */
+static inline uint64_t
+fs_rng_mix(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
 /** Uniform in [0, 1). */
 static inline double
 fs_rng_uniform(uint64_t *state)
 {
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return (double)(z >> 11) / 9007199254740992.0;
+    return (double)(fs_rng_mix(*state += 0x9e3779b97f4a7c15ULL) >> 11) / 9007199254740992.0;
 }
 
 /** A state for stream `stream` of seed `seed`. Seeds must not be spaced by splitmix's
@@ -26,10 +31,7 @@ fs_rng_uniform(uint64_t *state)
 static inline uint64_t
 fs_rng_seed(uint64_t seed, uint64_t stream)
 {
-    uint64_t z = seed * 0x9e3779b97f4a7c15ULL + stream;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+    return fs_rng_mix(seed * 0x9e3779b97f4a7c15ULL + stream);
 }
 
 /** Standard normal (Box-Muller, one of the pair). */
