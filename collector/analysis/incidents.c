@@ -1047,27 +1047,24 @@ fold_period(const struct occurrence *oc, size_t m, double P, double tol_frac, do
     }
     double best_c = cnt ? sum / (double)cnt : lo;
     double a = t0 + best_c * P, period = P;
-    while (a - period > (double)oc[0].t - tol_frac * period)
-        a -= period; /* slot 0 at or before the first occurrence */
-    size_t n = 0;
-    for (int pass = 0; pass < 3; pass++) {
+    /* Three refits at most; the grid's hits are those of the last grid fitted. */
+    size_t n;
+    for (int pass = 0;; pass++) {
+        /* Slot 0 at or before the first occurrence: a refit may have moved it past one
+           it now reaches. */
+        while (a - period > (double)oc[0].t - tol_frac * period)
+            a -= period;
         n = grid_hits(oc, m, a, period, tol_frac * period, which, ks);
         if (n < 2)
+            return;
+        if (pass == 3)
             break;
         double na, np = lsq_period(oc, which, ks, n, &na);
         if (np <= 0 || fabs(np - P) > 0.1 * P)
             break;
         a = na;
         period = np;
-        /* The refit may move slot 0 past an occurrence it now reaches: re-anchored. */
-        while (a - period > (double)oc[0].t - tol_frac * period)
-            a -= period;
     }
-    if (n < 2)
-        return;
-    n = grid_hits(oc, m, a, period, tol_frac * period, which, ks);
-    if (n < 2)
-        return;
     double ss = 0, mx = 0;
     for (size_t i = 0; i < n; i++) {
         double r = fabs((double)oc[which[i]].t - a - (double)ks[i] * period);
