@@ -83,19 +83,40 @@ fs_clock_probe_check_plan(const struct fs_clock_probe_plan_in *in, bool expect_l
 {
     const int64_t res = in->resolution_us, rtt = in->rtt_us > 0 ? in->rtt_us : 0;
     const int64_t lo = in->offset_us - in->uncertainty_us, hi = in->offset_us + in->uncertainty_us;
-    if (res <= 0 || hi < lo || in->not_after_us < in->not_before_us)
+    const int64_t nb = in->not_before_us, na = in->not_after_us, m = FS_CLOCK_PROBE_CHECK_MARGIN_US;
+    if (res <= 0 || hi < lo || na < nb)
         return false;
-    /* Send at E + shift for the first edge E that keeps the send time >= not_before. */
-    /* The later-second check holds whatever the round trip; the earlier-second one needs
-     * the answer before the edge, so it leaves room for round trips up to 3 x rtt. */
-    const int64_t shift = expect_later ? FS_CLOCK_PROBE_CHECK_MARGIN_US - lo
-                                       : -hi - 3 * rtt - FS_CLOCK_PROBE_CHECK_MARGIN_US;
-    int64_t e = -floor_div(-(in->not_before_us - shift), res) * res; /* ceil to an edge */
-    int64_t t = e + shift;
-    if (t > in->not_after_us)
+    /* For an edge E the certain sends span [E + first, E + last]: the later-second check
+     * must read E (sent the margin after E under lo, answered before E + res under hi
+     * within 3 round trips), the earlier-second one E - res (sent after E - res under lo,
+     * answered within 3 round trips the margin before E under hi). The ideal end of the
+     * span is the one nearest the edge: a check sent d away from it sees only the steps
+     * beyond d more (a poll's own reading near the edge is no check: its bound is what
+     * the check must exceed), so the send time nearest its ideal is kept. */
+    const int64_t first = expect_later ? m - lo : -res - lo + m;
+    const int64_t last = expect_later ? res - hi - 3 * rtt - m : -hi - 3 * rtt - m;
+    if (last < first)
         return false;
-    *send_at_us = t;
-    return true;
+    const int64_t ideal = expect_later ? first : last;
+    bool found = false;
+    int64_t best_t = 0, best_d = 0;
+    int64_t e = -floor_div(-(nb - last), res) * res; /* the first edge whose span ends >= nb */
+    for (int n = 0; e + first <= na && n < MAX_EDGES; e += res, n++) {
+        int64_t t = e + ideal;
+        t = t < nb ? nb : (t > na ? na : t);
+        if (t < e + first || t > e + last)
+            continue;
+        int64_t d = t - (e + ideal);
+        d = d < 0 ? -d : d;
+        if (!found || d < best_d) {
+            found = true;
+            best_d = d;
+            best_t = t;
+        }
+    }
+    if (found)
+        *send_at_us = best_t;
+    return found;
 }
 
 /* ---------------- the prober ---------------- */
@@ -203,8 +224,8 @@ fs_clock_prober_plan(struct fs_clock_prober *p, const struct fs_clock_prober_now
             p->at_us = at;
             p->check = c;
         }
-    /* A check whose time falls on the polls all the time: their own reading is taken at
-     * that phase, so it stands in for the check; this round ends. */
+    /* No certain time for a check between these cycles (the gap is shorter than the
+     * check's span): this round ends, and the next one tries again. */
     if (!p->at_us && !spaced) {
         p->checks_todo = 0;
         p->last_check_mono_us = now_mono;

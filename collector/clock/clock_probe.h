@@ -64,12 +64,16 @@ bool fs_clock_probe_plan(const struct fs_clock_probe_plan_in *in, int64_t *send_
  * edge under the bound's lower end lo (it must show the later second; the earlier one
  * puts the offset below lo - margin); otherwise the margin plus 3 round trips before the
  * edge under the upper end hi (it must show the earlier second; the later one, answered
- * within 3 round trips, puts the offset above hi + margin). The first such time in
- * [not_before, not_after]; false when there is none. A pair, one of each, reveals any
- * offset outside [lo - margin, hi + margin + 3 rtt] (modulo whole seconds: a step of
- * whole seconds shows in the reading itself). A step that leaves the offset within that
- * zone stays unseen until the drift allowance widens the old readings past it (20 ppm:
- * minutes) or they leave the filter's window (10 minutes).
+ * within 3 round trips, puts the offset above hi + margin). Those are the ideal times;
+ * when none fits [not_before, not_after] (the polls take that phase: a poll's own
+ * reading just before the edge is what sets hi, so it can never contradict it), the
+ * certain send time nearest an ideal one is chosen, later for the later-second check and
+ * earlier for the other, over the next MAX_EDGES edges; false when there is none. A
+ * pair sent at the ideal times reveals any offset outside [lo - margin, hi + margin +
+ * 3 rtt] (modulo whole seconds: a step of whole seconds shows in the reading itself); a
+ * check sent d from its ideal time widens its side of that zone by d. A step that leaves
+ * the offset within the zone stays unseen until the drift allowance widens the old
+ * readings past it (20 ppm: minutes) or they leave the filter's window (10 minutes).
  */
 bool fs_clock_probe_check_plan(const struct fs_clock_probe_plan_in *in, bool expect_later,
                                int64_t *send_at_us);
@@ -96,8 +100,9 @@ int64_t fs_clock_probe_worst_width(int64_t lo_us, int64_t hi_us, int64_t rtt_us,
  *     estimate beyond its uncertainty: a device clock step) a pair of check probes;
  *   - FS_CLOCK_PROBER_NO_GAIN_MAX probes in a row that did not narrow (or were dropped)
  *     pause probing for FS_CLOCK_PROBER_HOLD_US; so does a failed probe;
- *   - a probe or check whose time always falls on the polls is left out ("blocked"; the
- *     poll's own reading is taken at that phase).
+ *   - a narrowing probe whose time always falls on the polls is left out ("blocked"; the
+ *     poll's own reading is taken at that phase); a check is moved off the polls
+ *     (fs_clock_probe_check_plan) and left out only when no certain time is free.
  * Zero-initialise a prober before use. Plain struct, no allocation; one owner thread.
  */
 #define FS_CLOCK_PROBER_SPACING_US 900000LL /* from one probe's answer to the next probe */

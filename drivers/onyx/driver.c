@@ -62,9 +62,9 @@
  * again (the drift allowance). Every CHECK_US, and at once when a reading moves the
  * estimate beyond its uncertainty, two check probes whose readings the bound predicts
  * with certainty test it: after a device clock step they contradict the old readings
- * (the filter drops them) and are repeated while they move the estimate. A probe or
- * check whose time always falls on the polls is left out (the poll's own `show clock`
- * is read at that phase); the detail says "blocked".
+ * (the filter drops them) and are repeated while they move the estimate. A probe whose
+ * time always falls on the polls is left out (the poll's own `show clock` is read at
+ * that phase); the detail says "blocked". A check is moved next to the polls instead.
  */
 #include <errno.h>
 #include <pthread.h>

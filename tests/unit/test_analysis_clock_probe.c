@@ -167,11 +167,51 @@ test_check_reading_is_certain(void **state)
             }
         }
     }
-    struct fs_clock_probe_plan_in in = {250000, 3000, 2000, SEC, T0, T0 + 1000};
-    int64_t at;
-    bool a = fs_clock_probe_check_plan(&in, true, &at),
-         b = fs_clock_probe_check_plan(&in, false, &at);
-    assert_false(a && b); /* a 1 ms window cannot hold both edges' times */
+}
+
+/* When the polls take the ideal phase (the window between cycles ends before the ideal
+ * time of the earlier-second check, or begins after that of the later-second one), the
+ * check goes at the certain time nearest it: its reading is still certain, and a step
+ * larger than its distance from the ideal time still contradicts the bound. Before, the
+ * check was left out, and a poll just before the edge (the one that set hi) was taken as
+ * standing in for it: a +400 ms step stayed unseen for minutes (CI, stop 29). */
+static void
+test_check_moved_off_the_polls(void **state)
+{
+    (void)state;
+    const int64_t rtt = 2000, m = FS_CLOCK_PROBE_CHECK_MARGIN_US;
+    for (int later = 0; later <= 1; later++) {
+        struct fs_clock_probe_plan_in in = {250000, 3000, rtt, SEC, T0, T0 + 3 * SEC};
+        const int64_t lo = in.offset_us - in.uncertainty_us, hi = in.offset_us + in.uncertainty_us;
+        int64_t ideal;
+        assert_true(fs_clock_probe_check_plan(&in, later, &ideal));
+        /* The ideal phase 40 ms inside a cycle: the window ends (starts) 40 ms short. */
+        const int64_t d = 40000;
+        if (later)
+            in.not_before_us = ideal + d, in.not_after_us = ideal + d + 500000;
+        else
+            in.not_before_us = ideal - 500000, in.not_after_us = ideal - d;
+        int64_t at;
+        assert_true(fs_clock_probe_check_plan(&in, later, &at));
+        assert_int_equal(at, later ? ideal + d : ideal - d);
+        /* Certain for every offset in the bound and every instant of 3 round trips. */
+        int64_t d0 = floor_div(at + lo, SEC);
+        for (int64_t o = lo; o <= hi; o += 500)
+            for (int64_t s = at; s <= at + 3 * rtt; s += 500)
+                assert_int_equal(floor_div(s + o, SEC), d0);
+        /* A step beyond d + margin on the checked side (+ the round trip's length, when
+         * the device reads late in it) reads the other second. */
+        for (int64_t s = at; s <= at + 3 * rtt; s += 500) {
+            if (later && s <= at + rtt)
+                assert_int_equal(floor_div(s + lo - d - m - rtt - 1, SEC), d0 - 1);
+            else if (!later)
+                assert_int_equal(floor_div(s + hi + d + m + 3 * rtt + 1, SEC), d0 + 1);
+        }
+        /* No certain time in the window at all: none. */
+        in.not_before_us = later ? ideal + 990000 : ideal + 2000;
+        in.not_after_us = in.not_before_us + 1000;
+        assert_false(fs_clock_probe_check_plan(&in, later, &at));
+    }
 }
 
 /* The worst-case width against brute force: every true offset and reply instant. */
@@ -638,6 +678,7 @@ main(void)
         cmocka_unit_test(test_worst_width_brute_force),
         cmocka_unit_test(test_closed_loop_converges_honestly),
         cmocka_unit_test(test_check_reading_is_certain),
+        cmocka_unit_test(test_check_moved_off_the_polls),
         cmocka_unit_test(test_step_revealed_by_checks),
         cmocka_unit_test(test_prober_states),
         cmocka_unit_test(test_prober_respects_cycles_and_spacing),
