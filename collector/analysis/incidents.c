@@ -3,8 +3,12 @@
 
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *const kind_phrases[FS_AN_KIND_COUNT] = {"ECN surge", "queue high water",
                                                            "drop burst", "PFC storm", "departure"};
@@ -859,6 +863,8 @@ struct fit {
     size_t *which; /* indexes into the occurrences; owned */
 };
 
+/* Threads fitting ports at once (fs_incidents_find). */
+#define FIT_THREADS 4
 /* Most candidate periods tried per series, neighbours paired per occurrence. */
 #define FIT_CANDIDATES 16
 #define FIT_NEIGHBOURS 8
@@ -1496,54 +1502,135 @@ out:
     return rc;
 }
 
+/* The occurrences of one port's episodes pe[i, i + m). */
+static void
+port_occurrences(const struct ctx *c, const struct fs_incident_report *r, size_t i, size_t m,
+                 struct occurrence *oc)
+{
+    const struct fs_departures *d = c->d;
+    for (size_t k = 0; k < m; k++) {
+        oc[k].t = c->pe[i + k].onset_us;
+        oc[k].episode = c->pe[i + k].episode;
+        /* A unit is one series: the kinds are those of the episode it joined. */
+        oc[k].kinds = (unsigned)__builtin_popcount(r->episodes[oc[k].episode].kinds);
+        double z = 0;
+        for (size_t q = c->pe[i + k].run_lo; q < c->pe[i + k].run_hi; q++)
+            if (d->runs[c->pr[q].run].peak_z > z)
+                z = d->runs[c->pr[q].run].peak_z;
+        oc[k].mark = (double)oc[k].kinds * 1e10 + (z < 1e9 ? z : 1e9);
+    }
+}
+
+/* One port to fit: its episodes pe[i, i + m) and the result. */
+struct port_fit {
+    size_t i, m;
+    struct fit fit;
+    int rc;
+};
+
+/* The ports' fits, shared by the fitting threads: each takes the next port. */
+struct fit_work {
+    const struct ctx *c;
+    const struct fs_incident_report *r;
+    struct port_fit *pf;
+    size_t n_pf, m_max, looks;
+    _Atomic size_t next;
+};
+
+static void *
+fit_ports(void *arg)
+{
+    struct fit_work *w = arg;
+    const struct fs_departures *d = w->c->d;
+    struct occurrence *oc = malloc(w->m_max * sizeof *oc);
+    double span = (double)(d->end_us - d->observed_start_us);
+    for (size_t k; (k = atomic_fetch_add(&w->next, 1)) < w->n_pf;) {
+        struct port_fit *p = &w->pf[k];
+        if (!oc) {
+            p->rc = -1;
+            continue;
+        }
+        port_occurrences(w->c, w->r, p->i, p->m, oc);
+        p->rc = fit_period(oc, p->m, span, (double)d->end_us, &d->opts, w->looks, &p->fit);
+        if (p->rc == 0 && p->fit.n > 0 &&
+            prefer_strong_parity(oc, p->m, span, (double)d->end_us, &d->opts, w->looks,
+                                 &p->fit) < 0)
+            p->rc = -1;
+    }
+    free(oc);
+    return NULL;
+}
+
+/* Fits every port with enough episodes, on up to FIT_THREADS threads (the fits are
+ * independent; each result goes to its port's slot, so the outcome does not depend on
+ * the threads). Returns -1 when out of memory (the fits made are still in pf). */
+static int
+fit_all_ports(struct fit_work *w)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t threads = cpus > 0 ? (size_t)cpus : 1;
+    if (threads > FIT_THREADS)
+        threads = FIT_THREADS;
+    if (threads > w->n_pf / 64 + 1) /* a few ports: not worth a thread */
+        threads = w->n_pf / 64 + 1;
+    pthread_t tid[FIT_THREADS];
+    bool started[FIT_THREADS] = {false};
+    for (size_t t = 1; t < threads; t++)
+        started[t] = pthread_create(&tid[t], NULL, fit_ports, w) == 0;
+    fit_ports(w); /* takes whatever no thread could */
+    for (size_t t = 1; t < threads; t++)
+        if (started[t])
+            pthread_join(tid[t], NULL);
+    for (size_t k = 0; k < w->n_pf; k++)
+        if (w->pf[k].rc != 0)
+            return -1;
+    return 0;
+}
+
 static int
 find_groups(struct ctx *c, struct fs_incident_report *r, int64_t now_us)
 {
     const struct fs_departures *d = c->d;
-    struct occurrence *oc = malloc((c->n_pe ? c->n_pe : 1) * sizeof *oc);
-    if (!oc)
-        return -1;
+    struct occurrence *oc = NULL;
+    struct fit_work w = {.c = c, .r = r};
     size_t cap = 0;
-    size_t looks = 0; /* series tested: those with enough episodes (see fit_period) */
-    for (size_t i = 0; i < c->n_pe;) {
-        size_t j = i;
-        while (j < c->n_pe && c->pe[j].port == c->pe[i].port)
-            j++;
-        looks += j - i >= d->opts.min_occurrences;
-        i = j;
+    /* c->pe is sorted by port, then start: each port's episodes are contiguous. Series
+       tested (looks): those with enough episodes (see fit_period). */
+    for (size_t pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < c->n_pe;) {
+            size_t j = i;
+            while (j < c->n_pe && c->pe[j].port == c->pe[i].port)
+                j++;
+            if (j - i >= d->opts.min_occurrences) {
+                if (pass == 1)
+                    w.pf[w.n_pf] = (struct port_fit){.i = i, .m = j - i};
+                w.n_pf++;
+                if (j - i > w.m_max)
+                    w.m_max = j - i;
+            }
+            i = j;
+        }
+        if (pass == 0) {
+            w.looks = w.n_pf;
+            w.n_pf = 0;
+            w.pf = calloc(w.looks ? w.looks : 1, sizeof *w.pf);
+            oc = malloc((w.m_max ? w.m_max : 1) * sizeof *oc);
+            if (!w.pf || !oc)
+                goto fail;
+        }
     }
-    /* c->pe is sorted by port, then start: each port's episodes are contiguous. */
-    for (size_t i = 0; i < c->n_pe;) {
-        size_t j = i;
-        while (j < c->n_pe && c->pe[j].port == c->pe[i].port)
-            j++;
-        size_t m = j - i;
-        uint32_t port = c->pe[i].port;
-        for (size_t k = 0; k < m; k++) {
-            oc[k].t = c->pe[i + k].onset_us;
-            oc[k].episode = c->pe[i + k].episode;
-            /* A unit is one series: the kinds are those of the episode it joined. */
-            oc[k].kinds = (unsigned)__builtin_popcount(r->episodes[oc[k].episode].kinds);
-            double z = 0;
-            for (size_t q = c->pe[i + k].run_lo; q < c->pe[i + k].run_hi; q++)
-                if (d->runs[c->pr[q].run].peak_z > z)
-                    z = d->runs[c->pr[q].run].peak_z;
-            oc[k].mark = (double)oc[k].kinds * 1e10 + (z < 1e9 ? z : 1e9);
-        }
-        i = j;
-        if (m < d->opts.min_occurrences)
+    if (fit_all_ports(&w) != 0)
+        goto fail;
+    for (size_t k = 0; k < w.n_pf; k++) {
+        struct port_fit *p = &w.pf[k];
+        if (p->fit.n == 0)
             continue;
-        struct fit fit = {0};
-        double span = (double)(d->end_us - d->observed_start_us);
-        if (fit_period(oc, m, span, (double)d->end_us, &d->opts, looks, &fit) != 0)
-            goto fail;
-        if (fit.n == 0)
-            continue;
-        if (prefer_strong_parity(oc, m, span, (double)d->end_us, &d->opts, looks, &fit) < 0) {
-            free(fit.which);
-            goto fail;
-        }
-        if (r->n_groups == cap) {
+        size_t m = p->m;
+        uint32_t port = c->pe[p->i].port;
+        port_occurrences(c, r, p->i, m, oc);
+        struct fit fit = p->fit;
+        p->fit.which = NULL;
+    if (r->n_groups == cap) {
             cap = cap ? cap * 2 : 16;
             void *np = realloc(r->groups, cap * sizeof *r->groups);
             if (!np) {
@@ -1560,9 +1647,9 @@ find_groups(struct ctx *c, struct fs_incident_report *r, int64_t now_us)
             free(fit.which);
             goto fail;
         }
-        for (size_t k = 0; k < fit.n; k++) {
-            g->episodes[k] = oc[fit.which[k]].episode;
-            g->kinds |= r->episodes[g->episodes[k]].kinds;
+        for (size_t h = 0; h < fit.n; h++) {
+            g->episodes[h] = oc[fit.which[h]].episode;
+            g->kinds |= r->episodes[g->episodes[h]].kinds;
         }
         qsort(g->episodes, fit.n, sizeof *g->episodes, cmp_size);
         g->occurrences = fit.n;
@@ -1608,8 +1695,12 @@ find_groups(struct ctx *c, struct fs_incident_report *r, int64_t now_us)
     if (r->n_groups > 1)
         qsort(r->groups, r->n_groups, sizeof *r->groups, cmp_group);
     free(oc);
+    free(w.pf);
     return 0;
 fail:
+    for (size_t k = 0; w.pf && k < w.n_pf; k++)
+        free(w.pf[k].fit.which);
+    free(w.pf);
     free(oc);
     return -1;
 }

@@ -27,7 +27,9 @@
  * Ownership. fs_departures_new returns an object the caller frees with
  * fs_departures_free; reports are freed with fs_incident_report_free. Strings in them
  * are owned by the departures object (keep it alive while using a report).
- * Threads: none inside; objects belong to one caller.
+ * Threads: objects belong to one caller. fs_incidents_find fits the ports' episode
+ * trains on up to 4 threads of its own (one an online CPU), joined before it returns;
+ * the result does not depend on how many ran.
  */
 #ifndef FS_ANALYSIS_INCIDENTS_H
 #define FS_ANALYSIS_INCIDENTS_H
