@@ -1553,8 +1553,8 @@ fit_ports(void *arg)
         port_occurrences(w->c, w->r, p->i, p->m, oc);
         p->rc = fit_period(oc, p->m, span, (double)d->end_us, &d->opts, w->looks, &p->fit);
         if (p->rc == 0 && p->fit.n > 0 &&
-            prefer_strong_parity(oc, p->m, span, (double)d->end_us, &d->opts, w->looks,
-                                 &p->fit) < 0)
+            prefer_strong_parity(oc, p->m, span, (double)d->end_us, &d->opts, w->looks, &p->fit) <
+                0)
             p->rc = -1;
     }
     free(oc);
@@ -1630,7 +1630,7 @@ find_groups(struct ctx *c, struct fs_incident_report *r, int64_t now_us)
         port_occurrences(c, r, p->i, m, oc);
         struct fit fit = p->fit;
         p->fit.which = NULL;
-    if (r->n_groups == cap) {
+        if (r->n_groups == cap) {
             cap = cap ? cap * 2 : 16;
             void *np = realloc(r->groups, cap * sizeof *r->groups);
             if (!np) {

@@ -579,14 +579,25 @@ free_reader(struct reader *r)
     free(r->v);
 }
 
+/* The read tried first when samples before keep_from are left out (read_series): two
+   samples before it are there at a poll interval up to 5 s. */
+#define SHORT_READBACK_US (10 * US)
+
 /* Reads one candidate into (ts, v) (rates for counters); returns samples or -1 (memory).
-   With floor_out, a counter's floor there is raised to its step (fs_an_step_floor). */
+   With floor_out, a counter's floor there is raised to its step (fs_an_step_floor).
+   Samples more than two before keep_from are read (from `from`: the ones a counter's
+   rates need may be that far back) but left out: a scan from keep_from looks at one
+   sample before it at most, and a rate at its own pair. */
 static long
-read_series(struct fs_store *st, const struct cand *c, int64_t from, int64_t to, struct reader *r,
-            const int64_t **ts_out, const double **v_out, double *floor_out)
+read_series(struct fs_store *st, const struct cand *c, int64_t from, int64_t to, int64_t keep_from,
+            struct reader *r, const int64_t **ts_out, const double **v_out, double *floor_out)
 {
     bool trunc = false;
     long n;
+    /* A short read first: it usually holds the two samples before keep_from. */
+    int64_t read_from = from;
+    if (keep_from != INT64_MIN && keep_from - SHORT_READBACK_US > from)
+        read_from = keep_from - SHORT_READBACK_US;
     for (;;) {
         if (r->cap == 0) {
             r->cap = 8192;
@@ -594,9 +605,13 @@ read_series(struct fs_store *st, const struct cand *c, int64_t from, int64_t to,
             if (!r->smp)
                 return -1;
         }
-        n = fs_store_read(st, c->id, c->gen, from, to, r->smp, r->cap, &trunc);
+        n = fs_store_read(st, c->id, c->gen, read_from, to, r->smp, r->cap, &trunc);
         if (n < 0)
             return 0; /* the series went away meanwhile */
+        if (read_from > from && (n < 2 || r->smp[1].ts_us >= keep_from)) {
+            read_from = from; /* fewer than two before keep_from: the whole readback */
+            continue;
+        }
         if (!trunc || r->cap >= MAX_SAMPLES_PER_SERIES)
             break;
         free(r->smp);
@@ -622,12 +637,17 @@ read_series(struct fs_store *st, const struct cand *c, int64_t from, int64_t to,
             return -1;
         }
     }
+    long skip = 0;
+    while (skip < n && r->smp[skip].ts_us < keep_from)
+        skip++;
+    skip = skip > 2 ? skip - 2 : 0;
+    n -= skip;
     for (long i = 0; i < n; i++) {
-        r->ts[i] = r->smp[i].ts_us;
+        r->ts[i] = r->smp[skip + i].ts_us;
         if (c->counter)
-            r->u[i] = r->smp[i].v.u;
+            r->u[i] = r->smp[skip + i].v.u;
         else
-            r->v[i] = r->smp[i].v.d;
+            r->v[i] = r->smp[skip + i].v.d;
     }
     if (floor_out)
         *floor_out = c->floor;
@@ -698,7 +718,10 @@ scan_part_run(void *arg_)
         const struct an_base *fixed = p->tail ? find_base(p->tail, c->id, c->gen) : NULL;
         int64_t from =
             fixed ? p->start - TAIL_READBACK_US : p->start - p->d->opts.baseline_window_us;
-        long n = read_series(p->st, c, from, p->end, &r, &ts, &v, &floor);
+        /* Against a fixed baseline only [start, end] is looked at (and no floor). */
+        floor = c->floor;
+        long n = read_series(p->st, c, from, p->end, fixed ? p->start : INT64_MIN, &r, &ts, &v,
+                             fixed ? NULL : &floor);
         /* Series come target by target within a metric: look the target up once a run
            (a lookup per series compared every target's name: 100 targets times 100,000
            series). */
@@ -758,11 +781,14 @@ scan_store(struct fs_store *st, const struct fs_an_opts *opts, int64_t start, in
     pthread_t tids[FS_ANALYSIS_SCAN_THREADS];
     size_t n_parts = 0;
     bool ok = true;
-    struct timespec C0, C1; clock_gettime(CLOCK_MONOTONIC, &C0);
+    struct timespec C0, C1;
+    clock_gettime(CLOCK_MONOTONIC, &C0);
     fs_store_foreach_series(st, false, collect_cb, &cs);
     fs_store_foreach_instance(st, unc_cb, &u);
     clock_gettime(CLOCK_MONOTONIC, &C1);
-    if (getenv("FS_TIMING")) fprintf(stderr, "TIMING collect %.1f\n", (C1.tv_sec-C0.tv_sec)*1e3+(C1.tv_nsec-C0.tv_nsec)/1e6);
+    if (getenv("FS_TIMING"))
+        fprintf(stderr, "TIMING collect %.1f\n",
+                (C1.tv_sec - C0.tv_sec) * 1e3 + (C1.tv_nsec - C0.tv_nsec) / 1e6);
     if (cs.failed || u.failed)
         goto fail;
     if (base_out && !(bases = malloc((cs.n ? cs.n : 1) * sizeof *bases)))
@@ -1715,7 +1741,9 @@ departures_from_log(struct fs_analysis *a, struct fs_store *st, int64_t start, i
     int64_t tail_lo = bc->at_us - a->opts.an.merge_gap_us;
     if (tail_lo < start)
         tail_lo = start;
-    struct timespec A0, A1, A2; clock_gettime(CLOCK_MONOTONIC, &A0); A1 = A0;
+    struct timespec A0, A1, A2;
+    clock_gettime(CLOCK_MONOTONIC, &A0);
+    A1 = A0;
     if (end > tail_lo) {
         struct fs_departures *t = scan_store(st, &a->opts.an, tail_lo, end, bc, NULL, err, errlen);
         clock_gettime(CLOCK_MONOTONIC, &A1);
@@ -1736,7 +1764,11 @@ departures_from_log(struct fs_analysis *a, struct fs_store *st, int64_t start, i
     }
     d->series_scanned = scanned;
     clock_gettime(CLOCK_MONOTONIC, &A2);
-    if (getenv("FS_TIMING")) fprintf(stderr, "TIMING tailscan %.1f (tail %.1f s) log+replay %.1f\n", (A1.tv_sec-A0.tv_sec)*1e3+(A1.tv_nsec-A0.tv_nsec)/1e6, (end-tail_lo)/1e6, (A2.tv_sec-A1.tv_sec)*1e3+(A2.tv_nsec-A1.tv_nsec)/1e6);
+    if (getenv("FS_TIMING"))
+        fprintf(stderr, "TIMING tailscan %.1f (tail %.1f s) log+replay %.1f\n",
+                (A1.tv_sec - A0.tv_sec) * 1e3 + (A1.tv_nsec - A0.tv_nsec) / 1e6,
+                (end - tail_lo) / 1e6,
+                (A2.tv_sec - A1.tv_sec) * 1e3 + (A2.tv_nsec - A1.tv_nsec) / 1e6);
     d->ring_scan_start_us = end > tail_lo ? tail_lo : end;
     return d;
 }
@@ -1950,7 +1982,8 @@ fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
     char err[128];
     bool present = end >= now_us - 60 * US;
     struct hist_use hu = {0};
-    struct timespec T_0, T_1, T_2; clock_gettime(CLOCK_MONOTONIC, &T_0);
+    struct timespec T_0, T_1, T_2;
+    clock_gettime(CLOCK_MONOTONIC, &T_0);
     struct fs_departures *d =
         departures_with_log(a, st, start, end, present, &hu, now_us, NULL, err, sizeof err);
     clock_gettime(CLOCK_MONOTONIC, &T_1);
@@ -1965,7 +1998,10 @@ fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
     }
     pthread_mutex_unlock(&a->run_lock);
     clock_gettime(CLOCK_MONOTONIC, &T_2);
-    if (getenv("FS_TIMING")) fprintf(stderr, "TIMING deps %.1f find %.1f\n", (T_1.tv_sec-T_0.tv_sec)*1e3+(T_1.tv_nsec-T_0.tv_nsec)/1e6, (T_2.tv_sec-T_1.tv_sec)*1e3+(T_2.tv_nsec-T_1.tv_nsec)/1e6);
+    if (getenv("FS_TIMING"))
+        fprintf(stderr, "TIMING deps %.1f find %.1f\n",
+                (T_1.tv_sec - T_0.tv_sec) * 1e3 + (T_1.tv_nsec - T_0.tv_nsec) / 1e6,
+                (T_2.tv_sec - T_1.tv_sec) * 1e3 + (T_2.tv_nsec - T_1.tv_nsec) / 1e6);
     /* The metrics are this instance's own (each shard exports its targets' incidents). */
     if (present && !hu.used)
         (void)remember_metrics(a, d, r);
@@ -2402,7 +2438,7 @@ fs_analysis_export_trace(struct fs_analysis *a, struct fs_store *st,
         const struct cand *c = &cs.c[i];
         const int64_t *ts;
         const double *v;
-        long m = read_series(st, c, start, end, &r, &ts, &v, NULL);
+        long m = read_series(st, c, start, end, INT64_MIN, &r, &ts, &v, NULL);
         if (m < 0) {
             oom = true;
             break;
