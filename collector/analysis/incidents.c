@@ -889,8 +889,10 @@ log_binom_tail(size_t k, size_t n, double p)
     size_t nt = 0;
     /* The tail is dominated by its first terms: sum at most 64 of them. */
     for (size_t i = k; i <= n && nt < 64; i++) {
-        double t = lgamma((double)n + 1) - lgamma((double)i + 1) - lgamma((double)(n - i) + 1) +
-                   (double)i * lp + (double)(n - i) * lq;
+        /* lgamma_r: lgamma sets the global signgam, and fits run on several threads. */
+        int sg;
+        double t = lgamma_r((double)n + 1, &sg) - lgamma_r((double)i + 1, &sg) -
+                   lgamma_r((double)(n - i) + 1, &sg) + (double)i * lp + (double)(n - i) * lq;
         terms[nt++] = t;
         if (t > mx)
             mx = t;

@@ -394,6 +394,85 @@ test_random_port_aligned_at_the_end(void **state)
     assert_true(culprit);
 }
 
+/* The port with this interface among a report's groups (its first series), or NULL. */
+static const struct fs_recurrence *
+group_on(const struct fs_departures *d, const struct fs_incident_report *r, const char *ifc)
+{
+    for (size_t g = 0; g < r->n_groups; g++)
+        if (!strcmp(d->series[r->groups[g].series[0]].interface, ifc))
+            return &r->groups[g];
+    return NULL;
+}
+
+/* A fabric of 300 bursting ports (enough for the fits to go to several threads when the
+ * machine has the CPUs) with two periodic ones among them: each is fitted as when it is
+ * alone (period, next occurrence and hits come from its own train), and two runs give
+ * the same report. Run under TSan too. */
+static void
+test_many_ports_fitted_alike(void **state)
+{
+    (void)state;
+    enum { PORTS = 300 };
+    const int64_t end = T0 + 10800 * S;
+    const int periodic[2] = {100, 250};
+    const double period_s[2] = {900, 1300};
+    static int64_t on[PORTS + 1][16];
+    size_t n[PORTS + 1] = {0};
+    rng_state = 0x5eed3000u;
+    for (int p = 1; p <= PORTS; p++) {
+        int w = p == periodic[0] ? 0 : p == periodic[1] ? 1 : -1;
+        if (w >= 0) {
+            for (double t = 200; t < 10700; t += period_s[w])
+                on[p][n[p]++] = T0 + (int64_t)((t + (urand() - 0.5) * 10) * 1e6);
+        } else {
+            for (; n[p] < 5; n[p]++)
+                on[p][n[p]] = T0 + (int64_t)((300 + urand() * 10400) * 1e6);
+            qsort(on[p], n[p], sizeof on[p][0], cmp_i64);
+        }
+    }
+    struct fs_departures *big = fs_departures_new(NULL, T0, end);
+    assert_non_null(big);
+    for (int p = 1; p <= PORTS; p++) {
+        char ifc[16];
+        snprintf(ifc, sizeof ifc, "Eth1/%d", p);
+        add_train(big, ifc, on[p], n[p], 2 * S);
+    }
+    assert_int_equal(fs_departures_finish(big), 0);
+    struct fs_incident_report *r[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++)
+        assert_int_equal(fs_incidents_find(big, end, &r[k]), 0);
+    for (int w = 0; w < 2; w++) {
+        char ifc[16];
+        snprintf(ifc, sizeof ifc, "Eth1/%d", periodic[w]);
+        struct fs_departures *alone = fs_departures_new(NULL, T0, end);
+        assert_non_null(alone);
+        add_train(alone, ifc, on[periodic[w]], n[periodic[w]], 2 * S);
+        assert_int_equal(fs_departures_finish(alone), 0);
+        struct fs_incident_report *ra = NULL;
+        assert_int_equal(fs_incidents_find(alone, end, &ra), 0);
+        assert_int_equal(ra->n_groups, 1);
+        const struct fs_recurrence *ga = &ra->groups[0], *gb = group_on(big, r[0], ifc);
+        assert_non_null(gb);
+        print_message("  %s: every %.1f s, %zu occurrences (%zu groups in the fabric)\n", ifc,
+                      gb->period_us / 1e6, gb->occurrences, r[0]->n_groups);
+        assert_true(gb->period_us == ga->period_us);
+        assert_int_equal(gb->next_us, ga->next_us);
+        assert_int_equal(gb->occurrences, ga->occurrences);
+        fs_incident_report_free(ra);
+        fs_departures_free(alone);
+    }
+    assert_int_equal(r[0]->n_groups, r[1]->n_groups);
+    for (size_t g = 0; g < r[0]->n_groups; g++) {
+        assert_int_equal(r[0]->groups[g].series[0], r[1]->groups[g].series[0]);
+        assert_true(r[0]->groups[g].period_us == r[1]->groups[g].period_us);
+        assert_int_equal(r[0]->groups[g].next_us, r[1]->groups[g].next_us);
+        assert_true(r[0]->groups[g].confidence == r[1]->groups[g].confidence);
+    }
+    fs_incident_report_free(r[0]);
+    fs_incident_report_free(r[1]);
+    fs_departures_free(big);
+}
+
 /* A jittered train whose first occurrence is four slots before the second (three missed):
  * a refitted grid must still reach back to it. The onsets are a `jitter_misses` fabric's
  * (period 1064 s, ±5%, 30% missed) in which the refit moved slot 0 past the first
@@ -434,6 +513,7 @@ main(void)
         cmocka_unit_test(test_poisson_trains_not_periodic),
         cmocka_unit_test(test_random_port_aligned_at_the_end),
         cmocka_unit_test(test_jittered_first_occurrence_kept),
+        cmocka_unit_test(test_many_ports_fitted_alike),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
