@@ -781,14 +781,8 @@ scan_store(struct fs_store *st, const struct fs_an_opts *opts, int64_t start, in
     pthread_t tids[FS_ANALYSIS_SCAN_THREADS];
     size_t n_parts = 0;
     bool ok = true;
-    struct timespec C0, C1;
-    clock_gettime(CLOCK_MONOTONIC, &C0);
     fs_store_foreach_series(st, false, collect_cb, &cs);
     fs_store_foreach_instance(st, unc_cb, &u);
-    clock_gettime(CLOCK_MONOTONIC, &C1);
-    if (getenv("FS_TIMING"))
-        fprintf(stderr, "TIMING collect %.1f\n",
-                (C1.tv_sec - C0.tv_sec) * 1e3 + (C1.tv_nsec - C0.tv_nsec) / 1e6);
     if (cs.failed || u.failed)
         goto fail;
     if (base_out && !(bases = malloc((cs.n ? cs.n : 1) * sizeof *bases)))
@@ -1741,12 +1735,8 @@ departures_from_log(struct fs_analysis *a, struct fs_store *st, int64_t start, i
     int64_t tail_lo = bc->at_us - a->opts.an.merge_gap_us;
     if (tail_lo < start)
         tail_lo = start;
-    struct timespec A0, A1, A2;
-    clock_gettime(CLOCK_MONOTONIC, &A0);
-    A1 = A0;
     if (end > tail_lo) {
         struct fs_departures *t = scan_store(st, &a->opts.an, tail_lo, end, bc, NULL, err, errlen);
-        clock_gettime(CLOCK_MONOTONIC, &A1);
         if (!t || fs_episode_log_record(a->log, t, now_us) != 0) {
             fs_departures_free(t);
             *oom = true;
@@ -1763,12 +1753,6 @@ departures_from_log(struct fs_analysis *a, struct fs_store *st, int64_t start, i
         return NULL;
     }
     d->series_scanned = scanned;
-    clock_gettime(CLOCK_MONOTONIC, &A2);
-    if (getenv("FS_TIMING"))
-        fprintf(stderr, "TIMING tailscan %.1f (tail %.1f s) log+replay %.1f\n",
-                (A1.tv_sec - A0.tv_sec) * 1e3 + (A1.tv_nsec - A0.tv_nsec) / 1e6,
-                (end - tail_lo) / 1e6,
-                (A2.tv_sec - A1.tv_sec) * 1e3 + (A2.tv_nsec - A1.tv_nsec) / 1e6);
     d->ring_scan_start_us = end > tail_lo ? tail_lo : end;
     return d;
 }
@@ -1982,11 +1966,8 @@ fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
     char err[128];
     bool present = end >= now_us - 60 * US;
     struct hist_use hu = {0};
-    struct timespec T_0, T_1, T_2;
-    clock_gettime(CLOCK_MONOTONIC, &T_0);
     struct fs_departures *d =
         departures_with_log(a, st, start, end, present, &hu, now_us, NULL, err, sizeof err);
-    clock_gettime(CLOCK_MONOTONIC, &T_1);
     struct fs_incident_report *r = NULL;
     /* The next occurrence is predicted after the range's end, or now if that is later. */
     int64_t after = end > now_us ? end : now_us;
@@ -1997,11 +1978,6 @@ fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
         return error_doc(out, 500, "out of memory");
     }
     pthread_mutex_unlock(&a->run_lock);
-    clock_gettime(CLOCK_MONOTONIC, &T_2);
-    if (getenv("FS_TIMING"))
-        fprintf(stderr, "TIMING deps %.1f find %.1f\n",
-                (T_1.tv_sec - T_0.tv_sec) * 1e3 + (T_1.tv_nsec - T_0.tv_nsec) / 1e6,
-                (T_2.tv_sec - T_1.tv_sec) * 1e3 + (T_2.tv_nsec - T_1.tv_nsec) / 1e6);
     /* The metrics are this instance's own (each shard exports its targets' incidents). */
     if (present && !hu.used)
         (void)remember_metrics(a, d, r);
