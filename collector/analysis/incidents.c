@@ -1596,32 +1596,23 @@ find_groups(struct ctx *c, struct fs_incident_report *r, int64_t now_us)
     struct occurrence *oc = NULL;
     struct fit_work w = {.c = c, .r = r};
     size_t cap = 0;
-    /* c->pe is sorted by port, then start: each port's episodes are contiguous. Series
-       tested (looks): those with enough episodes (see fit_period). */
-    for (size_t pass = 0; pass < 2; pass++) {
-        for (size_t i = 0; i < c->n_pe;) {
-            size_t j = i;
-            while (j < c->n_pe && c->pe[j].port == c->pe[i].port)
-                j++;
-            if (j - i >= d->opts.min_occurrences) {
-                if (pass == 1)
-                    w.pf[w.n_pf] = (struct port_fit){.i = i, .m = j - i};
-                w.n_pf++;
-                if (j - i > w.m_max)
-                    w.m_max = j - i;
-            }
-            i = j;
-        }
-        if (pass == 0) {
-            w.looks = w.n_pf;
-            w.n_pf = 0;
-            w.pf = calloc(w.looks ? w.looks : 1, sizeof *w.pf);
-            oc = malloc((w.m_max ? w.m_max : 1) * sizeof *oc);
-            if (!w.pf || !oc)
-                goto fail;
-        }
+    /* c->pe is sorted by port, then start: each port's episodes are contiguous. The
+       ports with enough episodes are fitted (and counted: looks, see fit_period). */
+    w.pf = calloc(c->n_ports ? c->n_ports : 1, sizeof *w.pf); /* pe[].port < n_ports */
+    if (!w.pf)
+        goto fail;
+    for (size_t i = 0, j; i < c->n_pe; i = j) {
+        for (j = i + 1; j < c->n_pe && c->pe[j].port == c->pe[i].port;)
+            j++;
+        if (j - i < d->opts.min_occurrences)
+            continue;
+        w.pf[w.n_pf++] = (struct port_fit){.i = i, .m = j - i};
+        if (j - i > w.m_max)
+            w.m_max = j - i;
     }
-    if (fit_all_ports(&w) != 0)
+    w.looks = w.n_pf;
+    oc = malloc((w.m_max ? w.m_max : 1) * sizeof *oc);
+    if (!oc || fit_all_ports(&w) != 0)
         goto fail;
     for (size_t k = 0; k < w.n_pf; k++) {
         struct port_fit *p = &w.pf[k];
