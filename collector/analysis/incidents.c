@@ -1366,16 +1366,27 @@ fit_period(const struct occurrence *oc, size_t m, double span_us, double end_us,
        enough episodes (looks): a fabric of twenty bursting ports tests twenty trains,
        and three bursts in a row line up on one of them in a third of such fabrics. A
        series whose strong episodes are all on the grid (a quiet port that surges at
-       each stall, a busy one whose other bursts are all weaker) is judged alone: that
-       is what lets a stall every 30 minutes be reported at its third occurrence. */
+       each stall, a busy one whose other bursts are all weaker), filling every slot, is
+       judged alone: that is what lets a stall every 30 minutes be reported at its third
+       occurrence. */
     size_t leading;
     size_t n_strong = strong_train(oc, m, best_which, best_ks, bt.hits, &bt, tol_frac, &leading);
+    /* Not when it left a slot empty between its hits: such a grid had more ways to
+       fall on a few random bursts (of the random bursts the eval's random_bursts
+       fabrics called periodic, most were three hits in four or five slots). */
+    bool alone = n_strong == bt.hits && bt.slots == bt.hits;
+    /* A train that stopped is no recurrence: once the slots it left empty since its
+       last hit, with those between its hits, outnumber its hits, it is not reported
+       (it would predict a next occurrence its own recent past denies). Asked over a
+       window that ends with it, it is. */
+    size_t trailing = trailing_slots(&bt, (double)best_ks[bt.hits - 1], tol_frac, end_us);
+    if ((double)bt.hits < FIT_MIN_FILL * (double)(bt.slots + trailing))
+        goto out;
     /* The rate stays that of all the series' episodes: the strength threshold was taken
        from the hits, so a thinner rate would favour a grid of the few strongest bursts
        (the acceptance fabric's busy ports had such). */
-    double log_p =
-        chance_log_p(&bt, lambda, tol_frac, nc * (n_strong > bt.hits && looks > 0 ? looks : 1),
-                     leading + trailing_slots(&bt, (double)best_ks[bt.hits - 1], tol_frac, end_us));
+    double log_p = chance_log_p(&bt, lambda, tol_frac, nc * (!alone && looks > 0 ? looks : 1),
+                                leading + trailing);
     if (log_p > log(FIT_ALPHA))
         goto out;
     double period = bt.period;
