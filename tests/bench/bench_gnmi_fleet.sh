@@ -40,6 +40,11 @@
 # machine's simulators feed 1,000 targets, to measure the memory a target takes at that
 # count (the series and the per-target state do not depend on the rate; the samples held
 # in the 10 s steady state are fewer).
+# GNMI_FLEET_MESSAGES: sample (default) sends each subscription's sample as one
+# Notification of full paths (about 430 KB for the queues): the most a target can make
+# gRPC hold; group sends one Notification an interface or queue (prefix and relative
+# paths, as the live simulator and real devices do), 576 messages a sample a target, so
+# the Python simulators feed fewer targets at 1 s.
 # FS_GNMI_THREADS: the driver's stream threads (default one an online CPU, at most 8).
 # WRAP: a command to run fs-gnmi-stream under (e.g. "heaptrack -o FILE"), default none.
 set -euo pipefail
@@ -53,6 +58,11 @@ else
 fi
 SIMS=${GNMI_FLEET_SIMS:-2}
 SAMPLE_MS=${GNMI_FLEET_SAMPLE_MS:-1000}
+case "${GNMI_FLEET_MESSAGES:-sample}" in
+sample) REPLAY=(--bench-replay) ;;
+group) REPLAY=(--bench-replay --bench-replay-groups) ;;
+*) echo "bench_gnmi_fleet: GNMI_FLEET_MESSAGES is sample or group" >&2; exit 2 ;;
+esac
 [ -x "$STREAM" ] || { echo "bench_gnmi_fleet: build fs-gnmi-stream first" >&2; exit 1; }
 T=$(mktemp -d "${TMPDIR:-/tmp}/fs-bench-gnmi-fleet.XXXXXX")
 SIM_PIDS=()
@@ -65,7 +75,7 @@ echo '{"ports": 64, "clock_offset_ms": 0}' >"$T/scenario.json"
 ports=""
 for s in $(seq "$SIMS"); do
   /usr/bin/python3 "$FS_SOURCE_DIR/tests/sim/gnmi/gnmi_sim.py" --gen-dir "$T/gen$s" \
-    --scenario "$T/scenario.json" --port-file "$T/port$s" --bench-replay \
+    --scenario "$T/scenario.json" --port-file "$T/port$s" "${REPLAY[@]}" \
     --max-workers $((N / SIMS + 16)) 2>"$T/sim$s.log" &
   SIM_PIDS+=($!)
 done

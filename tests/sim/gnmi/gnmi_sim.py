@@ -37,6 +37,8 @@ Option --bench-replay (benchmarks): a STREAM's SAMPLE subscriptions are each ser
 one Notification of every selected leaf (full paths, values of the subscription's start),
 encoded once and re-sent every interval with a fresh timestamp: the target costs the
 simulator a few microseconds a round, so one process can feed many collector streams.
+With --bench-replay-groups, one Notification a group instead (an interface's counters,
+a queue's), prefix and relative paths, as the live stream and real devices send them.
 Option --clamp-interval SECS serves any requested sample interval shorter than SECS at
 SECS, as devices do that have a minimum ("clamp" logged).
 A server restart is a real one: the test kills the process and starts it again.
@@ -510,14 +512,32 @@ class Target:
             key = (s.SerializeToString(), enc)
             with self.ctl.lock:  # one encoding for every stream with this subscription
                 body = self.replay_cache.get(key)
-                if body is None:
+                if body is None and self.args.bench_replay_groups:
+                    # as the live stream shapes them: one a group, prefix + relative paths
+                    body, cur = [], None
+                    for leaf in sel:
+                        if cur is None or cur[0] is not leaf.group:
+                            if cur is not None:
+                                body.append(cur[1].SerializeToString())
+                            n = g.Notification()
+                            for name, keys in leaf.group[1]:
+                                n.prefix.elem.add(name=name, key=keys)
+                            cur = (leaf.group, n)
+                        u = cur[1].update.add()
+                        for name, keys in leaf.rel:
+                            u.path.elem.add(name=name, key=keys)
+                        u.val.CopyFrom(self.value(leaf, t, enc, False))
+                    if cur is not None:
+                        body.append(cur[1].SerializeToString())
+                    self.replay_cache[key] = body
+                elif body is None:
                     n = g.Notification()
                     for leaf in sel:
                         u = n.update.add()
                         for name, keys in leaf.full:
                             u.path.elem.add(name=name, key=keys)
                         u.val.CopyFrom(self.value(leaf, t, enc, False))
-                    body = self.replay_cache[key] = n.SerializeToString()
+                    body = self.replay_cache[key] = [n.SerializeToString()]
             interval = s.sample_interval / 1e9 if s.sample_interval else 1.0
             bodies.append([body, interval, time.time()])
 
@@ -538,7 +558,8 @@ class Target:
             return b"\x0a" + varint(len(notif)) + notif
 
         for b in bodies:
-            yield framed(b[0])
+            for body in b[0]:
+                yield framed(body)
         yield g.SubscribeResponse(sync_response=True)
         while context.is_active():
             now = time.time()
@@ -547,7 +568,8 @@ class Target:
                     b[2] += b[1]
                     if b[2] < now - b[1]:
                         b[2] = now  # fell behind: no burst to catch up
-                    yield framed(b[0])
+                    for body in b[0]:
+                        yield framed(body)
             wake = min(b[2] + b[1] for b in bodies)
             time.sleep(max(0.0, min(0.05, wake - time.time())))
         log("stream-end client")
@@ -648,6 +670,8 @@ def main():
     ap.add_argument("--password-file")
     ap.add_argument("--encodings", default="PROTO,JSON_IETF,JSON")
     ap.add_argument("--control", help="fault-injection command file (see above)")
+    ap.add_argument("--bench-replay-groups", action="store_true",
+                    help="with --bench-replay: one Notification a group")
     ap.add_argument("--bench-replay", action="store_true",
                     help="serve SAMPLE subscriptions as pre-encoded notifications (benchmarks)")
     ap.add_argument("--clamp-interval", type=float, default=0.0,
