@@ -1200,8 +1200,9 @@ drifts(const struct occurrence *oc, const size_t *which, const long *ks, size_t 
  * (fold_period: densest phase, then a least-squares grid refitted to its hits), and the
  * FIT_SWEEP_TOP best are swept finely around their value. The fold with the best
  * hits x sqrt(fill) wins if:
- *   - it has at least min_occurrences hits and fills at least half of its slots (up to
- *     ~30% of occurrences may be missed);
+ *   - it has at least min_occurrences hits and fills at least half of its slots, those
+ *     since its last hit included (up to ~30% of occurrences may be missed; a train that
+ *     stopped is no recurrence);
  *   - chance cannot explain it: for a Poisson train at the series' own episode rate lambda
  *     over the observed span, a slot is hit by chance with p0 = 1 - exp(-2 lambda w),
  *     w the half-width the hits actually needed (2.5 x their RMS residual and at least
@@ -1358,7 +1359,12 @@ fit_period(const struct occurrence *oc, size_t m, double span_us, double end_us,
     }
     if (bt.hits < o->min_occurrences || bt.hits < 2)
         goto out;
-    if ((double)bt.hits < FIT_MIN_FILL * (double)bt.slots)
+    /* A train that stopped is no recurrence: once the slots it left empty since its
+       last hit, with those between its hits, outnumber its hits, it is not reported
+       (it would predict a next occurrence its own recent past denies). Asked over a
+       window that ends with it, it is. */
+    size_t trailing = trailing_slots(&bt, (double)best_ks[bt.hits - 1], tol_frac, end_us);
+    if ((double)bt.hits < FIT_MIN_FILL * (double)(bt.slots + trailing))
         goto out;
     /* Judged against the series' episodes as strong as its hits (strong_train). When
        some of those fall off the grid, the grid is a subset chance picked out of a
@@ -1375,13 +1381,6 @@ fit_period(const struct occurrence *oc, size_t m, double span_us, double end_us,
        fall on a few random bursts (of the random bursts the eval's random_bursts
        fabrics called periodic, most were three hits in four or five slots). */
     bool alone = n_strong == bt.hits && bt.slots == bt.hits;
-    /* A train that stopped is no recurrence: once the slots it left empty since its
-       last hit, with those between its hits, outnumber its hits, it is not reported
-       (it would predict a next occurrence its own recent past denies). Asked over a
-       window that ends with it, it is. */
-    size_t trailing = trailing_slots(&bt, (double)best_ks[bt.hits - 1], tol_frac, end_us);
-    if ((double)bt.hits < FIT_MIN_FILL * (double)(bt.slots + trailing))
-        goto out;
     /* The rate stays that of all the series' episodes: the strength threshold was taken
        from the hits, so a thinner rate would favour a grid of the few strongest bursts
        (the acceptance fabric's busy ports had such). */

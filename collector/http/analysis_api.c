@@ -714,12 +714,12 @@ scan_part_run(void *arg_)
         const struct cand *c = &p->cs->c[i];
         const int64_t *ts;
         const double *v;
-        double floor;
+        double floor = c->floor;
         const struct an_base *fixed = p->tail ? find_base(p->tail, c->id, c->gen) : NULL;
         int64_t from =
             fixed ? p->start - TAIL_READBACK_US : p->start - p->d->opts.baseline_window_us;
-        /* Against a fixed baseline only [start, end] is looked at (and no floor). */
-        floor = c->floor;
+        /* Against a fixed baseline only [start, end] is looked at, and the floor is not
+           raised to the counter's step (that needs the history before start). */
         long n = read_series(p->st, c, from, p->end, fixed ? p->start : INT64_MIN, &r, &ts, &v,
                              fixed ? NULL : &floor);
         /* Series come target by target within a metric: look the target up once a run
