@@ -510,34 +510,27 @@ class Target:
         bodies = []
         for s, sel in subs:
             key = (s.SerializeToString(), enc)
-            with self.ctl.lock:  # one encoding for every stream with this subscription
+            with self.ctl.lock:
                 body = self.replay_cache.get(key)
-                if body is None and self.args.bench_replay_groups:
-                    # as the live stream shapes them: one a group, prefix + relative paths
-                    body, cur = [], None
-                    for leaf in sel:
-                        if cur is None or cur[0] is not leaf.group:
-                            if cur is not None:
-                                body.append(cur[1].SerializeToString())
-                            n = g.Notification()
-                            for name, keys in leaf.group[1]:
-                                n.prefix.elem.add(name=name, key=keys)
-                            cur = (leaf.group, n)
-                        u = cur[1].update.add()
-                        for name, keys in leaf.rel:
-                            u.path.elem.add(name=name, key=keys)
-                        u.val.CopyFrom(self.value(leaf, t, enc, False))
-                    if cur is not None:
-                        body.append(cur[1].SerializeToString())
-                    self.replay_cache[key] = body
-                elif body is None:
+            if body is None:
+                # One encoding for every stream with this subscription, made outside the
+                # lock (notifications() takes it); a race encodes twice and keeps one.
+                if self.args.bench_replay_groups:
+                    # the live stream's notifications, their stamp left to framed()
+                    body = []
+                    for n in self.notifications(sel, enc):
+                        n.ClearField("timestamp")
+                        body.append(n.SerializeToString())
+                else:
                     n = g.Notification()
                     for leaf in sel:
                         u = n.update.add()
                         for name, keys in leaf.full:
                             u.path.elem.add(name=name, key=keys)
                         u.val.CopyFrom(self.value(leaf, t, enc, False))
-                    body = self.replay_cache[key] = [n.SerializeToString()]
+                    body = [n.SerializeToString()]
+                with self.ctl.lock:
+                    body = self.replay_cache.setdefault(key, body)
             interval = s.sample_interval / 1e9 if s.sample_interval else 1.0
             bodies.append([body, interval, time.time()])
 
