@@ -52,8 +52,11 @@ test-fuzz:
 bench: build
 	scripts/run-benches.sh $(BUILD)
 
-# The diagnosis scored on 300 randomized fabrics in virtual time (EVAL lines and a table
-# per scenario family; EVAL_SEEDS per family, EVAL_SEED_BASE picks another set).
+# The diagnosis scored on randomized fabrics in virtual time (EVAL lines and a table per
+# scenario family; EVAL_SEEDS per family, EVAL_SEED_BASE picks another set): the
+# two-switch families of eval_diagnosis, then the leaf-spine pods of eval_fabric (PFC
+# spread, ECMP bundles, changing load, resets, strays, backups, two jobs, 2,304 and
+# 10,368 series), scored per stall window.
 EVAL_SEEDS ?= 50
 EVAL_SEED_BASE ?= 7000
 # Then the history_across_shards family end to end (real binary, real Prometheus):
@@ -67,6 +70,7 @@ EVAL_DRIVERS_RUNS ?= 5
 EVAL_DRIVERS_SEED_BASE ?= 9300
 eval: build
 	$(BUILD)/eval/eval_diagnosis --seeds $(EVAL_SEEDS) --seed-base $(EVAL_SEED_BASE)
+	$(BUILD)/eval/eval_fabric --seeds $(EVAL_SEEDS) --seed-base $(EVAL_SEED_BASE)
 	FS_BUILD_DIR="$$PWD/$(BUILD)" bash tests/eval/eval_history.sh $(EVAL_HISTORY_RUNS) $(EVAL_HISTORY_SEED_BASE)
 	FS_BUILD_DIR="$$PWD/$(BUILD)" bash tests/eval/eval_drivers.sh $(EVAL_DRIVERS_RUNS) $(EVAL_DRIVERS_SEED_BASE)
 

@@ -2,8 +2,11 @@
 #include "analysis/correlate.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "analysis/effects.h"
 
 void
 fs_corr_opts_default(struct fs_corr_opts *o)
@@ -20,6 +23,11 @@ fs_corr_report_free(struct fs_corr_report *r)
         return;
     free(r->results);
     free(r->aggregates);
+    for (size_t g = 0; g < r->n_groups; g++) {
+        free(r->groups[g].series);
+        free(r->groups[g].share);
+    }
+    free(r->groups);
     free(r);
 }
 
@@ -44,6 +52,8 @@ cmp_suspect(const void *a, const void *b)
     const struct fs_corr_suspect *x = a, *y = b;
     if (x->evidence != y->evidence)
         return x->evidence > y->evidence ? -1 : 1;
+    if (x->explained != y->explained)
+        return x->explained ? 1 : -1;
     int c = fs_an_rank_cmp(x->peak_z, x->specificity, y->peak_z, y->specificity);
     if (c != 0)
         return c;
@@ -71,6 +81,10 @@ struct scan {
     struct fs_corr_suspect *cand;
     size_t cand_cap, nc;
     int32_t *slot; /* per series: its entry in cand, or -1 */
+    const struct fs_an_place *info;
+    uint32_t *sw_cause;    /* per switch: stamp of the last window with a cause departure */
+    uint32_t *port_paused; /* per port: stamp of the last window it received pauses in */
+    uint32_t stamp;
 };
 
 /* The series departing in window w (one entry per series, its strongest run) into
@@ -108,6 +122,7 @@ window_candidates(struct scan *sc, const struct fs_corr_window *w)
             sc->slot[run->series] = sl;
         }
         sc->cand[sl] = (struct fs_corr_suspect){
+            .group = -1,
             .series = run->series,
             .peak_z = run->peak_z,
             .peak_value = run->peak_value,
@@ -123,6 +138,35 @@ window_candidates(struct scan *sc, const struct fs_corr_window *w)
     return 0;
 }
 
+/* Which of the window's candidates are effects of another one (correlate.h). */
+static void
+mark_explained(struct scan *sc)
+{
+    const struct fs_an_place *in = sc->info;
+    uint32_t st = ++sc->stamp, cause_switches = 0, last_sw = UINT32_MAX;
+    for (size_t c = 0; c < sc->nc; c++) {
+        const struct fs_an_place *x = &in[sc->cand[c].series];
+        if (x->role == FS_AN_ROLE_CAUSE && sc->sw_cause[x->sw] != st) {
+            sc->sw_cause[x->sw] = st;
+            cause_switches++;
+            last_sw = x->sw;
+        }
+        if (x->role == FS_AN_ROLE_PAUSE_RECEIVED && x->port != UINT32_MAX)
+            sc->port_paused[x->port] = st;
+    }
+    for (size_t c = 0; c < sc->nc; c++) {
+        const struct fs_an_place *x = &in[sc->cand[c].series];
+        bool e;
+        if (x->role == FS_AN_ROLE_PAUSE_SENT)
+            e = sc->sw_cause[x->sw] == st;
+        else if (x->role == FS_AN_ROLE_PAUSE_RECEIVED) /* a cause on another switch */
+            e = cause_switches > 1 || (cause_switches == 1 && last_sw != x->sw);
+        else
+            e = x->port != UINT32_MAX && sc->port_paused[x->port] == st;
+        sc->cand[c].explained = e;
+    }
+}
+
 static int
 cmp_interval(const void *a, const void *b)
 {
@@ -130,11 +174,13 @@ cmp_interval(const void *a, const void *b)
     return x[0] < y[0] ? -1 : x[0] > y[0];
 }
 
-/* Per series: how many of its runs overlap any window (widened as the windows are) and
- * how many it has in all. 0 or -1. */
+/* Per series: how many of its runs overlap any window (widened as the windows are), how
+ * many it has in all, and how many of those outside every window its port was paused
+ * during (correlate.h: they do not count against it). 0 or -1. */
 static int
 runs_in_windows(const struct fs_departures *d, const struct fs_corr_window *w, size_t n,
-                const struct fs_corr_opts *o, uint32_t *inside, uint32_t *total)
+                const struct fs_corr_opts *o, const struct fs_an_place *info,
+                const struct fs_an_paused *pr, uint32_t *inside, uint32_t *total, uint32_t *paused)
 {
     int64_t *iv = malloc((n ? n : 1) * 2 * sizeof *iv);
     if (!iv)
@@ -170,9 +216,126 @@ runs_in_windows(const struct fs_departures *d, const struct fs_corr_window *w, s
         }
         if (lo > 0 && iv[2 * (lo - 1) + 1] >= run->start_us - su)
             inside[run->series]++;
+        else if (info[run->series].role == FS_AN_ROLE_CAUSE &&
+                 info[run->series].port != UINT32_MAX &&
+                 fs_an_paused_during(pr, info[run->series].port, run->start_us - su,
+                                     run->end_us + su))
+            paused[run->series]++;
     }
     free(iv);
     return 0;
+}
+
+/* Union-find over series indexes. */
+static uint32_t
+uf_find(uint32_t *parent, uint32_t x)
+{
+    while (parent[x] != x) {
+        parent[x] = parent[parent[x]];
+        x = parent[x];
+    }
+    return x;
+}
+
+struct member_share {
+    uint32_t series;
+    double share;
+};
+
+static int
+cmp_share(const void *a, const void *b)
+{
+    const struct member_share *x = a, *y = b;
+    if (x->share != y->share)
+        return x->share > y->share ? -1 : 1;
+    return x->series < y->series ? -1 : x->series > y->series;
+}
+
+/* Ports departing together (correlate.h): fills r->groups and each series' group in
+ * group_of (-1: none). bits holds each series' windows (words per series). 0 or -1. */
+static int
+find_groups(const struct fs_departures *d, const struct fs_an_place *info, const uint64_t *bits,
+            size_t words, const uint32_t *hits, const uint32_t *expl, const double *excess,
+            int32_t *group_of, struct fs_corr_report *r)
+{
+    size_t ns = d->n_series;
+    uint32_t *cand = malloc((ns ? ns : 1) * sizeof *cand),
+             *parent = malloc((ns ? ns : 1) * sizeof *parent);
+    int rc = -1;
+    size_t nc = 0;
+    if (!cand || !parent)
+        goto out;
+    for (size_t s = 0; s < ns; s++) {
+        parent[s] = (uint32_t)s;
+        group_of[s] = -1;
+        if (info[s].role == FS_AN_ROLE_CAUSE && info[s].port != UINT32_MAX && hits[s] >= 2 &&
+            2 * expl[s] < hits[s])
+            cand[nc++] = (uint32_t)s;
+    }
+    /* Candidates of one switch, metric and tc: by switch id then metric, so a pass over
+       neighbours finds them (few per switch depart in many windows). */
+    for (size_t i = 0; i < nc; i++)
+        for (size_t j = i + 1; j < nc; j++) {
+            uint32_t a = cand[i], b = cand[j];
+            const struct fs_an_series_ref *x = &d->series[a], *y = &d->series[b];
+            if (info[a].sw != info[b].sw || info[a].port == info[b].port ||
+                strcmp(x->metric, y->metric) != 0 || strcmp(x->tc, y->tc) != 0)
+                continue;
+            size_t both = 0;
+            for (size_t k = 0; k < words; k++)
+                both += (size_t)__builtin_popcountll(bits[a * words + k] & bits[b * words + k]);
+            if (5 * both >= 4 * hits[a] && 5 * both >= 4 * hits[b])
+                parent[uf_find(parent, a)] = uf_find(parent, b);
+        }
+    for (size_t i = 0; i < nc; i++) {
+        uint32_t root = uf_find(parent, cand[i]);
+        if (root == cand[i])
+            continue;
+        /* A member other than the root: the group is the root's. */
+        if (group_of[root] < 0) {
+            void *p = realloc(r->groups, (r->n_groups + 1) * sizeof *r->groups);
+            if (!p)
+                goto out;
+            r->groups = p;
+            memset(&r->groups[r->n_groups], 0, sizeof *r->groups);
+            group_of[root] = (int32_t)r->n_groups++;
+        }
+        group_of[cand[i]] = group_of[root];
+    }
+    for (size_t g = 0; g < r->n_groups; g++) {
+        size_t m = 0;
+        for (size_t i = 0; i < nc; i++)
+            m += group_of[cand[i]] == (int32_t)g;
+        struct member_share *ms = malloc(m * sizeof *ms);
+        struct fs_corr_group *gr = &r->groups[g];
+        gr->series = malloc(m * sizeof *gr->series);
+        gr->share = malloc(m * sizeof *gr->share);
+        if (!ms || !gr->series || !gr->share) {
+            free(ms);
+            goto out;
+        }
+        double sum = 0;
+        for (size_t i = 0, k = 0; i < nc; i++)
+            if (group_of[cand[i]] == (int32_t)g) {
+                ms[k].series = cand[i];
+                ms[k++].share = excess[cand[i]] > 0 ? excess[cand[i]] : 0;
+                sum += excess[cand[i]] > 0 ? excess[cand[i]] : 0;
+            }
+        for (size_t k = 0; k < m; k++)
+            ms[k].share = sum > 0 ? ms[k].share / sum : 1.0 / (double)m;
+        qsort(ms, m, sizeof *ms, cmp_share);
+        for (size_t k = 0; k < m; k++) {
+            gr->series[k] = ms[k].series;
+            gr->share[k] = ms[k].share;
+        }
+        gr->n = m;
+        free(ms);
+    }
+    rc = 0;
+out:
+    free(cand);
+    free(parent);
+    return rc;
 }
 
 int
@@ -185,11 +348,16 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
         o = &dflt;
     }
     size_t top = o->top < 1 ? 1 : o->top > FS_CORR_TOP ? FS_CORR_TOP : o->top;
-    size_t ns = d->n_series ? d->n_series : 1;
+    size_t ns = d->n_series ? d->n_series : 1, words = (n + 63) / 64;
     struct fs_corr_report *r = calloc(1, sizeof *r);
     struct scan sc = {.d = d, .o = o, .cand_cap = 64};
-    uint32_t *hits = NULL, *inside = NULL, *total = NULL;
-    double *evidence = NULL;
+    uint32_t *hits = NULL, *inside = NULL, *total = NULL, *expl = NULL, *paused = NULL;
+    double *evidence = NULL, *excess = NULL;
+    struct fs_an_place *info = NULL;
+    uint64_t *bits = NULL;
+    int32_t *group_of = NULL;
+    struct fs_an_paused pr = {0};
+    uint32_t n_ports = 0;
     if (!r)
         return -1;
     r->results = calloc(n ? n : 1, sizeof *r->results);
@@ -199,53 +367,99 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
     hits = calloc(ns, sizeof *hits);
     inside = calloc(ns, sizeof *inside);
     total = calloc(ns, sizeof *total);
+    expl = calloc(ns, sizeof *expl);
+    paused = calloc(ns, sizeof *paused);
     evidence = calloc(ns, sizeof *evidence);
+    excess = calloc(ns, sizeof *excess);
+    info = malloc(ns * sizeof *info);
+    sc.sw_cause = calloc(ns, sizeof *sc.sw_cause);
+    sc.port_paused = calloc(ns, sizeof *sc.port_paused);
+    group_of = malloc(ns * sizeof *group_of);
+    bits = calloc(ns * (words ? words : 1), sizeof *bits);
     if (!r->results || !r->aggregates || !sc.slot || !sc.cand || !hits || !inside || !total ||
-        !evidence)
+        !expl || !paused || !evidence || !excess || !info || !sc.sw_cause || !sc.port_paused ||
+        !group_of || !bits || fs_an_places(d, info, &n_ports) != 0)
         goto fail;
+    sc.info = info;
     for (size_t s = 0; s < d->n_series; s++) {
         sc.slot[s] = -1;
         r->aggregates[s].series = (uint32_t)s;
+        r->aggregates[s].group = -1;
     }
-    /* Pass 1: in how many windows each series departs, and how many of its runs fall
-       outside every window. */
+    if (fs_an_paused_build(d, info, n_ports, &pr) != 0)
+        goto fail;
+    /* Pass 1: in how many windows each series departs (and is explained), its excess over
+       baseline there, and how many of its runs fall outside every window. */
     for (size_t i = 0; i < n; i++) {
         if (window_candidates(&sc, &w[i]) != 0)
             goto fail;
-        for (size_t c = 0; c < sc.nc; c++)
-            hits[sc.cand[c].series]++;
+        mark_explained(&sc);
+        for (size_t c = 0; c < sc.nc; c++) {
+            const struct fs_corr_suspect *x = &sc.cand[c];
+            hits[x->series]++;
+            expl[x->series] += x->explained;
+            excess[x->series] += x->peak_value - x->baseline;
+            bits[x->series * words + i / 64] |= 1ULL << (i % 64);
+        }
     }
-    if (runs_in_windows(d, w, n, o, inside, total) != 0)
+    if (runs_in_windows(d, w, n, o, info, &pr, inside, total, paused) != 0)
         goto fail;
     for (size_t s = 0; s < d->n_series; s++) {
-        double consistency = n ? (double)hits[s] / (double)n : 0;
+        /* Departures another one of the window explains are its, not this series'. */
+        double consistency = n ? (double)(hits[s] - expl[s]) / (double)n : 0;
         /* Laplace-smoothed share of its runs that fall in windows: one lucky burst of a
            quiet port is not "always in windows". Ranking needs at least two windows. */
-        double precision = ((double)inside[s] + 1) / ((double)total[s] + 2);
-        evidence[s] = n >= 2 ? consistency * sqrt(precision) : 1.0;
+        double precision = ((double)inside[s] + 1) / ((double)(total[s] - paused[s]) + 2);
+        evidence[s] = n >= 2 ? consistency * sqrt(precision) : hits[s] > expl[s] ? 1.0 : 0.0;
         r->aggregates[s].departs = hits[s];
+        r->aggregates[s].explained = expl[s];
         r->aggregates[s].runs_total = total[s];
         r->aggregates[s].runs_outside = total[s] - inside[s];
         r->aggregates[s].evidence = evidence[s];
     }
-    /* Pass 2: each window's suspects, by the evidence across windows first. */
+    if (find_groups(d, info, bits, words, hits, expl, excess, group_of, r) != 0)
+        goto fail;
+    for (size_t g = 0; g < r->n_groups; g++) /* a group ranks by its strongest member */
+        for (size_t k = 1; k < r->groups[g].n; k++) {
+            uint32_t lead = r->groups[g].series[0], m = r->groups[g].series[k];
+            if (evidence[m] > evidence[lead])
+                evidence[lead] = evidence[m];
+        }
+    for (size_t s = 0; s < d->n_series; s++) {
+        r->aggregates[s].group = group_of[s];
+        r->aggregates[s].grouped = group_of[s] >= 0 && r->groups[group_of[s]].series[0] != s;
+        if (group_of[s] >= 0)
+            evidence[s] = evidence[r->groups[group_of[s]].series[0]];
+        r->aggregates[s].evidence = evidence[s];
+    }
+    /* Pass 2: each window's suspects, by the evidence across windows first; a group once,
+       as its first member in the window. */
     for (size_t i = 0; i < n; i++) {
         struct fs_corr_result *res = &r->results[i];
         res->window = w[i];
         if (window_candidates(&sc, &w[i]) != 0)
             goto fail;
-        for (size_t c = 0; c < sc.nc; c++)
+        mark_explained(&sc);
+        for (size_t c = 0; c < sc.nc; c++) {
             sc.cand[c].evidence = evidence[sc.cand[c].series];
+            sc.cand[c].group = group_of[sc.cand[c].series];
+        }
         qsort(sc.cand, sc.nc, sizeof *sc.cand, cmp_suspect);
-        res->n_top = sc.nc < top ? sc.nc : top;
-        memcpy(res->top, sc.cand, res->n_top * sizeof *sc.cand);
+        res->n_top = 0;
+        for (size_t c = 0; c < sc.nc && res->n_top < top; c++) {
+            bool dup = false;
+            for (size_t k = 0; k < res->n_top && sc.cand[c].group >= 0; k++)
+                dup |= res->top[k].group == sc.cand[c].group;
+            if (!dup)
+                res->top[res->n_top++] = sc.cand[c];
+        }
         for (size_t c = 0; c < res->n_top; c++) {
-            struct fs_corr_aggregate *a = &r->aggregates[sc.cand[c].series];
+            struct fs_corr_aggregate *a = &r->aggregates[res->top[c].series];
             a->in_top++;
             if (c == 0)
                 a->first++;
-            if (sc.cand[c].peak_z > a->max_z)
-                a->max_z = sc.cand[c].peak_z;
+            if (res->top[c].peak_z > a->max_z)
+                a->max_z = res->top[c].peak_z;
         }
     }
     r->n_results = n;
@@ -256,19 +470,37 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
     r->n_aggregates = na;
     free(sc.cand);
     free(sc.slot);
+    free(sc.sw_cause);
+    free(sc.port_paused);
     free(hits);
     free(inside);
     free(total);
+    free(expl);
+    free(paused);
     free(evidence);
+    free(excess);
+    free(info);
+    free(bits);
+    free(group_of);
+    fs_an_paused_free(&pr);
     *out = r;
     return 0;
 fail:
     free(sc.cand);
     free(sc.slot);
+    free(sc.sw_cause);
+    free(sc.port_paused);
     free(hits);
     free(inside);
     free(total);
+    free(expl);
+    free(paused);
     free(evidence);
+    free(excess);
+    free(info);
+    free(bits);
+    free(group_of);
+    fs_an_paused_free(&pr);
     fs_corr_report_free(r);
     return -1;
 }

@@ -19,6 +19,28 @@
  * every 10 minutes) has low precision. Ties, and a single window, are ranked as
  * fs_an_rank_cmp() says (incidents.h): by z up to FS_AN_Z_SURE, then the most specific
  * series first.
+ *
+ * Cause before effect. A PFC pause is an effect: a switch pauses the ports that feed an
+ * egress queue it cannot drain, and the pause spreads hop by hop, each paused port's own
+ * queue building and marking. Without the links, a window still says which departures are
+ * explained by another one of it: pauses sent by a switch while one of its ports departs
+ * in a cause kind (queue, ECN, drops) are that congestion's; pauses received, while a
+ * port of another switch departs in a cause kind; and a port's queue, ECN and drops while
+ * the same port receives pauses (it is paused: a victim, not an origin). A departure so
+ * explained in a window does not count for the series' consistency (it departs because
+ * something else did), and a cause-kind run outside every window during which its port
+ * received pauses does not count against its precision (a paused origin still only
+ * congests when paused, not at random). So victims rank below their origin whatever
+ * their z; a pause that nothing in the window explains (a host's NIC pausing its switch
+ * port) still ranks as a cause. In a window, explained suspects come after unexplained
+ * ones of the same evidence.
+ *
+ * Ports departing together. Cause-kind series of one switch, of one metric and traffic
+ * class, unexplained, that depart in the same windows (each in at least 80% of the
+ * other's, both in two windows or more) are one suspect group: the ports of an ECMP
+ * bundle congest together when the hash spreads one flow set over them. The group is
+ * listed once, led by its strongest member, with each member's share of the group's
+ * excess over baseline across the windows.
  * lag = run start - window start.
  *
  * Ownership: reports are freed with fs_corr_report_free; series indexes refer to the
@@ -58,6 +80,15 @@ struct fs_corr_suspect {
     int64_t uncertainty_us; /**< window's plus series' time uncertainty */
     int specificity;        /**< 3 port and tc, 2 port, 1 flow rule, 0 switch (ranking) */
     double evidence;        /**< the series' evidence across all windows (see above) */
+    bool explained;         /**< an effect of another departure of this window (above) */
+    int32_t group;          /**< index into the report's groups, -1: none */
+};
+
+/** Ports departing together (see above). */
+struct fs_corr_group {
+    uint32_t *series; /**< members, largest share first (the first leads) */
+    double *share;    /**< of the group's excess over baseline, summing to 1 */
+    size_t n;
 };
 
 struct fs_corr_result {
@@ -71,9 +102,12 @@ struct fs_corr_aggregate {
     size_t first;                    /**< windows where it ranked first */
     size_t in_top;                   /**< windows where it was among the top suspects */
     size_t departs;                  /**< windows in which it departed at all */
+    size_t explained;                /**< of them, windows where it was an effect (above) */
     size_t runs_total, runs_outside; /**< its departure runs in the range, and outside windows */
     double evidence;
     double max_z;
+    int32_t group; /**< index into the report's groups, -1: none */
+    bool grouped;  /**< a member of a group that another member leads: listed with it */
 };
 
 struct fs_corr_report {
@@ -82,6 +116,8 @@ struct fs_corr_report {
     struct fs_corr_aggregate *aggregates; /**< every series that departed in a window, by
                                                evidence, then first, then in_top */
     size_t n_aggregates;
+    struct fs_corr_group *groups;
+    size_t n_groups;
 };
 
 /**

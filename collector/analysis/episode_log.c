@@ -11,7 +11,7 @@
 #define COMPACT_MIN 4096
 
 struct lseries {
-    char *target, *interface, *tc, *rule, *metric;
+    char *target, *interface, *tc, *rule, *metric, *direction, *priority;
     enum fs_an_kind kind;
     int64_t unc_us;
     size_t n_runs;         /* live runs */
@@ -64,28 +64,37 @@ hash_ref(const struct fs_an_series_ref *r)
     h = hash_str(h, r->interface);
     h = hash_str(h, r->tc);
     h = hash_str(h, r->rule);
+    h = hash_str(h, r->direction);
+    h = hash_str(h, r->priority);
     return hash_str(h, r->metric);
 }
 
 static bool
-same_ref(const struct fs_an_series_ref *r, const char *target, const char *interface,
-         const char *tc, const char *rule, const char *metric)
+same_ref(const struct fs_an_series_ref *r, const struct lseries *s)
 {
-    return !strcmp(r->target, target) && !strcmp(r->interface, interface) && !strcmp(r->tc, tc) &&
-           !strcmp(r->rule, rule) && !strcmp(r->metric, metric);
+    return !strcmp(r->target, s->target) && !strcmp(r->interface, s->interface) &&
+           !strcmp(r->tc, s->tc) && !strcmp(r->rule, s->rule) && !strcmp(r->metric, s->metric) &&
+           !strcmp(r->direction, s->direction) && !strcmp(r->priority, s->priority);
 }
 
 static bool
 same_series(const struct lseries *s, const struct fs_an_series_ref *r)
 {
-    return same_ref(r, s->target, s->interface, s->tc, s->rule, s->metric);
+    return same_ref(r, s);
 }
 
 static struct fs_an_series_ref
 ref_of(const struct lseries *s)
 {
-    return (struct fs_an_series_ref){s->target, s->interface, s->tc,    s->rule,
-                                     s->metric, s->kind,      s->unc_us};
+    return (struct fs_an_series_ref){.target = s->target,
+                                     .interface = s->interface,
+                                     .tc = s->tc,
+                                     .rule = s->rule,
+                                     .metric = s->metric,
+                                     .direction = s->direction,
+                                     .priority = s->priority,
+                                     .kind = s->kind,
+                                     .time_uncertainty_us = s->unc_us};
 }
 
 /* Places every series in t (cap a power of two, zeroed). */
@@ -133,6 +142,8 @@ series_free_strings(struct lseries *s)
     free(s->tc);
     free(s->rule);
     free(s->metric);
+    free(s->direction);
+    free(s->priority);
 }
 
 /* The log's index of r's series, added when new; -1 on no memory. */
@@ -162,13 +173,17 @@ series_find_add(struct fs_episode_log *l, const struct fs_an_series_ref *r)
     s->tc = strdup(r->tc);
     s->rule = strdup(r->rule);
     s->metric = strdup(r->metric);
-    if (!s->target || !s->interface || !s->tc || !s->rule || !s->metric) {
+    s->direction = strdup(r->direction);
+    s->priority = strdup(r->priority);
+    if (!s->target || !s->interface || !s->tc || !s->rule || !s->metric || !s->direction ||
+        !s->priority) {
         series_free_strings(s);
         return -1;
     }
     s->kind = r->kind;
     s->bytes = sizeof *s + 2 * sizeof(uint32_t) + strlen(r->target) + strlen(r->interface) +
-               strlen(r->tc) + strlen(r->rule) + strlen(r->metric) + 5;
+               strlen(r->tc) + strlen(r->rule) + strlen(r->metric) + strlen(r->direction) +
+               strlen(r->priority) + 7;
     l->n_series++;
     if (l->n_series * 2 > l->tab_cap) {
         if (tab_rebuild(l) != 0) {
@@ -382,7 +397,7 @@ dmap_find(const struct dmap *m, const struct fs_departures *d, const struct lser
     size_t k = (size_t)hash_ref(&r) & (m->cap - 1);
     while (m->tab[k]) {
         const struct fs_an_series_ref *x = &d->series[m->tab[k] - 1];
-        if (same_ref(x, s->target, s->interface, s->tc, s->rule, s->metric))
+        if (same_ref(x, s))
             return m->tab[k] - 1;
         k = (k + 1) & (m->cap - 1);
     }

@@ -89,15 +89,19 @@ seen_has(const struct seen *s, uint64_t h)
     return false;
 }
 
-/* The analysis' identity of a series (fs_an_series_ref: metric, target, interface, tc, rule). */
+/* The analysis' identity of a series (fs_an_series_ref: metric, target, interface, tc, rule,
+   direction, priority). */
 static uint64_t
-ref_key(const char *metric, const char *target, const char *iface, const char *tc, const char *rule)
+ref_key(const char *metric, const char *target, const char *iface, const char *tc, const char *rule,
+        const char *direction, const char *priority)
 {
     uint64_t h = fnv(0xcbf29ce484222325ULL, metric);
     h = fnv(h, target);
     h = fnv(h, iface);
     h = fnv(h, tc);
-    return fnv(h, rule);
+    h = fnv(h, rule);
+    h = fnv(h, direction);
+    return fnv(h, priority);
 }
 
 static const char *
@@ -139,8 +143,9 @@ series_cb(void *arg_, const struct fs_prom_series *s)
     h = fnv(h, target);
     for (size_t i = 0; i < sizeof ids / sizeof *ids; i++)
         h = fnv(h, our(s, ids[i]));
-    if (c->want && !seen_has(c->want, ref_key(c->metric, target, our(s, "interface"), our(s, "tc"),
-                                              our(s, "rule"))))
+    if (c->want &&
+        !seen_has(c->want, ref_key(c->metric, target, our(s, "interface"), our(s, "tc"),
+                                   our(s, "rule"), our(s, "direction"), our(s, "priority"))))
         return 0; /* matched by the refinement's wider selector only */
     int added = seen_add(c->seen, h);
     if (added < 0)
@@ -206,11 +211,14 @@ series_cb(void *arg_, const struct fs_prom_series *s)
     if (!unc && n > 1)
         unc = (s->ts_us[n - 1] - s->ts_us[0]) / (int64_t)(n - 1) / 2;
     const char *iface = our(s, "interface"), *tc = our(s, "tc"), *rule = our(s, "rule");
+    const char *dir = our(s, "direction"), *prio = our(s, "priority");
     struct fs_an_series a = {
         .target = target,
         .interface = *iface ? iface : NULL,
         .tc = *tc ? tc : NULL,
         .rule = *rule ? rule : NULL,
+        .direction = *dir ? dir : NULL,
+        .priority = *prio ? prio : NULL,
         .metric = c->metric,
         .kind = c->kind,
         .is_rate = c->counter,
@@ -236,7 +244,7 @@ count_cb(void *arg, const struct fs_prom_series *s)
 static uint64_t
 ref_hash(const struct fs_an_series_ref *r)
 {
-    return ref_key(r->metric, r->target, r->interface, r->tc, r->rule);
+    return ref_key(r->metric, r->target, r->interface, r->tc, r->rule, r->direction, r->priority);
 }
 
 static bool
@@ -244,7 +252,8 @@ same_ref(const struct fs_an_series_ref *x, const struct fs_an_series_ref *r)
 {
     return !strcmp(x->metric, r->metric) && !strcmp(x->target, r->target) &&
            !strcmp(x->interface, r->interface) && !strcmp(x->tc, r->tc) &&
-           !strcmp(x->rule, r->rule);
+           !strcmp(x->rule, r->rule) && !strcmp(x->direction, r->direction) &&
+           !strcmp(x->priority, r->priority);
 }
 
 /* Adds src's series and runs to dst, a series dst already has keeping its index. */
@@ -493,7 +502,8 @@ fs_history_scan(struct fs_prom_client *c, int64_t step_us, uint64_t max_points,
     if (h->n_series) {
         for (size_t i = 0; i < h->n_series; i++) {
             const struct fs_an_series_ref *r = &h->series[i];
-            if (seen_add(&want, ref_key(r->metric, r->target, r->interface, r->tc, r->rule)) < 0) {
+            if (seen_add(&want, ref_key(r->metric, r->target, r->interface, r->tc, r->rule,
+                                        r->direction, r->priority)) < 0) {
                 snprintf(info->error, sizeof info->error, "out of memory");
                 goto out;
             }

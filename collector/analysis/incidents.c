@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analysis/effects.h"
+
 static const char *const kind_phrases[FS_AN_KIND_COUNT] = {"ECN surge", "queue high water",
                                                            "drop burst", "PFC storm", "departure"};
 static const char *const kind_names[FS_AN_KIND_COUNT] = {"ecn", "queue", "drop", "pfc", "other"};
@@ -238,6 +240,8 @@ fs_departures_free(struct fs_departures *d)
         free((char *)r->tc);
         free((char *)r->rule);
         free((char *)r->metric);
+        free((char *)r->direction);
+        free((char *)r->priority);
     }
     free(d->series);
     free(d->runs);
@@ -266,13 +270,16 @@ remember_series(struct fs_departures *d, const struct fs_an_series *s, uint32_t 
     r->interface = dup_or_empty(s->interface);
     r->tc = dup_or_empty(s->tc);
     r->rule = dup_or_empty(s->rule);
+    r->direction = dup_or_empty(s->direction);
+    r->priority = dup_or_empty(s->priority);
     r->metric = dup_or_empty(s->metric);
     r->kind = s->kind;
     r->time_uncertainty_us = s->time_uncertainty_us;
     if (s->time_uncertainty_us > d->max_time_uncertainty_us)
         d->max_time_uncertainty_us = s->time_uncertainty_us;
     *idx = (uint32_t)d->n_series++;
-    if (!r->target || !r->interface || !r->tc || !r->rule || !r->metric)
+    if (!r->target || !r->interface || !r->tc || !r->rule || !r->metric || !r->direction ||
+        !r->priority)
         return -1;
     return 0;
 }
@@ -301,6 +308,8 @@ fs_departures_add_ref(struct fs_departures *d, const struct fs_an_series_ref *s,
                              .interface = s->interface,
                              .tc = s->tc,
                              .rule = s->rule,
+                             .direction = s->direction,
+                             .priority = s->priority,
                              .metric = s->metric,
                              .kind = s->kind,
                              .time_uncertainty_us = s->time_uncertainty_us};
@@ -740,10 +749,21 @@ build_ports(struct ctx *c)
         free(order);
         return -1;
     }
+    /* A paused port's runs are its link partner's congestion (effects.h): not episodes of
+       its own, or a victim would recur with every burst that pauses it. */
+    bool *paused = calloc(d->n_runs ? d->n_runs : 1, sizeof *paused);
+    if (!paused || fs_an_mark_paused_runs(d, paused) != 0) {
+        free(paused);
+        free(order);
+        return -1;
+    }
+    size_t n_pr = 0;
     for (size_t i = 0; i < d->n_runs; i++)
-        c->pr[i] = (struct port_run){c->port_of[d->runs[order[i]].series], order[i]};
+        if (!paused[order[i]])
+            c->pr[n_pr++] = (struct port_run){c->port_of[d->runs[order[i]].series], order[i]};
+    free(paused);
     free(order);
-    for (size_t i = 0; i < d->n_runs;) {
+    for (size_t i = 0; i < n_pr;) {
         const struct fs_departure *r0 = &d->runs[c->pr[i].run];
         struct port_episode *pe = &c->pe[c->n_pe++];
         pe->port = c->pr[i].port;
@@ -752,7 +772,7 @@ build_ports(struct ctx *c)
         pe->end_us = r0->end_us;
         pe->run_lo = i;
         size_t j = i + 1;
-        while (j < d->n_runs && c->pr[j].port == pe->port &&
+        while (j < n_pr && c->pr[j].port == pe->port &&
                d->runs[c->pr[j].run].start_us <= pe->end_us + d->opts.merge_gap_us) {
             const struct fs_departure *r = &d->runs[c->pr[j].run];
             if (r->end_us > pe->end_us)

@@ -69,6 +69,7 @@ const char *fs_an_metric(size_t i);
 /** One series handed to the analysis (all pointers the caller's, read during the call). */
 struct fs_an_series {
     const char *target, *interface, *tc, *rule; /**< NULL when the series has none */
+    const char *direction, *priority;           /**< "rx"/"tx" and the PFC priority, or NULL */
     const char *metric;
     enum fs_an_kind kind;
     bool is_rate; /**< v[i] is a rate over (ts[i-1], ts[i]] */
@@ -127,6 +128,7 @@ struct fs_an_series_ref {
     const char *target, *interface, *tc, *rule, *metric; /**< "" when absent */
     enum fs_an_kind kind;
     int64_t time_uncertainty_us;
+    const char *direction, *priority; /**< "" when absent */
 };
 
 /**

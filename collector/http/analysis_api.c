@@ -359,7 +359,7 @@ put_num(struct fs_buf *b, double v)
 
 struct cand {
     uint32_t id, gen; /* the (id, generation) pair fs_store_read() takes */
-    char *target, *interface, *tc, *rule, *metric, *source;
+    char *target, *interface, *tc, *rule, *metric, *source, *direction, *priority;
     enum fs_an_kind kind;
     bool counter;
     double scale, floor;
@@ -472,11 +472,14 @@ collect_cb(void *arg_, const struct fs_series_info *s)
     c->rule = cands_dup(cs, prev ? prev->rule : NULL, label(s, "rule"));
     c->metric = cands_dup(cs, prev ? prev->metric : NULL, s->name);
     c->source = cands_dup(cs, prev ? prev->source : NULL, label(s, "source"));
+    c->direction = cands_dup(cs, prev ? prev->direction : NULL, label(s, "direction"));
+    c->priority = cands_dup(cs, prev ? prev->priority : NULL, label(s, "priority"));
     c->kind = kind;
     c->counter = counter;
     c->scale = s->scale > 0 ? s->scale : 1.0;
     c->floor = floor;
-    if (!c->target || !c->interface || !c->tc || !c->rule || !c->metric || !c->source) {
+    if (!c->target || !c->interface || !c->tc || !c->rule || !c->metric || !c->source ||
+        !c->direction || !c->priority) {
         cs->failed = true;
         return 1;
     }
@@ -738,6 +741,8 @@ scan_part_run(void *arg_)
             .interface = c->interface,
             .tc = c->tc,
             .rule = c->rule,
+            .direction = c->direction,
+            .priority = c->priority,
             .metric = c->metric,
             .kind = c->kind,
             .is_rate = c->counter,
@@ -872,15 +877,62 @@ put_series_ref(struct fs_buf *b, const struct fs_an_series_ref *s)
     fs_buf_json_str(b, s->rule);
     fs_buf_puts(b, ",\"metric\":");
     fs_buf_json_str(b, s->metric);
+    /* Only where the series has them (pause frames: sent or received, per priority). */
+    if (s->direction[0]) {
+        fs_buf_puts(b, ",\"direction\":");
+        fs_buf_json_str(b, s->direction);
+    }
+    if (s->priority[0]) {
+        fs_buf_puts(b, ",\"priority\":");
+        fs_buf_json_str(b, s->priority);
+    }
     fs_buf_printf(b, ",\"kind\":\"%s\"", fs_an_kind_name(s->kind));
 }
 
-/* "tor1 Eth1/49 tc3" */
+/* "tor1 Eth1/49 tc3", "tor1 Eth1/49 rx priority 3" */
 static void
 port_text(char *out, size_t len, const struct fs_an_series_ref *s)
 {
-    snprintf(out, len, "%s%s%s%s%s%s%s", s->target, s->interface[0] ? " " : "", s->interface,
-             s->tc[0] ? " tc" : "", s->tc, s->rule[0] ? " rule " : "", s->rule);
+    snprintf(out, len, "%s%s%s%s%s%s%s%s%s%s%s", s->target, s->interface[0] ? " " : "",
+             s->interface, s->tc[0] ? " tc" : "", s->tc, s->rule[0] ? " rule " : "", s->rule,
+             s->direction[0] ? " " : "", s->direction, s->priority[0] ? " priority " : "",
+             s->priority);
+}
+
+/* What explains an effect-kind departure (correlate.h). */
+static const char *
+effect_phrase(const struct fs_an_series_ref *s)
+{
+    if (s->kind != FS_AN_PFC)
+        return "its port was paused by its link partner";
+    if (strcmp(s->direction, "tx") == 0)
+        return "pauses sent while a port of its switch congested";
+    return "pauses received while another switch congested";
+}
+
+/* ,"group":{"members":[{"interface":...,"metric":...,"share":...},...]} */
+static void
+put_group(struct fs_buf *b, const struct fs_departures *d, const struct fs_corr_group *g)
+{
+    fs_buf_puts(b, ",\"group\":{\"members\":[");
+    for (size_t k = 0; k < g->n; k++) {
+        const struct fs_an_series_ref *m = &d->series[g->series[k]];
+        fs_buf_puts(b, k ? ",{\"interface\":" : "{\"interface\":");
+        fs_buf_json_str(b, m->interface);
+        fs_buf_printf(b, ",\"share\":%.4f}", g->share[k]);
+    }
+    fs_buf_puts(b, "]}");
+}
+
+/* "; ports departing together: Eth1/21 27%, Eth1/22 25%, ..." into text; the length. */
+static int
+put_group_text(char *text, size_t len, const struct fs_departures *d, const struct fs_corr_group *g)
+{
+    int o = snprintf(text, len, "; ports departing together:");
+    for (size_t k = 0; k < g->n && o > 0 && (size_t)o < len; k++)
+        o += snprintf(text + o, len - (size_t)o, "%s %s %.0f%%", k ? "," : "",
+                      d->series[g->series[k]].interface, 100 * g->share[k]);
+    return o > 0 && (size_t)o < len ? o : (int)len - 1;
 }
 
 static void
@@ -1475,22 +1527,32 @@ fs_analysis_correlate(struct fs_analysis *a, struct fs_store *st,
                   considered, evs.left_out, nw, d->series_scanned, d->n_series);
     put_history(out, a, &hu);
     fs_buf_puts(out, "\"summary\":[");
-    for (size_t i = 0; i < r->n_aggregates && i < 20; i++) {
+    for (size_t i = 0, listed = 0; i < r->n_aggregates && listed < 20; i++) {
         const struct fs_corr_aggregate *ag = &r->aggregates[i];
+        if (ag->grouped)
+            continue; /* listed with the member that leads its group */
         const struct fs_an_series_ref *s = &d->series[ag->series];
-        char port[600], text[1024];
+        char port[600], text[1400];
         port_text(port, sizeof port, s);
-        snprintf(text, sizeof text, "%s %s during %zu of %zu slow %s (%zu of its %zu elsewhere)",
-                 port, fs_an_kind_phrase(s->kind), ag->departs, nw, subject, ag->runs_outside,
-                 ag->runs_total);
-        fs_buf_puts(out, i ? ",{" : "{");
+        int o = snprintf(
+            text, sizeof text, "%s %s during %zu of %zu slow %s (%zu of its %zu elsewhere)", port,
+            fs_an_kind_phrase(s->kind), ag->departs, nw, subject, ag->runs_outside, ag->runs_total);
+        if (ag->group >= 0 && o > 0 && (size_t)o < sizeof text)
+            o += put_group_text(text + o, sizeof text - (size_t)o, d, &r->groups[ag->group]);
+        if (ag->explained && o > 0 && (size_t)o < sizeof text)
+            snprintf(text + o, sizeof text - (size_t)o, "; an effect in %zu of them: %s",
+                     ag->explained, effect_phrase(s));
+        fs_buf_puts(out, listed++ ? ",{" : "{");
         put_series_ref(out, s);
         fs_buf_printf(out,
-                      ",\"evidence\":%.4f,\"departs\":%zu,\"first\":%zu,\"in_top\":%zu,"
-                      "\"of\":%zu,\"runs_total\":%zu,\"runs_outside\":%zu,\"max_z\":",
-                      ag->evidence, ag->departs, ag->first, ag->in_top, nw, ag->runs_total,
-                      ag->runs_outside);
+                      ",\"evidence\":%.4f,\"departs\":%zu,\"explained\":%zu,\"first\":%zu,"
+                      "\"in_top\":%zu,\"of\":%zu,\"runs_total\":%zu,\"runs_outside\":%zu,"
+                      "\"max_z\":",
+                      ag->evidence, ag->departs, ag->explained, ag->first, ag->in_top, nw,
+                      ag->runs_total, ag->runs_outside);
         put_num(out, ag->max_z);
+        if (ag->group >= 0)
+            put_group(out, d, &r->groups[ag->group]);
         fs_buf_puts(out, ",\"text\":");
         fs_buf_json_str(out, text);
         fs_buf_puts(out, "}");
@@ -1533,8 +1595,14 @@ fs_analysis_correlate(struct fs_analysis *a, struct fs_store *st,
             put_num(out, sp->peak_z);
             fs_buf_puts(out, ",\"peak_time\":");
             put_time(out, sp->peak_us);
-            fs_buf_printf(out, ",\"evidence\":%.4f,\"lag_ms\":%.3f,\"clock_uncertainty_ms\":%.3f}",
-                          sp->evidence, (double)sp->lag_us / 1e3, (double)sp->uncertainty_us / 1e3);
+            fs_buf_printf(out,
+                          ",\"evidence\":%.4f,\"explained\":%s,\"lag_ms\":%.3f,"
+                          "\"clock_uncertainty_ms\":%.3f",
+                          sp->evidence, sp->explained ? "true" : "false", (double)sp->lag_us / 1e3,
+                          (double)sp->uncertainty_us / 1e3);
+            if (sp->group >= 0)
+                put_group(out, d, &r->groups[sp->group]);
+            fs_buf_puts(out, "}");
         }
         fs_buf_puts(out, "],\"other_host_events\":[");
         pthread_mutex_lock(&a->rules_lock);

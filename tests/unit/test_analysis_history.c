@@ -58,7 +58,7 @@ deps_with(int64_t start, int64_t end, const char *iface, const int64_t (*runs)[2
 {
     struct fs_departures *d = fs_departures_new(NULL, start, end);
     struct fs_an_series_ref ref = {"tor1",      iface, "3", "", "fabric_queue_depth_bytes",
-                                   FS_AN_QUEUE, 1000};
+                                   FS_AN_QUEUE, 1000,  "",  ""};
     uint32_t idx;
     assert_int_equal(fs_departures_add_ref(d, &ref, &idx), 0);
     for (size_t i = 0; i < n; i++) {
@@ -101,7 +101,7 @@ test_log_reconciles_overlapping_scans(void **state)
     const int64_t s3[][2] = {{T + 200 * S, T + 201 * S}};
     d = fs_departures_new(NULL, T, T + 300 * S);
     struct fs_an_series_ref ref = {"tor1",      "Eth1/1", "3", "", "fabric_queue_depth_bytes",
-                                   FS_AN_QUEUE, 1000};
+                                   FS_AN_QUEUE, 1000,     "",  ""};
     uint32_t idx;
     assert_int_equal(fs_departures_add_ref(d, &ref, &idx), 0);
     struct fs_departure r = {
@@ -131,8 +131,8 @@ test_log_bounds(void **state)
         for (int k = 0; k < 100; k++) {
             char ifc[16];
             snprintf(ifc, sizeof ifc, "Eth1/%d", k + 1);
-            struct fs_an_series_ref ref = {"tor1",     ifc, "", "", "fabric_port_discards_total",
-                                           FS_AN_DROP, 1000};
+            struct fs_an_series_ref ref = {"tor1",     ifc,  "", "", "fabric_port_discards_total",
+                                           FS_AN_DROP, 1000, "", ""};
             assert_int_equal(fs_departures_add_ref(d, &ref, &idx[k]), 0);
         }
         for (int i = 0; i < 1000; i++) {

@@ -38,7 +38,7 @@ static uint32_t
 series(struct fs_departures *d, const char *target, const char *iface)
 {
     struct fs_an_series_ref ref = {
-        target, iface, "3", "", "fabric_queue_ecn_marked_packets_total", FS_AN_ECN, 10000};
+        target, iface, "3", "", "fabric_queue_ecn_marked_packets_total", FS_AN_ECN, 10000, "", ""};
     uint32_t idx;
     assert_int_equal(fs_departures_add_ref(d, &ref, &idx), 0);
     return idx;

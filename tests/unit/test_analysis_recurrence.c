@@ -35,7 +35,7 @@ static void
 add_kind_train(struct fs_departures *d, const char *iface, const char *metric, enum fs_an_kind kind,
                const int64_t *on, size_t n, int64_t len)
 {
-    struct fs_an_series_ref ref = {"tor1", iface, "3", "", metric, kind, 10000};
+    struct fs_an_series_ref ref = {"tor1", iface, "3", "", metric, kind, 10000, "", ""};
     uint32_t idx;
     assert_int_equal(fs_departures_add_ref(d, &ref, &idx), 0);
     for (size_t i = 0; i < n; i++) {

@@ -1,0 +1,648 @@
+/* make eval: the diagnosis scored on leaf-spine fabrics as pods are (world.h), in virtual
+ * time, per stall window and per fabric.
+ *
+ * Each family changes what a pod does to the answers:
+ *   pfc_propagation  the congested port pauses its feeders, whose partners' queues build
+ *                    and mark, and pause theirs (every congestion, stalls and bursts)
+ *   ecmp_bundle      the culprit is a leaf's whole uplink bundle (4 ports), PFC on
+ *   load_ramp        most ports (the culprit too) follow daily-like ramps
+ *   load_step        ports step up for good (a job starting), the culprit among them
+ *   resets_gaps      switches reboot (a gap, counters from zero) and miss polls
+ *   stray_bursts     the culprit bursts between stalls, once after the last
+ *   backup_in_phase  a backup every 15 min, in and out of phase with 30-min stalls
+ *   two_jobs         a second job stalls on its own period; only the first posts events
+ *   pod              8 leaves x 64 ports and 4 spines (2,304 series, 5 s polls), PFC,
+ *                    bursts, a backup and strays of the culprit
+ *   pod_10k          36 leaves and 8 spines (10,368 series, 10 s polls): chance at scale
+ * The stalls are posted as host events (ncclAllReduce ranges of the job's ranks on their
+ * own clocks, with the offsets they measured), with ordinary ones around them and a few
+ * slow windows without a switch-side cause; the analysis is refreshed every 60 s as the
+ * daemon does. At the end /api/v1/correlate (slow host events, defaults) and
+ * /api/v1/incidents (defaults) are asked through the functions the endpoint calls.
+ *
+ * Scored per stall window (each slow event of a stall): the origin (any member of a
+ * bundle) is the first suspect; the origin ranks above every victim listed (a port of the
+ * stall's PFC spread); per unrelated window: its first suspect is not the origin. Per
+ * fabric: the origin first in the summary; the origin's recurring group found, first in
+ * /incidents, its period within 1% and next stall within 2% of the period; recurring
+ * groups of ports with no periodic process (neither a job's origin or victims, nor the
+ * backup): false recurrences.
+ *
+ *   eval_fabric [--seeds N] [--seed-base B] [--family NAME] (default 50, 7000, all;
+ *               pod_10k runs a fifth of the seeds; EVAL_VERBOSE=1 prints each run)
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <json-c/json.h>
+
+#include "http/analysis_api.h"
+#include "store/store.h"
+#include "world.h"
+
+#define S 1000000LL
+#define REFRESH_S 60
+
+struct family {
+    const char *name;
+    void (*setup)(struct world_cfg *c);
+    int seed_div; /* runs a 1/seed_div share of the seeds */
+};
+
+static void
+small_fabric(struct world_cfg *c)
+{
+    c->leaves = 4;
+    c->downlinks = 20;
+    c->uplinks = 4;
+    c->spines = 2;
+    c->bursty_share = 0.15;
+}
+
+static void
+fam_pfc(struct world_cfg *c)
+{
+    small_fabric(c);
+    c->pfc = true;
+    c->culprit_uplink = true; /* half of them: see run_one */
+}
+
+static void
+fam_ecmp(struct world_cfg *c)
+{
+    small_fabric(c);
+    c->pfc = true;
+    c->ecmp = true;
+}
+
+static void
+fam_ramp(struct world_cfg *c)
+{
+    small_fabric(c);
+    c->busy_share = 0.6;
+    c->ramp_share = 0.7;
+    c->culprit_busy = true;
+}
+
+static void
+fam_step(struct world_cfg *c)
+{
+    small_fabric(c);
+    c->busy_share = 0.5;
+    c->step_share = 0.3;
+    c->culprit_busy = true;
+}
+
+static void
+fam_resets(struct world_cfg *c)
+{
+    small_fabric(c);
+    c->reboots = 2;
+    c->gaps = 4;
+}
+
+static void
+fam_strays(struct world_cfg *c)
+{
+    small_fabric(c);
+    c->strays = 3;
+    c->stray_after_last = true;
+}
+
+static void
+fam_backup(struct world_cfg *c)
+{
+    small_fabric(c);
+    c->backup = true;
+    c->period_min_s = 1740;
+    c->period_max_s = 1860;
+    c->periods = 9;
+    c->max_dur_s = 6 * 3600;
+}
+
+static void
+fam_two_jobs(struct world_cfg *c)
+{
+    small_fabric(c);
+    c->second_job = true;
+}
+
+static void
+fam_pod(struct world_cfg *c)
+{
+    c->leaves = 8;
+    c->downlinks = 56;
+    c->uplinks = 8;
+    c->spines = 4;
+    c->kinds = WK_BIT(WK_ECN) | WK_BIT(WK_QUEUE) | WK_BIT(WK_PFC_TX) | WK_BIT(WK_PFC_RX);
+    c->poll_us = 5 * S;
+    c->period_min_s = 600;
+    c->period_max_s = 2400;
+    c->periods = 8;
+    c->max_dur_s = 8 * 3600;
+    c->busy_share = 0.3;
+    c->bursty_share = 0.3;
+    c->burst_every_s = 1800;
+    c->pfc = true;
+    c->backup = true;
+    c->strays = 2;
+    c->ranks = 8;
+}
+
+static void
+fam_pod_10k(struct world_cfg *c)
+{
+    fam_pod(c);
+    c->leaves = 36;
+    c->spines = 8;
+    c->poll_us = 10 * S;
+    c->backup = false;
+    c->strays = 0;
+}
+
+static const struct family families[] = {
+    {"pfc_propagation", fam_pfc, 1},
+    {"ecmp_bundle", fam_ecmp, 1},
+    {"load_ramp", fam_ramp, 1},
+    {"load_step", fam_step, 1},
+    {"resets_gaps", fam_resets, 1},
+    {"stray_bursts", fam_strays, 1},
+    {"backup_in_phase", fam_backup, 1},
+    {"two_jobs", fam_two_jobs, 1},
+    {"pod", fam_pod, 2},
+    {"pod_10k", fam_pod_10k, 5},
+};
+#define N_FAM (sizeof families / sizeof families[0])
+
+struct result {
+    int stall_windows, origin_first, origin_above, unrelated, blamed;
+    bool summary_first, recurring, group_first;
+    int false_groups;
+    double period_err, next_err, answer_s;
+    double correlate_ms, incidents_ms;
+};
+
+/* ---- feeding the store ---- */
+
+struct feed {
+    struct world *w;
+    struct fs_sink **sink;
+};
+
+static void
+feed_begin(void *arg, int sw, int64_t ts)
+{
+    struct feed *f = arg;
+    fs_sink_begin(f->sink[sw], ts);
+}
+
+static void
+feed_counter(void *arg, int sw, int port, enum world_kind k, uint64_t v)
+{
+    struct feed *f = arg;
+    const char *ifn = world_port_name(f->w, port);
+    if (k == WK_PFC_TX || k == WK_PFC_RX) {
+        struct fs_label l[3] = {
+            {"interface", ifn}, {"direction", k == WK_PFC_TX ? "tx" : "rx"}, {"priority", "3"}};
+        fs_sink_counter(f->sink[sw], FS_M_PFC_PAUSE_FRAMES, l, 3, v, 64);
+        return;
+    }
+    struct fs_label l[2] = {{"interface", ifn}, {"tc", "3"}};
+    fs_sink_counter(f->sink[sw], k == WK_ECN ? FS_M_QUEUE_ECN_MARKED : FS_M_QUEUE_NO_BUFFER_DROPPED,
+                    l, 2, v, 64);
+}
+
+static void
+feed_gauge(void *arg, int sw, int port, enum world_kind k, double v)
+{
+    (void)k;
+    struct feed *f = arg;
+    struct fs_label l[2] = {{"interface", world_port_name(f->w, port)}, {"tc", "3"}};
+    fs_sink_gauge(f->sink[sw], FS_M_QUEUE_DEPTH_MAX, l, 2, v);
+}
+
+static void
+feed_end(void *arg, int sw)
+{
+    struct feed *f = arg;
+    fs_sink_end(f->sink[sw]);
+}
+
+struct poster {
+    struct fs_analysis *an;
+    int64_t now;
+    struct fs_buf out;
+};
+
+static void
+post_cb(void *arg, const char *body, size_t len)
+{
+    struct poster *p = arg;
+    fs_buf_reset(&p->out);
+    int rc = fs_analysis_post_host_events(p->an, "Bearer eval-token", body, len, p->now, &p->out);
+    if (rc != 200)
+        fprintf(stderr, "eval_fabric: post %d: %.200s\n", rc, p->out.data);
+}
+
+/* ---- reading the answers ---- */
+
+static struct json_object *
+jget(struct json_object *o, const char *key)
+{
+    struct json_object *v = NULL;
+    if (!o || !json_object_object_get_ex(o, key, &v))
+        return NULL;
+    return v;
+}
+
+static const char *
+jstr(struct json_object *o, const char *key)
+{
+    return json_object_get_string(jget(o, key));
+}
+
+/* The (switch, port) a suspect or series names; false when it names none of ours. */
+static bool
+port_of(const struct world *w, struct json_object *s, int *sw, int *p)
+{
+    const char *t = jstr(s, "target"), *i = jstr(s, "interface");
+    if (!t || !i || strncmp(i, "Eth1/", 5) != 0)
+        return false;
+    for (int k = 0; k < world_switches(w); k++)
+        if (!strcmp(world_switch_name(w, k), t)) {
+            *sw = k;
+            *p = atoi(i + 5) - 1;
+            return *p >= 0 && *p < world_ports(w, k);
+        }
+    return false;
+}
+
+static bool
+names_origin(const struct world *w, int job, struct json_object *s)
+{
+    int sw, p;
+    return port_of(w, s, &sw, &p) && world_is_origin(w, job, sw, p);
+}
+
+static bool
+names_victim(const struct world *w, int job, struct json_object *s)
+{
+    int sw, p;
+    return port_of(w, s, &sw, &p) && world_is_victim(w, job, sw, p);
+}
+
+/* A port with a periodic process of its own: a job's origin or its spread, the backup. */
+static bool
+names_periodic(const struct world *w, struct json_object *s)
+{
+    int sw, p;
+    if (!port_of(w, s, &sw, &p))
+        return false;
+    struct world_port b = world_backup(w);
+    if (b.sw == sw && b.port == p)
+        return true;
+    for (int j = 0; world_job(w, j); j++)
+        if (world_is_origin(w, j, sw, p) || world_is_victim(w, j, sw, p))
+            return true;
+    return false;
+}
+
+/* Which stall of job 0 the window [s, e] (collector axis, µs) is, or -1. */
+static int
+stall_of(const struct world *w, int64_t s, int64_t e)
+{
+    const struct world_job *j = world_job(w, 0);
+    for (size_t k = 0; k < j->n_stall; k++)
+        if (s < j->stall[k] + j->stall_len[k] + S && e > j->stall[k] - S)
+            return (int)k;
+    return -1;
+}
+
+static bool
+is_unrelated(const struct world *w, int64_t s)
+{
+    for (int i = 0; world_unrelated(w, i) >= 0; i++)
+        if (llabs(s - world_unrelated(w, i)) < 2 * S)
+            return true;
+    return false;
+}
+
+static double
+ms_since(const struct timespec *a)
+{
+    struct timespec b;
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    return (double)(b.tv_sec - a->tv_sec) * 1e3 + (double)(b.tv_nsec - a->tv_nsec) / 1e6;
+}
+
+static void
+score_correlate(const struct world *w, struct json_object *data, struct result *res, bool verbose)
+{
+    struct json_object *summary = jget(data, "summary"), *events = jget(data, "events");
+    if (summary && json_object_array_length(summary) > 0)
+        res->summary_first = names_origin(w, 0, json_object_array_get_idx(summary, 0));
+    for (size_t i = 0; verbose && summary && i < json_object_array_length(summary) && i < 20; i++) {
+        struct json_object *x = json_object_array_get_idx(summary, i);
+        fprintf(stderr, "  summary %zu%s%s: %s (evidence %.3f, max z %.1f)\n", i,
+                names_origin(w, 0, x) ? " [origin]" : "", names_victim(w, 0, x) ? " [victim]" : "",
+                jstr(x, "text"), json_object_get_double(jget(x, "evidence")),
+                json_object_get_double(jget(x, "max_z")));
+    }
+    size_t ne = events ? json_object_array_length(events) : 0;
+    for (size_t i = 0; i < ne; i++) {
+        struct json_object *ev = json_object_array_get_idx(events, i);
+        int64_t s = (int64_t)(json_object_get_int64(jget(ev, "start_ns")) / 1000);
+        int64_t e = (int64_t)(json_object_get_int64(jget(ev, "end_ns")) / 1000);
+        struct json_object *sus = jget(ev, "suspects");
+        size_t ns = sus ? json_object_array_length(sus) : 0;
+        int k = stall_of(w, s, e);
+        if (k >= 0) {
+            res->stall_windows++;
+            int first_origin = -1, first_victim = -1;
+            for (size_t q = 0; q < ns; q++) {
+                struct json_object *x = json_object_array_get_idx(sus, q);
+                if (first_origin < 0 && names_origin(w, 0, x))
+                    first_origin = (int)q;
+                if (first_victim < 0 && names_victim(w, 0, x))
+                    first_victim = (int)q;
+            }
+            res->origin_first += first_origin == 0;
+            res->origin_above +=
+                first_origin >= 0 && (first_victim < 0 || first_origin < first_victim);
+            if (verbose && first_origin != 0)
+                fprintf(stderr, "  stall %d: origin at %d, first victim at %d: %.400s\n", k,
+                        first_origin, first_victim, json_object_to_json_string(sus));
+        } else if (is_unrelated(w, s)) {
+            res->unrelated++;
+            if (ns > 0 && names_origin(w, 0, json_object_array_get_idx(sus, 0)))
+                res->blamed++;
+        }
+    }
+}
+
+static void
+score_incidents(const struct world *w, struct json_object *data, struct result *res, bool verbose)
+{
+    struct json_object *rec = jget(data, "recurring");
+    const struct world_job *j0 = world_job(w, 0);
+    for (size_t i = 0; rec && i < json_object_array_length(rec); i++) {
+        struct json_object *g = json_object_array_get_idx(rec, i), *series = jget(g, "series");
+        bool origin = false, periodic = false;
+        for (size_t k = 0; series && k < json_object_array_length(series); k++) {
+            struct json_object *s = json_object_array_get_idx(series, k);
+            origin |= names_origin(w, 0, s);
+            periodic |= names_periodic(w, s);
+        }
+        if (!origin) {
+            if (!periodic) {
+                res->false_groups++;
+                if (verbose)
+                    fprintf(stderr, "  false recurrence: %s (confidence %.4f)\n", jstr(g, "text"),
+                            json_object_get_double(jget(g, "confidence")));
+            }
+            continue;
+        }
+        if (res->recurring)
+            continue;
+        res->recurring = true;
+        res->group_first = i == 0;
+        double p = json_object_get_double(jget(g, "period_s"));
+        double nx = json_object_get_double(jget(g, "next_expected"));
+        res->period_err = fabs(p - j0->period_s) / j0->period_s;
+        res->next_err = fabs(nx - (double)j0->next_us / 1e6) / j0->period_s;
+    }
+}
+
+static int
+run_one(const struct family *fam, size_t fi, uint64_t seed, struct result *res)
+{
+    bool verbose = getenv("EVAL_VERBOSE") != NULL;
+    struct world_cfg cfg;
+    world_cfg_default(&cfg);
+    fam->setup(&cfg);
+    if (fam->setup == fam_pfc) /* an uplink or a downlink, alternately */
+        cfg.culprit_uplink = seed % 2 == 0;
+    memset(res, 0, sizeof *res);
+    res->answer_s = -1;
+    res->period_err = res->next_err = NAN;
+    struct world *w = world_new(&cfg, seed, 100 + fi, (int64_t)time(NULL) * S);
+    char err[256];
+    struct fs_ring_opts ro = {.memory_limit = 1024u << 20, .retention_us = 3600 * S};
+    struct fs_store *st = fs_store_new(&ro, err, sizeof err);
+    struct fs_host_events_opts ho = {256 << 20, 24 * 3600LL * 1000000000LL};
+    struct fs_analysis *an = fs_analysis_new(&ho, err, sizeof err);
+    if (!w || !st || !an) {
+        fprintf(stderr, "eval_fabric: %s\n", w ? err : "out of memory");
+        return -1;
+    }
+    fs_analysis_set_token(an, "eval-token");
+    int nsw = world_switches(w);
+    struct fs_sink **sink = calloc((size_t)nsw, sizeof *sink);
+    struct fs_target_cfg *tc = calloc((size_t)nsw, sizeof *tc);
+    for (int k = 0; k < nsw; k++) {
+        tc[k].name = (char *)world_switch_name(w, k);
+        tc[k].address = "192.0.2.1";
+        tc[k].staleness_intervals = 3;
+        sink[k] = fs_store_sink_add(st, &tc[k], "snmp", cfg.poll_us);
+    }
+    struct feed feed = {w, sink};
+    struct world_sink ws = {&feed, feed_begin, feed_counter, feed_gauge, feed_end};
+    struct poster po = {.an = an};
+    fs_buf_init(&po.out, 64 << 20);
+    struct fs_buf out;
+    fs_buf_init(&out, 256 << 20);
+    const struct world_job *j0 = world_job(w, 0);
+    char needle[128];
+    snprintf(needle, sizeof needle,
+             "fabricscope_incident_next_expected_timestamp_seconds{target=\"%s\",interface=\"%s\"",
+             world_switch_name(w, j0->origin[0].sw), world_port_name(w, j0->origin[0].port));
+    int64_t third_end = j0->n_stall >= 3 ? j0->stall[2] + j0->stall_len[2] : INT64_MAX;
+    int64_t t0 = world_t0(w), end = world_end(w), posted = t0;
+    for (int64_t t = t0; t <= end; t += cfg.poll_us) {
+        world_step(w, t, &ws);
+        if ((t - t0) % (REFRESH_S * S) >= cfg.poll_us && t + cfg.poll_us <= end)
+            continue;
+        /* The hosts post what ended a little before (an agent's batch). */
+        po.now = t;
+        world_host_posts(w, posted, t - 5 * S, post_cb, &po);
+        posted = t - 5 * S;
+        fs_analysis_refresh(an, st, t);
+        if (t < third_end || res->answer_s >= 0)
+            continue;
+        fs_buf_reset(&out);
+        fs_analysis_metrics(an, &out);
+        for (int i = 0; i < j0->n_origin && res->answer_s < 0; i++) {
+            snprintf(needle, sizeof needle,
+                     "fabricscope_incident_next_expected_timestamp_seconds{target=\"%s\","
+                     "interface=\"%s\"",
+                     world_switch_name(w, j0->origin[i].sw),
+                     world_port_name(w, j0->origin[i].port));
+            if (strstr(out.data, needle))
+                res->answer_s = (double)(t - third_end) / 1e6;
+        }
+    }
+    po.now = end;
+    world_host_posts(w, posted, end + 10 * S, post_cb, &po);
+    /* /correlate over the slow host events of the whole run. */
+    char sbuf[32], ebuf[32];
+    snprintf(sbuf, sizeof sbuf, "%lld", (long long)(t0 / S));
+    snprintf(ebuf, sizeof ebuf, "%lld", (long long)(end / S + 1));
+    struct fs_analysis_arg args[] = {{"start", sbuf}, {"end", ebuf}, {"limit", "100000"}};
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    fs_buf_reset(&out);
+    int rc = fs_analysis_correlate(an, st, args, 3, end + S, &out);
+    res->correlate_ms = ms_since(&ts);
+    struct json_object *o = rc == 200 ? json_tokener_parse(out.data) : NULL;
+    if (!o)
+        fprintf(stderr, "eval_fabric: correlate %d: %.300s\n", rc, out.data);
+    else
+        score_correlate(w, jget(o, "data"), res, verbose);
+    json_object_put(o);
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    fs_buf_reset(&out);
+    rc = fs_analysis_incidents(an, st, NULL, 0, end + S, &out);
+    res->incidents_ms = ms_since(&ts);
+    o = rc == 200 ? json_tokener_parse(out.data) : NULL;
+    if (!o)
+        fprintf(stderr, "eval_fabric: incidents %d: %.300s\n", rc, out.data);
+    else
+        score_incidents(w, jget(o, "data"), res, verbose);
+    json_object_put(o);
+    for (int k = 0; k < nsw; k++)
+        fs_store_sink_remove(st, sink[k]);
+    free(sink);
+    free(tc);
+    fs_analysis_free(an);
+    fs_store_free(st);
+    fs_buf_free(&out);
+    fs_buf_free(&po.out);
+    world_free(w);
+    return 0;
+}
+
+struct tally {
+    int n, windows, origin_first, origin_above, unrelated, blamed;
+    int summary_first, recurring, group_first, period_ok, next_ok, false_runs, false_groups;
+    int answered;
+    double answer_sum, correlate_ms, incidents_ms, correlate_max, incidents_max;
+};
+
+static void
+add(struct tally *t, const struct result *r)
+{
+    t->n++;
+    t->windows += r->stall_windows;
+    t->origin_first += r->origin_first;
+    t->origin_above += r->origin_above;
+    t->unrelated += r->unrelated;
+    t->blamed += r->blamed;
+    t->summary_first += r->summary_first;
+    t->recurring += r->recurring;
+    t->group_first += r->group_first;
+    t->false_groups += r->false_groups;
+    t->false_runs += r->false_groups > 0;
+    if (r->recurring) {
+        t->period_ok += r->period_err <= 0.01;
+        t->next_ok += r->next_err <= 0.02;
+    }
+    if (r->answer_s >= 0) {
+        t->answered++;
+        t->answer_sum += r->answer_s;
+    }
+    t->correlate_ms += r->correlate_ms;
+    t->incidents_ms += r->incidents_ms;
+    if (r->correlate_ms > t->correlate_max)
+        t->correlate_max = r->correlate_ms;
+    if (r->incidents_ms > t->incidents_max)
+        t->incidents_max = r->incidents_ms;
+}
+
+static double
+pct(int a, int b)
+{
+    return b ? 100.0 * a / b : 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    int seeds = 50;
+    uint64_t base = 7000;
+    const char *only = NULL;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--seeds"))
+            seeds = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--seed-base"))
+            base = strtoull(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--family"))
+            only = argv[i + 1];
+    }
+    struct tally fam[N_FAM];
+    memset(fam, 0, sizeof fam);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (size_t f = 0; f < N_FAM; f++) {
+        if (only && strcmp(only, families[f].name) != 0)
+            continue;
+        int n = seeds / families[f].seed_div;
+        if (n < 1)
+            n = 1;
+        for (int s = 0; s < n; s++) {
+            struct result r;
+            if (run_one(&families[f], f, base + (uint64_t)s, &r) != 0)
+                return 1;
+            add(&fam[f], &r);
+            if (getenv("EVAL_VERBOSE"))
+                fprintf(stderr,
+                        "%s seed %d: windows %d first %d above %d blamed %d/%d summary %d "
+                        "recurring %d (first %d) period_err %.4f next_err %.4f answer %.0f s "
+                        "false %d correlate %.0f ms incidents %.0f ms\n",
+                        families[f].name, s, r.stall_windows, r.origin_first, r.origin_above,
+                        r.blamed, r.unrelated, r.summary_first, r.recurring, r.group_first,
+                        r.period_err, r.next_err, r.answer_s, r.false_groups, r.correlate_ms,
+                        r.incidents_ms);
+        }
+    }
+    printf("%-16s %5s %8s %8s %8s %8s %7s %7s %7s %8s %8s %7s %8s %8s\n", "family", "runs",
+           "windows", "first%", "above%", "blamed%", "summ%", "recur%", "gfirst%", "period1%",
+           "next2%", "false%", "answer_s", "corr_ms");
+    for (size_t f = 0; f < N_FAM; f++) {
+        const struct tally *t = &fam[f];
+        if (!t->n)
+            continue;
+        printf("%-16s %5d %8d %8.1f %8.1f %8.1f %7.1f %7.1f %7.1f %8.1f %8.1f %7.1f %8.1f %8.0f\n",
+               families[f].name, t->n, t->windows, pct(t->origin_first, t->windows),
+               pct(t->origin_above, t->windows), pct(t->blamed, t->unrelated),
+               pct(t->summary_first, t->n), pct(t->recurring, t->n), pct(t->group_first, t->n),
+               pct(t->period_ok, t->n), pct(t->next_ok, t->n), pct(t->false_runs, t->n),
+               t->answered ? t->answer_sum / t->answered : -1, t->correlate_ms / t->n);
+    }
+    for (size_t f = 0; f < N_FAM; f++) {
+        const struct tally *t = &fam[f];
+        const char *nm = families[f].name;
+        if (!t->n)
+            continue;
+        printf("EVAL %s_origin_first_windows %.1f %%\n", nm, pct(t->origin_first, t->windows));
+        printf("EVAL %s_origin_above_victims_windows %.1f %%\n", nm,
+               pct(t->origin_above, t->windows));
+        printf("EVAL %s_unrelated_blamed_on_origin %.1f %%\n", nm, pct(t->blamed, t->unrelated));
+        printf("EVAL %s_origin_first_summary %.1f %%\n", nm, pct(t->summary_first, t->n));
+        printf("EVAL %s_recurring_found %.1f %%\n", nm, pct(t->recurring, t->n));
+        printf("EVAL %s_recurring_group_first %.1f %%\n", nm, pct(t->group_first, t->n));
+        printf("EVAL %s_period_within_1pct %.1f %%\n", nm, pct(t->period_ok, t->n));
+        printf("EVAL %s_next_within_2pct_of_period %.1f %%\n", nm, pct(t->next_ok, t->n));
+        printf("EVAL %s_false_recurring_runs %.1f %%\n", nm, pct(t->false_runs, t->n));
+        printf("EVAL %s_time_to_answer_mean %.1f s\n", nm,
+               t->answered ? t->answer_sum / t->answered : -1);
+        printf("EVAL %s_correlate_ms_max %.0f ms\n", nm, t->correlate_max);
+        printf("EVAL %s_incidents_ms_max %.0f ms\n", nm, t->incidents_max);
+    }
+    printf("EVAL eval_fabric_wall_time %.1f s\n", ms_since(&t0) / 1e3);
+    return 0;
+}
