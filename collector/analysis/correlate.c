@@ -554,17 +554,21 @@ fs_corr_mark_slow(const int64_t *duration, const size_t *group, size_t n, double
         size_t gn = lo - g0;
         if (gn < 2)
             continue;
-        double thr;
+        double thr, median = (double)s[g0 + gn / 2].d;
         if (factor > 0) {
-            thr = factor * (double)s[g0 + gn / 2].d;
+            thr = factor * median;
         } else {
-            /* Nearest-rank percentile. */
+            /* Nearest-rank percentile, and at least FS_CORR_SLOW_MIN_FACTOR times the
+               median: the top percent of a job whose collectives all run alike is not
+               slow, and would dilute the stalls with windows nothing explains. */
             size_t rank = (size_t)ceil(pct / 100.0 * (double)gn);
             if (rank < 1)
                 rank = 1;
             if (rank > gn)
                 rank = gn;
             thr = (double)s[g0 + rank - 1].d;
+            if (thr < FS_CORR_SLOW_MIN_FACTOR * median)
+                thr = FS_CORR_SLOW_MIN_FACTOR * median;
         }
         slow[i] = (double)duration[i] > thr;
     }

@@ -131,9 +131,11 @@ void fs_corr_report_free(struct fs_corr_report *r);
 /**
  * Marks the slow ones among n durations that belong to groups (group[i] is any id, e.g.
  * an index per (kind, name)): slow when above the given percentile (0 < pct < 100) of
- * its group's durations, or, when factor > 0, above factor times the group's median.
- * Groups of fewer than 2 events have no slow ones. Returns 0 or -1 on no memory.
+ * its group's durations and above FS_CORR_SLOW_MIN_FACTOR times its median, or, when
+ * factor > 0, above factor times the group's median. Groups of fewer than 2 events have
+ * no slow ones. Returns 0 or -1 on no memory.
  */
+#define FS_CORR_SLOW_MIN_FACTOR 2.0
 int fs_corr_mark_slow(const int64_t *duration, const size_t *group, size_t n, double pct,
                       double factor, bool *slow);
 

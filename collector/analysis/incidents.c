@@ -195,6 +195,77 @@ baseline(const double *v, size_t from, size_t to, double rel_floor, double abs_f
     *scale = s;
 }
 
+/* A baseline that follows the load: the level at time t is med + slope * (t - tc). */
+struct level {
+    double med, scale, slope;
+    int64_t tc;
+};
+
+static double
+level_at(const struct level *lv, int64_t t)
+{
+    return lv->med + lv->slope * (double)(t - lv->tc);
+}
+
+/*
+ * The baseline of v[from..to) (ts its times), from at most FS_AN_BASELINE_SAMPLES strided
+ * samples: the median, and the scale of the residuals as baseline() has it. When the load
+ * ramps (the medians of the window's thirds climb or fall in a line, the ends more than
+ * one scale apart) the level follows the line through them: a daily swing is not a
+ * departure, a surge on top of it is. A step inside the window (the middle third's median
+ * at one end's) keeps the flat median; the scan takes a lasting step as a change of level
+ * (fs_departures_add).
+ */
+static void
+baseline_level(const int64_t *ts, const double *v, size_t from, size_t to, double rel_floor,
+               double abs_floor, struct level *lv)
+{
+    baseline(v, from, to, rel_floor, abs_floor, &lv->med, &lv->scale);
+    lv->slope = 0;
+    lv->tc = 0;
+    size_t n = to - from;
+    if (n < 24)
+        return;
+    double x[FS_AN_BASELINE_SAMPLES], tmp[FS_AN_BASELINE_SAMPLES];
+    int64_t t[FS_AN_BASELINE_SAMPLES];
+    size_t m = 0, stride = n > FS_AN_BASELINE_SAMPLES
+                               ? (n + FS_AN_BASELINE_SAMPLES - 1) / FS_AN_BASELINE_SAMPLES
+                               : 1;
+    for (size_t i = from; i < to && m < FS_AN_BASELINE_SAMPLES; i += stride)
+        if (isfinite(v[i])) {
+            x[m] = v[i];
+            t[m++] = ts[i];
+        }
+    if (m < 24)
+        return;
+    size_t k = m / 3;
+    double third[3];
+    for (int j = 0; j < 3; j++) {
+        size_t lo = (size_t)j * k, hi = j == 2 ? m : (size_t)(j + 1) * k;
+        memcpy(tmp, x + lo, (hi - lo) * sizeof *tmp);
+        third[j] = select_kth(tmp, hi - lo, (hi - lo) / 2);
+    }
+    double rise = third[2] - third[0];
+    bool line = fabs(third[1] - (third[0] + third[2]) / 2) <= 0.25 * fabs(rise) &&
+                (third[1] - third[0]) * rise > 0 && (third[2] - third[1]) * rise > 0;
+    if (fabs(rise) <= lv->scale || !line)
+        return;
+    int64_t c0 = t[k / 2], c2 = t[2 * k + (m - 2 * k) / 2];
+    if (c2 <= c0)
+        return;
+    lv->slope = rise / (double)(c2 - c0);
+    lv->tc = t[k + k / 2];
+    lv->med = third[1];
+    for (size_t i = 0; i < m; i++)
+        tmp[i] = fabs(x[i] - level_at(lv, t[i]));
+    double sc = 1.4826 * select_kth(tmp, m, m / 2);
+    if (rel_floor * fabs(lv->med) > sc)
+        sc = rel_floor * fabs(lv->med);
+    if (abs_floor > sc)
+        sc = abs_floor;
+    lv->scale = sc > 0 ? sc : 1e-12;
+}
+
 /* First index with ts >= t. */
 static size_t
 lower_bound(const int64_t *ts, size_t n, int64_t t)
@@ -245,6 +316,7 @@ fs_departures_free(struct fs_departures *d)
     }
     free(d->series);
     free(d->runs);
+    free(d->scratch);
     free(d);
 }
 
@@ -366,24 +438,65 @@ struct run_state {
  * surge of a busy port whose own noise is a fifth of its level reaches only 5-7. */
 #define SUSTAINED_SHARE 0.75
 
+/* A departure that lasts this long (most of its samples, and at least LEVEL_SHIFT_SAMPLES
+ * of them) is a change of level, not an episode: a job that starts, a rebalanced flow
+ * set. Stalls last seconds; congestion a scan should report lasts well under this. */
+#define LEVEL_SHIFT_US (120 * 1000000LL)
+#define LEVEL_SHIFT_SAMPLES 10
+#define LEVEL_SHIFT_SHARE 0.75
+
+/* The sustained departures of the samples scanned so far (per sample: +1 above, -1 below
+   the baseline by SUSTAINED_SHARE of the threshold), over the last LEVEL_SHIFT_US. */
+struct shift_state {
+    int8_t *sign; /* per sample of the series (the departures' scratch) */
+    size_t lo;    /* the oldest sample in the window */
+    size_t up, down;
+    bool off; /* no more shifts in this series (one was taken where it began) */
+};
+
 /* Samples [i, end) of s against one baseline: opens, grows and closes runs. A sample
  * departs at z_threshold, or at SUSTAINED_SHARE of it when a neighbour in [lo, hi)
- * does as well. */
+ * does as well. Returns 1 with *shift_at when the samples since shift_at (a departure
+ * of LEVEL_SHIFT_US, either way) are a change of level: the caller rebases there. */
 static int
 detect_runs(struct fs_departures *d, const struct fs_an_series *s, size_t i, size_t end, size_t lo,
-            size_t hi, double med, double scale, struct run_state *rs)
+            size_t hi, const struct level *lv, struct run_state *rs, struct shift_state *sh,
+            size_t *shift_at)
 {
     const int64_t *ts = s->ts_us;
     const double *v = s->v;
-    double inv = 1.0 / scale, zt = d->opts.z_threshold, z2 = zt * SUSTAINED_SHARE;
+    double inv = 1.0 / lv->scale, zt = d->opts.z_threshold, z2 = zt * SUSTAINED_SHARE;
     for (; i < end; i++) {
-        double z = (v[i] - med) * inv;
+        double base = level_at(lv, ts[i]);
+        double z = (v[i] - base) * inv;
         if (z > 1e9)
             z = 1e9;
         bool departs = z >= zt;
         if (!departs && z >= z2)
-            departs = (i > lo && (v[i - 1] - med) * inv >= z2) ||
-                      (i + 1 < hi && (v[i + 1] - med) * inv >= z2);
+            departs = (i > lo && (v[i - 1] - level_at(lv, ts[i - 1])) * inv >= z2) ||
+                      (i + 1 < hi && (v[i + 1] - level_at(lv, ts[i + 1])) * inv >= z2);
+        if (!sh->off) {
+            sh->sign[i] = z >= z2 ? 1 : z <= -z2 ? -1 : 0;
+            sh->up += sh->sign[i] > 0;
+            sh->down += sh->sign[i] < 0;
+            while (sh->lo < i && ts[i] - ts[sh->lo] > LEVEL_SHIFT_US) {
+                sh->up -= sh->sign[sh->lo] > 0;
+                sh->down -= sh->sign[sh->lo] < 0;
+                sh->lo++;
+            }
+            size_t cnt = i - sh->lo + 1;
+            int dir = (double)sh->up >= LEVEL_SHIFT_SHARE * (double)cnt     ? 1
+                      : (double)sh->down >= LEVEL_SHIFT_SHARE * (double)cnt ? -1
+                                                                            : 0;
+            if (dir && cnt >= LEVEL_SHIFT_SAMPLES &&
+                ts[i] - ts[sh->lo] >= LEVEL_SHIFT_US * 9 / 10) {
+                size_t j = sh->lo;
+                while (sh->sign[j] != dir)
+                    j++;
+                *shift_at = j;
+                return 1;
+            }
+        }
         if (departs) {
             int64_t t0 = ts[i];
             if (s->is_rate)
@@ -398,7 +511,7 @@ detect_runs(struct fs_departures *d, const struct fs_an_series *s, size_t i, siz
             if (z > rs->run.peak_z) {
                 rs->run.peak_z = z;
                 rs->run.peak_value = v[i];
-                rs->run.baseline = med;
+                rs->run.baseline = base;
                 rs->run.peak_us = s->is_rate ? t0 + (ts[i] - t0) / 2 : ts[i];
             }
         } else if (rs->open) {
@@ -467,26 +580,59 @@ fs_departures_add(struct fs_departures *d, const struct fs_an_series *s)
 
     struct run_state rs = {0};
     int64_t step = o->baseline_step_us > 0 ? o->baseline_step_us : 300 * 1000000LL;
+    if (n > d->scratch_cap) {
+        int8_t *p = realloc(d->scratch, n);
+        if (!p)
+            return -1;
+        d->scratch = p;
+        d->scratch_cap = n;
+    }
+    struct shift_state sh = {.sign = d->scratch, .lo = first};
+    int64_t shift_t = INT64_MIN; /* the last change of level: baselines start there */
+    size_t shift_i = SIZE_MAX;
+    struct level lv;
     size_t i = first;
     while (i < last) {
         int64_t bs = d->start_us + ((ts[i] - d->start_us) / step) * step;
         size_t bend = lower_bound(ts, n, bs + step);
         if (bend > last)
             bend = last;
-        size_t w0 = lower_bound(ts, n, bs - o->baseline_window_us);
+        int64_t from = bs - o->baseline_window_us > shift_t ? bs - o->baseline_window_us : shift_t;
+        size_t w0 = lower_bound(ts, n, from);
         size_t w1 = lower_bound(ts, n, bs);
-        if (w1 - w0 < 8) { /* nothing before: use the window after */
-            w0 = w1;
-            w1 = lower_bound(ts, n, bs + o->baseline_window_us);
+        if (w1 < w0 + 8) { /* nothing before (or since the change of level): the window after */
+            w0 = shift_t > INT64_MIN ? lower_bound(ts, n, shift_t) : w1;
+            w1 = lower_bound(ts, n, ts[w0 < n ? w0 : n - 1] + o->baseline_window_us);
         }
-        if (w1 - w0 < 3) {
+        if (w1 < w0 + 3) {
             i = bend;
             continue;
         }
-        baseline(v, w0, w1, o->rel_floor, s->abs_floor, &med, &scale);
-        if (detect_runs(d, s, i, bend, first, last, med, scale, &rs) != 0)
+        baseline_level(ts, v, w0, w1, o->rel_floor, s->abs_floor, &lv);
+        size_t at;
+        int r = detect_runs(d, s, i, bend, first, last, &lv, &rs, &sh, &at);
+        if (r < 0)
             return -1;
-        i = bend;
+        if (r == 0) {
+            i = bend;
+            continue;
+        }
+        /* A change of level at ts[at]: what departed since is the new level, not runs;
+           rebase on the window after it and scan again from there. Once per place: a
+           second change where one was just taken ends the search for them. */
+        if (shift_i != SIZE_MAX && at <= shift_i) {
+            sh.off = true;
+            continue;
+        }
+        rs.open = false;
+        while (rs.have_idx && d->n_runs > 0 && d->runs[d->n_runs - 1].series == rs.idx &&
+               d->runs[d->n_runs - 1].end_us >= ts[at])
+            d->n_runs--;
+        shift_i = at;
+        shift_t = ts[at];
+        sh.lo = at;
+        sh.up = sh.down = 0;
+        i = at;
     }
     return finish_runs(d, s, &rs);
 }
@@ -521,7 +667,10 @@ fs_departures_add_fixed(struct fs_departures *d, const struct fs_an_series *s, d
         return 0;
     }
     struct run_state rs = {0};
-    if (detect_runs(d, s, first, last, first, last, median, scale, &rs) != 0)
+    struct level lv = {median, scale, 0, 0};
+    struct shift_state sh = {.off = true};
+    size_t at;
+    if (detect_runs(d, s, first, last, first, last, &lv, &rs, &sh, &at) != 0)
         return -1;
     return finish_runs(d, s, &rs);
 }
@@ -871,15 +1020,41 @@ build_episodes(struct ctx *c, struct fs_incident_report *r)
 
 struct occurrence {
     int64_t t;
+    int64_t lo, hi; /* the port episode's extent (for host evidence) */
+    int64_t res;    /* the sample interval its onset lies in (how well t is known) */
     size_t episode;
     unsigned kinds; /* how many kinds of departure its episode had (1..5) */
     double mark;    /* its strength: kinds, then peak z (see strong_start) */
 };
 
+/* Slow host windows, merged and by start, for the host evidence of a train (fit_period). */
+struct host_ctx {
+    int64_t *iv; /* start, end pairs, each widened by the margin */
+    size_t n;
+    int64_t covered; /* their total length */
+    double span;     /* the observed span they fall in */
+};
+
+/* Whether [lo, hi] overlaps a slow window. */
+static bool
+host_overlaps(const struct host_ctx *h, int64_t lo, int64_t hi)
+{
+    size_t a = 0, b = h->n;
+    while (a < b) { /* the first window starting after hi */
+        size_t mid = a + (b - a) / 2;
+        if (h->iv[2 * mid] <= hi)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    return a > 0 && h->iv[2 * (a - 1) + 1] >= lo; /* merged: the one before is the only one */
+}
+
 struct fit {
     double period, spread, confidence;
     double next;   /* predicted occurrence after the last hit */
     size_t n;      /* hits */
+    size_t host;   /* hits that met a slow host window */
     size_t *which; /* indexes into the occurrences; owned */
 };
 
@@ -1111,27 +1286,46 @@ fold_period(const struct occurrence *oc, size_t m, double P, double tol_frac, do
 /* log of the chance that a Poisson train at rate lambda (per us) fits the fold tr as
  * well, times the nc candidates tried (see fit_period). 0 (certain) when it cannot say. */
 static double
-chance_log_p(const struct track *tr, double lambda, double tol_frac, size_t nc, size_t trailing)
+chance_log_p(const struct track *tr, double lambda, double tol_frac, double res_half, double nc,
+             size_t trailing)
 {
-    if (tr->hits < 2 || tr->period <= 0)
+    if (tr->hits < 3 || tr->period <= 0)
         return 0;
     double w = 2.5 * tr->rms;
     if (w < tr->max_resid)
         w = tr->max_resid;
     if (w < 0.0025 * tr->period)
         w = 0.0025 * tr->period;
+    /* Onsets are known to half a sample interval: three bursts of a series polled every
+       second line up to the millisecond whenever their spacings are the same number of
+       seconds. */
+    if (w < res_half)
+        w = res_half;
     if (w > tol_frac * tr->period)
         w = tol_frac * tr->period;
     double p0 = 1 - exp(-2 * lambda * w);
     if (p0 > 0.999)
         return 0;
-    /* The phase was taken from the occurrences: chance has to explain all hits but one.
+    /* The phase and the period were both taken from the occurrences (a candidate period
+       is a spacing between two of them): chance has to explain all hits but two, and had
+       as many tries as spacings were looked at (nc, times the series the fabric offered).
        The slots the grid had after its last hit, up to the end of what was observed, are
        slots too: a train that stopped long ago is judged over every slot it left empty,
        or a busy port's random bursts, three of which line up somewhere in hours of data,
        would read as a recurrence (a quarter of busy fabrics had one). */
-    return log_binom_tail(tr->hits - 1, tr->slots - 1 + trailing, p0 > 1e-12 ? p0 : 1e-12) +
-           log((double)nc);
+    return log_binom_tail(tr->hits - 2, tr->slots - 2 + trailing, p0 > 1e-12 ? p0 : 1e-12) +
+           log(nc);
+}
+
+/* Half the median sample interval the hits' onsets lie in. */
+static double
+half_res(const struct occurrence *oc, const size_t *which, size_t n)
+{
+    double r[256];
+    size_t m = 0;
+    for (size_t i = 0; i < n && m < 256; i++)
+        r[m++] = (double)oc[which[i]].res;
+    return m ? select_kth(r, m, m / 2) / 2 : 0;
 }
 
 /* Folds at P; keeps the result in *bt (and its hits) when it scores best so far.
@@ -1287,9 +1481,107 @@ strong_train(const struct occurrence *oc, size_t m, const size_t *which, const l
     return r;
 }
 
+/* Most hits a robust refit leaves out as strays, as a share of them. */
+#define FIT_MAX_STRAYS 0.25
+
+/* Leaves out the hits that lie far off the grid the others agree on (a stray burst of the
+ * same port near a slot: one interval, between two stalls), then refits the grid by least
+ * squares to the rest. Each round takes the hit that the grid of all the others predicts
+ * worst: its distance from that grid over the others' own RMS residual (a least-squares
+ * line through a stray tilts toward it and spreads the error over every hit, so the hit
+ * is judged by a grid fitted without it). It goes when that is over 6 and over 2% of the
+ * period: a stall train jittered by 0.5% loses a stray 5% off, one jittered by +-5%
+ * keeps its hits (each is within a few of its others' RMS). At least 5 hits (two degrees
+ * of freedom left), min_occurrences kept, a quarter left out at most. */
+static void
+drop_strays(const struct occurrence *oc, size_t *which, long *ks, struct track *tr, size_t min_keep)
+{
+    size_t n = tr->hits, max_out = (size_t)(FIT_MAX_STRAYS * (double)n), out = 0;
+    size_t w2[128];
+    long k2[128];
+    if (n > 128)
+        return;
+    while (n >= 5 && n > min_keep && out < max_out) {
+        size_t worst = n;
+        double worst_ratio = 0, worst_err = 0;
+        for (size_t i = 0; i < n; i++) {
+            size_t m = 0;
+            for (size_t j = 0; j < n; j++)
+                if (j != i) {
+                    w2[m] = which[j];
+                    k2[m++] = ks[j];
+                }
+            double a, period = lsq_period(oc, w2, k2, m, &a);
+            if (period <= 0)
+                continue;
+            double ss = 0;
+            for (size_t j = 0; j < m; j++) {
+                double e = (double)oc[w2[j]].t - a - (double)k2[j] * period;
+                ss += e * e;
+            }
+            double rms = sqrt(ss / (double)(m - 2)), floor = 0.001 * period;
+            double err = fabs((double)oc[which[i]].t - a - (double)ks[i] * period);
+            double ratio = err / (rms > floor ? rms : floor);
+            if (ratio > worst_ratio) {
+                worst_ratio = ratio;
+                worst_err = err;
+                worst = i;
+            }
+        }
+        if (worst == n || worst_ratio <= 6 || worst_err <= 0.02 * tr->period)
+            break;
+        memmove(which + worst, which + worst + 1, (n - worst - 1) * sizeof *which);
+        memmove(ks + worst, ks + worst + 1, (n - worst - 1) * sizeof *ks);
+        n--;
+        out++;
+    }
+    if (out == 0)
+        return;
+    double a, period = lsq_period(oc, which, ks, n, &a);
+    if (period <= 0)
+        return;
+    double ss = 0, mx = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs((double)oc[which[i]].t - a - (double)ks[i] * period);
+        ss += e * e;
+        if (e > mx)
+            mx = e;
+    }
+    tr->hits = n;
+    tr->slots = (size_t)(ks[n - 1] - ks[0] + 1);
+    tr->a = a;
+    tr->period = period;
+    tr->rms = sqrt(ss / (double)n);
+    tr->max_resid = mx;
+}
+
+/* log of the chance that h of the n hits met a slow host window by accident: each
+   occurrence of the train's length lands on one with the share of the observed span the
+   windows (widened by the occurrence's length) cover. 0 without windows. */
+static double
+host_log_p(const struct host_ctx *hc, const struct occurrence *oc, const size_t *which, size_t n,
+           size_t *h)
+{
+    *h = 0;
+    if (!hc || hc->n == 0 || n == 0 || hc->span <= 0)
+        return 0;
+    double len = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct occurrence *q = &oc[which[i]];
+        *h += host_overlaps(hc, q->lo, q->hi);
+        len += (double)(q->hi - q->lo);
+    }
+    double p = ((double)hc->covered + (double)hc->n * len / (double)n) / hc->span;
+    if (p > 1)
+        p = 1;
+    if (p < 1e-12)
+        p = 1e-12;
+    return *h && p < 1 ? log_binom_tail(*h, n, p) : 0;
+}
+
 static int
 fit_period(const struct occurrence *oc, size_t m, double span_us, double end_us,
-           const struct fs_an_opts *o, size_t looks, struct fit *fit)
+           const struct fs_an_opts *o, size_t looks, const struct host_ctx *hc, struct fit *fit)
 {
     memset(fit, 0, sizeof *fit);
     if (m < 2 || m < o->min_occurrences)
@@ -1366,7 +1658,7 @@ fit_period(const struct occurrence *oc, size_t m, double span_us, double end_us,
     double lambda = (double)m / (span_us > t_span ? span_us : t_span);
     bool sweep = bt.hits >= 2 && bt.hits + 2 >= o->min_occurrences &&
                  (double)bt.hits >= 0.3 * (double)bt.slots &&
-                 chance_log_p(&bt, lambda, tol_frac, nc, 0) <= log(FIT_ALPHA) + 3;
+                 chance_log_p(&bt, lambda, tol_frac, 0, 1, 0) <= log(FIT_ALPHA) + 8;
     for (size_t k = 0; sweep && k < FIT_SWEEP_TOP && top_p[k] > 0; k++) {
         double slots = t_span / top_p[k] + 1;
         double step = 0.5 * tol_frac / slots;
@@ -1379,6 +1671,7 @@ fit_period(const struct occurrence *oc, size_t m, double span_us, double end_us,
     }
     if (bt.hits < o->min_occurrences || bt.hits < 2)
         goto out;
+    drop_strays(oc, best_which, best_ks, &bt, o->min_occurrences);
     /* A train that stopped is no recurrence: once the slots it left empty since its
        last hit, with those between its hits, outnumber its hits, it is not reported
        (it would predict a next occurrence its own recent past denies). Asked over a
@@ -1386,26 +1679,22 @@ fit_period(const struct occurrence *oc, size_t m, double span_us, double end_us,
     size_t trailing = trailing_slots(&bt, (double)best_ks[bt.hits - 1], tol_frac, end_us);
     if ((double)bt.hits < FIT_MIN_FILL * (double)(bt.slots + trailing))
         goto out;
-    /* Judged against the series' episodes as strong as its hits (strong_train). When
-       some of those fall off the grid, the grid is a subset chance picked out of a
-       busier train, and the fabric offered chance one such train per series with
-       enough episodes (looks): a fabric of twenty bursting ports tests twenty trains,
-       and three bursts in a row line up on one of them in a third of such fabrics. A
-       series whose strong episodes are all on the grid (a quiet port that surges at
-       each stall, a busy one whose other bursts are all weaker), filling every slot, is
-       judged alone: that is what lets a stall every 30 minutes be reported at its third
-       occurrence. */
+    /* Judged against the series' episodes as strong as its hits (strong_train), and
+       against the fabric: a fabric of N series with enough episodes offers chance N trains
+       (looks), each at every candidate period (nc). Three unrelated surges line up on one
+       of 10,000 series; a quiet port's three stall surges at the third occurrence clear
+       that bar only with what the hosts say (below) or a fourth occurrence. */
     size_t leading;
-    size_t n_strong = strong_train(oc, m, best_which, best_ks, bt.hits, &bt, tol_frac, &leading);
-    /* Not when it left a slot empty between its hits: such a grid had more ways to
-       fall on a few random bursts (of the random bursts the eval's random_bursts
-       fabrics called periodic, most were three hits in four or five slots). */
-    bool alone = n_strong == bt.hits && bt.slots == bt.hits;
+    (void)strong_train(oc, m, best_which, best_ks, bt.hits, &bt, tol_frac, &leading);
     /* The rate stays that of all the series' episodes: the strength threshold was taken
        from the hits, so a thinner rate would favour a grid of the few strongest bursts
        (the acceptance fabric's busy ports had such). */
-    double log_p = chance_log_p(&bt, lambda, tol_frac, nc * (!alone && looks > 0 ? looks : 1),
-                                leading + trailing);
+    double log_p = chance_log_p(&bt, lambda, tol_frac, half_res(oc, best_which, bt.hits),
+                                (double)nd * (double)(looks > 0 ? looks : 1), leading + trailing);
+    /* Host evidence: hits that met a slow host window, against the chance that random
+       occurrences meet that many. Independent of the timing, so the two multiply. */
+    size_t host_hits;
+    log_p += host_log_p(hc, oc, best_which, bt.hits, &host_hits);
     if (log_p > log(FIT_ALPHA))
         goto out;
     double period = bt.period;
@@ -1427,6 +1716,7 @@ fit_period(const struct occurrence *oc, size_t m, double span_us, double end_us,
     fit->spread = bt.rms;
     fit->confidence = 1 - exp(log_p);
     fit->n = bt.hits;
+    fit->host = host_hits;
     fit->which = best_which;
     best_which = NULL;
 out:
@@ -1486,7 +1776,8 @@ cmp_size(const void *a, const void *b)
  */
 static int
 prefer_strong_parity(const struct occurrence *oc, size_t m, double span_us, double end_us,
-                     const struct fs_an_opts *o, size_t looks, struct fit *fit)
+                     const struct fs_an_opts *o, size_t looks, const struct host_ctx *hc,
+                     struct fit *fit)
 {
     if (fit->n < 4 || fit->period <= 0)
         return 0;
@@ -1516,7 +1807,7 @@ prefer_strong_parity(const struct occurrence *oc, size_t m, double span_us, doub
             map[ns] = i;
             sub[ns++] = oc[i];
         }
-    if (fit_period(sub, ns, span_us, end_us, o, looks, &f2) != 0)
+    if (fit_period(sub, ns, span_us, end_us, o, looks, hc, &f2) != 0)
         goto out;
     rc = 0;
     if (f2.n < o->min_occurrences || fabs(f2.period - 2 * fit->period) > 0.05 * 2 * fit->period)
@@ -1542,6 +1833,9 @@ port_occurrences(const struct ctx *c, const struct fs_incident_report *r, size_t
     const struct fs_departures *d = c->d;
     for (size_t k = 0; k < m; k++) {
         oc[k].t = c->pe[i + k].onset_us;
+        oc[k].lo = c->pe[i + k].start_us;
+        oc[k].hi = c->pe[i + k].end_us;
+        oc[k].res = 2 * llabs(c->pe[i + k].onset_us - c->pe[i + k].start_us);
         oc[k].episode = c->pe[i + k].episode;
         /* A unit is one series: the kinds are those of the episode it joined. */
         oc[k].kinds = (unsigned)__builtin_popcount(r->episodes[oc[k].episode].kinds);
@@ -1566,6 +1860,7 @@ struct fit_work {
     const struct fs_incident_report *r;
     struct port_fit *pf;
     size_t n_pf, m_max, looks;
+    const struct host_ctx *hc;
     _Atomic size_t next;
 };
 
@@ -1583,10 +1878,10 @@ fit_ports(void *arg)
             continue;
         }
         port_occurrences(w->c, w->r, p->i, p->m, oc);
-        p->rc = fit_period(oc, p->m, span, (double)d->end_us, &d->opts, w->looks, &p->fit);
+        p->rc = fit_period(oc, p->m, span, (double)d->end_us, &d->opts, w->looks, w->hc, &p->fit);
         if (p->rc == 0 && p->fit.n > 0 &&
-            prefer_strong_parity(oc, p->m, span, (double)d->end_us, &d->opts, w->looks, &p->fit) <
-                0)
+            prefer_strong_parity(oc, p->m, span, (double)d->end_us, &d->opts, w->looks, w->hc,
+                                 &p->fit) < 0)
             p->rc = -1;
     }
     free(oc);
@@ -1620,11 +1915,11 @@ fit_all_ports(struct fit_work *w)
 }
 
 static int
-find_groups(struct ctx *c, struct fs_incident_report *r, int64_t now_us)
+find_groups(struct ctx *c, struct fs_incident_report *r, int64_t now_us, const struct host_ctx *hc)
 {
     const struct fs_departures *d = c->d;
     struct occurrence *oc = NULL;
-    struct fit_work w = {.c = c, .r = r};
+    struct fit_work w = {.c = c, .r = r, .hc = hc};
     size_t cap = 0;
     /* c->pe is sorted by port, then start: each port's episodes are contiguous. The
        ports with enough episodes are fitted (and counted: looks, see fit_period). */
@@ -1676,6 +1971,7 @@ find_groups(struct ctx *c, struct fs_incident_report *r, int64_t now_us)
         }
         qsort(g->episodes, fit.n, sizeof *g->episodes, cmp_size);
         g->occurrences = fit.n;
+        g->host_hits = fit.host;
         /* The port's series, strongest first: as they rank in its first episode. */
         for (size_t s = 0; s < d->n_series; s++)
             if (c->port_of[s] == port)
@@ -1699,7 +1995,12 @@ find_groups(struct ctx *c, struct fs_incident_report *r, int64_t now_us)
                 common_episodes(ga->episodes, ga->occurrences, gb->episodes, gb->occurrences);
             size_t smaller = ga->occurrences < gb->occurrences ? ga->occurrences : gb->occurrences;
             if (cm * 5 >= smaller * 4) {
-                if (gb->occurrences > ga->occurrences) {
+                /* The group is the cause's: a port that departs in a cause kind leads
+                   the pauses it spread (effects.h), whose trains hold the pauses of
+                   other congestion too (a victim's fits at a fraction of the period). */
+                bool ca = fs_an_role_of(&d->series[ga->series[0]]) == FS_AN_ROLE_CAUSE;
+                bool cb = fs_an_role_of(&d->series[gb->series[0]]) == FS_AN_ROLE_CAUSE;
+                if (cb != ca ? cb : gb->occurrences > ga->occurrences) {
                     struct fs_recurrence t = *ga;
                     *ga = *gb;
                     *gb = t;
@@ -1707,6 +2008,8 @@ find_groups(struct ctx *c, struct fs_incident_report *r, int64_t now_us)
                 for (size_t k = 0; k < gb->n_series; k++)
                     ga->series[ga->n_series++] = gb->series[k];
                 ga->kinds |= gb->kinds;
+                if (gb->host_hits > ga->host_hits && ga->occurrences == gb->occurrences)
+                    ga->host_hits = gb->host_hits;
                 free(gb->series);
                 free(gb->episodes);
                 r->groups[b] = r->groups[--r->n_groups];
@@ -1728,21 +2031,71 @@ fail:
     return -1;
 }
 
+static int
+cmp_pair(const void *a, const void *b)
+{
+    const int64_t *x = a, *y = b;
+    return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* The slow windows widened by the margin, merged, by start. 0 or -1 (no memory). */
+static int
+host_ctx_build(const struct fs_departures *d, const struct fs_incident_hosts *h,
+               struct host_ctx *hc)
+{
+    memset(hc, 0, sizeof *hc);
+    if (!h || h->n == 0)
+        return 0;
+    hc->iv = malloc(h->n * 2 * sizeof *hc->iv);
+    if (!hc->iv)
+        return -1;
+    for (size_t i = 0; i < h->n; i++) {
+        hc->iv[2 * i] = h->start_us[i] - h->margin_us;
+        hc->iv[2 * i + 1] = h->end_us[i] + h->margin_us;
+    }
+    qsort(hc->iv, h->n, 2 * sizeof *hc->iv, cmp_pair);
+    for (size_t i = 0; i < h->n; i++) {
+        if (hc->n > 0 && hc->iv[2 * i] <= hc->iv[2 * (hc->n - 1) + 1]) {
+            if (hc->iv[2 * i + 1] > hc->iv[2 * (hc->n - 1) + 1])
+                hc->iv[2 * (hc->n - 1) + 1] = hc->iv[2 * i + 1];
+            continue;
+        }
+        hc->iv[2 * hc->n] = hc->iv[2 * i];
+        hc->iv[2 * hc->n + 1] = hc->iv[2 * i + 1];
+        hc->n++;
+    }
+    for (size_t i = 0; i < hc->n; i++)
+        hc->covered += hc->iv[2 * i + 1] - hc->iv[2 * i];
+    hc->span = (double)(d->end_us - d->observed_start_us);
+    return 0;
+}
+
 int
 fs_incidents_find(const struct fs_departures *d, int64_t now_us, struct fs_incident_report **out)
 {
+    return fs_incidents_find_hosts(d, now_us, NULL, out);
+}
+
+int
+fs_incidents_find_hosts(const struct fs_departures *d, int64_t now_us,
+                        const struct fs_incident_hosts *hosts, struct fs_incident_report **out)
+{
     struct ctx c = {.d = d};
+    struct host_ctx hc;
     int rc = -1;
     struct fs_incident_report *r = calloc(1, sizeof *r);
     if (!r)
         return -1;
-    if (build_ports(&c) != 0 || build_episodes(&c, r) != 0 || find_groups(&c, r, now_us) != 0)
+    if (host_ctx_build(d, hosts, &hc) != 0 || build_ports(&c) != 0 || build_episodes(&c, r) != 0 ||
+        find_groups(&c, r, now_us, &hc) != 0)
         goto out;
+    r->hosts_reporting = hosts && hosts->n > 0;
     *out = r;
     r = NULL;
     rc = 0;
 out:
     fs_incident_report_free(r);
+    free(hc.iv);
     free(c.port_of);
     free(c.port_rep);
     free(c.pr);
@@ -1795,11 +2148,13 @@ fs_incidents_host_evidence(struct fs_incident_report *r, const int64_t *start_us
             occ_with_slow[g] += any;
         }
     }
-    /* Insertion sort: groups are few, and ties keep the order by occurrences. */
+    /* By the share of occurrences that met a slow window (a backup that meets a stall
+       in phase now and then has more such occurrences than the culprit, not a larger
+       share). Insertion sort: groups are few, and ties keep the order by occurrences. */
     for (size_t g = 1; g < r->n_groups; g++) {
         struct fs_recurrence t = r->groups[g];
         size_t o = occ_with_slow[g], sd = slow_during[g], j = g;
-        while (j > 0 && occ_with_slow[j - 1] < o) {
+        while (j > 0 && o * r->groups[j - 1].occurrences > occ_with_slow[j - 1] * t.occurrences) {
             r->groups[j] = r->groups[j - 1];
             occ_with_slow[j] = occ_with_slow[j - 1];
             slow_during[j] = slow_during[j - 1];

@@ -171,6 +171,8 @@ struct fs_departures {
                                           began (the runs before came from elsewhere) */
     size_t series_scanned, series_prefiltered;
     bool finished;
+    int8_t *scratch; /**< the scan's own (per-sample flags), reused from series to series */
+    size_t scratch_cap;
 };
 
 /** Creates an empty set for the range [start_us, end_us]; NULL on no memory. */
@@ -242,12 +244,14 @@ struct fs_recurrence {
     size_t occurrences; /**< episodes that fit the period */
     size_t *episodes;   /**< their indexes, ascending */
     double period_us;   /**< least-squares period over the occurrences */
-    double spread_us;   /**< RMS distance of the occurrences from the fitted grid */
-    double confidence;  /**< 1 - the chance (times the periods tried, and the series
-                             tested when episodes as strong as the hits fall off the
-                             grid) that a random burst train at the series' own rate
-                             fits as well, its slots empty since the series' first
-                             episode as strong as the hits counted */
+    double spread_us;   /**< RMS distance of the occurrences from the fitted grid, after
+                             stray bursts far off it were left out (a robust refit) */
+    double confidence;  /**< 1 - the chance (times the periods tried and the series the
+                             fabric offered to chance) that a random burst train at the
+                             series' own rate fits as well, its slots empty since the
+                             series' first episode as strong as the hits counted, and,
+                             with slow host windows, meets as many of them */
+    size_t host_hits;   /**< occurrences that met a slow host window (fs_incidents_find_hosts) */
     int64_t first_us, last_us;
     int64_t next_us; /**< first predicted occurrence after the range's end */
     unsigned kinds;
@@ -258,6 +262,20 @@ struct fs_incident_report {
     size_t n_episodes;
     struct fs_recurrence *groups; /**< most occurrences first */
     size_t n_groups;
+    bool hosts_reporting; /**< slow host windows were given */
+};
+
+/**
+ * Slow host windows (each already widened by its clock uncertainty) that the recurrence
+ * search weighs: a train whose occurrences meet them is less likely chance (the chance
+ * that random occurrences meet as many multiplies the timing's), which lets a stall be
+ * reported at its third occurrence in a fabric of thousands of series. An occurrence
+ * meets a window within margin_us.
+ */
+struct fs_incident_hosts {
+    const int64_t *start_us, *end_us;
+    size_t n;
+    int64_t margin_us;
 };
 
 /**
@@ -267,6 +285,9 @@ struct fs_incident_report {
  */
 int fs_incidents_find(const struct fs_departures *d, int64_t now_us,
                       struct fs_incident_report **out);
+/** The same with slow host windows (NULL or none: as fs_incidents_find). */
+int fs_incidents_find_hosts(const struct fs_departures *d, int64_t now_us,
+                            const struct fs_incident_hosts *hosts, struct fs_incident_report **out);
 void fs_incident_report_free(struct fs_incident_report *r);
 
 /**
@@ -275,8 +296,9 @@ void fs_incident_report_free(struct fs_incident_report *r);
  * to each group's occurrences (its episodes, widened by margin_us on both sides): for
  * group g, occ_with_slow[g] is how many of its occurrences overlap a window and
  * slow_during[g] how many windows overlap one of its occurrences. Then r's groups are
- * stably reordered, most occurrences with a slow window first, and both arrays with
- * them (each sized r->n_groups by the caller). Without windows nothing moves.
+ * stably reordered by the share of their occurrences with a slow window, largest first,
+ * and both arrays with them (each sized r->n_groups by the caller). Without windows
+ * nothing moves.
  * Returns 0, or -1 on no memory.
  */
 int fs_incidents_host_evidence(struct fs_incident_report *r, const int64_t *start_us,

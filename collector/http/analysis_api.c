@@ -1896,6 +1896,10 @@ remember_metrics(struct fs_analysis *a, const struct fs_departures *d,
     size_t total = 0;
     for (size_t i = 0; i < r->n_groups; i++)
         total += r->groups[i].n_series;
+    /* The bar an incident clears to be exported (and arm FabricIncidentDue): its chance
+       test (incidents.h), and, where the hosts report slow events, a slow event in at
+       least half of its occurrences: a periodic job the stalled hosts never notice is
+       not the stall to capture. */
     struct metric_port *p = calloc(total ? total : 1, sizeof *p);
     if (!p)
         return -1;
@@ -1903,6 +1907,8 @@ remember_metrics(struct fs_analysis *a, const struct fs_departures *d,
     int rc = 0;
     for (size_t i = 0; i < r->n_groups; i++) {
         const struct fs_recurrence *g = &r->groups[i];
+        if (r->hosts_reporting && 2 * g->host_hits < g->occurrences)
+            continue;
         for (size_t j = 0; j < g->n_series; j++, k++) {
             const struct fs_an_series_ref *s = &d->series[g->series[j]];
             p[k].target = strdup(s->target);
@@ -1931,45 +1937,46 @@ remember_metrics(struct fs_analysis *a, const struct fs_departures *d,
     return 0;
 }
 
-/* What /incidents says of the host side: the slow events of its range and, per group (in
-   the report's order once matched), its occurrences with one and the events during them. */
-struct host_match {
-    size_t considered, n_slow, left_out;
-    size_t *occ_with_slow, *slow_during; /* owned; NULL when there are no groups */
+/* The slow host events of a range: each one's window on the collector's axis, widened
+   by its offset's uncertainty. */
+struct slow_windows {
+    size_t considered, n, left_out;
+    int64_t *start, *end; /* owned */
 };
 
-/* The host events of kind in [start, end] (collector axis), those past the slow
-   threshold of their (kind, name) as in /correlate (dump-time placements left out), each
-   widened by its offset's uncertainty, matched to r's groups (which are reordered: most
-   occurrences with a slow event first). 0, or -1 on no memory. */
-static int
-match_host_events(struct fs_analysis *a, struct fs_incident_report *r, int64_t start, int64_t end,
-                  const char *kind, double pct, double factor, int64_t margin_us,
-                  struct host_match *hm)
+static void
+free_slow_windows(struct slow_windows *sw)
 {
-    memset(hm, 0, sizeof *hm);
+    free(sw->start);
+    free(sw->end);
+    memset(sw, 0, sizeof *sw);
+}
+
+/* The host events of kind in [start, end] (collector axis), those past the slow
+   threshold of their (kind, name) as in /correlate (dump-time placements left out). 0, or
+   -1 on no memory. */
+static int
+find_slow_windows(struct fs_analysis *a, int64_t start, int64_t end, const char *kind, double pct,
+                  double factor, struct slow_windows *sw)
+{
+    memset(sw, 0, sizeof *sw);
     struct ev_list evs = {0};
     int rc = -1;
-    int64_t *dur = NULL, *ws = NULL, *we = NULL;
+    int64_t *dur = NULL;
     size_t *grp = NULL;
     bool *is_slow = NULL;
-    size_t ng = r->n_groups ? r->n_groups : 1;
-    hm->occ_with_slow = calloc(ng, sizeof *hm->occ_with_slow);
-    hm->slow_during = calloc(ng, sizeof *hm->slow_during);
-    if (!hm->occ_with_slow || !hm->slow_during)
-        goto out;
     fs_host_events_foreach(a->events, start * 1000, end * 1000, kind, copy_ev_cb, &evs);
     if (evs.failed)
         goto out;
-    hm->considered = evs.n;
-    hm->left_out = evs.left_out;
+    sw->considered = evs.n;
+    sw->left_out = evs.left_out;
     size_t m = evs.n ? evs.n : 1;
     dur = malloc(m * sizeof *dur);
     grp = malloc(m * sizeof *grp);
     is_slow = malloc(m * sizeof *is_slow);
-    ws = malloc(m * sizeof *ws);
-    we = malloc(m * sizeof *we);
-    if (!dur || !grp || !is_slow || !ws || !we)
+    sw->start = malloc(m * sizeof *sw->start);
+    sw->end = malloc(m * sizeof *sw->end);
+    if (!dur || !grp || !is_slow || !sw->start || !sw->end)
         goto out;
     for (size_t i = 0; i < evs.n; i++) {
         dur[i] = evs.e[i].end_ns - evs.e[i].start_ns;
@@ -1981,25 +1988,45 @@ match_host_events(struct fs_analysis *a, struct fs_incident_report *r, int64_t s
         if (!is_slow[i])
             continue;
         int64_t unc = evs.e[i].unc_ns > 0 ? evs.e[i].unc_ns / 1000 : 0;
-        ws[hm->n_slow] = evs.e[i].start_ns / 1000 - unc;
-        we[hm->n_slow] = evs.e[i].end_ns / 1000 + unc;
-        hm->n_slow++;
+        sw->start[sw->n] = evs.e[i].start_ns / 1000 - unc;
+        sw->end[sw->n] = evs.e[i].end_ns / 1000 + unc;
+        sw->n++;
     }
-    rc = fs_incidents_host_evidence(r, ws, we, hm->n_slow, margin_us, hm->occ_with_slow,
-                                    hm->slow_during);
+    rc = 0;
 out:
-    if (rc != 0) {
-        free(hm->occ_with_slow);
-        free(hm->slow_during);
-        hm->occ_with_slow = hm->slow_during = NULL;
-    }
+    if (rc != 0)
+        free_slow_windows(sw);
     free(dur);
     free(grp);
     free(is_slow);
-    free(ws);
-    free(we);
     free_ev_list(&evs);
     return rc;
+}
+
+/* What /incidents says of the host side: per group (in the report's order once
+   matched), its occurrences with a slow window and the slow events during them. */
+struct host_match {
+    size_t *occ_with_slow, *slow_during; /* owned; NULL when there are no groups */
+};
+
+/* Matches the slow windows to r's groups (which are reordered: largest share of
+   occurrences with a slow event first). 0, or -1 on no memory. */
+static int
+match_host_events(struct fs_incident_report *r, const struct slow_windows *sw, int64_t margin_us,
+                  struct host_match *hm)
+{
+    size_t ng = r->n_groups ? r->n_groups : 1;
+    hm->occ_with_slow = calloc(ng, sizeof *hm->occ_with_slow);
+    hm->slow_during = calloc(ng, sizeof *hm->slow_during);
+    if (!hm->occ_with_slow || !hm->slow_during ||
+        fs_incidents_host_evidence(r, sw->start, sw->end, sw->n, margin_us, hm->occ_with_slow,
+                                   hm->slow_during) != 0) {
+        free(hm->occ_with_slow);
+        free(hm->slow_during);
+        hm->occ_with_slow = hm->slow_during = NULL;
+        return -1;
+    }
+    return 0;
 }
 
 int
@@ -2030,6 +2057,9 @@ fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
             return error_doc(out, 400, "limit: want 0..100000");
         limit = (size_t)l;
     }
+    struct slow_windows sw;
+    if (find_slow_windows(a, start, end, kind, pct, factor, &sw) != 0)
+        return error_doc(out, 500, "out of memory");
     pthread_mutex_lock(&a->run_lock);
     char err[128];
     bool present = end >= now_us - 60 * US;
@@ -2040,9 +2070,11 @@ fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
     /* The next occurrence is predicted after the range's end, or now if that is later. */
     int64_t after = end > now_us ? end : now_us;
     int64_t margin_us = a->opts.an.merge_gap_us;
-    if (!d || fs_incidents_find(d, after, &r) != 0) {
+    struct fs_incident_hosts ih = {sw.start, sw.end, sw.n, margin_us};
+    if (!d || fs_incidents_find_hosts(d, after, &ih, &r) != 0) {
         pthread_mutex_unlock(&a->run_lock);
         fs_departures_free(d);
+        free_slow_windows(&sw);
         return error_doc(out, 500, "out of memory");
     }
     pthread_mutex_unlock(&a->run_lock);
@@ -2050,9 +2082,10 @@ fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
     if (present && !hu.used)
         (void)remember_metrics(a, d, r);
     struct host_match hm;
-    if (match_host_events(a, r, start, end, kind, pct, factor, margin_us, &hm) != 0) {
+    if (match_host_events(r, &sw, margin_us, &hm) != 0) {
         fs_incident_report_free(r);
         fs_departures_free(d);
+        free_slow_windows(&sw);
         return error_doc(out, 500, "out of memory");
     }
 
@@ -2078,13 +2111,13 @@ fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
     fs_buf_puts(out, ",\"slow\":");
     fs_buf_json_str(out, slow);
     fs_buf_printf(out, ",\"considered\":%zu,\"slow_events\":%zu,\"left_out_dump_time\":%zu}",
-                  hm.considered, hm.n_slow, hm.left_out);
+                  sw.considered, sw.n, sw.left_out);
     fs_buf_puts(out, ",\"recurring\":[");
     for (size_t i = 0; i < r->n_groups; i++) {
         const struct fs_recurrence *g = &r->groups[i];
         char text[1200];
         put_recurrence_text(text, sizeof text, d, g);
-        if (hm.n_slow) {
+        if (sw.n) {
             size_t tl = strlen(text);
             snprintf(text + tl, sizeof text - tl, "; a slow %s event in %zu of its %zu occurrences",
                      kind, hm.occ_with_slow[i], g->occurrences);
@@ -2109,8 +2142,8 @@ fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
         fs_buf_printf(out,
                       ",\"next_expected_in_s\":%.3f,\"host_slow\":{\"occurrences\":%zu,"
                       "\"events\":%zu},\"text\":",
-                      (double)(g->next_us - now_us) / 1e6, hm.n_slow ? hm.occ_with_slow[i] : 0,
-                      hm.n_slow ? hm.slow_during[i] : 0);
+                      (double)(g->next_us - now_us) / 1e6, sw.n ? hm.occ_with_slow[i] : 0,
+                      sw.n ? hm.slow_during[i] : 0);
         fs_buf_json_str(out, text);
         fs_buf_puts(out, "}");
     }
@@ -2142,6 +2175,7 @@ fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
     fs_buf_puts(out, "]}}");
     free(hm.occ_with_slow);
     free(hm.slow_during);
+    free_slow_windows(&sw);
     fs_incident_report_free(r);
     fs_departures_free(d);
     if (out->overflow)
@@ -2160,6 +2194,14 @@ fs_analysis_refresh(struct fs_analysis *a, struct fs_store *st, int64_t now_us)
        the scan's start, as in a full scan. A full scan still runs every
        REFRESH_FULL_EVERY_US, for samples that reached the ring later than
        REFRESH_OVERLAP_US after their time. */
+    /* The slow host events of the horizon (as /incidents' defaults: kind nccl, p99), so
+       the exported incidents weigh what the hosts say (incidents.h). */
+    struct slow_windows sw;
+    pthread_mutex_lock(&a->run_lock);
+    int64_t horizon = a->opts.horizon_us;
+    pthread_mutex_unlock(&a->run_lock);
+    if (find_slow_windows(a, now_us - horizon, now_us, "nccl", 99, 0, &sw) != 0)
+        return -1;
     pthread_mutex_lock(&a->run_lock);
     struct fs_an_opts an = a->opts.an;
     int64_t start = now_us - a->opts.horizon_us;
@@ -2196,7 +2238,8 @@ fs_analysis_refresh(struct fs_analysis *a, struct fs_store *st, int64_t now_us)
                                                   NULL, now_us, full, err, sizeof err);
     struct fs_incident_report *r = NULL;
     int rc = -1;
-    if (d && fs_incidents_find(d, now_us, &r) == 0)
+    struct fs_incident_hosts ih = {sw.start, sw.end, sw.n, a->opts.an.merge_gap_us};
+    if (d && fs_incidents_find_hosts(d, now_us, &ih, &r) == 0)
         rc = remember_metrics(a, d, r);
     if (d && bc.at_us) {
         if (!incremental)
@@ -2211,6 +2254,7 @@ fs_analysis_refresh(struct fs_analysis *a, struct fs_store *st, int64_t now_us)
     }
     free(bc.b);
     pthread_mutex_unlock(&a->run_lock);
+    free_slow_windows(&sw);
     fs_incident_report_free(r);
     fs_departures_free(d);
     return rc;

@@ -390,6 +390,23 @@ score_incidents(const struct world *w, struct json_object *data, struct result *
 {
     struct json_object *rec = jget(data, "recurring");
     const struct world_job *j0 = world_job(w, 0);
+    /* EVAL_DEBUG_PORT=leaf02/Eth1/14: that port's episodes (start, end, kinds, z). */
+    const char *dbg = getenv("EVAL_DEBUG_PORT");
+    struct json_object *eps = jget(data, "episodes");
+    for (size_t i = 0; dbg && eps && i < json_object_array_length(eps); i++) {
+        struct json_object *e = json_object_array_get_idx(eps, i), *ms = jget(e, "series");
+        for (size_t k = 0; ms && k < json_object_array_length(ms); k++) {
+            struct json_object *m = json_object_array_get_idx(ms, k);
+            char key[96];
+            snprintf(key, sizeof key, "%s/%s", jstr(m, "target"), jstr(m, "interface"));
+            if (strcmp(key, dbg) == 0)
+                fprintf(stderr, "  episode %.3f-%.3f %s %s z %.1f\n",
+                        json_object_get_double(jget(e, "start")) - (double)world_t0(w) / 1e6,
+                        json_object_get_double(jget(e, "end")) - (double)world_t0(w) / 1e6,
+                        jstr(m, "metric"), jstr(m, "direction") ? jstr(m, "direction") : "",
+                        json_object_get_double(jget(m, "z")));
+        }
+    }
     for (size_t i = 0; rec && i < json_object_array_length(rec); i++) {
         struct json_object *g = json_object_array_get_idx(rec, i), *series = jget(g, "series");
         bool origin = false, periodic = false;
@@ -402,8 +419,11 @@ score_incidents(const struct world *w, struct json_object *data, struct result *
             if (!periodic) {
                 res->false_groups++;
                 if (verbose)
-                    fprintf(stderr, "  false recurrence: %s (confidence %.4f)\n", jstr(g, "text"),
-                            json_object_get_double(jget(g, "confidence")));
+                    fprintf(stderr,
+                            "  false recurrence: %s (confidence %.4f, first %.1f, last %.1f)\n",
+                            jstr(g, "text"), json_object_get_double(jget(g, "confidence")),
+                            json_object_get_double(jget(g, "first")) - (double)world_t0(w) / 1e6,
+                            json_object_get_double(jget(g, "last")) - (double)world_t0(w) / 1e6);
             }
             continue;
         }
@@ -415,6 +435,19 @@ score_incidents(const struct world *w, struct json_object *data, struct result *
         double nx = json_object_get_double(jget(g, "next_expected"));
         res->period_err = fabs(p - j0->period_s) / j0->period_s;
         res->next_err = fabs(nx - (double)j0->next_us / 1e6) / j0->period_s;
+        if (verbose && (res->period_err > 0.01 || res->next_err > 0.02)) {
+            fprintf(stderr,
+                    "  origin's group off: %s (%d occurrences, first %.1f last %.1f next %.1f); "
+                    "truth: period %.1f, stalls at",
+                    jstr(g, "text"), json_object_get_int(jget(g, "occurrences")),
+                    json_object_get_double(jget(g, "first")) - (double)world_t0(w) / 1e6,
+                    json_object_get_double(jget(g, "last")) - (double)world_t0(w) / 1e6,
+                    nx - (double)world_t0(w) / 1e6, j0->period_s);
+            for (size_t k = 0; k < j0->n_stall; k++)
+                fprintf(stderr, " %.1f", (double)(j0->stall[k] - world_t0(w)) / 1e6);
+            fprintf(stderr, ", next %.1f, end %.1f\n", (double)(j0->next_us - world_t0(w)) / 1e6,
+                    (double)(world_end(w) - world_t0(w)) / 1e6);
+        }
     }
 }
 
@@ -506,7 +539,8 @@ run_one(const struct family *fam, size_t fi, uint64_t seed, struct result *res)
     json_object_put(o);
     clock_gettime(CLOCK_MONOTONIC, &ts);
     fs_buf_reset(&out);
-    rc = fs_analysis_incidents(an, st, NULL, 0, end + S, &out);
+    struct fs_analysis_arg iargs[] = {{"limit", "100000"}};
+    rc = fs_analysis_incidents(an, st, iargs, 1, end + S, &out);
     res->incidents_ms = ms_since(&ts);
     o = rc == 200 ? json_tokener_parse(out.data) : NULL;
     if (!o)

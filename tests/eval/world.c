@@ -35,7 +35,7 @@ struct wport {
 };
 
 struct wswitch {
-    char name[16];
+    char name[32];
     int n_ports;
     struct wport *port;
     int64_t phase_us, prev_ts;
@@ -502,7 +502,8 @@ world_new(const struct world_cfg *cfg, uint64_t seed, uint64_t family, int64_t e
     for (int i = 0; i < c->strays && i < 16 && j0->n_stall >= 2; i++) {
         int64_t at;
         if (i == 0 && c->stray_after_last) {
-            at = j0->stall[j0->n_stall - 1] + (int64_t)((0.3 + 0.4 * urand(w)) * period * 1e6);
+            /* Near where the next stall would be: inside the slot's tolerance. */
+            at = j0->stall[j0->n_stall - 1] + (int64_t)((0.88 + 0.07 * urand(w)) * period * 1e6);
             if (at > w->end - 10 * S)
                 at = w->end - 10 * S;
         } else {
@@ -531,6 +532,10 @@ world_new(const struct world_cfg *cfg, uint64_t seed, uint64_t family, int64_t e
         sw->gap_from[sw->n_gaps] = at;
         sw->gap_to[sw->n_gaps] = at + (int64_t)((30 + 90 * urand(w)) * 1e6);
         sw->gap_reboots[sw->n_gaps++] = i >= n_gaps;
+        if (getenv("EVAL_VERBOSE"))
+            fprintf(stderr, "  %s %s at %.1f for %.1f s\n", sw->name,
+                    i >= n_gaps ? "reboots" : "misses polls", (double)(at - w->t0) / 1e6,
+                    (double)(sw->gap_to[sw->n_gaps - 1] - at) / 1e6);
     }
     /* Hosts: the jobs' ranks behind leaf downlinks, each with its clock. A rank's slow
        events (stalls, stragglers) stay under a hundredth of its events, as in a real job

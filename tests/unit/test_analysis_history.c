@@ -220,6 +220,35 @@ poll_at(struct world *w, int64_t t)
     }
 }
 
+/* What the job's hosts post of (from, to]: an ncclAllReduce every 5 s (40 ms), and the
+ * ones the surges stretch to 2.3 s, as the source's Nsight Systems trace shows them. */
+static void
+post_allreduces(struct world *w, int64_t from, int64_t to)
+{
+    struct fs_buf b;
+    fs_buf_init(&b, 4 << 20);
+    fs_buf_puts(&b, "{\"host_offset_ns\":0,\"host_offset_uncertainty_ns\":1000000,\"events\":[");
+    size_t n = 0;
+    for (int64_t t = from / (5 * S) * (5 * S); t < to; t += 5 * S)
+        if (t > from && !surging(w, t) && !surging(w, t + 3 * S))
+            fs_buf_printf(&b,
+                          "%s{\"host\":\"gpu1\",\"kind\":\"nccl.kernel\",\"name\":\"AllReduce\","
+                          "\"start\":%lld,\"end\":%lld}",
+                          n++ ? "," : "", (long long)t * 1000, (long long)(t + 40 * 1000) * 1000);
+    for (int64_t at = w->first_surge; at < to; at += PERIOD)
+        if (at > from)
+            fs_buf_printf(&b,
+                          "%s{\"host\":\"gpu1\",\"kind\":\"nccl.kernel\",\"name\":\"AllReduce\","
+                          "\"start\":%lld,\"end\":%lld}",
+                          n++ ? "," : "", (long long)(at - S / 5) * 1000,
+                          (long long)(at + 2100 * 1000) * 1000);
+    fs_buf_puts(&b, "]}");
+    fs_buf_reset(&w->out);
+    if (n && fs_analysis_post_host_events(w->an, "Bearer t0ken", b.data, b.len, to, &w->out) != 200)
+        fail_msg("post: %s", w->out.data);
+    fs_buf_free(&b);
+}
+
 static struct json_object *
 incidents(struct world *w, int64_t now)
 {
@@ -273,6 +302,7 @@ test_seed_incident_with_defaults(void **state)
     w->an = fs_analysis_new(&ho, err, sizeof err);
     assert_non_null(w->st);
     assert_non_null(w->an);
+    assert_int_equal(fs_analysis_set_token(w->an, "t0ken"), 0);
     static char *names[2] = {"tor1", "tor2"};
     for (int k = 0; k < 2; k++) {
         w->t[k].name = names[k];
@@ -301,6 +331,7 @@ test_seed_incident_with_defaults(void **state)
         poll_at(w, t);
         if ((t - t0) % (30 * S) != 0)
             continue;
+        post_allreduces(w, t - 30 * S - 5 * S, t - 5 * S);
         assert_int_equal(fs_analysis_refresh(w->an, w->st, t), 0);
         fs_buf_reset(&w->out);
         assert_int_equal(fs_analysis_metrics(w->an, &w->out), 0);
