@@ -33,9 +33,9 @@
  * The Prometheus text for /metrics is the service's (fs_analysis_metrics).
  *
  * Threads. All functions may be called from HTTP worker threads concurrently; the
- * service runs the heavy ones (correlate, incidents, export) one at a time. No store
- * lock is held while out is written, except by the trace export, whose document the
- * service writes (into memory, never to a socket).
+ * service runs the heavy ones (correlate, incidents, export) one at a time. Store locks
+ * are held only inside the store's foreach/read calls, and never while writing to a
+ * socket: out is memory the server sends afterwards.
  *
  * Ownership. The context is the service's (fs_analysis_new/fs_analysis_free); these
  * functions borrow it and the store, and keep nothing of a request.
