@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "cluster.h"
-#include "http/analysis_api.h"
+#include "analysis/service.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "driver.h"

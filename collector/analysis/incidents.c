@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -853,6 +854,15 @@ fs_an_specificity(const struct fs_an_series_ref *s)
     if (s->interface[0])
         return s->tc[0] ? 3 : 2;
     return s->rule[0] ? 1 : 0;
+}
+
+void
+fs_an_port_text(char *out, size_t len, const struct fs_an_series_ref *s)
+{
+    snprintf(out, len, "%s%s%s%s%s%s%s%s%s%s%s", s->target, s->interface[0] ? " " : "",
+             s->interface, s->tc[0] ? " tc" : "", s->tc, s->rule[0] ? " rule " : "", s->rule,
+             s->direction[0] ? " " : "", s->direction, s->priority[0] ? " priority " : "",
+             s->priority);
 }
 
 static int

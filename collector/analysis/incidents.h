@@ -143,6 +143,10 @@ struct fs_an_series_ref {
 int fs_an_rank_cmp(double za, int spec_a, double zb, int spec_b);
 /** 3: port and traffic class (a queue), 2: a port, 1: a flow rule, 0: the switch. */
 int fs_an_specificity(const struct fs_an_series_ref *s);
+/** How answers name a series: "tor1 Eth1/49 tc3", "tor1 Eth1/49 rx priority 3", "tor1
+ *  rule iperf" (target, then the interface, traffic class, flow rule, direction and
+ *  priority it has). */
+void fs_an_port_text(char *out, size_t len, const struct fs_an_series_ref *s);
 
 /** A departure run of one series. */
 struct fs_departure {

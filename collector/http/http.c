@@ -27,6 +27,7 @@
 
 #include "http/analysis_api.h"
 #include "analysis/host_events.h"
+#include "analysis/service.h"
 #include "http/api.h"
 #include "http/expo.h"
 #include "http/web/web_assets.h"

@@ -4,9 +4,10 @@
  * /api/v1/targets, /healthz and the web view at / (files
  * embedded in the binary, see http/web/web_assets.h; served without the bearer token,
  * with an ETag and Cache-Control: no-cache, answered at once like /healthz); with an
- * analysis context (fs_http_opts.analysis) also the endpoints of http/analysis_api.h:
- * POST /api/v1/host-events, GET /api/v1/time, /api/v1/correlate, /api/v1/incidents and
- * /api/v1/export/trace (without one they answer 404).
+ * analysis context (fs_http_opts.analysis, the service of analysis/service.h) also the
+ * endpoints of http/analysis_api.h, which adapt requests to that service: POST
+ * /api/v1/host-events, GET /api/v1/time, /api/v1/correlate, /api/v1/incidents and
+ * /api/v1/export/trace (without one they answer 404), and its metrics in /metrics.
  * Bad requests get a 4xx with {"status":"error","error":"..."}; a wrong method 405 with
  * Allow.
  *

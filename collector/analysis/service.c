@@ -1,0 +1,1367 @@
+/* The analysis service (see service.h). */
+#include "analysis/service.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/ring_scan.h"
+#include "analysis/trace.h"
+#include "metrics_catalogue.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+#define US 1000000LL
+
+/* One port of a recurring group of the last refresh (the incident metrics). */
+struct metric_port {
+    char *target, *interface, *tc, *rule, *metric;
+    double period_s, spread_s;
+    double next_s;
+};
+
+struct fs_analysis {
+    struct fs_host_events *events;
+    pthread_mutex_t rules_lock;
+    struct fs_analysis_flow_rule *rules; /* names owned */
+    size_t n_rules;
+    const char **rule_names; /* [n_rules]: an event's matches (fs_analysis_foreach_other_event) */
+    pthread_mutex_t token_lock;
+    char *token;
+    pthread_mutex_t run_lock; /* one heavy analysis at a time; guards opts */
+    struct fs_analysis_opts opts;
+    struct fs_episode_log *log;
+    int64_t data_since_us;          /* the oldest sample the ring has shown a refresh (0: none) */
+    struct fs_prom_client *history; /* analysis.history, or NULL (under run_lock) */
+    int64_t history_step_us;
+    uint64_t history_max_points;
+    char history_host[128];
+    bool log_backfilled; /* the history was read into the episode log once */
+    uint64_t opts_gen;   /* bumped by fs_analysis_set_opts (under run_lock) */
+    /* What lets a request scan only the samples after the last full scan: each series'
+       trailing baseline at its end (the runs before it are in the episode log), and the
+       episode log's memory evictions then: one more, and the log no longer holds every
+       run the ring does. Under run_lock. */
+    struct fs_ring_scan_baselines base;
+    uint64_t base_log_evicted;
+    int64_t full_scan_at_us; /* the last refresh that scanned the ring's whole span (run_lock) */
+    int64_t refresh_scanned_from_us; /* the last refresh's scan (run_lock) */
+    bool refresh_full;
+    pthread_mutex_t metrics_lock;
+    struct metric_port *ports;
+    size_t n_ports;
+};
+
+/* ---- context ---- */
+
+struct fs_analysis *
+fs_analysis_new(const struct fs_host_events_opts *o, char *err, size_t errlen)
+{
+    struct fs_analysis *a = calloc(1, sizeof *a);
+    if (!a) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    a->events = fs_host_events_new(o, err, errlen);
+    if (!a->events) {
+        free(a);
+        return NULL;
+    }
+    fs_analysis_opts_default(&a->opts);
+    a->log = fs_episode_log_new(&a->opts.log);
+    if (!a->log) {
+        fs_host_events_free(a->events);
+        free(a);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&a->token_lock, NULL);
+    pthread_mutex_init(&a->rules_lock, NULL);
+    pthread_mutex_init(&a->run_lock, NULL);
+    pthread_mutex_init(&a->metrics_lock, NULL);
+    return a;
+}
+
+static void
+free_ports(struct metric_port *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(p[i].target);
+        free(p[i].interface);
+        free(p[i].tc);
+        free(p[i].rule);
+        free(p[i].metric);
+    }
+    free(p);
+}
+
+void
+fs_analysis_free(struct fs_analysis *a)
+{
+    if (!a)
+        return;
+    fs_host_events_free(a->events);
+    fs_episode_log_free(a->log);
+    fs_prom_client_free(a->history);
+    if (a->token) {
+        memset(a->token, 0, strlen(a->token));
+        free(a->token);
+    }
+    free_ports(a->ports, a->n_ports);
+    fs_ring_scan_baselines_clear(&a->base);
+    for (size_t i = 0; i < a->n_rules; i++)
+        free((char *)a->rules[i].name);
+    free(a->rules);
+    free(a->rule_names);
+    pthread_mutex_destroy(&a->rules_lock);
+    pthread_mutex_destroy(&a->token_lock);
+    pthread_mutex_destroy(&a->run_lock);
+    pthread_mutex_destroy(&a->metrics_lock);
+    free(a);
+}
+
+int
+fs_analysis_set_history(struct fs_analysis *a, const struct fs_history_cfg *cfg, char *err,
+                        size_t errlen)
+{
+    struct fs_prom_client *c = NULL;
+    if (cfg && !(c = fs_prom_client_new(cfg, err, errlen)))
+        return -1;
+    pthread_mutex_lock(&a->run_lock);
+    struct fs_prom_client *old = a->history;
+    a->history = c;
+    a->history_host[0] = '\0';
+    if (cfg) {
+        a->history_step_us = cfg->step_us;
+        a->history_max_points = cfg->max_points;
+        const char *h = strstr(cfg->url, "://");
+        h = h ? h + 3 : cfg->url;
+        snprintf(a->history_host, sizeof a->history_host, "%.*s", (int)strcspn(h, "/?#"), h);
+    }
+    pthread_mutex_unlock(&a->run_lock);
+    fs_prom_client_free(old);
+    return 0;
+}
+
+void
+fs_analysis_opts_default(struct fs_analysis_opts *o)
+{
+    fs_an_opts_default(&o->an);
+    o->horizon_us = 24 * 3600 * US;
+    o->log.retention_us = 7 * 24 * 3600 * US;
+    o->log.memory_limit = UINT64_C(64) << 20;
+    o->log.merge_gap_us = o->an.merge_gap_us;
+}
+
+void
+fs_analysis_set_opts(struct fs_analysis *a, const struct fs_analysis_opts *o)
+{
+    pthread_mutex_lock(&a->run_lock);
+    a->opts = *o;
+    a->opts.log.merge_gap_us = o->an.merge_gap_us;
+    fs_episode_log_set_opts(a->log, &a->opts.log);
+    a->opts_gen++;
+    /* Baselines of other thresholds and windows: the next refresh makes new ones. */
+    fs_ring_scan_baselines_clear(&a->base);
+    a->base_log_evicted = 0;
+    pthread_mutex_unlock(&a->run_lock);
+}
+
+void
+fs_analysis_get_opts(struct fs_analysis *a, struct fs_analysis_opts *o)
+{
+    pthread_mutex_lock(&a->run_lock);
+    *o = a->opts;
+    pthread_mutex_unlock(&a->run_lock);
+}
+
+struct fs_episode_log *
+fs_analysis_episode_log(struct fs_analysis *a)
+{
+    return a->log;
+}
+
+struct fs_host_events *
+fs_analysis_host_events(struct fs_analysis *a)
+{
+    return a->events;
+}
+
+int
+fs_analysis_set_token(struct fs_analysis *a, const char *token)
+{
+    char *copy = NULL;
+    if (token && *token && !(copy = strdup(token)))
+        return -1;
+    pthread_mutex_lock(&a->token_lock);
+    char *old = a->token;
+    a->token = copy;
+    pthread_mutex_unlock(&a->token_lock);
+    if (old) {
+        memset(old, 0, strlen(old));
+        free(old);
+    }
+    return 0;
+}
+
+int
+fs_analysis_set_flow_rules(struct fs_analysis *a, const struct fs_analysis_flow_rule *rules,
+                           size_t n)
+{
+    struct fs_analysis_flow_rule *copy = calloc(n ? n : 1, sizeof *copy);
+    const char **names = calloc(n ? n : 1, sizeof *names);
+    if (!copy || !names) {
+        free(copy);
+        free(names);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        copy[i] = rules[i];
+        copy[i].name = strdup(rules[i].name ? rules[i].name : "");
+        if (!copy[i].name) {
+            for (size_t k = 0; k < i; k++)
+                free((char *)copy[k].name);
+            free(copy);
+            free(names);
+            return -1;
+        }
+    }
+    pthread_mutex_lock(&a->rules_lock);
+    struct fs_analysis_flow_rule *old = a->rules;
+    const char **old_names = a->rule_names;
+    size_t old_n = a->n_rules;
+    a->rules = copy;
+    a->rule_names = names;
+    a->n_rules = n;
+    pthread_mutex_unlock(&a->rules_lock);
+    for (size_t i = 0; i < old_n; i++)
+        free((char *)old[i].name);
+    free(old);
+    free(old_names);
+    return 0;
+}
+
+/* Constant-time comparison: the token must not leak through timing. */
+static bool
+token_equal(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    unsigned char diff = (unsigned char)(la != lb);
+    for (size_t i = 0; i < la; i++)
+        diff |= (unsigned char)(a[i] ^ b[i < lb ? i : 0]);
+    return diff == 0;
+}
+
+enum fs_analysis_auth
+fs_analysis_check_token(struct fs_analysis *a, const char *authorization)
+{
+    pthread_mutex_lock(&a->token_lock);
+    bool configured = a->token != NULL;
+    bool ok = false;
+    if (configured && authorization && strncmp(authorization, "Bearer ", 7) == 0) {
+        const char *t = authorization + 7;
+        while (*t == ' ')
+            t++;
+        ok = token_equal(t, a->token);
+    }
+    pthread_mutex_unlock(&a->token_lock);
+    if (!configured)
+        return FS_ANALYSIS_AUTH_NO_TOKEN;
+    return ok ? FS_ANALYSIS_AUTH_OK : FS_ANALYSIS_AUTH_WRONG;
+}
+
+static bool
+in_range(long v, uint16_t lo, uint16_t hi)
+{
+    return (lo == 0 && hi == 0) || (v >= lo && v <= hi);
+}
+
+struct other_ctx {
+    struct fs_analysis *a; /* rules_lock held */
+    const char *kind;
+    fs_analysis_other_event_cb cb;
+    void *arg;
+};
+
+/* The flow rules an event with sport/dport attrs falls under (protocol from its kind),
+   into the context's names. */
+static void
+match_flow_rules(struct fs_analysis *a, const struct fs_host_event *e,
+                 struct fs_analysis_flow_match *m)
+{
+    long sport = -1, dport = -1;
+    *m = (struct fs_analysis_flow_match){.names = a->rule_names};
+    for (uint32_t i = 0; i < e->n_attrs; i++) {
+        if (strcmp(e->attrs[i].key, "sport") == 0)
+            sport = strtol(e->attrs[i].value, NULL, 10);
+        else if (strcmp(e->attrs[i].key, "dport") == 0)
+            dport = strtol(e->attrs[i].value, NULL, 10);
+    }
+    if (sport < 0 && dport < 0)
+        return;
+    m->has_ports = true;
+    int proto = strstr(e->kind, "tcp") ? 1 : strstr(e->kind, "udp") ? 2 : 0;
+    for (size_t r = 0; r < a->n_rules; r++) {
+        const struct fs_analysis_flow_rule *fr = &a->rules[r];
+        if (fr->protocol != 0 && fr->protocol != proto)
+            continue;
+        if (!in_range(sport, fr->src_lo, fr->src_hi) || !in_range(dport, fr->dst_lo, fr->dst_hi))
+            continue;
+        a->rule_names[m->n++] = fr->name;
+    }
+}
+
+static int
+other_cb(void *arg_, const struct fs_host_event *e)
+{
+    struct other_ctx *o = arg_;
+    if (fs_host_event_kind_matches(e->kind, o->kind))
+        return 0;
+    struct fs_analysis_flow_match m;
+    match_flow_rules(o->a, e, &m);
+    return o->cb(o->arg, e, &m);
+}
+
+void
+fs_analysis_foreach_other_event(struct fs_analysis *a, int64_t start_us, int64_t end_us,
+                                const char *kind, fs_analysis_other_event_cb cb, void *arg)
+{
+    struct other_ctx o = {a, kind, cb, arg};
+    pthread_mutex_lock(&a->rules_lock);
+    fs_host_events_foreach(a->events, start_us * 1000, end_us * 1000, NULL, other_cb, &o);
+    pthread_mutex_unlock(&a->rules_lock);
+}
+
+int
+fs_analysis_device_event(void *arg, const struct fs_device_event *e)
+{
+    struct fs_analysis *a = arg;
+    struct fs_buf b;
+    fs_buf_init(&b, 64 << 10);
+    fs_buf_printf(&b,
+                  "{\"host_offset_ns\":%" PRId64 ",\"host_offset_uncertainty_ns\":%" PRId64
+                  ",\"events\":[{\"host\":",
+                  e->clock_offset_us * 1000, e->clock_uncertainty_us * 1000);
+    fs_buf_json_str(&b, e->target);
+    fs_buf_puts(&b, ",\"kind\":");
+    fs_buf_json_str(&b, e->kind);
+    fs_buf_puts(&b, ",\"name\":");
+    fs_buf_json_str(&b, e->name);
+    fs_buf_printf(&b, ",\"start\":%" PRId64, e->device_start_us * 1000);
+    if (e->device_end_us != e->device_start_us)
+        fs_buf_printf(&b, ",\"end\":%" PRId64, e->device_end_us * 1000);
+    fs_buf_puts(&b, ",\"attrs\":{\"source\":");
+    fs_buf_json_str(&b, e->source ? e->source : "");
+    for (size_t i = 0; i < e->n_attrs && i + 1 < FS_HOST_EVENTS_MAX_ATTRS; i++) {
+        fs_buf_puts(&b, ",");
+        fs_buf_json_str(&b, e->attrs[i].name);
+        fs_buf_puts(&b, ":");
+        fs_buf_json_str(&b, e->attrs[i].value);
+    }
+    fs_buf_puts(&b, "}}]}");
+    int rc = -1;
+    if (!b.overflow) {
+        char err[256];
+        struct fs_host_events_receipt r;
+        rc = fs_host_events_post(a->events, b.data, b.len, fs_realtime_us() * 1000, &r, err,
+                                 sizeof err) == 0
+                 ? 0
+                 : -1;
+    }
+    fs_buf_free(&b);
+    return rc;
+}
+
+/* ---- host events of a range ---- */
+
+/* The host events of a kind that have a duration, copied (the store's lock is not held
+   while they are analysed), with their (kind, name) groups. */
+struct ev_list {
+    struct fs_analysis_event *e;
+    size_t n, cap;
+    bool failed;
+    const char *name; /* filter */
+    bool dump_time;   /* keep events placed at their dump time (placement=dump_time) */
+    size_t left_out;  /* events left out for that */
+    /* (kind, name) groups for the percentile */
+    char **gkeys;
+    size_t n_groups;
+};
+
+/* An NCCL Inspector record without a trace is placed so that it ends at the time its
+   log was dumped: its duration is right, its place in time only roughly. */
+static bool
+placed_at_dump_time(const struct fs_host_event *e)
+{
+    for (uint32_t i = 0; i < e->n_attrs; i++)
+        if (!strcmp(e->attrs[i].key, "placement") && !strcmp(e->attrs[i].value, "dump_time"))
+            return true;
+    return false;
+}
+
+static int
+copy_ev_cb(void *arg_, const struct fs_host_event *e)
+{
+    struct ev_list *l = arg_;
+    if (e->end_ns <= e->start_ns) /* instants have no duration to be slow */
+        return 0;
+    if (l->name && strcmp(e->name, l->name) != 0)
+        return 0;
+    if (!l->dump_time && placed_at_dump_time(e)) {
+        l->left_out++;
+        return 0;
+    }
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 1024;
+        void *p = realloc(l->e, cap * sizeof *l->e);
+        if (!p) {
+            l->failed = true;
+            return 1;
+        }
+        l->e = p;
+        l->cap = cap;
+    }
+    struct fs_analysis_event *c = &l->e[l->n];
+    c->host = strdup(e->host);
+    c->kind = strdup(e->kind);
+    c->name = strdup(e->name);
+    c->start_ns = e->start_ns;
+    c->end_ns = e->end_ns;
+    c->host_offset_ns = e->host_offset_ns;
+    c->host_offset_uncertainty_ns = e->host_offset_uncertainty_ns;
+    l->n++;
+    if (!c->host || !c->kind || !c->name) {
+        l->failed = true;
+        return 1;
+    }
+    /* Group id by (kind, name): linear over the distinct pairs, which are few. */
+    size_t g;
+    for (g = 0; g < l->n_groups; g++)
+        if (strcmp(l->gkeys[2 * g], e->kind) == 0 && strcmp(l->gkeys[2 * g + 1], e->name) == 0)
+            break;
+    if (g == l->n_groups) {
+        void *p = realloc(l->gkeys, (l->n_groups + 1) * 2 * sizeof *l->gkeys);
+        if (!p) {
+            l->failed = true;
+            return 1;
+        }
+        l->gkeys = p;
+        l->gkeys[2 * g] = c->kind;
+        l->gkeys[2 * g + 1] = c->name;
+        l->n_groups++;
+    }
+    c->group = g;
+    return 0;
+}
+
+static void
+free_events(struct fs_analysis_event *e, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(e[i].host);
+        free(e[i].kind);
+        free(e[i].name);
+    }
+    free(e);
+}
+
+static void
+free_ev_list(struct ev_list *l)
+{
+    free_events(l->e, l->n);
+    free(l->gkeys);
+}
+
+static int
+cmp_i64_desc(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x > y ? -1 : x < y;
+}
+
+/* ---- departures: the ring, the episode log, the history ---- */
+
+struct targets {
+    char **t;
+    size_t n;
+    bool failed;
+};
+
+static int
+target_cb(void *arg_, const struct fs_instance_info *in)
+{
+    struct targets *ts = arg_;
+    for (size_t i = 0; i < ts->n; i++)
+        if (strcmp(ts->t[i], in->target) == 0)
+            return 0;
+    void *p = realloc(ts->t, (ts->n + 1) * sizeof *ts->t);
+    if (!p || !(((char **)p)[ts->n] = strdup(in->target))) {
+        if (p)
+            ts->t = p;
+        ts->failed = true;
+        return 1;
+    }
+    ts->t = p;
+    ts->n++;
+    return 0;
+}
+
+static bool
+is_local_target(void *arg_, const char *target)
+{
+    const struct targets *ts = arg_;
+    for (size_t i = 0; i < ts->n; i++)
+        if (strcmp(ts->t[i], target) == 0)
+            return true;
+    return false;
+}
+
+/* Adds what analysis.history holds that this instance does not: its targets' samples
+   before its own data began, and every other target's (other shards). */
+static void
+add_history(struct fs_analysis *a, struct fs_store *st, struct fs_departures *d, int64_t start,
+            int64_t end, bool only_local, struct fs_analysis_history_use *hu)
+{
+    struct targets ts = {0};
+    hu->used = true;
+    snprintf(hu->server, sizeof hu->server, "%s", a->history_host);
+    fs_store_foreach_instance(st, target_cb, &ts);
+    if (ts.failed) {
+        snprintf(hu->info.error, sizeof hu->info.error, "out of memory");
+    } else {
+        int64_t local_before = a->data_since_us ? a->data_since_us : end + 1;
+        if (fs_history_scan(a->history, a->history_step_us, a->history_max_points, d, start, end,
+                            is_local_target, &ts, local_before, only_local, &hu->info) != 0)
+            fs_log(FS_LOG_WARN, "analysis", "%s", hu->info.error);
+    }
+    for (size_t i = 0; i < ts.n; i++)
+        free(ts.t[i]);
+    free(ts.t);
+}
+
+/* Once, before the first scan is logged (the log only appends after its latest run of a
+   series): this instance's own episodes from before its data began (a restart), read
+   from the history over the horizon, so the incident metrics and their alert do not
+   wait for three new occurrences. */
+static void
+backfill_log(struct fs_analysis *a, struct fs_store *st, int64_t now_us)
+{
+    struct fs_analysis_history_use hu = {0};
+    int64_t from = now_us - a->opts.horizon_us;
+    a->log_backfilled = true;
+    if (from >= a->data_since_us)
+        return;
+    struct fs_departures *b = fs_departures_new(&a->opts.an, from, a->data_since_us);
+    if (!b) {
+        fs_log(FS_LOG_WARN, "analysis", "history backfill: out of memory");
+        return;
+    }
+    add_history(a, st, b, from, a->data_since_us, true, &hu);
+    if (fs_departures_finish(b) != 0 || fs_episode_log_record(a->log, b, now_us) != 0)
+        fs_log(FS_LOG_WARN, "analysis", "history backfill: out of memory, some episodes not kept");
+    else if (hu.info.error[0])
+        fs_log(FS_LOG_WARN, "analysis",
+               "history backfill failed (%s): the episode log starts with this instance's data",
+               hu.info.error);
+    else
+        fs_log(FS_LOG_INFO, "analysis",
+               "history backfill: %zu departure runs of %" PRIu64 " series of this instance's "
+               "targets before its data began",
+               b->n_runs, hu.info.series);
+    fs_departures_free(b);
+}
+
+/* How old the last full scan's baselines may be for a request to scan only after it:
+   two refresh periods (a refresh missed under load is not a reason to scan it all). */
+#define BASE_MAX_AGE_US (65 * US)
+/* An incremental refresh scans from this long before the last one's end (samples placed
+   late: a poll's own duration, a stream catching up), and a full scan runs this often. */
+#define REFRESH_OVERLAP_US (60 * US)
+#define REFRESH_FULL_EVERY_US (30 * 60 * US)
+
+/*
+ * The departures of [start, end] from the episode log and a scan of the ring after the
+ * last full scan only (under run_lock), or NULL when that is not possible: no recent
+ * full scan, or the log may have lost runs the ring still holds (memory evictions
+ * since, a retention shorter than the range). Every run the full scans found is in
+ * the log (each refresh records its scan), so the log gives the same runs a scan of
+ * the whole range would, and a request costs a read of the last seconds of each series
+ * instead of the last hour. The tail's runs are recorded in the log first.
+ */
+static struct fs_departures *
+departures_from_log(struct fs_analysis *a, struct fs_store *st, int64_t start, int64_t end,
+                    int64_t now_us, bool *oom, char *err, size_t errlen)
+{
+    const struct fs_ring_scan_baselines *bc = &a->base;
+    struct fs_episode_log_stats ls;
+    *oom = false;
+    if (!bc->at_us || now_us - bc->at_us > BASE_MAX_AGE_US || bc->at_us > now_us ||
+        end - start > a->opts.log.retention_us)
+        return NULL;
+    fs_episode_log_stats(a->log, &ls);
+    if (ls.evicted_memory != a->base_log_evicted)
+        return NULL;
+    size_t scanned = bc->n;
+    int64_t tail_lo = bc->at_us - a->opts.an.merge_gap_us;
+    if (tail_lo < start)
+        tail_lo = start;
+    if (end > tail_lo) {
+        struct fs_departures *t =
+            fs_ring_scan(st, &a->opts.an, tail_lo, end, bc, NULL, err, errlen);
+        if (!t || fs_episode_log_record(a->log, t, now_us) != 0) {
+            fs_departures_free(t);
+            *oom = true;
+            return NULL;
+        }
+        scanned = t->series_scanned;
+        fs_departures_free(t);
+    }
+    struct fs_departures *d = fs_departures_new(&a->opts.an, start, end);
+    if (!d || fs_episode_log_replay(a->log, d, start, end + 1) != 0 ||
+        fs_departures_finish(d) != 0) {
+        fs_departures_free(d);
+        *oom = true;
+        return NULL;
+    }
+    d->series_scanned = scanned;
+    d->ring_scan_start_us = end > tail_lo ? tail_lo : end;
+    return d;
+}
+
+/* Departures over [start, end] (under run_lock): see departures_from_log, else a scan of
+   what the ring holds (or the given one, prescanned over it) and the log for what is
+   older; with hu, analysis.history for what neither holds. With record, what the scan
+   found is logged first (the periodic refresh, and queries reaching the present). */
+static struct fs_departures *
+departures_with_log(struct fs_analysis *a, struct fs_store *st, int64_t start, int64_t end,
+                    bool record, struct fs_analysis_history_use *hu, int64_t now_us,
+                    struct fs_departures *prescanned, char *err, size_t errlen)
+{
+    struct fs_ring_stats rs;
+    uint64_t limit;
+    fs_store_ring_stats(st, &rs, &limit);
+    int64_t ring_lo = rs.samples ? rs.oldest_ts_us : end;
+    if (rs.samples && (a->data_since_us == 0 || rs.oldest_ts_us < a->data_since_us))
+        a->data_since_us = rs.oldest_ts_us;
+    int64_t scan_lo = start > ring_lo ? start : ring_lo;
+    /* A prescan of the last minutes only (an incremental refresh): the log has the rest. */
+    if (prescanned && prescanned->start_us > scan_lo)
+        scan_lo = prescanned->start_us < end ? prescanned->start_us : end;
+    struct fs_departures *d = prescanned;
+    bool from_log = false, oom = false;
+    if (!d) {
+        d = departures_from_log(a, st, start, end, now_us, &oom, err, errlen);
+        if (oom)
+            return NULL;
+        from_log = d != NULL;
+    }
+    if (!d && scan_lo < end) {
+        d = fs_ring_scan(st, &a->opts.an, scan_lo, end, NULL, NULL, err, errlen);
+    } else if (!d && (d = fs_departures_new(&a->opts.an, start, end)) &&
+               fs_departures_finish(d) != 0) {
+        fs_departures_free(d);
+        d = NULL;
+    }
+    if (!d)
+        return NULL;
+    if (!from_log)
+        d->ring_scan_start_us = scan_lo < end ? scan_lo : end;
+    if (record && a->history && !a->log_backfilled && a->data_since_us)
+        backfill_log(a, st, now_us);
+    if (record && !from_log && fs_episode_log_record(a->log, d, now_us) != 0)
+        fs_log(FS_LOG_WARN, "analysis", "episode log: out of memory, some episodes not kept");
+    d->start_us = start;
+    if (!from_log && start < scan_lo) {
+        if (fs_episode_log_replay(a->log, d, start, scan_lo) != 0 || fs_departures_finish(d) != 0) {
+            fs_departures_free(d);
+            snprintf(err, errlen, "out of memory");
+            return NULL;
+        }
+    }
+    /* The series' episode rates (random or periodic?) count from when data began. */
+    int64_t since = a->data_since_us ? a->data_since_us : start;
+    if (hu && a->history) {
+        add_history(a, st, d, start, end, false, hu);
+        if (fs_departures_finish(d) != 0) {
+            fs_departures_free(d);
+            snprintf(err, errlen, "out of memory");
+            return NULL;
+        }
+        if (hu->info.earliest_us && hu->info.earliest_us < since)
+            since = hu->info.earliest_us;
+    }
+    d->observed_start_us = since > start ? since : start;
+    return d;
+}
+
+/* The incident metrics from now on: the ports of r's recurring groups. */
+static int
+remember_metrics(struct fs_analysis *a, const struct fs_departures *d,
+                 const struct fs_incident_report *r)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < r->n_groups; i++)
+        total += r->groups[i].n_series;
+    struct metric_port *p = calloc(total ? total : 1, sizeof *p);
+    if (!p)
+        return -1;
+    size_t k = 0;
+    int rc = 0;
+    /* The bar an incident clears to be exported (and arm FabricIncidentDue): its chance
+       test (incidents.h), and, where the hosts report slow events, a slow event in at
+       least half of its occurrences: a periodic job the stalled hosts never notice is
+       not the stall to capture. */
+    for (size_t i = 0; i < r->n_groups; i++) {
+        const struct fs_recurrence *g = &r->groups[i];
+        if (r->hosts_reporting && 2 * g->host_hits < g->occurrences)
+            continue;
+        for (size_t j = 0; j < g->n_series; j++, k++) {
+            const struct fs_an_series_ref *s = &d->series[g->series[j]];
+            p[k].target = strdup(s->target);
+            p[k].interface = strdup(s->interface);
+            p[k].tc = strdup(s->tc);
+            p[k].rule = strdup(s->rule);
+            p[k].metric = strdup(s->metric);
+            p[k].period_s = g->period_us / 1e6;
+            p[k].spread_s = g->spread_us / 1e6;
+            p[k].next_s = (double)g->next_us / 1e6;
+            if (!p[k].target || !p[k].interface || !p[k].tc || !p[k].rule || !p[k].metric)
+                rc = -1;
+        }
+    }
+    if (rc != 0) {
+        free_ports(p, k);
+        return -1;
+    }
+    pthread_mutex_lock(&a->metrics_lock);
+    struct metric_port *old = a->ports;
+    size_t old_n = a->n_ports;
+    a->ports = p;
+    a->n_ports = k;
+    pthread_mutex_unlock(&a->metrics_lock);
+    free_ports(old, old_n);
+    return 0;
+}
+
+/* The slow host events of a range: each one's window on the collector's axis, widened
+   by its offset's uncertainty. */
+struct slow_windows {
+    size_t considered, n, left_out;
+    int64_t *start, *end; /* owned */
+};
+
+static void
+free_slow_windows(struct slow_windows *sw)
+{
+    free(sw->start);
+    free(sw->end);
+    memset(sw, 0, sizeof *sw);
+}
+
+/* The host events of kind in [start, end] (collector axis), those past the slow
+   threshold of their (kind, name) as in a correlation (dump-time placements left out). 0,
+   or -1 on no memory. */
+static int
+find_slow_windows(struct fs_analysis *a, int64_t start, int64_t end, const char *kind, double pct,
+                  double factor, struct slow_windows *sw)
+{
+    memset(sw, 0, sizeof *sw);
+    struct ev_list evs = {0};
+    int rc = -1;
+    int64_t *dur = NULL;
+    size_t *grp = NULL;
+    bool *is_slow = NULL;
+    fs_host_events_foreach(a->events, start * 1000, end * 1000, kind, copy_ev_cb, &evs);
+    if (evs.failed)
+        goto out;
+    sw->considered = evs.n;
+    sw->left_out = evs.left_out;
+    size_t m = evs.n ? evs.n : 1;
+    dur = malloc(m * sizeof *dur);
+    grp = malloc(m * sizeof *grp);
+    is_slow = malloc(m * sizeof *is_slow);
+    sw->start = malloc(m * sizeof *sw->start);
+    sw->end = malloc(m * sizeof *sw->end);
+    if (!dur || !grp || !is_slow || !sw->start || !sw->end)
+        goto out;
+    for (size_t i = 0; i < evs.n; i++) {
+        dur[i] = evs.e[i].end_ns - evs.e[i].start_ns;
+        grp[i] = evs.e[i].group;
+    }
+    if (fs_corr_mark_slow(dur, grp, evs.n, pct, factor, is_slow) != 0)
+        goto out;
+    for (size_t i = 0; i < evs.n; i++) {
+        if (!is_slow[i])
+            continue;
+        int64_t unc = evs.e[i].host_offset_uncertainty_ns > 0
+                          ? evs.e[i].host_offset_uncertainty_ns / 1000
+                          : 0;
+        sw->start[sw->n] = evs.e[i].start_ns / 1000 - unc;
+        sw->end[sw->n] = evs.e[i].end_ns / 1000 + unc;
+        sw->n++;
+    }
+    rc = 0;
+out:
+    if (rc != 0)
+        free_slow_windows(sw);
+    free(dur);
+    free(grp);
+    free(is_slow);
+    free_ev_list(&evs);
+    return rc;
+}
+
+/* The slow windows matched to r's groups (which are reordered: largest share of
+   occurrences with a slow event first). 0, or -1 on no memory. */
+static int
+match_host_events(struct fs_incident_report *r, const struct slow_windows *sw, int64_t margin_us,
+                  struct fs_analysis_host_match *hm)
+{
+    memset(hm, 0, sizeof *hm);
+    hm->considered = sw->considered;
+    hm->n_slow = sw->n;
+    hm->left_out = sw->left_out;
+    size_t ng = r->n_groups ? r->n_groups : 1;
+    hm->occ_with_slow = calloc(ng, sizeof *hm->occ_with_slow);
+    hm->slow_during = calloc(ng, sizeof *hm->slow_during);
+    if (!hm->occ_with_slow || !hm->slow_during ||
+        fs_incidents_host_evidence(r, sw->start, sw->end, sw->n, margin_us, hm->occ_with_slow,
+                                   hm->slow_during) != 0) {
+        free(hm->occ_with_slow);
+        free(hm->slow_during);
+        hm->occ_with_slow = hm->slow_during = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- correlate ---- */
+
+int
+fs_analysis_run_correlate(struct fs_analysis *a, struct fs_store *st,
+                          const struct fs_analysis_correlate_req *req, int64_t now_us,
+                          struct fs_analysis_correlation **out, char *err, size_t errlen)
+{
+    struct fs_analysis_correlation *c = calloc(1, sizeof *c);
+    struct fs_corr_window *w = malloc(FS_ANALYSIS_MAX_WINDOWS * sizeof *w);
+    struct ev_list evs = {0};
+    int64_t *dur = NULL;
+    size_t *grp = NULL;
+    bool *is_slow = NULL;
+    size_t nw = 0;
+    int rc = -1;
+    *out = NULL;
+    if (!c || !w)
+        goto done;
+    evs.name = req->name;
+    evs.dump_time = req->dump_time;
+    if (req->n_windows) {
+        nw = req->n_windows < FS_ANALYSIS_MAX_WINDOWS ? req->n_windows : FS_ANALYSIS_MAX_WINDOWS;
+        memcpy(w, req->windows, nw * sizeof *w);
+    } else {
+        /* The slow host events of the range. */
+        fs_host_events_foreach(a->events, req->start_us * 1000, req->end_us * 1000, req->kind,
+                               copy_ev_cb, &evs);
+        if (evs.failed)
+            goto done;
+        dur = malloc((evs.n ? evs.n : 1) * sizeof *dur);
+        grp = malloc((evs.n ? evs.n : 1) * sizeof *grp);
+        is_slow = malloc((evs.n ? evs.n : 1) * sizeof *is_slow);
+        if (!dur || !grp || !is_slow)
+            goto done;
+        for (size_t i = 0; i < evs.n; i++) {
+            dur[i] = evs.e[i].end_ns - evs.e[i].start_ns;
+            grp[i] = evs.e[i].group;
+        }
+        if (fs_corr_mark_slow(dur, grp, evs.n, req->pct, req->factor, is_slow) != 0)
+            goto done;
+        /* At most FS_ANALYSIS_MAX_WINDOWS: the slowest, then back in time order. */
+        size_t n_slow = 0;
+        for (size_t i = 0; i < evs.n; i++)
+            n_slow += is_slow[i];
+        int64_t min_dur = INT64_MIN;
+        if (n_slow > FS_ANALYSIS_MAX_WINDOWS) {
+            int64_t *sd = malloc(n_slow * sizeof *sd);
+            if (sd) {
+                size_t k = 0;
+                for (size_t i = 0; i < evs.n; i++)
+                    if (is_slow[i])
+                        sd[k++] = dur[i];
+                qsort(sd, n_slow, sizeof *sd, cmp_i64_desc);
+                min_dur = sd[FS_ANALYSIS_MAX_WINDOWS - 1];
+                free(sd);
+            }
+        }
+        for (size_t i = 0; i < evs.n && nw < FS_ANALYSIS_MAX_WINDOWS; i++)
+            if (is_slow[i] && dur[i] >= min_dur)
+                w[nw++] = (struct fs_corr_window){evs.e[i].start_ns / 1000, evs.e[i].end_ns / 1000,
+                                                  evs.e[i].host_offset_uncertainty_ns / 1000, i};
+    }
+    pthread_mutex_lock(&a->run_lock);
+    /* The ring for what it holds, the episode log for older windows. */
+    c->departures =
+        departures_with_log(a, st, req->start_us - req->co.lead_us, req->end_us + req->co.lag_us,
+                            false, &c->history, now_us, NULL, err, errlen);
+    int crc = c->departures ? fs_correlate(c->departures, w, nw, &req->co, &c->report) : -1;
+    pthread_mutex_unlock(&a->run_lock);
+    if (crc != 0)
+        goto done;
+    c->windows = w;
+    c->n_windows = nw;
+    w = NULL;
+    c->events = evs.e;
+    c->n_events = evs.n;
+    evs.e = NULL;
+    evs.n = 0;
+    c->left_out_dump_time = evs.left_out;
+    *out = c;
+    c = NULL;
+    rc = 0;
+done:
+    if (rc != 0)
+        snprintf(err, errlen, "out of memory");
+    free(dur);
+    free(grp);
+    free(is_slow);
+    free_ev_list(&evs);
+    free(w);
+    fs_analysis_correlation_free(c);
+    return rc;
+}
+
+void
+fs_analysis_correlation_free(struct fs_analysis_correlation *c)
+{
+    if (!c)
+        return;
+    fs_corr_report_free(c->report);
+    fs_departures_free(c->departures);
+    free_events(c->events, c->n_events);
+    free(c->windows);
+    free(c);
+}
+
+/* ---- incidents ---- */
+
+int
+fs_analysis_run_incidents(struct fs_analysis *a, struct fs_store *st,
+                          const struct fs_analysis_incidents_req *req, int64_t now_us,
+                          struct fs_analysis_incident_findings **out, char *err, size_t errlen)
+{
+    struct fs_analysis_incident_findings *f = calloc(1, sizeof *f);
+    struct slow_windows sw = {0};
+    int rc = -1;
+    *out = NULL;
+    /* The hosts' slow windows first: the recurrence search weighs them (incidents.h). */
+    if (!f || find_slow_windows(a, req->start_us, req->end_us, req->kind, req->pct, req->factor,
+                                &sw) != 0)
+        goto done;
+    pthread_mutex_lock(&a->run_lock);
+    bool present = req->end_us >= now_us - 60 * US;
+    f->departures = departures_with_log(a, st, req->start_us, req->end_us, present, &f->history,
+                                        now_us, NULL, err, errlen);
+    /* The next occurrence is predicted after the range's end, or now if that is later. */
+    int64_t after = req->end_us > now_us ? req->end_us : now_us;
+    int64_t margin_us = a->opts.an.merge_gap_us;
+    struct fs_incident_hosts ih = {sw.start, sw.end, sw.n, margin_us};
+    int frc = f->departures ? fs_incidents_find_hosts(f->departures, after, &ih, &f->report) : -1;
+    pthread_mutex_unlock(&a->run_lock);
+    if (frc != 0)
+        goto done;
+    /* The metrics are this instance's own (each shard exports its targets' incidents). */
+    if (present && !f->history.used)
+        (void)remember_metrics(a, f->departures, f->report);
+    if (match_host_events(f->report, &sw, margin_us, &f->host) != 0)
+        goto done;
+    fs_episode_log_stats(a->log, &f->log);
+    *out = f;
+    f = NULL;
+    rc = 0;
+done:
+    if (rc != 0)
+        snprintf(err, errlen, "out of memory");
+    free_slow_windows(&sw);
+    fs_analysis_incident_findings_free(f);
+    return rc;
+}
+
+void
+fs_analysis_incident_findings_free(struct fs_analysis_incident_findings *f)
+{
+    if (!f)
+        return;
+    free(f->host.occ_with_slow);
+    free(f->host.slow_during);
+    fs_incident_report_free(f->report);
+    fs_departures_free(f->departures);
+    free(f);
+}
+
+/* ---- refresh and metrics ---- */
+
+int
+fs_analysis_refresh(struct fs_analysis *a, struct fs_store *st, int64_t now_us)
+{
+    /* The scan runs without the lock, so that requests (which only scan after the
+       previous one) are not held up by it. It covers the ring's whole span, or, when the
+       last refresh's baselines and the episode log can be trusted (as for a request:
+       recent, the log whole, the same options), only the minutes since that refresh: the
+       log holds every run before, and the baselines come from the samples read before
+       the scan's start, as in a full scan. A full scan still runs every
+       REFRESH_FULL_EVERY_US, for samples that reached the ring later than
+       REFRESH_OVERLAP_US after their time. */
+    /* The slow host events of the horizon (as /incidents' defaults: kind nccl, p99), so
+       the exported incidents weigh what the hosts say (incidents.h). */
+    struct slow_windows sw;
+    pthread_mutex_lock(&a->run_lock);
+    int64_t horizon = a->opts.horizon_us;
+    pthread_mutex_unlock(&a->run_lock);
+    if (find_slow_windows(a, now_us - horizon, now_us, "nccl", 99, 0, &sw) != 0)
+        return -1;
+    pthread_mutex_lock(&a->run_lock);
+    struct fs_an_opts an = a->opts.an;
+    int64_t start = now_us - a->opts.horizon_us;
+    uint64_t gen = a->opts_gen;
+    struct fs_episode_log_stats ls;
+    fs_episode_log_stats(a->log, &ls);
+    bool incremental =
+        a->base.at_us && a->base.at_us < now_us && now_us - a->base.at_us <= BASE_MAX_AGE_US &&
+        now_us - a->full_scan_at_us < REFRESH_FULL_EVERY_US &&
+        ls.evicted_memory == a->base_log_evicted && a->opts.horizon_us <= a->opts.log.retention_us;
+    int64_t incr_lo = a->base.at_us - REFRESH_OVERLAP_US;
+    pthread_mutex_unlock(&a->run_lock);
+    char err[128];
+    struct fs_ring_stats rs;
+    uint64_t limit;
+    fs_store_ring_stats(st, &rs, &limit);
+    int64_t scan_lo = rs.samples && rs.oldest_ts_us > start ? rs.oldest_ts_us : start;
+    if (incremental && incr_lo > scan_lo)
+        scan_lo = incr_lo;
+    else
+        incremental = false;
+    struct fs_ring_scan_baselines bc = {0};
+    struct fs_departures *full =
+        scan_lo < now_us ? fs_ring_scan(st, &an, scan_lo, now_us, NULL, &bc, err, sizeof err)
+                         : NULL;
+
+    pthread_mutex_lock(&a->run_lock);
+    if (gen != a->opts_gen) { /* new thresholds meanwhile: the scan used the old ones */
+        fs_departures_free(full);
+        full = NULL;
+        fs_ring_scan_baselines_clear(&bc);
+    }
+    struct fs_departures *d = departures_with_log(a, st, now_us - a->opts.horizon_us, now_us, true,
+                                                  NULL, now_us, full, err, sizeof err);
+    struct fs_incident_report *r = NULL;
+    int rc = -1;
+    struct fs_incident_hosts ih = {sw.start, sw.end, sw.n, a->opts.an.merge_gap_us};
+    if (d && fs_incidents_find_hosts(d, now_us, &ih, &r) == 0)
+        rc = remember_metrics(a, d, r);
+    if (d && bc.at_us) {
+        if (!incremental)
+            a->full_scan_at_us = now_us;
+        a->refresh_scanned_from_us = scan_lo;
+        a->refresh_full = !incremental;
+        fs_episode_log_stats(a->log, &ls);
+        a->base_log_evicted = ls.evicted_memory;
+        fs_ring_scan_baselines_clear(&a->base);
+        a->base = bc;
+        bc = (struct fs_ring_scan_baselines){0};
+    }
+    fs_ring_scan_baselines_clear(&bc);
+    pthread_mutex_unlock(&a->run_lock);
+    free_slow_windows(&sw);
+    fs_incident_report_free(r);
+    fs_departures_free(d);
+    return rc;
+}
+
+void
+fs_analysis_last_refresh(struct fs_analysis *a, int64_t *scanned_from_us, bool *full)
+{
+    pthread_mutex_lock(&a->run_lock);
+    *scanned_from_us = a->refresh_scanned_from_us;
+    *full = a->refresh_full;
+    pthread_mutex_unlock(&a->run_lock);
+}
+
+static void
+put_port_labels(struct fs_buf *b, const struct metric_port *p)
+{
+    fs_buf_puts(b, "{target=\"");
+    fs_buf_prom_label_value(b, p->target);
+    fs_buf_puts(b, "\",interface=\"");
+    fs_buf_prom_label_value(b, p->interface);
+    fs_buf_puts(b, "\",tc=\"");
+    fs_buf_prom_label_value(b, p->tc);
+    fs_buf_puts(b, "\",rule=\"");
+    fs_buf_prom_label_value(b, p->rule);
+    fs_buf_puts(b, "\",metric=\"");
+    fs_buf_prom_label_value(b, p->metric);
+    fs_buf_puts(b, "\"}");
+}
+
+/* # HELP and # TYPE from the catalogue (schemas/metrics.json; its help texts need no
+ * escaping: no backslash, no newline). */
+static void
+family_header(struct fs_buf *out, enum fs_metric m)
+{
+    const struct fs_metric_def *d = &fs_metric_defs[m];
+    fs_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", d->name, d->help, d->name, d->type_name);
+}
+
+static void
+scalar_u64(struct fs_buf *out, enum fs_metric m, uint64_t v)
+{
+    family_header(out, m);
+    fs_buf_printf(out, "%s %" PRIu64 "\n", fs_metric_defs[m].name, v);
+}
+
+int
+fs_analysis_metrics(struct fs_analysis *a, struct fs_buf *out)
+{
+    struct fs_host_events_stats s;
+    fs_host_events_stats(a->events, &s);
+    scalar_u64(out, FS_M_HOST_EVENTS, s.events);
+    scalar_u64(out, FS_M_HOST_EVENTS_BYTES, s.bytes);
+    scalar_u64(out, FS_M_HOST_EVENTS_LIMIT_BYTES, s.memory_limit);
+    scalar_u64(out, FS_M_HOST_EVENTS_INGESTED, s.ingested_total);
+    scalar_u64(out, FS_M_HOST_EVENTS_REJECTED_POSTS, s.rejected_total);
+    scalar_u64(out, FS_M_HOST_EVENTS_DUPLICATES, s.duplicates_total);
+    family_header(out, FS_M_HOST_EVENTS_EVICTED);
+    const char *ev = fs_metric_defs[FS_M_HOST_EVENTS_EVICTED].name;
+    fs_buf_printf(out, "%s{reason=\"memory\"} %" PRIu64 "\n%s{reason=\"retention\"} %" PRIu64 "\n",
+                  ev, s.evicted_memory, ev, s.evicted_retention);
+    struct fs_episode_log_stats ls;
+    fs_episode_log_stats(a->log, &ls);
+    scalar_u64(out, FS_M_EPISODE_LOG_EPISODES, ls.runs);
+    scalar_u64(out, FS_M_EPISODE_LOG_BYTES, ls.bytes);
+    family_header(out, FS_M_EPISODE_LOG_EVICTED);
+    const char *lev = fs_metric_defs[FS_M_EPISODE_LOG_EVICTED].name;
+    fs_buf_printf(out, "%s{reason=\"memory\"} %" PRIu64 "\n%s{reason=\"retention\"} %" PRIu64 "\n",
+                  lev, ls.evicted_memory, lev, ls.evicted_retention);
+    pthread_mutex_lock(&a->metrics_lock);
+    static const enum fs_metric fams[3] = {FS_M_INCIDENT_PERIOD, FS_M_INCIDENT_PERIOD_SPREAD,
+                                           FS_M_INCIDENT_NEXT_EXPECTED};
+    /* A family without samples gets no HELP/TYPE either (as in http/expo.c). */
+    for (int m = 0; m < 3 && a->n_ports > 0; m++) {
+        family_header(out, fams[m]);
+        for (size_t i = 0; i < a->n_ports; i++) {
+            fs_buf_puts(out, fs_metric_defs[fams[m]].name);
+            put_port_labels(out, &a->ports[i]);
+            double v = m == 0   ? a->ports[i].period_s
+                       : m == 1 ? a->ports[i].spread_s
+                                : a->ports[i].next_s;
+            fs_buf_printf(out, " %.6f\n", v);
+        }
+    }
+    pthread_mutex_unlock(&a->metrics_lock);
+    return out->overflow ? -1 : 0;
+}
+
+/* ---- trace export ---- */
+
+struct trace_ev_ctx {
+    struct fs_trace *t;
+    int64_t max_unc_ns;
+    bool failed;
+    struct fs_buf args;
+};
+
+static int
+trace_ev_cb(void *arg_, const struct fs_host_event *e)
+{
+    struct trace_ev_ctx *c = arg_;
+    char process[FS_HOST_EVENTS_MAX_STR + 8];
+    snprintf(process, sizeof process, "host %s", e->host);
+    if (e->host_offset_uncertainty_ns > c->max_unc_ns)
+        c->max_unc_ns = e->host_offset_uncertainty_ns;
+    int rc;
+    if (e->end_ns > e->start_ns) {
+        rc = fs_trace_slice(c->t, process, e->kind, e->name, e->start_ns, e->end_ns, e->attrs,
+                            e->n_attrs);
+    } else {
+        fs_buf_reset(&c->args);
+        fs_buf_puts(&c->args, "{");
+        for (uint32_t i = 0; i < e->n_attrs; i++) {
+            if (i)
+                fs_buf_puts(&c->args, ",");
+            fs_buf_json_str(&c->args, e->attrs[i].key);
+            fs_buf_puts(&c->args, ":");
+            if (e->attrs[i].is_string)
+                fs_buf_json_str(&c->args, e->attrs[i].value);
+            else
+                fs_buf_puts(&c->args, e->attrs[i].value);
+        }
+        fs_buf_puts(&c->args, "}");
+        rc = fs_trace_instant(c->t, process, e->name, e->start_ns,
+                              c->args.overflow ? NULL : c->args.data);
+    }
+    if (rc != 0) {
+        c->failed = true;
+        return 1;
+    }
+    return 0;
+}
+
+/* Host events copied out of the store (its read lock is not held while the trace is
+   written), sorted by start: slices of one track must come in start order. */
+struct ev_copies {
+    struct fs_host_event *e;
+    size_t n, cap;
+    bool failed;
+};
+
+static char *
+dup_str(const char *s, bool *failed)
+{
+    char *d = strdup(s);
+    if (!d)
+        *failed = true;
+    return d;
+}
+
+static int
+ev_copy_cb(void *arg_, const struct fs_host_event *e)
+{
+    struct ev_copies *l = arg_;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 1024;
+        void *p = realloc(l->e, cap * sizeof *l->e);
+        if (!p) {
+            l->failed = true;
+            return 1;
+        }
+        l->e = p;
+        l->cap = cap;
+    }
+    struct fs_host_event *c = &l->e[l->n++];
+    *c = *e;
+    c->host = dup_str(e->host, &l->failed);
+    c->kind = dup_str(e->kind, &l->failed);
+    c->name = dup_str(e->name, &l->failed);
+    c->attrs = NULL;
+    struct fs_host_attr *attrs = calloc(e->n_attrs ? e->n_attrs : 1, sizeof *attrs);
+    if (!attrs) {
+        c->n_attrs = 0;
+        l->failed = true;
+        return 1;
+    }
+    for (uint32_t i = 0; i < e->n_attrs; i++) {
+        attrs[i].key = dup_str(e->attrs[i].key, &l->failed);
+        attrs[i].value = dup_str(e->attrs[i].value, &l->failed);
+        attrs[i].is_string = e->attrs[i].is_string;
+    }
+    c->attrs = attrs;
+    return l->failed ? 1 : 0;
+}
+
+static void
+free_ev_copies(struct ev_copies *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        struct fs_host_event *e = &l->e[i];
+        free((char *)e->host);
+        free((char *)e->kind);
+        free((char *)e->name);
+        for (uint32_t k = 0; e->attrs && k < e->n_attrs; k++) {
+            free((char *)e->attrs[k].key);
+            free((char *)e->attrs[k].value);
+        }
+        free((struct fs_host_attr *)e->attrs);
+    }
+    free(l->e);
+}
+
+static int
+cmp_ev_start(const void *a, const void *b)
+{
+    const struct fs_host_event *x = a, *y = b;
+    return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
+}
+
+/* A counter track per series: "<interface> tc<tc> <metric>[/s]" on its switch. */
+static int
+counter_track_cb(void *arg, const struct fs_ring_scan_series *c, const int64_t *ts, const double *v,
+                 size_t n)
+{
+    struct fs_trace *t = arg;
+    char process[300], track[700];
+    snprintf(process, sizeof process, "switch %s", c->target);
+    const char *short_metric = strncmp(c->metric, "fabric_", 7) == 0 ? c->metric + 7 : c->metric;
+    snprintf(track, sizeof track, "%s%s%s%s%s%s%s%s", c->interface, c->tc[0] ? " tc" : "", c->tc,
+             c->rule[0] ? " rule " : "", c->rule, c->interface[0] || c->rule[0] ? " " : "",
+             short_metric, c->counter ? "/s" : "");
+    return fs_trace_counter(t, process, track, ts, v, n);
+}
+
+int
+fs_analysis_run_trace(struct fs_analysis *a, struct fs_store *st,
+                      const struct fs_analysis_trace_req *req, struct fs_buf *out, char *err,
+                      size_t errlen)
+{
+    int64_t start = req->start_us, end = req->end_us;
+    pthread_mutex_lock(&a->run_lock);
+    fs_buf_reset(out);
+    struct fs_trace *t = fs_trace_new(out, start * 1000);
+    struct fs_departures *d = NULL;
+    struct fs_incident_report *rep = NULL;
+    struct trace_ev_ctx tc = {.t = t};
+    struct ev_copies evl = {0};
+    fs_buf_init(&tc.args, 64 << 10);
+    bool oom = !t;
+    if (!oom)
+        oom = fs_ring_scan_read(st, start, end, req->match, req->match_arg, counter_track_cb, t,
+                                err, errlen) != 0;
+    /* Incidents of the range as instants on their switches. */
+    if (!oom && !out->overflow) {
+        d = fs_ring_scan(st, &a->opts.an, start, end, NULL, NULL, err, errlen);
+        if (!d || fs_incidents_find(d, end, &rep) != 0)
+            oom = true;
+        for (size_t i = 0; !oom && rep && i < rep->n_episodes; i++) {
+            const struct fs_episode *e = &rep->episodes[i];
+            for (size_t j = 0; j < e->n_members && j < 10; j++) {
+                const struct fs_an_series_ref *s = &d->series[e->members[j].series];
+                char process[300], name[700], argsj[1024];
+                snprintf(process, sizeof process, "switch %s", s->target);
+                fs_an_port_text(name, sizeof name, s);
+                size_t l = strlen(name);
+                snprintf(name + l, sizeof name - l, " %s", fs_an_kind_phrase(s->kind));
+                snprintf(argsj, sizeof argsj, "{\"z\":%.3g,\"episode_end_us\":%" PRId64 "}",
+                         e->members[j].peak_z, e->end_us);
+                if (fs_trace_instant(t, process, name, e->members[j].start_us * 1000, argsj) != 0)
+                    break;
+            }
+        }
+    }
+    /* Host events as slices (instants for zero-length ones), in start order. */
+    if (!oom && !out->overflow) {
+        fs_host_events_foreach(a->events, start * 1000, end * 1000, NULL, ev_copy_cb, &evl);
+        if (evl.failed)
+            oom = true;
+        else {
+            if (evl.n) /* no host events (a switch-only fabric): no array to sort */
+                qsort(evl.e, evl.n, sizeof *evl.e, cmp_ev_start);
+            for (size_t i = 0; i < evl.n && !tc.failed; i++)
+                trace_ev_cb(&tc, &evl.e[i]);
+        }
+    }
+    pthread_mutex_unlock(&a->run_lock);
+    free_ev_copies(&evl);
+    char extra[128];
+    snprintf(extra, sizeof extra, "\"host_clock_uncertainty_ns_max\":%" PRId64, tc.max_unc_ns);
+    int frc = t ? fs_trace_finish(t, extra) : -1;
+    fs_buf_free(&tc.args);
+    fs_incident_report_free(rep);
+    fs_departures_free(d);
+    int rc = 0;
+    if (oom) {
+        snprintf(err, errlen, "out of memory");
+        rc = -1;
+    } else if (frc != 0) {
+        rc = FS_ANALYSIS_TOO_LARGE;
+    }
+    return rc;
+}
