@@ -83,7 +83,8 @@ struct scan {
     int32_t *slot; /* per series: its entry in cand, or -1 */
     const struct fs_an_place *info;
     uint32_t *sw_cause;    /* per switch: stamp of the last window with a cause departure */
-    uint32_t *port_paused; /* per port: stamp of the last window it received pauses in */
+    uint32_t *sw_sends;    /* per switch: stamp of the last window it sent pauses in */
+    uint32_t *port_paused; /* per port: stamp of the last window it received explained pauses */
     uint32_t stamp;
 };
 
@@ -138,32 +139,39 @@ window_candidates(struct scan *sc, const struct fs_corr_window *w)
     return 0;
 }
 
-/* Which of the window's candidates are effects of another one (correlate.h). */
+/* Which of the window's candidates are effects of another one (correlate.h, effects.h). */
 static void
 mark_explained(struct scan *sc)
 {
     const struct fs_an_place *in = sc->info;
-    uint32_t st = ++sc->stamp, cause_switches = 0, last_sw = UINT32_MAX;
+    uint32_t st = ++sc->stamp, senders = 0, last_sender = UINT32_MAX;
     for (size_t c = 0; c < sc->nc; c++) {
         const struct fs_an_place *x = &in[sc->cand[c].series];
-        if (x->role == FS_AN_ROLE_CAUSE && sc->sw_cause[x->sw] != st) {
+        if (x->role == FS_AN_ROLE_CAUSE)
             sc->sw_cause[x->sw] = st;
-            cause_switches++;
-            last_sw = x->sw;
+        if (x->role == FS_AN_ROLE_PAUSE_SENT && sc->sw_sends[x->sw] != st) {
+            sc->sw_sends[x->sw] = st;
+            senders++;
+            last_sender = x->sw;
         }
-        if (x->role == FS_AN_ROLE_PAUSE_RECEIVED && x->port != UINT32_MAX)
+    }
+    /* A received pause is explained by another switch sending pauses; a port's own
+       congestion by an explained pause it received. */
+    for (size_t c = 0; c < sc->nc; c++) {
+        const struct fs_an_place *x = &in[sc->cand[c].series];
+        if (x->role != FS_AN_ROLE_PAUSE_RECEIVED)
+            continue;
+        bool e = senders > 1 || (senders == 1 && last_sender != x->sw);
+        sc->cand[c].explained = e;
+        if (e && x->port != UINT32_MAX)
             sc->port_paused[x->port] = st;
     }
     for (size_t c = 0; c < sc->nc; c++) {
         const struct fs_an_place *x = &in[sc->cand[c].series];
-        bool e;
         if (x->role == FS_AN_ROLE_PAUSE_SENT)
-            e = sc->sw_cause[x->sw] == st;
-        else if (x->role == FS_AN_ROLE_PAUSE_RECEIVED) /* a cause on another switch */
-            e = cause_switches > 1 || (cause_switches == 1 && last_sw != x->sw);
-        else
-            e = x->port != UINT32_MAX && sc->port_paused[x->port] == st;
-        sc->cand[c].explained = e;
+            sc->cand[c].explained = sc->sw_cause[x->sw] == st;
+        else if (x->role == FS_AN_ROLE_CAUSE)
+            sc->cand[c].explained = x->port != UINT32_MAX && sc->port_paused[x->port] == st;
     }
 }
 
@@ -179,8 +187,8 @@ cmp_interval(const void *a, const void *b)
  * during (correlate.h: they do not count against it). 0 or -1. */
 static int
 runs_in_windows(const struct fs_departures *d, const struct fs_corr_window *w, size_t n,
-                const struct fs_corr_opts *o, const struct fs_an_place *info,
-                const struct fs_an_paused *pr, uint32_t *inside, uint32_t *total, uint32_t *paused)
+                const struct fs_corr_opts *o, const bool *paused_run, uint32_t *inside,
+                uint32_t *total, uint32_t *paused)
 {
     int64_t *iv = malloc((n ? n : 1) * 2 * sizeof *iv);
     if (!iv)
@@ -216,10 +224,7 @@ runs_in_windows(const struct fs_departures *d, const struct fs_corr_window *w, s
         }
         if (lo > 0 && iv[2 * (lo - 1) + 1] >= run->start_us - su)
             inside[run->series]++;
-        else if (info[run->series].role == FS_AN_ROLE_CAUSE &&
-                 info[run->series].port != UINT32_MAX &&
-                 fs_an_paused_during(pr, info[run->series].port, run->start_us - su,
-                                     run->end_us + su))
+        else if (paused_run[k])
             paused[run->series]++;
     }
     free(iv);
@@ -356,7 +361,7 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
     struct fs_an_place *info = NULL;
     uint64_t *bits = NULL;
     int32_t *group_of = NULL;
-    struct fs_an_paused pr = {0};
+    bool *paused_run = NULL;
     uint32_t n_ports = 0;
     if (!r)
         return -1;
@@ -374,11 +379,12 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
     info = malloc(ns * sizeof *info);
     sc.sw_cause = calloc(ns, sizeof *sc.sw_cause);
     sc.port_paused = calloc(ns, sizeof *sc.port_paused);
+    sc.sw_sends = calloc(ns, sizeof *sc.sw_sends);
     group_of = malloc(ns * sizeof *group_of);
     bits = calloc(ns * (words ? words : 1), sizeof *bits);
     if (!r->results || !r->aggregates || !sc.slot || !sc.cand || !hits || !inside || !total ||
         !expl || !paused || !evidence || !excess || !info || !sc.sw_cause || !sc.port_paused ||
-        !group_of || !bits || fs_an_places(d, info, &n_ports) != 0)
+        !sc.sw_sends || !group_of || !bits || fs_an_places(d, info, &n_ports) != 0)
         goto fail;
     sc.info = info;
     for (size_t s = 0; s < d->n_series; s++) {
@@ -386,7 +392,8 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
         r->aggregates[s].series = (uint32_t)s;
         r->aggregates[s].group = -1;
     }
-    if (fs_an_paused_build(d, info, n_ports, &pr) != 0)
+    paused_run = calloc(d->n_runs ? d->n_runs : 1, sizeof *paused_run);
+    if (!paused_run || fs_an_mark_paused_runs(d, paused_run) != 0)
         goto fail;
     /* Pass 1: in how many windows each series departs (and is explained), its excess over
        baseline there, and how many of its runs fall outside every window. */
@@ -402,7 +409,7 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
             bits[x->series * words + i / 64] |= 1ULL << (i % 64);
         }
     }
-    if (runs_in_windows(d, w, n, o, info, &pr, inside, total, paused) != 0)
+    if (runs_in_windows(d, w, n, o, paused_run, inside, total, paused) != 0)
         goto fail;
     for (size_t s = 0; s < d->n_series; s++) {
         /* Departures another one of the window explains are its, not this series'. */
@@ -471,6 +478,7 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
     free(sc.cand);
     free(sc.slot);
     free(sc.sw_cause);
+    free(sc.sw_sends);
     free(sc.port_paused);
     free(hits);
     free(inside);
@@ -482,13 +490,14 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
     free(info);
     free(bits);
     free(group_of);
-    fs_an_paused_free(&pr);
+    free(paused_run);
     *out = r;
     return 0;
 fail:
     free(sc.cand);
     free(sc.slot);
     free(sc.sw_cause);
+    free(sc.sw_sends);
     free(sc.port_paused);
     free(hits);
     free(inside);
@@ -500,7 +509,7 @@ fail:
     free(info);
     free(bits);
     free(group_of);
-    fs_an_paused_free(&pr);
+    free(paused_run);
     fs_corr_report_free(r);
     return -1;
 }

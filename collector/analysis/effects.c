@@ -73,68 +73,55 @@ out:
     return rc;
 }
 
-void
-fs_an_paused_free(struct fs_an_paused *p)
-{
-    free(p->first);
-    free(p->iv);
-    memset(p, 0, sizeof *p);
-}
+/* Runs of one role, by start, with the switch or port they belong to. */
+struct ivs {
+    int64_t *iv;  /* start, end pairs */
+    uint32_t *id; /* their switch (pauses sent) or port (pauses received) */
+    size_t n;
+    int64_t longest;
+};
 
-int
-fs_an_paused_build(const struct fs_departures *d, const struct fs_an_place *place, uint32_t n_ports,
-                   struct fs_an_paused *p)
+static int
+ivs_collect(const struct fs_departures *d, const struct fs_an_place *place, uint8_t role,
+            struct ivs *v)
 {
-    memset(p, 0, sizeof *p);
-    p->first = calloc((size_t)n_ports + 1, sizeof *p->first);
-    if (!p->first)
-        return -1;
+    memset(v, 0, sizeof *v);
     size_t m = 0;
-    for (size_t k = 0; k < d->n_runs; k++) {
-        const struct fs_an_place *x = &place[d->runs[k].series];
-        if (x->role == FS_AN_ROLE_PAUSE_RECEIVED && x->port != UINT32_MAX) {
-            p->first[x->port + 1]++;
-            m++;
-        }
-    }
-    for (uint32_t q = 0; q < n_ports; q++)
-        p->first[q + 1] += p->first[q];
-    p->iv = malloc((m ? m : 1) * 2 * sizeof *p->iv);
-    size_t *fill = malloc((n_ports ? n_ports : 1) * sizeof *fill);
-    if (!p->iv || !fill) {
-        free(fill);
+    for (size_t k = 0; k < d->n_runs; k++)
+        m += place[d->runs[k].series].role == role;
+    v->iv = malloc((m ? m : 1) * 2 * sizeof *v->iv);
+    v->id = malloc((m ? m : 1) * sizeof *v->id);
+    if (!v->iv || !v->id)
         return -1;
-    }
-    memcpy(fill, p->first, n_ports * sizeof *fill);
-    /* d's runs are by start: each port's list comes out by start too. */
-    for (size_t k = 0; k < d->n_runs; k++) {
+    for (size_t k = 0; k < d->n_runs; k++) { /* d's runs are by start */
         const struct fs_departure *run = &d->runs[k];
         const struct fs_an_place *x = &place[run->series];
-        if (x->role != FS_AN_ROLE_PAUSE_RECEIVED || x->port == UINT32_MAX)
+        if (x->role != role)
             continue;
-        size_t i = fill[x->port]++;
-        p->iv[2 * i] = run->start_us;
-        p->iv[2 * i + 1] = run->end_us;
-        if (run->end_us - run->start_us > p->longest)
-            p->longest = run->end_us - run->start_us;
+        int64_t su = d->series[run->series].time_uncertainty_us;
+        v->iv[2 * v->n] = run->start_us - su;
+        v->iv[2 * v->n + 1] = run->end_us + su;
+        v->id[v->n++] = role == FS_AN_ROLE_PAUSE_SENT ? x->sw : x->port;
+        if (run->end_us - run->start_us + 2 * su > v->longest)
+            v->longest = run->end_us - run->start_us + 2 * su;
     }
-    free(fill);
     return 0;
 }
 
-bool
-fs_an_paused_during(const struct fs_an_paused *p, uint32_t port, int64_t lo, int64_t hi)
+/* Whether a run of v overlapping [lo, hi] has id (same) or another id than id (!same). */
+static bool
+ivs_overlap(const struct ivs *v, int64_t lo, int64_t hi, uint32_t id, bool same)
 {
-    size_t a = p->first[port], b = p->first[port + 1];
+    size_t a = 0, b = v->n;
     while (a < b) { /* the first run starting after hi */
         size_t mid = a + (b - a) / 2;
-        if (p->iv[2 * mid] <= hi)
+        if (v->iv[2 * mid] <= hi)
             a = mid + 1;
         else
             b = mid;
     }
-    for (size_t i = a; i-- > p->first[port] && p->iv[2 * i] >= lo - p->longest;)
-        if (p->iv[2 * i + 1] >= lo)
+    for (size_t i = a; i-- > 0 && v->iv[2 * i] >= lo - v->longest;)
+        if (v->iv[2 * i + 1] >= lo && (v->id[i] == id) == same)
             return true;
     return false;
 }
@@ -144,23 +131,28 @@ fs_an_mark_paused_runs(const struct fs_departures *d, bool *out)
 {
     size_t ns = d->n_series ? d->n_series : 1;
     struct fs_an_place *place = malloc(ns * sizeof *place);
-    struct fs_an_paused p = {0};
+    struct ivs sent = {0}, recv = {0};
     uint32_t n_ports = 0;
     int rc = -1;
     if (!place || fs_an_places(d, place, &n_ports) != 0 ||
-        fs_an_paused_build(d, place, n_ports, &p) != 0)
+        ivs_collect(d, place, FS_AN_ROLE_PAUSE_SENT, &sent) != 0 ||
+        ivs_collect(d, place, FS_AN_ROLE_PAUSE_RECEIVED, &recv) != 0)
         goto out;
     for (size_t k = 0; k < d->n_runs; k++) {
         const struct fs_departure *run = &d->runs[k];
         const struct fs_an_place *x = &place[run->series];
         int64_t su = d->series[run->series].time_uncertainty_us;
-        out[k] = x->role == FS_AN_ROLE_CAUSE && x->port != UINT32_MAX && p.first &&
-                 p.first[x->port + 1] > p.first[x->port] &&
-                 fs_an_paused_during(&p, x->port, run->start_us - su, run->end_us + su);
+        int64_t lo = run->start_us - su, hi = run->end_us + su;
+        out[k] = x->role == FS_AN_ROLE_CAUSE && x->port != UINT32_MAX && recv.n && sent.n &&
+                 ivs_overlap(&recv, lo, hi, x->port, true) &&
+                 ivs_overlap(&sent, lo, hi, x->sw, false);
     }
     rc = 0;
 out:
-    fs_an_paused_free(&p);
+    free(sent.iv);
+    free(sent.id);
+    free(recv.iv);
+    free(recv.id);
     free(place);
     return rc;
 }

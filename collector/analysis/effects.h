@@ -6,9 +6,14 @@
  *   - a cause-kind series (queue, ECN marks, drops) congests its own port;
  *   - pauses sent (direction "tx") are the sending switch's: some port of that switch
  *     congested;
- *   - pauses received (direction "rx", paused time, TX wait) are the link partner's;
- *   - a port's queue, marks and drops while that port receives pauses are the pause's:
- *     the port is paused, a victim, not an origin.
+ *   - pauses received (direction "rx", paused time, TX wait) are the link partner's: they
+ *     are explained when another switch sends pauses at the time (without the links,
+ *     any other; with nothing seen sending them, the partner is not watched, or is a
+ *     host whose NIC pauses its port, and the received pause is where what can be seen
+ *     begins);
+ *   - a port's queue, marks and drops while that port receives explained pauses are the
+ *     pause's: the port is paused, a victim, not an origin. A port paused by something
+ *     unseen stays a cause: its congestion is the first the fabric shows.
  * The correlation (correlate.h) uses this per window, the recurrence search (incidents.h)
  * to leave a paused port's departures out of its own train.
  *
@@ -40,26 +45,10 @@ struct fs_an_place {
 /** Fills place[0 .. d->n_series); *n_ports gets the number of port ids. 0 or -1 (memory). */
 int fs_an_places(const struct fs_departures *d, struct fs_an_place *place, uint32_t *n_ports);
 
-/** Each port's received-pause runs, to ask whether it was paused during a time. */
-struct fs_an_paused {
-    size_t *first; /**< per port: its runs are iv[first[p] .. first[p + 1]) */
-    int64_t *iv;   /**< start, end pairs, by start */
-    int64_t longest;
-};
-
-/** Builds it from d's runs (d finished: runs by start). 0 or -1 (memory); free with
- *  fs_an_paused_free either way. */
-int fs_an_paused_build(const struct fs_departures *d, const struct fs_an_place *place,
-                       uint32_t n_ports, struct fs_an_paused *p);
-void fs_an_paused_free(struct fs_an_paused *p);
-
-/** Whether port received pauses during [lo, hi]. */
-bool fs_an_paused_during(const struct fs_an_paused *p, uint32_t port, int64_t lo, int64_t hi);
-
 /**
- * Marks the runs of d (by index) that are a paused port's: cause-kind runs during which
- * their port received pauses (widened by the series' time uncertainty). out sized
- * d->n_runs. 0 or -1 (memory).
+ * Marks the runs of d (by index, d finished) that are a paused port's: cause-kind runs
+ * during which their port received pauses while another switch sent pauses (each run
+ * widened by its series' time uncertainty). out sized d->n_runs. 0 or -1 (memory).
  */
 int fs_an_mark_paused_runs(const struct fs_departures *d, bool *out);
 

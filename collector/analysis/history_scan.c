@@ -69,6 +69,8 @@ struct ctx {
     void *arg;
     bool only_local;
     int64_t local_before_us, step_us;
+    int64_t poll_us;  /* the scraped fabricscope's poll interval (placement) */
+    bool rates_given; /* the first reading: counters come as rates already */
     struct fs_history_scan_info *info;
     const struct seen *want; /* the refinement: only these series (ref_key hashes) */
     int64_t *rts;
@@ -181,7 +183,14 @@ series_cb(void *arg_, const struct fs_prom_series *s)
     }
     size_t m = 0;
     double abs_floor = c->floor;
-    if (c->counter) {
+    if (c->counter && c->rates_given) {
+        for (size_t i = 0; i < n; i++) {
+            if (isnan(s->v[i]))
+                continue;
+            c->rts[m] = s->ts_us[i];
+            c->rv[m++] = s->v[i];
+        }
+    } else if (c->counter) {
         /* Rates between successive points; a decrease (a reset the exporter did not
            absorb) gives no rate, as for the ring's counters. The increases give the
            counter's step (fs_an_step_floor): a fractional one has none. */
@@ -206,10 +215,21 @@ series_cb(void *arg_, const struct fs_prom_series *s)
             c->rv[m++] = s->v[i];
         }
     }
-    /* Read at a step: within half of it. Raw samples: within half their interval. */
-    int64_t unc = c->step_us / 2;
+    /* Where the information lies (history_scan.h): a value read at a step covers the step
+       before it; a scraped sample, up to a poll interval (a watermark two) before its
+       stamp. Raw samples of remote_write are where their poll was, within half their
+       interval. */
+    int64_t shift = c->step_us / 2, unc = c->step_us / 2;
     if (!unc && n > 1)
         unc = (s->ts_us[n - 1] - s->ts_us[0]) / (int64_t)(n - 1) / 2;
+    if (lab(s, "job") || lab(s, "instance")) {
+        bool watermark = strstr(c->metric, "_max_") != NULL;
+        int64_t support = watermark ? c->poll_us : c->poll_us / 2;
+        shift += support;
+        unc += support;
+    }
+    for (size_t i = 0; i < m && shift; i++)
+        c->rts[i] -= shift;
     const char *iface = our(s, "interface"), *tc = our(s, "tc"), *rule = our(s, "rule");
     const char *dir = our(s, "direction"), *prio = our(s, "priority");
     struct fs_an_series a = {
@@ -324,15 +344,24 @@ put_quoted(char *q, size_t o, size_t cap, const char *v, bool regex)
     return o;
 }
 
-/* The selector (or max_over_time of it) that reads metric's series in [from, to]. */
+/* The first reading of metric's series (history_scan.h): a gauge's maximum over each
+   step, a counter's largest rate between two stored samples within it (irate at the
+   scrape interval's resolution, its window reaching back a whole step so that it always
+   holds two samples). */
 static void
 metric_query(char *q, size_t cap, const char *metric, bool counter, const char *matchers,
-             int64_t step)
+             int64_t step, int64_t res)
 {
+    long long st = (long long)(step / US), rs = (long long)(res / US);
+    if (rs < 1)
+        rs = 1;
+    if (rs > st)
+        rs = st;
     if (counter)
-        snprintf(q, cap, "%s{%s}", metric, matchers);
+        snprintf(q, cap, "max_over_time(irate(%s{%s}[%llds])[%llds:%llds])", metric, matchers,
+                 st + rs, st, rs);
     else
-        snprintf(q, cap, "max_over_time(%s{%s}[%llds])", metric, matchers, (long long)(step / US));
+        snprintf(q, cap, "max_over_time(%s{%s}[%llds])", metric, matchers, st);
 }
 
 static int64_t
@@ -380,7 +409,7 @@ run_query(struct fs_prom_client *c, const char *q, int64_t from, int64_t to, int
 
 /* Pass 1: every analysed series at a step the points budget allows. */
 static int
-scan_all(struct fs_prom_client *c, uint64_t max_points, int64_t step, int64_t start_us,
+scan_all(struct fs_prom_client *c, uint64_t max_points, int64_t step, int64_t res, int64_t start_us,
          int64_t end_us, struct ctx *cx)
 {
     char q[512];
@@ -389,7 +418,7 @@ scan_all(struct fs_prom_client *c, uint64_t max_points, int64_t step, int64_t st
         cx->metric = fs_an_metric(i);
         if (!fs_an_classify(cx->metric, &cx->kind, &cx->counter, &cx->floor))
             continue;
-        metric_query(q, sizeof q, cx->metric, cx->counter, "", step);
+        metric_query(q, sizeof q, cx->metric, cx->counter, "", step, res);
         if (run_query(c, q, from, end_us, step, max_points, cx) != 0)
             return -1;
     }
@@ -452,10 +481,9 @@ out:
 }
 
 int
-fs_history_scan(struct fs_prom_client *c, int64_t step_us, uint64_t max_points,
-                struct fs_departures *d, int64_t start_us, int64_t end_us,
-                fs_history_is_local is_local, void *arg, int64_t local_before_us, bool only_local,
-                struct fs_history_scan_info *info)
+fs_history_scan(struct fs_prom_client *c, const struct fs_history_read *rd, struct fs_departures *d,
+                int64_t start_us, int64_t end_us, fs_history_is_local is_local, void *arg,
+                int64_t local_before_us, bool only_local, struct fs_history_scan_info *info)
 {
     struct seen seen = {0}, want = {0};
     struct fs_departures *h = NULL, *fine = NULL;
@@ -466,7 +494,7 @@ fs_history_scan(struct fs_prom_client *c, int64_t step_us, uint64_t max_points,
     *info = (struct fs_history_scan_info){0};
     int64_t span = end_us - (start_us - d->opts.baseline_window_us);
     if (span <= 0) {
-        info->step_us = step_us;
+        info->step_us = rd->step_us;
         return 0;
     }
     /* How many series: the step follows from it and the points allowed. */
@@ -479,7 +507,7 @@ fs_history_scan(struct fs_prom_client *c, int64_t step_us, uint64_t max_points,
     if (fs_prom_query_instant(c, q, end_us, 100, count_cb, &n_series, info->error,
                               sizeof info->error) != 0)
         goto out;
-    int64_t step = step_for(step_us, max_points, span, n_series);
+    int64_t step = step_for(rd->step_us, rd->max_points, span, n_series);
     info->step_us = step;
     struct fs_an_opts ho = opts_at(&d->opts, step);
     if (!(h = fs_departures_new(&ho, start_us, end_us))) {
@@ -493,8 +521,10 @@ fs_history_scan(struct fs_prom_client *c, int64_t step_us, uint64_t max_points,
                       .only_local = only_local,
                       .local_before_us = local_before_us,
                       .step_us = step,
+                      .poll_us = rd->poll_interval_us,
+                      .rates_given = true,
                       .info = info};
-    if (scan_all(c, max_points, step, start_us, end_us, &cx) != 0)
+    if (scan_all(c, rd->max_points, step, rd->scrape_interval_us, start_us, end_us, &cx) != 0)
         goto out;
     /* The series that departed, read again as stored: their onsets to a sample, not to a
        step (a recurrence is placed by them), and a counter's rate between its real
@@ -518,8 +548,9 @@ fs_history_scan(struct fs_prom_client *c, int64_t step_us, uint64_t max_points,
         uint64_t series = info->series, dups = info->duplicates;
         cx.d = fine;
         cx.step_us = 0;
+        cx.rates_given = false;
         cx.want = &want;
-        if (scan_departing(c, max_points, start_us, end_us, h, &cx) != 0)
+        if (scan_departing(c, rd->max_points, start_us, end_us, h, &cx) != 0)
             goto out;
         fs_departures_free(h);
         h = fine;

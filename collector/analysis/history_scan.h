@@ -6,16 +6,28 @@
  * a series stored more than once (HA replicas, both scraped and remote-written) is read
  * once. Metrics and their kinds are the ones fs_an_classify names.
  *
- * Resolution. Counters are read as stored at each step and turned into rates between
- * steps (every increment counted); gauges as max_over_time over each step (a short high
+ * Resolution. The first reading takes each counter's largest rate between two stored
+ * samples within each step (max_over_time of irate, at the scrape interval's resolution:
+ * a 2 s surge of a busy port is a few percent of a minute's increase, but the whole of
+ * one scrape interval's), gauges as max_over_time over each step (a short high
  * survives). The step is the configured one, coarsened so that series x points stays
  * within max_points and no series exceeds the API's 11,000 points. That first reading
  * only finds the series that depart: they are read again as the raw samples stored (a
  * range-vector selector, at most max_points per query), and their departures are found
  * on those, so onsets are placed to a sample and counter rates are taken between real
- * samples (a step finer than the scrape interval would repeat stale values). A series
- * read at step S is placed on the time axis to within S/2, raw samples within half
- * their interval; a baseline window holds at least 24 steps.
+ * samples (a step finer than the scrape interval would repeat stale values). A baseline
+ * window holds at least 24 steps.
+ *
+ * Time. A sample is placed where its information lies, with how well that is known as the
+ * series' time uncertainty. A sample stored by a Prometheus that scraped fabricscope
+ * (its series carry job or instance) is stamped at the scrape, up to one poll interval P
+ * after the poll it shows: a counter's increase between two scrapes covers the device's
+ * activity from up to P before the first to the second, so its rate is placed P/2
+ * earlier, give or take P/2; a queue watermark covers the poll interval before its poll,
+ * placed P earlier give or take P; an instantaneous gauge P/2 earlier give or take P/2.
+ * A sample sent by remote_write carries its poll's own time (no job, no instance) and is
+ * placed there, within half a sample interval. A value read at step S covers the step
+ * before it: placed S/2 earlier too, give or take S/2.
  *
  * Threads: none inside; the client is used by the caller's thread.
  */
@@ -39,6 +51,14 @@ struct fs_history_scan_info {
     char error[256];     /**< "" when the whole scan succeeded */
 };
 
+/** How the history is read and placed (analysis.history). */
+struct fs_history_read {
+    int64_t step_us;            /**< the first reading's step (coarsened as above) */
+    uint64_t max_points;        /**< the first reading's points, and each raw query's */
+    int64_t scrape_interval_us; /**< of a Prometheus that scraped /metrics */
+    int64_t poll_interval_us;   /**< of the fabricscope it scraped */
+};
+
 /** Whether a target is this instance's own (its samples before local_before_us only are read). */
 typedef bool (*fs_history_is_local)(void *arg, const char *target);
 
@@ -51,7 +71,7 @@ typedef bool (*fs_history_is_local)(void *arg, const char *target);
  * info->error set (d then
  * holds what was read before the failure; memory failures are "out of memory").
  */
-int fs_history_scan(struct fs_prom_client *c, int64_t step_us, uint64_t max_points,
+int fs_history_scan(struct fs_prom_client *c, const struct fs_history_read *rd,
                     struct fs_departures *d, int64_t start_us, int64_t end_us,
                     fs_history_is_local is_local, void *arg, int64_t local_before_us,
                     bool only_local, struct fs_history_scan_info *info);

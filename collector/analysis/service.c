@@ -35,8 +35,7 @@ struct fs_analysis {
     struct fs_episode_log *log;
     int64_t data_since_us;          /* the oldest sample the ring has shown a refresh (0: none) */
     struct fs_prom_client *history; /* analysis.history, or NULL (under run_lock) */
-    int64_t history_step_us;
-    uint64_t history_max_points;
+    struct fs_history_read history_read; /* analysis.history's step, points, intervals */
     char history_host[128];
     bool log_backfilled; /* the history was read into the episode log once */
     uint64_t opts_gen;   /* bumped by fs_analysis_set_opts (under run_lock) */
@@ -134,8 +133,8 @@ fs_analysis_set_history(struct fs_analysis *a, const struct fs_history_cfg *cfg,
     a->history = c;
     a->history_host[0] = '\0';
     if (cfg) {
-        a->history_step_us = cfg->step_us;
-        a->history_max_points = cfg->max_points;
+        a->history_read = (struct fs_history_read){cfg->step_us, cfg->max_points,
+                                                   cfg->scrape_interval_us, cfg->poll_interval_us};
         const char *h = strstr(cfg->url, "://");
         h = h ? h + 3 : cfg->url;
         snprintf(a->history_host, sizeof a->history_host, "%.*s", (int)strcspn(h, "/?#"), h);
@@ -388,6 +387,9 @@ struct ev_list {
     /* (kind, name) groups for the percentile */
     char **gkeys;
     size_t n_groups;
+    bool times_only; /* the times, offsets and groups only (no strings per event: the
+                        slow windows of the refresh, over every event of the horizon) */
+    char **own_keys; /* times_only: the groups' (kind, name), owned */
 };
 
 /* An NCCL Inspector record without a trace is placed so that it ends at the time its
@@ -424,15 +426,18 @@ copy_ev_cb(void *arg_, const struct fs_host_event *e)
         l->cap = cap;
     }
     struct fs_analysis_event *c = &l->e[l->n];
-    c->host = strdup(e->host);
-    c->kind = strdup(e->kind);
-    c->name = strdup(e->name);
+    memset(c, 0, sizeof *c);
+    if (!l->times_only) {
+        c->host = strdup(e->host);
+        c->kind = strdup(e->kind);
+        c->name = strdup(e->name);
+    }
     c->start_ns = e->start_ns;
     c->end_ns = e->end_ns;
     c->host_offset_ns = e->host_offset_ns;
     c->host_offset_uncertainty_ns = e->host_offset_uncertainty_ns;
     l->n++;
-    if (!c->host || !c->kind || !c->name) {
+    if (!l->times_only && (!c->host || !c->kind || !c->name)) {
         l->failed = true;
         return 1;
     }
@@ -448,9 +453,27 @@ copy_ev_cb(void *arg_, const struct fs_host_event *e)
             return 1;
         }
         l->gkeys = p;
-        l->gkeys[2 * g] = c->kind;
-        l->gkeys[2 * g + 1] = c->name;
-        l->n_groups++;
+        if (l->times_only) {
+            void *q = realloc(l->own_keys, (l->n_groups + 1) * 2 * sizeof *l->own_keys);
+            if (!q) {
+                l->failed = true;
+                return 1;
+            }
+            l->own_keys = q;
+            l->own_keys[2 * g] = strdup(e->kind);
+            l->own_keys[2 * g + 1] = strdup(e->name);
+            l->gkeys[2 * g] = l->own_keys[2 * g];
+            l->gkeys[2 * g + 1] = l->own_keys[2 * g + 1];
+            l->n_groups++;
+            if (!l->gkeys[2 * g] || !l->gkeys[2 * g + 1]) {
+                l->failed = true;
+                return 1;
+            }
+        } else {
+            l->gkeys[2 * g] = c->kind;
+            l->gkeys[2 * g + 1] = c->name;
+            l->n_groups++;
+        }
     }
     c->group = g;
     return 0;
@@ -471,6 +494,9 @@ static void
 free_ev_list(struct ev_list *l)
 {
     free_events(l->e, l->n);
+    for (size_t g = 0; l->own_keys && g < 2 * l->n_groups; g++)
+        free(l->own_keys[g]);
+    free(l->own_keys);
     free(l->gkeys);
 }
 
@@ -532,8 +558,8 @@ add_history(struct fs_analysis *a, struct fs_store *st, struct fs_departures *d,
         snprintf(hu->info.error, sizeof hu->info.error, "out of memory");
     } else {
         int64_t local_before = a->data_since_us ? a->data_since_us : end + 1;
-        if (fs_history_scan(a->history, a->history_step_us, a->history_max_points, d, start, end,
-                            is_local_target, &ts, local_before, only_local, &hu->info) != 0)
+        if (fs_history_scan(a->history, &a->history_read, d, start, end, is_local_target, &ts,
+                            local_before, only_local, &hu->info) != 0)
             fs_log(FS_LOG_WARN, "analysis", "%s", hu->info.error);
     }
     for (size_t i = 0; i < ts.n; i++)
@@ -768,7 +794,7 @@ find_slow_windows(struct fs_analysis *a, int64_t start, int64_t end, const char 
                   double factor, struct slow_windows *sw)
 {
     memset(sw, 0, sizeof *sw);
-    struct ev_list evs = {0};
+    struct ev_list evs = {.times_only = true};
     int rc = -1;
     int64_t *dur = NULL;
     size_t *grp = NULL;

@@ -103,6 +103,8 @@ struct fs_history_cfg {
     size_t n_headers;
     int64_t step_us;     /**< step of the first reading of all series; default 1 min */
     uint64_t max_points; /**< bound of the first reading, and of each raw query; 2,000,000 */
+    int64_t scrape_interval_us; /**< of a Prometheus that scraped /metrics; default 15 s */
+    int64_t poll_interval_us;   /**< of the fabricscope it scraped; default 10 s */
 };
 
 /** Frees h (NULL is fine). */

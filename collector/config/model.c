@@ -565,6 +565,12 @@ build_history(const struct lyd_node *n, struct fs_history_cfg **out, struct fs_c
     h->step_us = 60 * US_PER_S;
     analysis_duration(n, "step", US_PER_S, 3600 * US_PER_S, "1s", "1h", &h->step_us, errs);
     h->max_points = (uint64_t)fs_cfg_long(n, "max_points", 2000000);
+    h->scrape_interval_us = 15 * US_PER_S;
+    analysis_duration(n, "scrape_interval", US_PER_S, 3600 * US_PER_S, "1s", "1h",
+                      &h->scrape_interval_us, errs);
+    h->poll_interval_us = 10 * US_PER_S;
+    analysis_duration(n, "poll_interval", US_PER_S / 10, 3600 * US_PER_S, "100ms", "1h",
+                      &h->poll_interval_us, errs);
     if (ba && h->bearer_token.file)
         fs_cfg_node_err(errs, ba, true, "basic_auth and bearer_token_file exclude each other");
     if (!!h->tls_cert_file != !!h->tls_key_file)

@@ -91,7 +91,7 @@ ok "bad posts: 403 (no token configured), 401, 413, 400 (malformed; half-valid n
 
 # The surges and the host events.
 "$PY" "$FS_SOURCE_DIR/tests/integration/host_event_gen.py" --url "$URL" --token-file "$T/he.token" \
-  --sim-pid "$SIM_PID" --period 8 --surge 2 --first 4 --count 4 --host-offset-ms -40 \
+  --sim-pid "$SIM_PID" --period 8 --surge 2 --first 4 --count 8 --host-offset-ms -40 \
   --out "$T/gen.json" >"$T/gen.log" 2>&1 || fail "generator: $(cat "$T/gen.log")"
 # surge K [0|1]: start (0) or end (1) of surge K (-1: the last) in unix seconds.
 surge() { "$PY" -c 'import json,sys; print("%.6f" % json.load(open(sys.argv[1]))["surges"][int(sys.argv[2])][int(sys.argv[3])])' "$T/gen.json" "$1" "$2"; }

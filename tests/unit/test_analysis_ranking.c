@@ -1,4 +1,5 @@
-/* Ranking by evidence across stalls in a busy fabric: a busy culprit port departs at every
+/* Ranking by evidence across stalls in a busy fabric (and cause before effect, ports
+ * departing together): a busy culprit port departs at every
  * stall with a modest z (its own variability is large); 300 quiet ports have random
  * bursts with huge z (a few packets over a floor of nearly nothing), some of which meet a
  * stall by chance; a storage backup departs every 10 minutes with a large z, unrelated to
@@ -143,12 +144,223 @@ test_single_window_falls_back_to_z(void **state)
     fs_departures_free(d);
 }
 
+static uint32_t
+series_of(struct fs_departures *d, const char *target, const char *iface, const char *metric,
+          enum fs_an_kind kind, const char *direction)
+{
+    struct fs_an_series_ref ref = {target,
+                                   iface,
+                                   direction ? "" : "3",
+                                   "",
+                                   metric,
+                                   kind,
+                                   10000,
+                                   direction ? direction : "",
+                                   direction ? "3" : ""};
+    uint32_t idx;
+    assert_int_equal(fs_departures_add_ref(d, &ref, &idx), 0);
+    return idx;
+}
+
+/* The index of series s among a window's suspects, or -1. */
+static int
+rank_of(const struct fs_corr_result *res, uint32_t s)
+{
+    for (size_t k = 0; k < res->n_top; k++)
+        if (res->top[k].series == s)
+            return (int)k;
+    return -1;
+}
+
+#define ECN_M "fabric_queue_ecn_marked_packets_total"
+#define QUEUE_M "fabric_queue_depth_max_bytes"
+#define PFC_M "fabric_pfc_pause_frames_total"
+
+/* PFC spread from one congested egress port (leaf1 Eth1/5: ECN marks, a busy port, z
+ * 16-26, missed in 3 of 14 stalls): leaf1 pauses its uplinks (pause frames sent, z
+ * 100-218, in every stall), the spine port facing one of them receives the pauses and its
+ * own queue builds and marks (z in the hundreds), and a second leaf's uplink receives the
+ * spine's pauses. By evidence alone every victim departs in more stalls than the origin
+ * (the tie went to the capped z before); the origin must rank above every victim in each
+ * window it departs in and head the summary, the victims marked explained. */
+static void
+test_origin_above_its_pfc_spread(void **state)
+{
+    (void)state;
+    rng_state = 0xfc00001u;
+    struct fs_departures *d = fs_departures_new(NULL, T0, T0 + RANGE);
+    uint32_t origin = series_of(d, "leaf1", "Eth1/5", ECN_M, FS_AN_ECN, NULL);
+    uint32_t sent[2] = {series_of(d, "leaf1", "Eth1/21", PFC_M, FS_AN_PFC, "tx"),
+                        series_of(d, "leaf1", "Eth1/22", PFC_M, FS_AN_PFC, "tx")};
+    uint32_t sp_rx = series_of(d, "spine1", "Eth1/1", PFC_M, FS_AN_PFC, "rx");
+    uint32_t sp_q = series_of(d, "spine1", "Eth1/1", QUEUE_M, FS_AN_QUEUE, NULL);
+    uint32_t sp_ecn = series_of(d, "spine1", "Eth1/1", ECN_M, FS_AN_ECN, NULL);
+    uint32_t l2_rx = series_of(d, "leaf2", "Eth1/21", PFC_M, FS_AN_PFC, "rx");
+    uint32_t victims[] = {sent[0], sent[1], sp_rx, sp_q, sp_ecn, l2_rx};
+    struct fs_corr_window w[14];
+    bool departs[14];
+    for (int k = 0; k < 14; k++) {
+        int64_t at = T0 + 600 * S + k * 1500 * S;
+        departs[k] = k % 5 != 2; /* missed in 3 */
+        if (departs[k])
+            run(d, origin, at - S, 3 * S, 16 + urand() * 10);
+        run(d, sent[0], at - S / 2, 3 * S, 100 + urand() * 118);
+        run(d, sent[1], at - S / 2, 3 * S, 100 + urand() * 118);
+        run(d, sp_rx, at - S / 3, 3 * S, 150 + urand() * 60);
+        run(d, sp_q, at - S / 3, 3 * S, 300 + urand() * 100);
+        run(d, sp_ecn, at - S / 3, 3 * S, 200 + urand() * 100);
+        run(d, l2_rx, at, 3 * S, 90 + urand() * 40);
+        w[k] = (struct fs_corr_window){at, at + 2 * S, 300, (size_t)k};
+    }
+    assert_int_equal(fs_departures_finish(d), 0);
+    struct fs_corr_report *r = NULL;
+    assert_int_equal(fs_correlate(d, w, 14, NULL, &r), 0);
+    int above = 0, n_dep = 0;
+    for (int k = 0; k < 14; k++) {
+        const struct fs_corr_result *res = &r->results[k];
+        int ro = rank_of(res, origin);
+        if (!departs[k])
+            continue;
+        n_dep++;
+        bool ok = ro == 0;
+        for (size_t v = 0; v < sizeof victims / sizeof *victims; v++) {
+            int rv = rank_of(res, victims[v]);
+            ok = ok && (rv < 0 || rv > ro);
+            if (rv >= 0)
+                assert_true(res->top[rv].explained);
+        }
+        above += ok;
+    }
+    print_message("origin first and above its victims in %d of the %d windows it departs in; "
+                  "the summary starts with %s\n",
+                  above, n_dep, r->aggregates[0].series == origin ? "it" : "a victim");
+    assert_int_equal(above, n_dep);
+    assert_int_equal(r->aggregates[0].series, origin);
+    for (size_t i = 1; i < r->n_aggregates; i++)
+        assert_true(r->aggregates[i].explained > 0);
+    fs_corr_report_free(r);
+    fs_departures_free(d);
+}
+
+/* A port paused by something the fabric does not show (a host's NIC, an unwatched
+ * switch): nothing explains the pause, and the port's own queue, which built because it
+ * was paused, is still the first congestion to be seen: both stay causes. Once another
+ * switch is seen sending pauses at the time (its congested port spreading them), the
+ * received pause and the paused queue are explained, and that switch's port leads. */
+static void
+test_pause_from_the_unseen_stays_a_cause(void **state)
+{
+    (void)state;
+    for (int seen = 0; seen < 2; seen++) {
+        struct fs_departures *d = fs_departures_new(NULL, T0, T0 + RANGE);
+        uint32_t rx = series_of(d, "leaf1", "Eth1/3", PFC_M, FS_AN_PFC, "rx");
+        uint32_t q = series_of(d, "leaf1", "Eth1/3", QUEUE_M, FS_AN_QUEUE, NULL);
+        uint32_t tx = series_of(d, "spine1", "Eth1/1", PFC_M, FS_AN_PFC, "tx");
+        uint32_t origin = series_of(d, "spine1", "Eth1/9", ECN_M, FS_AN_ECN, NULL);
+        struct fs_corr_window w[6];
+        for (int k = 0; k < 6; k++) {
+            int64_t at = T0 + 600 * S + k * 1800 * S;
+            run(d, rx, at - S, 3 * S, 40);
+            run(d, q, at - S, 3 * S, 900);
+            if (seen) {
+                run(d, tx, at - S, 3 * S, 300);
+                run(d, origin, at - S, 3 * S, 20);
+            }
+            w[k] = (struct fs_corr_window){at, at + 2 * S, 300, (size_t)k};
+        }
+        assert_int_equal(fs_departures_finish(d), 0);
+        struct fs_corr_report *r = NULL;
+        assert_int_equal(fs_correlate(d, w, 6, NULL, &r), 0);
+        for (int k = 0; k < 6; k++) {
+            const struct fs_corr_result *res = &r->results[k];
+            assert_int_equal(res->top[rank_of(res, rx)].explained, seen);
+            assert_int_equal(res->top[rank_of(res, q)].explained, seen);
+            if (seen) {
+                assert_true(res->top[rank_of(res, tx)].explained);
+                assert_int_equal(rank_of(res, origin), 0);
+            } else {
+                assert_int_equal(rank_of(res, q), 0);
+            }
+        }
+        print_message("pauses %s: leaf1 Eth1/3's queue %s\n",
+                      seen ? "seen sent by spine1" : "from nothing seen",
+                      seen ? "explained, spine1 Eth1/9 first" : "a cause, first");
+        fs_corr_report_free(r);
+        fs_departures_free(d);
+    }
+}
+
+/* The four uplinks of a leaf (an ECMP bundle) congest together at every stall, the
+ * first carrying twice the others' excess; a fifth port of that leaf departs in half of
+ * the stalls only. The four are one suspect group (listed once, led by the largest
+ * share, shares summing to 1); the fifth stays apart. */
+static void
+test_ports_departing_together_are_one_group(void **state)
+{
+    (void)state;
+    struct fs_departures *d = fs_departures_new(NULL, T0, T0 + RANGE);
+    uint32_t up[4], other = series_of(d, "leaf1", "Eth1/3", ECN_M, FS_AN_ECN, NULL);
+    for (int u = 0; u < 4; u++) {
+        char ifc[16];
+        snprintf(ifc, sizeof ifc, "Eth1/%d", 61 + u);
+        up[u] = series_of(d, "leaf1", ifc, ECN_M, FS_AN_ECN, NULL);
+    }
+    struct fs_corr_window w[10];
+    for (int k = 0; k < 10; k++) {
+        int64_t at = T0 + 600 * S + k * 1800 * S;
+        for (int u = 0; u < 4; u++)
+            run(d, up[u], at - S, 3 * S, u == 0 ? 40 : 20);
+        if (k % 2)
+            run(d, other, at - S, 3 * S, 30);
+        w[k] = (struct fs_corr_window){at, at + 2 * S, 300, (size_t)k};
+    }
+    assert_int_equal(fs_departures_finish(d), 0);
+    struct fs_corr_report *r = NULL;
+    assert_int_equal(fs_correlate(d, w, 10, NULL, &r), 0);
+    assert_int_equal(r->n_groups, 1);
+    const struct fs_corr_group *g = &r->groups[0];
+    assert_int_equal(g->n, 4);
+    assert_int_equal(g->series[0], up[0]);
+    double sum = 0;
+    for (size_t k = 0; k < g->n; k++)
+        sum += g->share[k];
+    assert_true(fabs(sum - 1) < 1e-9);
+    assert_true(fabs(g->share[0] - 0.4) < 0.01);
+    /* Listed once: one aggregate leads it, the others are grouped. */
+    size_t leading = 0, grouped = 0;
+    for (size_t i = 0; i < r->n_aggregates; i++) {
+        if (r->aggregates[i].series == other)
+            assert_int_equal(r->aggregates[i].group, -1);
+        if (r->aggregates[i].group == 0) {
+            leading += !r->aggregates[i].grouped;
+            grouped += r->aggregates[i].grouped;
+        }
+    }
+    assert_int_equal(leading, 1);
+    assert_int_equal(grouped, 3);
+    for (int k = 0; k < 10; k++) { /* a window lists the group once */
+        const struct fs_corr_result *res = &r->results[k];
+        size_t members = 0;
+        for (size_t i = 0; i < res->n_top; i++)
+            members += res->top[i].group == 0;
+        assert_int_equal(members, 1);
+        assert_int_equal(res->top[0].group, 0);
+    }
+    print_message("4 uplinks in one group, shares %.2f %.2f %.2f %.2f\n", g->share[0], g->share[1],
+                  g->share[2], g->share[3]);
+    fs_corr_report_free(r);
+    fs_departures_free(d);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_busy_culprit_outranks_lucky_quiet_ports_and_backup),
         cmocka_unit_test(test_single_window_falls_back_to_z),
+        cmocka_unit_test(test_origin_above_its_pfc_spread),
+        cmocka_unit_test(test_pause_from_the_unseen_stays_a_cause),
+        cmocka_unit_test(test_ports_departing_together_are_one_group),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
