@@ -215,9 +215,10 @@ level_at(const struct level *lv, int64_t t)
  * one scale apart) the level follows the line through them: a daily swing is not a
  * departure, a surge on top of it is. A step inside the window (the middle third's median
  * at one end's) keeps the flat median; the scan takes a lasting step as a change of level
- * (fs_departures_add).
+ * (fs_departures_add). Returns whether the load moves: the thirds' medians more than a
+ * scale apart (a ramp or a step).
  */
-static void
+static bool
 baseline_level(const int64_t *ts, const double *v, size_t from, size_t to, double rel_floor,
                double abs_floor, struct level *lv)
 {
@@ -226,7 +227,7 @@ baseline_level(const int64_t *ts, const double *v, size_t from, size_t to, doubl
     lv->tc = 0;
     size_t n = to - from;
     if (n < 24)
-        return;
+        return false;
     double x[FS_AN_BASELINE_SAMPLES], tmp[FS_AN_BASELINE_SAMPLES];
     int64_t t[FS_AN_BASELINE_SAMPLES];
     size_t m = 0, stride = n > FS_AN_BASELINE_SAMPLES
@@ -238,7 +239,7 @@ baseline_level(const int64_t *ts, const double *v, size_t from, size_t to, doubl
             t[m++] = ts[i];
         }
     if (m < 24)
-        return;
+        return false;
     size_t k = m / 3;
     double third[3];
     for (int j = 0; j < 3; j++) {
@@ -247,13 +248,15 @@ baseline_level(const int64_t *ts, const double *v, size_t from, size_t to, doubl
         third[j] = select_kth(tmp, hi - lo, (hi - lo) / 2);
     }
     double rise = third[2] - third[0];
+    bool moves = fabs(rise) > lv->scale || fabs(third[1] - third[0]) > lv->scale ||
+                 fabs(third[2] - third[1]) > lv->scale;
     bool line = fabs(third[1] - (third[0] + third[2]) / 2) <= 0.25 * fabs(rise) &&
                 (third[1] - third[0]) * rise > 0 && (third[2] - third[1]) * rise > 0;
     if (fabs(rise) <= lv->scale || !line)
-        return;
+        return moves;
     int64_t c0 = t[k / 2], c2 = t[2 * k + (m - 2 * k) / 2];
     if (c2 <= c0)
-        return;
+        return moves;
     lv->slope = rise / (double)(c2 - c0);
     lv->tc = t[k + k / 2];
     lv->med = third[1];
@@ -265,6 +268,7 @@ baseline_level(const int64_t *ts, const double *v, size_t from, size_t to, doubl
     if (abs_floor > sc)
         sc = abs_floor;
     lv->scale = sc > 0 ? sc : 1e-12;
+    return true;
 }
 
 /* First index with ts >= t. */
@@ -573,10 +577,17 @@ fs_departures_add(struct fs_departures *d, const struct fs_an_series *s)
         d->series_prefiltered++;
         return 0;
     }
-    baseline(v, 0, n, o->rel_floor, s->abs_floor, &med, &scale);
-    if ((vmax - med) / scale < o->prefilter * o->z_threshold) {
-        d->series_prefiltered++;
-        return 0;
+    /* One baseline over everything says nothing of a series whose load moves (a ramp, a
+       step): its spread is the move's, and would hide a surge on top of it. Those are
+       scanned block by block. */
+    struct level whole;
+    if (!baseline_level(ts, v, 0, n, o->rel_floor, s->abs_floor, &whole)) {
+        med = whole.med;
+        scale = whole.scale;
+        if ((vmax - med) / scale < o->prefilter * o->z_threshold) {
+            d->series_prefiltered++;
+            return 0;
+        }
     }
 
     struct run_state rs = {0};

@@ -489,6 +489,95 @@ test_host_evidence_orders_groups(void **state)
     assert_int_equal(occ[0], 0);
 }
 
+/* Groups are ordered by the share of their occurrences that met a slow host window, not
+ * by the count: a backup every 15 minutes that fell in phase with the stalls 15 times
+ * in 29 goes below the culprit that met 11 in 15. */
+static void
+test_host_evidence_orders_by_share(void **state)
+{
+    (void)state;
+    enum { NA = 29, NB = 15 };
+    struct fs_episode ep[NA + NB];
+    memset(ep, 0, sizeof ep);
+    size_t ea[NA], eb[NB];
+    int64_t ws[NA + NB], we[NA + NB];
+    size_t nw = 0;
+    for (int i = 0; i < NA + NB; i++) {
+        ep[i].start_us = T0 + i * 100 * S;
+        ep[i].end_us = ep[i].start_us + 2 * S;
+        bool slow = i < NA ? i < 15 : i - NA < 11;
+        if (slow) {
+            ws[nw] = ep[i].start_us;
+            we[nw++] = ep[i].end_us;
+        }
+        if (i < NA)
+            ea[i] = (size_t)i;
+        else
+            eb[i - NA] = (size_t)i;
+    }
+    struct fs_recurrence g[2];
+    memset(g, 0, sizeof g);
+    g[0] = (struct fs_recurrence){.occurrences = NA, .episodes = ea, .period_us = 900 * S};
+    g[1] = (struct fs_recurrence){.occurrences = NB, .episodes = eb, .period_us = 1800 * S};
+    struct fs_incident_report r = {
+        .episodes = ep, .n_episodes = NA + NB, .groups = g, .n_groups = 2};
+    size_t occ[2], during[2];
+    assert_int_equal(fs_incidents_host_evidence(&r, ws, we, nw, 2 * S, occ, during), 0);
+    assert_int_equal(r.groups[0].occurrences, NB);
+    assert_int_equal(occ[0], 11);
+    assert_int_equal(r.groups[1].occurrences, NA);
+    assert_int_equal(occ[1], 15);
+}
+
+/* One series at 1 s for 3 h (noise 3% of its level) with two 2 s surges of +40%: its load
+ * steps up threefold for good at 1 h (a job starting), or ramps from 1x to 3x over the
+ * 3 h. Only the surges are departures: the step is a change of level, the ramp the
+ * baseline's own line. */
+static void
+test_baseline_follows_load(void **state)
+{
+    (void)state;
+    enum { N = 3 * 3600 };
+    static int64_t ts[N];
+    static double v[N];
+    const int surge[2] = {5400, 9000};
+    for (int shape = 0; shape < 2; shape++) {
+        rng_state = 0x10ad0000u + (uint64_t)shape;
+        for (int i = 0; i < N; i++) {
+            ts[i] = T0 + i * S;
+            double level = shape == 0 ? (i < 3600 ? 1e4 : 3e4) : 1e4 * (1 + 2.0 * i / N);
+            v[i] = level * (1 + 0.03 * gauss());
+            for (int k = 0; k < 2; k++)
+                if (i >= surge[k] && i < surge[k] + 2)
+                    v[i] += 0.4 * level;
+        }
+        struct fs_departures *d = fs_departures_new(NULL, T0 + 600 * S, T0 + (N - 1) * S);
+        assert_non_null(d);
+        struct fs_an_series se = {.target = "tor1",
+                                  .interface = "Eth1/1",
+                                  .metric = "fabric_queue_depth_bytes",
+                                  .kind = FS_AN_QUEUE,
+                                  .ts_us = ts,
+                                  .v = v,
+                                  .n = N,
+                                  .abs_floor = 1000,
+                                  .time_uncertainty_us = 2000};
+        assert_int_equal(fs_departures_add(d, &se), 0);
+        assert_int_equal(fs_departures_finish(d), 0);
+        print_message("%s: %zu departures", shape == 0 ? "a step x3 at 1 h" : "a ramp x1 to x3",
+                      d->n_runs);
+        for (size_t k = 0; k < d->n_runs; k++)
+            print_message(
+                " [%+.0f s, %.0f s long, z %.1f]", (double)(d->runs[k].start_us - T0) / 1e6,
+                (double)(d->runs[k].end_us - d->runs[k].start_us) / 1e6, d->runs[k].peak_z);
+        print_message("\n");
+        assert_int_equal(d->n_runs, 2);
+        for (int k = 0; k < 2; k++)
+            assert_true(llabs(d->runs[k].start_us - ts[surge[k]]) <= S);
+        fs_departures_free(d);
+    }
+}
+
 int
 main(void)
 {
@@ -501,6 +590,8 @@ main(void)
         cmocka_unit_test(test_counter_step_floor),
         cmocka_unit_test(test_sustained_departure),
         cmocka_unit_test(test_host_evidence_orders_groups),
+        cmocka_unit_test(test_host_evidence_orders_by_share),
+        cmocka_unit_test(test_baseline_follows_load),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
