@@ -66,8 +66,8 @@ EVAL_HISTORY_SEED_BASE ?= 9100
 # Then the pod_history family end to end (real binary, real Prometheus): a 2,304-series
 # leaf-spine pod of world.c polled every 10 s, as Prometheus stores it scraped every 15 s
 # and as remote_write sends it, scored per stall window: EVAL_POD_HISTORY_RUNS runs from
-# EVAL_POD_HISTORY_SEED_BASE, about 1.5 minutes each (both stampings).
-EVAL_POD_HISTORY_RUNS ?= 5
+# EVAL_POD_HISTORY_SEED_BASE, 30-90 s each (both stampings).
+EVAL_POD_HISTORY_RUNS ?= 8
 EVAL_POD_HISTORY_SEED_BASE ?= 9500
 # Then the drivers_end_to_end family (real binary, drivers, simulators and Prometheus;
 # needs root for the ONYX CLI simulator's sshd): EVAL_DRIVERS_RUNS runs from

@@ -5,7 +5,8 @@
 # polled every 10 s, as a real Prometheus holds it, in two stampings of the same world:
 #   scrape  Prometheus scraped fabricscope's /metrics every 15 s: each sample is the
 #           latest poll's value, stamped at the scrape time (up to a poll later than the
-#           device was read); job and instance added;
+#           device was read; a third of the polls, each followed by another before the
+#           next scrape, are never stored); job and instance added;
 #   poll    fabricscope remote-wrote it: every poll at the poll's own timestamp.
 # Per run and stamping: world_om writes the OpenMetrics, the host events and the truth;
 # promtool backfills a TSDB; a real Prometheus serves it; the real fabricscope (no
@@ -16,18 +17,22 @@
 # unrelated windows blamed on the origin; per run, the origin's recurring group found,
 # first, its period within 1%, its next stall within 2% of the period; false recurring
 # groups; the time of both requests.
-#   tests/eval/eval_pod_history.sh [RUNS] [SEED_BASE]    (default 5 runs, base 9500)
-# Environment: EVAL_POD_HISTORY_FAMILY (pod; pfc_propagation is a small one for quick
-# runs), EVAL_POD_HISTORY_POLL (10 s), EVAL_POD_HISTORY_SCRAPE (15 s),
+#   tests/eval/eval_pod_history.sh [RUNS] [SEED_BASE]    (default 8 runs, base 9500)
+# A run of the pod costs 30-90 s here (both stampings; the backfill and the two
+# requests grow with the period: eight periods of 10-40 minutes).
+# Environment: EVAL_POD_HISTORY_FAMILY (pod; any family of world_families.h, e.g. the
+# small pfc_propagation for quick runs: about 10 s a run), EVAL_POD_HISTORY_POLL (10 s;
+# 0 keeps the family's own poll interval), EVAL_POD_HISTORY_SCRAPE (15 s),
 # EVAL_POD_HISTORY_STAMPS ("scrape poll"), EVAL_POD_HISTORY_HOURS (the family's own
 # duration: eight periods), EVAL_VERBOSE=1 (each stall window and recurring group, and
 # where the origin's departures fell against the stalls), EVAL_KEEP=1 (keep the work
-# directory). Needs prometheus, promtool, jq, curl, python3, a built fabricscope and
+# directory), EVAL_POD_HISTORY_RESULTS=FILE (each run's scores, one JSON line a run and
+# stamping, to compare two builds seed by seed). Needs prometheus, promtool, jq, curl, python3, a built fabricscope and
 # eval/world_om (FS_BUILD_DIR).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${FS_BUILD_DIR:-$root/build}
-runs=${1:-5}
+runs=${1:-8}
 base=${2:-9500}
 family=${EVAL_POD_HISTORY_FAMILY:-pod}
 poll=${EVAL_POD_HISTORY_POLL:-10}
@@ -137,4 +142,5 @@ EOF
   done
 done
 python3 "$score" --summary "$results" --prefix "pod_history_"
+if [ -n "${EVAL_POD_HISTORY_RESULTS:-}" ]; then cp "$results" "$EVAL_POD_HISTORY_RESULTS"; fi
 echo "EVAL pod_history_wall_time $(($(date +%s) - t_start)) s"

@@ -33,11 +33,11 @@
  *   world_om --family NAME --seed N --out DIR [--stamp scrape|poll] [--scrape S]
  *            [--poll S] [--hours H] [--period S] [--end EPOCH_S]
  *
- * --poll overrides the family's poll interval, --hours makes the run last H hours
- * whatever its period, --period fixes the period; --end is the world's end (default: 120
- * s ago). The world's noise differs from eval_fabric's run of the same family and seed
- * (eval_fabric draws host events between polls, this after them); the fabric, its jobs,
- * stalls, origins and hosts are the same.
+ * --poll overrides the family's poll interval (0: the family's own), --hours makes the run last H
+ * hours whatever its period, --period fixes the period; --end is the world's end (default: 120 s
+ * ago). The world's noise differs from eval_fabric's run of the same family and seed (eval_fabric
+ * draws host events between polls, this after them); the fabric, its jobs, stalls, origins and
+ * hosts are the same.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -83,7 +83,6 @@ struct gen {
     size_t n_scrape;
     size_t *next_scrape;
     int64_t *last_poll;
-    int cur_sw;
     /* the polls of the origin's switch, for the stamp delays of the truth */
     int origin_sw;
     int64_t *origin_polls;
@@ -125,7 +124,6 @@ static void
 on_begin(void *arg, int sw, int64_t ts)
 {
     struct gen *g = arg;
-    g->cur_sw = sw;
     if (sw == g->origin_sw && g->n_origin_polls < g->cap_origin_polls)
         g->origin_polls[g->n_origin_polls++] = ts;
     if (g->scrape) {
