@@ -70,7 +70,7 @@ token=$(cat "$token_file")
 # bench NAME FAMILY SEED HOURS SCRAPE_S [PERIOD_S]
 bench() {
   local name=$1 family=$2 seed=$3 hours=$4 scrape=$5 period=${6:-}
-  local d=$work/$name end qs qe pp hp t0 i s
+  local d=$work/$name end qs qe pp hp s
   mkdir -p "$d"
   end=$(($(date +%s) - 120))
   end=$((end - end % 60))
@@ -112,7 +112,7 @@ EOF
   qs=$((qe - hours * 3600))
   local inc=() cor=() fs_cpu prom_cpu
   fs_cpu=$(cpu_ticks "$fs_pid") prom_cpu=$(cpu_ticks "$prom_pid")
-  for i in 1 2 3; do
+  for _ in 1 2 3; do
     s=$(curl -fsS --get -o "$d/incidents.json" -w '%{time_total}' \
       "http://127.0.0.1:$hp/api/v1/incidents" --data-urlencode "start=$qs" --data-urlencode "end=$qe")
     inc+=("$(awk -v s="$s" 'BEGIN {printf "%d", s * 1000}')")
