@@ -416,6 +416,12 @@ main(int argc, char **argv)
         fprintf(stderr, "world_om: out of memory\n");
         return 1;
     }
+    if (world_job(w, 0)->n_stall >= WORLD_MAX_STALLS) {
+        /* world.c keeps no more: the truth would miss the later stalls. */
+        fprintf(stderr, "world_om: %d stalls or more: a longer --period or fewer --hours\n",
+                WORLD_MAX_STALLS);
+        return 2;
+    }
     char path[4096];
     snprintf(path, sizeof path, "%s/posts", out);
     if ((mkdir(out, 0755) != 0 && errno != EEXIST) || (mkdir(path, 0755) != 0 && errno != EEXIST)) {
