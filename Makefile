@@ -63,6 +63,12 @@ EVAL_SEED_BASE ?= 7000
 # EVAL_HISTORY_RUNS runs from EVAL_HISTORY_SEED_BASE.
 EVAL_HISTORY_RUNS ?= 8
 EVAL_HISTORY_SEED_BASE ?= 9100
+# Then the pod_history family end to end (real binary, real Prometheus): a 2,304-series
+# leaf-spine pod of world.c polled every 10 s, as Prometheus stores it scraped every 15 s
+# and as remote_write sends it, scored per stall window: EVAL_POD_HISTORY_RUNS runs from
+# EVAL_POD_HISTORY_SEED_BASE, 30-90 s each (both stampings).
+EVAL_POD_HISTORY_RUNS ?= 8
+EVAL_POD_HISTORY_SEED_BASE ?= 9500
 # Then the drivers_end_to_end family (real binary, drivers, simulators and Prometheus;
 # needs root for the ONYX CLI simulator's sshd): EVAL_DRIVERS_RUNS runs from
 # EVAL_DRIVERS_SEED_BASE, about two minutes each.
@@ -72,6 +78,7 @@ eval: build
 	$(BUILD)/eval/eval_diagnosis --seeds $(EVAL_SEEDS) --seed-base $(EVAL_SEED_BASE)
 	$(BUILD)/eval/eval_fabric --seeds $(EVAL_SEEDS) --seed-base $(EVAL_SEED_BASE)
 	FS_BUILD_DIR="$$PWD/$(BUILD)" bash tests/eval/eval_history.sh $(EVAL_HISTORY_RUNS) $(EVAL_HISTORY_SEED_BASE)
+	FS_BUILD_DIR="$$PWD/$(BUILD)" bash tests/eval/eval_pod_history.sh $(EVAL_POD_HISTORY_RUNS) $(EVAL_POD_HISTORY_SEED_BASE)
 	FS_BUILD_DIR="$$PWD/$(BUILD)" bash tests/eval/eval_drivers.sh $(EVAL_DRIVERS_RUNS) $(EVAL_DRIVERS_SEED_BASE)
 
 # The Debian packages (CPack components): build/fabricscope_<version>_<arch>.deb (the

@@ -1,19 +1,10 @@
 /* make eval: the diagnosis scored on leaf-spine fabrics as pods are (world.h), in virtual
  * time, per stall window and per fabric.
  *
- * Each family changes what a pod does to the answers:
- *   pfc_propagation  the congested port pauses its feeders, whose partners' queues build
- *                    and mark, and pause theirs (every congestion, stalls and bursts)
- *   ecmp_bundle      the culprit is a leaf's whole uplink bundle (4 ports), PFC on
- *   load_ramp        most ports (the culprit too) follow daily-like ramps
- *   load_step        ports step up for good (a job starting), the culprit among them
- *   resets_gaps      switches reboot (a gap, counters from zero) and miss polls
- *   stray_bursts     the culprit bursts between stalls, once after the last
- *   backup_in_phase  a backup every 15 min, in and out of phase with 30-min stalls
- *   two_jobs         a second job stalls on its own period; only the first posts events
- *   pod              8 leaves x 64 ports and 4 spines (2,304 series, 5 s polls), PFC,
- *                    bursts, a backup and strays of the culprit
- *   pod_10k          36 leaves and 8 spines (10,368 series, 10 s polls): chance at scale
+ * Each family (world_families.h, shared with world_om) changes what a pod does to the
+ * answers: PFC spread, ECMP bundles, load ramps and steps, resets and gaps, strays, a
+ * backup in phase, two jobs, pods of 2,304 and 10,368 series.
+ *
  * The stalls are posted as host events (ncclAllReduce ranges of the job's ranks on their
  * own clocks, with the offsets they measured), with ordinary ones around them and a few
  * slow windows without a switch-side cause; the analysis is refreshed every 60 s as the
@@ -44,140 +35,10 @@
 #include "http/analysis_api.h"
 #include "store/store.h"
 #include "world.h"
+#include "world_families.h"
 
 #define S 1000000LL
 #define REFRESH_S 60
-
-struct family {
-    const char *name;
-    void (*setup)(struct world_cfg *c);
-    int seed_div; /* runs a 1/seed_div share of the seeds */
-};
-
-static void
-small_fabric(struct world_cfg *c)
-{
-    c->leaves = 4;
-    c->downlinks = 20;
-    c->uplinks = 4;
-    c->spines = 2;
-    c->bursty_share = 0.15;
-}
-
-static void
-fam_pfc(struct world_cfg *c)
-{
-    small_fabric(c);
-    c->pfc = true;
-    c->culprit_uplink = true; /* half of them: see run_one */
-}
-
-static void
-fam_ecmp(struct world_cfg *c)
-{
-    small_fabric(c);
-    c->pfc = true;
-    c->ecmp = true;
-}
-
-static void
-fam_ramp(struct world_cfg *c)
-{
-    small_fabric(c);
-    c->busy_share = 0.6;
-    c->ramp_share = 0.7;
-    c->culprit_busy = true;
-}
-
-static void
-fam_step(struct world_cfg *c)
-{
-    small_fabric(c);
-    c->busy_share = 0.5;
-    c->step_share = 0.3;
-    c->culprit_busy = true;
-}
-
-static void
-fam_resets(struct world_cfg *c)
-{
-    small_fabric(c);
-    c->reboots = 2;
-    c->gaps = 4;
-}
-
-static void
-fam_strays(struct world_cfg *c)
-{
-    small_fabric(c);
-    c->strays = 3;
-    c->stray_after_last = true;
-}
-
-static void
-fam_backup(struct world_cfg *c)
-{
-    small_fabric(c);
-    c->backup = true;
-    c->period_min_s = 1740;
-    c->period_max_s = 1860;
-    c->periods = 9;
-    c->max_dur_s = 6 * 3600;
-}
-
-static void
-fam_two_jobs(struct world_cfg *c)
-{
-    small_fabric(c);
-    c->second_job = true;
-}
-
-static void
-fam_pod(struct world_cfg *c)
-{
-    c->leaves = 8;
-    c->downlinks = 56;
-    c->uplinks = 8;
-    c->spines = 4;
-    c->kinds = WK_BIT(WK_ECN) | WK_BIT(WK_QUEUE) | WK_BIT(WK_PFC_TX) | WK_BIT(WK_PFC_RX);
-    c->poll_us = 5 * S;
-    c->period_min_s = 600;
-    c->period_max_s = 2400;
-    c->periods = 8;
-    c->max_dur_s = 8 * 3600;
-    c->busy_share = 0.3;
-    c->bursty_share = 0.3;
-    c->burst_every_s = 1800;
-    c->pfc = true;
-    c->backup = true;
-    c->strays = 2;
-    c->ranks = 8;
-}
-
-static void
-fam_pod_10k(struct world_cfg *c)
-{
-    fam_pod(c);
-    c->leaves = 36;
-    c->spines = 8;
-    c->poll_us = 10 * S;
-    c->backup = false;
-    c->strays = 0;
-}
-
-static const struct family families[] = {
-    {"pfc_propagation", fam_pfc, 1},
-    {"ecmp_bundle", fam_ecmp, 1},
-    {"load_ramp", fam_ramp, 1},
-    {"load_step", fam_step, 1},
-    {"resets_gaps", fam_resets, 1},
-    {"stray_bursts", fam_strays, 1},
-    {"backup_in_phase", fam_backup, 1},
-    {"two_jobs", fam_two_jobs, 1},
-    {"pod", fam_pod, 2},
-    {"pod_10k", fam_pod_10k, 5},
-};
-#define N_FAM (sizeof families / sizeof families[0])
 
 struct result {
     int stall_windows, origin_first, origin_above, unrelated, blamed;
@@ -452,18 +313,15 @@ score_incidents(const struct world *w, struct json_object *data, struct result *
 }
 
 static int
-run_one(const struct family *fam, size_t fi, uint64_t seed, struct result *res)
+run_one(const struct world_family *fam, uint64_t seed, struct result *res)
 {
     bool verbose = getenv("EVAL_VERBOSE") != NULL;
     struct world_cfg cfg;
-    world_cfg_default(&cfg);
-    fam->setup(&cfg);
-    if (fam->setup == fam_pfc) /* an uplink or a downlink, alternately */
-        cfg.culprit_uplink = seed % 2 == 0;
+    uint64_t stream = world_family_cfg(fam, seed, &cfg);
     memset(res, 0, sizeof *res);
     res->answer_s = -1;
     res->period_err = res->next_err = NAN;
-    struct world *w = world_new(&cfg, seed, 100 + fi, (int64_t)time(NULL) * S);
+    struct world *w = world_new(&cfg, seed, stream, (int64_t)time(NULL) * S);
     char err[256];
     struct fs_ring_opts ro = {.memory_limit = 1024u << 20, .retention_us = 3600 * S};
     struct fs_store *st = fs_store_new(&ro, err, sizeof err);
@@ -617,19 +475,20 @@ main(int argc, char **argv)
         else if (!strcmp(argv[i], "--family"))
             only = argv[i + 1];
     }
-    struct tally fam[N_FAM];
-    memset(fam, 0, sizeof fam);
+    struct tally *fam = calloc(world_n_families, sizeof *fam);
+    if (!fam)
+        return 1;
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (size_t f = 0; f < N_FAM; f++) {
-        if (only && strcmp(only, families[f].name) != 0)
+    for (size_t f = 0; f < world_n_families; f++) {
+        if (only && strcmp(only, world_families[f].name) != 0)
             continue;
-        int n = seeds / families[f].seed_div;
+        int n = seeds / world_families[f].seed_div;
         if (n < 1)
             n = 1;
         for (int s = 0; s < n; s++) {
             struct result r;
-            if (run_one(&families[f], f, base + (uint64_t)s, &r) != 0)
+            if (run_one(&world_families[f], base + (uint64_t)s, &r) != 0)
                 return 1;
             add(&fam[f], &r);
             if (getenv("EVAL_VERBOSE"))
@@ -637,7 +496,7 @@ main(int argc, char **argv)
                         "%s seed %d: windows %d first %d above %d blamed %d/%d summary %d "
                         "recurring %d (first %d) period_err %.4f next_err %.4f answer %.0f s "
                         "false %d correlate %.0f ms incidents %.0f ms\n",
-                        families[f].name, s, r.stall_windows, r.origin_first, r.origin_above,
+                        world_families[f].name, s, r.stall_windows, r.origin_first, r.origin_above,
                         r.blamed, r.unrelated, r.summary_first, r.recurring, r.group_first,
                         r.period_err, r.next_err, r.answer_s, r.false_groups, r.correlate_ms,
                         r.incidents_ms);
@@ -646,20 +505,20 @@ main(int argc, char **argv)
     printf("%-16s %5s %8s %8s %8s %8s %7s %7s %7s %8s %8s %7s %8s %8s\n", "family", "runs",
            "windows", "first%", "above%", "blamed%", "summ%", "recur%", "gfirst%", "period1%",
            "next2%", "false%", "answer_s", "corr_ms");
-    for (size_t f = 0; f < N_FAM; f++) {
+    for (size_t f = 0; f < world_n_families; f++) {
         const struct tally *t = &fam[f];
         if (!t->n)
             continue;
         printf("%-16s %5d %8d %8.1f %8.1f %8.1f %7.1f %7.1f %7.1f %8.1f %8.1f %7.1f %8.1f %8.0f\n",
-               families[f].name, t->n, t->windows, pct(t->origin_first, t->windows),
+               world_families[f].name, t->n, t->windows, pct(t->origin_first, t->windows),
                pct(t->origin_above, t->windows), pct(t->blamed, t->unrelated),
                pct(t->summary_first, t->n), pct(t->recurring, t->n), pct(t->group_first, t->n),
                pct(t->period_ok, t->n), pct(t->next_ok, t->n), pct(t->false_runs, t->n),
                t->answered ? t->answer_sum / t->answered : -1, t->correlate_ms / t->n);
     }
-    for (size_t f = 0; f < N_FAM; f++) {
+    for (size_t f = 0; f < world_n_families; f++) {
         const struct tally *t = &fam[f];
-        const char *nm = families[f].name;
+        const char *nm = world_families[f].name;
         if (!t->n)
             continue;
         printf("EVAL %s_origin_first_windows %.1f %%\n", nm, pct(t->origin_first, t->windows));
@@ -678,5 +537,6 @@ main(int argc, char **argv)
         printf("EVAL %s_incidents_ms_max %.0f ms\n", nm, t->incidents_max);
     }
     printf("EVAL eval_fabric_wall_time %.1f s\n", ms_since(&t0) / 1e3);
+    free(fam);
     return 0;
 }
