@@ -161,7 +161,8 @@ series_cb(void *arg_, const struct fs_prom_series *s)
     if (!c->info->earliest_us || s->ts_us[0] < c->info->earliest_us)
         c->info->earliest_us = s->ts_us[0];
     size_t n = s->n;
-    bool local = c->is_local && c->is_local(c->arg, target);
+    int64_t poll_us = c->poll_us;
+    bool local = c->is_local && c->is_local(c->arg, target, &poll_us);
     if (c->only_local && !local)
         return 0;
     if (local) {
@@ -224,7 +225,7 @@ series_cb(void *arg_, const struct fs_prom_series *s)
         unc = (s->ts_us[n - 1] - s->ts_us[0]) / (int64_t)(n - 1) / 2;
     if (lab(s, "job") || lab(s, "instance")) {
         bool watermark = strstr(c->metric, "_max_") != NULL;
-        int64_t support = watermark ? c->poll_us : c->poll_us / 2;
+        int64_t support = watermark ? poll_us : poll_us / 2;
         shift += support;
         unc += support;
     }

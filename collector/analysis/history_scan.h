@@ -59,8 +59,10 @@ struct fs_history_read {
     int64_t poll_interval_us;   /**< of the fabricscope it scraped */
 };
 
-/** Whether a target is this instance's own (its samples before local_before_us only are read). */
-typedef bool (*fs_history_is_local)(void *arg, const char *target);
+/** Whether a target is this instance's own; for its own, *poll_us gets the longest poll
+ *  interval it polls the target at (a scraped sample of it is placed by that, not by
+ *  fs_history_read.poll_interval_us). */
+typedef bool (*fs_history_is_local)(void *arg, const char *target, int64_t *poll_us);
 
 /**
  * Adds to d (not finished: the caller calls fs_departures_finish) the departures the

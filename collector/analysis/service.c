@@ -511,6 +511,7 @@ cmp_i64_desc(const void *a, const void *b)
 
 struct targets {
     char **t;
+    int64_t *poll_us; /* the longest interval each is polled at */
     size_t n;
     bool failed;
 };
@@ -520,9 +521,15 @@ target_cb(void *arg_, const struct fs_instance_info *in)
 {
     struct targets *ts = arg_;
     for (size_t i = 0; i < ts->n; i++)
-        if (strcmp(ts->t[i], in->target) == 0)
+        if (strcmp(ts->t[i], in->target) == 0) {
+            if (in->interval_us > ts->poll_us[i])
+                ts->poll_us[i] = in->interval_us;
             return 0;
-    void *p = realloc(ts->t, (ts->n + 1) * sizeof *ts->t);
+        }
+    void *q = realloc(ts->poll_us, (ts->n + 1) * sizeof *ts->poll_us);
+    if (q)
+        ts->poll_us = q;
+    void *p = q ? realloc(ts->t, (ts->n + 1) * sizeof *ts->t) : NULL;
     if (!p || !(((char **)p)[ts->n] = strdup(in->target))) {
         if (p)
             ts->t = p;
@@ -530,17 +537,20 @@ target_cb(void *arg_, const struct fs_instance_info *in)
         return 1;
     }
     ts->t = p;
-    ts->n++;
+    ts->poll_us[ts->n++] = in->interval_us;
     return 0;
 }
 
 static bool
-is_local_target(void *arg_, const char *target)
+is_local_target(void *arg_, const char *target, int64_t *poll_us)
 {
     const struct targets *ts = arg_;
     for (size_t i = 0; i < ts->n; i++)
-        if (strcmp(ts->t[i], target) == 0)
+        if (strcmp(ts->t[i], target) == 0) {
+            if (ts->poll_us[i] > 0)
+                *poll_us = ts->poll_us[i];
             return true;
+        }
     return false;
 }
 
@@ -565,6 +575,7 @@ add_history(struct fs_analysis *a, struct fs_store *st, struct fs_departures *d,
     for (size_t i = 0; i < ts.n; i++)
         free(ts.t[i]);
     free(ts.t);
+    free(ts.poll_us);
 }
 
 /* Once, before the first scan is logged (the log only appends after its latest run of a
