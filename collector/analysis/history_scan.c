@@ -262,68 +262,6 @@ count_cb(void *arg, const struct fs_prom_series *s)
     return 0;
 }
 
-static uint64_t
-ref_hash(const struct fs_an_series_ref *r)
-{
-    return ref_key(r->metric, r->target, r->interface, r->tc, r->rule, r->direction, r->priority);
-}
-
-static bool
-same_ref(const struct fs_an_series_ref *x, const struct fs_an_series_ref *r)
-{
-    return !strcmp(x->metric, r->metric) && !strcmp(x->target, r->target) &&
-           !strcmp(x->interface, r->interface) && !strcmp(x->tc, r->tc) &&
-           !strcmp(x->rule, r->rule) && !strcmp(x->direction, r->direction) &&
-           !strcmp(x->priority, r->priority);
-}
-
-/* Adds src's series and runs to dst, a series dst already has keeping its index. */
-static int
-absorb(struct fs_departures *dst, const struct fs_departures *src)
-{
-    size_t cap = 64;
-    while (cap < (dst->n_series + src->n_series) * 2)
-        cap *= 2;
-    uint32_t *tab = calloc(cap, sizeof *tab); /* index into dst->series + 1 */
-    uint32_t *to = malloc((src->n_series ? src->n_series : 1) * sizeof *to);
-    int rc = -1;
-    if (!tab || !to)
-        goto out;
-    for (size_t i = 0; i < dst->n_series; i++) {
-        size_t k = (size_t)ref_hash(&dst->series[i]) & (cap - 1);
-        while (tab[k])
-            k = (k + 1) & (cap - 1);
-        tab[k] = (uint32_t)i + 1;
-    }
-    for (size_t i = 0; i < src->n_series; i++) {
-        const struct fs_an_series_ref *r = &src->series[i];
-        size_t k = (size_t)ref_hash(r) & (cap - 1);
-        to[i] = UINT32_MAX;
-        for (; tab[k]; k = (k + 1) & (cap - 1))
-            if (same_ref(&dst->series[tab[k] - 1], r)) {
-                to[i] = tab[k] - 1;
-                break;
-            }
-        if (to[i] == UINT32_MAX) {
-            if (fs_departures_add_ref(dst, r, &to[i]) != 0)
-                goto out;
-            tab[k] = to[i] + 1;
-        }
-    }
-    for (size_t i = 0; i < src->n_runs; i++) {
-        struct fs_departure run = src->runs[i];
-        run.series = to[run.series];
-        if (fs_departures_push(dst, &run) != 0)
-            goto out;
-    }
-    dst->series_scanned += src->series_scanned;
-    rc = 0;
-out:
-    free(tab);
-    free(to);
-    return rc;
-}
-
 /* Appends v to q as a PromQL string's content; with regex, RE2 metacharacters are
    escaped first (the value is matched literally). */
 static size_t
@@ -562,7 +500,7 @@ fs_history_scan(struct fs_prom_client *c, const struct fs_history_read *rd, stru
     }
     rc = 0;
 out:
-    if (h && absorb(d, h) != 0) {
+    if (h && fs_departures_absorb(d, h, INT64_MIN, INT64_MAX) != 0) {
         snprintf(info->error, sizeof info->error, "out of memory");
         rc = -1;
     }

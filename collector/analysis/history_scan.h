@@ -47,8 +47,10 @@ struct fs_history_scan_info {
     uint64_t series;     /**< distinct series read */
     uint64_t duplicates; /**< series read again under other extra labels, ignored */
     uint64_t points;
-    int64_t earliest_us; /**< first point read (0: none) */
-    char error[256];     /**< "" when the whole scan succeeded */
+    int64_t earliest_us;     /**< first point read (0: none) */
+    int64_t cached_until_us; /**< set by the caller when what came before was not read
+                                  again but taken from an earlier read (0: all read) */
+    char error[256];         /**< "" when the whole scan succeeded */
 };
 
 /** How the history is read and placed (analysis.history). */

@@ -399,6 +399,80 @@ fs_departures_push(struct fs_departures *d, const struct fs_departure *run)
     return push_run(d, run);
 }
 
+static uint64_t
+ref_hash(const struct fs_an_series_ref *r)
+{
+    const char *f[7] = {r->metric, r->target,    r->interface, r->tc,
+                        r->rule,   r->direction, r->priority};
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (int i = 0; i < 7; i++) {
+        for (const char *c = f[i]; *c; c++)
+            h = (h ^ (unsigned char)*c) * 0x100000001b3ULL;
+        h = (h ^ 0x1f) * 0x100000001b3ULL;
+    }
+    return h;
+}
+
+static bool
+same_ref(const struct fs_an_series_ref *x, const struct fs_an_series_ref *r)
+{
+    return !strcmp(x->metric, r->metric) && !strcmp(x->target, r->target) &&
+           !strcmp(x->interface, r->interface) && !strcmp(x->tc, r->tc) &&
+           !strcmp(x->rule, r->rule) && !strcmp(x->direction, r->direction) &&
+           !strcmp(x->priority, r->priority);
+}
+
+int
+fs_departures_absorb(struct fs_departures *dst, const struct fs_departures *src, int64_t from_us,
+                     int64_t to_us)
+{
+    size_t cap = 64;
+    while (cap < (dst->n_series + src->n_series) * 2)
+        cap *= 2;
+    uint32_t *tab = calloc(cap, sizeof *tab); /* index into dst->series + 1 */
+    uint32_t *to = malloc((src->n_series ? src->n_series : 1) * sizeof *to);
+    int rc = -1;
+    if (!tab || !to)
+        goto out;
+    for (size_t i = 0; i < dst->n_series; i++) {
+        size_t k = (size_t)ref_hash(&dst->series[i]) & (cap - 1);
+        while (tab[k])
+            k = (k + 1) & (cap - 1);
+        tab[k] = (uint32_t)i + 1;
+    }
+    for (size_t i = 0; i < src->n_series; i++)
+        to[i] = UINT32_MAX; /* added when one of its runs is */
+    for (size_t i = 0; i < src->n_runs; i++) {
+        struct fs_departure run = src->runs[i];
+        if (run.end_us < from_us || run.end_us >= to_us)
+            continue;
+        uint32_t s = run.series;
+        if (to[s] == UINT32_MAX) {
+            const struct fs_an_series_ref *r = &src->series[s];
+            size_t k = (size_t)ref_hash(r) & (cap - 1);
+            for (; tab[k]; k = (k + 1) & (cap - 1))
+                if (same_ref(&dst->series[tab[k] - 1], r)) {
+                    to[s] = tab[k] - 1;
+                    break;
+                }
+            if (to[s] == UINT32_MAX) {
+                if (fs_departures_add_ref(dst, r, &to[s]) != 0)
+                    goto out;
+                tab[k] = to[s] + 1;
+            }
+        }
+        run.series = to[s];
+        if (push_run(dst, &run) != 0)
+            goto out;
+    }
+    dst->series_scanned += src->series_scanned;
+    rc = 0;
+out:
+    free(tab);
+    free(to);
+    return rc;
+}
+
 /* Minimum and maximum of v[from..to) (to > from). Four independent accumulators: a single
    one makes the loop as slow as the compare's latency, and this loop reads every sample
    of every series. NaNs are ignored. */

@@ -215,6 +215,14 @@ int fs_departures_merge(struct fs_departures *dst, struct fs_departures *src);
 int fs_departures_add_ref(struct fs_departures *d, const struct fs_an_series_ref *s, uint32_t *idx);
 int fs_departures_push(struct fs_departures *d, const struct fs_departure *run);
 
+/**
+ * Adds src's runs that end in [from_us, to_us) to dst (unfinished), with their series: a
+ * series dst already has (same target, interface, tc, rule, metric, direction and
+ * priority) keeps its index, others are added. src is not changed. 0 or -1 (no memory).
+ */
+int fs_departures_absorb(struct fs_departures *dst, const struct fs_departures *src,
+                         int64_t from_us, int64_t to_us);
+
 /** Orders the runs by start; call once after the last add. 0 or -1 (no memory). */
 int fs_departures_finish(struct fs_departures *d);
 

@@ -38,7 +38,15 @@ struct fs_analysis {
     struct fs_history_read history_read; /* analysis.history's step, points, intervals */
     char history_host[128];
     bool log_backfilled; /* the history was read into the episode log once */
-    uint64_t opts_gen;   /* bumped by fs_analysis_set_opts (under run_lock) */
+    /* The departures the last request read from the history, over [from, to], so the
+       next one reads only what came after (the past of a TSDB does not change): kept
+       while the options, the history and this instance's own data start stay (run_lock). */
+    struct hist_cache {
+        struct fs_departures *d; /* owned; finished */
+        int64_t from, to, local_before, earliest;
+        uint64_t gen;
+    } hist;
+    uint64_t opts_gen; /* bumped by fs_analysis_set_opts (under run_lock) */
     /* What lets a request scan only the samples after the last full scan: each series'
        trailing baseline at its end (the runs before it are in the episode log), and the
        episode log's memory evictions then: one more, and the log no longer holds every
@@ -110,6 +118,7 @@ fs_analysis_free(struct fs_analysis *a)
     }
     free_ports(a->ports, a->n_ports);
     fs_ring_scan_baselines_clear(&a->base);
+    fs_departures_free(a->hist.d);
     for (size_t i = 0; i < a->n_rules; i++)
         free((char *)a->rules[i].name);
     free(a->rules);
@@ -132,6 +141,8 @@ fs_analysis_set_history(struct fs_analysis *a, const struct fs_history_cfg *cfg,
     struct fs_prom_client *old = a->history;
     a->history = c;
     a->history_host[0] = '\0';
+    fs_departures_free(a->hist.d); /* another history, or other settings of it */
+    a->hist.d = NULL;
     if (cfg) {
         a->history_read = (struct fs_history_read){cfg->step_us, cfg->max_points,
                                                    cfg->scrape_interval_us, cfg->poll_interval_us};
@@ -554,24 +565,96 @@ is_local_target(void *arg_, const char *target, int64_t *poll_us)
     return false;
 }
 
-/* Adds what analysis.history holds that this instance does not: its targets' samples
-   before its own data began, and every other target's (other shards). */
+/* How far back from the cache's end a request reads the history again: samples a TSDB
+   takes in late (remote_write retrying, a scrape's own delay), and runs the cache cut
+   at its end. */
+#define HIST_REREAD_US (5 * 60 * US)
+
+/* The history's departures over [start, end] into h (unfinished; the caller finishes),
+   with its scan's info. 0, or -1 with hu->info.error (what was read stays). */
+static int
+scan_history(struct fs_analysis *a, struct fs_departures *h, const struct targets *ts,
+             int64_t start, int64_t end, int64_t local_before, bool only_local,
+             struct fs_history_scan_info *info)
+{
+    int rc = fs_history_scan(a->history, &a->history_read, h, start, end, is_local_target,
+                             (void *)ts, local_before, only_local, info);
+    if (rc != 0)
+        fs_log(FS_LOG_WARN, "analysis", "%s", info->error);
+    return rc;
+}
+
+/*
+ * Adds what analysis.history holds that this instance does not: its targets' samples
+ * before its own data began, and every other target's (other shards). A request reads
+ * only what the history got since the previous request's read (from HIST_REREAD_US before
+ * its end), its earlier departures coming from the cache: a request over the last 8 h
+ * of a pod then reads minutes, not hours. Answers say how much came from the cache
+ * ("cached_until").
+ */
 static void
 add_history(struct fs_analysis *a, struct fs_store *st, struct fs_departures *d, int64_t start,
             int64_t end, bool only_local, struct fs_analysis_history_use *hu)
 {
     struct targets ts = {0};
+    struct fs_departures *fresh = NULL, *merged = NULL;
     hu->used = true;
     snprintf(hu->server, sizeof hu->server, "%s", a->history_host);
     fs_store_foreach_instance(st, target_cb, &ts);
+    int64_t local_before = a->data_since_us ? a->data_since_us : INT64_MAX; /* no data yet: all */
+    struct hist_cache *hc = &a->hist;
     if (ts.failed) {
         snprintf(hu->info.error, sizeof hu->info.error, "out of memory");
-    } else {
-        int64_t local_before = a->data_since_us ? a->data_since_us : end + 1;
-        if (fs_history_scan(a->history, &a->history_read, d, start, end, is_local_target, &ts,
-                            local_before, only_local, &hu->info) != 0)
-            fs_log(FS_LOG_WARN, "analysis", "%s", hu->info.error);
+        goto out;
     }
+    if (only_local) { /* the backfill: once, never cached */
+        if (scan_history(a, d, &ts, start, end, local_before, true, &hu->info) != 0)
+            goto out;
+        goto out;
+    }
+    /* Warm when the cache covers the start (to within a few seconds: /correlate widens
+       its range by the correlation's lead) and the end is not before the cache's. */
+    bool warm = hc->d && hc->gen == a->opts_gen && hc->local_before == local_before &&
+                start >= hc->from - 5 * US && start < hc->to && end + HIST_REREAD_US >= hc->to;
+    int64_t from = warm ? hc->to - HIST_REREAD_US : start;
+    if (from < start)
+        from = start;
+    fresh = fs_departures_new(&a->opts.an, from, end);
+    if (!fresh) {
+        snprintf(hu->info.error, sizeof hu->info.error, "out of memory");
+        goto out;
+    }
+    bool failed = scan_history(a, fresh, &ts, from, end, local_before, false, &hu->info) != 0;
+    /* The cache from now on: its runs before the re-read, and the re-read's. A failed
+       read is not kept (the next request reads again). */
+    if (!failed && (merged = fs_departures_new(&a->opts.an, warm ? hc->from : from, end))) {
+        if ((warm && fs_departures_absorb(merged, hc->d, INT64_MIN, from) != 0) ||
+            fs_departures_absorb(merged, fresh, from, INT64_MAX) != 0 ||
+            fs_departures_finish(merged) != 0) {
+            fs_departures_free(merged);
+            merged = NULL;
+        }
+    }
+    if (warm) { /* the counts are the re-read's; the cache holds the rest */
+        hu->info.cached_until_us = from;
+        if (hc->earliest && (!hu->info.earliest_us || hc->earliest < hu->info.earliest_us))
+            hu->info.earliest_us = hc->earliest;
+    }
+    /* What the request gets: the cache's runs in its range, or what was just read. */
+    if (fs_departures_absorb(d, merged ? merged : fresh, start, INT64_MAX) != 0) {
+        snprintf(hu->info.error, sizeof hu->info.error, "out of memory");
+        fs_departures_free(merged);
+        merged = NULL;
+    }
+    if (merged) {
+        fs_departures_free(hc->d);
+        *hc = (struct hist_cache){merged,       merged->start_us,     end,
+                                  local_before, hu->info.earliest_us, a->opts_gen};
+        merged = NULL;
+    }
+out:
+    fs_departures_free(fresh);
+    fs_departures_free(merged);
     for (size_t i = 0; i < ts.n; i++)
         free(ts.t[i]);
     free(ts.t);

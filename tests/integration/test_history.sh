@@ -120,6 +120,17 @@ jq -e '.data.summary[0].target == "far-leaf1" and .data.summary[0].interface == 
   fail "correlate does not name the culprit first: $(jq -c '[.data.summary[:3][] | {target, interface, metric, departs, evidence}]' "$A/correlate.json")"
 ok "correlate names far-leaf1 Eth1/7 for 3 of 3 surges from history"
 
+# The same range again: the history is read only from 5 minutes before the previous
+# read's end (the rest comes from that read), and the answer is the same.
+curl -fsS "$URL/api/v1/incidents?start=$START&end=$((END + 60))" >"$A/incidents-again.json" ||
+  fail "incidents again: $(cat "$A/incidents-again.json")"
+jq -e '.data.history.cached_until != null and .data.history.error == null' "$A/incidents-again.json" >/dev/null ||
+  fail "want the second read to start at the cached end: $(jq -c .data.history "$A/incidents-again.json")"
+jq -e --slurpfile a "$A/incidents.json" '[.data.recurring[] | {period_s, occurrences, next_expected}] ==
+       [$a[0].data.recurring[] | {period_s, occurrences, next_expected}]' "$A/incidents-again.json" >/dev/null ||
+  fail "a cached read answers otherwise: $(jq -c '[.data.recurring[] | {period_s, occurrences}]' "$A/incidents-again.json")"
+ok "the same range again reads the history from $(jq .data.history.cached_until "$A/incidents-again.json") only, same answer ($(jq .data.history.points "$A/incidents-again.json") points instead of $(jq .data.history.points "$A/incidents.json"))"
+
 # A wrong password: still an answer (from local data), with the history's error.
 write_a "$A/wrong"
 hup
