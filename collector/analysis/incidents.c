@@ -2009,6 +2009,79 @@ fit_all_ports(struct fit_work *w)
     return 0;
 }
 
+/*
+ * A group led by pauses a switch sent (effects.h) is that switch's congestion recurring:
+ * its congested port departs in the same episodes, but its own train also holds the
+ * bursts of other congestion (pauses it received, its own load), and its runs at a
+ * stall that another switch's pauses happened to meet were set aside as a paused port's,
+ * so it may not pass the chance test alone when the pauses' clean train does (the third
+ * occurrence). The cause-kind series of that switch with a run in at least 80% of the
+ * group's occurrences join the group, first: the group names the port to look at, not
+ * the ports it paused. 0 or -1 (no memory).
+ */
+static int
+lead_with_cause(const struct ctx *c, struct fs_incident_report *r)
+{
+    const struct fs_departures *d = c->d;
+    size_t ns = d->n_series ? d->n_series : 1;
+    uint32_t *count = calloc(ns, sizeof *count), *add = malloc(ns * sizeof *add);
+    size_t *seen = calloc(ns, sizeof *seen);
+    int rc = -1;
+    if (!count || !add || !seen)
+        goto out;
+    for (size_t g = 0; g < r->n_groups; g++) {
+        struct fs_recurrence *gr = &r->groups[g];
+        const struct fs_an_series_ref *lead = &d->series[gr->series[0]];
+        if (fs_an_role_of(lead) != FS_AN_ROLE_PAUSE_SENT)
+            continue;
+        memset(count, 0, ns * sizeof *count);
+        memset(seen, 0, ns * sizeof *seen);
+        for (size_t k = 0; k < gr->occurrences; k++) {
+            const struct fs_episode *e = &r->episodes[gr->episodes[k]];
+            int64_t lo = e->start_us - d->opts.merge_gap_us, hi = e->end_us + d->opts.merge_gap_us;
+            size_t a = 0, b = d->n_runs;
+            while (a < b) { /* the first run starting after hi */
+                size_t mid = a + (b - a) / 2;
+                if (d->runs[mid].start_us <= hi)
+                    a = mid + 1;
+                else
+                    b = mid;
+            }
+            for (size_t i = a; i-- > 0 && d->runs[i].start_us >= lo - d->max_run_us;) {
+                uint32_t s = d->runs[i].series;
+                if (d->runs[i].end_us < lo || seen[s] == k + 1)
+                    continue;
+                seen[s] = k + 1;
+                count[s]++;
+            }
+        }
+        size_t na = 0;
+        for (size_t s = 0; s < d->n_series; s++)
+            if (5 * count[s] >= 4 * gr->occurrences &&
+                fs_an_role_of(&d->series[s]) == FS_AN_ROLE_CAUSE &&
+                strcmp(d->series[s].target, lead->target) == 0)
+                add[na++] = (uint32_t)s;
+        if (na == 0)
+            continue;
+        uint32_t *p = malloc((gr->n_series + na) * sizeof *p);
+        if (!p)
+            goto out;
+        memcpy(p, add, na * sizeof *p);
+        memcpy(p + na, gr->series, gr->n_series * sizeof *p);
+        for (size_t k = 0; k < na; k++)
+            gr->kinds |= 1u << d->series[add[k]].kind;
+        free(gr->series);
+        gr->series = p;
+        gr->n_series += na;
+    }
+    rc = 0;
+out:
+    free(count);
+    free(add);
+    free(seen);
+    return rc;
+}
+
 static int
 find_groups(struct ctx *c, struct fs_incident_report *r, int64_t now_us, const struct host_ctx *hc)
 {
@@ -2113,6 +2186,8 @@ find_groups(struct ctx *c, struct fs_incident_report *r, int64_t now_us, const s
             }
         }
     }
+    if (lead_with_cause(c, r) != 0)
+        goto fail;
     if (r->n_groups > 1)
         qsort(r->groups, r->n_groups, sizeof *r->groups, cmp_group);
     free(oc);

@@ -367,6 +367,12 @@ run_one(const struct world_family *fam, uint64_t seed, struct result *res)
             continue;
         fs_buf_reset(&out);
         fs_analysis_metrics(an, &out);
+        if (getenv("EVAL_DEBUG_METRICS") && t - third_end < REFRESH_S * S * 3)
+            for (char *l =
+                     strstr(out.data, "fabricscope_incident_next_expected_timestamp_seconds{");
+                 l; l = strstr(l + 1, "fabricscope_incident_next_expected_timestamp_seconds{"))
+                fprintf(stderr, "  at +%.0f s: %.*s\n", (double)(t - third_end) / 1e6,
+                        (int)strcspn(l, "\n"), l);
         for (int i = 0; i < j0->n_origin && res->answer_s < 0; i++) {
             snprintf(needle, sizeof needle,
                      "fabricscope_incident_next_expected_timestamp_seconds{target=\"%s\","
