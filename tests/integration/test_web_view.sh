@@ -74,16 +74,17 @@ raw() {
 DEPTH='{__name__=~"fabric_queue_depth_bytes|fabric_queue_depth_cells",target="tor1"}'
 depth_samples() { raw "$DEPTH" | jq -e '[.data.result[] | .values | length] | min >= 3' >/dev/null; }
 wait_for 60 "3 queue-depth samples of every port in the ring" depth_samples
-# Eight 2-s surges 8 s apart, after a quiet baseline: a recurring incident for the
-# analysis (with no host events, five evenly spaced surges at a 1 s poll are still what
-# chance gives a port now and then; eight are not). This schedule is the stimulus (as a
+# 2-s surges 8 s apart, after a quiet baseline: a recurring incident for the analysis
+# (with no host events, five evenly spaced surges at a 1 s poll are still what chance
+# gives a port now and then; eight are not). The surges go on while the pages are
+# checked: a train that stopped long enough ago is rightly no longer reported, and a
+# sanitizer build's Chromium runs take minutes. This schedule is the stimulus (as a
 # switch would congest), not a wait for anything.
-for _ in 1 2 3 4 5 6 7 8; do
-  kill -USR2 "$SIM_PID"
-  sleep 2
-  kill -USR2 "$SIM_PID"
-  sleep 6
-done
+surge_once() { kill -USR2 "$SIM_PID"; sleep 2; kill -USR2 "$SIM_PID"; sleep 6; }
+for _ in 1 2 3 4 5 6 7 8; do surge_once; done
+(while kill -0 "$SIM_PID" 2>/dev/null; do surge_once 2>/dev/null || break; done) &
+SURGE_PID=$!
+track "$SURGE_PID"
 want_ports=$(raw "$DEPTH" | jq '[.data.result[].metric.interface] | unique | length')
 [ "$want_ports" -ge 8 ] || fail "the ring has queue depth for $want_ports ports only"
 code=$(curl -sS -o /dev/null -w '%{http_code}' -H "$AUTH" "$BASE/api/v1/incidents")
