@@ -211,9 +211,9 @@ level_at(const struct level *lv, int64_t t)
 /*
  * The baseline of v[from..to) (ts its times), from at most FS_AN_BASELINE_SAMPLES strided
  * samples: the median, and the scale of the residuals as baseline() has it. When the load
- * ramps (the medians of the window's thirds climb or fall in a line, the ends more than
- * one scale apart) the level follows the line through them: a daily swing is not a
- * departure, a surge on top of it is. A step inside the window (the middle third's median
+ * rises (the medians of the window's thirds climb in a line, the ends more than
+ * one scale apart, rising) the level follows the line through them: a daily rise is not
+ * a departure, a surge on top of it is. A step inside the window (the middle third's median
  * at one end's) keeps the flat median; the scan takes a lasting step as a change of level
  * (fs_departures_add). Returns whether the load moves: the thirds' medians more than a
  * scale apart (a ramp or a step).
@@ -252,7 +252,11 @@ baseline_level(const int64_t *ts, const double *v, size_t from, size_t to, doubl
                  fabs(third[2] - third[1]) > lv->scale;
     bool line = fabs(third[1] - (third[0] + third[2]) / 2) <= 0.25 * fabs(rise) &&
                 (third[1] - third[0]) * rise > 0 && (third[2] - third[1]) * rise > 0;
-    if (fabs(rise) <= lv->scale || !line)
+    /* Only a rising load is followed: a falling one extrapolated would put the baseline
+       under the load as soon as it stops falling (an incast that ended inside the window),
+       and every sample after would depart; against a flat baseline a fall departs not at
+       all (departures are upward). */
+    if (rise <= lv->scale || !line)
         return moves;
     int64_t c0 = t[k / 2], c2 = t[2 * k + (m - 2 * k) / 2];
     if (c2 <= c0)

@@ -531,8 +531,10 @@ test_host_evidence_orders_by_share(void **state)
 
 /* One series at 1 s for 3 h (noise 3% of its level) with two 2 s surges of +40%: its load
  * steps up threefold for good at 1 h (a job starting), or ramps from 1x to 3x over the
- * 3 h. Only the surges are departures: the step is a change of level, the ramp the
- * baseline's own line. */
+ * 3 h, or falls from 3x to 1x over 80 minutes and stays there. Only the surges are
+ * departures: the step is a change of level, the ramp the baseline's own line, and the
+ * end of a fall no departure at all (a fall extrapolated would have put the baseline
+ * under the flat load that follows). */
 static void
 test_baseline_follows_load(void **state)
 {
@@ -541,11 +543,15 @@ test_baseline_follows_load(void **state)
     static int64_t ts[N];
     static double v[N];
     const int surge[2] = {5400, 9000};
-    for (int shape = 0; shape < 2; shape++) {
+    static const char *const what[3] = {"a step x3 at 1 h", "a ramp x1 to x3",
+                                        "a fall x3 to x1, then flat"};
+    for (int shape = 0; shape < 3; shape++) {
         rng_state = 0x10ad0000u + (uint64_t)shape;
         for (int i = 0; i < N; i++) {
             ts[i] = T0 + i * S;
-            double level = shape == 0 ? (i < 3600 ? 1e4 : 3e4) : 1e4 * (1 + 2.0 * i / N);
+            double level = shape == 0   ? (i < 3600 ? 1e4 : 3e4)
+                           : shape == 1 ? 1e4 * (1 + 2.0 * i / N)
+                                        : (i < 4800 ? 3e4 - 2e4 * i / 4800.0 : 1e4);
             v[i] = level * (1 + 0.03 * gauss());
             for (int k = 0; k < 2; k++)
                 if (i >= surge[k] && i < surge[k] + 2)
@@ -560,12 +566,11 @@ test_baseline_follows_load(void **state)
                                   .ts_us = ts,
                                   .v = v,
                                   .n = N,
-                                  .abs_floor = 1000,
+                                  .abs_floor = 100,
                                   .time_uncertainty_us = 2000};
         assert_int_equal(fs_departures_add(d, &se), 0);
         assert_int_equal(fs_departures_finish(d), 0);
-        print_message("%s: %zu departures", shape == 0 ? "a step x3 at 1 h" : "a ramp x1 to x3",
-                      d->n_runs);
+        print_message("%s: %zu departures", what[shape], d->n_runs);
         for (size_t k = 0; k < d->n_runs; k++)
             print_message(
                 " [%+.0f s, %.0f s long, z %.1f]", (double)(d->runs[k].start_us - T0) / 1e6,
