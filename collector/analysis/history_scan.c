@@ -224,10 +224,11 @@ series_cb(void *arg_, const struct fs_prom_series *s)
     if (!unc && n > 1)
         unc = (s->ts_us[n - 1] - s->ts_us[0]) / (int64_t)(n - 1) / 2;
     if (lab(s, "job") || lab(s, "instance")) {
-        bool watermark = strstr(c->metric, "_max_") != NULL;
-        int64_t support = watermark ? poll_us : poll_us / 2;
-        shift += support;
-        unc += support;
+        /* The poll a scrape shows was up to a poll interval before it; a rate (or a
+           watermark: the run covers the interval before the sample) is placed half a
+           poll earlier, give or take half a poll. */
+        shift += poll_us / 2;
+        unc += poll_us / 2;
     }
     for (size_t i = 0; i < m && shift; i++)
         c->rts[i] -= shift;

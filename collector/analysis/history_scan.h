@@ -24,7 +24,8 @@
  * after the poll it shows: a counter's increase between two scrapes covers the device's
  * activity from up to P before the first to the second, so its rate is placed P/2
  * earlier, give or take P/2; a queue watermark covers the poll interval before its poll,
- * placed P earlier give or take P; an instantaneous gauge P/2 earlier give or take P/2.
+ * and its run the interval before its sample (fs_an_is_watermark), placed P/2 earlier
+ * give or take P/2 too; an instantaneous gauge P/2 earlier give or take P/2.
  * A sample sent by remote_write carries its poll's own time (no job, no instance) and is
  * placed there, within half a sample interval. A value read at step S covers the step
  * before it: placed S/2 earlier too, give or take S/2.

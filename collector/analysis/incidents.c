@@ -66,6 +66,12 @@ fs_an_classify(const char *metric, enum fs_an_kind *kind, bool *counter, double 
     return false;
 }
 
+bool
+fs_an_is_watermark(const char *metric)
+{
+    return metric && strstr(metric, "_max_") != NULL;
+}
+
 const char *
 fs_an_metric(size_t i)
 {
@@ -549,6 +555,10 @@ detect_runs(struct fs_departures *d, const struct fs_an_series *s, size_t i, siz
     const int64_t *ts = s->ts_us;
     const double *v = s->v;
     double inv = 1.0 / lv->scale, zt = d->opts.z_threshold, z2 = zt * SUSTAINED_SHARE;
+    /* A rate covers the interval before its sample, and so does a watermark (the
+       deepest the queue was since the previous poll): a run of either starts at the
+       sample before. */
+    bool interval = s->is_rate || fs_an_is_watermark(s->metric);
     for (; i < end; i++) {
         double base = level_at(lv, ts[i]);
         double z = (v[i] - base) * inv;
@@ -582,7 +592,7 @@ detect_runs(struct fs_departures *d, const struct fs_an_series *s, size_t i, siz
         }
         if (departs) {
             int64_t t0 = ts[i];
-            if (s->is_rate)
+            if (interval)
                 t0 = i > 0 ? ts[i - 1] : ts[i] - (ts[1] - ts[0]);
             if (!rs->open) {
                 rs->open = true;
@@ -595,7 +605,7 @@ detect_runs(struct fs_departures *d, const struct fs_an_series *s, size_t i, siz
                 rs->run.peak_z = z;
                 rs->run.peak_value = v[i];
                 rs->run.baseline = base;
-                rs->run.peak_us = s->is_rate ? t0 + (ts[i] - t0) / 2 : ts[i];
+                rs->run.peak_us = interval ? t0 + (ts[i] - t0) / 2 : ts[i];
             }
         } else if (rs->open) {
             rs->open = false;

@@ -22,7 +22,8 @@
  * range's spread but large against a quiet stretch can be missed).
  *
  * Time. A rate sample covers (previous timestamp, timestamp]; a departure run of rates
- * starts at the previous sample's timestamp. Gauges are instants.
+ * starts at the previous sample's timestamp, and so does one of a watermark gauge (the
+ * deepest since the previous sample). Other gauges are instants.
  *
  * Ownership. fs_departures_new returns an object the caller frees with
  * fs_departures_free; reports are freed with fs_incident_report_free. Strings in them
@@ -62,6 +63,11 @@ const char *fs_an_kind_name(enum fs_an_kind k);
  * zero does not turn one stray packet into an infinite departure.
  */
 bool fs_an_classify(const char *metric, enum fs_an_kind *kind, bool *counter, double *abs_floor);
+
+/** True for a watermark gauge (the largest value since the previous sample, e.g.
+ *  fabric_queue_depth_max_bytes): like a rate it covers the interval before its sample,
+ *  and a departure run of it starts at the sample before. */
+bool fs_an_is_watermark(const char *metric);
 
 /** The i-th metric fs_an_classify knows (i from 0), NULL past the last. */
 const char *fs_an_metric(size_t i);
