@@ -273,6 +273,10 @@ other_cb(void *arg_, const struct fs_host_event *e, const struct fs_analysis_flo
     put_time(b, e->start_ns / 1000);
     fs_buf_puts(b, ",\"end\":");
     put_time(b, e->end_ns / 1000);
+    /* how far its times can be trusted: a device event placed by an early clock
+       estimate carries that estimate's width */
+    fs_buf_printf(b, ",\"host_offset_ns\":%" PRId64 ",\"host_offset_uncertainty_ns\":%" PRId64,
+                  e->host_offset_ns, e->host_offset_uncertainty_ns);
     fs_buf_puts(b, ",\"attrs\":{");
     for (uint32_t i = 0; i < e->n_attrs; i++) {
         if (i)

@@ -236,12 +236,16 @@ score_correlate(const struct world *w, struct json_object *data, struct result *
             res->origin_above +=
                 first_origin >= 0 && (first_victim < 0 || first_origin < first_victim);
             if (verbose && first_origin != 0)
-                fprintf(stderr, "  stall %d: origin at %d, first victim at %d: %.400s\n", k,
+                fprintf(stderr, "  stall %d: origin at %d, first victim at %d: %.6000s\n", k,
                         first_origin, first_victim, json_object_to_json_string(sus));
         } else if (is_unrelated(w, s)) {
             res->unrelated++;
-            if (ns > 0 && names_origin(w, 0, json_object_array_get_idx(sus, 0)))
+            if (ns > 0 && names_origin(w, 0, json_object_array_get_idx(sus, 0))) {
                 res->blamed++;
+                if (verbose)
+                    fprintf(stderr, "  unrelated window blamed on the origin: %.6000s\n",
+                            json_object_to_json_string(sus));
+            }
         }
     }
 }
