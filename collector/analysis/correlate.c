@@ -14,6 +14,7 @@ fs_corr_opts_default(struct fs_corr_opts *o)
     o->lead_us = 500000;
     o->lag_us = 500000;
     o->top = FS_CORR_TOP;
+    o->trains = NULL;
 }
 
 void
@@ -50,6 +51,8 @@ static int
 cmp_suspect(const void *a, const void *b)
 {
     const struct fs_corr_suspect *x = a, *y = b;
+    if (x->demoted != y->demoted)
+        return x->demoted ? 1 : -1;
     if (x->evidence != y->evidence)
         return x->evidence > y->evidence ? -1 : 1;
     if (x->explained != y->explained)
@@ -58,6 +61,20 @@ cmp_suspect(const void *a, const void *b)
     if (c != 0)
         return c;
     return x->series < y->series ? -1 : x->series > y->series;
+}
+
+/* Whether x's run in window w starts where its series' recurring train expects one. */
+static bool
+on_train(const struct fs_corr_train *trains, const struct fs_corr_window *w,
+         const struct fs_corr_suspect *x)
+{
+    if (!trains || !(trains[x->series].period_us > 0))
+        return false;
+    const struct fs_corr_train *t = &trains[x->series];
+    double at = (double)(w->start_us + x->lag_us);
+    double k = round(((double)t->next_us - at) / t->period_us);
+    double off = fabs((double)t->next_us - k * t->period_us - at);
+    return off <= (double)(t->tol_us + x->uncertainty_us); /* the window's and the series' */
 }
 
 static int
@@ -362,6 +379,7 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
     uint64_t *bits = NULL;
     int32_t *group_of = NULL;
     bool *paused_run = NULL;
+    uint32_t *group_open = NULL; /* per group: window + 1 in which a member is not demoted */
     uint32_t n_ports = 0;
     if (!r)
         return -1;
@@ -424,7 +442,8 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
         r->aggregates[s].runs_outside = total[s] - inside[s];
         r->aggregates[s].evidence = evidence[s];
     }
-    if (find_groups(d, info, bits, words, hits, expl, excess, group_of, r) != 0)
+    if (find_groups(d, info, bits, words, hits, expl, excess, group_of, r) != 0 ||
+        !(group_open = calloc(r->n_groups ? r->n_groups : 1, sizeof *group_open)))
         goto fail;
     for (size_t g = 0; g < r->n_groups; g++) /* a group ranks by its strongest member */
         for (size_t k = 1; k < r->groups[g].n; k++) {
@@ -450,7 +469,13 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
         for (size_t c = 0; c < sc.nc; c++) {
             sc.cand[c].evidence = evidence[sc.cand[c].series];
             sc.cand[c].group = group_of[sc.cand[c].series];
+            sc.cand[c].demoted = sc.cand[c].explained && !on_train(o->trains, &w[i], &sc.cand[c]);
+            if (sc.cand[c].group >= 0 && !sc.cand[c].demoted)
+                group_open[sc.cand[c].group] = (uint32_t)i + 1;
         }
+        for (size_t c = 0; c < sc.nc; c++)
+            if (sc.cand[c].group >= 0 && group_open[sc.cand[c].group] == (uint32_t)i + 1)
+                sc.cand[c].demoted = false;
         qsort(sc.cand, sc.nc, sizeof *sc.cand, cmp_suspect);
         res->n_top = 0;
         for (size_t c = 0; c < sc.nc && res->n_top < top; c++) {
@@ -491,6 +516,7 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
     free(bits);
     free(group_of);
     free(paused_run);
+    free(group_open);
     *out = r;
     return 0;
 fail:
@@ -510,6 +536,7 @@ fail:
     free(bits);
     free(group_of);
     free(paused_run);
+    free(group_open);
     fs_corr_report_free(r);
     return -1;
 }

@@ -33,7 +33,11 @@
  * congests when paused, not at random). So victims rank below their origin whatever
  * their z; a pause that nothing in the window explains (a host's NIC pausing its switch
  * port) still ranks as a cause. In a window, explained suspects come after unexplained
- * ones of the same evidence.
+ * ones, whatever their evidence across windows (the origin of other stalls, paused here by
+ * an unrelated burst's spread, is not this window's cause), unless the window falls on
+ * the suspect's own recurring train (fs_corr_opts.trains: the stall it recurs with,
+ * coincidentally paused); a group is demoted only when all its members departing in the
+ * window are. Among suspects demoted alike, evidence ranks, then explained ones last.
  *
  * Ports departing together. Cause-kind series of one switch, of one metric and traffic
  * class, unexplained, that depart in the same windows (each in at least 80% of the
@@ -64,10 +68,20 @@ struct fs_corr_window {
     size_t ref;             /**< the caller's index (e.g. into its event copy) */
 };
 
+/** A series' recurring train (an incident the analysis reports): occurrences expected at
+ *  next_us - k * period_us, give or take tol_us. */
+struct fs_corr_train {
+    int64_t next_us;
+    double period_us; /**< 0: the series has no train */
+    int64_t tol_us;
+};
+
 struct fs_corr_opts {
-    int64_t lead_us; /**< default 0.5 s */
-    int64_t lag_us;  /**< default 0.5 s */
-    size_t top;      /**< suspects kept per window, 1..FS_CORR_TOP, default 5 */
+    int64_t lead_us;                    /**< default 0.5 s */
+    int64_t lag_us;                     /**< default 0.5 s */
+    size_t top;                         /**< suspects kept per window, 1..FS_CORR_TOP, default 5 */
+    const struct fs_corr_train *trains; /**< per series of d, or NULL (default): none known;
+                                             the caller's, read during fs_correlate only */
 };
 
 void fs_corr_opts_default(struct fs_corr_opts *o);
@@ -81,6 +95,7 @@ struct fs_corr_suspect {
     int specificity;        /**< 3 port and tc, 2 port, 1 flow rule, 0 switch (ranking) */
     double evidence;        /**< the series' evidence across all windows (see above) */
     bool explained;         /**< an effect of another departure of this window (above) */
+    bool demoted;           /**< ranked after the window's other suspects (above) */
     int32_t group;          /**< index into the report's groups, -1: none */
 };
 

@@ -2,6 +2,7 @@
 #include "analysis/service.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -865,6 +866,37 @@ remember_metrics(struct fs_analysis *a, const struct fs_departures *d,
     return 0;
 }
 
+/* Per series of d: the recurring train it belongs to among the exported incidents (what
+   fs_correlate needs to keep a coincidentally paused stall origin first). Returns a
+   malloc'ed array (the caller's), or NULL: none exported, or no memory (then none used). */
+static struct fs_corr_train *
+trains_of(struct fs_analysis *a, const struct fs_departures *d)
+{
+    struct fs_corr_train *t = NULL;
+    pthread_mutex_lock(&a->metrics_lock);
+    if (a->n_ports == 0 || d->n_series == 0 || !(t = calloc(d->n_series, sizeof *t)))
+        goto out;
+    for (size_t i = 0; i < d->n_series; i++) {
+        const struct fs_an_series_ref *s = &d->series[i];
+        for (size_t k = 0; k < a->n_ports; k++) {
+            const struct metric_port *p = &a->ports[k];
+            if (strcmp(p->metric, s->metric) || strcmp(p->target, s->target) ||
+                strcmp(p->interface, s->interface) || strcmp(p->tc, s->tc) ||
+                strcmp(p->rule, s->rule) || !(p->period_s > 0))
+                continue;
+            /* its occurrences' own spread, and 2% of the period: a next stall is placed
+               within 2% (README) */
+            t[i].period_us = p->period_s * 1e6;
+            t[i].next_us = (int64_t)llround(p->next_s * 1e6);
+            t[i].tol_us = (int64_t)llround((4 * p->spread_s + 0.02 * p->period_s) * 1e6);
+            break;
+        }
+    }
+out:
+    pthread_mutex_unlock(&a->metrics_lock);
+    return t;
+}
+
 /* The slow host events of a range: each one's window on the collector's axis, widened
    by its offset's uncertainty. */
 struct slow_windows {
@@ -1024,7 +1056,11 @@ fs_analysis_run_correlate(struct fs_analysis *a, struct fs_store *st,
     c->departures =
         departures_with_log(a, st, req->start_us - req->co.lead_us, req->end_us + req->co.lag_us,
                             false, &c->history, now_us, NULL, err, errlen);
-    int crc = c->departures ? fs_correlate(c->departures, w, nw, &req->co, &c->report) : -1;
+    struct fs_corr_opts co = req->co;
+    struct fs_corr_train *trains = c->departures ? trains_of(a, c->departures) : NULL;
+    co.trains = trains;
+    int crc = c->departures ? fs_correlate(c->departures, w, nw, &co, &c->report) : -1;
+    free(trains);
     pthread_mutex_unlock(&a->run_lock);
     if (crc != 0)
         goto done;

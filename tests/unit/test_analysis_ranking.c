@@ -290,6 +290,71 @@ test_pause_from_the_unseen_stays_a_cause(void **state)
     }
 }
 
+/* The origin of a recurring stall (leaf1 Eth1/5, ECN at each of 10 stalls every 30 min)
+ * is paused twice by an unrelated burst's spread (spine1 sends pauses, leaf1 Eth1/5
+ * receives them): once during a stall, once in a slow window between stalls, where a
+ * quiet port (leaf3 Eth1/9) also bursts. Paused, the origin's marks are explained, and an
+ * explained suspect comes after the window's unexplained ones whatever its evidence: the
+ * window between stalls is not blamed on it. In the stall window the origin leads again
+ * once its recurring train is known (it is on it); without the train it cannot be told
+ * from the paused victim it is there. */
+static void
+test_paused_origin_leads_only_on_its_train(void **state)
+{
+    (void)state;
+    struct fs_departures *d = fs_departures_new(NULL, T0, T0 + RANGE);
+    uint32_t origin = series_of(d, "leaf1", "Eth1/5", ECN_M, FS_AN_ECN, NULL);
+    uint32_t rx = series_of(d, "leaf1", "Eth1/5", PFC_M, FS_AN_PFC, "rx");
+    uint32_t tx = series_of(d, "spine1", "Eth1/1", PFC_M, FS_AN_PFC, "tx");
+    uint32_t quiet = series_of(d, "leaf3", "Eth1/9", ECN_M, FS_AN_ECN, NULL);
+    struct fs_corr_window w[11];
+    const int paused_stall = 6;
+    int64_t last = 0;
+    for (int k = 0; k < 10; k++) {
+        int64_t at = T0 + 600 * S + k * 1800 * S;
+        run(d, origin, at - S, 3 * S, 30);
+        if (k == paused_stall) {
+            run(d, rx, at - S, 3 * S, 200);
+            run(d, tx, at - S, 3 * S, 300);
+            run(d, quiet, at - S, 3 * S, 50);
+        }
+        w[k] = (struct fs_corr_window){at, at + 2 * S, 300, (size_t)k};
+        last = at - S;
+    }
+    int64_t between = T0 + 600 * S + 3 * 1800 * S + 700 * S; /* 700 s past a stall */
+    run(d, origin, between - S, 3 * S, 25);
+    run(d, rx, between - S, 3 * S, 200);
+    run(d, tx, between - S, 3 * S, 300);
+    run(d, quiet, between - S, 3 * S, 50);
+    w[10] = (struct fs_corr_window){between, between + 2 * S, 300, 10};
+    assert_int_equal(fs_departures_finish(d), 0);
+    struct fs_corr_train *trains = calloc(d->n_series, sizeof *trains);
+    trains[origin] = (struct fs_corr_train){last + 1800 * S, 1800.0 * S, 40 * S};
+    for (int known = 0; known < 2; known++) {
+        struct fs_corr_opts o;
+        fs_corr_opts_default(&o);
+        o.trains = known ? trains : NULL;
+        struct fs_corr_report *r = NULL;
+        assert_int_equal(fs_correlate(d, w, 11, &o, &r), 0);
+        const struct fs_corr_result *st = &r->results[paused_stall], *bw = &r->results[10];
+        assert_true(st->top[rank_of(st, origin)].explained);
+        assert_true(bw->top[rank_of(bw, origin)].explained);
+        assert_true(rank_of(bw, origin) > 0);
+        assert_true(known ? rank_of(st, origin) == 0 : rank_of(st, origin) > 0);
+        for (int k = 0; k < 10; k++)
+            if (k != paused_stall)
+                assert_int_equal(rank_of(&r->results[k], origin), 0);
+        assert_int_equal(r->aggregates[0].series, origin);
+        print_message("train %s: the origin ranks %d in the paused stall, %d in the window "
+                      "between stalls\n",
+                      known ? "known" : "unknown", rank_of(st, origin) + 1,
+                      rank_of(bw, origin) + 1);
+        fs_corr_report_free(r);
+    }
+    free(trains);
+    fs_departures_free(d);
+}
+
 /* The four uplinks of a leaf (an ECMP bundle) congest together at every stall, the
  * first carrying twice the others' excess; a fifth port of that leaf departs in half of
  * the stalls only. The four are one suspect group (listed once, led by the largest
@@ -360,6 +425,7 @@ main(void)
         cmocka_unit_test(test_single_window_falls_back_to_z),
         cmocka_unit_test(test_origin_above_its_pfc_spread),
         cmocka_unit_test(test_pause_from_the_unseen_stays_a_cause),
+        cmocka_unit_test(test_paused_origin_leads_only_on_its_train),
         cmocka_unit_test(test_ports_departing_together_are_one_group),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
