@@ -285,10 +285,12 @@ score_incidents(const struct world *w, struct json_object *data, struct result *
                 res->false_groups++;
                 if (verbose)
                     fprintf(stderr,
-                            "  false recurrence: %s (confidence %.4f, first %.1f, last %.1f)\n",
+                            "  false recurrence: %s (confidence %.4f, first %.1f, last %.1f, "
+                            "run end %.1f)\n",
                             jstr(g, "text"), json_object_get_double(jget(g, "confidence")),
                             json_object_get_double(jget(g, "first")) - (double)world_t0(w) / 1e6,
-                            json_object_get_double(jget(g, "last")) - (double)world_t0(w) / 1e6);
+                            json_object_get_double(jget(g, "last")) - (double)world_t0(w) / 1e6,
+                            (double)(world_end(w) - world_t0(w)) / 1e6);
             }
             continue;
         }
