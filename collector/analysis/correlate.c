@@ -32,21 +32,6 @@ fs_corr_report_free(struct fs_corr_report *r)
     free(r);
 }
 
-/* Index of the first run starting after t. */
-static size_t
-runs_after(const struct fs_departures *d, int64_t t)
-{
-    size_t lo = 0, hi = d->n_runs;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (d->runs[mid].start_us <= t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 static int
 cmp_suspect(const void *a, const void *b)
 {
@@ -115,7 +100,7 @@ window_candidates(struct scan *sc, const struct fs_corr_window *w)
     int64_t lo = w->start_us - sc->o->lead_us - w->uncertainty_us;
     int64_t hi = w->end_us + sc->o->lag_us + w->uncertainty_us;
     int64_t mu = d->max_time_uncertainty_us;
-    size_t end = runs_after(d, hi + mu);
+    size_t end = fs_departures_runs_after(d, hi + mu);
     sc->nc = 0;
     for (size_t k = end; k-- > 0;) {
         const struct fs_departure *run = &d->runs[k];

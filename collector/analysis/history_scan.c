@@ -72,7 +72,7 @@ struct ctx {
     int64_t poll_us;  /* the scraped fabricscope's poll interval (placement) */
     bool rates_given; /* the first reading: counters come as rates already */
     struct fs_history_scan_info *info;
-    const struct seen *want; /* the refinement: only these series (ref_key hashes) */
+    const struct seen *want; /* the refinement: only these series (fs_an_series_key hashes) */
     int64_t *rts;
     double *rv;
     size_t rcap;
@@ -89,21 +89,6 @@ seen_has(const struct seen *s, uint64_t h)
         if (s->tab[k] == h)
             return true;
     return false;
-}
-
-/* The analysis' identity of a series (fs_an_series_ref: metric, target, interface, tc, rule,
-   direction, priority). */
-static uint64_t
-ref_key(const char *metric, const char *target, const char *iface, const char *tc, const char *rule,
-        const char *direction, const char *priority)
-{
-    uint64_t h = fnv(0xcbf29ce484222325ULL, metric);
-    h = fnv(h, target);
-    h = fnv(h, iface);
-    h = fnv(h, tc);
-    h = fnv(h, rule);
-    h = fnv(h, direction);
-    return fnv(h, priority);
 }
 
 static const char *
@@ -145,9 +130,9 @@ series_cb(void *arg_, const struct fs_prom_series *s)
     h = fnv(h, target);
     for (size_t i = 0; i < sizeof ids / sizeof *ids; i++)
         h = fnv(h, our(s, ids[i]));
-    if (c->want &&
-        !seen_has(c->want, ref_key(c->metric, target, our(s, "interface"), our(s, "tc"),
-                                   our(s, "rule"), our(s, "direction"), our(s, "priority"))))
+    if (c->want && !seen_has(c->want, fs_an_series_key(c->metric, target, our(s, "interface"),
+                                                       our(s, "tc"), our(s, "rule"),
+                                                       our(s, "direction"), our(s, "priority"))))
         return 0; /* matched by the refinement's wider selector only */
     int added = seen_add(c->seen, h);
     if (added < 0)
@@ -472,8 +457,8 @@ fs_history_scan(struct fs_prom_client *c, const struct fs_history_read *rd, stru
     if (h->n_series) {
         for (size_t i = 0; i < h->n_series; i++) {
             const struct fs_an_series_ref *r = &h->series[i];
-            if (seen_add(&want, ref_key(r->metric, r->target, r->interface, r->tc, r->rule,
-                                        r->direction, r->priority)) < 0) {
+            if (seen_add(&want, fs_an_series_key(r->metric, r->target, r->interface, r->tc, r->rule,
+                                                 r->direction, r->priority)) < 0) {
                 snprintf(info->error, sizeof info->error, "out of memory");
                 goto out;
             }

@@ -409,18 +409,39 @@ fs_departures_push(struct fs_departures *d, const struct fs_departure *run)
     return push_run(d, run);
 }
 
+uint64_t
+fs_an_series_key(const char *metric, const char *target, const char *interface, const char *tc,
+                 const char *rule, const char *direction, const char *priority)
+{
+    const char *f[7] = {metric, target, interface, tc, rule, direction, priority};
+    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+    for (int i = 0; i < 7; i++) {
+        for (const char *c = f[i] ? f[i] : ""; *c; c++)
+            h = (h ^ (unsigned char)*c) * 0x100000001b3ULL;
+        h = (h ^ 0x1f) * 0x100000001b3ULL; /* a separator: ("ab","c") != ("a","bc") */
+    }
+    return h;
+}
+
 static uint64_t
 ref_hash(const struct fs_an_series_ref *r)
 {
-    const char *f[7] = {r->metric, r->target,    r->interface, r->tc,
-                        r->rule,   r->direction, r->priority};
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (int i = 0; i < 7; i++) {
-        for (const char *c = f[i]; *c; c++)
-            h = (h ^ (unsigned char)*c) * 0x100000001b3ULL;
-        h = (h ^ 0x1f) * 0x100000001b3ULL;
+    return fs_an_series_key(r->metric, r->target, r->interface, r->tc, r->rule, r->direction,
+                            r->priority);
+}
+
+size_t
+fs_departures_runs_after(const struct fs_departures *d, int64_t t)
+{
+    size_t lo = 0, hi = d->n_runs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (d->runs[mid].start_us <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
-    return h;
+    return lo;
 }
 
 static bool
@@ -2053,15 +2074,8 @@ lead_with_cause(const struct ctx *c, struct fs_incident_report *r)
         for (size_t k = 0; k < gr->occurrences; k++) {
             const struct fs_episode *e = &r->episodes[gr->episodes[k]];
             int64_t lo = e->start_us - d->opts.merge_gap_us, hi = e->end_us + d->opts.merge_gap_us;
-            size_t a = 0, b = d->n_runs;
-            while (a < b) { /* the first run starting after hi */
-                size_t mid = a + (b - a) / 2;
-                if (d->runs[mid].start_us <= hi)
-                    a = mid + 1;
-                else
-                    b = mid;
-            }
-            for (size_t i = a; i-- > 0 && d->runs[i].start_us >= lo - d->max_run_us;) {
+            for (size_t i = fs_departures_runs_after(d, hi);
+                 i-- > 0 && d->runs[i].start_us >= lo - d->max_run_us;) {
                 uint32_t s = d->runs[i].series;
                 if (d->runs[i].end_us < lo || seen[s] == k + 1)
                     continue;

@@ -221,6 +221,15 @@ int fs_departures_merge(struct fs_departures *dst, struct fs_departures *src);
 int fs_departures_add_ref(struct fs_departures *d, const struct fs_an_series_ref *s, uint32_t *idx);
 int fs_departures_push(struct fs_departures *d, const struct fs_departure *run);
 
+/** The analysis' identity of a series as a hash of metric, target, interface, tc, rule,
+ *  direction and priority (equal series, equal keys; NULL fields read as ""). */
+uint64_t fs_an_series_key(const char *metric, const char *target, const char *interface,
+                          const char *tc, const char *rule, const char *direction,
+                          const char *priority);
+
+/** Index of the first run of d (finished: runs by start) starting after t. */
+size_t fs_departures_runs_after(const struct fs_departures *d, int64_t t);
+
 /**
  * Adds src's runs that end in [from_us, to_us) to dst (unfinished), with their series: a
  * series dst already has (same target, interface, tc, rule, metric, direction and

@@ -608,9 +608,8 @@ add_history(struct fs_analysis *a, struct fs_store *st, struct fs_departures *d,
         snprintf(hu->info.error, sizeof hu->info.error, "out of memory");
         goto out;
     }
-    if (only_local) { /* the backfill: once, never cached */
-        if (scan_history(a, d, &ts, start, end, local_before, true, &hu->info) != 0)
-            goto out;
+    if (only_local) { /* the backfill: once, never cached (a failure is logged and stated) */
+        (void)scan_history(a, d, &ts, start, end, local_before, true, &hu->info);
         goto out;
     }
     /* Warm when the cache covers the start (to within a few seconds: /correlate widens
