@@ -1709,6 +1709,36 @@ host_log_p(const struct host_ctx *hc, const struct occurrence *oc, const size_t 
     return *h && p < 1 ? log_binom_tail(*h, n, p) : 0;
 }
 
+/*
+ * The series' episode rate around a train: its episodes from half a period before the
+ * first hit to half a period after the last (or the end of what was observed), per us.
+ *
+ * Why: a port whose load stepped up late in the range (a job starting: pause frames from
+ * zero, then a burst every few seconds as its baseline settles) is quiet over most of
+ * the range, so its rate over the whole range is low, and ten of its new bursts line up
+ * on some 12 s grid far better than that rate allows; around them it bursts every 8 s
+ * and the grid is chance. A real train seen alone counts about one episode a period
+ * there, no more than over a range of its own.
+ */
+static double
+local_rate(const struct occurrence *oc, size_t m, const struct track *tr, const size_t *which,
+           double end_us)
+{
+    if (tr->hits < 2 || tr->period <= 0)
+        return 0;
+    double lo = (double)oc[which[0]].t - 0.5 * tr->period;
+    double hi = (double)oc[which[tr->hits - 1]].t + 0.5 * tr->period;
+    if (hi > end_us && end_us > (double)oc[which[tr->hits - 1]].t)
+        hi = end_us;
+    if (hi <= lo)
+        return 0;
+    size_t n = 0;
+    for (size_t i = 0; i < m; i++)
+        if ((double)oc[i].t >= lo && (double)oc[i].t <= hi)
+            n++;
+    return (double)n / (hi - lo);
+}
+
 static int
 fit_period(const struct occurrence *oc, size_t m, double span_us, double end_us,
            const struct fs_an_opts *o, size_t looks, const struct host_ctx *hc, struct fit *fit)
@@ -1818,7 +1848,11 @@ fit_period(const struct occurrence *oc, size_t m, double span_us, double end_us,
     (void)strong_train(oc, m, best_which, best_ks, bt.hits, &bt, tol_frac, &leading);
     /* The rate stays that of all the series' episodes: the strength threshold was taken
        from the hits, so a thinner rate would favour a grid of the few strongest bursts
-       (the acceptance fabric's busy ports had such). */
+       (the acceptance fabric's busy ports had such). Where the series was busier around
+       the train than over the whole range, the rate around it counts (local_rate). */
+    double lr = local_rate(oc, m, &bt, best_which, end_us);
+    if (lr > lambda)
+        lambda = lr;
     double log_p = chance_log_p(&bt, lambda, tol_frac, half_res(oc, best_which, bt.hits),
                                 (double)nd * (double)(looks > 0 ? looks : 1), leading + trailing);
     /* Host evidence: hits that met a slow host window, against the chance that random

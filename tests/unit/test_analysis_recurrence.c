@@ -460,6 +460,59 @@ group_on(const struct fs_departures *d, const struct fs_incident_report *r, cons
     return NULL;
 }
 
+/* A port quiet for hours whose load steps up in the last minutes of the range: a job
+ * starts and its pause counter, zero until then, bursts every 6-20 s while its baseline
+ * settles. Some ten of those bursts line up on a grid of about 13 s far better than the
+ * port's rate over the whole range allows (every seed was called periodic before
+ * local_rate; so were 5 of 25 load_step eval fabrics); around them the port bursts every
+ * 13 s and the grid is chance. A real train that starts as late, on a port as quiet,
+ * stays recurring. Over many seeds. */
+static void
+test_late_load_step_not_periodic(void **state)
+{
+    (void)state;
+    int called = 0, found = 0, n = 0;
+    for (int s = 0; s < 200; s++) {
+        rng_state = 0x57e90000u + (uint64_t)s;
+        int64_t end = T0 + 6 * 3600 * S, on[128];
+        size_t m = 0;
+        double t = 6 * 3600 - 100 - urand() * 200;
+        while (m < 128) {
+            t += 6 + urand() * 14;
+            if (t >= 6 * 3600 - 5)
+                break;
+            on[m++] = T0 + (int64_t)(t * 1e6);
+        }
+        struct fs_departures *d = fs_departures_new(NULL, T0, end);
+        assert_non_null(d);
+        add_kind_train(d, "Eth1/18", "fabric_pfc_pause_frames_total", FS_AN_PFC, on, m, S);
+        /* The real one: quiet until 4 h, then every 600 s (+-1 s) to the end. */
+        int64_t c[8];
+        size_t k = 0;
+        c[k++] = T0 + (int64_t)((900 + urand() * 2000) * 1e6);
+        for (double u = 4 * 3600 + urand() * 300; u < 6 * 3600 - 30 && k < 8; u += 600)
+            c[k++] = T0 + (int64_t)((u + (urand() - 0.5) * 2) * 1e6);
+        add_train(d, "Eth1/49", c, k, 2 * S);
+        assert_int_equal(fs_departures_finish(d), 0);
+        struct fs_incident_report *r = NULL;
+        assert_int_equal(fs_incidents_find(d, end, &r), 0);
+        n++;
+        const struct fs_recurrence *fg = group_on(d, r, "Eth1/18");
+        if (fg)
+            print_message("  seed %d: every %.1f s, %zu of %zu bursts, confidence %.6f\n", s,
+                          fg->period_us / 1e6, fg->occurrences, m, fg->confidence);
+        called += fg != NULL;
+        const struct fs_recurrence *g = group_on(d, r, "Eth1/49");
+        found += g && fabs(g->period_us / 1e6 - 600) <= 6;
+        fs_incident_report_free(r);
+        fs_departures_free(d);
+    }
+    print_message("late load step called periodic: %d/%d; the late real train found: %d/%d\n",
+                  called, n, found, n);
+    assert_true(called * 100 <= 2 * n);
+    assert_true(found * 100 >= 95 * n);
+}
+
 /* A fabric of 300 bursting ports (enough for the fits to go to several threads when the
  * machine has the CPUs) with two periodic ones among them: each is fitted as when it is
  * alone (period, next occurrence and hits come from its own train), and two runs give
@@ -654,6 +707,7 @@ main(void)
         cmocka_unit_test(test_many_ports_fitted_alike),
         cmocka_unit_test(test_gapped_three_hits_judged_with_the_fabric),
         cmocka_unit_test(test_stopped_train_not_recurring),
+        cmocka_unit_test(test_late_load_step_not_periodic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
