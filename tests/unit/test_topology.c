@@ -10,6 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "http/topology_api.h"
 #include "topology/topology.h"
 
 #define S 1000000LL /* one second in µs */
@@ -272,13 +273,52 @@ test_threads(void **state)
     fs_topo_free(t);
 }
 
+/* The endpoint's adapter: parameters checked, filters, the JSON's shape. */
+static void
+test_api(void **state)
+{
+    (void)state;
+    char err[256];
+    struct fs_topology_query q;
+    struct fs_query_arg bad[] = {{"bogus", "1"}};
+    assert_int_equal(fs_topology_query_parse(bad, 1, &q, err, sizeof err), -1);
+    assert_non_null(strstr(err, "bogus"));
+    struct fs_query_arg twice[] = {{"node", "a"}, {"node", "b"}};
+    assert_int_equal(fs_topology_query_parse(twice, 2, &q, err, sizeof err), -1);
+    struct fs_query_arg empty[] = {{"source", NULL}};
+    assert_int_equal(fs_topology_query_parse(empty, 1, &q, err, sizeof err), -1);
+    struct fs_query_arg good[] = {{"node", "h2"}, {"source", "snmp"}};
+    assert_int_equal(fs_topology_query_parse(good, 2, &q, err, sizeof err), 0);
+
+    struct fs_topo *t = fs_topo_new();
+    nb(t, "sw", "swp1", "01", "h1", "eth0", T0);
+    nb(t, "sw", "swp2", "02", "h2", "eth\"0", T0);
+    struct fs_buf out;
+    fs_buf_init(&out, 1 << 20);
+    assert_int_equal(fs_api_topology(t, &q, T0 + 1500000, &out), 200);
+    assert_non_null(strstr(out.data, "\"links\":[{\"a\":{\"node\":\"h2\",\"port\":\"eth\\\"0\""));
+    assert_non_null(strstr(out.data, "\"age_s\":1.500"));
+    assert_null(strstr(out.data, "\"h1\""));
+    assert_non_null(strstr(out.data, "\"hold_s\":120"));
+    fs_buf_reset(&out);
+    memset(&q, 0, sizeof q);
+    assert_int_equal(fs_api_topology(t, &q, T0, &out), 200);
+    assert_non_null(strstr(out.data, "\"name\":\"h1\",\"kind\":\"remote\""));
+    fs_buf_free(&out);
+    fs_topo_free(t);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_host_links),        cmocka_unit_test(test_both_ends_one_link),
-        cmocka_unit_test(test_table_end_removes), cmocka_unit_test(test_aging),
-        cmocka_unit_test(test_refused),           cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_host_links),
+        cmocka_unit_test(test_both_ends_one_link),
+        cmocka_unit_test(test_table_end_removes),
+        cmocka_unit_test(test_aging),
+        cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_api),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
