@@ -23,6 +23,7 @@
 #include "util/log.h"
 #include "scheduler.h"
 #include "store/store.h"
+#include "topology/topology.h"
 
 #define MAX_DRIVERS 8
 
@@ -92,6 +93,7 @@ struct daemon {
     struct fs_shard override;   /* --shard; count 0: the configuration's shard block */
     int64_t store_created_us;
     struct fs_remote_write *rw; /* remote_write senders */
+    struct fs_topo *topo;       /* links the drivers learn (LLDP); read by the HTTP side */
 };
 
 /* Whether this instance polls t (its shard owns it). */
@@ -373,6 +375,7 @@ http_start(struct daemon *d, struct cfg_ref *ref)
         .cluster = d->cluster,
         .store_created_us = d->store_created_us,
         .analysis = d->an.an,
+        .topology = d->topo,
     };
     int rc = -1;
     ref->refs++;
@@ -555,6 +558,77 @@ analysis_refresher(void *arg)
     }
     pthread_mutex_unlock(&d->an.lock);
     return NULL;
+}
+
+/* ---- topology: the sink's LLDP reports into the daemon's store of links ---- */
+
+/* A refused report is logged at most once a minute (a full topology refuses each one). */
+static void
+topo_refused(const char *target, const char *why)
+{
+    static _Atomic int64_t last_us;
+    int64_t now = fs_monotonic_us(), prev = atomic_load(&last_us);
+    if (now - prev >= 60 * 1000000LL && atomic_compare_exchange_strong(&last_us, &prev, now))
+        fs_log(FS_LOG_WARN, "topology", "target %s: %s", target, why);
+}
+
+static int
+topo_local(void *arg, const char *target, const char *source, const char *chassis_id,
+           const char *sys_name, int64_t now_us)
+{
+    char err[160] = "";
+    int rc = fs_topo_local(arg, target, source, chassis_id, sys_name, now_us, err, sizeof err);
+    if (rc != 0)
+        topo_refused(target, err);
+    return rc;
+}
+
+static int
+topo_neighbor(void *arg, const char *target, const char *source, const struct fs_lldp_neighbor *n,
+              int64_t now_us)
+{
+    char err[160] = "";
+    struct fs_topo_neighbor tn = {n->local_port, n->chassis_id, n->sys_name,
+                                  n->port,       n->port_id,    n->port_descr};
+    int rc = fs_topo_neighbor(arg, target, source, &tn, now_us, err, sizeof err);
+    if (rc != 0)
+        topo_refused(target, err);
+    return rc;
+}
+
+static void
+topo_table_end(void *arg, const char *target, const char *source, int64_t interval_us,
+               int64_t now_us)
+{
+    size_t gone = fs_topo_table_end(arg, target, source, interval_us, now_us);
+    if (gone)
+        fs_log(FS_LOG_INFO, "topology", "target %s (%s): %zu neighbour(s) no longer listed", target,
+               source, gone);
+}
+
+/* Creates the topology and has the store hand it what drivers learn. 0 or -1 (logged). */
+static int
+topology_start(struct daemon *d)
+{
+    d->topo = fs_topo_new();
+    if (!d->topo) {
+        fs_log(FS_LOG_ERROR, "topology", "out of memory");
+        return -1;
+    }
+    struct fs_lldp_listener l = {d->topo, topo_local, topo_neighbor, topo_table_end};
+    fs_store_set_lldp_listener(d->store, &l);
+    return 0;
+}
+
+/* After every target is gone and the HTTP endpoint (which borrows it) is stopped. */
+static void
+topology_stop(struct daemon *d)
+{
+    if (!d->topo)
+        return;
+    fs_store_set_lldp_listener(d->store, NULL);
+    fs_topo_free(d->topo);
+    d->topo = NULL;
 }
 
 /* Creates the analysis context from c and starts its refresher. 0 or -1 (logged). */
@@ -775,7 +849,7 @@ fs_daemon_run_shard(const char *config_path, const struct fs_shard *shard)
         fs_log(FS_LOG_ERROR, "main", "%s", err);
         goto out;
     }
-    if (analysis_start(&d, cfg) != 0)
+    if (analysis_start(&d, cfg) != 0 || topology_start(&d) != 0)
         goto out;
     /* A listener that cannot start (port taken, unreadable token) does not stop the
      * polling: it is logged and retried on every reload. */
@@ -836,6 +910,7 @@ out:
     /* The endpoint that borrowed it is gone; its refresher reads the store. */
     atomic_store(&shutdown_step, "stopping the analysis");
     analysis_stop(&d);
+    topology_stop(&d);
     atomic_store(&shutdown_step, "freeing the store");
     fs_store_free(d.store);
     cfg_unref(d.current);

@@ -29,6 +29,12 @@
  * the daemon's main thread only; target_remove() blocks until the driver is done with
  * the target (see there).
  *
+ * Topology. A driver that reads the device's LLDP neighbour table reports it through the
+ * sink like any other data: fs_sink_lldp_local() (the device's own chassis id and
+ * sysName), fs_sink_lldp_neighbor() per neighbour (its local port named as the driver's
+ * `interface` labels name it), then fs_sink_lldp_end() once the whole table was read;
+ * a read cut short ends without it (nothing is dropped then).
+ *
  * Ownership. The core owns the target configuration (tcfg, and dcfg inside it) and the
  * sink, and keeps them alive until target_remove() has returned; a driver that needs
  * values after that copies them. The driver owns everything it allocates in *state and

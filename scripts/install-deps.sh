@@ -25,6 +25,7 @@ PACKAGES=(
   lintian man-db  # Debian packages test (tests/ops/test_deb.sh; built by cpack; man-db: lintian reads the man pages)
   debootstrap  # the packages installed into a clean root (tests/ops/deb-clean-root.sh, make package-check-root)
   libfaketime  # host agent capture test: the agent's (and its perf's) wall clock set 40 ms behind
+  lldpd  # topology test: LLDP between network namespaces, LLDP-MIB through snmpd (lldpd -x, tests/integration/test_topology_lldpd.sh)
 )
 
 missing=()

@@ -29,6 +29,7 @@
 #include "analysis/host_events.h"
 #include "analysis/service.h"
 #include "http/api.h"
+#include "http/topology_api.h"
 #include "http/expo.h"
 #include "http/web/web_assets.h"
 #include "util/buf.h"
@@ -66,12 +67,13 @@ enum handler {
     H_CORRELATE,
     H_INCIDENTS,
     H_TRACE,
+    H_TOPOLOGY,
     H_OTHER,
     H_COUNT
 };
 static const char *const handler_names[H_COUNT] = {
-    "metrics", "raw",       "targets",   "healthz",      "index", "host_events",
-    "time",    "correlate", "incidents", "export_trace", "other"};
+    "metrics", "raw",       "targets",   "healthz",      "index",    "host_events",
+    "time",    "correlate", "incidents", "export_trace", "topology", "other"};
 static const unsigned status_codes[] = {200, 304, 400, 401, 403, 404, 405, 413, 414, 500, 503};
 #define N_CODES (sizeof status_codes / sizeof status_codes[0])
 
@@ -132,7 +134,8 @@ struct req {
     char *auth;
     struct fs_analysis_arg *aargs;
     size_t n_aargs;
-    int64_t receive_ns; /* /api/v1/time: when the head arrived */
+    int64_t receive_ns;          /* /api/v1/time: when the head arrived */
+    struct fs_topology_query tq; /* /api/v1/topology: its checked parameters */
 };
 
 /* A raw body handed to libmicrohttpd, with the budget it holds. */
@@ -148,6 +151,7 @@ struct fs_http {
     struct fs_cluster *cluster;                /* not owned */
     int64_t store_created_us, http_created_us; /* realtime */
     struct fs_analysis *an;
+    struct fs_topo *topo; /* borrowed; NULL: no /api/v1/topology */
     char *token;
     size_t token_len;
     char *cert, *key;
@@ -884,6 +888,12 @@ run_job(struct fs_http *h, struct req *r)
     case H_TRACE:
         run_analysis(h, r);
         return;
+    case H_TOPOLOGY: {
+        fs_buf_init(&r->body, MAX_JSON_BYTES);
+        int st = fs_api_topology(h->topo, &r->tq, fs_realtime_us(), &r->body);
+        set_answer(r, (unsigned)st, JSON_CTYPE);
+        return;
+    }
     default:
         set_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "no worker for this handler");
         return;
@@ -1080,6 +1090,8 @@ route(struct fs_http *h, struct req *r, const char *url, const char *method)
         hd = H_TARGETS;
     else if (strcmp(url, "/healthz") == 0)
         hd = H_HEALTHZ;
+    else if (h->topo && strcmp(url, "/api/v1/topology") == 0)
+        hd = H_TOPOLOGY;
     else if ((r->asset = fs_web_asset_find(url)) != NULL)
         hd = H_INDEX;
     else if (h->an)
@@ -1141,7 +1153,8 @@ route(struct fs_http *h, struct req *r, const char *url, const char *method)
         set_error(r, MHD_HTTP_BAD_REQUEST, "NUL byte (%00) in a parameter");
         return ROUTE_ANSWER;
     }
-    bool takes_args = hd == H_RAW || hd == H_CORRELATE || hd == H_INCIDENTS || hd == H_TRACE;
+    bool takes_args =
+        hd == H_RAW || hd == H_CORRELATE || hd == H_INCIDENTS || hd == H_TRACE || hd == H_TOPOLOGY;
     if (!takes_args && args.n > 0) {
         char msg[160];
         snprintf(msg, sizeof msg, "unknown parameter \"%.64s\"", args.a[0].key);
@@ -1171,6 +1184,13 @@ route(struct fs_http *h, struct req *r, const char *url, const char *method)
         }
         r->have_q = true;
     }
+    if (hd == H_TOPOLOGY) {
+        char err[256];
+        if (fs_topology_query_parse(args.a, args.n, &r->tq, err, sizeof err) != 0) {
+            set_error(r, MHD_HTTP_BAD_REQUEST, err);
+            return ROUTE_ANSWER;
+        }
+    }
     if (post) {
         /* Refused before reading the body: an unauthenticated client cannot make the
          * server hold 32 MiB. */
@@ -1193,7 +1213,7 @@ route(struct fs_http *h, struct req *r, const char *url, const char *method)
         set_answer(r, MHD_HTTP_OK, JSON_CTYPE); /* rendered when queued (send_ns) */
         return ROUTE_ANSWER;
     }
-    if (takes_args && hd != H_RAW && copy_args(r, &args) != 0) {
+    if (takes_args && hd != H_RAW && hd != H_TOPOLOGY && copy_args(r, &args) != 0) {
         set_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
         return ROUTE_ANSWER;
     }
@@ -1335,6 +1355,7 @@ fs_http_start(const struct fs_http_opts *o, struct fs_store *st, char *errbuf, s
     h->store_created_us = o->store_created_us;
     h->http_created_us = fs_realtime_us();
     h->an = o->analysis;
+    h->topo = o->topology;
     h->log_window_us = fs_monotonic_us();
     unsigned threads = o->threads ? o->threads : 2;
     unsigned maxconn = o->max_connections ? o->max_connections : 64;

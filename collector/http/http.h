@@ -58,6 +58,7 @@
 
 struct fs_http;
 struct fs_analysis;
+struct fs_topo;
 
 struct fs_http_opts {
     const char *host;          /**< address to bind, e.g. "127.0.0.1" or "::1" */
@@ -82,6 +83,8 @@ struct fs_http_opts {
                                         of its counters); 0: unknown */
     struct fs_analysis *analysis;  /**< borrowed (outlives the endpoint); NULL: no
                                         analysis endpoints, no analysis metrics */
+    struct fs_topo *topology;      /**< borrowed (outlives the endpoint); NULL: no
+                                        /api/v1/topology (404) */
 };
 
 /** /metrics buffers alive at once (the current one, ones still being sent). */

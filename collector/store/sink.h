@@ -238,6 +238,48 @@ void fs_sink_set_detail(struct fs_sink *s, const char *json_members);
  */
 int fs_sink_ifindex_name(struct fs_sink *s, uint32_t ifindex, char *buf, size_t len);
 
+/**
+ * One LLDP neighbour of the target, as the driver read it from the device's neighbour
+ * table. Strings are the caller's (copied); NULL reads as "".
+ */
+struct fs_lldp_neighbor {
+    /** The local port, named exactly as the driver's other samples name it in their
+     *  `interface` label (normalized here the same way), so links join series. */
+    const char *local_port;
+    const char *chassis_id; /**< remote chassis id, printable (a MAC as aa:bb:cc:dd:ee:ff) */
+    const char *sys_name;   /**< remote sysName; "" when the neighbour sent none */
+    /** The remote port's name as it is best shown and joined on: its id when that is an
+     *  interface name, else its description when it has one, else its printable id. */
+    const char *port;
+    const char *port_id;    /**< remote port id, printable */
+    const char *port_descr; /**< remote port description, "" when none */
+};
+
+/**
+ * States the target's own LLDP identity (its local chassis id and sysName, either may be
+ * ""), so that another target's neighbour naming it is known as that target: a link
+ * seen from both ends then reads as one (collector/topology). Call when read (each
+ * table read is fine). Same threading as the other calls of this sink.
+ */
+void fs_sink_lldp_local(struct fs_sink *s, const char *chassis_id, const char *sys_name);
+
+/**
+ * Reports one neighbour of the table being read, stamped now (wall clock). Renews the
+ * link when it is known. Returns 0, or -1 when refused (no local port, neither chassis
+ * id nor sysName, the topology's bound; logged rate-limited). With no topology listening
+ * (fs_store_set_lldp_listener) it does nothing and returns 0. Same threading.
+ */
+int fs_sink_lldp_neighbor(struct fs_sink *s, const struct fs_lldp_neighbor *n);
+
+/**
+ * Says that the whole neighbour table was read (every fs_sink_lldp_neighbor of it came
+ * before) and will be read again within interval_us (<= 0: not known). Links of this
+ * target and source that the table no longer had are dropped now; a target whose table
+ * is not read again loses its links after max(3 x interval_us, 30 s) (120 s with no
+ * interval). A read cut short must not call it: nothing is dropped then. Same threading.
+ */
+void fs_sink_lldp_end(struct fs_sink *s, int64_t interval_us);
+
 /** The target's name, for log lines. */
 const char *fs_sink_target(const struct fs_sink *s);
 

@@ -214,6 +214,7 @@ struct fs_store {
     struct fs_store_clock clock;
     fs_device_event_cb event_cb; /* set before drivers run (fs_store_set_device_event_listener) */
     void *event_arg;
+    struct fs_lldp_listener lldp; /* set before drivers run (fs_store_set_lldp_listener) */
 };
 
 static int64_t
@@ -1518,6 +1519,73 @@ fs_sink_device_event(struct fs_sink *s, int64_t device_start_us, int64_t device_
                                 .attrs = attrs,
                                 .n_attrs = n_attrs};
     return cb(arg, &e) == 0 ? 0 : -1;
+}
+
+void
+fs_store_set_lldp_listener(struct fs_store *st, const struct fs_lldp_listener *l)
+{
+    pthread_rwlock_wrlock(&st->lock);
+    if (l)
+        st->lldp = *l;
+    else
+        memset(&st->lldp, 0, sizeof st->lldp);
+    pthread_rwlock_unlock(&st->lock);
+}
+
+/* The LLDP listener, copied under the lock (it is set and cleared only while no driver
+ * reports, but the copy costs nothing and keeps the read honest). */
+static struct fs_lldp_listener
+lldp_listener(struct fs_sink *s)
+{
+    pthread_rwlock_rdlock(&s->st->lock);
+    struct fs_lldp_listener l = s->st->lldp;
+    pthread_rwlock_unlock(&s->st->lock);
+    return l;
+}
+
+/* Longest LLDP string kept: the topology cuts at 255 bytes too. */
+#define LLDP_STR 256
+
+void
+fs_sink_lldp_local(struct fs_sink *s, const char *chassis_id, const char *sys_name)
+{
+    struct fs_lldp_listener l = lldp_listener(s);
+    char ch[LLDP_STR], sn[LLDP_STR];
+    if (!l.local)
+        return;
+    fs_label_sanitize(chassis_id ? chassis_id : "", ch, sizeof ch);
+    fs_label_sanitize(sys_name ? sys_name : "", sn, sizeof sn);
+    l.local(l.arg, s->target, s->source, ch, sn, now_real(s->st));
+}
+
+int
+fs_sink_lldp_neighbor(struct fs_sink *s, const struct fs_lldp_neighbor *n)
+{
+    int rc = 0;
+    struct fs_lldp_listener l = lldp_listener(s);
+    char lp[LLDP_STR], ch[LLDP_STR], sn[LLDP_STR], port[LLDP_STR], pid[LLDP_STR], pd[LLDP_STR];
+    if (!l.neighbor)
+        goto out;
+    /* Both port names as the `interface` label would have them: the remote may be a
+     * target whose own labels are normalized the same way. */
+    fs_ifname_normalize(n->local_port ? n->local_port : "", lp, sizeof lp);
+    fs_ifname_normalize(n->port ? n->port : "", port, sizeof port);
+    fs_label_sanitize(n->chassis_id ? n->chassis_id : "", ch, sizeof ch);
+    fs_label_sanitize(n->sys_name ? n->sys_name : "", sn, sizeof sn);
+    fs_label_sanitize(n->port_id ? n->port_id : "", pid, sizeof pid);
+    fs_label_sanitize(n->port_descr ? n->port_descr : "", pd, sizeof pd);
+    struct fs_lldp_neighbor c = {lp, ch, sn, port, pid, pd};
+    rc = l.neighbor(l.arg, s->target, s->source, &c, now_real(s->st)) == 0 ? 0 : -1;
+out:
+    return rc;
+}
+
+void
+fs_sink_lldp_end(struct fs_sink *s, int64_t interval_us)
+{
+    struct fs_lldp_listener l = lldp_listener(s);
+    if (l.table_end)
+        l.table_end(l.arg, s->target, s->source, interval_us, now_real(s->st));
 }
 
 int

@@ -221,6 +221,24 @@ typedef int (*fs_device_event_cb)(void *arg, const struct fs_device_event *e);
  *  or while none reports (the daemon sets it at start). */
 void fs_store_set_device_event_listener(struct fs_store *st, fs_device_event_cb cb, void *arg);
 
+/**
+ * The listener of what drivers learn from LLDP (fs_sink_lldp_*): the target and source
+ * of the sink, the sanitized strings (valid during the call), and the store's wall clock.
+ * Called on the driver's thread; the daemon hands them to its topology.
+ */
+struct fs_lldp_listener {
+    void *arg;
+    int (*local)(void *arg, const char *target, const char *source, const char *chassis_id,
+                 const char *sys_name, int64_t now_us);
+    int (*neighbor)(void *arg, const char *target, const char *source,
+                    const struct fs_lldp_neighbor *n, int64_t now_us);
+    void (*table_end)(void *arg, const char *target, const char *source, int64_t interval_us,
+                      int64_t now_us);
+};
+/** Sets (l NULL: clears) the one LLDP listener; copied. Like the device-event listener:
+ *  set before drivers run, cleared after every target is gone. */
+void fs_store_set_lldp_listener(struct fs_store *st, const struct fs_lldp_listener *l);
+
 /** Counts a cycle skipped because the previous one overran (scheduler). */
 void fs_sink_count_overrun(struct fs_sink *s);
 

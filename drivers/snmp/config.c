@@ -141,6 +141,8 @@ fs_snmp_config_build(const struct lyd_node *n, void **dcfg, struct fs_cfg_errs *
     s->max_repetitions = (int)fs_cfg_long(n, "max_repetitions", 50);
     v = fs_cfg_cval(n, "qos_index_base");
     s->qos_index_base = !v || !strcmp(v, "auto") ? -1 : (int)strtol(v, NULL, 10);
+    s->lldp = fs_cfg_kid(n, "lldp") ? fs_cfg_bool(n, "lldp") : true;
+    s->lldp_interval_us = fs_cfg_duration_us(n, "lldp_interval", 30 * US_PER_S);
     return 0;
 }
 
@@ -172,7 +174,8 @@ fs_snmp_config_equal(const void *pa, const void *pb)
            a->security_level == b->security_level && a->allow_weak_crypto == b->allow_weak_crypto &&
            a->interval_us == b->interval_us && a->timeout_us == b->timeout_us &&
            a->retries == b->retries && a->max_repetitions == b->max_repetitions &&
-           a->qos_index_base == b->qos_index_base;
+           a->qos_index_base == b->qos_index_base && a->lldp == b->lldp &&
+           a->lldp_interval_us == b->lldp_interval_us;
 }
 
 int64_t

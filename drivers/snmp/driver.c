@@ -66,6 +66,7 @@
 #include "driver.h"
 #include "util/log.h"
 #include "map.h"
+#include "lldp.h"
 #include "snmp_driver.h"
 #include "util/clock.h"
 
@@ -179,8 +180,18 @@ struct snmp_target {
     int64_t probe_timer_us;        /* its next timeout check (monotonic) */
     struct tlink plink;            /* probe list (a probe planned or in flight) */
     bool in_plist;
-    bool wait_prep;       /* the cycle waits for the preparation thread */
-    struct prep_job *job; /* under drv->plock; NULL after target_remove detached it */
+    /* LLDP (see lldp_begin): the neighbour table is read after the counters of a cycle
+     * when lldp_interval has passed since the last complete read. */
+    bool lldp_due;            /* this cycle reads it (decided when it begins) */
+    bool in_lldp;             /* the counters are emitted; the LLDP walk is under way */
+    bool counters_emitted;    /* this cycle's samples went to the sink already */
+    int64_t lldp_last_us;     /* monotonic start of the last complete read; 0 none */
+    struct fs_snmp_lldp lldp; /* the read in progress */
+    uint64_t lldp_reads, lldp_cut;
+    size_t lldp_neighbors; /* in the last complete read */
+    bool lldp_mib;         /* the last complete read found LLDP-MIB */
+    bool wait_prep;        /* the cycle waits for the preparation thread */
+    struct prep_job *job;  /* under drv->plock; NULL after target_remove detached it */
 };
 
 struct snmp_drv {
@@ -594,6 +605,18 @@ em_note(void *arg, const char *msg)
     fs_log(FS_LOG_WARN, SUBSYS, "target %s: %s", ((struct snmp_target *)arg)->tcfg->name, msg);
 }
 
+static void
+em_lldp_local(void *arg, const char *chassis_id, const char *sys_name)
+{
+    fs_sink_lldp_local(((struct snmp_target *)arg)->sink, chassis_id, sys_name);
+}
+
+static void
+em_lldp_nb(void *arg, const struct fs_lldp_neighbor *n)
+{
+    fs_sink_lldp_neighbor(((struct snmp_target *)arg)->sink, n);
+}
+
 /* ---- cycles ---- */
 
 /* The link of t at offset off (alink or plink). */
@@ -648,28 +671,30 @@ update_detail(struct snmp_target *t)
     size_t n = fs_snmp_tmap_describe(&t->tm, buf, sizeof(buf));
     snprintf(buf + n, sizeof(buf) - n,
              ",\"snmp_clock_probes\":%llu,\"snmp_clock_probing\":\"%s\","
-             "\"walk_first\":\"%s\",\"qos_first_cycles\":%llu",
+             "\"walk_first\":\"%s\",\"qos_first_cycles\":%llu,"
+             "\"lldp\":%s,\"lldp_mib\":%s,\"lldp_reads\":%llu,\"lldp_cut\":%llu,"
+             "\"lldp_neighbors\":%zu,\"lldp_anomalies\":%llu",
              (unsigned long long)t->prober.sent,
              t->prober.state ? t->prober.state : FS_CLOCK_PROBER_STATE_NONE,
              t->walk_first == FS_SNMP_PH_QOS ? "qos" : "interfaces",
-             (unsigned long long)t->qos_first_cycles);
+             (unsigned long long)t->qos_first_cycles, t->snmp->lldp ? "true" : "false",
+             t->lldp_mib ? "true" : "false", (unsigned long long)t->lldp_reads,
+             (unsigned long long)t->lldp_cut, t->lldp_neighbors,
+             (unsigned long long)t->lldp.anomalies);
     fs_sink_set_detail(t->sink, buf);
 }
 
 static void plan_probe(struct snmp_target *t);
 
-/* Ends the cycle in flight: emits what arrived (all of it, or the part before the
- * deadline, a bound or a failed request; not when the target goes), reports the result. */
+/* Hands the cycle's counter samples to the sink, once per cycle (before the LLDP walk,
+ * or at the cycle's end): all of them, or the part before a cut; none when the target
+ * goes. */
 static void
-cycle_end(struct snmp_target *t, enum fs_poll_result r, const char *msg)
+emit_counters(struct snmp_target *t, enum fs_poll_result r)
 {
-    char tmsg[160];
-    if (!t->in_cycle)
+    if (t->counters_emitted)
         return;
-    t->in_cycle = false;
-    t->wait_prep = false;
-    t->reqid = 0;
-    tlist_del(&t->drv->active, t, ALINK);
+    t->counters_emitted = true;
     if (r != FS_POLL_OK)
         fs_snmp_poll_cut(&t->poll);
     if (!t->removed_pending && t->poll.n_pdus > 0) {
@@ -684,6 +709,35 @@ cycle_end(struct snmp_target *t, enum fs_poll_result r, const char *msg)
                                  .note = em_note};
         fs_snmp_poll_finish(&t->tm, &t->poll, &e);
     }
+}
+
+/* Ends the cycle in flight: emits what arrived (all of it, or the part before the
+ * deadline, a bound or a failed request; not when the target goes), reports the result. */
+static void
+cycle_end(struct snmp_target *t, enum fs_poll_result r, const char *msg)
+{
+    char tmsg[160];
+    if (!t->in_cycle)
+        return;
+    t->in_cycle = false;
+    t->wait_prep = false;
+    t->reqid = 0;
+    tlist_del(&t->drv->active, t, ALINK);
+    if (t->in_lldp) {
+        /* The counters were complete and are in the sink; only the neighbour table was
+         * cut: no table end (nothing is dropped on a partial read), tried again after
+         * lldp_interval (the links' hold outlasts a missed read). The cycle itself
+         * succeeded. */
+        t->in_lldp = false;
+        t->lldp_cut++;
+        fs_logkv(FS_LOG_DEBUG, SUBSYS, NULL, "target %s: LLDP read cut: %s", t->tcfg->name,
+                 msg ? msg : "");
+        if (!t->removed_pending) {
+            r = FS_POLL_OK;
+            msg = NULL;
+        }
+    }
+    emit_counters(t, r);
     if (r == FS_POLL_OK && t->poll.truncated) {
         r = FS_POLL_PARTIAL;
         snprintf(tmsg, sizeof(tmsg), "truncated at a bound (%u interfaces kept, at most %u)",
@@ -856,6 +910,8 @@ send_pdu(struct snmp_target *t, netsnmp_pdu *pdu)
 
 /* HOST-RESOURCES-MIB hrSystemDate.0: DateAndTime (RFC 2579), the device's clock. */
 static const oid oid_hrsystemdate[] = {1, 3, 6, 1, 2, 1, 25, 1, 2, 0};
+/* lldpObjects (LLDP-MIB): the answers to the lldpLoc scalars asked with the cycle's. */
+static const oid oid_lldp[] = {1, 0, 8802, 1, 1, 2, 1};
 
 /*
  * Reads a DateAndTime (8 octets local time, or 11 with the direction and distance from
@@ -950,6 +1006,22 @@ walk_continue(struct snmp_target *t)
         cycle_end(t, FS_POLL_PROTOCOL, "send failed");
 }
 
+/* Starts a multi-column walk of the n columns in req. */
+static void
+walk_start(struct snmp_target *t, const struct fs_snmp_req_oid *req, size_t n)
+{
+    t->ncols = n;
+    for (size_t i = 0; i < n; i++) {
+        struct walkcol *w = &t->cols[i];
+        memcpy(w->root, req[i].oid, req[i].len * sizeof(oid));
+        w->root_len = req[i].len;
+        memcpy(w->cur, req[i].oid, req[i].len * sizeof(oid));
+        w->cur_len = req[i].len;
+        w->done = false;
+    }
+    walk_continue(t);
+}
+
 static void
 phase_begin(struct snmp_target *t)
 {
@@ -968,21 +1040,81 @@ phase_begin(struct snmp_target *t)
         for (size_t i = 0; i < n; i++)
             snmp_add_null_var(pdu, (const oid *)req[i].oid, req[i].len);
         snmp_add_null_var(pdu, oid_hrsystemdate, OID_LENGTH(oid_hrsystemdate));
+        if (t->lldp_due) {
+            /* The switch's own LLDP identity rides with the scalars. */
+            struct fs_snmp_req_oid lr[4];
+            size_t ln = fs_snmp_lldp_scalars(lr, 4);
+            for (size_t i = 0; i < ln; i++)
+                snmp_add_null_var(pdu, (const oid *)lr[i].oid, lr[i].len);
+        }
         t->ncols = 0;
         if (send_pdu(t, pdu) != 0)
             cycle_end(t, FS_POLL_PROTOCOL, "send failed");
         return;
     }
-    t->ncols = n;
-    for (size_t i = 0; i < n; i++) {
-        struct walkcol *w = &t->cols[i];
-        memcpy(w->root, req[i].oid, req[i].len * sizeof(oid));
-        w->root_len = req[i].len;
-        memcpy(w->cur, req[i].oid, req[i].len * sizeof(oid));
-        w->cur_len = req[i].len;
-        w->done = false;
+    walk_start(t, req, n);
+}
+
+/* How often the table is read: at the first cycle at least lldp_interval after the last
+ * read, so a whole number of intervals. */
+static int64_t
+lldp_period_us(const struct fs_snmp_cfg *c)
+{
+    int64_t iv = c->interval_us > 0 ? c->interval_us : 10000000;
+    int64_t l = c->lldp_interval_us > iv ? c->lldp_interval_us : iv;
+    return (l + iv - 1) / iv * iv;
+}
+
+/* The LLDP read's samples-free end: the neighbours to the sink, then the table end. */
+static void
+lldp_done(struct snmp_target *t)
+{
+    t->in_lldp = false;
+    if (!t->lldp.truncated) {
+        struct fs_snmp_lldp_emit e = {.arg = t, .local = em_lldp_local, .neighbor = em_lldp_nb};
+        t->lldp_neighbors = fs_snmp_lldp_finish(&t->lldp, &t->tm, &e);
+        /* An agent without LLDP-MIB has an empty table: links it reported before (it lost
+         * the MIB, e.g. lldpd stopped) go at once, like any table that no longer has them. */
+        fs_sink_lldp_end(t->sink, lldp_period_us(t->snmp));
+        t->lldp_mib = t->lldp.seen;
+        t->lldp_reads++;
+    } else {
+        /* More rows than kept: what came is renewed, nothing is dropped on a read that
+         * did not hold the whole table. */
+        struct fs_snmp_lldp_emit e = {.arg = t, .local = em_lldp_local, .neighbor = em_lldp_nb};
+        t->lldp_neighbors = fs_snmp_lldp_finish(&t->lldp, &t->tm, &e);
+        t->lldp_cut++;
     }
-    walk_continue(t);
+    cycle_end(t, FS_POLL_OK, NULL);
+}
+
+/*
+ * After the counter walks of a cycle that reads LLDP: their samples go to the sink now,
+ * so the neighbour table never delays them, then lldpLocPortTable and lldpRemTable are
+ * walked under the same deadline. An agent without LLDP-MIB answers past the columns at
+ * once (an empty, complete table).
+ */
+static void
+lldp_begin(struct snmp_target *t)
+{
+    struct fs_snmp_req_oid req[MAX_COLS];
+    emit_counters(t, FS_POLL_OK);
+    t->lldp_last_us = t->start_us; /* even if cut: the next try waits its interval */
+    t->in_lldp = true;
+    t->ph = FS_SNMP_PH_COUNT; /* no counter phase: walk_turn and the phase order stay out */
+    t->reps = t->snmp->max_repetitions > 0 ? t->snmp->max_repetitions : 50;
+    size_t n = fs_snmp_lldp_columns(req, MAX_COLS);
+    walk_start(t, req, n);
+}
+
+/* The counter walks are over: the cycle ends, or goes on with the neighbour table. */
+static void
+counters_done(struct snmp_target *t)
+{
+    if (t->lldp_due && !t->in_lldp)
+        lldp_begin(t);
+    else
+        cycle_end(t, FS_POLL_OK, NULL);
 }
 
 /* The phase after ph in this cycle's order: scalars, map, then the interface data and the
@@ -1038,9 +1170,13 @@ walk_turn(struct snmp_target *t, bool by_schedule)
 static void
 next_phase(struct snmp_target *t)
 {
+    if (t->in_lldp) {
+        lldp_done(t);
+        return;
+    }
     if (t->map_again) {
         /* The second IFMAP walk (unknown ifIndex) was the last phase. */
-        cycle_end(t, FS_POLL_OK, NULL);
+        counters_done(t);
         return;
     }
     enum fs_snmp_phase nx = phase_after(t, t->ph);
@@ -1055,7 +1191,7 @@ next_phase(struct snmp_target *t)
         phase_begin(t);
         return;
     }
-    cycle_end(t, FS_POLL_OK, NULL);
+    counters_done(t);
 }
 
 static void
@@ -1140,7 +1276,8 @@ walk_response(struct snmp_target *t, netsnmp_pdu *pdu)
         }
         struct fs_snmp_vb vb;
         vb_convert(v, &vb);
-        int rc = fs_snmp_poll_add(&t->poll, &t->tm, &vb);
+        int rc =
+            t->in_lldp ? fs_snmp_lldp_add(&t->lldp, &vb) : fs_snmp_poll_add(&t->poll, &t->tm, &vb);
         if (rc == -2) { /* past the interfaces kept: the rest of this column is unused */
             w->done = true;
             continue;
@@ -1239,7 +1376,8 @@ on_response(int op, netsnmp_session *sess, int reqid, netsnmp_pdu *pdu, void *ma
         cycle_end(t, FS_POLL_PROTOCOL, "unexpected PDU type");
         return 1;
     }
-    if (++t->pdus > FS_SNMP_MAX_PDUS || fs_snmp_poll_pdu(&t->poll, fs_realtime_us()) != 0) {
+    if (++t->pdus > FS_SNMP_MAX_PDUS ||
+        (!t->in_lldp && fs_snmp_poll_pdu(&t->poll, fs_realtime_us()) != 0)) {
         t->poll.truncated = true;
         cycle_end(t, FS_POLL_PARTIAL, "too many PDUs in one cycle: what arrived was kept");
         return 1;
@@ -1267,6 +1405,12 @@ on_response(int op, netsnmp_session *sess, int reqid, netsnmp_pdu *pdu, void *ma
             if (snmp_oid_compare(v->name, v->name_length, oid_hrsystemdate,
                                  OID_LENGTH(oid_hrsystemdate)) == 0)
                 continue; /* noSuchObject or not a DateAndTime: no clock here */
+            if (oid_under(v->name, v->name_length, oid_lldp, OID_LENGTH(oid_lldp))) {
+                struct fs_snmp_vb lv;
+                vb_convert(v, &lv);
+                fs_snmp_lldp_add(&t->lldp, &lv);
+                continue;
+            }
             struct fs_snmp_vb vb;
             vb_convert(v, &vb);
             fs_snmp_poll_add(&t->poll, &t->tm, &vb);
@@ -1560,6 +1704,12 @@ cycle_begin(struct snmp_drv *d, struct snmp_target *t, uint64_t id, int64_t dead
     if (t->walk_first == FS_SNMP_PH_QOS)
         t->qos_first_cycles++;
     fs_snmp_poll_reset(&t->poll);
+    t->counters_emitted = false;
+    t->in_lldp = false;
+    t->lldp_due = t->snmp->lldp && (t->lldp_last_us == 0 ||
+                                    t->start_us - t->lldp_last_us >= t->snmp->lldp_interval_us);
+    if (t->lldp_due)
+        fs_snmp_lldp_reset(&t->lldp);
     t->cycle_start_real_us = fs_realtime_us();
     /* A probe planned for later is dropped: probes go between cycles only (one in flight
      * runs on; its answer is handled by its own callback). */
@@ -1912,6 +2062,7 @@ snmp_target_remove(void *state, void *tstate)
     }
     fs_snmp_tmap_free(&t->tm);
     fs_snmp_poll_free(&t->poll);
+    fs_snmp_lldp_free(&t->lldp);
     free(t);
 }
 

@@ -44,11 +44,13 @@ struct fs_snmp_cfg {
      *  authPriv is refused unless asked for explicitly. */
     enum fs_snmp_security_level security_level;
     bool allow_weak_crypto;
-    int64_t interval_us; /**< default 10 s */
-    int64_t timeout_us;  /**< per request; default 2 s */
-    int retries;         /**< default 1 */
-    int max_repetitions; /**< default 50 */
-    int qos_index_base;  /**< -1 auto (default), 0 or 1 */
+    int64_t interval_us;      /**< default 10 s */
+    int64_t timeout_us;       /**< per request; default 2 s */
+    int retries;              /**< default 1 */
+    int max_repetitions;      /**< default 50 */
+    int qos_index_base;       /**< -1 auto (default), 0 or 1 */
+    bool lldp;                /**< walk LLDP-MIB for the topology; default true */
+    int64_t lldp_interval_us; /**< at most this often (and at most once per cycle); 30 s */
 };
 
 /** fabricscope-snmp.yang, embedded at build time. */
