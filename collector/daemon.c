@@ -617,6 +617,9 @@ topology_start(struct daemon *d)
     }
     struct fs_lldp_listener l = {d->topo, topo_local, topo_neighbor, topo_table_end};
     fs_store_set_lldp_listener(d->store, &l);
+    /* The correlation traces pauses along the links; before the HTTP endpoint starts. */
+    if (d->an.an)
+        fs_analysis_set_topology(d->an.an, d->topo);
     return 0;
 }
 

@@ -15,6 +15,8 @@ fs_corr_opts_default(struct fs_corr_opts *o)
     o->lag_us = 500000;
     o->top = FS_CORR_TOP;
     o->trains = NULL;
+    o->links = NULL;
+    o->n_links = 0;
 }
 
 void
@@ -22,6 +24,8 @@ fs_corr_report_free(struct fs_corr_report *r)
 {
     if (!r)
         return;
+    for (size_t i = 0; i < r->n_results; i++)
+        free(r->results[i].tree);
     free(r->results);
     free(r->aggregates);
     for (size_t g = 0; g < r->n_groups; g++) {
@@ -87,6 +91,11 @@ struct scan {
     uint32_t *sw_cause;    /* per switch: stamp of the last window with a cause departure */
     uint32_t *sw_sends;    /* per switch: stamp of the last window it sent pauses in */
     uint32_t *port_paused; /* per port: stamp of the last window it received explained pauses */
+    uint32_t *port_sends;  /* per port: stamp of the last window it sent pauses in */
+    uint32_t *port_tx;     /* per port: its pauses-sent candidate in that window */
+    uint32_t *port_rx;     /* per port: its explained pauses-received candidate */
+    uint32_t *sw_best;     /* per switch: its first cause candidate (unexplained, earliest) */
+    uint32_t *sw_best_st;  /* per switch: stamp of the window sw_best is of */
     uint32_t stamp;
 };
 
@@ -141,7 +150,18 @@ window_candidates(struct scan *sc, const struct fs_corr_window *w)
     return 0;
 }
 
-/* Which of the window's candidates are effects of another one (correlate.h, effects.h). */
+/* Whether cause candidate a is a better parent for its switch's pauses than b: one
+ * nothing explains (the congestion itself) before a paused port's, then the earlier. */
+static bool
+better_cause(const struct fs_corr_suspect *a, const struct fs_corr_suspect *b)
+{
+    if (a->explained != b->explained)
+        return !a->explained;
+    return a->lag_us < b->lag_us;
+}
+
+/* Which of the window's candidates are effects of another one, and which one explains
+ * each (correlate.h, effects.h). */
 static void
 mark_explained(struct scan *sc)
 {
@@ -149,32 +169,142 @@ mark_explained(struct scan *sc)
     uint32_t st = ++sc->stamp, senders = 0, last_sender = UINT32_MAX;
     for (size_t c = 0; c < sc->nc; c++) {
         const struct fs_an_place *x = &in[sc->cand[c].series];
+        sc->cand[c].paused_by = UINT32_MAX;
+        sc->cand[c].explained = false;
         if (x->role == FS_AN_ROLE_CAUSE)
             sc->sw_cause[x->sw] = st;
-        if (x->role == FS_AN_ROLE_PAUSE_SENT && sc->sw_sends[x->sw] != st) {
-            sc->sw_sends[x->sw] = st;
-            senders++;
-            last_sender = x->sw;
+        if (x->role == FS_AN_ROLE_PAUSE_SENT) {
+            if (sc->sw_sends[x->sw] != st) {
+                sc->sw_sends[x->sw] = st;
+                senders++;
+                last_sender = x->sw;
+            }
+            if (x->port != UINT32_MAX) {
+                sc->port_sends[x->port] = st;
+                sc->port_tx[x->port] = (uint32_t)c;
+            }
         }
     }
-    /* A received pause is explained by another switch sending pauses; a port's own
-       congestion by an explained pause it received. */
+    /* A received pause is explained by its link partner sending pauses (without the
+       links: by another switch sending pauses); a port's own congestion by an explained
+       pause it received. */
     for (size_t c = 0; c < sc->nc; c++) {
         const struct fs_an_place *x = &in[sc->cand[c].series];
         if (x->role != FS_AN_ROLE_PAUSE_RECEIVED)
             continue;
-        bool e = senders > 1 || (senders == 1 && last_sender != x->sw);
+        bool e;
+        if (x->linked) {
+            e = x->partner != UINT32_MAX && sc->port_sends[x->partner] == st;
+            if (e)
+                sc->cand[c].paused_by = sc->cand[sc->port_tx[x->partner]].series;
+        } else {
+            e = senders > 1 || (senders == 1 && last_sender != x->sw);
+        }
         sc->cand[c].explained = e;
-        if (e && x->port != UINT32_MAX)
+        if (e && x->port != UINT32_MAX) {
             sc->port_paused[x->port] = st;
+            sc->port_rx[x->port] = (uint32_t)c;
+        }
     }
     for (size_t c = 0; c < sc->nc; c++) {
         const struct fs_an_place *x = &in[sc->cand[c].series];
-        if (x->role == FS_AN_ROLE_PAUSE_SENT)
-            sc->cand[c].explained = sc->sw_cause[x->sw] == st;
-        else if (x->role == FS_AN_ROLE_CAUSE)
-            sc->cand[c].explained = x->port != UINT32_MAX && sc->port_paused[x->port] == st;
+        if (x->role != FS_AN_ROLE_CAUSE)
+            continue;
+        bool e = x->port != UINT32_MAX && sc->port_paused[x->port] == st;
+        sc->cand[c].explained = e;
+        if (e)
+            sc->cand[c].paused_by = sc->cand[sc->port_rx[x->port]].series;
     }
+    /* The cause of its switch that pauses sent are charged to. */
+    for (size_t c = 0; c < sc->nc; c++) {
+        const struct fs_an_place *x = &in[sc->cand[c].series];
+        if (x->role != FS_AN_ROLE_CAUSE)
+            continue;
+        if (sc->sw_best_st[x->sw] != st ||
+            better_cause(&sc->cand[c], &sc->cand[sc->sw_best[x->sw]])) {
+            sc->sw_best_st[x->sw] = st;
+            sc->sw_best[x->sw] = (uint32_t)c;
+        }
+    }
+    for (size_t c = 0; c < sc->nc; c++) {
+        const struct fs_an_place *x = &in[sc->cand[c].series];
+        if (x->role != FS_AN_ROLE_PAUSE_SENT)
+            continue;
+        bool e = sc->sw_cause[x->sw] == st;
+        sc->cand[c].explained = e;
+        if (e)
+            sc->cand[c].paused_by = sc->cand[sc->sw_best[x->sw]].series;
+    }
+}
+
+static int
+cmp_edge(const void *a, const void *b)
+{
+    const struct fs_corr_edge *x = a, *y = b;
+    if (x->onset_us != y->onset_us)
+        return x->onset_us < y->onset_us ? -1 : 1;
+    if (x->hop != y->hop)
+        return x->hop < y->hop ? -1 : 1;
+    return x->series < y->series ? -1 : x->series > y->series;
+}
+
+/* The propagation tree of the window's first suspect (correlate.h) into res->tree, from
+ * the ranked candidates sc->cand[0..nc). 0 or -1 (no memory). */
+static int
+window_tree(struct scan *sc, struct fs_corr_result *res)
+{
+    res->tree = NULL;
+    res->n_tree = res->tree_total = 0;
+    if (res->n_top == 0 || res->top[0].explained)
+        return 0;
+    const struct fs_an_place *in = sc->info;
+    const struct fs_corr_suspect *origin = &res->top[0];
+    uint32_t oport = in[origin->series].port;
+    for (size_t c = 0; c < sc->nc; c++)
+        sc->slot[sc->cand[c].series] = (int32_t)c;
+    int rc = -1;
+    size_t cap = 0;
+    for (size_t c = 0; c < sc->nc; c++) {
+        const struct fs_corr_suspect *x = &sc->cand[c];
+        bool own = in[x->series].port == oport || (origin->group >= 0 && x->group == origin->group);
+        if (own || x->paused_by == UINT32_MAX)
+            continue;
+        /* Up the chain of what explains what, to the origin's port (or its group). */
+        uint32_t hop = 0;
+        bool reaches = false;
+        for (const struct fs_corr_suspect *y = x; y->paused_by != UINT32_MAX && hop < 32;) {
+            int32_t p = sc->slot[y->paused_by];
+            if (p < 0)
+                break;
+            y = &sc->cand[p];
+            hop++;
+            if (in[y->series].port == oport || (origin->group >= 0 && y->group == origin->group)) {
+                reaches = true;
+                break;
+            }
+        }
+        if (!reaches)
+            continue;
+        if (res->n_tree == cap) {
+            size_t nc2 = cap ? cap * 2 : 16;
+            void *q = realloc(res->tree, nc2 * sizeof *res->tree);
+            if (!q)
+                goto out;
+            res->tree = q;
+            cap = nc2;
+        }
+        res->tree[res->n_tree++] =
+            (struct fs_corr_edge){x->series, x->paused_by, res->window.start_us + x->lag_us, hop};
+    }
+    qsort(res->tree, res->n_tree, sizeof *res->tree, cmp_edge);
+    res->tree_total = res->n_tree;
+    if (res->n_tree > FS_CORR_TREE_MAX)
+        res->n_tree = FS_CORR_TREE_MAX;
+    rc = 0;
+out:
+    for (size_t c = 0; c < sc->nc; c++)
+        sc->slot[sc->cand[c].series] = -1;
+    return rc;
 }
 
 static int
@@ -366,6 +496,7 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
     bool *paused_run = NULL;
     uint32_t *group_open = NULL; /* per group: window + 1 in which a member is not demoted */
     uint32_t n_ports = 0;
+    int rc = -1;
     if (!r)
         return -1;
     r->results = calloc(n ? n : 1, sizeof *r->results);
@@ -383,26 +514,34 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
     sc.sw_cause = calloc(ns, sizeof *sc.sw_cause);
     sc.port_paused = calloc(ns, sizeof *sc.port_paused);
     sc.sw_sends = calloc(ns, sizeof *sc.sw_sends);
+    sc.port_sends = calloc(ns, sizeof *sc.port_sends);
+    sc.port_tx = calloc(ns, sizeof *sc.port_tx);
+    sc.port_rx = calloc(ns, sizeof *sc.port_rx);
+    sc.sw_best = calloc(ns, sizeof *sc.sw_best);
+    sc.sw_best_st = calloc(ns, sizeof *sc.sw_best_st);
     group_of = malloc(ns * sizeof *group_of);
     bits = calloc(ns * (words ? words : 1), sizeof *bits);
     if (!r->results || !r->aggregates || !sc.slot || !sc.cand || !hits || !inside || !total ||
         !expl || !paused || !evidence || !excess || !info || !sc.sw_cause || !sc.port_paused ||
-        !sc.sw_sends || !group_of || !bits || fs_an_places(d, info, &n_ports) != 0)
-        goto fail;
+        !sc.sw_sends || !sc.port_sends || !sc.port_tx || !sc.port_rx || !sc.sw_best ||
+        !sc.sw_best_st || !group_of || !bits ||
+        fs_an_places(d, o->links, o->n_links, info, &n_ports) != 0)
+        goto out;
     sc.info = info;
+    r->n_results = n; /* each result's tree NULL until made, freed with the report */
     for (size_t s = 0; s < d->n_series; s++) {
         sc.slot[s] = -1;
         r->aggregates[s].series = (uint32_t)s;
         r->aggregates[s].group = -1;
     }
     paused_run = calloc(d->n_runs ? d->n_runs : 1, sizeof *paused_run);
-    if (!paused_run || fs_an_mark_paused_runs(d, paused_run) != 0)
-        goto fail;
+    if (!paused_run || fs_an_mark_paused_runs(d, o->links, o->n_links, paused_run) != 0)
+        goto out;
     /* Pass 1: in how many windows each series departs (and is explained), its excess over
        baseline there, and how many of its runs fall outside every window. */
     for (size_t i = 0; i < n; i++) {
         if (window_candidates(&sc, &w[i]) != 0)
-            goto fail;
+            goto out;
         mark_explained(&sc);
         for (size_t c = 0; c < sc.nc; c++) {
             const struct fs_corr_suspect *x = &sc.cand[c];
@@ -413,7 +552,7 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
         }
     }
     if (runs_in_windows(d, w, n, o, paused_run, inside, total, paused) != 0)
-        goto fail;
+        goto out;
     for (size_t s = 0; s < d->n_series; s++) {
         /* Departures another one of the window explains are its, not this series'. */
         double consistency = n ? (double)(hits[s] - expl[s]) / (double)n : 0;
@@ -429,7 +568,7 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
     }
     if (find_groups(d, info, bits, words, hits, expl, excess, group_of, r) != 0 ||
         !(group_open = calloc(r->n_groups ? r->n_groups : 1, sizeof *group_open)))
-        goto fail;
+        goto out;
     for (size_t g = 0; g < r->n_groups; g++) /* a group ranks by its strongest member */
         for (size_t k = 1; k < r->groups[g].n; k++) {
             uint32_t lead = r->groups[g].series[0], m = r->groups[g].series[k];
@@ -449,7 +588,7 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
         struct fs_corr_result *res = &r->results[i];
         res->window = w[i];
         if (window_candidates(&sc, &w[i]) != 0)
-            goto fail;
+            goto out;
         mark_explained(&sc);
         for (size_t c = 0; c < sc.nc; c++) {
             sc.cand[c].evidence = evidence[sc.cand[c].series];
@@ -470,6 +609,8 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
             if (!dup)
                 res->top[res->n_top++] = sc.cand[c];
         }
+        if (window_tree(&sc, res) != 0)
+            goto out;
         for (size_t c = 0; c < res->n_top; c++) {
             struct fs_corr_aggregate *a = &r->aggregates[res->top[c].series];
             a->in_top++;
@@ -479,37 +620,25 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
                 a->max_z = res->top[c].peak_z;
         }
     }
-    r->n_results = n;
     qsort(r->aggregates, d->n_series, sizeof *r->aggregates, cmp_aggregate);
     size_t na = 0;
     while (na < d->n_series && r->aggregates[na].departs > 0)
         na++;
     r->n_aggregates = na;
-    free(sc.cand);
-    free(sc.slot);
-    free(sc.sw_cause);
-    free(sc.sw_sends);
-    free(sc.port_paused);
-    free(hits);
-    free(inside);
-    free(total);
-    free(expl);
-    free(paused);
-    free(evidence);
-    free(excess);
-    free(info);
-    free(bits);
-    free(group_of);
-    free(paused_run);
-    free(group_open);
     *out = r;
-    return 0;
-fail:
+    r = NULL;
+    rc = 0;
+out:
     free(sc.cand);
     free(sc.slot);
     free(sc.sw_cause);
     free(sc.sw_sends);
     free(sc.port_paused);
+    free(sc.port_sends);
+    free(sc.port_tx);
+    free(sc.port_rx);
+    free(sc.sw_best);
+    free(sc.sw_best_st);
     free(hits);
     free(inside);
     free(total);
@@ -523,7 +652,7 @@ fail:
     free(paused_run);
     free(group_open);
     fs_corr_report_free(r);
-    return -1;
+    return rc;
 }
 
 struct dur_ref {

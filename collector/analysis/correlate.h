@@ -39,6 +39,11 @@
  * coincidentally paused); a group is demoted only when all its members departing in the
  * window are. Among suspects demoted alike, evidence ranks, then explained ones last.
  *
+ * With the links (fs_corr_opts.links, from LLDP or the configuration), a received pause is
+ * explained by its link partner's pauses only, and each explained departure names the one
+ * that explains it (paused_by): a window's victims form the origin's propagation tree
+ * (which port paused which, by onset; fs_corr_result.tree) instead of competing with it.
+ *
  * Ports departing together. Cause-kind series of one switch, of one metric and traffic
  * class, unexplained, that depart in the same windows (each in at least 80% of the
  * other's, both in two windows or more) are one suspect group: the ports of an ECMP
@@ -57,6 +62,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/effects.h"
 #include "analysis/incidents.h"
 
 #define FS_CORR_TOP 5
@@ -82,6 +88,10 @@ struct fs_corr_opts {
     size_t top;                         /**< suspects kept per window, 1..FS_CORR_TOP, default 5 */
     const struct fs_corr_train *trains; /**< per series of d, or NULL (default): none known;
                                              the caller's, read during fs_correlate only */
+    const struct fs_an_link *links;     /**< the fabric's links (effects.h), or NULL
+                                             (default): none known; the caller's, read during
+                                             fs_correlate only */
+    size_t n_links;
 };
 
 void fs_corr_opts_default(struct fs_corr_opts *o);
@@ -97,7 +107,21 @@ struct fs_corr_suspect {
     bool explained;         /**< an effect of another departure of this window (above) */
     bool demoted;           /**< ranked after the window's other suspects (above) */
     int32_t group;          /**< index into the report's groups, -1: none */
+    uint32_t paused_by;     /**< when explained: the series of the window whose departure
+                                 explains it (a received pause: its link partner's pauses
+                                 sent; pauses sent: its switch's congested port; a paused
+                                 port's queue: the pauses it received); UINT32_MAX when none
+                                 is known (a received pause without the links) */
 };
+
+/** One edge of a window's propagation tree: series, explained by paused_by (both series
+ *  of d), its run starting at onset_us, hop edges away from the origin. */
+struct fs_corr_edge {
+    uint32_t series, paused_by;
+    int64_t onset_us;
+    uint32_t hop;
+};
+#define FS_CORR_TREE_MAX 64
 
 /** Ports departing together (see above). */
 struct fs_corr_group {
@@ -110,6 +134,12 @@ struct fs_corr_result {
     struct fs_corr_window window;
     struct fs_corr_suspect top[FS_CORR_TOP];
     size_t n_top;
+    /** The propagation tree of the window's first suspect, when that is a cause nothing in
+     *  the window explains: every departure of the window whose chain of paused_by reaches
+     *  the origin's port (or its group), by onset, at most FS_CORR_TREE_MAX of tree_total.
+     *  Owned by the report. */
+    struct fs_corr_edge *tree;
+    size_t n_tree, tree_total;
 };
 
 struct fs_corr_aggregate {

@@ -46,14 +46,32 @@ idmap_get(struct idmap *m, const struct fs_departures *d, uint32_t s, bool port)
     return m->id[k];
 }
 
+/* The port id of (target, port), or UINT32_MAX when no series of d has it. */
+static uint32_t
+idmap_find(const struct idmap *m, const struct fs_departures *d, const char *target,
+           const char *port)
+{
+    if (!target || !port || !port[0])
+        return UINT32_MAX;
+    uint64_t h = hash_str(hash_str(0xcbf29ce484222325ULL, target), port);
+    for (size_t k = (size_t)h & (m->cap - 1); m->slot[k]; k = (k + 1) & (m->cap - 1)) {
+        const struct fs_an_series_ref *x = &d->series[m->slot[k] - 1];
+        if (strcmp(x->target, target) == 0 && strcmp(x->interface, port) == 0)
+            return m->id[k];
+    }
+    return UINT32_MAX;
+}
+
 int
-fs_an_places(const struct fs_departures *d, struct fs_an_place *place, uint32_t *n_ports)
+fs_an_places(const struct fs_departures *d, const struct fs_an_link *links, size_t n_links,
+             struct fs_an_place *place, uint32_t *n_ports)
 {
     size_t cap = 64;
     while (cap < d->n_series * 2 + 2)
         cap *= 2;
     struct idmap sw = {calloc(cap, sizeof(uint32_t)), malloc(cap * sizeof(uint32_t)), cap, 0};
     struct idmap pt = {calloc(cap, sizeof(uint32_t)), malloc(cap * sizeof(uint32_t)), cap, 0};
+    uint32_t *partner = NULL;
     int rc = -1;
     if (!sw.slot || !sw.id || !pt.slot || !pt.id)
         goto out;
@@ -62,18 +80,42 @@ fs_an_places(const struct fs_departures *d, struct fs_an_place *place, uint32_t 
         place[s].port =
             d->series[s].interface[0] ? idmap_get(&pt, d, (uint32_t)s, true) : UINT32_MAX;
         place[s].role = (uint8_t)fs_an_role_of(&d->series[s]);
+        place[s].partner = UINT32_MAX;
+        place[s].linked = false;
     }
     *n_ports = pt.n;
+    if (n_links > 0) {
+        /* Per port: partner id + 1 (0: no link known; UINT32_MAX: linked, unwatched). */
+        partner = calloc(pt.n ? pt.n : 1, sizeof *partner);
+        if (!partner)
+            goto out;
+        for (size_t i = 0; i < n_links; i++) {
+            uint32_t a = idmap_find(&pt, d, links[i].a_node, links[i].a_port);
+            uint32_t b = idmap_find(&pt, d, links[i].b_node, links[i].b_port);
+            if (a != UINT32_MAX && partner[a] == 0)
+                partner[a] = b == UINT32_MAX ? UINT32_MAX : b + 1;
+            if (b != UINT32_MAX && partner[b] == 0)
+                partner[b] = a == UINT32_MAX ? UINT32_MAX : a + 1;
+        }
+        for (size_t s = 0; s < d->n_series; s++) {
+            uint32_t p = place[s].port;
+            if (p == UINT32_MAX || partner[p] == 0)
+                continue;
+            place[s].linked = true;
+            place[s].partner = partner[p] == UINT32_MAX ? UINT32_MAX : partner[p] - 1;
+        }
+    }
     rc = 0;
 out:
     free(sw.slot);
     free(sw.id);
     free(pt.slot);
     free(pt.id);
+    free(partner);
     return rc;
 }
 
-/* Runs of one role, by start, with the switch or port they belong to. */
+/* Runs of one role, by start, with the switch or the port they belong to. */
 struct ivs {
     int64_t *iv;  /* start, end pairs */
     uint32_t *id; /* their switch (pauses sent) or port (pauses received) */
@@ -83,7 +125,7 @@ struct ivs {
 
 static int
 ivs_collect(const struct fs_departures *d, const struct fs_an_place *place, uint8_t role,
-            struct ivs *v)
+            bool by_port, struct ivs *v)
 {
     memset(v, 0, sizeof *v);
     size_t m = 0;
@@ -101,7 +143,7 @@ ivs_collect(const struct fs_departures *d, const struct fs_an_place *place, uint
         int64_t su = d->series[run->series].time_uncertainty_us;
         v->iv[2 * v->n] = run->start_us - su;
         v->iv[2 * v->n + 1] = run->end_us + su;
-        v->id[v->n++] = role == FS_AN_ROLE_PAUSE_SENT ? x->sw : x->port;
+        v->id[v->n++] = by_port ? x->port : x->sw;
         if (run->end_us - run->start_us + 2 * su > v->longest)
             v->longest = run->end_us - run->start_us + 2 * su;
     }
@@ -127,30 +169,39 @@ ivs_overlap(const struct ivs *v, int64_t lo, int64_t hi, uint32_t id, bool same)
 }
 
 int
-fs_an_mark_paused_runs(const struct fs_departures *d, bool *out)
+fs_an_mark_paused_runs(const struct fs_departures *d, const struct fs_an_link *links,
+                       size_t n_links, bool *out)
 {
     size_t ns = d->n_series ? d->n_series : 1;
     struct fs_an_place *place = malloc(ns * sizeof *place);
-    struct ivs sent = {0}, recv = {0};
+    struct ivs sent = {0}, sent_port = {0}, recv = {0};
     uint32_t n_ports = 0;
     int rc = -1;
-    if (!place || fs_an_places(d, place, &n_ports) != 0 ||
-        ivs_collect(d, place, FS_AN_ROLE_PAUSE_SENT, &sent) != 0 ||
-        ivs_collect(d, place, FS_AN_ROLE_PAUSE_RECEIVED, &recv) != 0)
+    if (!place || fs_an_places(d, links, n_links, place, &n_ports) != 0 ||
+        ivs_collect(d, place, FS_AN_ROLE_PAUSE_SENT, false, &sent) != 0 ||
+        ivs_collect(d, place, FS_AN_ROLE_PAUSE_SENT, true, &sent_port) != 0 ||
+        ivs_collect(d, place, FS_AN_ROLE_PAUSE_RECEIVED, true, &recv) != 0)
         goto out;
     for (size_t k = 0; k < d->n_runs; k++) {
         const struct fs_departure *run = &d->runs[k];
         const struct fs_an_place *x = &place[run->series];
         int64_t su = d->series[run->series].time_uncertainty_us;
         int64_t lo = run->start_us - su, hi = run->end_us + su;
-        out[k] = x->role == FS_AN_ROLE_CAUSE && x->port != UINT32_MAX && recv.n && sent.n &&
-                 ivs_overlap(&recv, lo, hi, x->port, true) &&
-                 ivs_overlap(&sent, lo, hi, x->sw, false);
+        bool explained_pause;
+        if (x->linked) /* its partner's pauses; an unwatched partner's explain nothing */
+            explained_pause = x->partner != UINT32_MAX && sent_port.n &&
+                              ivs_overlap(&sent_port, lo, hi, x->partner, true);
+        else
+            explained_pause = sent.n && ivs_overlap(&sent, lo, hi, x->sw, false);
+        out[k] = x->role == FS_AN_ROLE_CAUSE && x->port != UINT32_MAX && recv.n &&
+                 ivs_overlap(&recv, lo, hi, x->port, true) && explained_pause;
     }
     rc = 0;
 out:
     free(sent.iv);
     free(sent.id);
+    free(sent_port.iv);
+    free(sent_port.id);
     free(recv.iv);
     free(recv.id);
     free(place);

@@ -1,5 +1,5 @@
 /*
- * Cause and effect among departures, without the fabric's links. A PFC pause is an
+ * Cause and effect among departures, with or without the fabric's links. A PFC pause is an
  * effect: a switch pauses the ports that feed an egress queue it cannot drain, the pause
  * spreads hop by hop, and each paused port's own egress queue builds and marks. What the
  * series themselves say is enough to tell most of it apart:
@@ -11,6 +11,10 @@
  *     any other; with nothing seen sending them, the partner is not watched, or is a
  *     host whose NIC pauses its port, and the received pause is where what can be seen
  *     begins);
+ *     With the links (struct fs_an_link: LLDP, the configuration), a received pause is
+ *     explained only by its own link partner sending pauses, and a port whose partner is
+ *     known but unwatched (a host's NIC, a switch not polled) receives pauses nothing
+ *     seen explains: where what can be seen begins;
  *   - a port's queue, marks and drops while that port receives explained pauses are the
  *     pause's: the port is paused, a victim, not an origin. A port paused by something
  *     unseen stays a cause: its congestion is the first the fabric shows.
@@ -35,21 +39,36 @@ enum fs_an_role {
 
 enum fs_an_role fs_an_role_of(const struct fs_an_series_ref *s);
 
-/** Per series of d: its switch (target) and its port (target and interface) as dense ids
- *  from 0, equal for equal names; a series without an interface gets UINT32_MAX as port. */
-struct fs_an_place {
-    uint32_t sw, port;
-    uint8_t role; /**< enum fs_an_role */
+/** A cable between two ports, named as the series name them (target, `interface`); the
+ *  caller's strings. A link to a node that is no target (a host) names that node. */
+struct fs_an_link {
+    const char *a_node, *a_port, *b_node, *b_port;
 };
 
-/** Fills place[0 .. d->n_series); *n_ports gets the number of port ids. 0 or -1 (memory). */
-int fs_an_places(const struct fs_departures *d, struct fs_an_place *place, uint32_t *n_ports);
+/** Per series of d: its switch (target) and its port (target and interface) as dense ids
+ *  from 0, equal for equal names; a series without an interface gets UINT32_MAX as port.
+ *  partner: the port id of its port's link partner when that port has series in d, else
+ *  UINT32_MAX; linked: its port has a known link (partner watched or not). */
+struct fs_an_place {
+    uint32_t sw, port;
+    uint32_t partner;
+    uint8_t role; /**< enum fs_an_role */
+    bool linked;
+};
+
+/** Fills place[0 .. d->n_series) from d and the links (NULL, 0: none known); *n_ports
+ *  gets the number of port ids. A port listed on several links keeps the first.
+ *  0 or -1 (memory). */
+int fs_an_places(const struct fs_departures *d, const struct fs_an_link *links, size_t n_links,
+                 struct fs_an_place *place, uint32_t *n_ports);
 
 /**
  * Marks the runs of d (by index, d finished) that are a paused port's: cause-kind runs
- * during which their port received pauses while another switch sent pauses (each run
- * widened by its series' time uncertainty). out sized d->n_runs. 0 or -1 (memory).
+ * during which their port received pauses that are explained (each run widened by its
+ * series' time uncertainty): while its link partner sent pauses, or, for a port of no
+ * known link, while another switch did. out sized d->n_runs. 0 or -1 (memory).
  */
-int fs_an_mark_paused_runs(const struct fs_departures *d, bool *out);
+int fs_an_mark_paused_runs(const struct fs_departures *d, const struct fs_an_link *links,
+                           size_t n_links, bool *out);
 
 #endif

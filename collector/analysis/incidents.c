@@ -1031,7 +1031,7 @@ build_ports(struct ctx *c)
     /* A paused port's runs are its link partner's congestion (effects.h): not episodes of
        its own, or a victim would recur with every burst that pauses it. */
     bool *paused = calloc(d->n_runs ? d->n_runs : 1, sizeof *paused);
-    if (!paused || fs_an_mark_paused_runs(d, paused) != 0) {
+    if (!paused || fs_an_mark_paused_runs(d, NULL, 0, paused) != 0) {
         free(paused);
         free(order);
         return -1;

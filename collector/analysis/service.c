@@ -10,6 +10,7 @@
 
 #include "analysis/ring_scan.h"
 #include "analysis/trace.h"
+#include "topology/topology.h"
 #include "metrics_catalogue.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -25,6 +26,7 @@ struct metric_port {
 
 struct fs_analysis {
     struct fs_host_events *events;
+    struct fs_topo *topo; /* not owned (fs_analysis_set_topology) */
     pthread_mutex_t rules_lock;
     struct fs_analysis_flow_rule *rules; /* names owned */
     size_t n_rules;
@@ -103,6 +105,39 @@ free_ports(struct metric_port *p, size_t n)
         free(p[i].metric);
     }
     free(p);
+}
+
+void
+fs_analysis_set_topology(struct fs_analysis *a, struct fs_topo *topo)
+{
+    a->topo = topo;
+}
+
+/* The links of the topology's snapshot *snap (taken now) as the analysis names ports,
+ * in *links (the caller frees it; its strings are snap's). 0, or -1 (no memory). */
+static int
+links_of(struct fs_topo *topo, int64_t now_us, struct fs_topo_snap *snap, struct fs_an_link **links,
+         size_t *n)
+{
+    char err[128];
+    *links = NULL;
+    *n = 0;
+    memset(snap, 0, sizeof *snap);
+    if (!topo)
+        return 0;
+    if (fs_topo_snapshot(topo, now_us, snap, err, sizeof err) != 0)
+        return -1;
+    if (snap->n_links == 0)
+        return 0;
+    *links = malloc(snap->n_links * sizeof **links);
+    if (!*links)
+        return -1;
+    for (size_t i = 0; i < snap->n_links; i++) {
+        const struct fs_topo_link *l = &snap->links[i];
+        (*links)[i] = (struct fs_an_link){l->a.node, l->a.port, l->b.node, l->b.port};
+    }
+    *n = snap->n_links;
+    return 0;
 }
 
 void
@@ -1058,7 +1093,15 @@ fs_analysis_run_correlate(struct fs_analysis *a, struct fs_store *st,
     struct fs_corr_opts co = req->co;
     struct fs_corr_train *trains = c->departures ? trains_of(a, c->departures) : NULL;
     co.trains = trains;
-    int crc = c->departures ? fs_correlate(c->departures, w, nw, &co, &c->report) : -1;
+    struct fs_topo_snap snap;
+    struct fs_an_link *links = NULL;
+    int crc = -1;
+    if (links_of(a->topo, now_us, &snap, &links, &co.n_links) == 0) {
+        co.links = links;
+        crc = c->departures ? fs_correlate(c->departures, w, nw, &co, &c->report) : -1;
+    }
+    free(links);
+    fs_topo_snap_free(&snap);
     free(trains);
     pthread_mutex_unlock(&a->run_lock);
     if (crc != 0)

@@ -85,6 +85,15 @@ struct fs_episode_log *fs_analysis_episode_log(struct fs_analysis *a);
 struct fs_host_events *fs_analysis_host_events(struct fs_analysis *a);
 
 /**
+ * The fabric's links (topology/topology.h) that correlation traces congestion along: a
+ * received pause is its link partner's, and each window lists the origin's propagation
+ * tree. NULL (the default): no links known. Not owned: topo outlives a, or is set back
+ * to NULL first. Set before requests are served (not synchronised with them).
+ */
+struct fs_topo;
+void fs_analysis_set_topology(struct fs_analysis *a, struct fs_topo *topo);
+
+/**
  * Sets the bearer token that posting host events requires (copied); NULL or "" disables
  * posting. 0 or -1 (no memory). Thread-safe.
  */

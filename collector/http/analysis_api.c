@@ -621,9 +621,27 @@ fs_analysis_correlate(struct fs_analysis *a, struct fs_store *st,
                           (double)sp->uncertainty_us / 1e3);
             if (sp->group >= 0)
                 put_group(out, d, &r->groups[sp->group]);
+            if (sp->paused_by != UINT32_MAX) {
+                fs_buf_puts(out, ",\"paused_by\":{");
+                put_series_ref(out, &d->series[sp->paused_by]);
+                fs_buf_puts(out, "}");
+            }
             fs_buf_puts(out, "}");
         }
-        fs_buf_puts(out, "],\"other_host_events\":[");
+        /* The first suspect's propagation tree: which port paused which, by onset. */
+        fs_buf_puts(out, "],\"propagation\":[");
+        for (size_t k = 0; k < res->n_tree; k++) {
+            const struct fs_corr_edge *e = &res->tree[k];
+            fs_buf_puts(out, k ? ",{" : "{");
+            put_series_ref(out, &d->series[e->series]);
+            fs_buf_puts(out, ",\"paused_by\":{");
+            put_series_ref(out, &d->series[e->paused_by]);
+            fs_buf_puts(out, "},\"onset\":");
+            put_time(out, e->onset_us);
+            fs_buf_printf(out, ",\"hop\":%u}", (unsigned)e->hop);
+        }
+        fs_buf_printf(out, "],\"propagation_total\":%zu", res->tree_total);
+        fs_buf_puts(out, ",\"other_host_events\":[");
         struct other_ctx oc = {out, 0};
         fs_analysis_foreach_other_event(a, res->window.start_us - co.lead_us,
                                         res->window.end_us + co.lag_us, kind, other_cb, &oc);

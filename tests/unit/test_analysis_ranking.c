@@ -290,6 +290,95 @@ test_pause_from_the_unseen_stays_a_cause(void **state)
     }
 }
 
+/* The same spread over three hops, with the fabric's links known: leaf1 Eth1/5 congests,
+ * leaf1 pauses its uplinks Eth1/21 (to spine1 Eth1/1) and Eth1/22 (to spine2, not
+ * watched), spine1 Eth1/1 receives the pauses and its queue builds, spine1 pauses
+ * Eth1/2 toward leaf2 Eth1/21, which receives them and queues. Each window's propagation
+ * tree names every victim with the departure that explains it, hop by hop from the
+ * origin, by onset. leaf3 Eth1/7, cabled to a GPU host (not watched), receives pauses in
+ * every other window: with the links nothing seen explains them (the host's NIC sent
+ * them), so they are a cause and off the tree; without the links, spine1 sending pauses
+ * at the time explained them. */
+static void
+test_links_trace_the_spread_to_its_origin(void **state)
+{
+    (void)state;
+    struct fs_departures *d = fs_departures_new(NULL, T0, T0 + RANGE);
+    uint32_t origin = series_of(d, "leaf1", "Eth1/5", ECN_M, FS_AN_ECN, NULL);
+    uint32_t up1 = series_of(d, "leaf1", "Eth1/21", PFC_M, FS_AN_PFC, "tx");
+    uint32_t up2 = series_of(d, "leaf1", "Eth1/22", PFC_M, FS_AN_PFC, "tx");
+    uint32_t sp_rx = series_of(d, "spine1", "Eth1/1", PFC_M, FS_AN_PFC, "rx");
+    uint32_t sp_q = series_of(d, "spine1", "Eth1/1", QUEUE_M, FS_AN_QUEUE, NULL);
+    uint32_t sp_tx = series_of(d, "spine1", "Eth1/2", PFC_M, FS_AN_PFC, "tx");
+    uint32_t l2_rx = series_of(d, "leaf2", "Eth1/21", PFC_M, FS_AN_PFC, "rx");
+    uint32_t l2_q = series_of(d, "leaf2", "Eth1/21", QUEUE_M, FS_AN_QUEUE, NULL);
+    uint32_t host_rx = series_of(d, "leaf3", "Eth1/7", PFC_M, FS_AN_PFC, "rx");
+    struct fs_corr_window w[8];
+    for (int k = 0; k < 8; k++) {
+        int64_t at = T0 + 600 * S + k * 1500 * S;
+        run(d, origin, at - S, 3 * S, 20);
+        run(d, up1, at - S / 2, 3 * S, 150);
+        run(d, up2, at - S / 2, 3 * S, 150);
+        run(d, sp_rx, at - S / 3, 3 * S, 180);
+        run(d, sp_q, at - S / 4, 3 * S, 400);
+        run(d, sp_tx, at, 3 * S, 160);
+        run(d, l2_rx, at + S / 4, 3 * S, 120);
+        run(d, l2_q, at + S / 3, 3 * S, 300);
+        if (k % 2)
+            run(d, host_rx, at - S / 5, 3 * S, 60);
+        w[k] = (struct fs_corr_window){at, at + 2 * S, 300, (size_t)k};
+    }
+    assert_int_equal(fs_departures_finish(d), 0);
+    const struct fs_an_link links[] = {
+        {"leaf1", "Eth1/21", "spine1", "Eth1/1"},
+        {"leaf1", "Eth1/22", "spine2", "Eth1/1"},
+        {"spine1", "Eth1/2", "leaf2", "Eth1/21"},
+        {"leaf3", "Eth1/7", "gpu07", "mlx5_0"},
+    };
+    /* Each victim, what explains it, its hops from the origin. */
+    const uint32_t want[][3] = {{up1, origin, 1}, {up2, origin, 1}, {sp_rx, up1, 2},
+                                {sp_q, sp_rx, 3}, {sp_tx, sp_q, 4}, {l2_rx, sp_tx, 5},
+                                {l2_q, l2_rx, 6}};
+    const size_t n_want = sizeof want / sizeof want[0];
+    for (int known = 0; known < 2; known++) {
+        struct fs_corr_opts o;
+        fs_corr_opts_default(&o);
+        o.links = known ? links : NULL;
+        o.n_links = known ? sizeof links / sizeof links[0] : 0;
+        struct fs_corr_report *r = NULL;
+        assert_int_equal(fs_correlate(d, w, 8, &o, &r), 0);
+        size_t edges_right = 0;
+        for (int k = 0; k < 8; k++) {
+            const struct fs_corr_result *res = &r->results[k];
+            assert_int_equal(rank_of(res, origin), 0);
+            for (size_t e = 0; e + 1 < res->n_tree; e++)
+                assert_true(res->tree[e].onset_us <= res->tree[e + 1].onset_us);
+            for (size_t e = 0; e < res->n_tree; e++)
+                assert_int_not_equal(res->tree[e].series, host_rx);
+            for (size_t v = 0; v < n_want; v++)
+                for (size_t e = 0; e < res->n_tree; e++)
+                    if (res->tree[e].series == want[v][0])
+                        edges_right +=
+                            res->tree[e].paused_by == want[v][1] && res->tree[e].hop == want[v][2];
+            if (known) {
+                assert_int_equal(res->n_tree, n_want);
+                assert_int_equal(res->tree_total, n_want);
+            }
+            int rh = rank_of(res, host_rx);
+            if (rh >= 0)
+                assert_int_equal(res->top[rh].explained, !known);
+        }
+        print_message("links %s: %zu of the %zu victim edges right over 8 windows\n",
+                      known ? "known" : "unknown", edges_right, 8 * n_want);
+        if (known)
+            assert_int_equal(edges_right, 8 * n_want);
+        else /* without them a received pause names nothing: the tree stops at the leaf */
+            assert_true(edges_right < 8 * n_want);
+        fs_corr_report_free(r);
+    }
+    fs_departures_free(d);
+}
+
 /* The origin of a recurring stall (leaf1 Eth1/5, ECN at each of 10 stalls every 30 min)
  * is paused twice by an unrelated burst's spread (spine1 sends pauses, leaf1 Eth1/5
  * receives them): once during a stall, once in a slow window between stalls, where a
@@ -425,6 +514,7 @@ main(void)
         cmocka_unit_test(test_single_window_falls_back_to_z),
         cmocka_unit_test(test_origin_above_its_pfc_spread),
         cmocka_unit_test(test_pause_from_the_unseen_stays_a_cause),
+        cmocka_unit_test(test_links_trace_the_spread_to_its_origin),
         cmocka_unit_test(test_paused_origin_leads_only_on_its_train),
         cmocka_unit_test(test_ports_departing_together_are_one_group),
     };
