@@ -418,10 +418,16 @@ find_groups(const struct fs_departures *d, const struct fs_an_place *info, const
             if (info[a].sw != info[b].sw || info[a].port == info[b].port ||
                 strcmp(x->metric, y->metric) != 0 || strcmp(x->tc, y->tc) != 0)
                 continue;
-            size_t both = 0;
+            /* With the links, a bundle is the uplinks of one switch (ports cabled to
+               switches), known, not guessed: half of each other's windows is enough, and
+               ports toward hosts are never one. */
+            bool known = info[a].linked && info[b].linked;
+            if (known && !(info[a].uplink && info[b].uplink))
+                continue;
+            size_t both = 0, num = known ? 1 : 4, den = known ? 2 : 5;
             for (size_t k = 0; k < words; k++)
                 both += (size_t)__builtin_popcountll(bits[a * words + k] & bits[b * words + k]);
-            if (5 * both >= 4 * hits[a] && 5 * both >= 4 * hits[b])
+            if (den * both >= num * hits[a] && den * both >= num * hits[b])
                 parent[uf_find(parent, a)] = uf_find(parent, b);
         }
     for (size_t i = 0; i < nc; i++) {

@@ -47,9 +47,11 @@
  * Ports departing together. Cause-kind series of one switch, of one metric and traffic
  * class, unexplained, that depart in the same windows (each in at least 80% of the
  * other's, both in two windows or more) are one suspect group: the ports of an ECMP
- * bundle congest together when the hash spreads one flow set over them. The group is
- * listed once, led by its strongest member, with each member's share of the group's
- * excess over baseline across the windows.
+ * bundle congest together when the hash spreads one flow set over them. With the links,
+ * the bundle is known: only ports cabled to switches (uplinks) are grouped, and half of
+ * each other's windows is enough; two host ports of a leaf that congest together are
+ * not one. The group is listed once, led by its strongest member, with each member's
+ * share of the group's excess over baseline across the windows.
  * lag = run start - window start.
  *
  * Ownership: reports are freed with fs_corr_report_free; series indexes refer to the

@@ -72,6 +72,7 @@ fs_an_places(const struct fs_departures *d, const struct fs_an_link *links, size
     struct idmap sw = {calloc(cap, sizeof(uint32_t)), malloc(cap * sizeof(uint32_t)), cap, 0};
     struct idmap pt = {calloc(cap, sizeof(uint32_t)), malloc(cap * sizeof(uint32_t)), cap, 0};
     uint32_t *partner = NULL;
+    bool *up = NULL;
     int rc = -1;
     if (!sw.slot || !sw.id || !pt.slot || !pt.id)
         goto out;
@@ -82,26 +83,33 @@ fs_an_places(const struct fs_departures *d, const struct fs_an_link *links, size
         place[s].role = (uint8_t)fs_an_role_of(&d->series[s]);
         place[s].partner = UINT32_MAX;
         place[s].linked = false;
+        place[s].uplink = false;
     }
     *n_ports = pt.n;
     if (n_links > 0) {
         /* Per port: partner id + 1 (0: no link known; UINT32_MAX: linked, unwatched). */
         partner = calloc(pt.n ? pt.n : 1, sizeof *partner);
-        if (!partner)
+        up = calloc(pt.n ? pt.n : 1, sizeof *up);
+        if (!partner || !up)
             goto out;
         for (size_t i = 0; i < n_links; i++) {
             uint32_t a = idmap_find(&pt, d, links[i].a_node, links[i].a_port);
             uint32_t b = idmap_find(&pt, d, links[i].b_node, links[i].b_port);
-            if (a != UINT32_MAX && partner[a] == 0)
+            if (a != UINT32_MAX && partner[a] == 0) {
                 partner[a] = b == UINT32_MAX ? UINT32_MAX : b + 1;
-            if (b != UINT32_MAX && partner[b] == 0)
+                up[a] = links[i].b_switch;
+            }
+            if (b != UINT32_MAX && partner[b] == 0) {
                 partner[b] = a == UINT32_MAX ? UINT32_MAX : a + 1;
+                up[b] = links[i].a_switch;
+            }
         }
         for (size_t s = 0; s < d->n_series; s++) {
             uint32_t p = place[s].port;
             if (p == UINT32_MAX || partner[p] == 0)
                 continue;
             place[s].linked = true;
+            place[s].uplink = up[p];
             place[s].partner = partner[p] == UINT32_MAX ? UINT32_MAX : partner[p] - 1;
         }
     }
@@ -112,6 +120,7 @@ out:
     free(pt.slot);
     free(pt.id);
     free(partner);
+    free(up);
     return rc;
 }
 

@@ -43,6 +43,7 @@ enum fs_an_role fs_an_role_of(const struct fs_an_series_ref *s);
  *  caller's strings. A link to a node that is no target (a host) names that node. */
 struct fs_an_link {
     const char *a_node, *a_port, *b_node, *b_port;
+    bool a_switch, b_switch; /**< the end is a switch (a target), not a host */
 };
 
 /** Per series of d: its switch (target) and its port (target and interface) as dense ids
@@ -54,6 +55,7 @@ struct fs_an_place {
     uint32_t partner;
     uint8_t role; /**< enum fs_an_role */
     bool linked;
+    bool uplink; /**< its port's link partner is a switch (a bundle member's port) */
 };
 
 /** Fills place[0 .. d->n_series) from d and the links (NULL, 0: none known); *n_ports

@@ -134,7 +134,8 @@ links_of(struct fs_topo *topo, int64_t now_us, struct fs_topo_snap *snap, struct
         return -1;
     for (size_t i = 0; i < snap->n_links; i++) {
         const struct fs_topo_link *l = &snap->links[i];
-        (*links)[i] = (struct fs_an_link){l->a.node, l->a.port, l->b.node, l->b.port};
+        (*links)[i] = (struct fs_an_link){l->a.node, l->a.port,      l->b.node,
+                                          l->b.port, l->a.is_target, l->b.is_target};
     }
     *n = snap->n_links;
     return 0;

@@ -34,6 +34,7 @@
 
 #include "http/analysis_api.h"
 #include "store/store.h"
+#include "topology/topology.h"
 #include "world.h"
 #include "world_families.h"
 
@@ -46,6 +47,7 @@ struct result {
     int false_groups;
     double period_err, next_err, answer_s;
     double correlate_ms, incidents_ms;
+    int tree_windows, tree_edges, tree_right, tree_victims; /* stall windows' propagation */
 };
 
 /* ---- feeding the store ---- */
@@ -201,6 +203,41 @@ ms_since(const struct timespec *a)
     return (double)(b.tv_sec - a->tv_sec) * 1e3 + (double)(b.tv_nsec - a->tv_nsec) / 1e6;
 }
 
+/* Whether a propagation edge is the world's: a received pause explained by the pauses its
+ * link partner sent, pauses sent by a congested port of the same switch, a port's queue
+ * or marks by the pauses that port received. */
+static bool
+edge_right(const struct world *w, struct json_object *child, struct json_object *parent)
+{
+    int cs, cp, ps, pp;
+    if (!port_of(w, child, &cs, &cp) || !port_of(w, parent, &ps, &pp))
+        return false;
+    const char *cd = jstr(child, "direction"), *pd = jstr(parent, "direction");
+    if (cd && !strcmp(cd, "rx")) {
+        int s2, p2;
+        return pd && !strcmp(pd, "tx") && world_link_partner(w, cs, cp, &s2, &p2) == 1 &&
+               s2 == ps && p2 == pp;
+    }
+    if (cd && !strcmp(cd, "tx"))
+        return ps == cs && !pd;
+    return ps == cs && pp == cp && pd && !strcmp(pd, "rx");
+}
+
+static void
+score_tree(const struct world *w, struct json_object *ev, struct result *res)
+{
+    struct json_object *tree = jget(ev, "propagation");
+    size_t n = tree ? json_object_array_length(tree) : 0;
+    res->tree_windows += n > 0;
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *e = json_object_array_get_idx(tree, i);
+        int sw, p;
+        res->tree_edges++;
+        res->tree_right += edge_right(w, e, jget(e, "paused_by"));
+        res->tree_victims += port_of(w, e, &sw, &p) && world_is_victim(w, 0, sw, p);
+    }
+}
+
 static void
 score_correlate(const struct world *w, struct json_object *data, struct result *res, bool verbose)
 {
@@ -233,6 +270,8 @@ score_correlate(const struct world *w, struct json_object *data, struct result *
                     first_victim = (int)q;
             }
             res->origin_first += first_origin == 0;
+            if (first_origin == 0)
+                score_tree(w, ev, res);
             res->origin_above +=
                 first_origin >= 0 && (first_victim < 0 || first_origin < first_victim);
             if (verbose && first_origin != 0)
@@ -391,6 +430,29 @@ run_one(const struct world_family *fam, uint64_t seed, struct result *res)
     }
     po.now = end;
     world_host_posts(w, posted, end + 10 * S, post_cb, &po);
+    /* The links, as the switches' last LLDP read before the request reports them. */
+    struct fs_topo *topo = cfg.links_known ? fs_topo_new() : NULL;
+    for (int k = 0; topo && k < nsw; k++) {
+        fs_topo_local(topo, world_switch_name(w, k), "snmp", "", world_switch_name(w, k), end, err,
+                      sizeof err);
+        for (int p = 0; p < world_ports(w, k); p++) {
+            int s2, p2;
+            char host[32];
+            const char *node = host, *port = "eth0";
+            if (world_link_partner(w, k, p, &s2, &p2) == 1) {
+                node = world_switch_name(w, s2);
+                port = world_port_name(w, p2);
+            } else {
+                snprintf(host, sizeof host, "host-%02d-%02d", k + 1, p + 1);
+            }
+            struct fs_topo_neighbor nb = {world_port_name(w, p), "", node, port, port, ""};
+            if (fs_topo_neighbor(topo, world_switch_name(w, k), "snmp", &nb, end, err,
+                                 sizeof err) != 0)
+                fprintf(stderr, "eval_fabric: topology: %s\n", err);
+        }
+        fs_topo_table_end(topo, world_switch_name(w, k), "snmp", 30 * S, end);
+    }
+    fs_analysis_set_topology(an, topo);
     /* /correlate over the slow host events of the whole run. */
     char sbuf[32], ebuf[32];
     snprintf(sbuf, sizeof sbuf, "%lld", (long long)(t0 / S));
@@ -423,6 +485,7 @@ run_one(const struct world_family *fam, uint64_t seed, struct result *res)
     free(sink);
     free(tc);
     fs_analysis_free(an);
+    fs_topo_free(topo);
     fs_store_free(st);
     fs_buf_free(&out);
     fs_buf_free(&po.out);
@@ -434,6 +497,7 @@ struct tally {
     int n, windows, origin_first, origin_above, unrelated, blamed;
     int summary_first, recurring, group_first, period_ok, next_ok, false_runs, false_groups;
     int answered;
+    int tree_windows, tree_edges, tree_right, tree_victims;
     double answer_sum, correlate_ms, incidents_ms, correlate_max, incidents_max;
 };
 
@@ -459,6 +523,10 @@ add(struct tally *t, const struct result *r)
         t->answered++;
         t->answer_sum += r->answer_s;
     }
+    t->tree_windows += r->tree_windows;
+    t->tree_edges += r->tree_edges;
+    t->tree_right += r->tree_right;
+    t->tree_victims += r->tree_victims;
     t->correlate_ms += r->correlate_ms;
     t->incidents_ms += r->incidents_ms;
     if (r->correlate_ms > t->correlate_max)
@@ -507,11 +575,11 @@ main(int argc, char **argv)
                 fprintf(stderr,
                         "%s seed %d: windows %d first %d above %d blamed %d/%d summary %d "
                         "recurring %d (first %d) period_err %.4f next_err %.4f answer %.0f s "
-                        "false %d correlate %.0f ms incidents %.0f ms\n",
+                        "false %d correlate %.0f ms incidents %.0f ms tree %d/%d right\n",
                         world_families[f].name, s, r.stall_windows, r.origin_first, r.origin_above,
                         r.blamed, r.unrelated, r.summary_first, r.recurring, r.group_first,
                         r.period_err, r.next_err, r.answer_s, r.false_groups, r.correlate_ms,
-                        r.incidents_ms);
+                        r.incidents_ms, r.tree_right, r.tree_edges);
         }
     }
     printf("%-16s %5s %8s %8s %8s %8s %7s %7s %7s %8s %8s %7s %8s %8s\n", "family", "runs",
@@ -545,6 +613,12 @@ main(int argc, char **argv)
         printf("EVAL %s_false_recurring_runs %.1f %%\n", nm, pct(t->false_runs, t->n));
         printf("EVAL %s_time_to_answer_mean %.1f s\n", nm,
                t->answered ? t->answer_sum / t->answered : -1);
+        /* The origin's propagation tree, where it led: windows with one, its edges that
+           are the world's (link partner, same switch, same port), its ports that were
+           the stall's victims. */
+        printf("EVAL %s_tree_windows %.1f %%\n", nm, pct(t->tree_windows, t->origin_first));
+        printf("EVAL %s_tree_edges_right %.1f %%\n", nm, pct(t->tree_right, t->tree_edges));
+        printf("EVAL %s_tree_edges_on_victims %.1f %%\n", nm, pct(t->tree_victims, t->tree_edges));
         printf("EVAL %s_correlate_ms_max %.0f ms\n", nm, t->correlate_max);
         printf("EVAL %s_incidents_ms_max %.0f ms\n", nm, t->incidents_max);
     }

@@ -137,6 +137,22 @@ spine_partner(const struct world *w, int spine, int sp, int *leaf, int *lp)
     *lp = w->cfg.downlinks + (sp % per) * w->cfg.spines + s;
 }
 
+int
+world_link_partner(const struct world *w, int sw, int p, int *sw2, int *p2)
+{
+    if (is_leaf(w, sw)) {
+        if (p < w->cfg.downlinks) {
+            *sw2 = -1;
+            *p2 = p;
+            return 0;
+        }
+        uplink_partner(w, sw, p - w->cfg.downlinks, sw2, p2);
+        return 1;
+    }
+    spine_partner(w, sw, p, sw2, p2);
+    return 1;
+}
+
 static int
 gidx(const struct world *w, int sw, int p)
 {

@@ -69,6 +69,7 @@ struct world_cfg {
     int ranks;                /* the job's hosts */
     int unrelated;            /* slow windows without a switch-side cause */
     double host_offset_max_s; /* hosts' clock offsets in +-this */
+    bool links_known;         /* the collector is told the fabric's links (as LLDP would) */
 };
 
 /** The defaults: 2 leaves x 24 ports, 2 spines, every kind, 1 s polls, ECN-only style. */
@@ -127,6 +128,10 @@ struct world_port world_backup(const struct world *w);
 
 /** Polls every switch whose poll falls in (t - poll, t] (each has its own phase). */
 void world_step(struct world *w, int64_t t_us, const struct world_sink *out);
+
+/** The cable at port (sw, p): 1 with the switch port it reaches in *sw2, *p2; 0 for a
+ *  leaf's host-facing port (its host, "host-LL-PP" port "eth0", in *sw2 = -1). */
+int world_link_partner(const struct world *w, int sw, int p, int *sw2, int *p2);
 
 /** True when port (sw, p) was part of the spread of a stall of job j (origin excluded). */
 bool world_is_victim(const struct world *w, int j, int sw, int p);

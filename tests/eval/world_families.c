@@ -116,6 +116,28 @@ fam_pod_10k(struct world_cfg *c)
     c->strays = 0;
 }
 
+/* The same fabrics with their links told to the collector (as LLDP reports them). */
+static void
+fam_pfc_topology(struct world_cfg *c)
+{
+    fam_pfc(c);
+    c->links_known = true;
+}
+
+static void
+fam_pod_topology(struct world_cfg *c)
+{
+    fam_pod(c);
+    c->links_known = true;
+}
+
+static void
+fam_ecmp_topology(struct world_cfg *c)
+{
+    fam_ecmp(c);
+    c->links_known = true;
+}
+
 /* The order is the families' random streams (100 + index): append, never insert. */
 const struct world_family world_families[] = {
     {"pfc_propagation", fam_pfc, 1},
@@ -128,6 +150,9 @@ const struct world_family world_families[] = {
     {"two_jobs", fam_two_jobs, 1},
     {"pod", fam_pod, 2},
     {"pod_10k", fam_pod_10k, 5},
+    {"pfc_topology", fam_pfc_topology, 1},
+    {"pod_topology", fam_pod_topology, 2},
+    {"ecmp_topology", fam_ecmp_topology, 1},
 };
 const size_t world_n_families = sizeof world_families / sizeof world_families[0];
 
@@ -145,7 +170,7 @@ world_family_cfg(const struct world_family *f, uint64_t seed, struct world_cfg *
 {
     world_cfg_default(c);
     f->setup(c);
-    if (f->setup == fam_pfc) /* an uplink or a downlink, alternately */
+    if (f->setup == fam_pfc || f->setup == fam_pfc_topology) /* uplink or downlink in turn */
         c->culprit_uplink = seed % 2 == 0;
     return 100 + (uint64_t)(f - world_families);
 }

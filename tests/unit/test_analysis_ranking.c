@@ -330,10 +330,10 @@ test_links_trace_the_spread_to_its_origin(void **state)
     }
     assert_int_equal(fs_departures_finish(d), 0);
     const struct fs_an_link links[] = {
-        {"leaf1", "Eth1/21", "spine1", "Eth1/1"},
-        {"leaf1", "Eth1/22", "spine2", "Eth1/1"},
-        {"spine1", "Eth1/2", "leaf2", "Eth1/21"},
-        {"leaf3", "Eth1/7", "gpu07", "mlx5_0"},
+        {"leaf1", "Eth1/21", "spine1", "Eth1/1", true, true},
+        {"leaf1", "Eth1/22", "spine2", "Eth1/1", true, true},
+        {"spine1", "Eth1/2", "leaf2", "Eth1/21", true, true},
+        {"leaf3", "Eth1/7", "gpu07", "mlx5_0", true, false},
     };
     /* Each victim, what explains it, its hops from the origin. */
     const uint32_t want[][3] = {{up1, origin, 1}, {up2, origin, 1}, {sp_rx, up1, 2},
@@ -506,6 +506,61 @@ test_ports_departing_together_are_one_group(void **state)
     fs_departures_free(d);
 }
 
+/* With the links, an ECMP bundle is known, not guessed from timing: two uplinks of leaf1
+ * (to spine1 and spine2) each depart in 6 of 10 stalls, together in 4 (two thirds of
+ * each other's windows: too few to be told a bundle by timing alone), and two of its
+ * host ports congest together in every stall (a job's two ranks). Without the links the
+ * host ports are one group and the uplinks two suspects; with them the uplinks are the
+ * group and the host ports two suspects. */
+static void
+test_bundle_known_from_links(void **state)
+{
+    (void)state;
+    struct fs_departures *d = fs_departures_new(NULL, T0, T0 + RANGE);
+    uint32_t up1 = series_of(d, "leaf1", "Eth1/61", ECN_M, FS_AN_ECN, NULL);
+    uint32_t up2 = series_of(d, "leaf1", "Eth1/62", ECN_M, FS_AN_ECN, NULL);
+    uint32_t h1 = series_of(d, "leaf1", "Eth1/1", ECN_M, FS_AN_ECN, NULL);
+    uint32_t h2 = series_of(d, "leaf1", "Eth1/2", ECN_M, FS_AN_ECN, NULL);
+    struct fs_corr_window w[10];
+    for (int k = 0; k < 10; k++) {
+        int64_t at = T0 + 600 * S + k * 1800 * S;
+        if (k < 6)
+            run(d, up1, at - S, 3 * S, 30);
+        if (k >= 2 && k < 8)
+            run(d, up2, at - S, 3 * S, 30);
+        run(d, h1, at - S, 3 * S, 20);
+        run(d, h2, at - S, 3 * S, 20);
+        w[k] = (struct fs_corr_window){at, at + 2 * S, 300, (size_t)k};
+    }
+    assert_int_equal(fs_departures_finish(d), 0);
+    const struct fs_an_link links[] = {
+        {"leaf1", "Eth1/61", "spine1", "Eth1/1", true, true},
+        {"leaf1", "Eth1/62", "spine2", "Eth1/1", true, true},
+        {"leaf1", "Eth1/1", "gpu01", "eth0", true, false},
+        {"leaf1", "Eth1/2", "gpu02", "eth0", true, false},
+    };
+    for (int known = 0; known < 2; known++) {
+        struct fs_corr_opts o;
+        fs_corr_opts_default(&o);
+        o.links = known ? links : NULL;
+        o.n_links = known ? 4 : 0;
+        struct fs_corr_report *r = NULL;
+        assert_int_equal(fs_correlate(d, w, 10, &o, &r), 0);
+        assert_int_equal(r->n_groups, 1);
+        const struct fs_corr_group *g = &r->groups[0];
+        assert_int_equal(g->n, 2);
+        bool uplinks = (g->series[0] == up1 || g->series[0] == up2) &&
+                       (g->series[1] == up1 || g->series[1] == up2);
+        bool hosts = (g->series[0] == h1 || g->series[0] == h2) &&
+                     (g->series[1] == h1 || g->series[1] == h2);
+        assert_true(known ? uplinks : hosts);
+        print_message("links %s: the group is leaf1's %s\n", known ? "known" : "unknown",
+                      uplinks ? "uplinks" : "host ports");
+        fs_corr_report_free(r);
+    }
+    fs_departures_free(d);
+}
+
 int
 main(void)
 {
@@ -517,6 +572,7 @@ main(void)
         cmocka_unit_test(test_links_trace_the_spread_to_its_origin),
         cmocka_unit_test(test_paused_origin_leads_only_on_its_train),
         cmocka_unit_test(test_ports_departing_together_are_one_group),
+        cmocka_unit_test(test_bundle_known_from_links),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
