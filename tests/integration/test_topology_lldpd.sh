@@ -131,9 +131,14 @@ jq -e '[.data.links[] | select(.a.node == "host1" and .b.node == "sw1")][0]
          and .sources[0].reported_by == "sw1" and .sources[0].hold_s == 30
          and (.age_s | type == "number") and (.first_seen | test("Z$"))' "$T/topo.json" \
   >/dev/null || { cat "$T/topo.json" >&2; fail "link fields"; }
-jq -e '[.data.nodes[] | select(.name == "sw1" and .kind == "target" and .sys_name == "sw1"
-        and (.chassis_id | test("^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")))] | length == 1' \
-  "$T/topo.json" >/dev/null || { cat "$T/topo.json" >&2; fail "sw1 node (local identity)"; }
+# lldpd takes the hostname lldpcli gave it a moment after it started (it announced the
+# machine's until then): the local identity is re-read with every table.
+sw1_identity() {
+  topo && jq -e '[.data.nodes[] | select(.name == "sw1" and .kind == "target" and
+    .sys_name == "sw1" and (.chassis_id | test("^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")))]
+    | length == 1' "$T/topo.json" >/dev/null
+}
+wait_for 20 "sw1's own LLDP identity (sysName sw1)" sw1_identity
 ok "both host links: swp1-host1/eth0, swp2-host2/eth0, learned over SNMP (LLDP-MIB via lldpd -x)"
 
 # The local port names are the counters' interface labels: the links join the series.
