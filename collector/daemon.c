@@ -606,9 +606,30 @@ topo_table_end(void *arg, const char *target, const char *source, int64_t interv
                source, gone);
 }
 
+/* The configuration's static links replace the previous set (they never age). A set the
+ * store refuses is logged; the configuration itself was checked when parsed. */
+static void
+topology_configure(struct daemon *d, const struct fs_config *c)
+{
+    char err[256] = "";
+    struct fs_topo_static_link *v = NULL;
+    if (c->n_topo_links && !(v = calloc(c->n_topo_links, sizeof *v))) {
+        fs_log(FS_LOG_ERROR, "topology", "out of memory: the configured links are not updated");
+        return;
+    }
+    for (size_t i = 0; i < c->n_topo_links; i++)
+        v[i] = (struct fs_topo_static_link){c->topo_links[i].a_node, c->topo_links[i].a_port,
+                                            c->topo_links[i].b_node, c->topo_links[i].b_port};
+    if (fs_topo_set_static(d->topo, v, c->n_topo_links, fs_realtime_us(), err, sizeof err) != 0)
+        fs_log(FS_LOG_ERROR, "topology", "configured links: %s", err);
+    else if (c->n_topo_links)
+        fs_log(FS_LOG_INFO, "topology", "%zu configured link(s)", c->n_topo_links);
+    free(v);
+}
+
 /* Creates the topology and has the store hand it what drivers learn. 0 or -1 (logged). */
 static int
-topology_start(struct daemon *d)
+topology_start(struct daemon *d, const struct fs_config *c)
 {
     d->topo = fs_topo_new();
     if (!d->topo) {
@@ -617,6 +638,7 @@ topology_start(struct daemon *d)
     }
     struct fs_lldp_listener l = {d->topo, topo_local, topo_neighbor, topo_table_end};
     fs_store_set_lldp_listener(d->store, &l);
+    topology_configure(d, c);
     return 0;
 }
 
@@ -735,6 +757,7 @@ apply_reload(struct daemon *d, struct fs_config *ncfg)
     fs_store_set_ring_opts(d->store, &ro);
     fs_store_set_series_limit(d->store, ncfg->max_series_per_target);
     analysis_configure(d, ncfg);
+    topology_configure(d, ncfg);
 
     http_reload(d, nref);
     remote_write_apply(d, ncfg);
@@ -849,7 +872,7 @@ fs_daemon_run_shard(const char *config_path, const struct fs_shard *shard)
         fs_log(FS_LOG_ERROR, "main", "%s", err);
         goto out;
     }
-    if (analysis_start(&d, cfg) != 0 || topology_start(&d) != 0)
+    if (analysis_start(&d, cfg) != 0 || topology_start(&d, cfg) != 0)
         goto out;
     /* A listener that cannot start (port taken, unreadable token) does not stop the
      * polling: it is logged and retried on every reload. */
