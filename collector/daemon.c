@@ -23,6 +23,7 @@
 #include "util/log.h"
 #include "scheduler.h"
 #include "store/store.h"
+#include "analysis/host_events.h"
 #include "topology/topology.h"
 
 #define MAX_DRIVERS 8
@@ -627,6 +628,22 @@ topology_configure(struct daemon *d, const struct fs_config *c)
     free(v);
 }
 
+/* A host's posted neighbours (POST /api/v1/host-events, "neighbors") into the topology. */
+static int
+topo_host_neighbors(void *arg, const char *host, const struct fs_host_neighbor *n, size_t count,
+                    int64_t interval_ns, int64_t now_ns, char *errbuf, size_t errlen)
+{
+    struct fs_topo_neighbor v[FS_HOST_EVENTS_MAX_NEIGHBORS];
+    for (size_t i = 0; i < count && i < FS_HOST_EVENTS_MAX_NEIGHBORS; i++)
+        v[i] = (struct fs_topo_neighbor){n[i].nic,  n[i].chassis_id, n[i].sys_name,
+                                         n[i].port, n[i].port_id,    n[i].port_descr};
+    int rc = fs_topo_host_neighbors(arg, host, v, count, interval_ns / 1000, now_ns / 1000, errbuf,
+                                    errlen);
+    if (rc != 0)
+        topo_refused(host, errbuf);
+    return rc;
+}
+
 /* Creates the topology and has the store hand it what drivers learn. 0 or -1 (logged). */
 static int
 topology_start(struct daemon *d, const struct fs_config *c)
@@ -638,6 +655,8 @@ topology_start(struct daemon *d, const struct fs_config *c)
     }
     struct fs_lldp_listener l = {d->topo, topo_local, topo_neighbor, topo_table_end};
     fs_store_set_lldp_listener(d->store, &l);
+    fs_host_events_set_neighbor_listener(fs_analysis_host_events(d->an.an), topo_host_neighbors,
+                                         d->topo);
     topology_configure(d, c);
     return 0;
 }
@@ -649,6 +668,8 @@ topology_stop(struct daemon *d)
     if (!d->topo)
         return;
     fs_store_set_lldp_listener(d->store, NULL);
+    if (d->an.an)
+        fs_host_events_set_neighbor_listener(fs_analysis_host_events(d->an.an), NULL, NULL);
     fs_topo_free(d->topo);
     d->topo = NULL;
 }
