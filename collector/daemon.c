@@ -23,6 +23,7 @@
 #include "util/log.h"
 #include "scheduler.h"
 #include "store/store.h"
+#include "analysis/host_events.h"
 #include "topology/topology.h"
 
 #define MAX_DRIVERS 8
@@ -606,9 +607,46 @@ topo_table_end(void *arg, const char *target, const char *source, int64_t interv
                source, gone);
 }
 
+/* The configuration's static links replace the previous set (they never age). A set the
+ * store refuses is logged; the configuration itself was checked when parsed. */
+static void
+topology_configure(struct daemon *d, const struct fs_config *c)
+{
+    char err[256] = "";
+    struct fs_topo_static_link *v = NULL;
+    if (c->n_topo_links && !(v = calloc(c->n_topo_links, sizeof *v))) {
+        fs_log(FS_LOG_ERROR, "topology", "out of memory: the configured links are not updated");
+        return;
+    }
+    for (size_t i = 0; i < c->n_topo_links; i++)
+        v[i] = (struct fs_topo_static_link){c->topo_links[i].a_node, c->topo_links[i].a_port,
+                                            c->topo_links[i].b_node, c->topo_links[i].b_port};
+    if (fs_topo_set_static(d->topo, v, c->n_topo_links, fs_realtime_us(), err, sizeof err) != 0)
+        fs_log(FS_LOG_ERROR, "topology", "configured links: %s", err);
+    else if (c->n_topo_links)
+        fs_log(FS_LOG_INFO, "topology", "%zu configured link(s)", c->n_topo_links);
+    free(v);
+}
+
+/* A host's posted neighbours (POST /api/v1/host-events, "neighbors") into the topology. */
+static int
+topo_host_neighbors(void *arg, const char *host, const struct fs_host_neighbor *n, size_t count,
+                    int64_t interval_ns, int64_t now_ns, char *errbuf, size_t errlen)
+{
+    struct fs_topo_neighbor v[FS_HOST_EVENTS_MAX_NEIGHBORS];
+    for (size_t i = 0; i < count && i < FS_HOST_EVENTS_MAX_NEIGHBORS; i++)
+        v[i] = (struct fs_topo_neighbor){n[i].nic,  n[i].chassis_id, n[i].sys_name,
+                                         n[i].port, n[i].port_id,    n[i].port_descr};
+    int rc = fs_topo_host_neighbors(arg, host, v, count, interval_ns / 1000, now_ns / 1000, errbuf,
+                                    errlen);
+    if (rc != 0)
+        topo_refused(host, errbuf);
+    return rc;
+}
+
 /* Creates the topology and has the store hand it what drivers learn. 0 or -1 (logged). */
 static int
-topology_start(struct daemon *d)
+topology_start(struct daemon *d, const struct fs_config *c)
 {
     d->topo = fs_topo_new();
     if (!d->topo) {
@@ -620,6 +658,9 @@ topology_start(struct daemon *d)
     /* The correlation traces pauses along the links; before the HTTP endpoint starts. */
     if (d->an.an)
         fs_analysis_set_topology(d->an.an, d->topo);
+    fs_host_events_set_neighbor_listener(fs_analysis_host_events(d->an.an), topo_host_neighbors,
+                                         d->topo);
+    topology_configure(d, c);
     return 0;
 }
 
@@ -630,6 +671,8 @@ topology_stop(struct daemon *d)
     if (!d->topo)
         return;
     fs_store_set_lldp_listener(d->store, NULL);
+    if (d->an.an)
+        fs_host_events_set_neighbor_listener(fs_analysis_host_events(d->an.an), NULL, NULL);
     fs_topo_free(d->topo);
     d->topo = NULL;
 }
@@ -738,6 +781,7 @@ apply_reload(struct daemon *d, struct fs_config *ncfg)
     fs_store_set_ring_opts(d->store, &ro);
     fs_store_set_series_limit(d->store, ncfg->max_series_per_target);
     analysis_configure(d, ncfg);
+    topology_configure(d, ncfg);
 
     http_reload(d, nref);
     remote_write_apply(d, ncfg);
@@ -852,7 +896,7 @@ fs_daemon_run_shard(const char *config_path, const struct fs_shard *shard)
         fs_log(FS_LOG_ERROR, "main", "%s", err);
         goto out;
     }
-    if (analysis_start(&d, cfg) != 0 || topology_start(&d) != 0)
+    if (analysis_start(&d, cfg) != 0 || topology_start(&d, cfg) != 0)
         goto out;
     /* A listener that cannot start (port taken, unreadable token) does not stop the
      * polling: it is logged and retried on every reload. */

@@ -175,6 +175,19 @@ is_yaml_map(const struct lysp_node *n, const char **value_leaf)
     return false;
 }
 
+static bool
+is_yaml_position(const struct lysp_node *n)
+{
+    LY_ARRAY_COUNT_TYPE i;
+    LY_ARRAY_FOR(n->exts, i)
+    {
+        const char *nm = n->exts[i].name, *c = strchr(nm, ':');
+        if (!strcmp(c ? c + 1 : nm, "yaml-position"))
+            return true;
+    }
+    return false;
+}
+
 static void
 row_start(FILE *f, const char *path)
 {
@@ -304,14 +317,21 @@ walk(const struct out *o, const struct lysp_module *pmod, const struct lysp_node
             row_end(f, n->dsc);
             break;
         }
+        bool by_pos = is_yaml_position(n);
         row_start(f, path);
-        fprintf(f, "list of mappings, each with a unique `%s`", l->key);
+        if (by_pos)
+            fputs("list of mappings", f);
+        else
+            fprintf(f, "list of mappings, each with a unique `%s`", l->key);
         if (l->flags & LYS_SET_MAX)
             fprintf(f, ", at most %u", l->max);
         fputs(" | none", f);
         row_end(f, n->dsc);
         snprintf(path, sizeof path, "%s%s%s[]", prefix, prefix[0] ? "." : "", n->name);
-        walk_children(o, pmod, l->child, path);
+        /* A position key is never written: no row of its own. */
+        for (const struct lysp_node *c = l->child; c; c = c->next)
+            if (!by_pos || strcmp(c->name, l->key) != 0)
+                walk(o, pmod, c, path);
         /* Driver blocks of a target come from the drivers' modules: own sections. */
         break;
     }

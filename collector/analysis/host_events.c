@@ -34,6 +34,8 @@ struct fs_host_events {
        deletion; at most half full. */
     uint64_t *keys;
     size_t keys_cap, keys_n;
+    fs_host_neighbors_fn nbr_fn; /* where posted neighbours go (NULL: dropped) */
+    void *nbr_arg;
 };
 
 /* Bytes an event costs in the key set (two slots at most half full). */
@@ -177,6 +179,15 @@ fs_host_events_free(struct fs_host_events *hs)
 }
 
 void
+fs_host_events_set_neighbor_listener(struct fs_host_events *hs, fs_host_neighbors_fn fn, void *arg)
+{
+    pthread_rwlock_wrlock(&hs->lock);
+    hs->nbr_fn = fn;
+    hs->nbr_arg = arg;
+    pthread_rwlock_unlock(&hs->lock);
+}
+
+void
 fs_host_events_set_opts(struct fs_host_events *hs, const struct fs_host_events_opts *o)
 {
     if (o->memory_limit == 0 || o->retention_ns <= 0)
@@ -207,10 +218,21 @@ fs_host_events_set_opts(struct fs_host_events *hs, const struct fs_host_events_o
 _Static_assert(FS_HOST_EVENTS_MAX_BODY < UINT32_MAX, "string offsets are 32-bit");
 
 /* What an open container is to the parser. */
-enum frame { FR_ROOT, FR_EVENTS, FR_EVENT, FR_ATTRS, FR_SKIP };
+enum frame { FR_ROOT, FR_EVENTS, FR_EVENT, FR_ATTRS, FR_SKIP, FR_NBRS, FR_NBR_LIST, FR_NBR };
 /* The members of an event. */
 enum field { F_HOST, F_KIND, F_NAME, F_START, F_END, F_ATTRS, N_FIELDS };
-enum root_key { RK_EVENTS, RK_OFFSET, RK_UNCERTAINTY, RK_UNKNOWN };
+enum root_key { RK_EVENTS, RK_OFFSET, RK_UNCERTAINTY, RK_NEIGHBORS, RK_UNKNOWN };
+/* Members of "neighbors" and of its list's items (NF_*: the item's strings, in the
+ * order of struct nbr_item). */
+enum nbr_key { NK_HOST, NK_INTERVAL, NK_LIST, NK_UNKNOWN };
+enum nbr_field { NF_NIC, NF_CHASSIS_ID, NF_SYS_NAME, NF_PORT, NF_PORT_ID, NF_PORT_DESCR, N_NF };
+static const char *const nbr_field_names[N_NF] = {"nic",  "chassis_id", "sys_name",
+                                                  "port", "port_id",    "port_descr"};
+
+/* One posted neighbour, copied as parsed (a repeated member: the last value). */
+struct nbr_item {
+    char f[N_NF][FS_HOST_EVENTS_MAX_NBR_STR + 1];
+};
 enum attrs_err { AE_NONE, AE_NOT_OBJECT, AE_TOO_MANY, AE_KEY, AE_TYPE, AE_LONG };
 enum root_events { EVENTS_ABSENT, EVENTS_ARRAY, EVENTS_NOT_ARRAY };
 
@@ -283,6 +305,16 @@ struct ingest_ctx {
     unsigned n_slots;
     int cur_slot; /* -1: the value is not kept */
     bool attrs_too_many;
+
+    /* "neighbors" (the first problem in it is kept: nbr_err) */
+    bool have_nbrs, nbrs_twice, have_nbr_host, have_nbr_interval, have_nbr_list;
+    enum nbr_key nbr_key;
+    int nbr_field; /* N_NF: unknown member */
+    char nbr_host[FS_HOST_EVENTS_MAX_STR + 1];
+    int64_t nbr_interval_s;
+    struct nbr_item *nbrs; /* FS_HOST_EVENTS_MAX_NEIGHBORS of them, owned by the parse */
+    size_t n_nbrs;
+    char nbr_err[192];
 };
 
 enum vkind { V_NULL, V_BOOL, V_NUM, V_STR, V_MAP, V_ARR };
@@ -590,6 +622,95 @@ events_reset(struct ingest_ctx *c, enum root_events state)
     c->item_failed = false;
 }
 
+static void nbr_error(struct ingest_ctx *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void
+nbr_error(struct ingest_ctx *c, const char *fmt, ...)
+{
+    if (c->nbr_err[0])
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->nbr_err, sizeof c->nbr_err, fmt, ap);
+    va_end(ap);
+}
+
+/* A value inside "neighbors" (frame f); returns the frame to push for a container. */
+static enum frame
+nbr_value(struct ingest_ctx *c, enum frame f, enum vkind k, const char *s, size_t len)
+{
+    enum frame push = FR_SKIP;
+    if (f == FR_NBRS) {
+        switch (c->nbr_key) {
+        case NK_HOST:
+            c->have_nbr_host = true;
+            if (k != V_STR || len < 1 || len > FS_HOST_EVENTS_MAX_STR || memchr(s, '\0', len)) {
+                nbr_error(c, "neighbors.host: not a string of 1..%d bytes", FS_HOST_EVENTS_MAX_STR);
+            } else {
+                memcpy(c->nbr_host, s, len);
+                c->nbr_host[len] = '\0';
+            }
+            break;
+        case NK_INTERVAL:
+            c->have_nbr_interval = true;
+            if (k != V_NUM || !literal_int(s, len, &c->nbr_interval_s) || c->nbr_interval_s < 1 ||
+                c->nbr_interval_s > FS_HOST_EVENTS_MAX_NBR_INTERVAL_S)
+                nbr_error(c, "neighbors.interval_s: not an integer in 1..%d",
+                          FS_HOST_EVENTS_MAX_NBR_INTERVAL_S);
+            break;
+        case NK_LIST:
+            if (c->have_nbr_list) {
+                nbr_error(c, "neighbors.list: given twice");
+            } else if (k != V_ARR) {
+                nbr_error(c, "neighbors.list: not an array");
+            } else {
+                c->have_nbr_list = true;
+                push = FR_NBR_LIST;
+            }
+            break;
+        default:
+            break;
+        }
+    } else if (f == FR_NBR_LIST) {
+        if (c->n_nbrs >= FS_HOST_EVENTS_MAX_NEIGHBORS) {
+            nbr_error(c, "neighbors.list: more than %d items", FS_HOST_EVENTS_MAX_NEIGHBORS);
+        } else if (k != V_MAP) {
+            nbr_error(c, "neighbors.list[%zu]: not an object", c->n_nbrs);
+        } else if (!c->nbrs &&
+                   !(c->nbrs = malloc(FS_HOST_EVENTS_MAX_NEIGHBORS * sizeof *c->nbrs))) {
+            c->oom = true;
+        } else {
+            memset(&c->nbrs[c->n_nbrs++], 0, sizeof *c->nbrs);
+            c->nbr_field = N_NF;
+            push = FR_NBR;
+        }
+    } else if (f == FR_NBR && c->nbr_field < N_NF) {
+        size_t i = c->n_nbrs - 1;
+        if (k != V_STR || len > FS_HOST_EVENTS_MAX_NBR_STR || memchr(s, '\0', len)) {
+            nbr_error(c, "neighbors.list[%zu].%s: not a string of at most %d bytes", i,
+                      nbr_field_names[c->nbr_field], FS_HOST_EVENTS_MAX_NBR_STR);
+        } else {
+            memcpy(c->nbrs[i].f[c->nbr_field], s, len);
+            c->nbrs[i].f[c->nbr_field][len] = '\0';
+        }
+    }
+    return push;
+}
+
+/* The end of a neighbour item: what names it must be there. */
+static void
+nbr_item_end(struct ingest_ctx *c)
+{
+    size_t i = c->n_nbrs - 1;
+    const struct nbr_item *n = &c->nbrs[i];
+    if (!n->f[NF_NIC][0])
+        nbr_error(c, "neighbors.list[%zu].nic: missing or empty", i);
+    else if (!n->f[NF_PORT][0])
+        nbr_error(c, "neighbors.list[%zu].port: missing or empty", i);
+    else if (!n->f[NF_CHASSIS_ID][0] && !n->f[NF_SYS_NAME][0])
+        nbr_error(c, "neighbors.list[%zu]: needs chassis_id or sys_name", i);
+}
+
 /* Every value starts here: s/len carry a string's or number's text. Returns the yajl
    verdict (0 stops the parse: nested too deep, or out of memory). */
 static int
@@ -614,9 +735,23 @@ on_value(struct ingest_ctx *c, enum vkind k, const char *s, size_t len)
                 events_reset(c, k == V_ARR ? EVENTS_ARRAY : EVENTS_NOT_ARRAY);
                 if (k == V_ARR)
                     push = FR_EVENTS;
+            } else if (c->root_key == RK_NEIGHBORS) {
+                if (c->have_nbrs) {
+                    c->nbrs_twice = true;
+                } else if (k != V_MAP) {
+                    nbr_error(c, "neighbors: not an object");
+                } else {
+                    c->have_nbrs = true;
+                    push = FR_NBRS;
+                }
             } else if (c->root_key != RK_UNKNOWN) {
                 root_int(c, k, s, len);
             }
+            break;
+        case FR_NBRS:
+        case FR_NBR_LIST:
+        case FR_NBR:
+            push = nbr_value(c, (enum frame)c->frames[c->depth - 1], k, s, len);
             break;
         case FR_EVENTS:
             c->n_items++;
@@ -697,6 +832,8 @@ on_key(void *ctx, const unsigned char *key, size_t len)
             c->root_key = RK_OFFSET;
         } else if (len == 26 && memcmp(k, "host_offset_uncertainty_ns", 26) == 0) {
             c->root_key = RK_UNCERTAINTY;
+        } else if (len == 9 && memcmp(k, "neighbors", 9) == 0) {
+            c->root_key = RK_NEIGHBORS;
         } else {
             c->root_key = RK_UNKNOWN;
             if (!c->root_unknown) {
@@ -706,6 +843,27 @@ on_key(void *ctx, const unsigned char *key, size_t len)
                 c->root_unknown_name[l] = '\0';
             }
         }
+        break;
+    case FR_NBRS:
+        if (len == 4 && memcmp(k, "host", 4) == 0) {
+            c->nbr_key = NK_HOST;
+        } else if (len == 10 && memcmp(k, "interval_s", 10) == 0) {
+            c->nbr_key = NK_INTERVAL;
+        } else if (len == 4 && memcmp(k, "list", 4) == 0) {
+            c->nbr_key = NK_LIST;
+        } else {
+            c->nbr_key = NK_UNKNOWN;
+            nbr_error(c, "neighbors: unknown member \"%.*s\"", (int)(len < 64 ? len : 64), k);
+        }
+        break;
+    case FR_NBR:
+        c->nbr_field = N_NF;
+        for (int i = 0; i < N_NF; i++)
+            if (strlen(nbr_field_names[i]) == len && memcmp(k, nbr_field_names[i], len) == 0)
+                c->nbr_field = i;
+        if (c->nbr_field == N_NF)
+            nbr_error(c, "neighbors.list[%zu]: unknown member \"%.*s\"", c->n_nbrs - 1,
+                      (int)(len < 64 ? len : 64), k);
         break;
     case FR_EVENT: {
         struct event_state *e = &c->e;
@@ -777,6 +935,8 @@ on_end(void *ctx)
         event_end(c);
     else if (f == FR_ATTRS)
         attrs_end(c);
+    else if (f == FR_NBR)
+        nbr_item_end(c);
     if (c->depth == 0)
         c->root_done = true;
     return !c->oom;
@@ -972,6 +1132,24 @@ check_body(const struct ingest_ctx *c, char *errbuf, size_t errlen)
         fs_errf(errbuf, errlen, "body: unknown member \"%.64s\"", c->root_unknown_name);
         return 400;
     }
+    if (c->nbrs_twice) {
+        fs_errf(errbuf, errlen, "neighbors: given twice");
+        return 400;
+    }
+    if (c->nbr_err[0]) {
+        fs_errf(errbuf, errlen, "%s", c->nbr_err);
+        return 400;
+    }
+    if (c->have_nbrs && (!c->have_nbr_host || !c->have_nbr_interval || !c->have_nbr_list)) {
+        fs_errf(errbuf, errlen, "neighbors.%s: missing",
+                !c->have_nbr_host       ? "host"
+                : !c->have_nbr_interval ? "interval_s"
+                                        : "list");
+        return 400;
+    }
+    /* A post of neighbours only needs no events (and so no offsets). */
+    if (c->have_nbrs && c->events == EVENTS_ABSENT)
+        return 0;
     if (!c->have_offset || !c->offset_ok) {
         fs_errf(errbuf, errlen, "host_offset_ns: missing or not an integer within ±1e17");
         return 400;
@@ -985,7 +1163,7 @@ check_body(const struct ingest_ctx *c, char *errbuf, size_t errlen)
         return 400;
     }
     size_t n = c->n_items;
-    if (n == 0 || n > FS_HOST_EVENTS_MAX_PER_POST) {
+    if ((n == 0 && !c->have_nbrs) || n > FS_HOST_EVENTS_MAX_PER_POST) {
         fs_errf(errbuf, errlen, "events: %zu items (1..%d allowed)", n,
                 FS_HOST_EVENTS_MAX_PER_POST);
         return n == 0 ? 400 : 413;
@@ -995,6 +1173,33 @@ check_body(const struct ingest_ctx *c, char *errbuf, size_t errlen)
         return 400;
     }
     return 0;
+}
+
+/* Hands a valid post's neighbours to the listener (outside the store's lock: the
+ * topology takes its own). */
+static void
+post_neighbors(struct fs_host_events *hs, const struct ingest_ctx *c, int64_t now_ns,
+               struct fs_host_events_receipt *receipt)
+{
+    struct fs_host_neighbor v[FS_HOST_EVENTS_MAX_NEIGHBORS];
+    char err[256] = "";
+    pthread_rwlock_rdlock(&hs->lock);
+    fs_host_neighbors_fn fn = hs->nbr_fn;
+    void *arg = hs->nbr_arg;
+    pthread_rwlock_unlock(&hs->lock);
+    receipt->neighbors_given = true;
+    if (!fn)
+        return;
+    for (size_t i = 0; i < c->n_nbrs; i++) {
+        const struct nbr_item *n = &c->nbrs[i];
+        v[i] = (struct fs_host_neighbor){n->f[NF_NIC],  n->f[NF_CHASSIS_ID], n->f[NF_SYS_NAME],
+                                         n->f[NF_PORT], n->f[NF_PORT_ID],    n->f[NF_PORT_DESCR]};
+    }
+    if (fn(arg, c->nbr_host, v, c->n_nbrs, c->nbr_interval_s * 1000000000LL, now_ns, err,
+           sizeof err) != 0)
+        receipt->neighbors_refused = true;
+    else
+        receipt->neighbors = c->n_nbrs;
 }
 
 int
@@ -1038,6 +1243,15 @@ fs_host_events_post(struct fs_host_events *hs, const char *body, size_t len, int
     if (rc != 0)
         goto out;
     size_t n = c.n_ev;
+    if (n == 0) {
+        /* Neighbours only (check_body allows no events only then). */
+        pthread_rwlock_rdlock(&hs->lock);
+        receipt->oldest_post_id = hs->head ? hs->head->id : 0;
+        receipt->last_post_id = hs->last_post_id;
+        receipt->evicted_memory_total = hs->evicted_memory;
+        pthread_rwlock_unlock(&hs->lock);
+        goto neighbors;
+    }
     size_t bytes = sizeof *p + n * (sizeof(struct fs_host_event) + KEY_BYTES) +
                    c.n_attr * sizeof(struct fs_host_attr) + c.sz_strings;
     pthread_rwlock_rdlock(&hs->lock);
@@ -1159,10 +1373,14 @@ fs_host_events_post(struct fs_host_events *hs, const char *body, size_t len, int
     receipt->last_post_id = hs->last_post_id;
     receipt->evicted_memory_total = hs->evicted_memory;
     pthread_rwlock_unlock(&hs->lock);
+neighbors:
     rc = 0;
+    if (c.have_nbrs)
+        post_neighbors(hs, &c, now_ns, receipt);
 out:
     if (rc != 0)
         count_reject(hs);
+    free(c.nbrs);
     free(p); /* only ever before its strings were given to it */
     free(keys);
     free(c.str);

@@ -20,7 +20,22 @@
  *       "attrs": {"k": "v" | number | bool} optional, at most FS_HOST_EVENTS_MAX_ATTRS,
  *                                           keys <= FS_HOST_EVENTS_MAX_KEY bytes, values
  *                                           <= FS_HOST_EVENTS_MAX_STR bytes
- *      }, ...]}
+ *      }, ...],
+ *    "neighbors": {                         optional: the posting host's LLDP neighbours
+ *      "host": "gpu-node-3",                the host (1..FS_HOST_EVENTS_MAX_STR bytes)
+ *      "interval_s": 30,                    1..86400: it posts them again within this
+ *      "list": [                            0..FS_HOST_EVENTS_MAX_NEIGHBORS items, its whole
+ *                                           table (an empty list: no neighbour now)
+ *        {"nic": "eth0",                    the host's interface (required)
+ *         "chassis_id": "42:e8:11:2b:61:07", the switch: chassis id and/or sysName
+ *         "sys_name": "leaf01",             (at least one)
+ *         "port": "swp1",                   the switch port's name (required)
+ *         "port_id": "...", "port_descr": "..."}, ...]}}   optional
+ *                                           each string 0..FS_HOST_EVENTS_MAX_NBR_STR bytes
+ *
+ * With "neighbors", "events" (and then the offsets) may be left out, and "events" may be
+ * empty. The neighbours go to the listener set with fs_host_events_set_neighbor_listener
+ * (the topology) once the whole body is valid; they are not host events.
  *
  * The body is strict JSON (RFC 8259: UTF-8, no comments, one document, at most 32
  * levels deep); members may come in any order, and a member given twice counts once, at
@@ -54,6 +69,23 @@
 #define FS_HOST_EVENTS_MAX_KEY 64
 #define FS_HOST_EVENTS_MAX_ATTRS 16
 #define FS_HOST_EVENTS_MAX_DURATION_NS (24LL * 3600 * 1000000000LL)
+#define FS_HOST_EVENTS_MAX_NEIGHBORS 64
+#define FS_HOST_EVENTS_MAX_NBR_STR 255
+#define FS_HOST_EVENTS_MAX_NBR_INTERVAL_S 86400
+
+/** One LLDP neighbour of a posting host's NIC (strings valid during the listener's call). */
+struct fs_host_neighbor {
+    const char *nic, *chassis_id, *sys_name, *port, *port_id, *port_descr;
+};
+
+/**
+ * Receives a valid post's neighbours: host's whole table, n[0..count), to be posted again
+ * within interval_ns. Called without any lock of the store, on the posting thread.
+ * Returns 0, or -1 with errbuf (logged by the caller; the post stands).
+ */
+typedef int (*fs_host_neighbors_fn)(void *arg, const char *host, const struct fs_host_neighbor *n,
+                                    size_t count, int64_t interval_ns, int64_t now_ns, char *errbuf,
+                                    size_t errlen);
 
 struct fs_host_attr {
     const char *key;
@@ -95,6 +127,11 @@ struct fs_host_events *fs_host_events_new(const struct fs_host_events_opts *o, c
                                           size_t errlen);
 /** Frees the store; accepts NULL. */
 void fs_host_events_free(struct fs_host_events *hs);
+/** Sets (fn NULL: clears) where posted neighbours go; arg is fn's. Without one they are
+ *  validated and dropped. */
+void fs_host_events_set_neighbor_listener(struct fs_host_events *hs, fs_host_neighbors_fn fn,
+                                          void *arg);
+
 /** Changes the bounds (reload); applied at the next ingest or expire. */
 void fs_host_events_set_opts(struct fs_host_events *hs, const struct fs_host_events_opts *o);
 
@@ -117,6 +154,9 @@ struct fs_host_events_receipt {
     uint64_t oldest_post_id;       /**< the oldest post still held (0: none) */
     uint64_t last_post_id;         /**< the newest */
     uint64_t evicted_memory_total; /**< events dropped for the memory limit, ever */
+    size_t neighbors;              /**< neighbours handed to the listener */
+    bool neighbors_given;          /**< the post had "neighbors" */
+    bool neighbors_refused;        /**< the listener refused them (logged; the post stands) */
 };
 
 /**

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "config/block.h"
+#include "topology/links_file.h"
 
 #define FS_CONFIG_MAX_BYTES (1024 * 1024)
 
@@ -101,8 +102,8 @@ struct fs_history_cfg {
     bool tls_insecure_skip_verify;
     struct fs_kv *headers; /**< sorted by name */
     size_t n_headers;
-    int64_t step_us;     /**< step of the first reading of all series; default 1 min */
-    uint64_t max_points; /**< bound of the first reading, and of each raw query; 2,000,000 */
+    int64_t step_us;            /**< step of the first reading of all series; default 1 min */
+    uint64_t max_points;        /**< bound of the first reading, and of each raw query; 2,000,000 */
     int64_t scrape_interval_us; /**< of a Prometheus that scraped /metrics; default 15 s */
     int64_t poll_interval_us;   /**< of the fabricscope it scraped; default 10 s */
 };
@@ -151,6 +152,11 @@ struct fs_config {
     size_t n_targets;
     struct fs_remote_write_cfg *remote_write; /**< in the order written */
     size_t n_remote_write;
+    /** topology: topology.links in the order written, then the links_file's links in
+     *  the file's order (read and checked at parse time). */
+    struct fs_static_link *topo_links;
+    size_t n_topo_links;
+    char *topo_links_file; /**< topology.links_file, or NULL */
 };
 
 /**

@@ -17,6 +17,7 @@
 #include "config/model.h"
 #include "config/parse.h"
 #include "config/tree.h"
+#include "topology/topology.h"
 
 #define US_PER_S INT64_C(1000000)
 
@@ -578,6 +579,68 @@ build_history(const struct lyd_node *n, struct fs_history_cfg **out, struct fs_c
     return 0;
 }
 
+/* topology: the links written, then those of links_file (read now, so that a bad file
+ * refuses the configuration or the reload that names it). */
+static int
+build_topology(const struct lyd_node *tree, struct fs_config *cfg, struct fs_cfg_errs *errs)
+{
+    int rc = -1;
+    const struct lyd_node *n = fs_cfg_child(tree, "topology");
+    struct fs_static_link *file_links = NULL;
+    size_t n_file = 0, n_written = 0;
+    char *text = NULL;
+    if (!n) {
+        rc = 0;
+        goto out;
+    }
+    for (const struct lyd_node *l = NULL; (l = fs_cfg_next(n, l, "links"));)
+        n_written++;
+    const struct lyd_node *f = fs_cfg_kid(n, "links_file");
+    if (f) {
+        char err[512];
+        size_t len = 0;
+        if (fs_cfg_strdup(&cfg->topo_links_file, n, "links_file"))
+            goto out;
+        if (fs_file_read(cfg->topo_links_file, "topology.links_file", FS_LINKS_FILE_MAX_BYTES,
+                         &text, &len, err, sizeof err) != 0)
+            fs_cfg_node_err(errs, f, false, "%s", err);
+        else if (fs_links_json_parse(text, len, &file_links, &n_file, err, sizeof err) != 0)
+            fs_cfg_node_err(errs, f, false, "%s: %s", cfg->topo_links_file, err);
+    }
+    if (n_written + n_file > FS_TOPO_MAX_STATIC) {
+        fs_cfg_node_err(errs, n, true, "%zu links in all, at most %d", n_written + n_file,
+                        FS_TOPO_MAX_STATIC);
+        rc = 0;
+        goto out;
+    }
+    if (n_written + n_file &&
+        !(cfg->topo_links = calloc(n_written + n_file, sizeof *cfg->topo_links)))
+        goto out;
+    for (const struct lyd_node *l = NULL; (l = fs_cfg_next(n, l, "links"));) {
+        if (fs_cfg_node_bad(l))
+            continue;
+        struct fs_static_link *d = &cfg->topo_links[cfg->n_topo_links++];
+        const struct lyd_node *a = fs_cfg_kid(l, "a"), *b = fs_cfg_kid(l, "b");
+        if (fs_cfg_strdup(&d->a_node, a, "node") || fs_cfg_strdup(&d->a_port, a, "port") ||
+            fs_cfg_strdup(&d->b_node, b, "node") || fs_cfg_strdup(&d->b_port, b, "port"))
+            goto out;
+        /* mandatory leaves missing were reported by the walker; nothing to build then */
+        if (d->a_node && d->a_port && d->b_node && d->b_port && !strcmp(d->a_node, d->b_node) &&
+            !strcmp(d->a_port, d->b_port))
+            fs_cfg_node_err(errs, l, true, "both ends are %s %s", d->a_node, d->a_port);
+    }
+    /* The file's links move over: the configuration owns them from here. */
+    for (size_t i = 0; i < n_file; i++) {
+        cfg->topo_links[cfg->n_topo_links++] = file_links[i];
+        memset(&file_links[i], 0, sizeof file_links[i]);
+    }
+    rc = 0;
+out:
+    fs_static_links_free(file_links, n_file);
+    free(text);
+    return rc;
+}
+
 /* analysis: the departure, episode and recurrence settings, and the episode log. */
 static int
 build_analysis(const struct lyd_node *tree, struct fs_config *cfg, struct fs_cfg_errs *errs)
@@ -647,6 +710,8 @@ fs_cfg_model_build(const struct lyd_node *tree, const struct fs_config_opts *opt
     if (build_host_events(tree, cfg, errs))
         return -1;
     if (build_analysis(tree, cfg, errs))
+        return -1;
+    if (build_topology(tree, cfg, errs))
         return -1;
     cfg->n_flow_rules = count_named(tree, "flow_rules");
     cfg->n_targets = count_named(tree, "targets");
@@ -843,6 +908,8 @@ fs_config_free(struct fs_config *cfg)
     free(cfg->http_tls_key_file);
     fs_cfg_secret_ref_free(&cfg->http_bearer_token);
     fs_cfg_secret_ref_free(&cfg->host_events_token);
+    fs_static_links_free(cfg->topo_links, cfg->n_topo_links);
+    free(cfg->topo_links_file);
     for (size_t i = 0; i < cfg->n_flow_rules; i++)
         free(cfg->flow_rules[i].name);
     free(cfg->flow_rules);

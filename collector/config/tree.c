@@ -244,7 +244,9 @@ fs_cfg_node_path(const struct lyd_node *n, char *buf, size_t len)
         int r;
         if (kv)
             fs_cfg_show(part, sizeof(part), kv, strlen(kv));
-        if (kv && fs_cfg_find_ext(c->schema, "yaml-map"))
+        if (kv && fs_cfg_find_ext(c->schema, "yaml-position"))
+            r = snprintf(buf + o, len - o, "%s%s[#%s]", o ? "." : "", c->schema->name, part);
+        else if (kv && fs_cfg_find_ext(c->schema, "yaml-map"))
             r = snprintf(buf + o, len - o, "%s%s.%s", o ? "." : "", c->schema->name, part);
         else if (kv)
             r = snprintf(buf + o, len - o, "%s%s[%s]", o ? "." : "", c->schema->name, part);

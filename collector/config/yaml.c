@@ -874,6 +874,8 @@ walk_list(struct walk *w, const struct lysc_node *s, struct lyd_node *dparent, b
 {
     const struct lysc_node *key = NULL;
     const struct lysc_ext_instance *ym = fs_cfg_find_ext(s, "yaml-map");
+    /* fsc:yaml-position: entries are keyed by their place in the sequence. */
+    bool by_pos = fs_cfg_find_ext(s, "yaml-position") != NULL;
     struct seen_key *keys = NULL;
     size_t nkeys = 0;
     char why[512];
@@ -915,7 +917,25 @@ walk_list(struct walk *w, const struct lysc_node *s, struct lyd_node *dparent, b
             continue;
         }
         kv = map_get(item, key->name);
-        if (!kv) {
+        if (by_pos) {
+            old = path_push(w, true, idx, strlen(idx));
+            if (kv) {
+                size_t o2 = path_push(w, false, key->name, strlen(key->name));
+                werr(w, kv, item, "is the entry's position, not written");
+                path_pop(w, o2);
+                item_dry = true;
+            }
+            char pos[24];
+            snprintf(pos, sizeof pos, "%zu", i + 1);
+            if (!item_dry) {
+                if (lyd_new_list(dparent, s->module, s->name, 0, &inst, pos) != LY_SUCCESS) {
+                    lyerr(w, item, item, false);
+                    item_dry = true;
+                } else {
+                    link_node(w, dparent, inst, item);
+                }
+            }
+        } else if (!kv) {
             old = path_push(w, true, idx, strlen(idx));
             werr(w, item, item, "missing required key \"%s\"", key->name);
             item_dry = true;

@@ -23,6 +23,7 @@
 #include "config/block.h"
 #include "hostagent/agent_config.h"
 #include "hostagent/capture.h"
+#include "hostagent/lldp.h"
 #include "hostagent/offset_track.h"
 #include "hostagent/runcmd.h"
 #include "hostagent/spool.h"
@@ -39,6 +40,7 @@
 #define REQUEST_TIMEOUT_S 10L
 #define CONNECT_TIMEOUT_S 3L
 #define SPOOL_RETRY_MAX_US 10000000
+#define LLDPCTL_TIMEOUT_US 10000000 /* lldpctl asks a local daemon: seconds is a hang */
 
 enum cap_state { CAP_IDLE, CAP_ARMED, CAP_RUNNING };
 
@@ -51,6 +53,7 @@ struct counters {
     uint64_t captures, capture_failures, capture_events;
     uint64_t nccl_lines_bad;
     uint64_t commands, command_failures, command_events;
+    uint64_t lldp_posts, lldp_failures, lldp_neighbors; /* lldp_neighbors: the last post's */
 };
 
 struct agent {
@@ -73,6 +76,10 @@ struct agent {
     struct fs_runcmd cmd;
     int64_t next_cmd_us;
     char cmd_reported[160]; /* the last kind of outcome reported (once each) */
+    /* lldp: lldpctl's runs and the neighbour posts */
+    struct fs_runcmd lldp;
+    int64_t next_lldp_us;
+    char lldp_reported[160]; /* as cmd_reported */
     /* metrics */
     pthread_mutex_t mu;
     struct counters c;
@@ -583,6 +590,97 @@ command_end(struct agent *a)
     fs_imp_batch_free(&b);
 }
 
+/* ---- LLDP neighbours ---- */
+
+/* Once per kind of problem, as report_command; a success clears it (the next failure is
+ * news again). */
+static void
+report_lldp(struct agent *a, const char *how, const char *detail)
+{
+    pthread_mutex_lock(&a->mu);
+    a->c.lldp_failures++;
+    pthread_mutex_unlock(&a->mu);
+    if (strcmp(a->lldp_reported, how) == 0) {
+        fs_log(FS_LOG_DEBUG, "agent", "lldp: %s: %s", how, detail);
+        return;
+    }
+    snprintf(a->lldp_reported, sizeof a->lldp_reported, "%s", how);
+    fs_log(FS_LOG_WARN, "agent",
+           "lldp: %s: %s (reported once; no neighbours posted until it works)", how, detail);
+}
+
+static void
+lldp_start(struct agent *a)
+{
+    char err[300];
+    char *argv[] = {a->cfg.lldpctl, "-f", "json", NULL, NULL, NULL};
+    if (a->cfg.lldp_socket) {
+        argv[3] = "-u";
+        argv[4] = a->cfg.lldp_socket;
+    }
+    if (fs_runcmd_start(&a->lldp, argv, FS_AGENT_LLDP_MAX_BYTES, 0, 0, err, sizeof err) != 0)
+        report_lldp(a, "lldpctl not started", err);
+}
+
+/* lldpctl is over: its neighbours parsed and posted as this host's whole table. A failed
+ * run posts nothing: the collector keeps what it has until its hold runs out. */
+static void
+lldp_end(struct agent *a)
+{
+    struct fs_runcmd *r = &a->lldp;
+    struct fs_agent_lldp_nbr *v = NULL;
+    char how[160], err[1200];
+    char *body = NULL;
+    size_t n = 0, dropped = 0, len = 0;
+    if (r->stopped)
+        goto out;
+    if (r->timed_out || r->cut || !WIFEXITED(r->status) || WEXITSTATUS(r->status) != 0) {
+        fs_runcmd_describe(r, how, sizeof how);
+        for (size_t i = 0; i < r->err_len; i++)
+            if (r->err_text[i] == '\n' || r->err_text[i] == '\t')
+                r->err_text[i] = ' ';
+        snprintf(err, sizeof err, "stderr: %s", r->err_len ? r->err_text : "(empty)");
+        report_lldp(a, how, err);
+        goto out;
+    }
+    v = calloc(FS_HOST_EVENTS_MAX_NEIGHBORS, sizeof *v);
+    if (!v) {
+        report_lldp(a, "out of memory", "");
+        goto out;
+    }
+    if (fs_agent_lldp_parse(r->out.data ? r->out.data : "", r->out.len, v,
+                            FS_HOST_EVENTS_MAX_NEIGHBORS, &n, &dropped, err, sizeof err) != 0) {
+        report_lldp(a, "output not read", err);
+        goto out;
+    }
+    if (dropped)
+        fs_log(FS_LOG_DEBUG, "agent", "lldp: %zu neighbour(s) left out (unnamed or beyond %d)",
+               dropped, FS_HOST_EVENTS_MAX_NEIGHBORS);
+    /* The collector holds them three posts' time: the interval in whole seconds, up. */
+    int64_t iv_s = (a->cfg.lldp_interval_us + 999999) / 1000000;
+    if (fs_agent_lldp_body(a->cfg.host, iv_s, v, n, &body, &len, err, sizeof err) != 0) {
+        report_lldp(a, "body not built", err);
+        goto out;
+    }
+    long status = 0;
+    struct fs_imp_post_result pr;
+    if (fs_imp_client_post_body(&a->cli, body, len, 0, &status, &pr, err, sizeof err) != 0 ||
+        status < 200 || status > 299) {
+        report_lldp(a, status ? "post refused" : "collector unreachable", err);
+        goto out;
+    }
+    if (a->lldp_reported[0])
+        fs_log(FS_LOG_INFO, "agent", "lldp: neighbours posted again (%zu)", n);
+    a->lldp_reported[0] = '\0';
+    pthread_mutex_lock(&a->mu);
+    a->c.lldp_posts++;
+    a->c.lldp_neighbors = n;
+    pthread_mutex_unlock(&a->mu);
+out:
+    free(body);
+    free(v);
+}
+
 /* ---- /metrics ---- */
 
 static enum MHD_Result
@@ -646,6 +744,12 @@ serve(void *cls, struct MHD_Connection *conn, const char *url, const char *metho
           "Of them, runs that failed (exit status, timeout, output bound, not imported).",
           c.command_failures);
         C("command_events_total", "Events of the command's output placed.", c.command_events);
+        C("lldp_posts_total", "Posts of this host's LLDP neighbours the collector accepted.",
+          c.lldp_posts);
+        C("lldp_failures_total",
+          "lldpctl runs that failed or were not read, and neighbour posts not accepted.",
+          c.lldp_failures);
+        G("lldp_neighbors", "Neighbours in the last accepted post.", "%" PRIu64, c.lldp_neighbors);
 #undef G
 #undef C
     }
@@ -729,6 +833,7 @@ static void
 agent_close(struct agent *a)
 {
     fs_runcmd_free(&a->cmd);
+    fs_runcmd_free(&a->lldp);
     if (a->mhd)
         MHD_stop_daemon(a->mhd);
     if (a->tail_on)
@@ -803,6 +908,8 @@ reload(struct agent *a, const char *path)
         fs_runcmd_kill(&a->cmd);
         command_end(a);
     }
+    if (fs_runcmd_running(&a->lldp))
+        fs_runcmd_kill(&a->lldp); /* read again at once with the new settings */
     if (a->cap == CAP_ARMED)
         a->cap = CAP_IDLE;
     if (!fs_cfg_str_equal(nc.url, a->cfg.url))
@@ -826,8 +933,10 @@ reload(struct agent *a, const char *path)
     fs_agent_cfg_free(&a->cfg);
     a->cfg = nc;
     a->next_clock_us = a->next_tail_us = a->next_spool_us = a->next_poll_us = a->next_cmd_us = 0;
+    a->next_lldp_us = 0;
     a->waiting_reported = false;
     a->cmd_reported[0] = '\0';
+    a->lldp_reported[0] = '\0';
     sync_spool_counters(a);
     fs_log(FS_LOG_INFO, "agent", "configuration reloaded from %s: collector %s, state in %s", path,
            a->cfg.url, a->cfg.state_dir);
@@ -878,6 +987,13 @@ run(struct agent *a, const char *path)
             a->next_cmd_us = mono + a->cfg.cmd_interval_us;
             command_start(a, 0, 0);
         }
+        if (a->cfg.lldp_on && mono >= a->next_lldp_us && !fs_runcmd_running(&a->lldp)) {
+            a->next_lldp_us = mono + a->cfg.lldp_interval_us;
+            lldp_start(a);
+        }
+        /* lldpctl answers at once: polled without waiting, the tick below sleeps. */
+        if (fs_runcmd_running(&a->lldp) && fs_runcmd_step(&a->lldp, LLDPCTL_TIMEOUT_US, 0) == 1)
+            lldp_end(a);
         if (fs_runcmd_running(&a->cmd)) {
             /* The tick waits on the command's output instead of sleeping. */
             if (fs_runcmd_step(&a->cmd, a->cfg.cmd_timeout_us, 50) == 1)
@@ -887,6 +1003,8 @@ run(struct agent *a, const char *path)
             nanosleep(&ts, NULL);
         }
     }
+    if (fs_runcmd_running(&a->lldp))
+        fs_runcmd_kill(&a->lldp);
     if (fs_runcmd_running(&a->cmd)) {
         /* What it printed so far is still imported. */
         fs_runcmd_kill(&a->cmd);

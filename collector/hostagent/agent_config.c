@@ -59,6 +59,7 @@ build(const struct lyd_node *first, void *ctx, struct fs_cfg_errs *errs)
     const struct lyd_node *sp = fs_cfg_top(first, "spool");
     const struct lyd_node *met = fs_cfg_top(first, "metrics");
     const struct lyd_node *cmd = fs_cfg_top(first, "command");
+    const struct lyd_node *ll = fs_cfg_top(first, "lldp");
     char hn[256];
 
     if (fs_cfg_strdup(&c->url, col, "url") || fs_cfg_strdup(&c->token_file, col, "token_file") ||
@@ -128,6 +129,16 @@ build(const struct lyd_node *first, void *ctx, struct fs_cfg_errs *errs)
             fs_cfg_node_err(errs, fs_cfg_kid(cmd, "max_output_bytes"), false,
                             "must be at least 4KiB (a few lines of perf script)");
     }
+    /* lldp: on unless disabled, so a host that runs lldpd reports its links unasked. */
+    c->lldp_on = ll ? fs_cfg_bool(ll, "enabled") : true;
+    c->lldp_interval_us = fs_cfg_duration_us(ll, "interval", 30000000);
+    if (ll &&
+        (fs_cfg_strdup(&c->lldp_socket, ll, "socket") || fs_cfg_strdup(&c->lldpctl, ll, "lldpctl")))
+        return -1;
+    if (!c->lldpctl && !(c->lldpctl = strdup("lldpctl")))
+        return -1;
+    if (c->lldp_interval_us < 1000000 || c->lldp_interval_us > 3600000000LL)
+        fs_cfg_node_err(errs, fs_cfg_kid(ll, "interval"), false, "must be within 1s..1h");
     if (met && c->metrics_listen &&
         fs_cfg_parse_listen(c->metrics_listen, c->metrics_host, sizeof c->metrics_host,
                             &c->metrics_port) != 0)
@@ -168,6 +179,8 @@ fs_agent_cfg_free(struct fs_agent_cfg *c)
     free(c->perf);
     free(c->hook);
     free(c->metrics_listen);
+    free(c->lldpctl);
+    free(c->lldp_socket);
     free_list(c->cmd_argv, c->n_cmd_argv);
     memset(c, 0, sizeof *c);
 }

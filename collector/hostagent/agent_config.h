@@ -35,7 +35,11 @@ struct fs_agent_cfg {
     bool cmd_at_capture;
     int64_t cmd_timeout_us;
     uint64_t cmd_max_output;
-    char *metrics_listen; /**< NULL: no /metrics */
+    bool lldp_on;             /**< lldp.enabled */
+    int64_t lldp_interval_us; /**< lldp.interval */
+    char *lldpctl;            /**< lldp.lldpctl */
+    char *lldp_socket;        /**< lldp.socket; NULL: lldpctl's default */
+    char *metrics_listen;     /**< NULL: no /metrics */
     char metrics_host[256];
     unsigned metrics_port;
 };

@@ -234,6 +234,12 @@ fs_analysis_post_host_events(struct fs_analysis *a, const char *authorization, c
                   "\"post_id\":%" PRIu64 ",\"oldest_post_id\":%" PRIu64
                   ",\"evicted_memory_total\":%" PRIu64 "}}",
                   r.stored, r.duplicates, r.post_id, r.oldest_post_id, r.evicted_memory_total);
+    if (r.neighbors_given) {
+        /* Before the closing "}}": how many neighbours the topology took. */
+        out->len -= 2;
+        fs_buf_printf(out, ",\"neighbors\":%zu,\"neighbors_refused\":%s}}", r.neighbors,
+                      r.neighbors_refused ? "true" : "false");
+    }
     return 200;
 }
 

@@ -17,10 +17,12 @@ struct reporter {
     char *chassis_id, *sys_name; /* its own identity (fs_topo_local); "" unknown */
     uint64_t gen;                /* bumped at each complete table */
     int64_t hold_us;
+    bool is_target; /* a configured target; false for hosts and the configuration */
 };
 
 struct report {
-    size_t rep; /* index into reporters (reporters are never removed) */
+    size_t rep;       /* index into reporters (reporters are never removed) */
+    char *local_node; /* NULL: the reporter itself (only the configuration names others) */
     char *local_port, *chassis_id, *sys_name, *port, *port_id, *port_descr;
     uint64_t gen; /* the reporter's gen when last renewed */
     int64_t first_seen_us, last_seen_us, hold_us;
@@ -81,6 +83,7 @@ fs_topo_new(void)
 static void
 report_free(struct report *r)
 {
+    free(r->local_node);
     free(r->local_port);
     free(r->chassis_id);
     free(r->sys_name);
@@ -121,8 +124,8 @@ hold_for(int64_t interval_us)
 /* The reporter (target, source): its index, created when missing (create), else -1
  * (not found, a bound, no memory: errbuf says which when create). Under the lock. */
 static long
-reporter_find(struct fs_topo *t, const char *target, const char *source, bool create, char *errbuf,
-              size_t errlen)
+reporter_find(struct fs_topo *t, const char *target, const char *source, bool create,
+              bool is_target, char *errbuf, size_t errlen)
 {
     long idx = -1;
     for (size_t i = 0; i < t->n_reps; i++)
@@ -153,6 +156,7 @@ reporter_find(struct fs_topo *t, const char *target, const char *source, bool cr
     r->chassis_id = strdup("");
     r->sys_name = strdup("");
     r->hold_us = FS_TOPO_DEFAULT_HOLD_US;
+    r->is_target = is_target;
     if (!r->target || !r->source || !r->chassis_id || !r->sys_name) {
         free(r->target);
         free(r->source);
@@ -181,7 +185,7 @@ expire_locked(struct fs_topo *t, int64_t now_us)
     size_t n = 0;
     for (size_t i = 0; i < t->n_rpts;) {
         const struct report *r = &t->rpts[i];
-        if (now_us - r->last_seen_us > r->hold_us) {
+        if (r->hold_us > 0 && now_us - r->last_seen_us > r->hold_us) {
             report_remove(t, i);
             n++;
         } else {
@@ -208,7 +212,7 @@ fs_topo_local(struct fs_topo *t, const char *target, const char *source, const c
     int rc = -1;
     pthread_mutex_lock(&t->lock);
     expire_locked(t, now_us);
-    long ri = reporter_find(t, nz(target), nz(source), true, errbuf, errlen);
+    long ri = reporter_find(t, nz(target), nz(source), true, true, errbuf, errlen);
     if (ri < 0)
         goto out;
     struct reporter *r = &t->reps[ri];
@@ -237,23 +241,17 @@ eq_cut(const char *kept, const char *given)
            strlen(kept) == strnlen(nz(given), FS_TOPO_STR_MAX - 1);
 }
 
-int
-fs_topo_neighbor(struct fs_topo *t, const char *target, const char *source,
-                 const struct fs_topo_neighbor *n, int64_t now_us, char *errbuf, size_t errlen)
+/* Records (or renews) one neighbour of reporter ri, its local end on local_node (NULL:
+ * the reporter). 0, or -1 with errbuf (counted as refused). Under the lock. */
+static int
+neighbor_locked(struct fs_topo *t, size_t ri, const char *local_node,
+                const struct fs_topo_neighbor *n, int64_t now_us, char *errbuf, size_t errlen)
 {
     int rc = -1;
-    pthread_mutex_lock(&t->lock);
-    expire_locked(t, now_us);
     if (!*nz(n->local_port) || !*remote_key(n->chassis_id, n->sys_name)) {
         snprintf(errbuf, errlen,
                  "topology: a neighbour needs a local port and a chassis id "
                  "or system name");
-        t->refused++;
-        goto out;
-    }
-    long ri = reporter_find(t, nz(target), nz(source), true, errbuf, errlen);
-    if (ri < 0) {
-        t->refused++;
         goto out;
     }
     const struct reporter *rep = &t->reps[ri];
@@ -261,7 +259,8 @@ fs_topo_neighbor(struct fs_topo *t, const char *target, const char *source,
     struct report *r = NULL;
     for (size_t i = 0; i < t->n_rpts && !r; i++) {
         struct report *c = &t->rpts[i];
-        if (c->rep == (size_t)ri && eq_cut(c->local_port, n->local_port) &&
+        if (c->rep == ri && eq_cut(c->local_node ? c->local_node : "", local_node) &&
+            eq_cut(c->local_port, n->local_port) &&
             eq_cut(remote_key(c->chassis_id, c->sys_name), key) && eq_cut(c->port, n->port))
             r = c;
     }
@@ -269,7 +268,6 @@ fs_topo_neighbor(struct fs_topo *t, const char *target, const char *source,
         if (t->n_rpts >= FS_TOPO_MAX_REPORTS) {
             snprintf(errbuf, errlen, "topology: more than %d neighbour reports",
                      FS_TOPO_MAX_REPORTS);
-            t->refused++;
             goto out;
         }
         if (t->n_rpts == t->cap_rpts) {
@@ -277,7 +275,6 @@ fs_topo_neighbor(struct fs_topo *t, const char *target, const char *source,
             struct report *g = realloc(t->rpts, cap * sizeof *g);
             if (!g) {
                 snprintf(errbuf, errlen, "topology: out of memory");
-                t->refused++;
                 goto out;
             }
             t->rpts = g;
@@ -285,11 +282,12 @@ fs_topo_neighbor(struct fs_topo *t, const char *target, const char *source,
         }
         r = &t->rpts[t->n_rpts];
         memset(r, 0, sizeof *r);
-        r->rep = (size_t)ri;
+        r->rep = ri;
         r->first_seen_us = now_us;
-        if (set_str(&r->local_port, n->local_port) != 0) {
+        if (set_str(&r->local_port, n->local_port) != 0 ||
+            (*nz(local_node) && set_str(&r->local_node, local_node) != 0)) {
+            report_free(r);
             snprintf(errbuf, errlen, "topology: out of memory");
-            t->refused++;
             goto out;
         }
         t->n_rpts++;
@@ -301,13 +299,121 @@ fs_topo_neighbor(struct fs_topo *t, const char *target, const char *source,
         /* A half-filled new report would break the key scan: drop it whole. */
         report_remove(t, (size_t)(r - t->rpts));
         snprintf(errbuf, errlen, "topology: out of memory");
-        t->refused++;
         goto out;
     }
     r->last_seen_us = now_us;
     r->gen = rep->gen;
     r->hold_us = rep->hold_us;
     rc = 0;
+out:
+    if (rc != 0)
+        t->refused++;
+    return rc;
+}
+
+int
+fs_topo_neighbor(struct fs_topo *t, const char *target, const char *source,
+                 const struct fs_topo_neighbor *n, int64_t now_us, char *errbuf, size_t errlen)
+{
+    int rc = -1;
+    pthread_mutex_lock(&t->lock);
+    expire_locked(t, now_us);
+    long ri = reporter_find(t, nz(target), nz(source), true, true, errbuf, errlen);
+    if (ri < 0) {
+        t->refused++;
+        goto out;
+    }
+    rc = neighbor_locked(t, (size_t)ri, NULL, n, now_us, errbuf, errlen);
+out:
+    pthread_mutex_unlock(&t->lock);
+    return rc;
+}
+
+/* Removes reporter ri's reports not renewed since its last table end and starts the next
+ * generation; returns how many went. Under the lock. */
+static size_t
+table_end_locked(struct fs_topo *t, size_t ri)
+{
+    size_t gone = 0;
+    struct reporter *rep = &t->reps[ri];
+    for (size_t i = 0; i < t->n_rpts;) {
+        struct report *r = &t->rpts[i];
+        if (r->rep != ri) {
+            i++;
+        } else if (r->gen != rep->gen) {
+            report_remove(t, i);
+            gone++;
+        } else {
+            r->hold_us = rep->hold_us;
+            i++;
+        }
+    }
+    rep->gen++;
+    t->dropped += gone;
+    return gone;
+}
+
+int
+fs_topo_host_neighbors(struct fs_topo *t, const char *host, const struct fs_topo_neighbor *n,
+                       size_t count, int64_t interval_us, int64_t now_us, char *errbuf,
+                       size_t errlen)
+{
+    int rc = -1;
+    pthread_mutex_lock(&t->lock);
+    expire_locked(t, now_us);
+    if (!*nz(host)) {
+        snprintf(errbuf, errlen, "topology: a host report needs the host's name");
+        goto out;
+    }
+    long ri = reporter_find(t, host, FS_TOPO_SOURCE_HOST, true, false, errbuf, errlen);
+    if (ri < 0)
+        goto out;
+    /* The hold first: the reports renewed now take the interval this post states. */
+    t->reps[ri].hold_us = hold_for(interval_us);
+    rc = 0;
+    for (size_t i = 0; i < count && rc == 0; i++)
+        rc = neighbor_locked(t, (size_t)ri, NULL, &n[i], now_us, errbuf, errlen);
+    /* Even after a refusal: what was recorded stands, and what the host no longer lists
+     * goes (the list is its whole table). */
+    table_end_locked(t, (size_t)ri);
+out:
+    pthread_mutex_unlock(&t->lock);
+    return rc;
+}
+
+int
+fs_topo_set_static(struct fs_topo *t, const struct fs_topo_static_link *links, size_t count,
+                   int64_t now_us, char *errbuf, size_t errlen)
+{
+    int rc = -1;
+    pthread_mutex_lock(&t->lock);
+    expire_locked(t, now_us);
+    if (count > FS_TOPO_MAX_STATIC) {
+        snprintf(errbuf, errlen, "topology: more than %d static links", FS_TOPO_MAX_STATIC);
+        goto out;
+    }
+    for (size_t i = 0; i < count; i++)
+        if (!*nz(links[i].a_node) || !*nz(links[i].a_port) || !*nz(links[i].b_node) ||
+            !*nz(links[i].b_port)) {
+            snprintf(errbuf, errlen, "topology: static link %zu lacks a node or a port", i + 1);
+            goto out;
+        }
+    long ri =
+        reporter_find(t, FS_TOPO_SOURCE_CONFIG, FS_TOPO_SOURCE_CONFIG, true, false, errbuf, errlen);
+    if (ri < 0)
+        goto out;
+    /* Never expire (hold 0); the set is a table: links no longer configured go at its end,
+     * those kept keep their first_seen. */
+    t->reps[ri].hold_us = 0;
+    rc = 0;
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        struct fs_topo_neighbor n = {.local_port = links[i].a_port,
+                                     .sys_name = links[i].b_node,
+                                     .port = links[i].b_port,
+                                     .port_id = links[i].b_port};
+        rc = neighbor_locked(t, (size_t)ri, links[i].a_node, &n, now_us, errbuf, errlen);
+    }
+    table_end_locked(t, (size_t)ri);
 out:
     pthread_mutex_unlock(&t->lock);
     return rc;
@@ -322,25 +428,11 @@ fs_topo_table_end(struct fs_topo *t, const char *target, const char *source, int
     pthread_mutex_lock(&t->lock);
     expire_locked(t, now_us);
     /* Created even with no neighbour: an empty table is news (all links went). */
-    long ri = reporter_find(t, nz(target), nz(source), true, err, sizeof err);
+    long ri = reporter_find(t, nz(target), nz(source), true, true, err, sizeof err);
     if (ri < 0)
         goto out;
-    struct reporter *rep = &t->reps[ri];
-    rep->hold_us = hold_for(interval_us);
-    for (size_t i = 0; i < t->n_rpts;) {
-        struct report *r = &t->rpts[i];
-        if (r->rep != (size_t)ri) {
-            i++;
-        } else if (r->gen != rep->gen) {
-            report_remove(t, i);
-            gone++;
-        } else {
-            r->hold_us = rep->hold_us;
-            i++;
-        }
-    }
-    rep->gen++;
-    t->dropped += gone;
+    t->reps[ri].hold_us = hold_for(interval_us);
+    gone = table_end_locked(t, (size_t)ri);
 out:
     pthread_mutex_unlock(&t->lock);
     return gone;
@@ -355,16 +447,35 @@ resolve_target(const struct fs_topo *t, const struct report *r)
 {
     for (size_t i = 0; i < t->n_reps; i++) {
         const struct reporter *p = &t->reps[i];
-        if (*r->chassis_id && *p->chassis_id && strcmp(r->chassis_id, p->chassis_id) == 0)
+        if (p->is_target && *r->chassis_id && *p->chassis_id &&
+            strcmp(r->chassis_id, p->chassis_id) == 0)
             return p->target;
     }
     for (size_t i = 0; i < t->n_reps; i++) {
         const struct reporter *p = &t->reps[i];
-        if (*r->sys_name && ((*p->sys_name && strcmp(r->sys_name, p->sys_name) == 0) ||
-                             strcmp(r->sys_name, p->target) == 0))
+        if (p->is_target && *r->sys_name &&
+            ((*p->sys_name && strcmp(r->sys_name, p->sys_name) == 0) ||
+             strcmp(r->sys_name, p->target) == 0))
             return p->target;
     }
     return NULL;
+}
+
+/* Whether name is a target's (a reporter of a target's kind). Under the lock. */
+static bool
+name_is_target(const struct fs_topo *t, const char *name)
+{
+    for (size_t i = 0; i < t->n_reps; i++)
+        if (t->reps[i].is_target && strcmp(t->reps[i].target, name) == 0)
+            return true;
+    return false;
+}
+
+/* The local end's node of report r: the configuration names it, others are the reporter. */
+static const char *
+local_node_of(const struct fs_topo *t, const struct report *r)
+{
+    return r->local_node ? r->local_node : t->reps[r->rep].target;
 }
 
 static int
@@ -422,7 +533,9 @@ link_of(const struct fs_topo *t, const struct report *r, struct fs_topo_link *l)
 {
     const struct reporter *rep = &t->reps[r->rep];
     const char *tgt = resolve_target(t, r);
-    struct fs_topo_end a = {strdup(rep->target), strdup(r->local_port), true};
+    const char *lnode = local_node_of(t, r);
+    struct fs_topo_end a = {strdup(lnode), strdup(r->local_port),
+                            rep->is_target || name_is_target(t, lnode)};
     struct fs_topo_end b = {strdup(tgt            ? tgt
                                    : *r->sys_name ? r->sys_name
                                                   : r->chassis_id),
@@ -537,11 +650,17 @@ fs_topo_snapshot(struct fs_topo *t, int64_t now_us, struct fs_topo_snap *out, ch
      * with what their reports say of them. */
     for (size_t i = 0; i < t->n_reps; i++) {
         const struct reporter *p = &t->reps[i];
-        if (node_add(out, &node_cap, p->target, true, p->chassis_id, p->sys_name) != 0)
+        if (p->is_target &&
+            node_add(out, &node_cap, p->target, true, p->chassis_id, p->sys_name) != 0)
             goto unlock;
     }
     for (size_t i = 0; i < t->n_rpts; i++) {
         const struct report *r = &t->rpts[i];
+        const char *lnode = local_node_of(t, r);
+        /* Hosts and configured nodes are nodes through their links only. */
+        if (!t->reps[r->rep].is_target &&
+            node_add(out, &node_cap, lnode, name_is_target(t, lnode), "", "") != 0)
+            goto unlock;
         const char *tgt = resolve_target(t, r);
         if (node_add(out, &node_cap,
                      tgt            ? tgt

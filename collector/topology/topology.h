@@ -25,6 +25,10 @@
  *     (or a driver cut before its table ended) loses its links after three missed reads;
  *     one missed or late read (a slow cycle) keeps them. The floor keeps a 1 s test
  *     interval from flapping links on a loaded machine.
+ * Reports of the configuration (fs_topo_set_static) have hold 0: they never expire, and
+ * the configuration's set is replaced whole (each reload). Hosts' reports
+ * (fs_topo_host_neighbors) are a whole table per post, held for the post interval's
+ * hold like a switch's.
  * Expired reports are removed by every call that takes the lock (no thread of its own).
  * A wall clock that steps back shows age 0 until it catches up, never a negative age.
  *
@@ -51,6 +55,10 @@
 #define FS_TOPO_STR_MAX 256
 #define FS_TOPO_HOLD_FLOOR_US (30 * 1000000LL)
 #define FS_TOPO_DEFAULT_HOLD_US (120 * 1000000LL)
+/** Static links the configuration may give (topology.links and its links_file). */
+#define FS_TOPO_MAX_STATIC 16384
+#define FS_TOPO_SOURCE_CONFIG "config"
+#define FS_TOPO_SOURCE_HOST "host"
 /** Sources one link can list (reporters that saw it); more are counted, not listed. */
 #define FS_TOPO_LINK_MAX_SOURCES 8
 
@@ -94,6 +102,33 @@ int fs_topo_neighbor(struct fs_topo *t, const char *target, const char *source,
 size_t fs_topo_table_end(struct fs_topo *t, const char *target, const char *source,
                          int64_t interval_us, int64_t now_us);
 
+/**
+ * Records one host's whole neighbour table (source "host", reporter = host, which is
+ * not a target): each n[i].local_port is the host's NIC, the rest its switch and port.
+ * The host posts again within interval_us (<= 0: unknown): the hold is as for
+ * fs_topo_table_end, and reports the host no longer lists go now. 0, or -1 with errbuf
+ * (an empty host name, a neighbour without port or remote name, a bound): what came
+ * before the bad one is kept.
+ */
+int fs_topo_host_neighbors(struct fs_topo *t, const char *host, const struct fs_topo_neighbor *n,
+                           size_t count, int64_t interval_us, int64_t now_us, char *errbuf,
+                           size_t errlen);
+
+/** One link the configuration states; strings are the caller's. */
+struct fs_topo_static_link {
+    const char *a_node, *a_port, *b_node, *b_port;
+};
+
+/**
+ * Replaces the configuration's links (source "config", reporter "config") by links[0..count):
+ * they never expire; a link kept from the previous set keeps its first_seen, one not in
+ * this set goes now. Refused whole (the old set stays) when count > FS_TOPO_MAX_STATIC or
+ * a node or port is empty; at the store's report bound or out of memory, the links
+ * recorded before that one stand. 0, or -1 with errbuf.
+ */
+int fs_topo_set_static(struct fs_topo *t, const struct fs_topo_static_link *links, size_t count,
+                       int64_t now_us, char *errbuf, size_t errlen);
+
 /** Removes reports older than their hold at now_us; returns how many went. */
 size_t fs_topo_expire(struct fs_topo *t, int64_t now_us);
 
@@ -101,7 +136,7 @@ size_t fs_topo_expire(struct fs_topo *t, int64_t now_us);
 struct fs_topo_source {
     char *source;   /**< "snmp", "gnmi", "cli", "sflow", "config", "host" */
     char *reporter; /**< the target (or host) that reported it */
-    int64_t first_seen_us, last_seen_us, hold_us;
+    int64_t first_seen_us, last_seen_us, hold_us; /**< hold_us 0: never expires */
 };
 
 struct fs_topo_end {
