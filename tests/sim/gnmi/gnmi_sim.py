@@ -414,6 +414,10 @@ class Target:
 
     def notifications(self, sel, enc, only_changed=None):
         """Notifications (one per group) of the selected leaves, stamped now."""
+        if not sel:
+            # a subscription selecting nothing (e.g. the driver's LLDP ones against a
+            # scenario without LLDP) must not take the injected faults meant for data
+            return []
         ts_ns = time.time_ns() + int(round(self.sc.clock_offset_ms * 1e6))
         t = sample_time(self.sc, ts_ns)
         bad = self.ctl.take_malformed()
