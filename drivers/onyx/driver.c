@@ -673,13 +673,16 @@ lldp_period_us(const struct onyx_target *t)
     return (l + iv - 1) / iv * iv;
 }
 
-/* Half an interval of slack: cycles start on a schedule, answers come a little later. */
+/* Half an interval of slack: cycles start on a schedule, answers come a little later.
+ * Never in a cycle that opens the session: its budget already holds the login, and the
+ * counters come first (so the first read is in a session's second cycle). */
 static bool
 lldp_due(const struct onyx_target *t)
 {
     int64_t iv = t->cfg.interval_us > 0 ? t->cfg.interval_us : 5000000;
-    return t->lldp_last_mono == 0 ||
-           fs_monotonic_us() - t->lldp_last_mono >= lldp_period_us(t) - iv / 2;
+    bool open = t->ss == SS_READY || t->ss == SS_BUSY || t->ss == SS_PROBE;
+    return open && (t->lldp_last_mono == 0 ||
+                    fs_monotonic_us() - t->lldp_last_mono >= lldp_period_us(t) - iv / 2);
 }
 
 static void
