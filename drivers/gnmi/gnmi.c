@@ -2,6 +2,7 @@
 #include "gnmi.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,18 @@ struct fs_gnmi_target {
     enum fs_gnmi_encoding enc_cfg;
     enum fs_gnmi_list_mode list_mode;
     bool updates_only;
+
+    /* LLDP (lldp.h): the mirror of the target's neighbour table, its stream thread only.
+     * lldp_paths: what is subscribed for it (NULL when lldp is off). */
+    Gnmi__Path *lldp_paths[2];
+    int64_t lldp_interval_us;
+    struct fs_gnmi_lldp lldp;
+    struct fs_gnmi_emit sink_emit; /* fs_gnmi_sink_emit plus the LLDP events (no tap) */
+    bool lldp_synced;              /* the mirror is the target's (a sync on this stream) */
+    bool lldp_dirty;               /* changed since it was last stated */
+    int64_t lldp_next_mono;        /* when it is stated again */
+    uint64_t lldp_reports;
+    size_t lldp_neighbors; /* in the last statement */
 
     int64_t detail_us; /* when the detail was last published (its stream thread only) */
     /* stream metrics (fabricscope_stream_*): reported at each state change and every
@@ -198,8 +211,9 @@ build_request(void *arg, const Gnmi__CapabilityResponse *caps, ProtobufCBinaryDa
     struct fs_gnmi_target *t = arg;
     Gnmi__Encoding enc = choose_encoding(t, caps);
     Gnmi__SubscriptionList sl = GNMI__SUBSCRIPTION_LIST__INIT;
-    Gnmi__Subscription *subs = calloc(t->n_subs, sizeof *subs);
-    Gnmi__Subscription **sp = calloc(t->n_subs, sizeof *sp);
+    size_t n_lldp = t->lldp_paths[0] ? 2 : 0, n_all = t->n_subs + n_lldp;
+    Gnmi__Subscription *subs = calloc(n_all, sizeof *subs);
+    Gnmi__Subscription **sp = calloc(n_all, sizeof *sp);
     if (!subs || !sp) {
         free(subs);
         free(sp);
@@ -218,7 +232,22 @@ build_request(void *arg, const Gnmi__CapabilityResponse *caps, ProtobufCBinaryDa
         subs[i].suppress_redundant = c->suppress_redundant;
         sp[i] = &subs[i];
     }
-    sl.n_subscription = t->n_subs;
+    /*
+     * LLDP as ON_CHANGE rather than SAMPLE at lldp_interval: a neighbour table changes
+     * rarely, and gNMI marks no end of a SAMPLE interval, so with SAMPLE a neighbour that
+     * went could only be told by its absence over an interval (a guess, late). ON_CHANGE
+     * sends the whole table, then the sync_response (a complete table, in every list
+     * mode), then each change as it happens, a neighbour that went as a delete (at once).
+     * The driver keeps the table and states it again every lldp_interval (on_tick).
+     */
+    for (size_t i = 0; i < n_lldp; i++) {
+        Gnmi__Subscription *ls = &subs[t->n_subs + i];
+        gnmi__subscription__init(ls);
+        ls->path = t->lldp_paths[i];
+        ls->mode = GNMI__SUBSCRIPTION_MODE__ON_CHANGE;
+        sp[t->n_subs + i] = ls;
+    }
+    sl.n_subscription = n_all;
     sl.subscription = sp;
     sl.mode = t->list_mode == FS_GNMI_LIST_ONCE   ? GNMI__SUBSCRIPTION_LIST__MODE__ONCE
               : t->list_mode == FS_GNMI_LIST_POLL ? GNMI__SUBSCRIPTION_LIST__MODE__POLL
@@ -265,6 +294,38 @@ log_first_rejects(const struct fs_gnmi_target *t, const struct fs_gnmi_map_stats
                "%s: more distinct paths than the resolution cache keeps (%zu, %zu bytes): the "
                "rest are resolved each time; counted as cache_overflow",
                t->name, now->cache_entries, now->cache_bytes);
+}
+
+/* ---- LLDP (lldp.h) ---- */
+
+/* States the mirror to the topology: every neighbour, then the table's end when the
+ * mirror is the target's whole table (synced, nothing refused at the bound). */
+static void
+lldp_report(struct fs_gnmi_target *t, int64_t now_mono_us)
+{
+    size_t n = fs_gnmi_lldp_report(&t->lldp, t->sink);
+    if (!t->lldp.overflown)
+        fs_sink_lldp_end(t->sink, t->lldp_interval_us);
+    t->lldp_dirty = false;
+    t->lldp_next_mono = now_mono_us + t->lldp_interval_us;
+    pthread_mutex_lock(&t->lock);
+    t->lldp_reports++;
+    t->lldp_neighbors = n;
+    pthread_mutex_unlock(&t->lock);
+}
+
+static void
+lldp_event(struct fs_gnmi_target *t, const struct fs_gnmi_lldp_event *ev)
+{
+    if (t->lldp_paths[0] && fs_gnmi_lldp_apply(&t->lldp, ev) == 1)
+        t->lldp_dirty = true;
+}
+
+/* The sink emitter's LLDP member: arg is the target's sink argument (t->sa). */
+static void
+sa_lldp(void *arg, const struct fs_gnmi_lldp_event *ev)
+{
+    lldp_event((struct fs_gnmi_target *)((char *)arg - offsetof(struct fs_gnmi_target, sa)), ev);
 }
 
 /* The sink emitter plus the tap. */
@@ -314,8 +375,17 @@ tee_end(void *arg)
         t->tap->end(t->tap_arg);
 }
 
-static const struct fs_gnmi_emit tee_emit = {tee_begin, tee_counter, tee_gauge, tee_deleted,
-                                             tee_end};
+static void
+tee_lldp(void *arg, const struct fs_gnmi_lldp_event *ev)
+{
+    struct fs_gnmi_target *t = arg;
+    lldp_event(t, ev);
+    if (t->tap->lldp)
+        t->tap->lldp(t->tap_arg, ev);
+}
+
+static const struct fs_gnmi_emit tee_emit = {tee_begin,   tee_counter, tee_gauge,
+                                             tee_deleted, tee_end,     tee_lldp};
 
 static void
 on_response(void *arg, const Gnmi__SubscribeResponse *r, int64_t recv_us)
@@ -328,7 +398,11 @@ on_response(void *arg, const Gnmi__SubscribeResponse *r, int64_t recv_us)
         if (t->tap)
             fs_gnmi_map_notification(t->map, r->update, recv_us, &tee_emit, t);
         else
-            fs_gnmi_map_notification(t->map, r->update, recv_us, &fs_gnmi_sink_emit, &t->sa);
+            fs_gnmi_map_notification(t->map, r->update, recv_us, &t->sink_emit, &t->sa);
+        /* A change once the table is known (a neighbour came, changed or went): stated
+         * at once, so a removed link leaves now rather than at its hold. */
+        if (t->lldp_synced && t->lldp_dirty)
+            lldp_report(t, fs_monotonic_us());
         pthread_mutex_lock(&t->lock);
         struct fs_gnmi_map_stats before = t->st.map;
         t->st.map = *fs_gnmi_map_get_stats(t->map);
@@ -355,6 +429,17 @@ on_response(void *arg, const Gnmi__SubscribeResponse *r, int64_t recv_us)
         pthread_mutex_unlock(&t->lock);
         if (first)
             fs_log(FS_LOG_INFO, "gnmi", "%s: synced", t->name);
+        if (t->lldp_paths[0]) {
+            /* The snapshot is complete: what it did not renew is gone from the target
+             * (with updates_only there is no snapshot: nothing can be told gone). */
+            if (!t->updates_only)
+                fs_gnmi_lldp_sweep(&t->lldp);
+            t->lldp_synced = true;
+            lldp_report(t, fs_monotonic_us());
+            /* POLL: each poll's answer is a whole snapshot again */
+            if (t->list_mode == FS_GNMI_LIST_POLL)
+                fs_gnmi_lldp_mark_stale(&t->lldp);
+        }
         publish_detail(t);
         fs_sink_done(t->sink, 0, FS_POLL_OK, "synced");
         report_stream(t);
@@ -376,6 +461,12 @@ on_state(void *arg, enum fs_gnmi_conn st, enum fs_poll_result r, const char *msg
     t->st.conn = (int)st;
     if (st == FS_GNMI_CONN_CONNECTING)
         t->st.attempts++;
+    if (st == FS_GNMI_CONN_CONNECTING || st == FS_GNMI_CONN_DOWN) {
+        /* Not stated while not known: the topology ages the links out if the stream
+         * stays down; the next stream's snapshot renews (or sweeps) every entry. */
+        t->lldp_synced = false;
+        fs_gnmi_lldp_mark_stale(&t->lldp);
+    }
     if (st == FS_GNMI_CONN_DOWN) {
         t->st.downs++;
         t->st.synced = false;
@@ -398,6 +489,8 @@ on_tick(void *arg, int64_t now_mono_us)
     struct fs_gnmi_target *t = arg;
     if (now_mono_us >= t->next_report_mono)
         report_stream(t);
+    if (t->lldp_synced && now_mono_us >= t->lldp_next_mono)
+        lldp_report(t, now_mono_us);
 }
 
 static const struct fs_gnmi_stream_cb stream_cb = {build_request, on_response, on_state, on_tick};
@@ -471,6 +564,10 @@ target_free(struct fs_gnmi_target *t)
             protobuf_c_message_free_unpacked(&t->paths[i]->base, NULL);
     free(t->paths);
     free(t->subs);
+    for (size_t i = 0; i < 2; i++)
+        if (t->lldp_paths[i])
+            protobuf_c_message_free_unpacked(&t->lldp_paths[i]->base, NULL);
+    fs_gnmi_lldp_free(&t->lldp);
     fs_gnmi_map_free(t->map);
     free(t->name);
     pthread_mutex_destroy(&t->lock);
@@ -519,6 +616,15 @@ fs_gnmi_target_add(void *state, const char *name, const char *address,
         if (fs_gnmi_path_parse(cfg->subscriptions[i].path, &t->paths[i], errbuf, errlen) != 0)
             goto done;
     }
+    if (cfg->lldp) {
+        if (fs_gnmi_path_parse("/lldp/state", &t->lldp_paths[0], errbuf, errlen) != 0 ||
+            fs_gnmi_path_parse("/lldp/interfaces/interface[name=*]/neighbors/neighbor[id=*]/state",
+                               &t->lldp_paths[1], errbuf, errlen) != 0)
+            goto done;
+        t->lldp_interval_us = cfg->lldp_interval_us > 0 ? cfg->lldp_interval_us : 30000000;
+    }
+    t->sink_emit = fs_gnmi_sink_emit;
+    t->sink_emit.lldp = sa_lldp;
     /* the flow rules' names, for ACL entries named by description (the map copies them) */
     const char **rule_names = NULL;
     size_t n_names = cfg->acl_by_description ? cfg->n_flow_rules : 0;
@@ -690,7 +796,19 @@ fs_gnmi_target_describe(void *state, void *tstate, char *buf, size_t len)
         (long long)(delay % 1000000), thread, err);
     if (n < 0)
         return 0;
-    return (size_t)n < len ? (size_t)n : (len ? len - 1 : 0);
+    size_t used = (size_t)n < len ? (size_t)n : (len ? len - 1 : 0);
+    pthread_mutex_lock((pthread_mutex_t *)&t->lock);
+    uint64_t reports = t->lldp_reports;
+    size_t neighbors = t->lldp_neighbors;
+    pthread_mutex_unlock((pthread_mutex_t *)&t->lock);
+    int m = snprintf(buf + used, len - used,
+                     ",\"lldp\":%s,\"lldp_values\":%llu,\"lldp_reports\":%llu,"
+                     "\"lldp_neighbors\":%zu",
+                     t->lldp_paths[0] ? "true" : "false", (unsigned long long)s.map.lldp,
+                     (unsigned long long)reports, neighbors);
+    if (m < 0 || (size_t)m >= len - used)
+        return used; /* no room: the counts above stand alone */
+    return used + (size_t)m;
 }
 
 /* ---- struct fs_driver (drivers/driver.h) ---- */

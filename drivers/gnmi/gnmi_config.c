@@ -27,6 +27,8 @@ fs_gnmi_cfg_defaults(struct fs_gnmi_cfg *c)
     c->interval_us = 0;
     c->clock_max_delay_us = FS_GNMI_CLOCK_MAX_DELAY_US;
     c->max_message_bytes = FS_GNMI_MAX_MESSAGE_DEFAULT;
+    c->lldp = true;
+    c->lldp_interval_us = 30 * US_PER_S;
 }
 
 /* Below 64 KiB not even one port's sample fits; above 256 MiB one target could take the
@@ -303,6 +305,9 @@ fs_gnmi_config_build(const struct lyd_node *n, void **dcfg, struct fs_cfg_errs *
     c->updates_only = fs_cfg_bool(n, "updates_only");
     c->expose_unmapped = fs_cfg_bool(n, "expose_unmapped");
     c->acl_by_description = fs_cfg_bool(n, "acl_by_description");
+    /* the same keys and defaults as the snmp block's (fabricscope-snmp.yang) */
+    c->lldp = fs_cfg_kid(n, "lldp") ? fs_cfg_bool(n, "lldp") : true;
+    c->lldp_interval_us = fs_cfg_duration_us(n, "lldp_interval", 30 * US_PER_S);
     if (fs_cfg_strdup(&c->acl_description_prefix, n, "acl_description_prefix"))
         return -1;
     c->interval_us = fs_cfg_duration_us(n, "interval", 0);
@@ -387,7 +392,8 @@ fs_gnmi_config_equal(const void *pa, const void *pb)
         a->max_message_bytes != b->max_message_bytes || a->n_subscriptions != b->n_subscriptions ||
         a->n_user_maps != b->n_user_maps || a->n_acl_rules != b->n_acl_rules ||
         a->expose_unmapped != b->expose_unmapped ||
-        a->acl_by_description != b->acl_by_description ||
+        a->acl_by_description != b->acl_by_description || a->lldp != b->lldp ||
+        a->lldp_interval_us != b->lldp_interval_us ||
         !fs_cfg_str_equal(a->acl_description_prefix, b->acl_description_prefix))
         return false;
     for (size_t i = 0; i < a->n_subscriptions; i++)

@@ -75,8 +75,10 @@ struct fs_gnmi_cfg {
     size_t n_user_maps;
     struct fs_gnmi_acl_rule *acl_rules; /**< ACL entry -> flow rule name (map.h) */
     size_t n_acl_rules;
-    bool expose_unmapped;         /**< unmapped numeric values as fabric_gnmi_value{path} (map.h) */
-    bool acl_by_description;      /**< ACL entries named for a rule by description (map.h) */
+    bool expose_unmapped;     /**< unmapped numeric values as fabric_gnmi_value{path} (map.h) */
+    bool lldp;                /**< subscribe to openconfig-lldp for the topology; default true */
+    int64_t lldp_interval_us; /**< how often the LLDP table is re-stated; default 30 s */
+    bool acl_by_description;  /**< ACL entries named for a rule by description (map.h) */
     char *acl_description_prefix; /**< before the rule's name in the description; "" */
     /** The target's flow rules (borrowed from the target's config for fs_gnmi_target_add;
      *  NULL in a config built alone): the names acl_by_description looks for. */

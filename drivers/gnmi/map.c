@@ -1555,9 +1555,161 @@ rejected:
     return true;
 }
 
+/* ---- openconfig-lldp (map.h, lldp.h) ---- */
+
+static bool
+view_is(const struct pview *vs, size_t i, const char *name)
+{
+    return strcmp(strip_module(vs[i].name), name) == 0;
+}
+
+/* The key of a list element in a delete: NULL (every one) when absent or `*`. */
+static const char *
+delete_key(const struct pview *v, const char *keyname)
+{
+    const char *k = view_key(v, keyname);
+    return k && strcmp(k, "*") != 0 ? k : NULL;
+}
+
+static const struct {
+    const char *leaf;
+    enum fs_gnmi_lldp_field field;
+} lldp_fields[] = {
+    {"chassis-id", FS_GNMI_LLDP_CHASSIS_ID},     {"port-id", FS_GNMI_LLDP_PORT_ID},
+    {"port-id-type", FS_GNMI_LLDP_PORT_ID_TYPE}, {"port-description", FS_GNMI_LLDP_PORT_DESCR},
+    {"system-name", FS_GNMI_LLDP_SYS_NAME},
+};
+
+static int
+lldp_field(const char *leaf)
+{
+    for (size_t i = 0; i < sizeof lldp_fields / sizeof lldp_fields[0]; i++)
+        if (strcmp(leaf, lldp_fields[i].leaf) == 0)
+            return (int)lldp_fields[i].field;
+    return -1;
+}
+
+static void
+lldp_emit(struct fs_gnmi_map *m, const struct fs_gnmi_lldp_event *ev)
+{
+    m->st.lldp++;
+    if (m->e->lldp)
+        m->e->lldp(m->arg, ev);
+}
+
+/* Whether vs[0..n) is /lldp/interfaces/interface[name]/neighbors/neighbor[id]/... up to
+ * min(n, 5) elements. */
+static bool
+lldp_neighbor_path(const struct pview *vs, size_t n)
+{
+    static const char *const names[] = {"lldp", "interfaces", "interface", "neighbors", "neighbor"};
+    for (size_t i = 0; i < n && i < 5; i++)
+        if (!view_is(vs, i, names[i]))
+            return false;
+    return true;
+}
+
+/* An LLDP leaf (true: consumed, whatever its value). */
+static bool
+lldp_leaf(struct fs_gnmi_map *m, size_t n, const struct val *v)
+{
+    const struct pview *vs = m->views;
+    char num[32];
+    const char *text = NULL;
+    if (n < 3 || !view_is(vs, 0, "lldp"))
+        return false;
+    switch (v->t) {
+    case V_STR:
+        text = v->s ? v->s : "";
+        break;
+    case V_U64:
+    case V_BOOL:
+        snprintf(num, sizeof num, "%llu", (unsigned long long)v->u);
+        text = num;
+        break;
+    case V_I64:
+        snprintf(num, sizeof num, "%lld", (long long)v->i);
+        text = num;
+        break;
+    case V_DBL:
+        snprintf(num, sizeof num, "%.17g", v->d);
+        text = num;
+        break;
+    case V_NONE:
+        break;
+    }
+    if (n == 3 && view_is(vs, 1, "state")) {
+        const char *leaf = strip_module(vs[2].name);
+        bool ch = strcmp(leaf, "chassis-id") == 0, nm = strcmp(leaf, "system-name") == 0;
+        if (!ch && !nm)
+            return false; /* other /lldp/state leaves (counters, enabled): the usual way */
+        if (text) {
+            struct fs_gnmi_lldp_event ev = {
+                .kind = ch ? FS_GNMI_LLDP_LOCAL_CHASSIS : FS_GNMI_LLDP_LOCAL_NAME, .value = text};
+            lldp_emit(m, &ev);
+        }
+        return true;
+    }
+    if (n != 7 || !lldp_neighbor_path(vs, n) || !view_is(vs, 5, "state"))
+        return false;
+    const char *iface = view_key(&vs[2], "name"), *id = view_key(&vs[4], "id");
+    int f = lldp_field(strip_module(vs[6].name));
+    if (f >= 0 && text && iface && id) {
+        struct fs_gnmi_lldp_event ev = {.kind = FS_GNMI_LLDP_NB_FIELD,
+                                        .field = (enum fs_gnmi_lldp_field)f,
+                                        .iface = iface,
+                                        .id = id,
+                                        .value = text};
+        lldp_emit(m, &ev);
+    }
+    return true; /* ttl, age, capabilities...: a neighbour's, not a metric */
+}
+
+/* A delete under /lldp: the neighbours (or the local identity) it removes. */
+static void
+lldp_delete(struct fs_gnmi_map *m, size_t n)
+{
+    const struct pview *vs = m->views;
+    struct fs_gnmi_lldp_event ev = {.kind = FS_GNMI_LLDP_NB_DELETE};
+    if (n == 0 || !view_is(vs, 0, "lldp"))
+        return;
+    if (n >= 2 && view_is(vs, 1, "state")) {
+        /* the identity (or one of its leaves) withdrawn */
+        const char *leaf = n >= 3 ? strip_module(vs[2].name) : NULL;
+        ev.value = "";
+        if (!leaf || strcmp(leaf, "chassis-id") == 0) {
+            ev.kind = FS_GNMI_LLDP_LOCAL_CHASSIS;
+            lldp_emit(m, &ev);
+        }
+        if (!leaf || strcmp(leaf, "system-name") == 0) {
+            ev.kind = FS_GNMI_LLDP_LOCAL_NAME;
+            lldp_emit(m, &ev);
+        }
+        return;
+    }
+    if (!lldp_neighbor_path(vs, n))
+        return;
+    ev.iface = n >= 3 ? delete_key(&vs[2], "name") : NULL;
+    ev.id = n >= 5 ? delete_key(&vs[4], "id") : NULL;
+    if (n == 7 && view_is(vs, 5, "state")) {
+        /* one leaf withdrawn: the neighbour stays, without it */
+        int f = lldp_field(strip_module(vs[6].name));
+        if (f < 0 || !ev.iface || !ev.id)
+            return;
+        ev.kind = FS_GNMI_LLDP_NB_FIELD;
+        ev.field = (enum fs_gnmi_lldp_field)f;
+        ev.value = "";
+    } else if (n > 6 || (n == 6 && !view_is(vs, 5, "state"))) {
+        return; /* config, or something below the neighbour we do not keep */
+    }
+    lldp_emit(m, &ev);
+}
+
 static void
 map_leaf(struct fs_gnmi_map *m, size_t len, size_t n_views, const struct val *v)
 {
+    if (lldp_leaf(m, n_views, v))
+        return;
     if (v->t == V_STR && v->s && (acl_description(m, n_views, v->s) || wjh_drop(m, n_views, v->s)))
         return;
     struct rentry *tmp = NULL;
@@ -1958,8 +2110,11 @@ fs_gnmi_map_notification(struct fs_gnmi_map *m, const Gnmi__Notification *n, int
             m->st.rejected_by[FS_GNMI_REJ_TOO_MANY_DELETES] += n->n_delete_ - i;
             break;
         }
+        size_t nv = pviews;
         if (prefix_ok && key_path(m->key, &len, n->delete_[i], true))
             map_delete(m, len);
+        if (prefix_ok && add_views(m, n->delete_[i], &nv))
+            lldp_delete(m, nv);
     }
     if (m->begun && e->end)
         e->end(arg);
@@ -2069,8 +2224,9 @@ sink_deleted(void *arg, enum fs_metric mt, const struct fs_label *l, size_t n)
     fs_sink_retire(a->sink, mt, l, n);
 }
 
-const struct fs_gnmi_emit fs_gnmi_sink_emit = {sink_begin, sink_counter, sink_gauge, sink_deleted,
-                                               sink_end};
+/* LLDP events are the driver's to keep (gnmi.c holds the table): none here. */
+const struct fs_gnmi_emit fs_gnmi_sink_emit = {sink_begin,   sink_counter, sink_gauge,
+                                               sink_deleted, sink_end,     NULL};
 
 /* ---- path strings (config subscriptions, user patterns) ---- */
 

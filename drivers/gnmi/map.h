@@ -29,6 +29,14 @@
  * match a flow rule with. At most FS_GNMI_WJH_MAX aggregates per target (more counted
  * in wjh_rejected).
  *
+ * openconfig-lldp: the leaves of /lldp/state (chassis-id, system-name) and of
+ * /lldp/interfaces/interface[name]/neighbors/neighbor[id]/state (chassis-id, port-id,
+ * port-id-type, port-description, system-name; the other leaves there are consumed and
+ * ignored), and deletes of /lldp, /lldp/interfaces, an interface, its neighbors, a
+ * neighbor, its state or one of those leaves, go to the emitter's lldp callback as
+ * struct fs_gnmi_lldp_event (lldp.h): text, not samples. Values of any type are taken as
+ * their text; keys `*` or absent in a delete mean every one.
+ *
  * Everything a target sends is untrusted: any value type for any path, paths of any
  * depth, keys with any bytes, JSON of any shape. Bad values are counted as rejected (by
  * reason, enum fs_gnmi_reject) and skipped; nothing here fails. A JSON value is parsed
@@ -61,6 +69,7 @@
 #include <stdint.h>
 
 #include "gnmi.pb-c.h"
+#include "lldp.h"
 #include "metrics_catalogue.h"
 #include "store/sink.h"
 
@@ -176,6 +185,7 @@ struct fs_gnmi_map_stats {
     uint64_t rejected_by[FS_GNMI_REJ_COUNT]; /**< rejected, by reason (they sum to it) */
     uint64_t bad_timestamps; /**< notifications whose timestamp was not used (see above) */
     uint64_t deletes;        /**< series marked deleted */
+    uint64_t lldp;           /**< openconfig-lldp leaves and deletes read (lldp.h) */
     uint64_t cache_overflow;
     size_t cache_entries;
     size_t cache_bytes;     /**< bytes of the cached entries */
@@ -195,6 +205,9 @@ struct fs_gnmi_emit {
                   double value);
     void (*deleted)(void *arg, enum fs_metric m, const struct fs_label *labels, size_t n);
     void (*end)(void *arg);
+    /** An openconfig-lldp leaf or delete (see the LLDP paragraph above); outside any
+     *  batch, not a sample. */
+    void (*lldp)(void *arg, const struct fs_gnmi_lldp_event *ev);
 };
 
 /**

@@ -30,6 +30,9 @@ fs_onyx_config_build(const struct lyd_node *n, void **dcfg, struct fs_cfg_errs *
     c->interval_us = fs_cfg_duration_us(n, "interval", c->interval_us);
     c->timeout_us = fs_cfg_duration_us(n, "timeout", c->timeout_us);
     c->apply_flow_rules = fs_cfg_bool(n, "apply_flow_rules");
+    /* the same keys and defaults as the snmp block's (fabricscope-snmp.yang) */
+    c->lldp = fs_cfg_kid(n, "lldp") ? fs_cfg_bool(n, "lldp") : true;
+    c->lldp_interval_us = fs_cfg_duration_us(n, "lldp_interval", c->lldp_interval_us);
     v = fs_cfg_cval(n, "host_key_policy");
     c->host_key_policy =
         v && !strcmp(v, "accept-new") ? FS_ONYX_HOSTKEY_ACCEPT_NEW : FS_ONYX_HOSTKEY_STRICT;
@@ -88,7 +91,8 @@ fs_onyx_config_equal(const void *pa, const void *pb)
            fs_cfg_secret_ref_equal(&a->enable_password, &b->enable_password) &&
            a->interval_us == b->interval_us && a->timeout_us == b->timeout_us &&
            a->apply_flow_rules == b->apply_flow_rules && a->plan_only == b->plan_only &&
-           a->max_output_bytes == b->max_output_bytes &&
+           a->max_output_bytes == b->max_output_bytes && a->lldp == b->lldp &&
+           a->lldp_interval_us == b->lldp_interval_us &&
            fs_cfg_str_equal(a->flow_rule_ports, b->flow_rule_ports);
 }
 

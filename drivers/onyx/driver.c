@@ -26,7 +26,9 @@
  * | json-print, counters tc 0-7 and pfc prio 0-7 for all ports, congestion-control
  * | json-print of every port the previous cycle listed (the first cycle: after its
  * listing), show telemetry flows (when flow rules are configured; or show
- * what-just-happened where telemetry flows is missing), up to MAX_BATCH a batch.
+ * what-just-happened where telemetry flows is missing), show lldp interfaces ethernet
+ * remote last (every lldp_interval, after the counters; its text layout is assumed:
+ * parse_assumed.c A7), up to MAX_BATCH a batch.
  * When they cannot all fit the cycle's budget at the costs measured, the per-TC and
  * per-port ones are spread over cycles (spread_k, spread_update), and before each batch
  * those that would miss the deadline are left to the next cycle (defer_unfit).
@@ -113,6 +115,7 @@ enum cmd_kind {
     K_RUNCFG,
     K_CONFIG,
     K_ROLLBACK,
+    K_LLDP,
     K_COUNT
 };
 static const char *const kind_names[K_COUNT] = {
@@ -128,6 +131,7 @@ static const char *const kind_names[K_COUNT] = {
     "show running-config",
     "flow rule configuration",
     "flow rule rollback",
+    "show lldp interfaces ethernet remote",
 };
 
 struct cmd {
@@ -198,6 +202,12 @@ struct onyx_target {
     char layout_lines[K_COUNT][160];
     char release[32];
     double last_uptime;
+    /* LLDP: the neighbour table is read in the first cycle lldp_interval after the last
+     * read (lldp_due), its command last in the batch: after the counters. */
+    int64_t lldp_last_mono; /* when the last answer was handled; 0: never */
+    uint64_t lldp_reads;    /* complete tables handed to the topology */
+    uint64_t lldp_cut;      /* tables not complete (truncated) or not understood */
+    size_t lldp_neighbors;  /* in the last table */
     /* The CLI mishandles type-ahead (pipelined commands): one command at a time from then
      * on, for the target's life (sessions included: it is the firmware's way, and each
      * retry would cost a garbled or lost cycle); why, for the detail. */
@@ -653,6 +663,65 @@ queue_unit(struct onyx_target *t, size_t u, size_t ntc, size_t npfc)
     mark_spread(t, n);
 }
 
+/* How often the neighbour table is read: the first cycle at least lldp_interval after
+ * the last read, so a whole number of intervals (as the SNMP driver's). */
+static int64_t
+lldp_period_us(const struct onyx_target *t)
+{
+    int64_t iv = t->cfg.interval_us > 0 ? t->cfg.interval_us : 5000000;
+    int64_t l = t->cfg.lldp_interval_us > iv ? t->cfg.lldp_interval_us : iv;
+    return (l + iv - 1) / iv * iv;
+}
+
+/* Half an interval of slack: cycles start on a schedule, answers come a little later.
+ * Never in a cycle that opens the session: its budget already holds the login, and the
+ * counters come first (so the first read is in a session's second cycle). */
+static bool
+lldp_due(const struct onyx_target *t)
+{
+    int64_t iv = t->cfg.interval_us > 0 ? t->cfg.interval_us : 5000000;
+    bool open = t->ss == SS_READY || t->ss == SS_BUSY || t->ss == SS_PROBE;
+    return open && (t->lldp_last_mono == 0 ||
+                    fs_monotonic_us() - t->lldp_last_mono >= lldp_period_us(t) - iv / 2);
+}
+
+static void
+lldp_neighbor_cb(const struct onyx_lldp_remote *r, void *arg)
+{
+    struct onyx_target *t = arg;
+    struct fs_lldp_neighbor n = {.local_port = r->local_port,
+                                 .chassis_id = r->chassis_id,
+                                 .sys_name = r->sys_name,
+                                 .port = r->port,
+                                 .port_id = r->port_id,
+                                 .port_descr = r->port_descr};
+    fs_sink_lldp_neighbor(t->sink, &n);
+}
+
+/* `show lldp interfaces ethernet remote` (layout ASSUMED, parse_assumed.c A7): each
+ * neighbour to the topology, then the table's end when the whole output was read. An
+ * output not in that layout drops nothing (the links then age out if it stays so). */
+static int
+lldp_table(struct onyx_target *t, const char *text, size_t len, char *err, size_t errlen)
+{
+    bool truncated = false;
+    int n = onyx_parse_lldp_remote(text, len, lldp_neighbor_cb, t, &truncated, err, errlen);
+    t->lldp_last_mono = fs_monotonic_us();
+    if (n >= 0 && !truncated) {
+        fs_sink_lldp_end(t->sink, lldp_period_us(t));
+        t->lldp_reads++;
+        t->lldp_neighbors = (size_t)n;
+    } else {
+        t->lldp_cut++;
+    }
+    if (truncated)
+        fs_log(FS_LOG_WARN, SUBSYS,
+               "target %s: more than %d LLDP neighbours: the table is not complete, no link "
+               "of it is dropped",
+               t->name, ONYX_LLDP_MAX);
+    return n < 0 ? -1 : 0;
+}
+
 static void
 build_batch1(struct onyx_target *t)
 {
@@ -682,6 +751,8 @@ build_batch1(struct onyx_target *t)
         if (t->lacks[K_FLOWS] && !t->lacks[K_ACL] && t->acl_order)
             queue_cmd(t, K_ACL, "%s", kind_names[K_ACL]);
     }
+    if (t->cfg.lldp && lldp_due(t))
+        queue_cmd(t, K_LLDP, "%s", kind_names[K_LLDP]);
     t->fixed_cmds = 0;
     for (size_t i = 0; i < t->nq; i++)
         t->fixed_cmds += !t->q[i].spread;
@@ -1266,6 +1337,9 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
     }
     case K_ACL:
         rc = acl_counters(t, text, len, err, sizeof(err));
+        break;
+    case K_LLDP:
+        rc = lldp_table(t, text, len, err, sizeof(err));
         break;
     case K_RUNCFG:
     case K_CONFIG:
@@ -2206,7 +2280,9 @@ update_detail(struct onyx_target *t)
              "\"cli_poll_spread\":%u,\"cli_poll_spread_why\":\"%s\",\"cli_poll_deferred\":%llu,"
              "\"cli_clock_probes\":%llu,"
              "\"cli_clock_probing\":\"%s\",\"cli_ports_listed_beyond_bound\":%zu,"
-             "\"cli_wjh_events\":%llu,\"cli_wjh_events_unplaced\":%llu",
+             "\"cli_wjh_events\":%llu,\"cli_wjh_events_unplaced\":%llu,"
+             "\"cli_lldp\":%s,\"cli_lldp_reads\":%llu,\"cli_lldp_cut\":%llu,"
+             "\"cli_lldp_neighbors\":%zu",
              t->ss == SS_DOWN                                               ? "down"
              : (t->ss == SS_READY || t->ss == SS_BUSY || t->ss == SS_PROBE) ? "up"
                                                                             : "opening",
@@ -2220,7 +2296,9 @@ update_detail(struct onyx_target *t)
              acl_state, t->one_at_a_time ? "false" : "true", pipe_off, too_slow, t->spread_k,
              spread_why, (unsigned long long)t->deferred_total, (unsigned long long)t->prober.sent,
              t->prober.state ? t->prober.state : FS_CLOCK_PROBER_STATE_NONE, t->ports_listed,
-             (unsigned long long)t->wjh_events, (unsigned long long)t->wjh_events_unplaced);
+             (unsigned long long)t->wjh_events, (unsigned long long)t->wjh_events_unplaced,
+             t->cfg.lldp && !t->lacks[K_LLDP] ? "true" : "false", (unsigned long long)t->lldp_reads,
+             (unsigned long long)t->lldp_cut, t->lldp_neighbors);
     pthread_mutex_lock(&t->detail_lock);
     bool changed = strcmp(d, t->detail) != 0;
     if (changed)

@@ -16,6 +16,8 @@ fs_onyx_cfg_defaults(struct fs_onyx_cfg *c)
     c->timeout_us = 10000000;
     c->max_output_bytes = 16u << 20;
     c->host_key_policy = FS_ONYX_HOSTKEY_STRICT;
+    c->lldp = true;
+    c->lldp_interval_us = 30000000;
 }
 
 static int

@@ -35,9 +35,11 @@ struct fs_onyx_cfg {
     int64_t timeout_us; /**< no progress for this long ends a command as a timeout; default 10 s */
     bool apply_flow_rules; /**< install the flow rules' ACLs (plan-flow-rules shows them) */
     bool plan_only; /**< read the running config and plan, never configure (plan-flow-rules) */
-    char *flow_rule_ports;   /**< POSIX ERE (anchored) of the ports the flow-rule ACL is bound to;
-                                  default ".*" */
-    size_t max_output_bytes; /**< per command batch; default 16 MiB; beyond it: protocol error */
+    char *flow_rule_ports;    /**< POSIX ERE (anchored) of the ports the flow-rule ACL is bound to;
+                                   default ".*" */
+    size_t max_output_bytes;  /**< per command batch; default 16 MiB; beyond it: protocol error */
+    bool lldp;                /**< read `show lldp interfaces ethernet remote`; default true */
+    int64_t lldp_interval_us; /**< how often; default 30 s (at most once a cycle) */
     struct fs_flow_rule *flow_rules; /**< owned (names too) in the driver's copy; not set by
                                           config_build (the rules come with the target) */
     size_t n_flow_rules;

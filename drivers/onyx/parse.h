@@ -221,6 +221,36 @@ int onyx_parse_telemetry_flows(const char *text, size_t len, struct onyx_samples
 int onyx_parse_acl_counters(const char *text, size_t len, uint64_t *pk, uint64_t *by, bool *seen,
                             size_t n_entries, char *errbuf, size_t errlen);
 
+/* ---------------- LLDP neighbours (assumed layout) ---------------- */
+
+#define ONYX_LLDP_STR_MAX 128
+#define ONYX_LLDP_MAX 2048 /**< neighbours read from one output; more: truncated */
+
+/** One remote system of `show lldp interfaces ethernet remote` (strings cut, "" absent). */
+struct onyx_lldp_remote {
+    char local_port[ONYX_LABEL_VALUE_MAX]; /**< the block's port (`Eth1/1`), as counters name it */
+    char chassis_id[ONYX_LLDP_STR_MAX];
+    char port_id[ONYX_LLDP_STR_MAX];
+    char port_subtype[ONYX_LLDP_STR_MAX]; /**< `Interface Name (5)`, `Mac Address (3)`, ... */
+    char port_descr[ONYX_LLDP_STR_MAX];
+    char sys_name[ONYX_LLDP_STR_MAX];
+    /** The remote port's name to show: the port id when its subtype is an interface name
+     *  (or unknown and the id is no MAC address), else the description, else the id. */
+    char port[ONYX_LLDP_STR_MAX];
+};
+
+/**
+ * `show lldp interfaces ethernet remote`. Layout ASSUMED (parse_assumed.c, A7). Calls cb
+ * for each remote system that has a chassis id or a system name, in output order. Returns
+ * the number of neighbours (0: an empty table), or -1 with errbuf when the output is not
+ * that layout (non-blank, yet no port block in it): nothing can be said about the table
+ * then. *truncated (may be NULL) is set when more than ONYX_LLDP_MAX were there (the
+ * rest are not reported: the table is not complete).
+ */
+int onyx_parse_lldp_remote(const char *text, size_t len,
+                           void (*cb)(const struct onyx_lldp_remote *r, void *arg), void *arg,
+                           bool *truncated, char *errbuf, size_t errlen);
+
 /* ---------------- What-Just-Happened ---------------- */
 
 /** One WJH drop record (raw or aggregated; count 1 for a raw record). */

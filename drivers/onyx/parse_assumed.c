@@ -42,6 +42,20 @@
  * | WJH time stamps (Sample Window, raw Timestamp) | A6: the device's local time in the zone     |
  * |                                                |     `show clock` states on its `UTC offset` |
  * |                                                |     line (the tables print no zone).        |
+ * | show lldp interfaces ethernet remote           | A7: the JSON form's elements (facts 2.9, a  |
+ * | (text form; only its JSON form is in the       |     third-party sample) as blocks: a port   |
+ * |  facts, and that from a third party's test)    |     line `Eth1/1`, maybe `Eth1/1 (Po100)`   |
+ * |                                                |     or `Eth1/1:`, then `Key : value` lines  |
+ * |                                                |     with the JSON form's keys (`Remote      |
+ * |                                                |     chassis id`, `Remote port-id`, `Remote  |
+ * |                                                |     port description`, `Remote system name`,|
+ * |                                                |     `port id subtype`), any case and        |
+ * |                                                |     padding; a line may carry more `key :   |
+ * |                                                |     value` pairs after ` ; ` (`... ; port id|
+ * |                                                |     subtype : Interface Name (5)`); `Remote |
+ * |                                                |     Index` starts another neighbour of the  |
+ * |                                                |     same port. Other lines are ignored;     |
+ * |                                                |     `N/A` / `Not Advertised` read as absent.|
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -576,4 +590,195 @@ onyx_parse_acl_counters(const char *text, size_t len, uint64_t *pk, uint64_t *by
         return -1;
     }
     return 0;
+}
+
+/* ---------------- A7: LLDP neighbours ---------------- */
+
+/* Whether the key (n bytes) is lit: case-insensitive, runs of spaces and '-' alike
+ * ("Remote port-id" = "remote port id"). */
+static bool
+lldp_key_is(const char *k, size_t n, const char *lit)
+{
+    size_t i = 0, j = 0;
+    while (i < n && lit[j]) {
+        bool ks = k[i] == ' ' || k[i] == '-' || k[i] == '\t', ls = lit[j] == ' ' || lit[j] == '-';
+        if (ks && ls) {
+            while (i < n && (k[i] == ' ' || k[i] == '-' || k[i] == '\t'))
+                i++;
+            j++;
+            continue;
+        }
+        if (tolower((unsigned char)k[i]) != tolower((unsigned char)lit[j]))
+            return false;
+        i++;
+        j++;
+    }
+    return i == n && !lit[j];
+}
+
+static void
+lldp_set(char *dst, size_t cap, const char *v, size_t n)
+{
+    onyx_trim(&v, &n);
+    if ((n == 3 && strncasecmp(v, "N/A", 3) == 0) ||
+        (n == 14 && strncasecmp(v, "Not Advertised", 14) == 0))
+        n = 0;
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(dst, v, n);
+    dst[n] = '\0';
+}
+
+static bool
+lldp_is_mac(const char *s)
+{
+    if (strlen(s) != 17)
+        return false;
+    for (size_t i = 0; i < 17; i++)
+        if (i % 3 == 2 ? (s[i] != ':' && s[i] != '-') : !isxdigit((unsigned char)s[i]))
+            return false;
+    return true;
+}
+
+/* One `key : value` pair into r (unknown keys ignored). */
+static void
+lldp_pair(struct onyx_lldp_remote *r, const char *k, size_t kn, const char *v, size_t vn)
+{
+    onyx_trim(&k, &kn);
+    if (lldp_key_is(k, kn, "Remote chassis id"))
+        lldp_set(r->chassis_id, sizeof r->chassis_id, v, vn);
+    else if (lldp_key_is(k, kn, "Remote port id"))
+        lldp_set(r->port_id, sizeof r->port_id, v, vn);
+    else if (lldp_key_is(k, kn, "port id subtype"))
+        lldp_set(r->port_subtype, sizeof r->port_subtype, v, vn);
+    else if (lldp_key_is(k, kn, "Remote port description"))
+        lldp_set(r->port_descr, sizeof r->port_descr, v, vn);
+    else if (lldp_key_is(k, kn, "Remote system name"))
+        lldp_set(r->sys_name, sizeof r->sys_name, v, vn);
+}
+
+/* Hands r to cb when it names a system; returns whether it counted. */
+static bool
+lldp_flush(struct onyx_lldp_remote *r, void (*cb)(const struct onyx_lldp_remote *, void *),
+           void *arg)
+{
+    if (!r->local_port[0] || (!r->chassis_id[0] && !r->sys_name[0]))
+        return false;
+    bool ifname = r->port_id[0] && (strcasestr(r->port_subtype, "Interface Name") ||
+                                    strstr(r->port_subtype, "(5)") ||
+                                    strcasestr(r->port_subtype, "Interface Alias") ||
+                                    (!r->port_subtype[0] && !lldp_is_mac(r->port_id)));
+    const char *port = ifname ? r->port_id : r->port_descr[0] ? r->port_descr : r->port_id;
+    snprintf(r->port, sizeof r->port, "%s", port);
+    cb(r, arg);
+    return true;
+}
+
+/* A port block's title: `Eth1/1`, `Eth1/1:`, `Eth1/1 (Po100)`; the port into out. */
+static bool
+lldp_title(const char *t, size_t n, char *out, size_t cap)
+{
+    size_t pn = 0;
+    while (pn < n && t[pn] != ' ' && t[pn] != '\t' && t[pn] != ':' && t[pn] != '(')
+        pn++;
+    if (pn == 0 || !onyx_is_port_name(t, pn))
+        return false;
+    const char *rest = t + pn;
+    size_t rn = n - pn;
+    onyx_trim(&rest, &rn);
+    if (rn > 0 && rest[0] == ':') {
+        rest++;
+        rn--;
+        onyx_trim(&rest, &rn);
+    }
+    if (rn > 0 && !(rest[0] == '(' && rest[rn - 1] == ')'))
+        return false; /* `Eth1/1 something`: a line of another shape */
+    if (pn >= cap)
+        pn = cap - 1;
+    memcpy(out, t, pn);
+    out[pn] = '\0';
+    return true;
+}
+
+int
+onyx_parse_lldp_remote(const char *text, size_t len,
+                       void (*cb)(const struct onyx_lldp_remote *r, void *arg), void *arg,
+                       bool *truncated, char *errbuf, size_t errlen)
+{
+    int rc = 0;
+    size_t pos = 0, ll, blocks = 0, nonblank = 0;
+    const char *ls;
+    struct onyx_lldp_remote cur;
+    bool any = false; /* cur holds a field since it started */
+    memset(&cur, 0, sizeof cur);
+    if (truncated)
+        *truncated = false;
+    while (onyx_next_line(text, len, &pos, &ls, &ll)) {
+        const char *t = ls;
+        size_t tn = ll;
+        onyx_trim(&t, &tn);
+        if (tn == 0)
+            continue;
+        nonblank++;
+        char port[ONYX_LABEL_VALUE_MAX];
+        const char *colon = memchr(t, ':', tn);
+        bool titled = lldp_title(t, tn, port, sizeof port);
+        if (titled) {
+            if (any && lldp_flush(&cur, cb, arg))
+                rc++;
+            memset(&cur, 0, sizeof cur);
+            any = false;
+            snprintf(cur.local_port, sizeof cur.local_port, "%s", port);
+            blocks++;
+        } else if (colon && cur.local_port[0]) {
+            size_t kn = (size_t)(colon - t);
+            const char *k = t;
+            onyx_trim(&k, &kn);
+            if (lldp_key_is(k, kn, "Remote Index")) {
+                /* another neighbour of the same port */
+                if (any && lldp_flush(&cur, cb, arg))
+                    rc++;
+                memcpy(port, cur.local_port, sizeof port);
+                memset(&cur, 0, sizeof cur);
+                memcpy(cur.local_port, port, sizeof cur.local_port);
+                any = false;
+                continue;
+            }
+            /* `k : v [; k : v]...`: values hold colons (MAC addresses), keys do not */
+            const char *seg = t;
+            size_t left = tn;
+            while (left > 0) {
+                const char *semi = NULL;
+                for (size_t i = 0; i + 2 < left && !semi; i++)
+                    if (seg[i] == ' ' && seg[i + 1] == ';' && seg[i + 2] == ' ')
+                        semi = seg + i;
+                size_t sn = semi ? (size_t)(semi - seg) : left;
+                const char *c = memchr(seg, ':', sn);
+                if (c) {
+                    lldp_pair(&cur, seg, (size_t)(c - seg), c + 1, sn - (size_t)(c - seg) - 1);
+                    any = true;
+                }
+                if (!semi)
+                    break;
+                left -= sn + 3;
+                seg = semi + 3;
+            }
+        }
+        if (rc >= ONYX_LLDP_MAX) {
+            if (truncated)
+                *truncated = true;
+            any = false;
+            break;
+        }
+    }
+    if (any && rc < ONYX_LLDP_MAX && lldp_flush(&cur, cb, arg))
+        rc++;
+    if (blocks == 0 && nonblank > 0) {
+        char m[160];
+        snprintf(m, sizeof m, "lldp remote: no port block in %zu non-blank lines (layout A7)",
+                 nonblank);
+        onyx_errf(errbuf, errlen, m);
+        rc = -1;
+    }
+    return rc;
 }

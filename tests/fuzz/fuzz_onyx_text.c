@@ -42,6 +42,19 @@ wjh_cb(const struct onyx_wjh_record *r, void *arg)
         abort();
 }
 
+/* An LLDP neighbour: every string bounded and NUL-terminated, one that names a system. */
+static void
+lldp_cb(const struct onyx_lldp_remote *r, void *arg)
+{
+    size_t *n = arg;
+    if (strlen(r->local_port) >= sizeof(r->local_port) ||
+        strlen(r->chassis_id) >= sizeof(r->chassis_id) || strlen(r->port) >= sizeof(r->port) ||
+        strlen(r->sys_name) >= sizeof(r->sys_name) || (!r->chassis_id[0] && !r->sys_name[0]) ||
+        !r->local_port[0])
+        abort();
+    (*n)++;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int
@@ -94,6 +107,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (tally.totals[i].drops != 0 && !tally.overflow)
             abort();
     onyx_wjh_tally_free(&tally);
+    {
+        size_t nb = 0;
+        bool trunc = false;
+        int r = onyx_parse_lldp_remote(buf, size, lldp_cb, &nb, &trunc, err, sizeof(err));
+        if ((r >= 0 && (size_t)r != nb) || r > ONYX_LLDP_MAX)
+            abort();
+    }
     (void)onyx_parse_interfaces_text(buf, size, &s, err, sizeof(err));
     check(&s);
     onyx_samples_clear(&s);

@@ -105,6 +105,11 @@ class Scenario:
         self.cong = c
         self.acl_entries = [dict(e) for e in d.get("acl_entries", [])]
         self.wjh = dict(d["wjh"]) if d.get("wjh") is not None else None
+        # LLDP (the topology): the switch's own identity {chassis_id, system_name} and its
+        # neighbours [{port, id, chassis_id, port_id, port_id_type, port_descr, sys_name}]
+        # (port: the local port as this simulator names it; id: the gNMI neighbor key).
+        self.lldp_local = dict(d.get("lldp_local") or {})
+        self.lldp_neighbors = [dict(e) for e in d.get("lldp_neighbors", [])]
         self.busy = None
         if d.get("busy") is not None:
             b = dict(DEFAULT_BUSY)

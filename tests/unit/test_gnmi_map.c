@@ -35,6 +35,8 @@ struct recorder {
     size_t n;
     int begins, ends;
     int64_t recv_us, device_ns;
+    struct fs_gnmi_lldp lldp; /* the LLDP events applied, as the driver does */
+    int lldp_events;
 };
 
 static void
@@ -94,7 +96,15 @@ r_end(void *arg)
     ((struct recorder *)arg)->ends++;
 }
 
-static const struct fs_gnmi_emit rec_emit = {r_begin, r_counter, r_gauge, r_deleted, r_end};
+static void
+r_lldp(void *arg, const struct fs_gnmi_lldp_event *ev)
+{
+    struct recorder *r = arg;
+    r->lldp_events++;
+    fs_gnmi_lldp_apply(&r->lldp, ev);
+}
+
+static const struct fs_gnmi_emit rec_emit = {r_begin, r_counter, r_gauge, r_deleted, r_end, r_lldp};
 
 static const struct rec *
 find(const struct recorder *r, enum fs_metric m, const char *labels)
@@ -202,6 +212,111 @@ map_new(const struct fs_gnmi_map_opts *o)
 }
 
 /* ---- tests ---- */
+
+static const struct fs_gnmi_lldp_nb *
+lldp_nb(const struct recorder *r, const char *iface, const char *id)
+{
+    for (size_t i = 0; i < r->lldp.n; i++)
+        if (strcmp(r->lldp.v[i].iface, iface) == 0 && strcmp(r->lldp.v[i].id, id) == 0)
+            return &r->lldp.v[i];
+    return NULL;
+}
+
+/* openconfig-lldp: the local identity, neighbours in PROTO leaves and in JSON_IETF, the
+ * remote port name chosen by port-id-type, deletes of a leaf, a neighbour, an interface,
+ * the stale sweep; no sample comes out of any of it. */
+static void
+test_lldp(void **state)
+{
+    (void)state;
+    struct fs_gnmi_map_opts o = {.expose_unmapped = true};
+    struct fs_gnmi_map *m = map_new(&o);
+    struct recorder r = {0};
+    Gnmi__Notification *n = notif("/openconfig-lldp:lldp", 1);
+    add_str(n, "state/chassis-id", "0c:42:a1:00:00:01");
+    add_str(n, "state/system-name", "leaf1");
+    add_uint(n, "state/counters/frame-in", 5); /* not LLDP identity: the usual way */
+    fs_gnmi_map_notification(m, n, 1, &rec_emit, &r);
+    notif_free(n);
+    assert_string_equal(r.lldp.local_chassis, "0c:42:a1:00:00:01");
+    assert_string_equal(r.lldp.local_name, "leaf1");
+    assert_int_equal(r.n, 1); /* frame-in exposed, nothing else */
+
+    n = notif("/lldp/interfaces/interface[name=Ethernet0]/neighbors/neighbor[id=nb1]", 2);
+    add_str(n, "state/chassis-id", "0c:42:a1:de:ad:01");
+    add_str(n, "state/port-id", "Eth1/1");
+    add_str(n, "state/port-id-type", "openconfig-lldp-types:INTERFACE_NAME");
+    add_str(n, "state/port-description", "to leaf1");
+    add_str(n, "state/system-name", "sw-onyx");
+    add_uint(n, "state/ttl", 120); /* consumed, not a metric */
+    fs_gnmi_map_notification(m, n, 2, &rec_emit, &r);
+    notif_free(n);
+    n = notif(NULL, 3);
+    add_json(n, "/lldp/interfaces/interface[name=Ethernet4]/neighbors",
+             "{\"neighbor\":[{\"id\":\"x\",\"state\":{\"id\":\"x\",\"chassis-id\":"
+             "\"aa:bb:cc:dd:ee:ff\",\"port-id\":\"11:22:33:44:55:66\",\"port-id-type\":"
+             "\"openconfig-lldp-types:MAC_ADDRESS\",\"port-description\":\"eth0\","
+             "\"system-name\":\"gpu01\"}}]}",
+             true);
+    fs_gnmi_map_notification(m, n, 3, &rec_emit, &r);
+    notif_free(n);
+    assert_int_equal(r.n, 1);
+    assert_int_equal(r.lldp.n, 2);
+    const struct fs_gnmi_lldp_nb *a = lldp_nb(&r, "Ethernet0", "nb1");
+    assert_non_null(a);
+    assert_string_equal(a->f[FS_GNMI_LLDP_SYS_NAME], "sw-onyx");
+    assert_string_equal(fs_gnmi_lldp_port(a), "Eth1/1");
+    const struct fs_gnmi_lldp_nb *b = lldp_nb(&r, "Ethernet4", "x");
+    assert_non_null(b);
+    assert_string_equal(b->f[FS_GNMI_LLDP_CHASSIS_ID], "aa:bb:cc:dd:ee:ff");
+    assert_string_equal(fs_gnmi_lldp_port(b), "eth0"); /* a MAC port id: its description */
+
+    /* a leaf withdrawn, then a neighbour, then a whole interface (key `*`: all) */
+    n = notif(NULL, 4);
+    add_delete(n, "/lldp/interfaces/interface[name=Ethernet0]/neighbors/neighbor[id=nb1]/state/"
+                  "port-description");
+    fs_gnmi_map_notification(m, n, 4, &rec_emit, &r);
+    notif_free(n);
+    assert_string_equal(lldp_nb(&r, "Ethernet0", "nb1")->f[FS_GNMI_LLDP_PORT_DESCR], "");
+    n = notif(NULL, 5);
+    add_delete(n, "/lldp/interfaces/interface[name=Ethernet0]/neighbors/neighbor[id=nb1]");
+    fs_gnmi_map_notification(m, n, 5, &rec_emit, &r);
+    notif_free(n);
+    assert_null(lldp_nb(&r, "Ethernet0", "nb1"));
+    assert_int_equal(r.lldp.n, 1);
+    n = notif(NULL, 6);
+    add_delete(n, "/lldp/interfaces/interface[name=*]");
+    fs_gnmi_map_notification(m, n, 6, &rec_emit, &r);
+    notif_free(n);
+    assert_int_equal(r.lldp.n, 0);
+
+    /* a new snapshot renews one of two entries: the sweep removes the other */
+    n = notif("/lldp/interfaces/interface[name=Ethernet8]/neighbors/neighbor[id=1]", 7);
+    add_str(n, "state/system-name", "spine1");
+    fs_gnmi_map_notification(m, n, 7, &rec_emit, &r);
+    notif_free(n);
+    n = notif("/lldp/interfaces/interface[name=Ethernet9]/neighbors/neighbor[id=1]", 7);
+    add_str(n, "state/system-name", "spine2");
+    fs_gnmi_map_notification(m, n, 7, &rec_emit, &r);
+    notif_free(n);
+    fs_gnmi_lldp_mark_stale(&r.lldp);
+    n = notif("/lldp/interfaces/interface[name=Ethernet9]/neighbors/neighbor[id=1]", 8);
+    add_str(n, "state/system-name", "spine2");
+    fs_gnmi_map_notification(m, n, 8, &rec_emit, &r);
+    notif_free(n);
+    assert_int_equal(fs_gnmi_lldp_sweep(&r.lldp), 1);
+    assert_int_equal(r.lldp.n, 1);
+    assert_non_null(lldp_nb(&r, "Ethernet9", "1"));
+    /* a neighbour leaf without its keys is consumed, never a neighbour */
+    n = notif(NULL, 9);
+    add_str(n, "/lldp/interfaces/interface/neighbors/neighbor/state/system-name", "x");
+    fs_gnmi_map_notification(m, n, 9, &rec_emit, &r);
+    notif_free(n);
+    assert_int_equal(r.lldp.n, 1);
+    assert_true(fs_gnmi_map_get_stats(m)->lldp >= 12);
+    fs_gnmi_lldp_free(&r.lldp);
+    fs_gnmi_map_free(m);
+}
 
 static void
 test_path_parse(void **state)
@@ -1334,6 +1449,7 @@ main(void)
         cmocka_unit_test(test_expose_unmapped),
         cmocka_unit_test(test_expose_unmapped_bounded),
         cmocka_unit_test(test_shared_paths),
+        cmocka_unit_test(test_lldp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -868,6 +868,106 @@ test_telemetry_flows(void **state)
     onyx_samples_free(&s);
 }
 
+/* ---- LLDP neighbours (layout A7, assumed) ---- */
+
+struct lldp_rec {
+    struct onyx_lldp_remote r[8];
+    size_t n;
+};
+
+static void
+lldp_rec_cb(const struct onyx_lldp_remote *r, void *arg)
+{
+    struct lldp_rec *x = arg;
+    if (x->n < 8)
+        x->r[x->n] = *r;
+    x->n++;
+}
+
+static void
+test_lldp_remote(void **state)
+{
+    (void)state;
+    /* the assumed layout: a port line (with its port channel), key padding, `;` pairs,
+     * two neighbours of one port (Remote Index), unknown lines, N/A values */
+    const char *t = "\n"
+                    "Eth1/1\n"
+                    "Remote Index               : 1\n"
+                    "Remote chassis id          : 0c:42:a1:de:ad:01 ; chassis id subtype : Mac "
+                    "Address (4)\n"
+                    "Remote port-id             : Eth1/33 ; port id subtype : Interface Name (5)\n"
+                    "Remote port description    : Eth1/33\n"
+                    "Remote system name         : spine01\n"
+                    "Remote system description  : Onyx 3.9: a description : with colons\n"
+                    "Remote system capabilities : B, R\n"
+                    "Something new in 3.10      : 7\n"
+                    "\n"
+                    "Eth1/2 (Po100)\n"
+                    "Remote Index               : 1\n"
+                    "Remote chassis id          : aa:bb:cc:dd:ee:ff ; chassis id subtype : Mac "
+                    "Address (4)\n"
+                    "Remote port-id             : 11:22:33:44:55:66 ; port id subtype : Mac "
+                    "Address (3)\n"
+                    "Remote port description    : eth0\n"
+                    "Remote system name         : N/A\n"
+                    "Remote Index               : 2\n"
+                    "Remote chassis id          : 0c:42:a1:de:ad:02\n"
+                    "Remote port-id             : swp7\n"
+                    "Remote system name         : leaf2\n"
+                    "\n"
+                    "Eth1/3:\n"
+                    "Remote Index               : 1\n"
+                    "Remote port-id             : Eth1/9\n";
+    struct lldp_rec x = {0};
+    bool trunc = true;
+    char err[160];
+    assert_int_equal(onyx_parse_lldp_remote(t, strlen(t), lldp_rec_cb, &x, &trunc, err, sizeof err),
+                     3);
+    assert_false(trunc);
+    assert_int_equal(x.n, 3);
+    assert_string_equal(x.r[0].local_port, "Eth1/1");
+    assert_string_equal(x.r[0].chassis_id, "0c:42:a1:de:ad:01");
+    assert_string_equal(x.r[0].port_id, "Eth1/33");
+    assert_string_equal(x.r[0].port, "Eth1/33");
+    assert_string_equal(x.r[0].sys_name, "spine01");
+    assert_string_equal(x.r[1].local_port, "Eth1/2");
+    assert_string_equal(x.r[1].sys_name, ""); /* N/A */
+    assert_string_equal(x.r[1].port, "eth0"); /* a MAC port id: its description */
+    assert_string_equal(x.r[2].local_port, "Eth1/2");
+    assert_string_equal(x.r[2].port, "swp7"); /* no subtype, no MAC: the id */
+    assert_string_equal(x.r[2].sys_name, "leaf2");
+    /* Eth1/3's entry names no system: not a neighbour */
+
+    /* an empty table: blank, or port lines without remote systems */
+    x.n = 0;
+    assert_int_equal(onyx_parse_lldp_remote("", 0, lldp_rec_cb, &x, NULL, err, sizeof err), 0);
+    const char *e = "\n  \nEth1/1\n\nEth1/2\n";
+    assert_int_equal(onyx_parse_lldp_remote(e, strlen(e), lldp_rec_cb, &x, NULL, err, sizeof err),
+                     0);
+    assert_int_equal(x.n, 0);
+
+    /* junk: not this layout, so nothing can be said about the table */
+    const char *j = "Remote chassis id : 00:11:22:33:44:55\nlorem ipsum\n\x01\x02\xff\n";
+    assert_int_equal(onyx_parse_lldp_remote(j, strlen(j), lldp_rec_cb, &x, NULL, err, sizeof err),
+                     -1);
+    assert_non_null(strstr(err, "A7"));
+    assert_int_equal(x.n, 0);
+    /* a port line of another shape is no block title */
+    const char *o = "Eth1/1 is up\nRemote system name : x\n";
+    assert_int_equal(onyx_parse_lldp_remote(o, strlen(o), lldp_rec_cb, &x, NULL, err, sizeof err),
+                     -1);
+
+    /* a long value is cut, never overrun */
+    char big[600];
+    memset(big, 'x', sizeof big);
+    char t2[800];
+    snprintf(t2, sizeof t2, "Eth1/4\nRemote system name : %.*s\n", (int)sizeof big, big);
+    x.n = 0;
+    assert_int_equal(onyx_parse_lldp_remote(t2, strlen(t2), lldp_rec_cb, &x, NULL, err, sizeof err),
+                     1);
+    assert_int_equal(strlen(x.r[0].sys_name), ONYX_LLDP_STR_MAX - 1);
+}
+
 int
 main(void)
 {
@@ -894,6 +994,7 @@ main(void)
         cmocka_unit_test(test_clock),
         cmocka_unit_test(test_wjh_time),
         cmocka_unit_test(test_telemetry_flows),
+        cmocka_unit_test(test_lldp_remote),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

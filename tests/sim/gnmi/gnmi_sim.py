@@ -8,7 +8,10 @@ generated at start from schemas/gnmi/gnmi.proto with `protoc --python_out` into 
 Serves Capabilities and Subscribe (STREAM with SAMPLE / ON_CHANGE / TARGET_DEFINED,
 heartbeats and suppress_redundant; ONCE; POLL), PROTO, JSON and JSON_IETF encodings,
 plaintext or TLS (optionally requiring a client certificate), and a username/password
-check on the call metadata. Counters come from tests/sim/scenario.py; notification
+check on the call metadata. Counters come from tests/sim/scenario.py, and so does the
+openconfig-lldp state (/lldp/state, /lldp/interfaces/.../neighbors/neighbor/state, from
+the scenario's lldp_local and lldp_neighbors; a test removes a neighbour with
+`delete /lldp/interfaces/interface[name=X]/neighbors/neighbor[id=Y]`); notification
 timestamps are the device clock (scenario clock_offset_ms) in ns, and every value of a
 notification is computed at exactly the time its timestamp states, so a checker can
 recompute it (see sample_time()).
@@ -181,6 +184,22 @@ def build_leaves(sc):
             ("state/matched-octets", lambda t, e=e: sc.acl_matched_octets(e, t), "u64"),
         ]:
             leaves.append(Leaf(agrp, ent + elems(rel), fn, kind))
+    # openconfig-lldp: the scenario's identity and neighbours (string leaves).
+    if sc.lldp_local:
+        lgrp = ("/lldp/state", [("lldp", {}), ("state", {})])
+        for leaf, key in (("chassis-id", "chassis_id"), ("system-name", "system_name")):
+            if key in sc.lldp_local:
+                leaves.append(Leaf(lgrp, [(leaf, {})], lambda t, v=sc.lldp_local[key]: v, "str"))
+    for e in sc.lldp_neighbors:
+        ngrp = ("/lldp/interfaces/interface[name=%s]/neighbors/neighbor[id=%s]/state"
+                % (e["port"], e.get("id", "1")),
+                [("lldp", {}), ("interfaces", {}), ("interface", {"name": e["port"]}),
+                 ("neighbors", {}), ("neighbor", {"id": str(e.get("id", "1"))}), ("state", {})])
+        for leaf, key in (("chassis-id", "chassis_id"), ("port-id", "port_id"),
+                          ("port-id-type", "port_id_type"), ("port-description", "port_descr"),
+                          ("system-name", "sys_name")):
+            if key in e:
+                leaves.append(Leaf(ngrp, [(leaf, {})], lambda t, v=e[key]: v, "str"))
     return leaves
 
 
@@ -395,6 +414,10 @@ class Target:
 
     def notifications(self, sel, enc, only_changed=None):
         """Notifications (one per group) of the selected leaves, stamped now."""
+        if not sel:
+            # a subscription selecting nothing (e.g. the driver's LLDP ones against a
+            # scenario without LLDP) must not take the injected faults meant for data
+            return []
         ts_ns = time.time_ns() + int(round(self.sc.clock_offset_ms * 1e6))
         t = sample_time(self.sc, ts_ns)
         bad = self.ctl.take_malformed()

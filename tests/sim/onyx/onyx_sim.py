@@ -23,6 +23,9 @@ Scenario keys read here in addition to scenario.py's (all optional):
   page_lines        pager page size (default 24)
   flow_rules        rows of `show telemetry flows`: [{name, protocol, dst_lo, dst_hi, tc}]
                     (default one rule "nccl", udp 4791, tc = the congestion tc)
+  lldp_neighbors    (scenario.py) answers `show lldp interfaces ethernet remote` in the layout
+                    parse_assumed.c assumes (A7, NOT from a real device); a test removes a
+                    neighbour by rewriting the scenario
   onyx_lacks        [CMD, ...]: commands this model lacks (answered `% Unrecognized command`)
   onyx_faults       {"hang": CMD, "drop": CMD, "malformed": CMD, "reject": CMD, "flood": CMD,
                     "slow": CMD, "error": CMD, "bloat": CMD}: a command starting with CMD never answers /
@@ -580,6 +583,8 @@ class Sim:
             return self.out(self.acl_counters(w[2], t), cmd)
         if w == ["running-config"]:
             return self.out(self.running_config(), cmd)
+        if w == ["lldp", "interfaces", "ethernet", "remote"]:
+            return self.out(self.lldp_remote(), cmd)
         return self.unrecognized(bad)
 
     def port_arg(self, s):
@@ -847,6 +852,31 @@ class Sim:
                     by += a[4]
             out.append("  seq-number %d %s  (match: %d packets, %d bytes)\n" % (seq, text, pk, by))
         return "".join(out)
+
+    def lldp_remote(self):
+        """`show lldp interfaces ethernet remote` in the layout parse_assumed.c assumes
+        (A7; NOT from a real device): a block per port that has neighbours (the scenario's
+        lldp_neighbors, re-read when the file changes), `Remote Index` per neighbour."""
+        by_port = {}
+        for e in self.sc.lldp_neighbors:
+            by_port.setdefault(e["port"], []).append(e)
+        out = []
+        for port in sorted(by_port, key=lambda p: [int(x) for x in p[3:].split("/")]):
+            out.append(port)
+            for i, e in enumerate(by_port[port], 1):
+                sub = e.get("port_id_type", "Interface Name (5)")
+                out += ["Remote Index               : %d" % i,
+                        "Remote chassis id          : %s ; chassis id subtype : Mac Address (4)"
+                        % e.get("chassis_id", "N/A"),
+                        "Remote port-id             : %s ; port id subtype : %s"
+                        % (e.get("port_id", "N/A"), sub),
+                        "Remote port description    : %s" % e.get("port_descr", "N/A"),
+                        "Remote system name         : %s" % e.get("sys_name", "N/A"),
+                        "Remote system description  : simulated",
+                        "Remote system capabilities : B, R",
+                        "Remote system enabled capabilities : B, R"]
+            out.append("")
+        return "\n".join(out) + "\n"
 
     def running_config(self):
         host = self.opt("hostname", "switch-sim")
