@@ -250,8 +250,24 @@ cmp_edge(const void *a, const void *b)
 
 /* The propagation tree of the window's first suspect (correlate.h) into res->tree, from
  * the ranked candidates sc->cand[0..nc). 0 or -1 (no memory). */
+/* Whether candidate y is the origin's: on its port, or on a port of its group's members
+ * (a bundle: the pauses its switch sends may be charged to any member's congestion, of
+ * any metric). */
+static bool
+of_origin(const struct scan *sc, const struct fs_corr_suspect *y, uint32_t oport,
+          const struct fs_corr_group *og)
+{
+    uint32_t p = sc->info[y->series].port;
+    if (p == oport)
+        return true;
+    for (size_t k = 0; og && k < og->n; k++)
+        if (sc->info[og->series[k]].port == p)
+            return true;
+    return false;
+}
+
 static int
-window_tree(struct scan *sc, struct fs_corr_result *res)
+window_tree(struct scan *sc, struct fs_corr_result *res, const struct fs_corr_group *og)
 {
     res->tree = NULL;
     res->n_tree = res->tree_total = 0;
@@ -266,10 +282,9 @@ window_tree(struct scan *sc, struct fs_corr_result *res)
     size_t cap = 0;
     for (size_t c = 0; c < sc->nc; c++) {
         const struct fs_corr_suspect *x = &sc->cand[c];
-        bool own = in[x->series].port == oport || (origin->group >= 0 && x->group == origin->group);
-        if (own || x->paused_by == UINT32_MAX)
+        if (of_origin(sc, x, oport, og) || x->paused_by == UINT32_MAX)
             continue;
-        /* Up the chain of what explains what, to the origin's port (or its group). */
+        /* Up the chain of what explains what, to the origin's port (or its group's). */
         uint32_t hop = 0;
         bool reaches = false;
         for (const struct fs_corr_suspect *y = x; y->paused_by != UINT32_MAX && hop < 32;) {
@@ -278,7 +293,7 @@ window_tree(struct scan *sc, struct fs_corr_result *res)
                 break;
             y = &sc->cand[p];
             hop++;
-            if (in[y->series].port == oport || (origin->group >= 0 && y->group == origin->group)) {
+            if (of_origin(sc, y, oport, og)) {
                 reaches = true;
                 break;
             }
@@ -615,7 +630,9 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
             if (!dup)
                 res->top[res->n_top++] = sc.cand[c];
         }
-        if (window_tree(&sc, res) != 0)
+        if (window_tree(&sc, res,
+                        res->n_top && res->top[0].group >= 0 ? &r->groups[res->top[0].group]
+                                                             : NULL) != 0)
             goto out;
         for (size_t c = 0; c < res->n_top; c++) {
             struct fs_corr_aggregate *a = &r->aggregates[res->top[c].series];

@@ -138,7 +138,8 @@ struct fs_corr_result {
     size_t n_top;
     /** The propagation tree of the window's first suspect, when that is a cause nothing in
      *  the window explains: every departure of the window whose chain of paused_by reaches
-     *  the origin's port (or its group), by onset, at most FS_CORR_TREE_MAX of tree_total.
+     *  the origin's port (or a port of its group's members), by onset, at most
+     *  FS_CORR_TREE_MAX of tree_total.
      *  Owned by the report. */
     struct fs_corr_edge *tree;
     size_t n_tree, tree_total;

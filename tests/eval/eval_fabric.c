@@ -272,6 +272,11 @@ score_correlate(const struct world *w, struct json_object *data, struct result *
             res->origin_first += first_origin == 0;
             if (first_origin == 0)
                 score_tree(w, ev, res);
+            /* EVAL_DEBUG_TREE=1: each stall window's suspects and tree where the origin led. */
+            if (first_origin == 0 && getenv("EVAL_DEBUG_TREE"))
+                fprintf(stderr, "  stall %d: suspects %.3000s\n  tree %.3000s\n", k,
+                        json_object_to_json_string(sus),
+                        json_object_to_json_string(jget(ev, "propagation")));
             res->origin_above +=
                 first_origin >= 0 && (first_victim < 0 || first_origin < first_victim);
             if (verbose && first_origin != 0)
