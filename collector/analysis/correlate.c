@@ -311,7 +311,8 @@ window_tree(struct scan *sc, struct fs_corr_result *res, const struct fs_corr_gr
         res->tree[res->n_tree++] =
             (struct fs_corr_edge){x->series, x->paused_by, res->window.start_us + x->lag_us, hop};
     }
-    qsort(res->tree, res->n_tree, sizeof *res->tree, cmp_edge);
+    if (res->n_tree > 1)
+        qsort(res->tree, res->n_tree, sizeof *res->tree, cmp_edge);
     res->tree_total = res->n_tree;
     if (res->n_tree > FS_CORR_TREE_MAX)
         res->n_tree = FS_CORR_TREE_MAX;

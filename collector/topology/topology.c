@@ -675,7 +675,8 @@ unlock:
     if (rc != 0)
         goto out;
     /* Both ends of a link between two targets report it: one link, both sources. */
-    qsort(out->links, out->n_links, sizeof *out->links, link_cmp);
+    if (out->n_links > 1) /* links is NULL when there are none */
+        qsort(out->links, out->n_links, sizeof *out->links, link_cmp);
     size_t w = 0;
     for (size_t i = 0; i < out->n_links; i++) {
         if (w > 0 && link_cmp(&out->links[w - 1], &out->links[i]) == 0) {
@@ -686,7 +687,8 @@ unlock:
         out->links[w++] = out->links[i];
     }
     out->n_links = w;
-    qsort(out->nodes, out->n_nodes, sizeof *out->nodes, node_cmp);
+    if (out->n_nodes > 1)
+        qsort(out->nodes, out->n_nodes, sizeof *out->nodes, node_cmp);
 out:
     if (rc != 0) {
         snprintf(errbuf, errlen, "topology: out of memory");
