@@ -188,7 +188,7 @@ fs_an_mark_paused_runs(const struct fs_departures *d, const struct fs_an_link *l
     int rc = -1;
     if (!place || fs_an_places(d, links, n_links, place, &n_ports) != 0 ||
         ivs_collect(d, place, FS_AN_ROLE_PAUSE_SENT, false, &sent) != 0 ||
-        ivs_collect(d, place, FS_AN_ROLE_PAUSE_SENT, true, &sent_port) != 0 ||
+        (n_links > 0 && ivs_collect(d, place, FS_AN_ROLE_PAUSE_SENT, true, &sent_port) != 0) ||
         ivs_collect(d, place, FS_AN_ROLE_PAUSE_RECEIVED, true, &recv) != 0)
         goto out;
     for (size_t k = 0; k < d->n_runs; k++) {
