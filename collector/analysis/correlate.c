@@ -40,6 +40,8 @@ static int
 cmp_suspect(const void *a, const void *b)
 {
     const struct fs_corr_suspect *x = a, *y = b;
+    if ((x->on_path == 0) != (y->on_path == 0))
+        return x->on_path == 0 ? 1 : -1;
     if (x->demoted != y->demoted)
         return x->demoted ? 1 : -1;
     if (x->evidence != y->evidence)
@@ -97,6 +99,9 @@ struct scan {
     uint32_t *sw_best;     /* per switch: its first cause candidate (unexplained, earliest) */
     uint32_t *sw_best_st;  /* per switch: stamp of the window sw_best is of */
     uint32_t stamp;
+    uint8_t *port_path;               /* per port: on the path of path_of */
+    const struct fs_an_port *path_of; /* the path port_path was made for */
+    size_t n_path_of;
 };
 
 /* The series departing in window w (one entry per series, its strongest run) into
@@ -234,6 +239,68 @@ mark_explained(struct scan *sc)
         sc->cand[c].explained = e;
         if (e)
             sc->cand[c].paused_by = sc->cand[sc->sw_best[x->sw]].series;
+    }
+}
+
+/* Whether the series' port (its target and interface) is in path[0..n). */
+static bool
+port_in_path(const struct fs_an_series_ref *s, const struct fs_an_port *path, size_t n)
+{
+    struct fs_an_port k = {s->target, s->interface};
+    return s->interface[0] && bsearch(&k, path, n, sizeof *path, fs_an_port_cmp) != NULL;
+}
+
+/* Which of the window's candidates are on its slow ranks' path (correlate.h); on_path -1
+ * for all when the window has none. */
+static void
+mark_on_path(struct scan *sc, const struct fs_corr_window *w, const int32_t *group_of,
+             uint32_t n_ports, uint32_t n_groups, uint8_t *group_on)
+{
+    const struct fs_an_place *in = sc->info;
+    if (w->n_path == 0) {
+        for (size_t c = 0; c < sc->nc; c++)
+            sc->cand[c].on_path = -1;
+        return;
+    }
+    if (w->path != sc->path_of || w->n_path != sc->n_path_of) {
+        memset(sc->port_path, 0, n_ports ? n_ports : 1);
+        for (size_t s = 0; s < sc->d->n_series; s++)
+            if (in[s].port != UINT32_MAX && !sc->port_path[in[s].port] &&
+                port_in_path(&sc->d->series[s], w->path, w->n_path))
+                sc->port_path[in[s].port] = 1;
+        sc->path_of = w->path;
+        sc->n_path_of = w->n_path;
+    }
+    for (size_t c = 0; c < sc->nc; c++) {
+        uint32_t p = in[sc->cand[c].series].port;
+        sc->cand[c].on_path = p != UINT32_MAX && sc->port_path[p];
+        sc->slot[sc->cand[c].series] = (int32_t)c;
+    }
+    /* Up each chain of what explains what from a departure on the path. */
+    for (size_t c = 0; c < sc->nc; c++) {
+        if (!(sc->cand[c].on_path == 1 && in[sc->cand[c].series].port != UINT32_MAX &&
+              sc->port_path[in[sc->cand[c].series].port]))
+            continue;
+        const struct fs_corr_suspect *y = &sc->cand[c];
+        for (int hop = 0; y->paused_by != UINT32_MAX && hop < 32; hop++) {
+            int32_t q = sc->slot[y->paused_by];
+            if (q < 0)
+                break;
+            sc->cand[q].on_path = 1;
+            y = &sc->cand[q];
+        }
+    }
+    memset(group_on, 0, n_groups ? n_groups : 1);
+    for (size_t c = 0; c < sc->nc; c++) {
+        int32_t g = group_of[sc->cand[c].series];
+        if (g >= 0 && sc->cand[c].on_path == 1)
+            group_on[g] = 1;
+    }
+    for (size_t c = 0; c < sc->nc; c++) {
+        int32_t g = group_of[sc->cand[c].series];
+        if (g >= 0 && group_on[g])
+            sc->cand[c].on_path = 1;
+        sc->slot[sc->cand[c].series] = -1;
     }
 }
 
@@ -517,6 +584,7 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
     int32_t *group_of = NULL;
     bool *paused_run = NULL;
     uint32_t *group_open = NULL; /* per group: window + 1 in which a member is not demoted */
+    uint8_t *group_on = NULL;    /* per group: a member on the window's path */
     uint32_t n_ports = 0;
     int rc = -1;
     if (!r)
@@ -550,6 +618,8 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
         fs_an_places(d, o->links, o->n_links, info, &n_ports) != 0)
         goto out;
     sc.info = info;
+    if (!(sc.port_path = malloc(n_ports ? n_ports : 1)))
+        goto out;
     r->n_results = n; /* each result's tree NULL until made, freed with the report */
     for (size_t s = 0; s < d->n_series; s++) {
         sc.slot[s] = -1;
@@ -589,7 +659,8 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
         r->aggregates[s].evidence = evidence[s];
     }
     if (find_groups(d, info, bits, words, hits, expl, excess, group_of, r) != 0 ||
-        !(group_open = calloc(r->n_groups ? r->n_groups : 1, sizeof *group_open)))
+        !(group_open = calloc(r->n_groups ? r->n_groups : 1, sizeof *group_open)) ||
+        !(group_on = malloc(r->n_groups ? r->n_groups : 1)))
         goto out;
     for (size_t g = 0; g < r->n_groups; g++) /* a group ranks by its strongest member */
         for (size_t k = 1; k < r->groups[g].n; k++) {
@@ -609,6 +680,7 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
     for (size_t i = 0; i < n; i++) {
         struct fs_corr_result *res = &r->results[i];
         res->window = w[i];
+        res->window.path = NULL; /* the caller's, gone after the call; n_path stays */
         if (window_candidates(&sc, &w[i]) != 0)
             goto out;
         mark_explained(&sc);
@@ -622,6 +694,7 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
         for (size_t c = 0; c < sc.nc; c++)
             if (sc.cand[c].group >= 0 && group_open[sc.cand[c].group] == (uint32_t)i + 1)
                 sc.cand[c].demoted = false;
+        mark_on_path(&sc, &w[i], group_of, n_ports, (uint32_t)r->n_groups, group_on);
         qsort(sc.cand, sc.nc, sizeof *sc.cand, cmp_suspect);
         res->n_top = 0;
         for (size_t c = 0; c < sc.nc && res->n_top < top; c++) {
@@ -675,6 +748,8 @@ out:
     free(group_of);
     free(paused_run);
     free(group_open);
+    free(group_on);
+    free(sc.port_path);
     fs_corr_report_free(r);
     return rc;
 }

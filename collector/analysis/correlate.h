@@ -44,6 +44,14 @@
  * that explains it (paused_by): a window's victims form the origin's propagation tree
  * (which port paused which, by onset; fs_corr_result.tree) instead of competing with it.
  *
+ * The slow ranks' paths. A window whose slow ranks are known (the hosts of the slow events
+ * that overlap it, each mapped to its switch port by the links) is answered from the ports
+ * their traffic can cross (fs_an_path_ports: their switch ports, those switches' uplinks
+ * and the ports at the uplinks' other ends): a suspect is on the path when its port is, or
+ * when a departure on the path is its effect (a chain of paused_by reaches it: a PFC
+ * origin off the path whose pauses spread onto it), or a member of its group is. Suspects
+ * off every path are still listed, after those on it, marked as such.
+ *
  * Ports departing together. Cause-kind series of one switch, of one metric and traffic
  * class, unexplained, that depart in the same windows (each in at least 80% of the
  * other's, both in two windows or more) are one suspect group: the ports of an ECMP
@@ -74,6 +82,11 @@ struct fs_corr_window {
     int64_t start_us, end_us;
     int64_t uncertainty_us; /**< the host offset's uncertainty (0 for user windows) */
     size_t ref;             /**< the caller's index (e.g. into its event copy) */
+    /** The ports on the window's slow ranks' paths (fs_an_path_ports: sorted, unique), or
+     *  none (n_path 0): not known. The caller's, read during fs_correlate only; windows
+     *  may share one array (the same slow ranks). */
+    const struct fs_an_port *path;
+    size_t n_path;
 };
 
 /** A series' recurring train (an incident the analysis reports): occurrences expected at
@@ -114,6 +127,9 @@ struct fs_corr_suspect {
                                  sent; pauses sent: its switch's congested port; a paused
                                  port's queue: the pauses it received); UINT32_MAX when none
                                  is known (a received pause without the links) */
+    int8_t on_path;         /**< -1: the window's path is not known; 1: its port is on the
+                                 slow ranks' paths, or its departure explains (through
+                                 paused_by, or its group) one on them; 0: off every path */
 };
 
 /** One edge of a window's propagation tree: series, explained by paused_by (both series

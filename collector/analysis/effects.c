@@ -124,6 +124,122 @@ out:
     return rc;
 }
 
+int
+fs_an_port_cmp(const void *a, const void *b)
+{
+    const struct fs_an_port *x = a, *y = b;
+    int c = strcmp(x->node, y->node);
+    return c ? c : strcmp(x->port, y->port);
+}
+
+/* A name up to its first '.' (all of it when it starts with one). */
+struct short_name {
+    const char *s;
+    size_t len;
+};
+
+static struct short_name
+short_of(const char *name)
+{
+    size_t n = strcspn(name, ".");
+    return (struct short_name){name, n ? n : strlen(name)};
+}
+
+static int
+cmp_short(const void *a, const void *b)
+{
+    const struct short_name *x = a, *y = b;
+    int c = memcmp(x->s, y->s, x->len < y->len ? x->len : y->len);
+    return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+static int
+cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int
+path_add(struct fs_an_port **v, size_t *n, size_t *cap, const char *node, const char *port)
+{
+    if (*n == *cap) {
+        size_t c2 = *cap ? *cap * 2 : 16;
+        void *q = realloc(*v, c2 * sizeof **v);
+        if (!q)
+            return -1;
+        *v = q;
+        *cap = c2;
+    }
+    (*v)[(*n)++] = (struct fs_an_port){node, port};
+    return 0;
+}
+
+int
+fs_an_path_ports(const struct fs_an_link *links, size_t n_links, const char *const *hosts,
+                 size_t n_hosts, struct fs_an_port **out, size_t *n_out)
+{
+    struct fs_an_port *v = NULL;
+    struct short_name *hs = malloc((n_hosts ? n_hosts : 1) * sizeof *hs);
+    const char **tor = NULL;
+    size_t n = 0, cap = 0, n_tor = 0;
+    int rc = -1;
+    *out = NULL;
+    *n_out = 0;
+    if (!hs)
+        goto out;
+    for (size_t i = 0; i < n_hosts; i++)
+        hs[i] = short_of(hosts[i]);
+    qsort(hs, n_hosts, sizeof *hs, cmp_short);
+    /* The hosts' switch ports first: their switches are the TORs. */
+    for (size_t i = 0; i < n_links; i++) {
+        const struct fs_an_link *l = &links[i];
+        if (l->a_switch == l->b_switch)
+            continue;
+        const char *host = l->a_switch ? l->b_node : l->a_node;
+        struct short_name k = short_of(host);
+        if (!n_hosts || !bsearch(&k, hs, n_hosts, sizeof *hs, cmp_short))
+            continue;
+        if (path_add(&v, &n, &cap, l->a_switch ? l->a_node : l->b_node,
+                     l->a_switch ? l->a_port : l->b_port) != 0)
+            goto out;
+    }
+    if (n > 0) {
+        if (!(tor = malloc(n * sizeof *tor)))
+            goto out;
+        for (size_t i = 0; i < n; i++)
+            tor[i] = v[i].node;
+        qsort(tor, n, sizeof *tor, cmp_str);
+        n_tor = n;
+    }
+    for (size_t i = 0; i < n_links && n_tor > 0; i++) {
+        const struct fs_an_link *l = &links[i];
+        if (!l->a_switch || !l->b_switch)
+            continue;
+        if (bsearch(&l->a_node, tor, n_tor, sizeof *tor, cmp_str) ||
+            bsearch(&l->b_node, tor, n_tor, sizeof *tor, cmp_str))
+            if (path_add(&v, &n, &cap, l->a_node, l->a_port) != 0 ||
+                path_add(&v, &n, &cap, l->b_node, l->b_port) != 0)
+                goto out;
+    }
+    if (n > 1) {
+        qsort(v, n, sizeof *v, fs_an_port_cmp);
+        size_t m = 1;
+        for (size_t i = 1; i < n; i++)
+            if (fs_an_port_cmp(&v[i], &v[m - 1]) != 0)
+                v[m++] = v[i];
+        n = m;
+    }
+    *out = v;
+    *n_out = n;
+    v = NULL;
+    rc = 0;
+out:
+    free(v);
+    free(hs);
+    free(tor);
+    return rc;
+}
+
 /* Runs of one role, by start, with the switch or the port they belong to. */
 struct ivs {
     int64_t *iv;  /* start, end pairs */

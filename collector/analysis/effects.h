@@ -46,6 +46,27 @@ struct fs_an_link {
     bool a_switch, b_switch; /**< the end is a switch (a target), not a host */
 };
 
+/** A port by name: a node (target or host) and its port; the caller's strings. */
+struct fs_an_port {
+    const char *node, *port;
+};
+
+/** Orders fs_an_port by node, then port (strcmp). */
+int fs_an_port_cmp(const void *a, const void *b);
+
+/**
+ * The ports the traffic of hosts[0 .. n_hosts) can cross, as the links say: each host's
+ * switch port (the switch end of a link whose other end is the host), and every port of
+ * those switches cabled to another switch (uplinks) with the port at its other end. Two
+ * tiers: what lies beyond the switches the uplinks reach is not listed. A host matches a
+ * link's node when their names up to the first '.' are equal (an LLDP sysName may be a
+ * host's FQDN, a host event its short name). Into *out (sorted by fs_an_port_cmp, unique; the
+ * caller's to free; strings are the links') and *n_out; hosts with no known switch add
+ * nothing (*out NULL, *n_out 0 when none has). 0 or -1 (memory).
+ */
+int fs_an_path_ports(const struct fs_an_link *links, size_t n_links, const char *const *hosts,
+                     size_t n_hosts, struct fs_an_port **out, size_t *n_out);
+
 /** Per series of d: its switch (target) and its port (target and interface) as dense ids
  *  from 0, equal for equal names; a series without an interface gets UINT32_MAX as port.
  *  partner: the port id of its port's link partner when that port has series in d, else

@@ -1026,6 +1026,84 @@ match_host_events(struct fs_incident_report *r, const struct slow_windows *sw, i
 
 /* ---- correlate ---- */
 
+static int
+cmp_cstr(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Clears the windows' paths, freeing each array once (windows may share one). */
+static void
+free_paths(struct fs_corr_window *w, size_t n)
+{
+    const struct fs_an_port *prev = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (w[i].path && w[i].path != prev)
+            free((void *)w[i].path);
+        prev = w[i].path ? w[i].path : prev;
+        w[i].path = NULL;
+    }
+}
+
+/* Each slow window's slow ranks (the distinct hosts of the slow windows overlapping it,
+ * widened as the correlation widens them) into (*ranks)[i], and, with links, the ports on
+ * their paths into w[i].path (fs_an_path_ports; consecutive windows of the same ranks
+ * share one array: free_paths). 0 or -1 (memory; nothing left allocated). */
+static int
+windows_paths(struct fs_corr_window *w, size_t nw, const struct fs_analysis_event *ev,
+              const struct fs_corr_opts *co, const struct fs_an_link *links, size_t n_links,
+              size_t **ranks)
+{
+    const char **hosts = malloc((nw ? nw : 1) * sizeof *hosts);
+    const char **prev = malloc((nw ? nw : 1) * sizeof *prev);
+    size_t n_prev = 0;
+    int rc = -1;
+    *ranks = calloc(nw ? nw : 1, sizeof **ranks);
+    if (!hosts || !prev || !*ranks)
+        goto out;
+    for (size_t i = 0; i < nw; i++) {
+        size_t nh = 0;
+        int64_t lo = w[i].start_us - co->lead_us - w[i].uncertainty_us,
+                hi = w[i].end_us + co->lag_us + w[i].uncertainty_us;
+        for (size_t j = 0; j < nw; j++)
+            if (w[j].start_us - w[j].uncertainty_us <= hi &&
+                w[j].end_us + w[j].uncertainty_us >= lo)
+                hosts[nh++] = ev[w[j].ref].host;
+        qsort(hosts, nh, sizeof *hosts, cmp_cstr);
+        size_t m = 0;
+        for (size_t k = 0; k < nh; k++)
+            if (!m || strcmp(hosts[k], hosts[m - 1]) != 0)
+                hosts[m++] = hosts[k];
+        (*ranks)[i] = m;
+        if (n_links == 0)
+            continue;
+        bool same = i > 0 && m == n_prev;
+        for (size_t k = 0; same && k < m; k++)
+            same = !strcmp(hosts[k], prev[k]);
+        if (same) {
+            w[i].path = w[i - 1].path;
+            w[i].n_path = w[i - 1].n_path;
+            continue;
+        }
+        struct fs_an_port *path;
+        if (fs_an_path_ports(links, n_links, hosts, m, &path, &w[i].n_path) != 0)
+            goto out;
+        w[i].path = path;
+        memcpy(prev, hosts, m * sizeof *hosts);
+        n_prev = m;
+    }
+    rc = 0;
+out:
+    if (rc != 0) {
+        free_paths(w, nw);
+        free(*ranks);
+        *ranks = NULL;
+    }
+    free(hosts);
+    free(prev);
+    return rc;
+}
+
 int
 fs_analysis_run_correlate(struct fs_analysis *a, struct fs_store *st,
                           const struct fs_analysis_correlate_req *req, int64_t now_us,
@@ -1047,6 +1125,10 @@ fs_analysis_run_correlate(struct fs_analysis *a, struct fs_store *st,
     if (req->n_windows) {
         nw = req->n_windows < FS_ANALYSIS_MAX_WINDOWS ? req->n_windows : FS_ANALYSIS_MAX_WINDOWS;
         memcpy(w, req->windows, nw * sizeof *w);
+        for (size_t i = 0; i < nw; i++) { /* explicit windows have no slow ranks */
+            w[i].path = NULL;
+            w[i].n_path = 0;
+        }
     } else {
         /* The slow host events of the range. */
         fs_host_events_foreach(a->events, req->start_us * 1000, req->end_us * 1000, req->kind,
@@ -1083,28 +1165,37 @@ fs_analysis_run_correlate(struct fs_analysis *a, struct fs_store *st,
         }
         for (size_t i = 0; i < evs.n && nw < FS_ANALYSIS_MAX_WINDOWS; i++)
             if (is_slow[i] && dur[i] >= min_dur)
-                w[nw++] = (struct fs_corr_window){evs.e[i].start_ns / 1000, evs.e[i].end_ns / 1000,
-                                                  evs.e[i].host_offset_uncertainty_ns / 1000, i};
+                w[nw++] = (struct fs_corr_window){.start_us = evs.e[i].start_ns / 1000,
+                                                  .end_us = evs.e[i].end_ns / 1000,
+                                                  .uncertainty_us =
+                                                      evs.e[i].host_offset_uncertainty_ns / 1000,
+                                                  .ref = i};
     }
+    struct fs_corr_opts co = req->co;
+    struct fs_topo_snap snap;
+    struct fs_an_link *links = NULL;
+    int crc = -1;
+    if (links_of(a->topo, now_us, &snap, &links, &co.n_links) != 0 ||
+        (!req->n_windows &&
+         windows_paths(w, nw, evs.e, &co, links, co.n_links, &c->slow_ranks) != 0)) {
+        free(links);
+        fs_topo_snap_free(&snap);
+        goto done;
+    }
+    co.links = links;
     pthread_mutex_lock(&a->run_lock);
     /* The ring for what it holds, the episode log for older windows. */
     c->departures =
         departures_with_log(a, st, req->start_us - req->co.lead_us, req->end_us + req->co.lag_us,
                             false, &c->history, now_us, NULL, err, errlen);
-    struct fs_corr_opts co = req->co;
     struct fs_corr_train *trains = c->departures ? trains_of(a, c->departures) : NULL;
     co.trains = trains;
-    struct fs_topo_snap snap;
-    struct fs_an_link *links = NULL;
-    int crc = -1;
-    if (links_of(a->topo, now_us, &snap, &links, &co.n_links) == 0) {
-        co.links = links;
-        crc = c->departures ? fs_correlate(c->departures, w, nw, &co, &c->report) : -1;
-    }
-    free(links);
-    fs_topo_snap_free(&snap);
+    crc = c->departures ? fs_correlate(c->departures, w, nw, &co, &c->report) : -1;
     free(trains);
     pthread_mutex_unlock(&a->run_lock);
+    free_paths(w, nw);
+    free(links);
+    fs_topo_snap_free(&snap);
     if (crc != 0)
         goto done;
     c->windows = w;
@@ -1139,6 +1230,7 @@ fs_analysis_correlation_free(struct fs_analysis_correlation *c)
     fs_departures_free(c->departures);
     free_events(c->events, c->n_events);
     free(c->windows);
+    free(c->slow_ranks);
     free(c);
 }
 

@@ -202,6 +202,10 @@ struct fs_analysis_correlation {
     size_t n_events;
     size_t left_out_dump_time;              /**< events left out for their placement */
     struct fs_analysis_history_use history; /**< what analysis.history added */
+    /** Owned, per window (NULL with explicit windows): its slow ranks, the distinct hosts
+     *  of the slow events that overlap it; the window's n_path says how many ports their
+     *  paths have (its path pointer is cleared: the ports were the topology's). */
+    size_t *slow_ranks;
 };
 
 /**

@@ -501,7 +501,7 @@ fs_analysis_correlate(struct fs_analysis *a, struct fs_store *st,
             free(w);
             return error_doc(out, 400, "more than %d windows", FS_ANALYSIS_MAX_WINDOWS);
         }
-        w[nw] = (struct fs_corr_window){ws, we, 0, nw};
+        w[nw] = (struct fs_corr_window){.start_us = ws, .end_us = we, .ref = nw};
         nw++;
         if (ws < start)
             start = ws;
@@ -603,6 +603,9 @@ fs_analysis_correlate(struct fs_analysis *a, struct fs_store *st,
                           (double)(e->end_ns - e->start_ns) / 1e6, e->host_offset_ns,
                           e->host_offset_uncertainty_ns);
         }
+        if (c->slow_ranks)
+            fs_buf_printf(out, "\"slow_ranks\":%zu,\"path_ports\":%zu,", c->slow_ranks[i],
+                          res->window.n_path);
         fs_buf_puts(out, "\"start\":");
         put_time(out, res->window.start_us);
         fs_buf_puts(out, ",\"end\":");
@@ -632,6 +635,8 @@ fs_analysis_correlate(struct fs_analysis *a, struct fs_store *st,
                 put_series_ref(out, &d->series[sp->paused_by]);
                 fs_buf_puts(out, "}");
             }
+            if (sp->on_path >= 0)
+                fs_buf_printf(out, ",\"on_path\":%s", sp->on_path ? "true" : "false");
             fs_buf_puts(out, "}");
         }
         /* The first suspect's propagation tree: which port paused which, by onset. */

@@ -351,7 +351,7 @@ bench_incidents_correlate(const struct an_mix *mix)
     struct fs_corr_window w[1000];
     for (int i = 0; i < 1000; i++) {
         int64_t s0 = d->start_us + (int64_t)(an_urand() * 3590.0 * AN_S);
-        w[i] = (struct fs_corr_window){s0, s0 + 250000, 50000, (size_t)i};
+        w[i] = (struct fs_corr_window){s0, s0 + 250000, 50000, (size_t)i, NULL, 0};
     }
     a = now_s();
     struct fs_corr_report *cr = NULL;

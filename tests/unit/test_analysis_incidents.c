@@ -204,7 +204,7 @@ test_correlate_names_culprit_only_during_surges(void **state)
     /* One slow window inside each surge, and random ones away from surges and decoys. */
     for (int k = 0; k < 19; k++) {
         int64_t s = T0 + HIST + PHASE + k * PERIOD + 300000;
-        w[n++] = (struct fs_corr_window){s, s + 1200000, 5000, (size_t)k};
+        w[n++] = (struct fs_corr_window){s, s + 1200000, 5000, (size_t)k, NULL, 0};
     }
     size_t n_surge = n;
     rng_state = 9;
@@ -215,7 +215,7 @@ test_correlate_names_culprit_only_during_surges(void **state)
             near |= in_surge(t) || in_decoy(t);
         if (near)
             continue;
-        w[n] = (struct fs_corr_window){s, s + 1200000, 5000, n};
+        w[n] = (struct fs_corr_window){s, s + 1200000, 5000, n, NULL, 0};
         n++;
     }
     struct fs_corr_report *r = NULL;
@@ -282,7 +282,7 @@ test_correlate_ranks_certain_suspects_by_specificity(void **state)
         assert_int_equal(fs_departures_add(d, &a), 0);
     }
     assert_int_equal(fs_departures_finish(d), 0);
-    struct fs_corr_window w = {T0 + 300 * S, T0 + 301 * S, 5000, 0};
+    struct fs_corr_window w = {T0 + 300 * S, T0 + 301 * S, 5000, 0, NULL, 0};
     struct fs_corr_report *r = NULL;
     assert_int_equal(fs_correlate(d, &w, 1, NULL, &r), 0);
     assert_int_equal(r->results[0].n_top, 4);

@@ -82,13 +82,13 @@ test_busy_culprit_outranks_lucky_quiet_ports_and_backup(void **state)
         for (int64_t t = T0 + 600 * S; t < T0 + RANGE - 60 * S; t += 1800 * S) {
             int64_t at = t + (int64_t)((urand() - 0.5) * 60 * S);
             run(d, culprit, at - S, 3 * S, 8 + urand() * 25);
-            w[nw++] = (struct fs_corr_window){at, at + 2 * S, 300, nw};
+            w[nw++] = (struct fs_corr_window){at, at + 2 * S, 300, nw, NULL, 0};
         }
         size_t stalls = nw;
         /* Slow windows without a switch-side cause. */
         for (int k = 0; k < 3; k++) {
             int64_t at = T0 + (int64_t)(urand() * (double)(RANGE - 10 * S));
-            w[nw++] = (struct fs_corr_window){at, at + 2 * S, 300, nw};
+            w[nw++] = (struct fs_corr_window){at, at + 2 * S, 300, nw, NULL, 0};
         }
         /* The backup: every 10 min, strong; it meets a stall now and then. */
         for (int64_t t = T0 + 137 * S; t < T0 + RANGE; t += 600 * S)
@@ -135,7 +135,7 @@ test_single_window_falls_back_to_z(void **state)
     run(d, a, T0 + 10 * S, 2 * S, 12);
     run(d, b, T0 + 10 * S, 2 * S, 60);
     assert_int_equal(fs_departures_finish(d), 0);
-    struct fs_corr_window w = {T0 + 10 * S, T0 + 12 * S, 0, 0};
+    struct fs_corr_window w = {T0 + 10 * S, T0 + 12 * S, 0, 0, NULL, 0};
     struct fs_corr_report *r = NULL;
     assert_int_equal(fs_correlate(d, &w, 1, NULL, &r), 0);
     assert_int_equal(r->results[0].n_top, 2);
@@ -210,7 +210,7 @@ test_origin_above_its_pfc_spread(void **state)
         run(d, sp_q, at - S / 3, 3 * S, 300 + urand() * 100);
         run(d, sp_ecn, at - S / 3, 3 * S, 200 + urand() * 100);
         run(d, l2_rx, at, 3 * S, 90 + urand() * 40);
-        w[k] = (struct fs_corr_window){at, at + 2 * S, 300, (size_t)k};
+        w[k] = (struct fs_corr_window){at, at + 2 * S, 300, (size_t)k, NULL, 0};
     }
     assert_int_equal(fs_departures_finish(d), 0);
     struct fs_corr_report *r = NULL;
@@ -266,7 +266,7 @@ test_pause_from_the_unseen_stays_a_cause(void **state)
                 run(d, tx, at - S, 3 * S, 300);
                 run(d, origin, at - S, 3 * S, 20);
             }
-            w[k] = (struct fs_corr_window){at, at + 2 * S, 300, (size_t)k};
+            w[k] = (struct fs_corr_window){at, at + 2 * S, 300, (size_t)k, NULL, 0};
         }
         assert_int_equal(fs_departures_finish(d), 0);
         struct fs_corr_report *r = NULL;
@@ -326,7 +326,7 @@ test_links_trace_the_spread_to_its_origin(void **state)
         run(d, l2_q, at + S / 3, 3 * S, 300);
         if (k % 2)
             run(d, host_rx, at - S / 5, 3 * S, 60);
-        w[k] = (struct fs_corr_window){at, at + 2 * S, 300, (size_t)k};
+        w[k] = (struct fs_corr_window){at, at + 2 * S, 300, (size_t)k, NULL, 0};
     }
     assert_int_equal(fs_departures_finish(d), 0);
     const struct fs_an_link links[] = {
@@ -407,7 +407,7 @@ test_paused_origin_leads_only_on_its_train(void **state)
             run(d, tx, at - S, 3 * S, 300);
             run(d, quiet, at - S, 3 * S, 50);
         }
-        w[k] = (struct fs_corr_window){at, at + 2 * S, 300, (size_t)k};
+        w[k] = (struct fs_corr_window){at, at + 2 * S, 300, (size_t)k, NULL, 0};
         last = at - S;
     }
     int64_t between = T0 + 600 * S + 3 * 1800 * S + 700 * S; /* 700 s past a stall */
@@ -415,7 +415,7 @@ test_paused_origin_leads_only_on_its_train(void **state)
     run(d, rx, between - S, 3 * S, 200);
     run(d, tx, between - S, 3 * S, 300);
     run(d, quiet, between - S, 3 * S, 50);
-    w[10] = (struct fs_corr_window){between, between + 2 * S, 300, 10};
+    w[10] = (struct fs_corr_window){between, between + 2 * S, 300, 10, NULL, 0};
     assert_int_equal(fs_departures_finish(d), 0);
     struct fs_corr_train *trains = calloc(d->n_series, sizeof *trains);
     trains[origin] = (struct fs_corr_train){last + 1800 * S, 1800.0 * S, 40 * S};
@@ -466,7 +466,7 @@ test_ports_departing_together_are_one_group(void **state)
             run(d, up[u], at - S, 3 * S, u == 0 ? 40 : 20);
         if (k % 2)
             run(d, other, at - S, 3 * S, 30);
-        w[k] = (struct fs_corr_window){at, at + 2 * S, 300, (size_t)k};
+        w[k] = (struct fs_corr_window){at, at + 2 * S, 300, (size_t)k, NULL, 0};
     }
     assert_int_equal(fs_departures_finish(d), 0);
     struct fs_corr_report *r = NULL;
@@ -530,7 +530,7 @@ test_bundle_known_from_links(void **state)
             run(d, up2, at - S, 3 * S, 30);
         run(d, h1, at - S, 3 * S, 20);
         run(d, h2, at - S, 3 * S, 20);
-        w[k] = (struct fs_corr_window){at, at + 2 * S, 300, (size_t)k};
+        w[k] = (struct fs_corr_window){at, at + 2 * S, 300, (size_t)k, NULL, 0};
     }
     assert_int_equal(fs_departures_finish(d), 0);
     const struct fs_an_link links[] = {
@@ -561,6 +561,143 @@ test_bundle_known_from_links(void **state)
     fs_departures_free(d);
 }
 
+/* Slow ranks on known hosts (gpu01, gpu02 behind leaf1; gpu03.pod1 behind leaf2, its
+ * event naming it by FQDN): the path is their switch ports, their leaves' uplinks and the
+ * spine ports at the uplinks' other ends; leaf3 (another tenant's hosts) is off it.
+ * A: the job's origin, leaf2 Eth1/1 (ECN toward gpu03, z 20), and another tenant's incast
+ * on leaf3 Eth1/4 (z 60) at every stall: equal evidence, so without the path the higher z
+ * leads every window; with it the origin leads, the other is listed, marked off the path.
+ * B: an off-path PFC origin (leaf3 Eth1/5, toward db02) whose pauses spread through
+ * spine1 onto leaf1's uplink (on the path) is on the path by its tree and leads, above an
+ * unspread off-path incast (leaf3 Eth1/9, z 80) and its own victims. */
+static void
+test_slow_ranks_paths_first(void **state)
+{
+    (void)state;
+    const struct fs_an_link links[] = {
+        {"leaf1", "Eth1/1", "gpu01", "eth0", true, false},
+        {"leaf1", "Eth1/2", "gpu02", "eth0", true, false},
+        {"leaf2", "Eth1/1", "gpu03", "eth0", true, false},
+        {"leaf3", "Eth1/4", "db01", "eth0", true, false},
+        {"leaf3", "Eth1/5", "db02", "eth0", true, false},
+        {"leaf3", "Eth1/9", "db03", "eth0", true, false},
+        {"leaf1", "Eth1/21", "spine1", "Eth1/1", true, true},
+        {"leaf2", "Eth1/21", "spine1", "Eth1/2", true, true},
+        {"leaf3", "Eth1/21", "spine1", "Eth1/3", true, true},
+    };
+    const size_t n_links = sizeof links / sizeof links[0];
+    const char *hosts[] = {"gpu02", "gpu03.pod1", "gpu01", "nosuchhost"};
+    struct fs_an_port *path = NULL;
+    size_t n_path = 0;
+    assert_int_equal(fs_an_path_ports(links, n_links, hosts, 4, &path, &n_path), 0);
+    const struct fs_an_port want[] = {
+        {"leaf1", "Eth1/1"},  {"leaf1", "Eth1/2"},  {"leaf1", "Eth1/21"}, {"leaf2", "Eth1/1"},
+        {"leaf2", "Eth1/21"}, {"spine1", "Eth1/1"}, {"spine1", "Eth1/2"}};
+    assert_int_equal(n_path, sizeof want / sizeof want[0]);
+    for (size_t i = 0; i < n_path; i++) {
+        assert_string_equal(path[i].node, want[i].node);
+        assert_string_equal(path[i].port, want[i].port);
+    }
+
+    /* A */
+    struct fs_departures *d = fs_departures_new(NULL, T0, T0 + RANGE);
+    uint32_t origin = series_of(d, "leaf2", "Eth1/1", ECN_M, FS_AN_ECN, NULL);
+    uint32_t other = series_of(d, "leaf3", "Eth1/4", ECN_M, FS_AN_ECN, NULL);
+    struct fs_corr_window w[8];
+    for (int k = 0; k < 8; k++) {
+        int64_t at = T0 + 600 * S + k * 1500 * S;
+        run(d, origin, at - S / 2, 3 * S, 20);
+        run(d, other, at - S / 2, 3 * S, 60);
+        w[k] = (struct fs_corr_window){at, at + 2 * S, 300, (size_t)k, NULL, 0};
+    }
+    assert_int_equal(fs_departures_finish(d), 0);
+    for (int known = 0; known < 2; known++) {
+        struct fs_corr_opts o;
+        fs_corr_opts_default(&o);
+        o.links = links;
+        o.n_links = n_links;
+        for (int k = 0; k < 8; k++) {
+            w[k].path = known ? path : NULL;
+            w[k].n_path = known ? n_path : 0;
+        }
+        struct fs_corr_report *r = NULL;
+        assert_int_equal(fs_correlate(d, w, 8, &o, &r), 0);
+        int led = 0;
+        for (int k = 0; k < 8; k++) {
+            const struct fs_corr_result *res = &r->results[k];
+            int ro = rank_of(res, origin), rt = rank_of(res, other);
+            assert_true(ro >= 0 && rt >= 0);
+            led += ro == 0;
+            assert_int_equal(res->top[ro].on_path, known ? 1 : -1);
+            assert_int_equal(res->top[rt].on_path, known ? 0 : -1);
+            assert_int_equal(res->window.n_path, known ? n_path : 0);
+        }
+        print_message("A, path %s: the job's origin led %d of 8 windows\n",
+                      known ? "known" : "unknown", led);
+        assert_int_equal(led, known ? 8 : 0);
+        fs_corr_report_free(r);
+    }
+    fs_departures_free(d);
+
+    /* B */
+    d = fs_departures_new(NULL, T0, T0 + RANGE);
+    uint32_t pfc_origin = series_of(d, "leaf3", "Eth1/5", ECN_M, FS_AN_ECN, NULL);
+    uint32_t l3_tx = series_of(d, "leaf3", "Eth1/21", PFC_M, FS_AN_PFC, "tx");
+    uint32_t sp_rx = series_of(d, "spine1", "Eth1/3", PFC_M, FS_AN_PFC, "rx");
+    uint32_t sp_q = series_of(d, "spine1", "Eth1/3", QUEUE_M, FS_AN_QUEUE, NULL);
+    uint32_t sp_tx = series_of(d, "spine1", "Eth1/1", PFC_M, FS_AN_PFC, "tx");
+    uint32_t l1_rx = series_of(d, "leaf1", "Eth1/21", PFC_M, FS_AN_PFC, "rx");
+    uint32_t incast = series_of(d, "leaf3", "Eth1/9", ECN_M, FS_AN_ECN, NULL);
+    for (int k = 0; k < 8; k++) {
+        int64_t at = T0 + 600 * S + k * 1500 * S;
+        run(d, pfc_origin, at - S, 3 * S, 20);
+        run(d, l3_tx, at - S / 2, 3 * S, 150);
+        run(d, sp_rx, at - S / 3, 3 * S, 180);
+        run(d, sp_q, at - S / 4, 3 * S, 400);
+        run(d, sp_tx, at, 3 * S, 160);
+        run(d, l1_rx, at + S / 4, 3 * S, 120);
+        run(d, incast, at - S / 2, 3 * S, 80);
+        w[k] = (struct fs_corr_window){at, at + 2 * S, 300, (size_t)k, NULL, 0};
+    }
+    assert_int_equal(fs_departures_finish(d), 0);
+    for (int known = 0; known < 2; known++) {
+        struct fs_corr_opts o;
+        fs_corr_opts_default(&o);
+        o.links = links;
+        o.n_links = n_links;
+        for (int k = 0; k < 8; k++) {
+            w[k].path = known ? path : NULL;
+            w[k].n_path = known ? n_path : 0;
+        }
+        struct fs_corr_report *r = NULL;
+        assert_int_equal(fs_correlate(d, w, 8, &o, &r), 0);
+        int led = 0;
+        for (int k = 0; k < 8; k++) {
+            const struct fs_corr_result *res = &r->results[k];
+            int ro = rank_of(res, pfc_origin), ri = rank_of(res, incast);
+            /* with the path, the five on it (origin and tree) fill the list */
+            assert_true(ro >= 0 && (known || ri >= 0));
+            led += ro == 0;
+            if (known) {
+                assert_int_equal(res->top[ro].on_path, 1);
+                if (ri >= 0)
+                    assert_int_equal(res->top[ri].on_path, 0);
+                /* the victims on its way to the path are the origin's tree */
+                assert_true(res->tree_total >= 4);
+            }
+            int rv = rank_of(res, l1_rx);
+            if (known && rv >= 0)
+                assert_int_equal(res->top[rv].on_path, 1);
+        }
+        print_message("B, path %s: the off-path PFC origin led %d of 8 windows\n",
+                      known ? "known" : "unknown", led);
+        assert_int_equal(led, known ? 8 : 0);
+        fs_corr_report_free(r);
+    }
+    fs_departures_free(d);
+    free(path);
+}
+
 int
 main(void)
 {
@@ -573,6 +710,7 @@ main(void)
         cmocka_unit_test(test_paused_origin_leads_only_on_its_train),
         cmocka_unit_test(test_ports_departing_together_are_one_group),
         cmocka_unit_test(test_bundle_known_from_links),
+        cmocka_unit_test(test_slow_ranks_paths_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
