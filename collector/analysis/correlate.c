@@ -102,6 +102,7 @@ struct scan {
     uint8_t *port_path;               /* per port: on the path of path_of */
     const struct fs_an_port *path_of; /* the path port_path was made for */
     size_t n_path_of;
+    bool path_on; /* the current window has a path (port_path is its) */
 };
 
 /* The series departing in window w (one entry per series, its strongest run) into
@@ -155,13 +156,27 @@ window_candidates(struct scan *sc, const struct fs_corr_window *w)
     return 0;
 }
 
-/* Whether cause candidate a is a better parent for its switch's pauses than b: one
- * nothing explains (the congestion itself) before a paused port's, then the earlier. */
+/* Whether the candidate's port is on the window's path (path_mark made for it). */
 static bool
-better_cause(const struct fs_corr_suspect *a, const struct fs_corr_suspect *b)
+cand_on_path(const struct scan *sc, const struct fs_corr_suspect *x)
+{
+    uint32_t p = sc->info[x->series].port;
+    return sc->path_on && p != UINT32_MAX && sc->port_path[p];
+}
+
+/* Whether cause candidate a is a better parent for its switch's pauses than b: one
+ * nothing explains (the congestion itself) before a paused port's, then one on the slow
+ * ranks' path (of two congested ports of a switch, the one their traffic crosses explains
+ * the pauses they waited behind), then the earlier. */
+static bool
+better_cause(const struct scan *sc, const struct fs_corr_suspect *a,
+             const struct fs_corr_suspect *b)
 {
     if (a->explained != b->explained)
         return !a->explained;
+    bool pa = cand_on_path(sc, a), pb = cand_on_path(sc, b);
+    if (pa != pb)
+        return pa;
     return a->lag_us < b->lag_us;
 }
 
@@ -226,7 +241,7 @@ mark_explained(struct scan *sc)
         if (x->role != FS_AN_ROLE_CAUSE)
             continue;
         if (sc->sw_best_st[x->sw] != st ||
-            better_cause(&sc->cand[c], &sc->cand[sc->sw_best[x->sw]])) {
+            better_cause(sc, &sc->cand[c], &sc->cand[sc->sw_best[x->sw]])) {
             sc->sw_best_st[x->sw] = st;
             sc->sw_best[x->sw] = (uint32_t)c;
         }
@@ -250,26 +265,34 @@ port_in_path(const struct fs_an_series_ref *s, const struct fs_an_port *path, si
     return s->interface[0] && bsearch(&k, path, n, sizeof *path, fs_an_port_cmp) != NULL;
 }
 
-/* Which of the window's candidates are on its slow ranks' path (correlate.h); on_path -1
- * for all when the window has none. */
+/* Makes sc->port_path the window's path (kept while windows share one). */
 static void
-mark_on_path(struct scan *sc, const struct fs_corr_window *w, const int32_t *group_of,
-             uint32_t n_ports, uint32_t n_groups, uint8_t *group_on)
+path_mark(struct scan *sc, const struct fs_corr_window *w, uint32_t n_ports)
 {
     const struct fs_an_place *in = sc->info;
-    if (w->n_path == 0) {
+    sc->path_on = w->n_path > 0;
+    if (!sc->path_on || (w->path == sc->path_of && w->n_path == sc->n_path_of))
+        return;
+    memset(sc->port_path, 0, n_ports ? n_ports : 1);
+    for (size_t s = 0; s < sc->d->n_series; s++)
+        if (in[s].port != UINT32_MAX && !sc->port_path[in[s].port] &&
+            port_in_path(&sc->d->series[s], w->path, w->n_path))
+            sc->port_path[in[s].port] = 1;
+    sc->path_of = w->path;
+    sc->n_path_of = w->n_path;
+}
+
+/* Which of the window's candidates are on its slow ranks' path (correlate.h; path_mark
+ * made for the window); on_path -1 for all when the window has none. group_of NULL: before
+ * the groups are known. */
+static void
+mark_on_path(struct scan *sc, const int32_t *group_of, uint32_t n_groups, uint8_t *group_on)
+{
+    const struct fs_an_place *in = sc->info;
+    if (!sc->path_on) {
         for (size_t c = 0; c < sc->nc; c++)
             sc->cand[c].on_path = -1;
         return;
-    }
-    if (w->path != sc->path_of || w->n_path != sc->n_path_of) {
-        memset(sc->port_path, 0, n_ports ? n_ports : 1);
-        for (size_t s = 0; s < sc->d->n_series; s++)
-            if (in[s].port != UINT32_MAX && !sc->port_path[in[s].port] &&
-                port_in_path(&sc->d->series[s], w->path, w->n_path))
-                sc->port_path[in[s].port] = 1;
-        sc->path_of = w->path;
-        sc->n_path_of = w->n_path;
     }
     for (size_t c = 0; c < sc->nc; c++) {
         uint32_t p = in[sc->cand[c].series].port;
@@ -290,6 +313,8 @@ mark_on_path(struct scan *sc, const struct fs_corr_window *w, const int32_t *gro
             y = &sc->cand[q];
         }
     }
+    if (!group_of) /* before the groups are known */
+        goto done;
     memset(group_on, 0, n_groups ? n_groups : 1);
     for (size_t c = 0; c < sc->nc; c++) {
         int32_t g = group_of[sc->cand[c].series];
@@ -300,8 +325,10 @@ mark_on_path(struct scan *sc, const struct fs_corr_window *w, const int32_t *gro
         int32_t g = group_of[sc->cand[c].series];
         if (g >= 0 && group_on[g])
             sc->cand[c].on_path = 1;
-        sc->slot[sc->cand[c].series] = -1;
     }
+done:
+    for (size_t c = 0; c < sc->nc; c++)
+        sc->slot[sc->cand[c].series] = -1;
 }
 
 static int
@@ -578,6 +605,7 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
     struct fs_corr_report *r = calloc(1, sizeof *r);
     struct scan sc = {.d = d, .o = o, .cand_cap = 64};
     uint32_t *hits = NULL, *inside = NULL, *total = NULL, *expl = NULL, *paused = NULL;
+    uint32_t *uncounted = NULL; /* per series: windows where it departs explained or off path */
     double *evidence = NULL, *excess = NULL;
     struct fs_an_place *info = NULL;
     uint64_t *bits = NULL;
@@ -598,6 +626,7 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
     total = calloc(ns, sizeof *total);
     expl = calloc(ns, sizeof *expl);
     paused = calloc(ns, sizeof *paused);
+    uncounted = calloc(ns, sizeof *uncounted);
     evidence = calloc(ns, sizeof *evidence);
     excess = calloc(ns, sizeof *excess);
     info = malloc(ns * sizeof *info);
@@ -612,9 +641,9 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
     group_of = malloc(ns * sizeof *group_of);
     bits = calloc(ns * (words ? words : 1), sizeof *bits);
     if (!r->results || !r->aggregates || !sc.slot || !sc.cand || !hits || !inside || !total ||
-        !expl || !paused || !evidence || !excess || !info || !sc.sw_cause || !sc.port_paused ||
-        !sc.sw_sends || !sc.port_sends || !sc.port_tx || !sc.port_rx || !sc.sw_best ||
-        !sc.sw_best_st || !group_of || !bits ||
+        !expl || !paused || !uncounted || !evidence || !excess || !info || !sc.sw_cause ||
+        !sc.port_paused || !sc.sw_sends || !sc.port_sends || !sc.port_tx || !sc.port_rx ||
+        !sc.sw_best || !sc.sw_best_st || !group_of || !bits ||
         fs_an_places(d, o->links, o->n_links, info, &n_ports) != 0)
         goto out;
     sc.info = info;
@@ -634,11 +663,14 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
     for (size_t i = 0; i < n; i++) {
         if (window_candidates(&sc, &w[i]) != 0)
             goto out;
+        path_mark(&sc, &w[i], n_ports);
         mark_explained(&sc);
+        mark_on_path(&sc, NULL, 0, NULL);
         for (size_t c = 0; c < sc.nc; c++) {
             const struct fs_corr_suspect *x = &sc.cand[c];
             hits[x->series]++;
             expl[x->series] += x->explained;
+            uncounted[x->series] += x->explained || x->on_path == 0;
             excess[x->series] += x->peak_value - x->baseline;
             bits[x->series * words + i / 64] |= 1ULL << (i % 64);
         }
@@ -646,12 +678,13 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
     if (runs_in_windows(d, w, n, o, paused_run, inside, total, paused) != 0)
         goto out;
     for (size_t s = 0; s < d->n_series; s++) {
-        /* Departures another one of the window explains are its, not this series'. */
-        double consistency = n ? (double)(hits[s] - expl[s]) / (double)n : 0;
+        /* Departures another one of the window explains are its, not this series', and
+           one off every path of the window's slow ranks explains nothing they waited for. */
+        double consistency = n ? (double)(hits[s] - uncounted[s]) / (double)n : 0;
         /* Laplace-smoothed share of its runs that fall in windows: one lucky burst of a
            quiet port is not "always in windows". Ranking needs at least two windows. */
         double precision = ((double)inside[s] + 1) / ((double)(total[s] - paused[s]) + 2);
-        evidence[s] = n >= 2 ? consistency * sqrt(precision) : hits[s] > expl[s] ? 1.0 : 0.0;
+        evidence[s] = n >= 2 ? consistency * sqrt(precision) : hits[s] > uncounted[s] ? 1.0 : 0.0;
         r->aggregates[s].departs = hits[s];
         r->aggregates[s].explained = expl[s];
         r->aggregates[s].runs_total = total[s];
@@ -683,6 +716,7 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
         res->window.path = NULL; /* the caller's, gone after the call; n_path stays */
         if (window_candidates(&sc, &w[i]) != 0)
             goto out;
+        path_mark(&sc, &w[i], n_ports);
         mark_explained(&sc);
         for (size_t c = 0; c < sc.nc; c++) {
             sc.cand[c].evidence = evidence[sc.cand[c].series];
@@ -694,7 +728,7 @@ fs_correlate(const struct fs_departures *d, const struct fs_corr_window *w, size
         for (size_t c = 0; c < sc.nc; c++)
             if (sc.cand[c].group >= 0 && group_open[sc.cand[c].group] == (uint32_t)i + 1)
                 sc.cand[c].demoted = false;
-        mark_on_path(&sc, &w[i], group_of, n_ports, (uint32_t)r->n_groups, group_on);
+        mark_on_path(&sc, group_of, (uint32_t)r->n_groups, group_on);
         qsort(sc.cand, sc.nc, sizeof *sc.cand, cmp_suspect);
         res->n_top = 0;
         for (size_t c = 0; c < sc.nc && res->n_top < top; c++) {
@@ -741,6 +775,7 @@ out:
     free(total);
     free(expl);
     free(paused);
+    free(uncounted);
     free(evidence);
     free(excess);
     free(info);

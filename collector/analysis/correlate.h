@@ -50,7 +50,8 @@
  * and the ports at the uplinks' other ends): a suspect is on the path when its port is, or
  * when a departure on the path is its effect (a chain of paused_by reaches it: a PFC
  * origin off the path whose pauses spread onto it), or a member of its group is. Suspects
- * off every path are still listed, after those on it, marked as such.
+ * off every path are still listed, after those on it, marked as such, and such a departure
+ * does not count for its series' consistency (it explains nothing the ranks waited for).
  *
  * Ports departing together. Cause-kind series of one switch, of one metric and traffic
  * class, unexplained, that depart in the same windows (each in at least 80% of the

@@ -166,8 +166,8 @@ names_periodic(const struct world *w, struct json_object *s)
     int sw, p;
     if (!port_of(w, s, &sw, &p))
         return false;
-    struct world_port b = world_backup(w);
-    if (b.sw == sw && b.port == p)
+    struct world_port b = world_backup(w), tw = world_twin(w);
+    if ((b.sw == sw && b.port == p) || (tw.sw == sw && tw.port == p))
         return true;
     for (int j = 0; world_job(w, j); j++)
         if (world_is_origin(w, j, sw, p) || world_is_victim(w, j, sw, p))
@@ -437,6 +437,20 @@ run_one(const struct world_family *fam, uint64_t seed, struct result *res)
     world_host_posts(w, posted, end + 10 * S, post_cb, &po);
     /* The links, as the switches' last LLDP read before the request reports them. */
     struct fs_topo *topo = cfg.links_known ? fs_topo_new() : NULL;
+    /* With hosts_known, hosts by the names their events carry (EVAL_NO_PATHS: as before,
+       for comparison), and the job's agents report their NIC's switch port. */
+    bool paths = cfg.hosts_known && !getenv("EVAL_NO_PATHS");
+    const char *hn;
+    int hs, hp, hj;
+    for (int h = 0; topo && paths && world_host(w, h, &hn, &hs, &hp, &hj); h++) {
+        if (hj != 0) /* the second job's hosts run no agent */
+            continue;
+        struct fs_topo_neighbor nb = {
+            "eth0", "", world_switch_name(w, hs), world_port_name(w, hp), world_port_name(w, hp),
+            ""};
+        if (fs_topo_host_neighbors(topo, hn, &nb, 1, 30 * S, end, err, sizeof err) != 0)
+            fprintf(stderr, "eval_fabric: topology: %s\n", err);
+    }
     for (int k = 0; topo && k < nsw; k++) {
         fs_topo_local(topo, world_switch_name(w, k), "snmp", "", world_switch_name(w, k), end, err,
                       sizeof err);
@@ -449,6 +463,9 @@ run_one(const struct world_family *fam, uint64_t seed, struct result *res)
                 port = world_port_name(w, p2);
             } else {
                 snprintf(host, sizeof host, "host-%02d-%02d", k + 1, p + 1);
+                for (int h = 0; paths && world_host(w, h, &hn, &hs, &hp, NULL); h++)
+                    if (hs == k && hp == p)
+                        node = hn;
             }
             struct fs_topo_neighbor nb = {world_port_name(w, p), "", node, port, port, ""};
             if (fs_topo_neighbor(topo, world_switch_name(w, k), "snmp", &nb, end, err,

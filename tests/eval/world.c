@@ -63,6 +63,7 @@ struct world {
     bool *victim[2]; /* per global port index */
     int *port_base;  /* global index of each switch's port 0 */
     struct world_port backup;
+    struct world_port twin;
     double backup_phase_s;
     int64_t next_backup;
     int64_t strays[16];
@@ -210,8 +211,18 @@ pausing(struct world *w, int job, int sw, int p, int64_t at, int64_t len, double
 /* Congestion at egress port (sw, p) over [at, at + len): the origin's queue, marks and
    (with drops) tail drops; with PFC, the pauses it spreads (world.h). job: whose stall
    (its victims recorded), -1 for none. */
+static void congest_at(struct world *w, int job, int sw, int p, int64_t at, int64_t len, double x,
+                       bool drops, bool spread);
+
 static void
 congest(struct world *w, int job, int sw, int p, int64_t at, int64_t len, double x, bool drops)
+{
+    congest_at(w, job, sw, p, at, len, x, drops, w->cfg.pfc);
+}
+
+static void
+congest_at(struct world *w, int job, int sw, int p, int64_t at, int64_t len, double x, bool drops,
+           bool spread)
 {
     struct wport *pt = &w->sw[sw].port[p];
     struct contrib c = {at,
@@ -222,7 +233,7 @@ congest(struct world *w, int job, int sw, int p, int64_t at, int64_t len, double
                         0,
                         0};
     add_contrib(w, sw, p, &c);
-    if (!w->cfg.pfc)
+    if (!spread)
         return;
     const struct world_cfg *cf = &w->cfg;
     int64_t hop = 200000 + (int64_t)(urand(w) * 200000);
@@ -311,6 +322,11 @@ choose_origin(struct world *w, struct world_job *j, const struct world_job *othe
             j->n_origin = c->uplinks < WORLD_MAX_BUNDLE ? c->uplinks : WORLD_MAX_BUNDLE;
             for (int u = 0; u < j->n_origin; u++)
                 j->origin[u] = (struct world_port){l, c->downlinks + u};
+        } else if (c->culprit_on_path && j == &w->job[0]) {
+            /* A rank's downlink, placed as the hosts are (world_new). */
+            int r = (int)(urand(w) * c->ranks);
+            j->origin[0] = (struct world_port){r % c->leaves, (r / c->leaves) % c->downlinks};
+            j->n_origin = 1;
         } else {
             bool up = c->culprit_uplink && j == &w->job[0];
             j->origin[0] = (struct world_port){l, up ? c->downlinks + (int)(urand(w) * c->uplinks)
@@ -324,6 +340,28 @@ choose_origin(struct world *w, struct world_job *j, const struct world_job *othe
         if (!clash)
             return;
     }
+}
+
+bool
+world_host(const struct world *w, int i, const char **name, int *sw, int *port, int *job)
+{
+    if (i < 0 || i >= w->n_hosts)
+        return false;
+    if (name)
+        *name = w->host[i].name;
+    if (sw)
+        *sw = w->host[i].sw;
+    if (port)
+        *port = w->host[i].port;
+    if (job)
+        *job = w->host[i].job;
+    return true;
+}
+
+struct world_port
+world_twin(const struct world *w)
+{
+    return w->twin;
 }
 
 int64_t
@@ -513,6 +551,21 @@ world_new(const struct world_cfg *cfg, uint64_t seed, uint64_t family, int64_t e
         w->backup_phase_s = urand(w) * BACKUP_PERIOD_S;
         w->next_backup = w->t0 + (int64_t)(w->backup_phase_s * 1e6);
     }
+    w->twin.sw = -1;
+    if (c->offpath_twin) {
+        bool taken;
+        do {
+            w->twin = random_port(w, true);
+            taken = world_is_origin(w, 0, w->twin.sw, w->twin.port) ||
+                    (w->backup.sw == w->twin.sw && w->backup.port == w->twin.port);
+            /* no job's rank behind it (placed as below) */
+            for (int j = 0; j < w->n_jobs; j++)
+                for (int r = 0; r < c->ranks; r++)
+                    taken |= w->twin.sw == (r + j) % c->leaves &&
+                             w->twin.port == (r / c->leaves + 7 * j) % c->downlinks;
+        } while (taken);
+        w->sw[w->twin.sw].port[w->twin.port].bursty = false;
+    }
     /* Strays of the culprit between stalls, one of them after the last if asked. */
     const struct world_job *j0 = &w->job[0];
     for (int i = 0; i < c->strays && i < 16 && j0->n_stall >= 2; i++) {
@@ -623,6 +676,11 @@ start_events(struct world *w, int64_t t)
             for (int i = 0; i < jb->n_origin; i++)
                 congest(w, j, jb->origin[i].sw, jb->origin[i].port, jb->stall[k], jb->stall_len[k],
                         x * (0.85 + 0.3 * urand(w)), urand(w) < 0.5);
+            /* The other tenant's incast, as strong or stronger, a little before or after. */
+            if (j == 0 && w->twin.sw >= 0)
+                congest_at(w, -1, w->twin.sw, w->twin.port,
+                           jb->stall[k] + (int64_t)((urand(w) - 0.5) * 6e5), jb->stall_len[k],
+                           x * (1.0 + urand(w)), false, false);
         }
     }
     while (w->next_stray < w->n_strays && w->strays[w->next_stray] <= t + c->poll_us) {

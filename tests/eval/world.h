@@ -70,6 +70,10 @@ struct world_cfg {
     int unrelated;            /* slow windows without a switch-side cause */
     double host_offset_max_s; /* hosts' clock offsets in +-this */
     bool links_known;         /* the collector is told the fabric's links (as LLDP would) */
+    bool hosts_known;         /* the job's hosts report their NIC's switch port (host agent) */
+    bool culprit_on_path;     /* the culprit is the downlink of one of the job's ranks */
+    bool offpath_twin;        /* another tenant's incast, on a port off every job's path and
+                                 without PFC spread (a lossy class), in phase with each stall */
 };
 
 /** The defaults: 2 leaves x 24 ports, 2 spines, every kind, 1 s polls, ECN-only style. */
@@ -143,6 +147,13 @@ bool world_is_origin(const struct world *w, int j, int sw, int p);
  *  events written. */
 size_t world_host_posts(struct world *w, int64_t from_us, int64_t to_us,
                         void (*cb)(void *arg, const char *body, size_t len), void *arg);
+
+/** Host i of the jobs' ranks: its name, the leaf and downlink it hangs on, its job (any
+ *  pointer may be NULL); false past the last. */
+bool world_host(const struct world *w, int i, const char **name, int *sw, int *port, int *job);
+
+/** The off-path twin's port (offpath_twin), or sw -1. */
+struct world_port world_twin(const struct world *w);
 
 /** A slow host window without a switch-side cause: its start (collector axis), or -1. */
 int64_t world_unrelated(const struct world *w, int i);

@@ -138,6 +138,18 @@ fam_ecmp_topology(struct world_cfg *c)
     c->links_known = true;
 }
 
+/* A pod with its hosts known: the job's ranks report their switch ports, the culprit is on
+   their paths, and another tenant's incast off every path departs at each stall too. */
+static void
+fam_pod_ranks(struct world_cfg *c)
+{
+    fam_pod(c);
+    c->links_known = true;
+    c->hosts_known = true;
+    c->culprit_on_path = true;
+    c->offpath_twin = true;
+}
+
 /* The order is the families' random streams (100 + index): append, never insert. */
 const struct world_family world_families[] = {
     {"pfc_propagation", fam_pfc, 1},
@@ -153,6 +165,7 @@ const struct world_family world_families[] = {
     {"pfc_topology", fam_pfc_topology, 1},
     {"pod_topology", fam_pod_topology, 2},
     {"ecmp_topology", fam_ecmp_topology, 1},
+    {"pod_ranks", fam_pod_ranks, 2},
 };
 const size_t world_n_families = sizeof world_families / sizeof world_families[0];
 

@@ -153,6 +153,34 @@ print("surge-time slow events: %d, Eth1/49 first for %d; random slow events: %d,
 PYEOF
 ok "/correlate ranks tor1 Eth1/49 first for the surge-time slow events, not the random ones; host offset -40 ms +- 5 ms"
 
+# The slow rank's path: with the link from its host (the generator's gpu-node-3) to
+# tor1 Eth1/49 stated in the configuration, each slow window has one slow rank and one
+# port on its path, and its suspects say whether they are on it.
+write_config "host_events: { bearer_token_file: $T/he.token, memory_limit: 16MiB, retention: 1h }
+clock: { max_offset: 1ms }
+topology:
+  links:
+    - {a: {node: tor1, port: Eth1/49}, b: {node: gpu-node-3.example.net, port: eth0}}"
+hup
+curl -fsS --get "$URL/api/v1/correlate" --data-urlencode "start=$T0" --data-urlencode "kind=nccl" \
+  --data-urlencode "slow=2x" --data-urlencode "limit=1000" >"$T/corr_path.json" || fail "correlate"
+"$PY" - "$T/corr_path.json" <<'PYEOF' || fail "correlate with the path: $(head -c 1500 "$T/corr_path.json")"
+import json, sys
+events = json.load(open(sys.argv[1]))["data"]["events"]
+assert events and all(e["slow_ranks"] == 1 and e["path_ports"] == 1 for e in events), \
+    [(e["slow_ranks"], e["path_ports"]) for e in events[:5]]
+on = off = 0
+for e in events:
+    for s in e["suspects"]:
+        want = s["target"] == "tor1" and s["interface"] == "Eth1/49"
+        assert s["on_path"] == want, "on_path %s for %s %s" % (s["on_path"], s["target"], s["interface"])
+        on += want
+        off += not want
+assert on > 0, "no suspect on the path"
+print("windows %d, suspects on the path %d, off it %d" % (len(events), on, off))
+PYEOF
+ok "with the slow rank's link known, suspects on its path are marked so (tor1 Eth1/49), others not"
+
 # The same answer as a table, for a terminal (`fabricscope correlate`).
 "$FABRICSCOPE" correlate --url "$URL" --start "$T0" --slow 2x >"$T/table.txt" 2>&1 ||
   fail "fabricscope correlate: $(cat "$T/table.txt")"

@@ -632,9 +632,13 @@ test_slow_ranks_paths_first(void **state)
             assert_int_equal(res->top[rt].on_path, known ? 0 : -1);
             assert_int_equal(res->window.n_path, known ? n_path : 0);
         }
-        print_message("A, path %s: the job's origin led %d of 8 windows\n",
-                      known ? "known" : "unknown", led);
+        print_message("A, path %s: the job's origin led %d of 8 windows, the summary %s\n",
+                      known ? "known" : "unknown", led,
+                      r->aggregates[0].series == origin ? "too" : "not");
         assert_int_equal(led, known ? 8 : 0);
+        /* off the path, the other tenant's departures are no evidence */
+        if (known)
+            assert_int_equal(r->aggregates[0].series, origin);
         fs_corr_report_free(r);
     }
     fs_departures_free(d);
