@@ -70,6 +70,8 @@ struct agent {
     int64_t last_capture_us;          /* monotonic start of the last capture, 0: none */
     pid_t perf;
     char raw[4096], what[512], last_failure[96];
+    char plan_reported[160]; /* why captures cannot be planned, as last logged ("": they can) */
+    int64_t plan_reported_us;
     unsigned capture_seq;
     bool quota_reported;
     /* command */
@@ -417,30 +419,88 @@ capture_end(struct agent *a, int ws, bool interrupted)
     return rc;
 }
 
-/* Polls the collector's predictions and arms a window around the next one. */
+/* Captures cannot be planned (why): logged when the reason changes, and again every
+ * PLAN_REPORT_US while it lasts; planned again is logged once. */
+#define PLAN_REPORT_US (600LL * 1000000)
+static void
+plan_failed(struct agent *a, const char *why)
+{
+    int64_t mono = fs_monotonic_us();
+    if (strncmp(a->plan_reported, why, sizeof a->plan_reported - 1) == 0 &&
+        mono < a->plan_reported_us + PLAN_REPORT_US) {
+        fs_log(FS_LOG_DEBUG, "agent", "captures cannot be planned: %s", why);
+        return;
+    }
+    snprintf(a->plan_reported, sizeof a->plan_reported, "%s", why);
+    a->plan_reported_us = mono;
+    fs_log(FS_LOG_WARN, "agent",
+           "captures cannot be planned: %s (reported again in %lld min while it lasts)", why,
+           (long long)(PLAN_REPORT_US / 60000000));
+}
+
+static void
+plan_ok(struct agent *a)
+{
+    if (a->plan_reported[0])
+        fs_log(FS_LOG_INFO, "agent", "captures can be planned again");
+    a->plan_reported[0] = '\0';
+}
+
+/* Polls the collector's predictions and arms a window around the next one; while a
+ * window is armed, a newer prediction moves it and a withdrawn one disarms it (an
+ * unreachable collector leaves it armed). */
 static void
 capture_poll(struct agent *a)
 {
     struct fs_buf resp;
     struct fs_agent_meas m;
-    char err[600];
+    char err[600], why[700];
     long status = 0;
     int64_t next = 0, now = now_ns();
-    if (!fs_offset_track_at(&a->clock, now, &m))
+    if (!fs_offset_track_at(&a->clock, now, &m)) {
+        plan_failed(a, "no clock offset measured yet");
         return;
-    fs_buf_init(&resp, 64u << 20);
-    if (fs_imp_client_get(&a->cli, "/api/v1/incidents", &resp, &status, err, sizeof err) != 0 ||
-        status != 200) {
-        if (status)
-            fs_log(FS_LOG_WARN, "agent", "GET /api/v1/incidents: HTTP %ld", status);
+    }
+    /* Bounded: json-c holds a parsed answer in many times its size. */
+    fs_buf_init(&resp, FS_CAPTURE_ANSWER_MAX);
+    int grc = fs_imp_client_get(&a->cli, "/api/v1/incidents", &resp, &status, err, sizeof err);
+    if (resp.overflow) {
+        /* Every one: a collector that answers this is broken or hostile. */
+        fs_log(FS_LOG_WARN, "agent",
+               "GET /api/v1/incidents: answer larger than %u KiB refused unread",
+               FS_CAPTURE_ANSWER_MAX >> 10);
+        plan_failed(a, "the answer of GET /api/v1/incidents is too large");
+        goto out;
+    }
+    if (grc != 0) {
+        plan_failed(a, err);
+        goto out;
+    }
+    if (status != 200) {
+        snprintf(why, sizeof why, "GET /api/v1/incidents: HTTP %ld%s", status,
+                 status == 401 || status == 403
+                     ? " (the collector's http.bearer_token_file: give the agent that token in "
+                       "collector.token_file)"
+                     : "");
+        plan_failed(a, why);
         goto out;
     }
     /* Windows on the host's clock: collector time + offset (host minus collector). */
     int64_t coll_now = now - m.offset_ns;
-    int r = fs_capture_pick(resp.data ? resp.data : "", &a->cfg, coll_now, &next, a->what,
-                            sizeof a->what, err, sizeof err);
-    if (r < 0)
-        fs_log(FS_LOG_WARN, "agent", "%s", err);
+    char what[sizeof a->what];
+    int r = fs_capture_pick(resp.data ? resp.data : "", &a->cfg, coll_now, &next, what, sizeof what,
+                            err, sizeof err);
+    if (r < 0 || (r == 0 && err[0])) {
+        plan_failed(a, err);
+    } else {
+        if (err[0]) /* another group's refused time, this one is good */
+            fs_log(FS_LOG_DEBUG, "agent", "%s", err);
+        plan_ok(a);
+    }
+    if (r == 0 && a->cap == CAP_ARMED) {
+        fs_log(FS_LOG_INFO, "agent", "capture disarmed: the incident is no longer predicted");
+        a->cap = CAP_IDLE;
+    }
     if (r != 1)
         goto out;
     int64_t start = next + m.offset_ns - a->cfg.lead_us * 1000;
@@ -463,11 +523,17 @@ capture_poll(struct agent *a)
         goto out;
     }
     a->quota_reported = false;
+    /* Polled again while armed: the same window (the offset moves it by µs) is no news. */
+    bool moved = a->cap != CAP_ARMED || llabs(start - a->win_start_ns) >= 1000000000;
+    bool rearmed = a->cap == CAP_ARMED;
     a->win_start_ns = start;
     a->win_end_ns = end;
     a->cap = CAP_ARMED;
-    fs_log(FS_LOG_INFO, "agent", "capture armed: %.1f s from now for %.1f s (%s)",
-           (double)wait_us / 1e6, (double)(end - start) / 1e9, a->what);
+    snprintf(a->what, sizeof a->what, "%s", what);
+    if (moved)
+        fs_log(FS_LOG_INFO, "agent", "capture %s: %.1f s from now for %.1f s (%s)",
+               rearmed ? "re-armed" : "armed", (double)wait_us / 1e6, (double)(end - start) / 1e9,
+               a->what);
 out:
     fs_buf_free(&resp);
 }
@@ -476,7 +542,8 @@ static void
 capture_step(struct agent *a)
 {
     int64_t mono = fs_monotonic_us();
-    if (a->cap == CAP_IDLE && mono >= a->next_poll_us) {
+    /* Armed too: a prediction can move or go, and the window must follow it. */
+    if (a->cap != CAP_RUNNING && mono >= a->next_poll_us) {
         a->next_poll_us = mono + a->cfg.poll_us;
         capture_poll(a);
     }
@@ -937,6 +1004,7 @@ reload(struct agent *a, const char *path)
     a->waiting_reported = false;
     a->cmd_reported[0] = '\0';
     a->lldp_reported[0] = '\0';
+    a->plan_reported[0] = '\0';
     sync_spool_counters(a);
     fs_log(FS_LOG_INFO, "agent", "configuration reloaded from %s: collector %s, state in %s", path,
            a->cfg.url, a->cfg.state_dir);

@@ -58,6 +58,8 @@ fs_capture_pick(const char *json, const struct fs_agent_cfg *cfg, int64_t not_be
 {
     struct json_object *j = json_tokener_parse(json), *data, *rec;
     int rc = -1;
+    if (errlen)
+        err[0] = '\0';
     if (!j || !json_object_object_get_ex(j, "data", &data) ||
         !json_object_object_get_ex(data, "recurring", &rec) ||
         !json_object_is_type(rec, json_type_array)) {
@@ -71,9 +73,27 @@ fs_capture_pick(const char *json, const struct fs_agent_cfg *cfg, int64_t not_be
             !json_object_is_type(series, json_type_array) ||
             !json_object_object_get_ex(g, "next_expected", &next) || !follows(cfg, series))
             continue;
-        /* Seconds with µs, as put_time writes them: exact in a double to the µs. */
-        int64_t ns = (int64_t)llround(json_object_get_double(next) * 1e6) * 1000;
-        if (ns < not_before_ns || (rc == 1 && ns >= *next_ns))
+        /* Seconds with µs, as put_time writes them: exact in a double to the µs. A
+         * number only, finite and within FS_CAPTURE_MAX_AHEAD_NS: anything else would be a
+         * window decades away or an overflow on the way to ns. */
+        double sec = json_object_get_double(next);
+        if ((!json_object_is_type(next, json_type_double) &&
+             !json_object_is_type(next, json_type_int)) ||
+            !isfinite(sec) || sec < 0 || sec > FS_CAPTURE_MAX_SECONDS) {
+            fs_errf(err, errlen, "GET /api/v1/incidents: next_expected %.40s refused (not a time)",
+                    json_object_to_json_string(next));
+            continue;
+        }
+        int64_t ns = (int64_t)llround(sec * 1e6) * 1000;
+        if (ns < not_before_ns)
+            continue;
+        if (ns - not_before_ns > FS_CAPTURE_MAX_AHEAD_NS) {
+            fs_errf(err, errlen,
+                    "GET /api/v1/incidents: next_expected %.0f s ahead refused (at most %.0f s)",
+                    (double)(ns - not_before_ns) / 1e9, (double)FS_CAPTURE_MAX_AHEAD_NS / 1e9);
+            continue;
+        }
+        if (rc == 1 && ns >= *next_ns)
             continue;
         *next_ns = ns;
         const char *text = str_of(g, "text");

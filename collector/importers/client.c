@@ -123,10 +123,11 @@ request(struct fs_imp_client *c, const char *path, const char *body, size_t body
     if (c->connect_timeout_s > 0)
         curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, c->connect_timeout_s);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    /* On every request: a collector with http.bearer_token_file refuses GETs without. */
+    if (c->auth_header)
+        hdr = curl_slist_append(hdr, c->auth_header);
     if (body) {
         hdr = curl_slist_append(hdr, "Content-Type: application/json");
-        if (c->auth_header)
-            hdr = curl_slist_append(hdr, c->auth_header);
         curl_easy_setopt(h, CURLOPT_POST, 1L);
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);

@@ -4,8 +4,8 @@
  *   GET  /api/v1/time         -> {"receive_ns":<int>,"send_ns":<int>}: the collector's
  *                                CLOCK_REALTIME when the request arrived and when the
  *                                answer was written (ns since the epoch)
- *   POST /api/v1/host-events  <- the body of analysis/host_events.h, with
- *                                "Authorization: Bearer <token>"
+ *   POST /api/v1/host-events  <- the body of analysis/host_events.h
+ * Every request carries "Authorization: Bearer <token>" when a token is configured.
  *
  * The host offset is measured with an NTP-style exchange over FS_IMP_TIME_ROUNDS
  * requests on one kept-alive connection (t1/t4 from this host's CLOCK_REALTIME), the
