@@ -195,7 +195,8 @@ fs_runcmd_kill(struct fs_runcmd *r)
 {
     if (r->pid <= 0)
         return;
-    r->stopped = true;
+    /* A run already killed for its timeout ended by it: reported as such (once). */
+    r->stopped = !r->timed_out;
     kill_group(r);
     /* The group is dead: the pipes reach their end (unless something left the group). */
     int64_t until = fs_monotonic_us() + 2000000;
