@@ -14,6 +14,7 @@
 
 #include <json-c/json.h>
 
+#include "hostagent/safefile.h"
 #include "importers/command.h"
 #include "importers/import_perf.h"
 #include "util/errf.h"
@@ -135,7 +136,7 @@ fs_capture_start(const struct fs_agent_cfg *cfg, const char *raw, int64_t durati
         return -1;
     }
     if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0640);
+        int fd = fs_agent_create(log, 0640);
         int nul = open("/dev/null", O_RDWR);
         if (fd >= 0) {
             dup2(fd, 2);
@@ -157,8 +158,11 @@ fs_capture_start(const struct fs_agent_cfg *cfg, const char *raw, int64_t durati
 static void
 diagnose(const char *log, const char *raw, char *err, size_t errlen)
 {
-    FILE *f = fopen(log, "r");
     char text[2048] = "", line[512];
+    int fd = fs_agent_open_regular(log, NULL, line, sizeof line);
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+    if (fd >= 0 && !f)
+        close(fd);
     size_t n = 0;
     while (f && fgets(line, sizeof line, f)) {
         size_t l = strlen(line);
@@ -207,8 +211,8 @@ fs_capture_import(const struct fs_agent_cfg *cfg, const char *raw, int ws, bool 
         return -1;
     }
     if (pid == 0) {
-        int fd = open(script, O_WRONLY | O_CREAT | O_TRUNC, 0640);
-        int lfd = open(log, O_WRONLY | O_APPEND);
+        int fd = fs_agent_create(script, 0640);
+        int lfd = open(log, O_WRONLY | O_APPEND | O_NOFOLLOW);
         if (fd >= 0)
             dup2(fd, 1);
         if (lfd >= 0)
@@ -221,9 +225,12 @@ fs_capture_import(const struct fs_agent_cfg *cfg, const char *raw, int ws, bool 
     int st = 0;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
         ;
-    FILE *f = fopen(script, "r");
-    struct fs_buf text;
     char why[256];
+    int sfd = fs_agent_open_regular(script, NULL, why, sizeof why);
+    FILE *f = sfd >= 0 ? fdopen(sfd, "r") : NULL;
+    if (sfd >= 0 && !f)
+        close(sfd);
+    struct fs_buf text;
     int rc = -1;
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || !f) {
         diagnose(log, raw, err, errlen);
