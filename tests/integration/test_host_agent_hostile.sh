@@ -8,7 +8,14 @@
 #   - next_expected 30 years ahead, or NaN, arms nothing (the reason is logged, once);
 #   - a window armed 30 s ahead moves when the prediction moves to 3 s ahead (the agent
 #     polls while armed), and is disarmed when the prediction goes;
-#   - with a wrong token, the 401 that stops captures is logged once, not every poll.
+#   - with a wrong token, the 401 that stops captures is logged once, not every poll;
+#   - a token from FABRICSCOPE_TOKEN is used and not inherited by the command; a token
+#     file over 511 bytes is refused at start (it was cut); a token sent over http:// to
+#     another host is warned about, once;
+#   - a state_dir others can write is refused at start, naming the fix;
+#   - what start-up refuses (a missing token file) --check-config warns of, and start-up
+#     exits 2 with it (the unit's RestartPreventExitStatus);
+#   - a missing nccl_inspector.dir is reported once, then once more when it appears.
 # perf is a stand-in that fails (no capture is imported; the hook records each window).
 source "$(dirname "$0")/lib.sh"
 
@@ -164,3 +171,84 @@ wait_exit "$WRONG_PID" 20
 c=$(grep -c "captures cannot be planned: GET /api/v1/incidents: HTTP 401" "$T/wrong.log" || true)
 [ "$c" = 1 ] || fail "the 401 logged $c times over $(refused_polls) polls: $(cat "$T/wrong.log")"
 ok "a wrong token: $(refused_polls) polls refused, logged once with the fix"
+
+# ---- FABRICSCOPE_TOKEN: used, then out of the environment the command inherits
+agent_yaml "$T/token" "$T/state3" | sed "s|, token_file: [^ ]* }| }|" >"$T/env.yaml"
+printf 'command: { argv: [/bin/sh, -c, "env >%s/cmd.env.tmp; mv %s/cmd.env.tmp %s/cmd.env"], interval: 1s }\n' \
+  "$T" "$T" "$T" >>"$T/env.yaml"
+: >"$T/requests.txt"
+FABRICSCOPE_TOKEN=$(cat "$T/token") "$FABRICSCOPE" host-agent -c "$T/env.yaml" >"$T/env.log" 2>&1 &
+ENV_PID=$!
+track "$ENV_PID"
+wait_for 20 "the command ran" test -s "$T/cmd.env"
+wait_for 20 "a poll answered 200 with the token from the environment" polls_above 0
+kill -TERM "$ENV_PID"
+wait_exit "$ENV_PID" 20
+if grep -q FABRICSCOPE_TOKEN "$T/cmd.env"; then fail "the command inherited FABRICSCOPE_TOKEN"; fi
+ok "the token from FABRICSCOPE_TOKEN is used ($(polls) polls answered) and not in the command's environment"
+
+# ---- a token file over 511 bytes: refused, not cut
+head -c 600 /dev/zero | tr '\0' a >"$T/long.token"
+agent_yaml "$T/long.token" "$T/state4" >"$T/long.yaml"
+set +e
+timeout 20 "$FABRICSCOPE" host-agent -c "$T/long.yaml" >"$T/long.log" 2>&1
+rc=$?
+set -e
+[ $rc = 2 ] || fail "an overlong token file: exit $rc, want 2: $(cat "$T/long.log")"
+grep -q "the token is longer than 511 bytes" "$T/long.log" || fail "not said why: $(cat "$T/long.log")"
+ok "a token file of 600 bytes is refused at start: $(tail -n1 "$T/long.log")"
+
+# ---- the token over http:// to a host that is not this one: warned once
+agent_yaml "$T/token" "$T/state5" | sed "s|url: http://127.0.0.1:$HTTP|url: http://192.0.2.1:9|" >"$T/far.yaml"
+"$FABRICSCOPE" host-agent -c "$T/far.yaml" >"$T/far.log" 2>&1 &
+FAR_PID=$!
+track "$FAR_PID"
+wait_for 20 "the clear-text token warned about" grep -q "bearer token is sent over http:// to 192.0.2.1" "$T/far.log"
+kill -TERM "$FAR_PID"
+wait_exit "$FAR_PID" 30
+[ "$(grep -c 'sent over http://' "$T/far.log")" = 1 ] || fail "warned $(grep -c 'sent over http://' "$T/far.log") times"
+[ "$(grep -c 'sent over http://' "$T/agent.log")" = 0 ] || fail "warned for a loopback collector"
+ok "a token over http:// to 192.0.2.1 is warned about once (not for 127.0.0.1)"
+
+# ---- a state_dir others can write: refused at start
+mkdir -m 0777 "$T/shared"
+agent_yaml "$T/token" "$T/shared" >"$T/shared.yaml"
+set +e
+timeout 20 "$FABRICSCOPE" host-agent -c "$T/shared.yaml" >"$T/shared.log" 2>&1
+rc=$?
+set -e
+[ $rc = 2 ] || fail "a world-writable state_dir: exit $rc, want 2: $(cat "$T/shared.log")"
+grep -q "writable by its group or by others (mode 0777).*fix: chmod go-w" "$T/shared.log" ||
+  fail "not said why: $(cat "$T/shared.log")"
+ok "a world-writable state_dir is refused at start: $(tail -n1 "$T/shared.log")"
+
+# ---- a missing token file: --check-config warns of it, start-up refuses it with exit 2
+agent_yaml "$T/missing.token" "$T/state6" >"$T/missing.yaml"
+"$FABRICSCOPE" host-agent -c "$T/missing.yaml" --check-config >"$T/check.out" 2>"$T/check.err" ||
+  fail "--check-config refused a valid file: $(cat "$T/check.err")"
+grep -q "warning: start-up will refuse it on this host: token file $T/missing.token: No such file" "$T/check.err" ||
+  fail "--check-config did not warn of the missing token file: $(cat "$T/check.out" "$T/check.err")"
+set +e
+timeout 20 "$FABRICSCOPE" host-agent -c "$T/missing.yaml" >"$T/missing.log" 2>&1
+rc=$?
+set -e
+[ $rc = 2 ] || fail "a missing token file: exit $rc, want 2: $(cat "$T/missing.log")"
+ok "a missing token file: --check-config warns ($(cat "$T/check.err")), start-up exits 2"
+
+# ---- a missing nccl_inspector.dir: said once, and once more when it appears
+agent_yaml "$T/token" "$T/state7" >"$T/nccl.yaml"
+printf 'nccl_inspector: { dir: %s/nccl, scan_interval: 100ms }\n' "$T" >>"$T/nccl.yaml"
+"$FABRICSCOPE" host-agent -c "$T/nccl.yaml" >"$T/nccl.log" 2>&1 &
+NCCL_PID=$!
+track "$NCCL_PID"
+wait_for 20 "the missing directory reported" grep -q "nccl_inspector: $T/nccl: No such file" "$T/nccl.log"
+# 20 scans later (100 ms each), still one line.
+n=$(polls)
+wait_for 20 "two more polls (2 s, 20 scans)" polls_above $((n + 1))
+[ "$(grep -c "nccl_inspector: $T/nccl" "$T/nccl.log")" = 1 ] ||
+  fail "the missing directory reported $(grep -c "nccl_inspector: $T/nccl" "$T/nccl.log") times"
+mkdir "$T/nccl"
+wait_for 20 "the directory's appearance reported" grep -q "nccl_inspector: $T/nccl is read again" "$T/nccl.log"
+kill -TERM "$NCCL_PID"
+wait_exit "$NCCL_PID" 20
+ok "a missing nccl_inspector.dir reported once over 20+ scans, and when it appeared"
