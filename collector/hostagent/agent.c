@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
 #include <microhttpd.h>
 
 #include "analysis/host_events.h"
@@ -26,6 +27,7 @@
 #include "hostagent/lldp.h"
 #include "hostagent/offset_track.h"
 #include "hostagent/runcmd.h"
+#include "hostagent/safefile.h"
 #include "hostagent/spool.h"
 #include "hostagent/tail.h"
 #include "importers/client.h"
@@ -70,6 +72,11 @@ struct agent {
     int64_t last_capture_us;          /* monotonic start of the last capture, 0: none */
     pid_t perf;
     char raw[4096], what[512], last_failure[96];
+    char *env_token;         /* FABRICSCOPE_TOKEN, taken out of the environment (owned) */
+    bool plain_warned;       /* the token over http:// to another host was said */
+    char tail_reported[160]; /* the tail's last error, as logged ("": none) */
+    char plan_reported[160]; /* why captures cannot be planned, as last logged ("": they can) */
+    int64_t plan_reported_us;
     unsigned capture_seq;
     bool quota_reported;
     /* command */
@@ -315,8 +322,20 @@ tail_step(struct agent *a)
         pthread_mutex_lock(&a->mu);
         a->c.nccl_lines_bad = a->tail.lines_bad;
         pthread_mutex_unlock(&a->mu);
-        if (r < 0)
-            fs_log(FS_LOG_ERROR, "agent", "nccl_inspector: %s", err);
+        /* A directory that is not there yet (no job has run) is said once, and again
+         * when it can be read: not every scan_interval. */
+        if (r < 0 && strncmp(a->tail_reported, err, sizeof a->tail_reported - 1) != 0) {
+            size_t l = strnlen(err, sizeof a->tail_reported - 1);
+            memcpy(a->tail_reported, err, l);
+            a->tail_reported[l] = '\0';
+            fs_log(FS_LOG_WARN, "agent", "nccl_inspector: %s (reported once, until it changes)",
+                   err);
+        } else if (r < 0) {
+            fs_log(FS_LOG_DEBUG, "agent", "nccl_inspector: %s", err);
+        } else if (a->tail_reported[0]) {
+            fs_log(FS_LOG_INFO, "agent", "nccl_inspector: %s is read again", a->cfg.nccl_dir);
+            a->tail_reported[0] = '\0';
+        }
         if (!placed)
             return;
         if (fs_tail_commit(&a->tail, &pos, err, sizeof err) != 0) {
@@ -339,7 +358,7 @@ raw_bytes(const struct agent *a)
         if (strncmp(de->d_name, "capture-", 8) != 0)
             continue;
         snprintf(p, sizeof p, "%s/%s", a->cfg.state_dir, de->d_name);
-        if (stat(p, &st) == 0 && S_ISREG(st.st_mode))
+        if (lstat(p, &st) == 0 && S_ISREG(st.st_mode))
             sum += (uint64_t)st.st_size;
     }
     if (d)
@@ -417,30 +436,88 @@ capture_end(struct agent *a, int ws, bool interrupted)
     return rc;
 }
 
-/* Polls the collector's predictions and arms a window around the next one. */
+/* Captures cannot be planned (why): logged when the reason changes, and again every
+ * PLAN_REPORT_US while it lasts; planned again is logged once. */
+#define PLAN_REPORT_US (600LL * 1000000)
+static void
+plan_failed(struct agent *a, const char *why)
+{
+    int64_t mono = fs_monotonic_us();
+    if (strncmp(a->plan_reported, why, sizeof a->plan_reported - 1) == 0 &&
+        mono < a->plan_reported_us + PLAN_REPORT_US) {
+        fs_log(FS_LOG_DEBUG, "agent", "captures cannot be planned: %s", why);
+        return;
+    }
+    snprintf(a->plan_reported, sizeof a->plan_reported, "%s", why);
+    a->plan_reported_us = mono;
+    fs_log(FS_LOG_WARN, "agent",
+           "captures cannot be planned: %s (reported again in %lld min while it lasts)", why,
+           (long long)(PLAN_REPORT_US / 60000000));
+}
+
+static void
+plan_ok(struct agent *a)
+{
+    if (a->plan_reported[0])
+        fs_log(FS_LOG_INFO, "agent", "captures can be planned again");
+    a->plan_reported[0] = '\0';
+}
+
+/* Polls the collector's predictions and arms a window around the next one; while a
+ * window is armed, a newer prediction moves it and a withdrawn one disarms it (an
+ * unreachable collector leaves it armed). */
 static void
 capture_poll(struct agent *a)
 {
     struct fs_buf resp;
     struct fs_agent_meas m;
-    char err[600];
+    char err[600], why[700];
     long status = 0;
     int64_t next = 0, now = now_ns();
-    if (!fs_offset_track_at(&a->clock, now, &m))
+    if (!fs_offset_track_at(&a->clock, now, &m)) {
+        plan_failed(a, "no clock offset measured yet");
         return;
-    fs_buf_init(&resp, 64u << 20);
-    if (fs_imp_client_get(&a->cli, "/api/v1/incidents", &resp, &status, err, sizeof err) != 0 ||
-        status != 200) {
-        if (status)
-            fs_log(FS_LOG_WARN, "agent", "GET /api/v1/incidents: HTTP %ld", status);
+    }
+    /* Bounded: json-c holds a parsed answer in many times its size. */
+    fs_buf_init(&resp, FS_CAPTURE_ANSWER_MAX);
+    int grc = fs_imp_client_get(&a->cli, "/api/v1/incidents", &resp, &status, err, sizeof err);
+    if (resp.overflow) {
+        /* Every one: a collector that answers this is broken or hostile. */
+        fs_log(FS_LOG_WARN, "agent",
+               "GET /api/v1/incidents: answer larger than %u KiB refused unread",
+               FS_CAPTURE_ANSWER_MAX >> 10);
+        plan_failed(a, "the answer of GET /api/v1/incidents is too large");
+        goto out;
+    }
+    if (grc != 0) {
+        plan_failed(a, err);
+        goto out;
+    }
+    if (status != 200) {
+        snprintf(why, sizeof why, "GET /api/v1/incidents: HTTP %ld%s", status,
+                 status == 401 || status == 403
+                     ? " (the collector's http.bearer_token_file: give the agent that token in "
+                       "collector.token_file)"
+                     : "");
+        plan_failed(a, why);
         goto out;
     }
     /* Windows on the host's clock: collector time + offset (host minus collector). */
     int64_t coll_now = now - m.offset_ns;
-    int r = fs_capture_pick(resp.data ? resp.data : "", &a->cfg, coll_now, &next, a->what,
-                            sizeof a->what, err, sizeof err);
-    if (r < 0)
-        fs_log(FS_LOG_WARN, "agent", "%s", err);
+    char what[sizeof a->what];
+    int r = fs_capture_pick(resp.data ? resp.data : "", &a->cfg, coll_now, &next, what, sizeof what,
+                            err, sizeof err);
+    if (r < 0 || (r == 0 && err[0])) {
+        plan_failed(a, err);
+    } else {
+        if (err[0]) /* another group's refused time, this one is good */
+            fs_log(FS_LOG_DEBUG, "agent", "%s", err);
+        plan_ok(a);
+    }
+    if (r == 0 && a->cap == CAP_ARMED) {
+        fs_log(FS_LOG_INFO, "agent", "capture disarmed: the incident is no longer predicted");
+        a->cap = CAP_IDLE;
+    }
     if (r != 1)
         goto out;
     int64_t start = next + m.offset_ns - a->cfg.lead_us * 1000;
@@ -463,11 +540,17 @@ capture_poll(struct agent *a)
         goto out;
     }
     a->quota_reported = false;
+    /* Polled again while armed: the same window (the offset moves it by µs) is no news. */
+    bool moved = a->cap != CAP_ARMED || llabs(start - a->win_start_ns) >= 1000000000;
+    bool rearmed = a->cap == CAP_ARMED;
     a->win_start_ns = start;
     a->win_end_ns = end;
     a->cap = CAP_ARMED;
-    fs_log(FS_LOG_INFO, "agent", "capture armed: %.1f s from now for %.1f s (%s)",
-           (double)wait_us / 1e6, (double)(end - start) / 1e9, a->what);
+    snprintf(a->what, sizeof a->what, "%s", what);
+    if (moved)
+        fs_log(FS_LOG_INFO, "agent", "capture %s: %.1f s from now for %.1f s (%s)",
+               rearmed ? "re-armed" : "armed", (double)wait_us / 1e6, (double)(end - start) / 1e9,
+               a->what);
 out:
     fs_buf_free(&resp);
 }
@@ -476,7 +559,8 @@ static void
 capture_step(struct agent *a)
 {
     int64_t mono = fs_monotonic_us();
-    if (a->cap == CAP_IDLE && mono >= a->next_poll_us) {
+    /* Armed too: a prediction can move or go, and the window must follow it. */
+    if (a->cap != CAP_RUNNING && mono >= a->next_poll_us) {
         a->next_poll_us = mono + a->cfg.poll_us;
         capture_poll(a);
     }
@@ -800,16 +884,71 @@ metrics_start(struct agent *a, const struct fs_agent_cfg *cfg, struct MHD_Daemon
 
 /* ---- the subcommand ---- */
 
+/* What start-up refuses of a valid file (the token, state_dir's owner and mode), checked
+ * without creating anything: --check-config warns of it, and start-up refuses it with the
+ * exit code of a bad file, 2 (the unit does not restart on it). 0 or -1 with err. */
+static int
+check_startup(const struct agent *a, char *err, size_t errlen)
+{
+    struct fs_imp_client cli;
+    char why[700];
+    if (fs_imp_client_open_token(&cli, a->cfg.url, a->cfg.token_file, a->env_token, err, errlen) !=
+        0)
+        return -1;
+    fs_imp_client_close(&cli);
+    if (fs_agent_private_dir(a->cfg.state_dir, false, why, sizeof why) != 0) {
+        snprintf(err, errlen, "state_dir: %s", why);
+        return -1;
+    }
+    char spool[4200];
+    snprintf(spool, sizeof spool, "%s/spool", a->cfg.state_dir);
+    if (fs_agent_private_dir(spool, false, why, sizeof why) != 0) {
+        snprintf(err, errlen, "state_dir: %s", why);
+        return -1;
+    }
+    return 0;
+}
+
+/* A token sent in clear to another host can be read on the way: said once. */
+static void
+warn_plain_http(struct agent *a, const struct fs_imp_client *cli)
+{
+    if (a->plain_warned || !cli->auth_header || strncmp(cli->base_url, "http://", 7) != 0)
+        return;
+    CURLU *u = curl_url();
+    char *host = NULL;
+    if (!u || curl_url_set(u, CURLUPART_URL, cli->base_url, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK) {
+        curl_url_cleanup(u);
+        return;
+    }
+    struct in_addr v4;
+    bool loopback = strcmp(host, "localhost") == 0 || strcmp(host, "[::1]") == 0 ||
+                    (inet_pton(AF_INET, host, &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127);
+    if (!loopback) {
+        fs_log(FS_LOG_WARN, "agent",
+               "the bearer token is sent over http:// to %s: anyone on the path can read it "
+               "(use https:// for a collector on another host)",
+               host);
+        a->plain_warned = true;
+    }
+    curl_free(host);
+    curl_url_cleanup(u);
+}
+
 static int
 agent_open(struct agent *a, char *err, size_t errlen)
 {
     char dir[4200];
-    if (mkdir(a->cfg.state_dir, 0750) != 0 && errno != EEXIST) {
-        snprintf(err, errlen, "state_dir %s: %s", a->cfg.state_dir, strerror(errno));
+    char why[700];
+    if (fs_agent_private_dir(a->cfg.state_dir, true, why, sizeof why) != 0) {
+        snprintf(err, errlen, "state_dir: %s", why);
         return -1;
     }
-    if (fs_imp_client_open(&a->cli, a->cfg.url, a->cfg.token_file, err, errlen) != 0)
+    if (fs_imp_client_open_token(&a->cli, a->cfg.url, a->cfg.token_file, a->env_token, err,
+                                 errlen) != 0)
         return -1;
+    warn_plain_http(a, &a->cli);
     a->cli.timeout_s = REQUEST_TIMEOUT_S;
     a->cli.connect_timeout_s = CONNECT_TIMEOUT_S;
     snprintf(dir, sizeof dir, "%s/spool", a->cfg.state_dir);
@@ -843,6 +982,10 @@ agent_close(struct agent *a)
     if (a->cli.curl)
         fs_imp_client_close(&a->cli);
     fs_agent_cfg_free(&a->cfg);
+    if (a->env_token) {
+        memset(a->env_token, 0, strlen(a->env_token));
+        free(a->env_token);
+    }
     pthread_mutex_destroy(&a->mu);
 }
 
@@ -884,12 +1027,14 @@ reload(struct agent *a, const char *path)
         goto refused;
     }
     same_listen = fs_cfg_str_equal(nc.metrics_listen, a->cfg.metrics_listen);
-    if (mkdir(nc.state_dir, 0750) != 0 && errno != EEXIST) {
-        snprintf(err, sizeof err, "state_dir %s: %s", nc.state_dir, strerror(errno));
+    char why[700];
+    if (fs_agent_private_dir(nc.state_dir, true, why, sizeof why) != 0) {
+        snprintf(err, sizeof err, "state_dir: %s", why);
         goto failed;
     }
-    if (fs_imp_client_open(&cli, nc.url, nc.token_file, err, sizeof err) != 0)
+    if (fs_imp_client_open_token(&cli, nc.url, nc.token_file, a->env_token, err, sizeof err) != 0)
         goto failed;
+    warn_plain_http(a, &cli);
     cli.timeout_s = REQUEST_TIMEOUT_S;
     cli.connect_timeout_s = CONNECT_TIMEOUT_S;
     snprintf(dir, sizeof dir, "%s/spool", nc.state_dir);
@@ -937,6 +1082,8 @@ reload(struct agent *a, const char *path)
     a->waiting_reported = false;
     a->cmd_reported[0] = '\0';
     a->lldp_reported[0] = '\0';
+    a->plan_reported[0] = '\0';
+    a->tail_reported[0] = '\0';
     sync_spool_counters(a);
     fs_log(FS_LOG_INFO, "agent", "configuration reloaded from %s: collector %s, state in %s", path,
            a->cfg.url, a->cfg.state_dir);
@@ -1100,7 +1247,8 @@ fs_host_agent_main(int argc, char **argv)
                    "  the agent of a GPU host: measures its clock offset to the collector,\n"
                    "  posts NCCL Inspector records as they are written, and runs perf around\n"
                    "  the collector's next predicted incident (README \"Host agent\");\n"
-                   "  --check-config: validate FILE and exit 0 (good) or 2 (bad);\n"
+                   "  --check-config: validate FILE and exit 0 (good) or 2 (bad), with a\n"
+                   "  warning for what start-up would refuse on this host (exit 2 then);\n"
                    "  --once: one capture of capture.length now, posted, then exit;\n"
                    "  SIGHUP reloads FILE (a bad file is refused whole, the running\n"
                    "  configuration stays), SIGTERM or SIGINT stops\n",
@@ -1122,9 +1270,26 @@ fs_host_agent_main(int argc, char **argv)
         return 1;
     }
     pthread_mutex_init(&a->mu, NULL);
+    /* Out of the environment before anything is started: perf, the command and the hook
+     * would inherit it. Kept for the client (and a reload's). */
+    const char *env_token = getenv("FABRICSCOPE_TOKEN");
+    if (env_token && !(a->env_token = strdup(env_token))) {
+        fprintf(stderr, "fabricscope host-agent: out of memory\n");
+        rc = 1;
+        goto out;
+    }
+    unsetenv("FABRICSCOPE_TOKEN");
     if (fs_agent_cfg_load(path, &a->cfg, &errors) != 0) {
         fputs(errors ? errors : "out of memory\n", stderr);
         goto out;
+    }
+    /* --check-config says it and still exits 0 (the file is valid: an example whose token
+     * is not installed yet passes); start-up refuses it with 2. */
+    if (check_startup(a, err, sizeof err) != 0) {
+        fprintf(stderr, "%s: %s%s\n", check ? path : "fabricscope host-agent",
+                check ? "warning: start-up will refuse it on this host: " : "", err);
+        if (!check)
+            goto out;
     }
     if (check) {
         printf("%s: good\n", path);

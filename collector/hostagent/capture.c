@@ -14,6 +14,7 @@
 
 #include <json-c/json.h>
 
+#include "hostagent/safefile.h"
 #include "importers/command.h"
 #include "importers/import_perf.h"
 #include "util/errf.h"
@@ -58,6 +59,8 @@ fs_capture_pick(const char *json, const struct fs_agent_cfg *cfg, int64_t not_be
 {
     struct json_object *j = json_tokener_parse(json), *data, *rec;
     int rc = -1;
+    if (errlen)
+        err[0] = '\0';
     if (!j || !json_object_object_get_ex(j, "data", &data) ||
         !json_object_object_get_ex(data, "recurring", &rec) ||
         !json_object_is_type(rec, json_type_array)) {
@@ -71,9 +74,27 @@ fs_capture_pick(const char *json, const struct fs_agent_cfg *cfg, int64_t not_be
             !json_object_is_type(series, json_type_array) ||
             !json_object_object_get_ex(g, "next_expected", &next) || !follows(cfg, series))
             continue;
-        /* Seconds with µs, as put_time writes them: exact in a double to the µs. */
-        int64_t ns = (int64_t)llround(json_object_get_double(next) * 1e6) * 1000;
-        if (ns < not_before_ns || (rc == 1 && ns >= *next_ns))
+        /* Seconds with µs, as put_time writes them: exact in a double to the µs. A
+         * number only, finite and within FS_CAPTURE_MAX_AHEAD_NS: anything else would be a
+         * window decades away or an overflow on the way to ns. */
+        double sec = json_object_get_double(next);
+        if ((!json_object_is_type(next, json_type_double) &&
+             !json_object_is_type(next, json_type_int)) ||
+            !isfinite(sec) || sec < 0 || sec > FS_CAPTURE_MAX_SECONDS) {
+            fs_errf(err, errlen, "GET /api/v1/incidents: next_expected %.40s refused (not a time)",
+                    json_object_to_json_string(next));
+            continue;
+        }
+        int64_t ns = (int64_t)llround(sec * 1e6) * 1000;
+        if (ns < not_before_ns)
+            continue;
+        if (ns - not_before_ns > FS_CAPTURE_MAX_AHEAD_NS) {
+            fs_errf(err, errlen,
+                    "GET /api/v1/incidents: next_expected %.0f s ahead refused (at most %.0f s)",
+                    (double)(ns - not_before_ns) / 1e9, (double)FS_CAPTURE_MAX_AHEAD_NS / 1e9);
+            continue;
+        }
+        if (rc == 1 && ns >= *next_ns)
             continue;
         *next_ns = ns;
         const char *text = str_of(g, "text");
@@ -115,7 +136,7 @@ fs_capture_start(const struct fs_agent_cfg *cfg, const char *raw, int64_t durati
         return -1;
     }
     if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0640);
+        int fd = fs_agent_create(log, 0640);
         int nul = open("/dev/null", O_RDWR);
         if (fd >= 0) {
             dup2(fd, 2);
@@ -137,8 +158,11 @@ fs_capture_start(const struct fs_agent_cfg *cfg, const char *raw, int64_t durati
 static void
 diagnose(const char *log, const char *raw, char *err, size_t errlen)
 {
-    FILE *f = fopen(log, "r");
     char text[2048] = "", line[512];
+    int fd = fs_agent_open_regular(log, NULL, line, sizeof line);
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+    if (fd >= 0 && !f)
+        close(fd);
     size_t n = 0;
     while (f && fgets(line, sizeof line, f)) {
         size_t l = strlen(line);
@@ -187,8 +211,8 @@ fs_capture_import(const struct fs_agent_cfg *cfg, const char *raw, int ws, bool 
         return -1;
     }
     if (pid == 0) {
-        int fd = open(script, O_WRONLY | O_CREAT | O_TRUNC, 0640);
-        int lfd = open(log, O_WRONLY | O_APPEND);
+        int fd = fs_agent_create(script, 0640);
+        int lfd = open(log, O_WRONLY | O_APPEND | O_NOFOLLOW);
         if (fd >= 0)
             dup2(fd, 1);
         if (lfd >= 0)
@@ -201,9 +225,12 @@ fs_capture_import(const struct fs_agent_cfg *cfg, const char *raw, int ws, bool 
     int st = 0;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
         ;
-    FILE *f = fopen(script, "r");
-    struct fs_buf text;
     char why[256];
+    int sfd = fs_agent_open_regular(script, NULL, why, sizeof why);
+    FILE *f = sfd >= 0 ? fdopen(sfd, "r") : NULL;
+    if (sfd >= 0 && !f)
+        close(sfd);
+    struct fs_buf text;
     int rc = -1;
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || !f) {
         diagnose(log, raw, err, errlen);

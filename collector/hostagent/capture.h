@@ -22,11 +22,21 @@
 #include "hostagent/agent_config.h"
 #include "importers/events.h"
 
+/** The answers the agent reads: at most this much (a larger one is refused unparsed). */
+#define FS_CAPTURE_ANSWER_MAX (1u << 20)
+/** How far ahead of the collector's now a window may be armed. */
+#define FS_CAPTURE_MAX_AHEAD_NS (86400LL * 1000000000)
+/** next_expected beyond this (year 2096) is not a time: its ns would near INT64_MAX. */
+#define FS_CAPTURE_MAX_SECONDS 4e9
+
 /**
  * From an /api/v1/incidents answer, the earliest next_expected (collector clock, ns) of
  * the recurring groups the configuration follows (a series of one of capture.targets or
- * capture.rules; every group when both are empty) that is not before not_before_ns.
- * 1 with *next_ns and a description in what, 0 when none, -1 with err (not an answer).
+ * capture.rules; every group when both are empty) that is not before not_before_ns and
+ * at most FS_CAPTURE_MAX_AHEAD_NS after it. 1 with *next_ns and a description in what,
+ * 0 when none, -1 with err (not an answer). A followed group whose next_expected is not a
+ * finite number of seconds, or too far ahead, is skipped; err then says so (else "")
+ * whatever the return.
  */
 int fs_capture_pick(const char *json, const struct fs_agent_cfg *cfg, int64_t not_before_ns,
                     int64_t *next_ns, char *what, size_t whatlen, char *err, size_t errlen);

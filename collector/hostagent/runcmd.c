@@ -94,10 +94,13 @@ fail:
     return -1;
 }
 
+/* The group outlives its leader while a member (a backgrounded grandchild) runs, and its
+ * id is not handed out again while it has members: killing it after the leader is reaped
+ * stays within what the command started. */
 static void
 kill_group(struct fs_runcmd *r)
 {
-    if (r->pid > 0 && !r->reaped)
+    if (r->pid > 0 && (!r->reaped || r->out_fd >= 0 || r->err_fd >= 0))
         kill(-r->pid, SIGKILL);
 }
 
@@ -153,13 +156,24 @@ fs_runcmd_step(struct fs_runcmd *r, int64_t timeout_us, int wait_ms)
         p[n++] = (struct pollfd){.fd = r->out_fd, .events = POLLIN};
     if (r->err_fd >= 0)
         p[n++] = (struct pollfd){.fd = r->err_fd, .events = POLLIN};
-    if (n)
-        (void)poll(p, n, wait_ms);
+    /* With both pipes closed (a command that redirected its output) nothing wakes a
+     * poll: wait anyway, or the caller's loop spins until the child exits. */
+    (void)poll(n ? p : NULL, n, wait_ms);
     drain(r, &r->out_fd, true);
     drain(r, &r->err_fd, false);
-    if (!r->reaped && !r->timed_out && fs_monotonic_us() - r->start_mono_us >= timeout_us) {
+    /* The timeout holds for the whole run: a grandchild that keeps the pipes open after
+     * the child was reaped is killed with its group, and what escaped the group (setsid)
+     * is no longer read. */
+    if (!r->timed_out && timeout_us != INT64_MAX &&
+        fs_monotonic_us() - r->start_mono_us >= timeout_us) {
         r->timed_out = true;
         kill_group(r);
+    }
+    if (r->timed_out && r->reaped) {
+        drain(r, &r->out_fd, true);
+        drain(r, &r->err_fd, false);
+        close_fd(&r->out_fd);
+        close_fd(&r->err_fd);
     }
     if (!r->reaped) {
         int ws;
@@ -181,7 +195,8 @@ fs_runcmd_kill(struct fs_runcmd *r)
 {
     if (r->pid <= 0)
         return;
-    r->stopped = true;
+    /* A run already killed for its timeout ended by it: reported as such (once). */
+    r->stopped = !r->timed_out;
     kill_group(r);
     /* The group is dead: the pipes reach their end (unless something left the group). */
     int64_t until = fs_monotonic_us() + 2000000;

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hostagent/safefile.h"
 #include "util/errf.h"
 #include "util/log.h"
 
@@ -60,7 +61,7 @@ file_size(const struct fs_spool *s, const char *name, uint64_t *size)
     char path[4096];
     struct stat st;
     snprintf(path, sizeof path, "%s/%s", s->dir, name);
-    if (stat(path, &st) != 0)
+    if (lstat(path, &st) != 0)
         return -1;
     *size = (uint64_t)st.st_size;
     return 0;
@@ -76,10 +77,8 @@ fs_spool_open(struct fs_spool *s, const char *dir, uint64_t max_bytes, char *err
         fs_errf(err, errlen, "out of memory");
         return -1;
     }
-    if (mkdir(dir, 0750) != 0 && errno != EEXIST) {
-        fs_errf(err, errlen, "%s: %s", dir, strerror(errno));
+    if (fs_agent_private_dir(dir, true, err, errlen) != 0)
         goto fail;
-    }
     /* A temporary file is a body a crash interrupted: its batch was not spooled. */
     DIR *d = opendir(dir);
     struct dirent *de;
@@ -165,8 +164,10 @@ fs_spool_put(struct fs_spool *s, const char *body, size_t len, size_t n_events, 
         if (drop_oldest(s) != 0)
             break;
     snprintf(path, sizeof path, "%s/%020" PRIu64 "-%zu.json", s->dir, s->next_seq, n_events);
-    snprintf(tmp, sizeof tmp, "%s/.tmp-%ld", s->dir, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+    /* A name of its own (O_EXCL): nothing planted under a predictable one is written. */
+    snprintf(tmp, sizeof tmp, "%s/.tmp-XXXXXX", s->dir);
+    errno = 0;
+    int fd = mkostemp(tmp, O_CLOEXEC);
     size_t done = 0;
     while (fd >= 0 && done < len) {
         ssize_t w = write(fd, body + done, len - done);
@@ -178,9 +179,10 @@ fs_spool_put(struct fs_spool *s, const char *body, size_t len, size_t n_events, 
     }
     if (fd < 0 || done < len || fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
         fs_errf(err, errlen, "spooling to %s: %s", s->dir, strerror(errno ? errno : EIO));
-        if (fd >= 0)
+        if (fd >= 0) {
             close(fd);
-        unlink(tmp);
+            unlink(tmp);
+        }
         return -1;
     }
     s->next_seq++;
@@ -206,9 +208,20 @@ fs_spool_oldest(struct fs_spool *s, char **body, size_t *len, size_t *n_events, 
     (void)parse_name(name, &seq, n_events);
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", s->dir, name);
-    FILE *f = fopen(path, "rb");
     struct stat st;
-    if (!f || fstat(fileno(f), &st) != 0) {
+    int fd = fs_agent_open_regular(path, &st, err, errlen);
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+    if (fd < 0) {
+        /* Not one the agent wrote (a symlink, a FIFO): removed, or it blocks the spool. */
+        if (unlink(path) == 0) {
+            fs_log(FS_LOG_WARN, "agent", "%s: removed from the spool", err);
+            s->files -= s->files ? 1 : 0;
+            s->events -= *n_events < s->events ? *n_events : s->events;
+            rc = 0;
+            goto out;
+        }
+    } else if (!f) {
+        close(fd);
         fs_errf(err, errlen, "%s: %s", path, strerror(errno));
     } else if (!(*body = malloc((size_t)st.st_size + 1))) {
         fs_errf(err, errlen, "out of memory");

@@ -38,7 +38,8 @@ int fs_spool_put(struct fs_spool *s, const char *body, size_t len, size_t n_even
 
 /**
  * The oldest body: 1 with *body (malloc'd, NUL-terminated; the caller frees), its length,
- * event count and file name (for fs_spool_remove); 0 when empty; -1 with err.
+ * event count and file name (for fs_spool_remove); 0 when empty, or when the oldest was
+ * not a regular file (a symlink or FIFO no agent wrote: removed and logged); -1 with err.
  */
 int fs_spool_oldest(struct fs_spool *s, char **body, size_t *len, size_t *n_events, char *name,
                     size_t namelen, char *err, size_t errlen);

@@ -13,6 +13,7 @@
 
 #include <json-c/json.h>
 
+#include "hostagent/safefile.h"
 #include "importers/import_nccl_inspector.h"
 #include "util/errf.h"
 #include "util/log.h"
@@ -50,9 +51,17 @@ add(struct fs_tail *t, const char *name, size_t *idx)
 static int
 read_state(struct fs_tail *t, char *err, size_t errlen)
 {
-    if (access(t->state_path, F_OK) != 0)
+    struct stat lst;
+    if (lstat(t->state_path, &lst) != 0 && errno == ENOENT)
         return 0;
-    struct json_object *j = json_object_from_file(t->state_path), *files;
+    char why[600];
+    int fd = fs_agent_open_regular(t->state_path, NULL, why, sizeof why);
+    if (fd < 0) {
+        fs_errf(err, errlen, "%s (remove it to read every log again)", why);
+        return -1;
+    }
+    struct json_object *j = json_object_from_fd(fd), *files;
+    close(fd);
     int rc = -1;
     if (!j || !json_object_object_get_ex(j, "files", &files) ||
         !json_object_is_type(files, json_type_array)) {
@@ -195,7 +204,9 @@ fs_tail_next(struct fs_tail *t, const char *host, size_t max_bytes, struct fs_im
         char path[4096];
         struct stat st;
         snprintf(path, sizeof path, "%s/%s", t->dir, names[i]);
-        int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        /* The job's user writes this directory: a symlink there (to a file only root
+         * reads) is not followed, a FIFO not blocked on. */
+        int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
             if (fd >= 0)
                 close(fd);
@@ -299,7 +310,10 @@ fs_tail_commit(struct fs_tail *t, const struct fs_tail_pos *pos, char *err, size
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp", t->state_path);
     const char *text = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN);
-    FILE *fp = fopen(tmp, "w");
+    int tfd = fs_agent_create(tmp, 0640);
+    FILE *fp = tfd >= 0 ? fdopen(tfd, "w") : NULL;
+    if (tfd >= 0 && !fp)
+        close(tfd);
     if (!fp || fprintf(fp, "%s\n", text) < 0 || fflush(fp) != 0 || fsync(fileno(fp)) != 0) {
         fs_errf(err, errlen, "%s: %s", tmp, strerror(errno));
         if (fp)

@@ -45,8 +45,19 @@ int
 fs_imp_client_open(struct fs_imp_client *c, const char *base_url, const char *token_file, char *err,
                    size_t errlen)
 {
+    return fs_imp_client_open_token(c, base_url, token_file, getenv("FABRICSCOPE_TOKEN"), err,
+                                    errlen);
+}
+
+int
+fs_imp_client_open_token(struct fs_imp_client *c, const char *base_url, const char *token_file,
+                         const char *env_token, char *err, size_t errlen)
+{
     memset(c, 0, sizeof *c);
-    char token[512] = "";
+    /* Read with room to spare: a token cut at the buffer's end would be refused by the
+     * collector with no word of why. */
+    char token[FS_IMP_TOKEN_MAX + 2] = "";
+    int rc = -1;
     if (token_file) {
         FILE *f = fopen(token_file, "r");
         if (!f) {
@@ -59,15 +70,28 @@ fs_imp_client_open(struct fs_imp_client *c, const char *base_url, const char *to
         trim_token(token);
         if (!token[0]) {
             snprintf(err, errlen, "token file %s is empty", token_file);
-            return -1;
+            goto out;
         }
-    } else if (getenv("FABRICSCOPE_TOKEN")) {
-        snprintf(token, sizeof token, "%s", getenv("FABRICSCOPE_TOKEN"));
+        if (strlen(token) > FS_IMP_TOKEN_MAX) {
+            snprintf(err, errlen, "token file %s: the token is longer than %d bytes", token_file,
+                     FS_IMP_TOKEN_MAX);
+            goto out;
+        }
+    } else if (env_token) {
+        if (strlen(env_token) > FS_IMP_TOKEN_MAX + 1) {
+            snprintf(err, errlen, "FABRICSCOPE_TOKEN is longer than %d bytes", FS_IMP_TOKEN_MAX);
+            goto out;
+        }
+        snprintf(token, sizeof token, "%s", env_token);
         trim_token(token);
+        if (strlen(token) > FS_IMP_TOKEN_MAX) {
+            snprintf(err, errlen, "FABRICSCOPE_TOKEN is longer than %d bytes", FS_IMP_TOKEN_MAX);
+            goto out;
+        }
     }
     if (strncmp(base_url, "http://", 7) != 0 && strncmp(base_url, "https://", 8) != 0) {
         snprintf(err, errlen, "--url must start with http:// or https://");
-        return -1;
+        goto out;
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);
     c->curl = curl_easy_init();
@@ -75,7 +99,7 @@ fs_imp_client_open(struct fs_imp_client *c, const char *base_url, const char *to
     if (!c->curl || !c->base_url) {
         snprintf(err, errlen, "out of memory");
         fs_imp_client_close(c);
-        return -1;
+        goto out;
     }
     size_t l = strlen(c->base_url);
     while (l && c->base_url[l - 1] == '/')
@@ -86,11 +110,14 @@ fs_imp_client_open(struct fs_imp_client *c, const char *base_url, const char *to
         if (!c->auth_header) {
             snprintf(err, errlen, "out of memory");
             fs_imp_client_close(c);
-            return -1;
+            goto out;
         }
         snprintf(c->auth_header, n, "Authorization: Bearer %s", token);
     }
-    return 0;
+    rc = 0;
+out:
+    memset(token, 0, sizeof token); /* not left on the stack */
+    return rc;
 }
 
 void
@@ -123,10 +150,11 @@ request(struct fs_imp_client *c, const char *path, const char *body, size_t body
     if (c->connect_timeout_s > 0)
         curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, c->connect_timeout_s);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    /* On every request: a collector with http.bearer_token_file refuses GETs without. */
+    if (c->auth_header)
+        hdr = curl_slist_append(hdr, c->auth_header);
     if (body) {
         hdr = curl_slist_append(hdr, "Content-Type: application/json");
-        if (c->auth_header)
-            hdr = curl_slist_append(hdr, c->auth_header);
         curl_easy_setopt(h, CURLOPT_POST, 1L);
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);

@@ -4,8 +4,8 @@
  *   GET  /api/v1/time         -> {"receive_ns":<int>,"send_ns":<int>}: the collector's
  *                                CLOCK_REALTIME when the request arrived and when the
  *                                answer was written (ns since the epoch)
- *   POST /api/v1/host-events  <- the body of analysis/host_events.h, with
- *                                "Authorization: Bearer <token>"
+ *   POST /api/v1/host-events  <- the body of analysis/host_events.h
+ * Every request carries "Authorization: Bearer <token>" when a token is configured.
  *
  * The host offset is measured with an NTP-style exchange over FS_IMP_TIME_ROUNDS
  * requests on one kept-alive connection (t1/t4 from this host's CLOCK_REALTIME), the
@@ -38,10 +38,17 @@ struct fs_imp_client {
 /**
  * Prepares a client for base_url ("http://host:port"). The bearer token comes from
  * token_file when not NULL, else from the FABRICSCOPE_TOKEN environment variable, else
- * none (the collector then refuses the post with its own error). 0 or -1 with err.
+ * none (the collector then refuses the post with its own error). A token longer than
+ * FS_IMP_TOKEN_MAX bytes is refused. 0 or -1 with err.
  */
 int fs_imp_client_open(struct fs_imp_client *c, const char *base_url, const char *token_file,
                        char *err, size_t errlen);
+/** A token longer than this (after trimming) is refused, not cut. */
+#define FS_IMP_TOKEN_MAX 511
+/** The same with env_token (NULL: none) standing for FABRICSCOPE_TOKEN: for a caller that
+ *  took it out of its environment. */
+int fs_imp_client_open_token(struct fs_imp_client *c, const char *base_url, const char *token_file,
+                             const char *env_token, char *err, size_t errlen);
 void fs_imp_client_close(struct fs_imp_client *c);
 
 /**

@@ -8,7 +8,8 @@
 # --header` and posts the retransmits with its measured offset. Checked: a window opened
 # before a surge began and closed after it ended; /api/v1/correlate for that surge lists
 # the stream's retransmits inside it on the collector's axis, matched to the flow rule;
-# the raw file was deleted (keep_raw false). Then `host-agent --once` run as an
+# the raw file was deleted (keep_raw false). The collector wants a bearer token on its API
+# (http.bearer_token_file): the agent's polls carry it. Then `host-agent --once` run as an
 # unprivileged user: perf refuses, one clear error naming the fix, exit 1; as root with
 # CAP_PERFMON its only capability (the systemd unit's setting), --once captures. Last,
 # the collector is stopped while a window is armed: the capture's events are spooled and
@@ -49,6 +50,7 @@ od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$T/token"
 cat >"$T/fs.yaml" <<YML
 listen: 127.0.0.1:$HTTP
 host_events: { bearer_token_file: $T/token }
+http: { bearer_token_file: $T/token }
 flow_rules:
   - { name: nccl-sockets, protocol: tcp, dst_ports: 50000-50999 }
 targets:
@@ -59,6 +61,7 @@ targets:
 YML
 start_fabricscope "$T/fs.yaml"
 wait_http "$URL/healthz" 20
+AUTH="Authorization: Bearer $(cat "$T/token")"
 
 # ---- the TCP stream in a network namespace; drops on the input hook (see test_acceptance)
 DPORT=$((50000 + RANDOM % 1000))
@@ -170,7 +173,7 @@ PYEOF
 read -r S E WS WE <"$T/covered.txt"
 ok "window [$WS, $WE] opened $(awk -v a="$S" -v b="$WS" 'BEGIN{printf "%.2f", a-b}') s before the surge [$S, $E] and closed after it"
 check_correlate() {
-  curl -fsS --get "$URL/api/v1/correlate" --data-urlencode "window=$S,$E" >"$T/cw.json" || return 1
+  curl -fsS -H "$AUTH" --get "$URL/api/v1/correlate" --data-urlencode "window=$S,$E" >"$T/cw.json" || return 1
   $PY - "$T/cw.json" "$S" "$E" "$DPORT" <<'PYEOF'
 import json, sys
 d = json.load(open(sys.argv[1]))["data"]
@@ -239,14 +242,14 @@ wait_http "$URL/healthz" 20
 # same capture: same fields, same ns) counted as a duplicate; posted twice, the sum
 # would double.
 received() {
-  curl -fsS "$URL/metrics" | awk '$1 == "fabricscope_host_events_ingested_total" {i = $2}
+  curl -fsS -H "$AUTH" "$URL/metrics" | awk '$1 == "fabricscope_host_events_ingested_total" {i = $2}
     $1 == "fabricscope_host_events_duplicates_total" {d = $2} END {print i + d}'
 }
 received_is() { [ "$(received)" = "$1" ]; }
 wait_for 40 "the $N_SPOOLED spooled events reach the restarted collector" received_is "$N_SPOOLED"
 wait_for 10 "the spool is empty" spool_empty
 [ "$(received)" = "$N_SPOOLED" ] || fail "received $(received) events, want $N_SPOOLED"
-dups=$(curl -fsS "$URL/metrics" | awk '$1 == "fabricscope_host_events_duplicates_total" {print $2}')
+dups=$(curl -fsS -H "$AUTH" "$URL/metrics" | awk '$1 == "fabricscope_host_events_duplicates_total" {print $2}')
 ok "collector stopped during a capture: its $N_SPOOLED events were spooled and arrived once each ($dups identical to another)"
 kill -TERM "$AGENT_PID"
 wait_exit "$AGENT_PID" 30

@@ -161,6 +161,48 @@ capture_pick(void **state)
                      -1);
 }
 
+/* next_expected that is no time, or one far ahead, arms nothing (and does not overflow
+ * on its way to ns): NaN, infinities, huge, negative, a string, decades or 2 days ahead. */
+static void
+capture_pick_refuses_bad_times(void **state)
+{
+    (void)state;
+    struct fs_agent_cfg cfg = {0};
+    char what[128], err[256];
+    int64_t next = 0, now = 1800000000LL * 1000000000; /* 2027 */
+    static const char *const bad[] = {
+        "NaN",          "Infinity", "-Infinity",      "1e300",
+        "-1e300",       "-5",       "\"1800000100\"", "9.3e9", /* ns beyond INT64_MAX */
+        "2746000000",                                          /* 30 years ahead */
+        "1800172800.5",                                        /* 2 days ahead */
+        "null",         "true",     "[1800000100]",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char json[512];
+        snprintf(json, sizeof json,
+                 "{\"data\":{\"recurring\":[{\"text\":\"x\",\"series\":[],"
+                 "\"next_expected\":%s}]}}",
+                 bad[i]);
+        int r = fs_capture_pick(json, &cfg, now, &next, what, sizeof what, err, sizeof err);
+        if (r == -1) /* json-c does not read it: refused whole */
+            continue;
+        print_message("next_expected %s: %d, %s\n", bad[i], r, err);
+        assert_int_equal(r, 0);
+        /* A refused time of a followed group is said, else it would be silent. */
+        if (strcmp(bad[i], "null") && strcmp(bad[i], "true") && strcmp(bad[i], "[1800000100]"))
+            assert_true(err[0] != '\0');
+    }
+    /* Next to a good one: the good one is taken, the bad one said. */
+    const char *mixed = "{\"data\":{\"recurring\":["
+                        "{\"text\":\"far\",\"series\":[],\"next_expected\":2746000000},"
+                        "{\"text\":\"near\",\"series\":[],\"next_expected\":1800000100.25}]}}";
+    assert_int_equal(fs_capture_pick(mixed, &cfg, now, &next, what, sizeof what, err, sizeof err),
+                     1);
+    assert_int_equal(next, 1800000100250000000);
+    assert_string_equal(what, "near");
+    assert_non_null(strstr(err, "ahead refused"));
+}
+
 static void
 append(const char *path, const char *text)
 {
@@ -356,11 +398,9 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(offset_track_nearest),
-        cmocka_unit_test(spool_bound),
-        cmocka_unit_test(capture_pick),
-        cmocka_unit_test(tail_resume),
-        cmocka_unit_test(config_defaults_and_refusals),
+        cmocka_unit_test(offset_track_nearest), cmocka_unit_test(spool_bound),
+        cmocka_unit_test(capture_pick),         cmocka_unit_test(capture_pick_refuses_bad_times),
+        cmocka_unit_test(tail_resume),          cmocka_unit_test(config_defaults_and_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
