@@ -8,10 +8,11 @@
 #   - every node and link of /api/v1/topology is drawn, in its layer (spines top, leaves
 #     middle, hosts bottom), the hostile names as text (no <img>, no second <script>);
 #   - each port's state at the time chosen in the URL fragment (#at=): tor1 Eth1/13 is
-#     congested a few seconds after the simulator's congestion began (its queue depth and
-#     WRED drops depart from the quiet minute before) and not congested at a time before
-#     it; tor1's other ports are paused (the simulator's pause frames rise on every port);
-#     the spines' and hosts' ports, which nothing polls, have no data;
+#     congested a few seconds into a congestion of the simulator's that has ended since
+#     (its queue depth and WRED drops depart from the quiet minute before), not
+#     congested at a time before it nor at the latest samples; tor1's other ports are
+#     paused (the simulator's pause frames rise on every port); the spines' and hosts'
+#     ports, which nothing polls, have no data;
 #   - a correlation result's propagation tree: /api/v1/correlate of a small proxy in
 #     front of the daemon answers a canned result (no simulator here propagates pauses
 #     from switch to switch) whose edges are out of order and one of which names a port
@@ -74,9 +75,14 @@ T_QUIET=$(depth_times | awk '$2 == 0' | sed -n 10p | cut -d' ' -f1)
 kill -USR2 "$SIM_PID" # congestion on: the queue fills 2000 cells/s, WRED drops rise
 congested_samples() { [ "$(depth_times | awk '$2 > 0' | wc -l)" -ge 6 ]; }
 wait_for 60 "6 congested queue-depth samples of tor1 Eth1/$CONG" congested_samples
+kill -USR2 "$SIM_PID" # and off: the queue is empty at once, WRED drops stop
 # The third congested sample: a few seconds in, the minute before it mostly quiet.
 T_CONG=$(depth_times | awk '$2 > 0' | sed -n 3p | cut -d' ' -f1)
-ok "tor1 Eth1/$CONG quiet at $T_QUIET, congested at $T_CONG"
+# Quiet again (so a page that showed the latest samples whatever the time chosen would
+# not show the congestion at T_CONG).
+quiet_again() { depth_times | awk -v c="$T_CONG" '$1 > c && $2 == 0' | grep -q .; }
+wait_for 60 "tor1 Eth1/$CONG quiet again" quiet_again
+ok "tor1 Eth1/$CONG quiet at $T_QUIET, congested at $T_CONG, quiet again since"
 
 # ---- a proxy whose /api/v1/correlate answers a canned propagation tree ----
 cat >"$T/proxy.py" <<'PY'
@@ -297,8 +303,8 @@ if mode == "states":
     st = d.ports.get(("tor1", "Eth1/" + cong_port))
     if want_cong == "congested" and st != "congested":
         p.append("tor1 Eth1/%s is %r at the congested time, want congested" % (cong_port, st))
-    if want_cong == "quiet" and st in (None, "congested", "nodata"):
-        p.append("tor1 Eth1/%s is %r before the congestion" % (cong_port, st))
+    if want_cong == "not-congested" and st in (None, "congested", "nodata"):
+        p.append("tor1 Eth1/%s is %r out of the congestion" % (cong_port, st))
     for port in ("Eth1/1", "Eth1/2"):
         if d.ports.get(("tor1", port)) != "paused":
             p.append("tor1 %s is %r, want paused" % (port, d.ports.get(("tor1", port))))
@@ -335,7 +341,7 @@ load_until_ok() { # load_until_ok URL MODE [WANT-CONG]
   while :; do
     browse --dump-dom "$1" >"$T/dom.html" || true
     if out=$($PY "$T/check_topo.py" "$T/dom.html" "$2" "$CONG" "$HOST_EVIL" "$SPINE_EVIL" \
-      "${3:-}"); then
+      "${3:-}" 2>&1); then
       echo "$out"
       return 0
     fi
@@ -348,8 +354,10 @@ summary=$(load_until_ok "$BASE/#at=$T_CONG&token=$TOKEN" states congested)
 errs=$(console_errors)
 [ -z "$errs" ] || fail "the page logged to the console: $errs"
 ok "topology at the congested time: $summary; nothing on the console"
-summary=$(load_until_ok "$BASE/#at=$T_QUIET&token=$TOKEN" states quiet)
+summary=$(load_until_ok "$BASE/#at=$T_QUIET&token=$TOKEN" states not-congested)
 ok "topology before the congestion: $summary"
+summary=$(load_until_ok "$BASE/#token=$TOKEN" states not-congested)
+ok "topology at the latest samples, after the congestion: $summary"
 summary=$(load_until_ok "http://127.0.0.1:$PROXY/#token=$TOKEN" tree)
 errs=$(console_errors)
 [ -z "$errs" ] || fail "the page logged to the console: $errs"
