@@ -142,6 +142,7 @@
     $("token-input").value = "";
     $("token-form").hidden = true;
     state.incidentsAt = 0;
+    state.corrAt = 0;
     refresh();
   });
 
@@ -1147,6 +1148,7 @@
   $("auto-refresh").addEventListener("change", schedule);
   for (const id of ["metric", "window"])
     $(id).addEventListener("change", () => {
+      if (id === "window") state.corrAt = 0; /* the slow events of the new window */
       writeFragment();
       refresh();
     });
