@@ -57,7 +57,9 @@ for f in js:text/javascript css:text/css; do
   h=$(headers "$BASE/web/fabricscope.${f%%:*}")
   grep -q "^content-type: ${f#*:}; charset=utf-8$" <<<"$h" || fail "fabricscope.${f%%:*}: $h"
   grep -q '^etag: "' <<<"$h" || fail "fabricscope.${f%%:*} has no ETag"
-  grep -Eqi 'https?://' "$T/body" && fail "fabricscope.${f%%:*} names an outside URL"
+  # The SVG namespace name (createElementNS) is an identifier, never fetched.
+  sed 's#"http://www.w3.org/2000/svg"##g' "$T/body" | grep -Eqi 'https?://' &&
+    fail "fabricscope.${f%%:*} names an outside URL"
 done
 code=$(curl -sS -o /dev/null -w '%{http_code}' "$BASE/web/nothing.js")
 [ "$code" = 404 ] || fail "an unknown file answered $code"

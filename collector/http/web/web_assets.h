@@ -3,8 +3,9 @@
  * collector/http/web/, compiled into the binary at build time (embed.cmake), so the
  * page needs no file on disk and no network at run time.
  *
- * The files hold no data: the script fetches /api/v1/targets, /api/v1/raw and
- * /api/v1/incidents, sending the bearer token when one is configured. That is why the
+ * The files hold no data: the script fetches /api/v1/targets, /api/v1/raw,
+ * /api/v1/incidents, /api/v1/topology and /api/v1/correlate, sending the bearer token
+ * when one is configured. That is why the
  * HTTP layer serves these files without the token (a browser cannot attach one to a
  * navigation) while every data endpoint still requires it.
  *
