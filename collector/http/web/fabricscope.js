@@ -862,7 +862,11 @@
         htmlEl(row, "span", "when", when(r.start) + "–" + when(r.end));
         htmlEl(row, "span", "who", " " + who);
         const top = (r.suspects || [])[0];
-        htmlEl(row, "span", "suspect", top ? " · " + seriesRef(top) : " · no suspect");
+        htmlEl(row, "span", "suspect", top ? " · " + seriesRef(top) +
+          (top.on_path === false ? " (off the slow ranks' paths)" : "") : " · no suspect");
+        if (r.slow_ranks !== undefined)
+          htmlEl(row, "span", "ranks", " · " + r.slow_ranks + " slow ranks, " +
+            (r.path_ports ? r.path_ports + " ports on their paths" : "paths not known"));
         htmlEl(row, "span", "tree", " · tree of " + (r.propagation_total ?? 0) + " edges");
       }
     }
