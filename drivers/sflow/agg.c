@@ -46,6 +46,8 @@ struct source {
     struct seqwin seq;
     bool have_drops;
     uint32_t drops; /* the agent's cumulative drops field, last seen */
+    bool have_rate;
+    uint32_t rate; /* flow sources: the sampling rate of the last in-order sample */
     /* flow sources: the sample pool against the sequence numbers (agg.h) */
     bool have_pool;
     uint32_t pool_seq, pool; /* the last in-order sample's sequence number and pool */
@@ -112,6 +114,7 @@ struct fs_sflow_agg {
     int64_t now_mono;
     struct sub_agent *cur_sub; /* the datagram being aggregated */
     struct fs_sflow_agg_stats st;
+    struct fs_sflow_rate_change rate_change;
 };
 
 /* ---------------- small helpers ---------------- */
@@ -671,6 +674,16 @@ on_flow(struct fs_sflow_agg *a, const struct sflow_flow_sample *f)
     enum seq_verdict v =
         sample_seq(a, SRC_FLOW, f->source_id_type, f->source_id_index, f->sequence, &src);
     pool_update(a, src, v, f);
+    if (src && (v == SEQ_NEXT || v == SEQ_RESET)) {
+        if (src->have_rate && src->rate != f->sampling_rate) {
+            a->st.rate_changes++;
+            a->rate_change =
+                (struct fs_sflow_rate_change){a->st.rate_changes, f->source_id_type,
+                                              f->source_id_index, src->rate, f->sampling_rate};
+        }
+        src->have_rate = true;
+        src->rate = f->sampling_rate;
+    }
     source_drops(a, src, f->drops, FS_SFLOW_LOST_AGENT_DROPPED);
     if (!r->raw.present)
         return;
@@ -900,6 +913,12 @@ fs_sflow_agg_get_stats(const struct fs_sflow_agg *a)
     return &a->st;
 }
 
+const struct fs_sflow_rate_change *
+fs_sflow_agg_last_rate_change(const struct fs_sflow_agg *a)
+{
+    return &a->rate_change;
+}
+
 /* ---------------- flush ---------------- */
 
 static int
@@ -1050,6 +1069,7 @@ flush_self(struct fs_sflow_agg *a, const struct fs_sflow_emit *e, void *arg)
         l = (struct fs_label){"result", fs_sflow_pool_result_names[k]};
         e->counter(arg, FS_M_SFLOW_POOL_CHECKS, &l, 1, a->st.pool_checks[k], 64);
     }
+    e->counter(arg, FS_M_SFLOW_RATE_CHANGES, NULL, 0, a->st.rate_changes, 64);
 }
 
 void

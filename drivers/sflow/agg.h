@@ -11,6 +11,10 @@
  * is dropped as a duplicate (a datagram counted lost stays lost). A number more than 64
  * behind, or the agent's uptime going back, restarts the sequence (counted, no loss).
  *
+ * Sampling rates: a flow sample in sequence whose sampling rate differs from the one its
+ * data source announced in its previous sample is counted (rate_changes; the driver logs
+ * it): a reconfiguration, or a sender that is not the agent. The new rate is used.
+ *
  * Flow samples: the sampled header is matched against every flow rule (protocol, ports,
  * ECN = CE from the IP header's ECN bits, tc); each rule it matches gets, on the sample's
  * port, sampling_rate estimated packets, sampling_rate x frame_length estimated bytes,
@@ -117,6 +121,14 @@ struct fs_sflow_agg_stats {
     uint64_t flow_samples, counter_samples, discard_samples;
     uint64_t matched;                                 /**< (sample, rule) matches */
     uint64_t pool_checks[FS_SFLOW_POOL_RESULT_COUNT]; /**< sample pool checks by result */
+    uint64_t rate_changes; /**< flow samples whose rate differs from their source's previous */
+};
+
+/** The last sampling rate change (n: how many so far, as stats.rate_changes). */
+struct fs_sflow_rate_change {
+    uint64_t n;
+    uint32_t source_type, source_index;
+    uint32_t old_rate, new_rate;
 };
 
 struct fs_sflow_agg_opts {
@@ -188,6 +200,9 @@ void fs_sflow_agg_flush(struct fs_sflow_agg *a, const struct fs_sflow_emit *e, v
                         int64_t now_mono_us);
 
 const struct fs_sflow_agg_stats *fs_sflow_agg_get_stats(const struct fs_sflow_agg *a);
+
+/** What the last sampling rate change was, for the driver to log. */
+const struct fs_sflow_rate_change *fs_sflow_agg_last_rate_change(const struct fs_sflow_agg *a);
 
 /** Bytes the aggregate holds now (tables and quantile buffers). */
 size_t fs_sflow_agg_bytes(const struct fs_sflow_agg *a);

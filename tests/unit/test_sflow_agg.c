@@ -449,6 +449,30 @@ test_sample_pool(void **state)
     fs_sflow_agg_free(a);
 }
 
+/* A source's sampling rate changing is counted (and can be logged), the new rate used. */
+static void
+test_rate_change(void **state)
+{
+    (void)state;
+    struct fs_sflow_agg *a = agg_new(16);
+    struct recorder rc = {0};
+    const struct fs_sflow_agg_stats *s = fs_sflow_agg_get_stats(a);
+    pool_one(a, 1, 1, 100, 100);
+    pool_one(a, 2, 2, 200, 100);
+    assert_int_equal(s->rate_changes, 0);
+    pool_one(a, 3, 3, 10200, 10000);
+    assert_int_equal(s->rate_changes, 1);
+    const struct fs_sflow_rate_change *c = fs_sflow_agg_last_rate_change(a);
+    assert_int_equal(c->n, 1);
+    assert_int_equal(c->source_index, 101);
+    assert_int_equal(c->old_rate, 100);
+    assert_int_equal(c->new_rate, 10000);
+    fs_sflow_agg_flush(a, &rec_emit, &rc, 1);
+    assert_true(val(&rc, "fabricscope_sflow_sampling_rate_changes_total") == 1);
+    assert_true(val(&rc, "fabric_flow_rule_packets_total{rule=roce,interface=Eth1/1}") == 10200);
+    fs_sflow_agg_free(a);
+}
+
 static void
 test_bounds(void **state)
 {
@@ -597,9 +621,10 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_match),  cmocka_unit_test(test_aggregate),
-        cmocka_unit_test(test_loss),   cmocka_unit_test(test_sample_pool),
-        cmocka_unit_test(test_bounds), cmocka_unit_test(test_config),
+        cmocka_unit_test(test_match),       cmocka_unit_test(test_aggregate),
+        cmocka_unit_test(test_loss),        cmocka_unit_test(test_sample_pool),
+        cmocka_unit_test(test_bounds),      cmocka_unit_test(test_config),
+        cmocka_unit_test(test_rate_change),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
