@@ -9,7 +9,17 @@
  * through a 64-wide window: a number up to 64 places late is not lost; at each flush
  * every number still missing in a window is declared lost, and one arriving after that
  * is dropped as a duplicate (a datagram counted lost stays lost). A number more than 64
- * behind, or the agent's uptime going back, restarts the sequence (counted, no loss).
+ * behind restarts the sequence (counted, no loss). An agent restart is told from
+ * reordering by sequence and uptime together (dgram_classify in agg.c): a datagram
+ * whose uptime is behind the highest's by more than a network delays one (5 s), or out
+ * of line with the uptimes of the numbers received around it, or a number received
+ * before with other bytes (a duplicate has the same), is another agent instance's. A
+ * restart settles what was missing as lost and starts the sequences and the port
+ * counters' bases over.
+ *
+ * Port counters: a counter sample whose octets went back, or whose packets grew more
+ * than its octets, restarted counting (a restart the datagrams did not show): it only
+ * sets the port's base (counted: resets kind counters), never adds a wrap's 2^32.
  *
  * Sampling rates: a flow sample in sequence whose sampling rate differs from the one its
  * data source announced in its previous sample is counted (rate_changes; the driver logs
@@ -86,6 +96,7 @@ enum fs_sflow_reset_kind {
     FS_SFLOW_RESET_AGENT_RESTART = 0,
     FS_SFLOW_RESET_DATAGRAM,
     FS_SFLOW_RESET_SAMPLE,
+    FS_SFLOW_RESET_COUNTERS, /**< a port's counter sample went back */
     FS_SFLOW_RESET_KIND_COUNT
 };
 
@@ -148,6 +159,9 @@ struct fs_sflow_emit {
     int (*ifname)(void *arg, uint32_t ifindex, char *buf, size_t len);
     /** The port's line rate (fs_sink_set_max_rate), from a counter sample's ifSpeed. */
     void (*max_rate)(void *arg, const char *iface, double octets_per_s);
+    /** The port's counters restarted (fs_sink_counter_reset of the interface): called
+     *  before its counters in the flush after a counter sample went back. */
+    void (*reset)(void *arg, const char *iface);
 };
 
 /** The emitter onto a target's sink (arg: the struct fs_sink *): what the driver flushes

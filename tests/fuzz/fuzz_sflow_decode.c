@@ -130,7 +130,16 @@ emit_rate(void *arg, const char *iface, double v)
         abort();
 }
 
-static const struct fs_sflow_emit emit = {emit_counter, emit_gauge, emit_ifname, emit_rate};
+static void
+emit_reset(void *arg, const char *iface)
+{
+    (void)arg;
+    if (!iface || !iface[0])
+        abort();
+}
+
+static const struct fs_sflow_emit emit = {emit_counter, emit_gauge, emit_ifname, emit_rate,
+                                          emit_reset};
 
 static void
 aggregate(const uint8_t *buf, size_t size)
