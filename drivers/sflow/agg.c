@@ -65,7 +65,9 @@ struct source {
     double pool_var;         /* samples x rate^2: the variance random sampling allows */
 };
 
-enum name_kind { NAME_NONE = 0, NAME_FALLBACK, NAME_CORE, NAME_CONFIG };
+/* NAME_AGENT: the agent's own port name record (1005); the core is still asked, every
+ * NAME_RETRY_US, for the name the target's other sources give the port. */
+enum name_kind { NAME_NONE = 0, NAME_FALLBACK, NAME_AGENT, NAME_CORE, NAME_CONFIG };
 
 struct port {
     bool used;
@@ -829,6 +831,15 @@ on_counters(struct fs_sflow_agg *a, const struct sflow_counter_sample *k)
     p->have_prev = true;
     p->g = *g;
     p->fresh = true;
+    if (k->port_name_len && p->name_kind < NAME_CORE &&
+        (p->name_kind != NAME_AGENT || strlen(p->name) != k->port_name_len ||
+         memcmp(p->name, k->port_name, k->port_name_len) != 0)) {
+        /* port_name() asks the configuration and the core first at the next flush */
+        memcpy(p->name, k->port_name, k->port_name_len);
+        p->name[k->port_name_len] = '\0';
+        p->name_kind = NAME_AGENT;
+        p->name_retry_mono = a->now_mono;
+    }
 }
 
 static void
@@ -1078,15 +1089,18 @@ config_name(const struct fs_sflow_agg *a, uint32_t ifindex)
 }
 
 /* The port's interface label: the configured map, else what another source of the
- * target calls it, else ifIndex<N> (asked again every few seconds until known). */
+ * target calls it, else the agent's port name record, else ifIndex<N> (the core asked
+ * again every few seconds until it knows the port). */
 static const char *
 port_name(struct fs_sflow_agg *a, const struct fs_sflow_emit *e, void *arg, uint32_t ifindex)
 {
     struct port *p = port_get(a, ifindex);
+    char core[NAME_MAX_LEN];
     if (!p)
         return "unknown";
     if (p->name_kind == NAME_NONE ||
-        (p->name_kind == NAME_FALLBACK && a->now_mono >= p->name_retry_mono)) {
+        ((p->name_kind == NAME_FALLBACK || p->name_kind == NAME_AGENT) &&
+         a->now_mono >= p->name_retry_mono)) {
         const struct fs_sflow_ifname *c = config_name(a, ifindex);
         if (c) {
             snprintf(p->name, sizeof p->name, "%s", c->name);
@@ -1094,11 +1108,14 @@ port_name(struct fs_sflow_agg *a, const struct fs_sflow_emit *e, void *arg, uint
         } else if (ifindex == 0) {
             snprintf(p->name, sizeof p->name, "unknown");
             p->name_kind = NAME_CONFIG;
-        } else if (e->ifname(arg, ifindex, p->name, sizeof p->name)) {
+        } else if (e->ifname(arg, ifindex, core, sizeof core)) {
+            memcpy(p->name, core, sizeof core);
             p->name_kind = NAME_CORE;
         } else {
-            snprintf(p->name, sizeof p->name, "ifIndex%" PRIu32, ifindex);
-            p->name_kind = NAME_FALLBACK;
+            if (p->name_kind != NAME_AGENT) {
+                snprintf(p->name, sizeof p->name, "ifIndex%" PRIu32, ifindex);
+                p->name_kind = NAME_FALLBACK;
+            }
             p->name_retry_mono = a->now_mono + NAME_RETRY_US;
         }
     }

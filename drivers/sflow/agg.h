@@ -50,6 +50,10 @@
  * rate-limited, not sampled, so they are never scaled; the agent's count of unreported
  * drops is counted as lost samples (discard_rate_limited).
  *
+ * Port names: the configured map, else the name another source of the target gives the
+ * ifIndex (the emitter's ifname), else the agent's port name record (1005, host-sflow
+ * sends one with each generic counter record), else ifIndex<N>.
+ *
  * Counter samples (generic interface): the port's octets, packets (unicast + multicast
  * + broadcast, unwrapped here from the three 32-bit counters into one exact 64-bit sum),
  * discards, errors, oper/admin state and speed, emitted at the next flush.

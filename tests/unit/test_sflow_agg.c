@@ -639,6 +639,41 @@ test_rate_change(void **state)
     fs_sflow_agg_free(a);
 }
 
+/* Port names: the agent's port name record names an interface no other source names;
+ * the configured map comes first; a renamed port takes the new name; a name another
+ * source gives the port (the core's, asked again every 5 s) replaces the agent's. */
+static void
+test_port_names(void **state)
+{
+    (void)state;
+    struct fs_sflow_agg *a = agg_new(16);
+    struct recorder rc = {0};
+    struct sfb x;
+    sfb_datagram(&x, AGENT, 0, 1, 1000);
+    sfb_counter_sample_named(&x, 1, 5, 1000, 1, 0, 3, "swp5");
+    sfb_counter_sample_named(&x, 1, 7, 1000, 1, 0, 3, "eth7-agent");
+    sfb_counter_sample_named(&x, 1, 101, 1000, 1, 0, 3, "agent-101");
+    feed(a, &x);
+    fs_sflow_agg_flush(a, &rec_emit, &rc, 1);
+    assert_true(val(&rc, "fabric_port_oper_up{interface=swp5}") == 1);
+    assert_true(val(&rc, "fabric_port_oper_up{interface=eth7-agent}") == 1);
+    assert_true(val(&rc, "fabric_port_oper_up{interface=Eth1/1}") == 1); /* configured */
+    assert_true(val(&rc, "fabric_port_oper_up{interface=agent-101}") == -1);
+    assert_true(val(&rc, "fabric_port_oper_up{interface=ifIndex5}") == -1);
+    /* the agent renames port 5; another source names port 7 (asked again after 5 s) */
+    rc.n = 0;
+    rc.core_name = "Eth1/7";
+    sfb_datagram(&x, AGENT, 0, 2, 2000);
+    sfb_counter_sample_named(&x, 2, 5, 2000, 2, 0, 3, "swp5-renamed");
+    sfb_counter_sample_named(&x, 2, 7, 2000, 2, 0, 3, "eth7-agent");
+    feed(a, &x);
+    fs_sflow_agg_flush(a, &rec_emit, &rc, 10000000);
+    assert_true(val(&rc, "fabric_port_oper_up{interface=swp5-renamed}") == 1);
+    assert_true(val(&rc, "fabric_port_oper_up{interface=Eth1/7}") == 1);
+    assert_true(val(&rc, "fabric_port_oper_up{interface=eth7-agent}") == -1);
+    fs_sflow_agg_free(a);
+}
+
 static void
 test_bounds(void **state)
 {
@@ -792,7 +827,7 @@ main(void)
         cmocka_unit_test(test_bounds),       cmocka_unit_test(test_config),
         cmocka_unit_test(test_restart_3s),   cmocka_unit_test(test_restart_13s),
         cmocka_unit_test(test_restart_5min), cmocka_unit_test(test_counters_back),
-        cmocka_unit_test(test_rate_change),
+        cmocka_unit_test(test_rate_change),  cmocka_unit_test(test_port_names),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
