@@ -15,6 +15,9 @@
 /* The longest a datagram can be overtaken in the network: one sent this much (agent
  * uptime) before the highest seen is not late but another agent instance's. */
 #define REORDER_MAX_MS 5000u
+/* Packets a counter sample may show beyond its octets' growth: an agent reads its
+ * counters a moment apart, and a quiet port's octets may lag its packets by a few. */
+#define PKT_SLACK 65536u
 
 const char *const fs_sflow_lost_kind_names[FS_SFLOW_LOST_KIND_COUNT] = {
     "flow", "counters", "discard", "agent_dropped", "discard_rate_limited", "over_limit"};
@@ -772,10 +775,10 @@ octets_known(uint64_t v)
 }
 
 /* True when a port's counters went back from prev to g: an octet counter fell (64 bits
- * never wrap), or the packets grew by more than the octets did (every packet is at least
- * one octet, so 32-bit packet counters that wrapped grew the octets by as much: packets
- * ahead of the octets went back instead). Per direction, where both octet values are
- * known. */
+ * never wrap), or the packets grew by more than the octets did, plus PKT_SLACK (every
+ * packet is at least one octet, so 32-bit packet counters that wrapped grew the octets
+ * by as much: packets ahead of the octets went back instead). Per direction, where
+ * both octet values are known. */
 static bool
 counters_went_back(const struct sflow_if_counters *prev, const struct sflow_if_counters *g,
                    const uint32_t prev_pkts[2][3], const uint32_t now[2][3])
@@ -789,7 +792,7 @@ counters_went_back(const struct sflow_if_counters *prev, const struct sflow_if_c
             return true;
         for (int j = 0; j < 3; j++)
             pk += wrap_delta(now[d][j], prev_pkts[d][j]);
-        if (pk > o1[d] - o0[d])
+        if (pk > o1[d] - o0[d] + PKT_SLACK)
             return true;
     }
     return false;
