@@ -11,6 +11,11 @@
  * returns the thread cannot reach the target. A socket is closed under the mutex too, and
  * the thread finds sockets by an id, never by a file descriptor that may be reused.
  *
+ * Whose a datagram is: the agent address (and sub-agent) inside it picks the target, and
+ * its UDP sender must be one of that target's sources (sflow.sources, default the agent
+ * and the target's address), else it is dropped unread: the payload is whatever its
+ * sender wrote. A datagram whose header cannot be read goes by its sender alone.
+ *
  * Fairness and bounds: sockets are served in turn, BURST datagrams each; per datagram
  * the work is bounded by its length; per target the aggregate is bounded (agg.h). A
  * flood from one agent sharing a socket with others fills that socket's kernel buffer,
