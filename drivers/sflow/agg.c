@@ -12,11 +12,17 @@
 #define MAX_SUB_AGENTS 16
 #define NAME_MAX_LEN 256
 #define NAME_RETRY_US (5 * INT64_C(1000000)) /* ask the core again for an unnamed port */
+/* The longest a datagram can be overtaken in the network: one sent this much (agent
+ * uptime) before the highest seen is not late but another agent instance's. */
+#define REORDER_MAX_MS 5000u
+/* Packets a counter sample may show beyond its octets' growth: an agent reads its
+ * counters a moment apart, and a quiet port's octets may lag its packets by a few. */
+#define PKT_SLACK 65536u
 
 const char *const fs_sflow_lost_kind_names[FS_SFLOW_LOST_KIND_COUNT] = {
     "flow", "counters", "discard", "agent_dropped", "discard_rate_limited", "over_limit"};
-const char *const fs_sflow_reset_kind_names[FS_SFLOW_RESET_KIND_COUNT] = {"agent_restart",
-                                                                          "datagram", "sample"};
+const char *const fs_sflow_reset_kind_names[FS_SFLOW_RESET_KIND_COUNT] = {
+    "agent_restart", "datagram", "sample", "counters"};
 const char *const fs_sflow_decode_reason_names[FS_SFLOW_DEC_REASON_COUNT] = {
     "truncated", "length", "version", "malformed"};
 const char *const fs_sflow_pool_result_names[FS_SFLOW_POOL_RESULT_COUNT] = {"ok", "mismatch"};
@@ -33,8 +39,13 @@ enum seq_verdict { SEQ_NEXT, SEQ_LATE, SEQ_DUP, SEQ_RESET };
 struct sub_agent {
     bool used;
     uint32_t id;
-    uint32_t uptime_ms;
+    uint32_t uptime_ms; /* of the highest datagram */
     struct seqwin dgram;
+    /* What was received in the window (dgram.seen also has the numbers settled lost):
+     * bit i is number dgram.high - i; the uptime and a hash of each, by number % WINDOW,
+     * tell a duplicate (the same bytes) from another agent instance's datagram. */
+    uint64_t known;
+    uint32_t up[WINDOW], hash[WINDOW];
 };
 
 enum src_kind { SRC_FLOW = 0, SRC_COUNTERS, SRC_DISCARD };
@@ -46,6 +57,8 @@ struct source {
     struct seqwin seq;
     bool have_drops;
     uint32_t drops; /* the agent's cumulative drops field, last seen */
+    bool have_rate;
+    uint32_t rate; /* flow sources: the sampling rate of the last in-order sample */
     /* flow sources: the sample pool against the sequence numbers (agg.h) */
     bool have_pool;
     uint32_t pool_seq, pool; /* the last in-order sample's sequence number and pool */
@@ -55,7 +68,9 @@ struct source {
     double pool_var;         /* samples x rate^2: the variance random sampling allows */
 };
 
-enum name_kind { NAME_NONE = 0, NAME_FALLBACK, NAME_CORE, NAME_CONFIG };
+/* NAME_AGENT: the agent's own port name record (1005); the core is still asked, every
+ * NAME_RETRY_US, for the name the target's other sources give the port. */
+enum name_kind { NAME_NONE = 0, NAME_FALLBACK, NAME_AGENT, NAME_CORE, NAME_CONFIG };
 
 struct port {
     bool used;
@@ -66,6 +81,7 @@ struct port {
     /* counter sample state */
     bool fresh; /* a counter sample arrived since the last flush */
     bool have_prev;
+    bool went_back; /* its counters went back: declared a reset at the next flush */
     struct sflow_if_counters g;
     uint32_t prev_pkts[2][3]; /* rx/tx x unicast, multicast, broadcast */
     uint64_t pkts[2];         /* their unwrapped sum */
@@ -112,6 +128,7 @@ struct fs_sflow_agg {
     int64_t now_mono;
     struct sub_agent *cur_sub; /* the datagram being aggregated */
     struct fs_sflow_agg_stats st;
+    struct fs_sflow_rate_change rate_change;
 };
 
 /* ---------------- small helpers ---------------- */
@@ -671,6 +688,16 @@ on_flow(struct fs_sflow_agg *a, const struct sflow_flow_sample *f)
     enum seq_verdict v =
         sample_seq(a, SRC_FLOW, f->source_id_type, f->source_id_index, f->sequence, &src);
     pool_update(a, src, v, f);
+    if (src && (v == SEQ_NEXT || v == SEQ_RESET)) {
+        if (src->have_rate && src->rate != f->sampling_rate) {
+            a->st.rate_changes++;
+            a->rate_change =
+                (struct fs_sflow_rate_change){a->st.rate_changes, f->source_id_type,
+                                              f->source_id_index, src->rate, f->sampling_rate};
+        }
+        src->have_rate = true;
+        src->rate = f->sampling_rate;
+    }
     source_drops(a, src, f->drops, FS_SFLOW_LOST_AGENT_DROPPED);
     if (!r->raw.present)
         return;
@@ -740,14 +767,48 @@ wrap_delta(uint32_t now, uint32_t prev)
     return now - prev; /* modulo 2^32: one wrap between two samples at most */
 }
 
+/* A 64-bit octet counter is known unless 0 or all ones (sFlow's "unknown"). */
+static bool
+octets_known(uint64_t v)
+{
+    return v != 0 && v != UINT64_MAX;
+}
+
+/* True when a port's counters went back from prev to g: an octet counter fell (64 bits
+ * never wrap), or the packets grew by more than the octets did, plus PKT_SLACK (every
+ * packet is at least one octet, so 32-bit packet counters that wrapped grew the octets
+ * by as much: packets ahead of the octets went back instead). Per direction, where
+ * both octet values are known. */
+static bool
+counters_went_back(const struct sflow_if_counters *prev, const struct sflow_if_counters *g,
+                   const uint32_t prev_pkts[2][3], const uint32_t now[2][3])
+{
+    uint64_t o0[2] = {prev->in_octets, prev->out_octets}, o1[2] = {g->in_octets, g->out_octets};
+    for (int d = 0; d < 2; d++) {
+        uint64_t pk = 0;
+        if (!octets_known(o0[d]) || !octets_known(o1[d]))
+            continue;
+        if (o1[d] < o0[d])
+            return true;
+        for (int j = 0; j < 3; j++)
+            pk += wrap_delta(now[d][j], prev_pkts[d][j]);
+        if (pk > o1[d] - o0[d] + PKT_SLACK)
+            return true;
+    }
+    return false;
+}
+
 static void
 on_counters(struct fs_sflow_agg *a, const struct sflow_counter_sample *k)
 {
     struct source *src;
     struct port *p;
     a->st.counter_samples++;
-    sample_seq(a, SRC_COUNTERS, k->source_id_type, k->source_id_index, k->sequence, &src);
-    if (!k->has_generic)
+    enum seq_verdict v =
+        sample_seq(a, SRC_COUNTERS, k->source_id_type, k->source_id_index, k->sequence, &src);
+    /* A late (or repeated) sample is older than the port's values: read as the next one,
+     * its counters would go back. */
+    if (!k->has_generic || v == SEQ_LATE || v == SEQ_DUP)
         return;
     p = port_get(a, k->generic.if_index);
     if (!p) {
@@ -758,7 +819,14 @@ on_counters(struct fs_sflow_agg *a, const struct sflow_counter_sample *k)
     uint32_t now[2][3] = {{g->in_ucast, g->in_multicast, g->in_broadcast},
                           {g->out_ucast, g->out_multicast, g->out_broadcast}};
     /* 32-bit packet counters summed: unwrapped one by one, so the sum stays exact. After
-     * an agent restart the first sample only sets the base (that interval is lost). */
+     * an agent restart the first sample only sets the base (that interval is lost), and
+     * so does a sample whose counters went back (a restart we did not see otherwise):
+     * read as a wrap it would add about 2^32. */
+    if (p->have_prev && counters_went_back(&p->g, g, p->prev_pkts, now)) {
+        a->st.resets[FS_SFLOW_RESET_COUNTERS]++;
+        p->went_back = true;
+        p->have_prev = false;
+    }
     for (int d = 0; d < 2; d++)
         for (int j = 0; j < 3 && p->have_prev; j++)
             p->pkts[d] += wrap_delta(now[d][j], p->prev_pkts[d][j]);
@@ -766,6 +834,15 @@ on_counters(struct fs_sflow_agg *a, const struct sflow_counter_sample *k)
     p->have_prev = true;
     p->g = *g;
     p->fresh = true;
+    if (k->port_name_len && p->name_kind < NAME_CORE &&
+        (p->name_kind != NAME_AGENT || strlen(p->name) != k->port_name_len ||
+         memcmp(p->name, k->port_name, k->port_name_len) != 0)) {
+        /* port_name() asks the configuration and the core first at the next flush */
+        memcpy(p->name, k->port_name, k->port_name_len);
+        p->name[k->port_name_len] = '\0';
+        p->name_kind = NAME_AGENT;
+        p->name_retry_mono = a->now_mono;
+    }
 }
 
 static void
@@ -806,6 +883,70 @@ agent_restart(struct fs_sflow_agg *a, struct sub_agent *sub)
         a->ports[i].have_prev = false;
 }
 
+/* A hash of the datagram's bytes: a duplicate has the same; another datagram with the
+ * same sequence number and uptime (another agent instance's) almost surely not. */
+static uint32_t
+dgram_hash(const uint8_t *b, size_t n)
+{
+    uint64_t h = (uint64_t)n * 0x9e3779b97f4a7c15ULL, w;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, b + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdULL;
+        h ^= h >> 29;
+    }
+    for (; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ULL;
+    return (uint32_t)mix(h);
+}
+
+enum dgram_verdict { DGRAM_OK, DGRAM_DUP, DGRAM_RESTART };
+
+/*
+ * Is a datagram (sequence seq, uptime up) of the agent instance seen so far? Within one
+ * instance sequence and uptime grow together. A restart starts both near 0 again, and
+ * a quick one (hsflowd's uptime is its process's: restarted after 3 s it sends sequence
+ * 1 at uptime ~1 s) looks, by numbers alone, like a datagram slightly late. So:
+ *   - ahead of the highest: a restart when its uptime went back (not a 49.7-day wrap);
+ *   - 64 or more behind: a restart when its uptime went back, else (seq_update) the
+ *     datagram sequence alone restarted;
+ *   - a number received before: the same bytes are a duplicate, others a restart;
+ *   - else it would be late, which it can only be when its uptime is below the highest's
+ *     by no more than a network can delay it (REORDER_MAX_MS) and between the uptimes
+ *     of the nearest numbers received below and above it; if not, a restart.
+ * DGRAM_OK leaves the rest to seq_update (next, late, or lost at a flush and dropped).
+ */
+static enum dgram_verdict
+dgram_classify(const struct sub_agent *sub, uint32_t seq, uint32_t up, uint32_t hash)
+{
+    int32_t d = (int32_t)(seq - sub->dgram.high);
+    int32_t back = (int32_t)(sub->uptime_ms - up); /* > 0: behind the highest */
+    bool wrap = sub->uptime_ms > 0xF0000000u && up < 0x10000000u;
+    if (!sub->dgram.init)
+        return DGRAM_OK;
+    if (d > 0 || d <= -WINDOW)
+        return up < sub->uptime_ms && !wrap ? DGRAM_RESTART : DGRAM_OK;
+    unsigned i = (unsigned)-d;
+    if (sub->known >> i & 1)
+        return sub->up[seq % WINDOW] == up && sub->hash[seq % WINDOW] == hash ? DGRAM_DUP
+                                                                              : DGRAM_RESTART;
+    if (back < 0 || (uint32_t)back > REORDER_MAX_MS)
+        return DGRAM_RESTART;
+    for (unsigned j = i + 1; j < WINDOW; j++) /* the nearest received below */
+        if (sub->known >> j & 1) {
+            if ((int32_t)(up - sub->up[(sub->dgram.high - j) % WINDOW]) < 0)
+                return DGRAM_RESTART;
+            break;
+        }
+    for (unsigned j = i; j-- > 0;) /* and above (the highest at least) */
+        if (sub->known >> j & 1) {
+            if ((int32_t)(sub->up[(sub->dgram.high - j) % WINDOW] - up) < 0)
+                return DGRAM_RESTART;
+            break;
+        }
+    return DGRAM_OK;
+}
+
 int
 fs_sflow_agg_datagram(struct fs_sflow_agg *a, const struct sflow_datagram_header *hdr,
                       const uint8_t *buf, size_t len, int64_t now_mono_us)
@@ -817,21 +958,33 @@ fs_sflow_agg_datagram(struct fs_sflow_agg *a, const struct sflow_datagram_header
         a->st.lost_samples[FS_SFLOW_LOST_OVER_LIMIT] += hdr->n_samples;
         return 0;
     }
-    /* Uptime going back is a restart, unless it wrapped (2^32 ms, 49.7 days) or the
-     * datagram is merely late (within the window, and by less than a minute). */
+    uint32_t hash = dgram_hash(buf, len);
     int32_t d = (int32_t)(hdr->sequence - sub->dgram.high);
-    bool late = d <= 0 && d > -WINDOW && sub->uptime_ms - hdr->uptime_ms < 60000u;
-    if (sub->dgram.init && hdr->uptime_ms < sub->uptime_ms && !late &&
-        !(sub->uptime_ms > 0xF0000000u && hdr->uptime_ms < 0x10000000u)) {
-        agent_restart(a, sub);
-        sub->dgram.init = false;
-    }
-    v = seq_update(&sub->dgram, hdr->sequence, &lost);
-    a->st.lost_datagrams += lost;
-    if (v == SEQ_DUP) {
+    enum dgram_verdict dv = dgram_classify(sub, hdr->sequence, hdr->uptime_ms, hash);
+    if (dv == DGRAM_DUP) {
         a->st.duplicates++;
         return 1;
     }
+    if (dv == DGRAM_RESTART) {
+        agent_restart(a, sub);
+        sub->dgram.init = false;
+    }
+    bool was_init = sub->dgram.init;
+    v = seq_update(&sub->dgram, hdr->sequence, &lost);
+    a->st.lost_datagrams += lost;
+    if (v == SEQ_DUP) { /* a number declared lost at a flush: it stays lost */
+        a->st.duplicates++;
+        return 1;
+    }
+    /* The received mask follows the window (seq_update moved it). */
+    if (!was_init || v == SEQ_RESET)
+        sub->known = 1;
+    else if (v == SEQ_NEXT)
+        sub->known = d >= WINDOW ? 1 : (sub->known << d) | 1;
+    else
+        sub->known |= UINT64_C(1) << (unsigned)(-d);
+    sub->up[hdr->sequence % WINDOW] = hdr->uptime_ms;
+    sub->hash[hdr->sequence % WINDOW] = hash;
     if (v == SEQ_RESET)
         a->st.resets[FS_SFLOW_RESET_DATAGRAM]++;
     if (v != SEQ_LATE)
@@ -900,6 +1053,12 @@ fs_sflow_agg_get_stats(const struct fs_sflow_agg *a)
     return &a->st;
 }
 
+const struct fs_sflow_rate_change *
+fs_sflow_agg_last_rate_change(const struct fs_sflow_agg *a)
+{
+    return &a->rate_change;
+}
+
 /* ---------------- flush ---------------- */
 
 static int
@@ -933,15 +1092,18 @@ config_name(const struct fs_sflow_agg *a, uint32_t ifindex)
 }
 
 /* The port's interface label: the configured map, else what another source of the
- * target calls it, else ifIndex<N> (asked again every few seconds until known). */
+ * target calls it, else the agent's port name record, else ifIndex<N> (the core asked
+ * again every few seconds until it knows the port). */
 static const char *
 port_name(struct fs_sflow_agg *a, const struct fs_sflow_emit *e, void *arg, uint32_t ifindex)
 {
     struct port *p = port_get(a, ifindex);
+    char core[NAME_MAX_LEN];
     if (!p)
         return "unknown";
     if (p->name_kind == NAME_NONE ||
-        (p->name_kind == NAME_FALLBACK && a->now_mono >= p->name_retry_mono)) {
+        ((p->name_kind == NAME_FALLBACK || p->name_kind == NAME_AGENT) &&
+         a->now_mono >= p->name_retry_mono)) {
         const struct fs_sflow_ifname *c = config_name(a, ifindex);
         if (c) {
             snprintf(p->name, sizeof p->name, "%s", c->name);
@@ -949,11 +1111,14 @@ port_name(struct fs_sflow_agg *a, const struct fs_sflow_emit *e, void *arg, uint
         } else if (ifindex == 0) {
             snprintf(p->name, sizeof p->name, "unknown");
             p->name_kind = NAME_CONFIG;
-        } else if (e->ifname(arg, ifindex, p->name, sizeof p->name)) {
+        } else if (e->ifname(arg, ifindex, core, sizeof core)) {
+            memcpy(p->name, core, sizeof core);
             p->name_kind = NAME_CORE;
         } else {
-            snprintf(p->name, sizeof p->name, "ifIndex%" PRIu32, ifindex);
-            p->name_kind = NAME_FALLBACK;
+            if (p->name_kind != NAME_AGENT) {
+                snprintf(p->name, sizeof p->name, "ifIndex%" PRIu32, ifindex);
+                p->name_kind = NAME_FALLBACK;
+            }
             p->name_retry_mono = a->now_mono + NAME_RETRY_US;
         }
     }
@@ -975,6 +1140,9 @@ flush_ports(struct fs_sflow_agg *a, const struct fs_sflow_emit *e, void *arg)
         uint32_t disc[2] = {g->in_discards, g->out_discards};
         uint32_t err[2] = {g->in_errors, g->out_errors};
         p->fresh = false;
+        if (p->went_back) /* the 32-bit discards and errors are not a wrap either */
+            e->reset(arg, name);
+        p->went_back = false;
         if (g->if_speed)
             e->max_rate(arg, name, (double)g->if_speed / 8.0);
         for (int d = 0; d < 2; d++) {
@@ -1050,6 +1218,7 @@ flush_self(struct fs_sflow_agg *a, const struct fs_sflow_emit *e, void *arg)
         l = (struct fs_label){"result", fs_sflow_pool_result_names[k]};
         e->counter(arg, FS_M_SFLOW_POOL_CHECKS, &l, 1, a->st.pool_checks[k], 64);
     }
+    e->counter(arg, FS_M_SFLOW_RATE_CHANGES, NULL, 0, a->st.rate_changes, 64);
 }
 
 void
@@ -1102,5 +1271,11 @@ sink_max_rate(void *arg, const char *iface, double octets_per_s)
     fs_sink_set_max_rate(arg, iface, octets_per_s);
 }
 
+static void
+sink_reset(void *arg, const char *iface)
+{
+    fs_sink_counter_reset(arg, FS_RESET_DISCONTINUITY, iface);
+}
+
 const struct fs_sflow_emit fs_sflow_sink_emit = {sink_counter, sink_gauge, sink_ifname,
-                                                 sink_max_rate};
+                                                 sink_max_rate, sink_reset};

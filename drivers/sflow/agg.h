@@ -9,7 +9,21 @@
  * through a 64-wide window: a number up to 64 places late is not lost; at each flush
  * every number still missing in a window is declared lost, and one arriving after that
  * is dropped as a duplicate (a datagram counted lost stays lost). A number more than 64
- * behind, or the agent's uptime going back, restarts the sequence (counted, no loss).
+ * behind restarts the sequence (counted, no loss). An agent restart is told from
+ * reordering by sequence and uptime together (dgram_classify in agg.c): a datagram
+ * whose uptime is behind the highest's by more than a network delays one (5 s), or out
+ * of line with the uptimes of the numbers received around it, or a number received
+ * before with other bytes (a duplicate has the same), is another agent instance's. A
+ * restart settles what was missing as lost and starts the sequences and the port
+ * counters' bases over.
+ *
+ * Port counters: a counter sample whose octets went back, or whose packets grew more
+ * than its octets, restarted counting (a restart the datagrams did not show): it only
+ * sets the port's base (counted: resets kind counters), never adds a wrap's 2^32.
+ *
+ * Sampling rates: a flow sample in sequence whose sampling rate differs from the one its
+ * data source announced in its previous sample is counted (rate_changes; the driver logs
+ * it): a reconfiguration, or a sender that is not the agent. The new rate is used.
  *
  * Flow samples: the sampled header is matched against every flow rule (protocol, ports,
  * ECN = CE from the IP header's ECN bits, tc); each rule it matches gets, on the sample's
@@ -35,6 +49,10 @@
  * on the output port when known (else the input), by reason name; notifications are
  * rate-limited, not sampled, so they are never scaled; the agent's count of unreported
  * drops is counted as lost samples (discard_rate_limited).
+ *
+ * Port names: the configured map, else the name another source of the target gives the
+ * ifIndex (the emitter's ifname), else the agent's port name record (1005, host-sflow
+ * sends one with each generic counter record), else ifIndex<N>.
  *
  * Counter samples (generic interface): the port's octets, packets (unicast + multicast
  * + broadcast, unwrapped here from the three 32-bit counters into one exact 64-bit sum),
@@ -82,6 +100,7 @@ enum fs_sflow_reset_kind {
     FS_SFLOW_RESET_AGENT_RESTART = 0,
     FS_SFLOW_RESET_DATAGRAM,
     FS_SFLOW_RESET_SAMPLE,
+    FS_SFLOW_RESET_COUNTERS, /**< a port's counter sample went back */
     FS_SFLOW_RESET_KIND_COUNT
 };
 
@@ -117,6 +136,14 @@ struct fs_sflow_agg_stats {
     uint64_t flow_samples, counter_samples, discard_samples;
     uint64_t matched;                                 /**< (sample, rule) matches */
     uint64_t pool_checks[FS_SFLOW_POOL_RESULT_COUNT]; /**< sample pool checks by result */
+    uint64_t rate_changes; /**< flow samples whose rate differs from their source's previous */
+};
+
+/** The last sampling rate change (n: how many so far, as stats.rate_changes). */
+struct fs_sflow_rate_change {
+    uint64_t n;
+    uint32_t source_type, source_index;
+    uint32_t old_rate, new_rate;
 };
 
 struct fs_sflow_agg_opts {
@@ -136,6 +163,9 @@ struct fs_sflow_emit {
     int (*ifname)(void *arg, uint32_t ifindex, char *buf, size_t len);
     /** The port's line rate (fs_sink_set_max_rate), from a counter sample's ifSpeed. */
     void (*max_rate)(void *arg, const char *iface, double octets_per_s);
+    /** The port's counters restarted (fs_sink_counter_reset of the interface): called
+     *  before its counters in the flush after a counter sample went back. */
+    void (*reset)(void *arg, const char *iface);
 };
 
 /** The emitter onto a target's sink (arg: the struct fs_sink *): what the driver flushes
@@ -188,6 +218,9 @@ void fs_sflow_agg_flush(struct fs_sflow_agg *a, const struct fs_sflow_emit *e, v
                         int64_t now_mono_us);
 
 const struct fs_sflow_agg_stats *fs_sflow_agg_get_stats(const struct fs_sflow_agg *a);
+
+/** What the last sampling rate change was, for the driver to log. */
+const struct fs_sflow_rate_change *fs_sflow_agg_last_rate_change(const struct fs_sflow_agg *a);
 
 /** Bytes the aggregate holds now (tables and quantile buffers). */
 size_t fs_sflow_agg_bytes(const struct fs_sflow_agg *a);

@@ -403,6 +403,28 @@ counter_ethernet(struct cursor *c, struct sflow_eth_counters *e)
     return rc;
 }
 
+/* string portName<255>: the length, the bytes, XDR padding (tolerated when left out, as
+ * for the raw header). -1 when the length runs past the record; a name that cannot be a
+ * label (empty, too long, a control byte) is left out. */
+static int
+counter_port_name(struct cursor *c, struct sflow_counter_sample *s)
+{
+    uint32_t len;
+    bool usable;
+    if (!cursor_u32(c, &len) || len > cursor_left(c))
+        return -1;
+    usable = len > 0 && len <= SFLOW_PORT_NAME_MAX;
+    for (uint32_t i = 0; usable && i < len; i++)
+        usable = c->buf[c->pos + i] >= 0x20 && c->buf[c->pos + i] != 0x7f;
+    if (usable && !s->port_name) {
+        s->port_name = c->buf + c->pos;
+        s->port_name_len = len;
+    } else if (!usable) {
+        s->n_bad_port_names++;
+    }
+    return 0;
+}
+
 static int
 counter_records(struct decoder *d, struct cursor *c, struct sflow_counter_sample *s,
                 struct loc *where)
@@ -441,6 +463,12 @@ counter_records(struct decoder *d, struct cursor *c, struct sflow_counter_sample
                 s->has_generic = true;
                 s->generic = g;
             }
+        } else if (enterprise == 0 && format == SFLOW_COUNTERS_PORT_NAME) {
+            if (counter_port_name(&rec, s) != 0)
+                rc = decode_fail(d,
+                                 "%s record %u (port name): its string runs past the record "
+                                 "(length %u)",
+                                 loc_str(where), i, length);
         } else if (enterprise == 0 && format == SFLOW_COUNTERS_ETHERNET) {
             struct sflow_eth_counters e;
             if (counter_ethernet(&rec, &e) != 0)

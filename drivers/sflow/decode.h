@@ -10,8 +10,8 @@
  *     (1), decoded further into Ethernet, 802.1Q, IPv4/IPv6, UDP/TCP and the RoCEv2 Base
  *     Transport Header when the UDP destination port is 4791; the extended egress queue
  *     (1036), transit delay (1039) and queue depth (1040) records;
- *   - counter samples (2) and expanded counter samples (4): generic interface (1) and
- *     Ethernet (2) counter records;
+ *   - counter samples (2) and expanded counter samples (4): generic interface (1),
+ *     Ethernet (2) and port name (1005, host-sflow's portName) counter records;
  *   - dropped-packet notifications (sample format 5): reason code, input/output and the
  *     same flow records as a flow sample.
  * Samples and records of other enterprises or formats are skipped by their length and
@@ -24,7 +24,8 @@
  * so a huge declared count ends at the end of the buffer, with an error.
  *
  * Ownership. The caller owns the datagram buffer; it is never written. Pointers in the
- * structures passed to the callback (sflow_raw_header.header) point into that buffer and
+ * structures passed to the callback (sflow_raw_header.header,
+ * sflow_counter_sample.port_name) point into that buffer and
  * are valid while the caller keeps it. The structures themselves live on the decoder's
  * stack and are valid only during the callback: copy what you keep. The decoder
  * allocates nothing.
@@ -60,7 +61,11 @@ enum sflow_flow_record_format {
 enum sflow_counter_record_format {
     SFLOW_COUNTERS_GENERIC_IF = 1,
     SFLOW_COUNTERS_ETHERNET = 2,
+    SFLOW_COUNTERS_PORT_NAME = 1005, /**< host-sflow: string portName<255> */
 };
+
+/** The longest port name (host-sflow's SFL_MAX_PORTNAME_LEN, the XDR bound). */
+#define SFLOW_PORT_NAME_MAX 255u
 
 /** header_protocol values of the raw packet header record that the decoder parses. */
 enum sflow_header_protocol {
@@ -197,6 +202,13 @@ struct sflow_counter_sample {
     struct sflow_if_counters generic;
     bool has_ethernet;
     struct sflow_eth_counters ethernet;
+    /** The port name record (1005), when one was present and usable as a name: 1 to
+     *  SFLOW_PORT_NAME_MAX bytes, none below 0x20 or 0x7f. Not NUL-terminated; points
+     *  into the caller's datagram buffer. A name that is not usable is ignored (counted
+     *  in n_bad_port_names), one that runs past its record is a decode error. */
+    const uint8_t *port_name;
+    uint32_t port_name_len; /**< 0: no usable name */
+    uint32_t n_bad_port_names;
     uint32_t n_records;
     uint32_t n_unknown_records;
 };

@@ -11,6 +11,11 @@
  * returns the thread cannot reach the target. A socket is closed under the mutex too, and
  * the thread finds sockets by an id, never by a file descriptor that may be reused.
  *
+ * Whose a datagram is: the agent address (and sub-agent) inside it picks the target, and
+ * its UDP sender must be one of that target's sources (sflow.sources, default the agent
+ * and the target's address), else it is dropped unread: the payload is whatever its
+ * sender wrote. A datagram whose header cannot be read goes by its sender alone.
+ *
  * Fairness and bounds: sockets are served in turn, BURST datagrams each; per datagram
  * the work is bounded by its length; per target the aggregate is bounded (agg.h). A
  * flood from one agent sharing a socket with others fills that socket's kernel buffer,
@@ -42,6 +47,9 @@
 #define RCVBUF (4 * 1024 * 1024) /* asked for; the kernel caps it at rmem_max */
 #define LOG_WINDOW_US (10 * INT64_C(1000000))
 #define LOG_PER_WINDOW 5
+#define REJECT_LOG_US (60 * INT64_C(1000000)) /* a rejected source is logged once a minute */
+#define REJECT_LOG_SLOTS 16                   /* sources remembered for that */
+#define MAX_SOURCES 66                        /* the leaf-list's 64, or agent + address */
 
 struct sock {
     struct sock *next;
@@ -52,9 +60,14 @@ struct sock {
     size_t n_targets;
     char label[64]; /* "[::]:6343", the listen label */
     uint64_t unknown_agent, undecodable;
+    uint64_t rejected_source; /* claimed a target, from a source the target does not accept */
     int64_t log_window_mono;
     unsigned logs_in_window, logs_suppressed;
-    struct tgt *last; /* the target of the previous datagram: bursts come per agent */
+    struct {
+        struct sflow_addr from;
+        int64_t mono;
+    } reject_log[REJECT_LOG_SLOTS]; /* when each rejected source was last logged */
+    struct tgt *last;               /* the target of the previous datagram: bursts come per agent */
 };
 
 struct tgt {
@@ -65,6 +78,8 @@ struct tgt {
     struct sflow_addr agent;
     bool has_sub;
     uint32_t sub;
+    struct sflow_addr sources[MAX_SOURCES]; /* UDP sources whose datagrams count */
+    size_t n_sources;
     struct fs_sink *sink;
     struct fs_sflow_agg *agg;
     int64_t interval_us, silent_us;
@@ -72,6 +87,7 @@ struct tgt {
     bool data_since_flush, ever, silent_reported, first_flush;
     int64_t log_window_mono;
     unsigned logs_in_window;
+    uint64_t rate_changes_logged;
 };
 
 struct drv {
@@ -84,6 +100,7 @@ struct drv {
     struct tgt *tgts;
     uint64_t next_id;
     uint8_t *bufs; /* RECV_BATCH x DGRAM_BUF, the receive thread's */
+    struct sockaddr_storage from[RECV_BATCH];
 };
 
 /* ---- helpers ---- */
@@ -92,6 +109,37 @@ static bool
 addr_eq(const struct sflow_addr *a, const struct sflow_addr *b)
 {
     return a->family == b->family && !memcmp(a->bytes, b->bytes, a->family == 4 ? 4 : 16);
+}
+
+/* The UDP sender as an address: an IPv4 sender on a dual-stack socket (::ffff:a.b.c.d) is
+ * the IPv4 address a.b.c.d, as a configuration names it. */
+static void
+sender_addr(const struct sockaddr_storage *ss, struct sflow_addr *a)
+{
+    static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    memset(a, 0, sizeof *a);
+    if (ss->ss_family == AF_INET) {
+        a->family = 4;
+        memcpy(a->bytes, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+    } else if (ss->ss_family == AF_INET6) {
+        const uint8_t *b = ((const struct sockaddr_in6 *)ss)->sin6_addr.s6_addr;
+        if (!memcmp(b, mapped, sizeof mapped)) {
+            a->family = 4;
+            memcpy(a->bytes, b + 12, 4);
+        } else {
+            a->family = 6;
+            memcpy(a->bytes, b, 16);
+        }
+    }
+}
+
+static bool
+source_ok(const struct tgt *t, const struct sflow_addr *from)
+{
+    for (size_t i = 0; i < t->n_sources; i++)
+        if (addr_eq(&t->sources[i], from))
+            return true;
+    return false;
 }
 
 /* Rate limit of warnings: LOG_PER_WINDOW lines per LOG_WINDOW_US, then silence. */
@@ -136,6 +184,8 @@ flush_target(struct tgt *t, int64_t now_mono)
     fs_sink_counter(t->sink, FS_M_SFLOW_SOCKET_DROPPED, l, 2, t->sock->unknown_agent, 64);
     l[1].value = "undecodable";
     fs_sink_counter(t->sink, FS_M_SFLOW_SOCKET_DROPPED, l, 2, t->sock->undecodable, 64);
+    l[1] = (struct fs_label){"reason", "source"};
+    fs_sink_counter(t->sink, FS_M_SFLOW_REJECTED, l, 2, t->sock->rejected_source, 64);
     fs_sink_end(t->sink);
     publish_detail(t);
     if (t->data_since_flush) {
@@ -169,19 +219,72 @@ find_target(struct drv *d, struct sock *s, const struct sflow_datagram_header *h
     return t;
 }
 
+/* The one target of s that accepts datagrams from `from`, or NULL (none, or several). */
+static struct tgt *
+target_by_source(struct drv *d, struct sock *s, const struct sflow_addr *from)
+{
+    struct tgt *found = NULL;
+    for (struct tgt *t = d->tgts; t; t = t->next)
+        if (t->sock == s && source_ok(t, from)) {
+            if (found)
+                return NULL;
+            found = t;
+        }
+    return found;
+}
+
+/* A rejected source is logged once a minute (and within the socket's budget): a spoofer
+ * or a misconfigured relay would otherwise write a line per datagram. */
+static bool
+reject_log_due(struct sock *s, const struct sflow_addr *from, int64_t now)
+{
+    size_t slot = REJECT_LOG_SLOTS, oldest = 0;
+    for (size_t i = 0; i < REJECT_LOG_SLOTS && slot == REJECT_LOG_SLOTS; i++)
+        if (s->reject_log[i].from.family && addr_eq(&s->reject_log[i].from, from))
+            slot = i;
+    if (slot < REJECT_LOG_SLOTS && now - s->reject_log[slot].mono < REJECT_LOG_US)
+        return false;
+    if (slot == REJECT_LOG_SLOTS) { /* a new one takes a free slot, else the oldest */
+        for (size_t i = 1; i < REJECT_LOG_SLOTS; i++)
+            if (!s->reject_log[oldest].from.family)
+                break;
+            else if (!s->reject_log[i].from.family ||
+                     s->reject_log[i].mono < s->reject_log[oldest].mono)
+                oldest = i;
+        slot = oldest;
+    }
+    s->reject_log[slot].from = *from;
+    s->reject_log[slot].mono = now;
+    return log_due(&s->log_window_mono, &s->logs_in_window, now);
+}
+
 static void
-handle(struct drv *d, struct sock *s, const uint8_t *buf, size_t len, int64_t now)
+handle(struct drv *d, struct sock *s, const uint8_t *buf, size_t len,
+       const struct sockaddr_storage *ss, int64_t now)
 {
     struct sflow_datagram_header h;
     enum fs_sflow_decode_reason reason = FS_SFLOW_DEC_MALFORMED;
-    char err[256], a[64];
+    char err[256], a[64], f[64];
     bool hdr_ok;
+    struct sflow_addr from;
     int rc = fs_sflow_check(buf, len, &h, &hdr_ok, &reason, err, sizeof err);
     struct tgt *t;
+    sender_addr(ss, &from);
     if (!hdr_ok) {
+        /* No agent to read: the sender tells whose it is when one target accepts it. */
+        t = target_by_source(d, s, &from);
+        if (t) {
+            fs_sflow_agg_decode_error(t->agg, reason);
+            if (log_due(&t->log_window_mono, &t->logs_in_window, now))
+                fs_log(FS_LOG_WARN, "sflow", "%s: dropped a datagram from %s (%s): %s", t->name,
+                       fs_sflow_addr_str(&from, f, sizeof f), fs_sflow_decode_reason_names[reason],
+                       err);
+            return;
+        }
         s->undecodable++;
         if (log_due(&s->log_window_mono, &s->logs_in_window, now))
-            fs_log(FS_LOG_WARN, "sflow", "%s: dropped an undecodable datagram: %s", s->label, err);
+            fs_log(FS_LOG_WARN, "sflow", "%s: dropped an undecodable datagram from %s: %s",
+                   s->label, fs_sflow_addr_str(&from, f, sizeof f), err);
         return;
     }
     t = find_target(d, s, &h);
@@ -190,8 +293,20 @@ handle(struct drv *d, struct sock *s, const uint8_t *buf, size_t len, int64_t no
         if (log_due(&s->log_window_mono, &s->logs_in_window, now))
             fs_log(FS_LOG_WARN, "sflow",
                    "%s: dropped a datagram of agent %s sub-agent %" PRIu32
-                   ", which no target claims",
-                   s->label, fs_sflow_addr_str(&h.agent, a, sizeof a), h.sub_agent_id);
+                   " from %s, which no target claims",
+                   s->label, fs_sflow_addr_str(&h.agent, a, sizeof a), h.sub_agent_id,
+                   fs_sflow_addr_str(&from, f, sizeof f));
+        return;
+    }
+    if (!source_ok(t, &from)) {
+        /* Before anything of it is read: its sequence, uptime, ports and rates are
+         * whatever its sender wrote. */
+        s->rejected_source++;
+        if (reject_log_due(s, &from, now))
+            fs_log(FS_LOG_WARN, "sflow",
+                   "%s: dropped a datagram claiming agent %s (target %s) from %s, which is "
+                   "not among the target's sources (logged once a minute per source)",
+                   s->label, t->agent_str, t->name, fs_sflow_addr_str(&from, f, sizeof f));
         return;
     }
     if (rc != 0) {
@@ -206,6 +321,17 @@ handle(struct drv *d, struct sock *s, const uint8_t *buf, size_t len, int64_t no
         t->ever = true;
         t->last_dgram_mono = now;
     }
+    const struct fs_sflow_rate_change *rch = fs_sflow_agg_last_rate_change(t->agg);
+    if (rch->n != t->rate_changes_logged) {
+        t->rate_changes_logged = rch->n;
+        if (log_due(&t->log_window_mono, &t->logs_in_window, now))
+            fs_log(FS_LOG_WARN, "sflow",
+                   "%s: agent %s changed the sampling rate of data source %" PRIu32 ":%" PRIu32
+                   " from 1 in %" PRIu32 " to 1 in %" PRIu32
+                   " (estimates across the change mix both)",
+                   t->name, t->agent_str, rch->source_type, rch->source_index, rch->old_rate,
+                   rch->new_rate);
+    }
 }
 
 /* Reads up to BURST datagrams of s (under the lock). */
@@ -214,6 +340,7 @@ drain(struct drv *d, struct sock *s)
 {
     struct mmsghdr msgs[RECV_BATCH];
     struct iovec iov[RECV_BATCH];
+    /* The sender of each datagram: whose it is depends on it (source_ok). */
     int total = 0;
     while (total < BURST) {
         memset(msgs, 0, sizeof msgs);
@@ -222,13 +349,15 @@ drain(struct drv *d, struct sock *s)
             iov[i].iov_len = DGRAM_BUF;
             msgs[i].msg_hdr.msg_iov = &iov[i];
             msgs[i].msg_hdr.msg_iovlen = 1;
+            msgs[i].msg_hdr.msg_name = &d->from[i];
+            msgs[i].msg_hdr.msg_namelen = sizeof d->from[i];
         }
         int n = recvmmsg(s->fd, msgs, RECV_BATCH, MSG_DONTWAIT, NULL);
         if (n <= 0)
             break;
         int64_t now = fs_monotonic_us();
         for (int i = 0; i < n; i++)
-            handle(d, s, d->bufs + (size_t)i * DGRAM_BUF, msgs[i].msg_len, now);
+            handle(d, s, d->bufs + (size_t)i * DGRAM_BUF, msgs[i].msg_len, &d->from[i], now);
         total += n;
         if (n < RECV_BATCH)
             break;
@@ -439,6 +568,17 @@ sflow_target_add(void *state, const struct fs_target_cfg *tcfg, const void *dcfg
         goto done;
     }
     fs_sflow_addr_str(&t->agent, t->agent_str, sizeof t->agent_str);
+    if (c->n_sources > 0) {
+        for (size_t i = 0; i < c->n_sources && i < MAX_SOURCES; i++)
+            t->sources[t->n_sources++] = c->sources[i];
+    } else {
+        /* The agent itself, and the target's address (the switch's management address,
+         * which its datagrams may leave from when the agent address is a loopback). */
+        struct sflow_addr addr;
+        t->sources[t->n_sources++] = t->agent;
+        if (fs_sflow_parse_addr(tcfg->address, &addr) == 0 && !addr_eq(&addr, &t->agent))
+            t->sources[t->n_sources++] = addr;
+    }
     t->interval_us = c->interval_us;
     t->silent_us = 2 * c->counter_interval_us;
     struct fs_sflow_agg_opts o = {.rules = tcfg->flow_rules,

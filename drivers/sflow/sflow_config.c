@@ -90,6 +90,20 @@ fs_sflow_config_build(const struct lyd_node *n, void **dcfg, struct fs_cfg_errs 
                             "literal, and sFlow datagrams name their agent by address",
                             addr);
     }
+    for (const struct lyd_node *e = fs_cfg_next(n, NULL, "sources"); e && rc == 0;
+         e = fs_cfg_next(n, e, "sources")) {
+        struct sflow_addr *g = realloc(c->sources, (c->n_sources + 1) * sizeof *g);
+        if (!g) {
+            rc = -1;
+            break;
+        }
+        c->sources = g;
+        if (fs_sflow_parse_addr(fs_cfg_value(e), &c->sources[c->n_sources]) != 0)
+            fs_cfg_node_err(errs, e, false, "%s is not an IPv4 or IPv6 address literal",
+                            fs_cfg_value(e));
+        else
+            c->n_sources++;
+    }
     c->has_sub_agent = fs_cfg_kid(n, "sub_agent") != NULL;
     c->sub_agent = (uint32_t)fs_cfg_long(n, "sub_agent", 0);
     c->interval_us = fs_cfg_duration_us(n, "interval", US_PER_S);
@@ -134,6 +148,7 @@ fs_sflow_config_free(void *dcfg)
     for (size_t i = 0; i < c->n_ifnames; i++)
         free(c->ifnames[i].name);
     free(c->ifnames);
+    free(c->sources);
     free(c);
 }
 
@@ -155,7 +170,10 @@ fs_sflow_config_equal(const void *pa, const void *pb)
          (!a->has_agent || addr_equal(&a->agent, &b->agent)) &&
          a->has_sub_agent == b->has_sub_agent && a->sub_agent == b->sub_agent &&
          a->interval_us == b->interval_us && a->counter_interval_us == b->counter_interval_us &&
-         a->max_ports == b->max_ports && a->n_ifnames == b->n_ifnames;
+         a->max_ports == b->max_ports && a->n_ifnames == b->n_ifnames &&
+         a->n_sources == b->n_sources;
+    for (size_t i = 0; eq && i < a->n_sources; i++)
+        eq = addr_equal(&a->sources[i], &b->sources[i]);
     for (size_t i = 0; eq && i < a->n_ifnames; i++)
         eq = a->ifnames[i].ifindex == b->ifnames[i].ifindex &&
              fs_cfg_str_equal(a->ifnames[i].name, b->ifnames[i].name);

@@ -25,6 +25,8 @@ struct fs_sflow_cfg {
     uint16_t port;            /**< default 6343 */
     bool has_agent;           /**< agent set; else the target's address (an IP literal) */
     struct sflow_addr agent;
+    struct sflow_addr *sources; /**< the sources leaf-list; NULL: the driver's default */
+    size_t n_sources;
     bool has_sub_agent;
     uint32_t sub_agent;
     int64_t interval_us;             /**< commit cadence; default 1 s */

@@ -3,7 +3,8 @@
  * hostile or broken agent could send to the collector port. The input is copied into a
  * buffer of exactly its size (an over-read is a sanitizer report); every sample handed to
  * the callback must hold its invariants: raw header bytes inside the datagram, 24-bit BTH
- * fields, a known kind, decoded counts within the declared ones.
+ * fields, a known kind, decoded counts within the declared ones, a port name (counter
+ * record 1005) inside the datagram, 1-255 bytes without a control byte.
  *
  * The same input then goes through what the driver does with a datagram of a known
  * agent (drivers/sflow/agg.c: accounting, rule matching, aggregation), twice (the second
@@ -65,10 +66,21 @@ on_sample(const struct sflow_datagram_header *hdr, const struct sflow_sample *s,
     case SFLOW_KIND_DISCARD:
         check_records(sp, &s->u.discard.records);
         break;
-    case SFLOW_KIND_COUNTERS:
-        if (s->u.counters.n_unknown_records > s->u.counters.n_records)
+    case SFLOW_KIND_COUNTERS: {
+        const struct sflow_counter_sample *k = &s->u.counters;
+        if (k->n_unknown_records > k->n_records)
             abort();
+        /* a port name: inside the datagram, 1..255 bytes, no control byte */
+        if (k->port_name_len) {
+            if (k->port_name < sp->buf || k->port_name_len > SFLOW_PORT_NAME_MAX ||
+                (size_t)(k->port_name - sp->buf) > sp->len - k->port_name_len)
+                abort();
+            for (uint32_t i = 0; i < k->port_name_len; i++)
+                if (k->port_name[i] < 0x20 || k->port_name[i] == 0x7f)
+                    abort();
+        }
         break;
+    }
     default:
         abort();
     }
@@ -130,7 +142,16 @@ emit_rate(void *arg, const char *iface, double v)
         abort();
 }
 
-static const struct fs_sflow_emit emit = {emit_counter, emit_gauge, emit_ifname, emit_rate};
+static void
+emit_reset(void *arg, const char *iface)
+{
+    (void)arg;
+    if (!iface || !iface[0])
+        abort();
+}
+
+static const struct fs_sflow_emit emit = {emit_counter, emit_gauge, emit_ifname, emit_rate,
+                                          emit_reset};
 
 static void
 aggregate(const uint8_t *buf, size_t size)

@@ -4,7 +4,9 @@
 Reads a JSON list from stdin; each item is one datagram:
   {"agent": "127.0.0.1", "sub_agent": 0, "seq": 1, "uptime": 1000,
    "samples": [GROUP, ...], "truncate": N (optional: send only the first N bytes)}
-or {"garbage": "text"} (sent as is). A GROUP is N samples alike:
+or {"garbage": "text"} (sent as is). Any item may add "from": "127.0.0.2" (send from
+that local address: a spoofer beside the honest agent) and "version": 4 (the header's
+version word). A GROUP is N samples alike:
   {"kind": "flow", "n": 10, "rate": 1000, "traffic": "roce"|"tcp", "ce": true,
    "ipv": 4, "payload": 1000, "source": 101, "in": 1, "out": 101, "seq": 1,
    "depth": [..n values..], "delay": [..n values, ns..]}
@@ -96,7 +98,7 @@ def build(item, out):
         else:
             samples.append(counter_sample(grp))
     a = ipaddress.ip_address(item["agent"])
-    body = (g.u32(5) + g.u32(1 if a.version == 4 else 2) + a.packed +
+    body = (g.u32(item.get("version", 5)) + g.u32(1 if a.version == 4 else 2) + a.packed +
             g.u32(item.get("sub_agent", 0)) + g.u32(item["seq"]) + g.u32(item.get("uptime", 1000)) +
             g.u32(len(samples)) + b"".join(samples))
     if "truncate" in item:
@@ -111,10 +113,15 @@ def main():
     host, port = a.to.rsplit(":", 1)
     host = host.strip("[]")
     fam = socket.AF_INET6 if ":" in host else socket.AF_INET
-    s = socket.socket(fam, socket.SOCK_DGRAM)
+    socks = {}
     out = []
     for item in json.load(sys.stdin):
-        s.sendto(build(item, out), (host, int(port)))
+        src = item.get("from", "")
+        if src not in socks:
+            socks[src] = socket.socket(fam, socket.SOCK_DGRAM)
+            if src:
+                socks[src].bind((src, 0))
+        socks[src].sendto(build(item, out), (host, int(port)))
     for o in out:
         print(json.dumps(o))
 

@@ -8,7 +8,8 @@
 # queue depth max and p90 and transit delay max of the interval (in the ring); lost
 # datagrams when sequence numbers are skipped, and a truncated datagram counted as a
 # decode error with its successor still decoded; an unknown agent and a non-sFlow
-# datagram counted on the socket with no series of their own; the IPv6 agent's target;
+# datagram (from 127.0.0.2, nobody's source) counted on the socket with no series of
+# their own; the IPv6 agent's target;
 # the sflow source up in /api/v1/targets; promtool check metrics clean; SIGTERM ends it
 # cleanly.
 source "$(dirname "$0")/lib.sh"
@@ -84,7 +85,7 @@ cat >d.json <<'JSON'
  {"agent": "192.0.2.99", "seq": 1, "uptime": 5, "samples": [
    {"kind": "flow", "n": 1, "rate": 1000, "traffic": "roce", "source": 77, "in": 77,
     "out": 78, "seq": 1}]},
- {"garbage": "not an sFlow datagram"},
+ {"garbage": "not an sFlow datagram", "from": "127.0.0.2"},
  {"agent": "127.0.0.1", "seq": 6, "uptime": 1600, "samples": [
    {"kind": "flow", "n": 1, "rate": 1000, "traffic": "roce", "source": 101, "in": 3,
     "out": 101, "seq": 42, "payload": 4000}]},

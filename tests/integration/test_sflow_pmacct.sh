@@ -59,7 +59,9 @@ flow_rules:
 targets:
   - name: sw1
     address: 10.0.0.17
-    sflow: { listen: 127.0.0.1, port: $UDP, interval: 500ms, counter_interval: 1s }
+    # the simulated agent 10.0.0.17 sends from 127.0.0.1, as through a relay
+    sflow: { listen: 127.0.0.1, port: $UDP, interval: 500ms, counter_interval: 1s,
+             sources: [127.0.0.1] }
 EOF
 start_fabricscope "$T/fs.yaml"
 wait_http "http://127.0.0.1:$HTTP/healthz" 20

@@ -187,15 +187,28 @@ sfb_discard_sample(struct sfb *x, uint32_t seq, uint32_t in, uint32_t out, uint3
     sfb_put_at(x, x->n_samples_at, ++x->n_samples);
 }
 
-/** A counter sample with a generic interface record of ifindex. */
+/** A counter sample with a generic interface record of ifindex, after a port name record
+ *  (1005, as host-sflow sends it) when name is not NULL (its bytes as given). */
 static inline void
-sfb_counter_sample(struct sfb *x, uint32_t seq, uint32_t ifindex, uint64_t in_octets,
-                   uint32_t in_ucast, uint32_t in_mcast, uint32_t status)
+sfb_counter_sample_named(struct sfb *x, uint32_t seq, uint32_t ifindex, uint64_t in_octets,
+                         uint32_t in_ucast, uint32_t in_mcast, uint32_t status, const char *name)
 {
     size_t s = sfb_begin(x, 2), r;
     sfb_u32(x, seq);
     sfb_u32(x, ifindex);
-    sfb_u32(x, 1);
+    sfb_u32(x, name ? 2 : 1);
+    if (name) {
+        size_t len = strlen(name);
+        r = sfb_begin(x, 1005);
+        sfb_u32(x, (uint32_t)len);
+        if (x->n + len + 4 <= sizeof x->b) {
+            memcpy(x->b + x->n, name, len);
+            x->n += len;
+            while (x->n % 4)
+                x->b[x->n++] = 0;
+        }
+        sfb_end(x, r);
+    }
     r = sfb_begin(x, 1);
     sfb_u32(x, ifindex);
     sfb_u32(x, 6);
@@ -216,6 +229,14 @@ sfb_counter_sample(struct sfb *x, uint32_t seq, uint32_t ifindex, uint64_t in_oc
     sfb_end(x, r);
     sfb_end(x, s);
     sfb_put_at(x, x->n_samples_at, ++x->n_samples);
+}
+
+/** A counter sample with a generic interface record of ifindex. */
+static inline void
+sfb_counter_sample(struct sfb *x, uint32_t seq, uint32_t ifindex, uint64_t in_octets,
+                   uint32_t in_ucast, uint32_t in_mcast, uint32_t status)
+{
+    sfb_counter_sample_named(x, seq, ifindex, in_octets, in_ucast, in_mcast, status, NULL);
 }
 
 #endif

@@ -5,7 +5,9 @@
  * the aggregate's exact estimates (samples x rate, frame bytes, CE share, queue depth
  * max and p90, drops by reason name); loss accounting (gaps, reorder within the window,
  * late after a flush, agent restart, sequence restart, sample gaps, the agent's own drop
- * counts); decode errors counted whole; the bounds (over_limit).
+ * counts); decode errors counted whole; the bounds (over_limit); agent restarts 3 s, 13 s
+ * and 5 min after the start told from duplicates and reordering, and counters that went
+ * back re-based (never a 2^32 jump); sampling rate changes counted.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -38,6 +40,7 @@ struct recorder {
     size_t n;
     int ifname_calls;
     const char *core_name; /* what "another source" calls ifIndex 7, or NULL */
+    int resets;            /* port counter resets declared */
 };
 
 static void
@@ -92,7 +95,16 @@ rec_rate(void *arg, const char *iface, double v)
     (void)arg, (void)iface, (void)v;
 }
 
-static const struct fs_sflow_emit rec_emit = {rec_counter, rec_gauge, rec_ifname, rec_rate};
+static void
+rec_reset(void *arg, const char *iface)
+{
+    struct recorder *rc = arg;
+    assert_non_null(iface);
+    rc->resets++;
+}
+
+static const struct fs_sflow_emit rec_emit = {rec_counter, rec_gauge, rec_ifname, rec_rate,
+                                              rec_reset};
 
 /* The recorded value of key, or -1 when it was never emitted. */
 static double
@@ -286,7 +298,8 @@ test_aggregate(void **state)
                          .pkt = roce,
                          .frame_length = 4158};
     sfb_flow_sample(&x, &f);
-    sfb_counter_sample(&x, 2, 101, 223456789, 4, 6, 1);
+    /* 5 GB more octets: room for the 2^32 unicast packets of the wrap */
+    sfb_counter_sample(&x, 2, 101, 5123456789ull, 4, 6, 1);
     feed(a, &x);
     fs_sflow_agg_flush(a, &rec_emit, &rc, 2);
     assert_true(val(&rc, "fabric_flow_rule_packets_total{rule=roce,interface=Eth1/1}") == 41000);
@@ -449,6 +462,218 @@ test_sample_pool(void **state)
     fs_sflow_agg_free(a);
 }
 
+/* ---------------- agent restarts ---------------- */
+
+/* An hsflowd-like agent instance: a datagram a second, its uptime its process's (so a
+ * restart sends it back to about 0), each datagram a flow sample and a counter sample of
+ * ifIndex 101 whose unicast packets and octets count from the instance's base. */
+struct instance {
+    uint32_t seq, sseq, k;
+    int32_t jitter_ms;
+    uint32_t pkts_base;
+    uint64_t oct_base;
+};
+
+static void
+inst_build(struct instance *in, struct sfb *x)
+{
+    in->k++;
+    in->seq++;
+    sfb_datagram(x, AGENT, 0, in->seq, (uint32_t)((int32_t)(1000 * in->k) + in->jitter_ms));
+    struct sfb_flow f = {.seq = ++in->sseq,
+                         .source = 101,
+                         .rate = 100,
+                         .in = 3,
+                         .out = 101,
+                         .pkt = roce,
+                         .frame_length = 1000};
+    sfb_flow_sample(x, &f);
+    /* 1000 packets and 1 MB a second (the packets' 32 bits wrap when the base is high) */
+    sfb_counter_sample(x, in->seq, 101, in->oct_base + 1000000ull * in->k,
+                       in->pkts_base + 1000u * in->k, 0, 3);
+}
+
+struct run {
+    struct fs_sflow_agg *a;
+    struct recorder rc;
+    double last; /* fabric_port_packets_total rx, last flushed */
+    int flushes;
+};
+
+/* Flushes and checks the exported packet counter: never back, never more than the
+ * 2000 packets two datagrams carry. */
+static void
+run_flush(struct run *r)
+{
+    fs_sflow_agg_flush(r->a, &rec_emit, &r->rc, ++r->flushes);
+    double v = val(&r->rc, "fabric_port_packets_total{interface=Eth1/1,direction=rx}");
+    assert_true(v >= r->last && v - r->last <= 2000);
+    r->last = v;
+}
+
+static void
+run_one(struct run *r, struct instance *in)
+{
+    struct sfb x;
+    inst_build(in, &x);
+    assert_int_equal(fs_sflow_agg_feed(r->a, x.b, x.n, 1), 0);
+    run_flush(r);
+}
+
+/* n datagrams of in, the third sent twice (a duplicate) and the fifth and sixth swapped
+ * (reordered within an interval) when n >= 6. */
+static void
+run_instance(struct run *r, struct instance *in, uint32_t n)
+{
+    for (uint32_t i = 1; i <= n; i++) {
+        struct sfb x, y;
+        if (n >= 6 && i == 3) {
+            inst_build(in, &x);
+            assert_int_equal(fs_sflow_agg_feed(r->a, x.b, x.n, 1), 0);
+            assert_int_equal(fs_sflow_agg_feed(r->a, x.b, x.n, 1), 1); /* duplicate */
+            run_flush(r);
+        } else if (n >= 6 && i == 5) {
+            inst_build(in, &x);
+            inst_build(in, &y);
+            assert_int_equal(fs_sflow_agg_feed(r->a, y.b, y.n, 1), 0);
+            assert_int_equal(fs_sflow_agg_feed(r->a, x.b, x.n, 1), 0); /* late */
+            run_flush(r);
+            i++;
+        } else {
+            run_one(r, in);
+        }
+    }
+}
+
+/* An agent restarted after `after` seconds, its counters from 0 again (a switch's). */
+static void
+restart_after(uint32_t after)
+{
+    struct run r = {.a = agg_new(16)};
+    const struct fs_sflow_agg_stats *s = fs_sflow_agg_get_stats(r.a);
+    /* the first instance's packet counter near 2^32: it wraps, which is no restart */
+    struct instance one = {.jitter_ms = 37, .pkts_base = 4294960000u, .oct_base = 1000000000000ull};
+    struct instance two = {.jitter_ms = -63};
+    run_instance(&r, &one, after);
+    run_instance(&r, &two, 8);
+    assert_int_equal(s->resets[FS_SFLOW_RESET_AGENT_RESTART], 1);
+    assert_int_equal(s->duplicates, after >= 6 ? 2 : 1);
+    assert_int_equal(s->datagrams, after + 8);
+    assert_int_equal(s->lost_datagrams, 0);
+    assert_int_equal(s->lost_samples[FS_SFLOW_LOST_FLOW], 0);
+    /* every increase but the one across the restart (the new base) */
+    assert_true(r.last == 1000.0 * (after - 1 + 8 - 1));
+    assert_true(val(&r.rc, "fabric_flow_rule_packets_total{rule=roce,interface=Eth1/1}") ==
+                100.0 * (after + 8));
+    fs_sflow_agg_free(r.a);
+}
+
+/* hsflowd restarted 3 s, 13 s and 5 min after its start: one restart each, the
+ * duplicates and the reordered pair told apart from it, no counter jump. */
+static void
+test_restart_3s(void **state)
+{
+    (void)state;
+    restart_after(3);
+}
+
+static void
+test_restart_13s(void **state)
+{
+    (void)state;
+    restart_after(13);
+}
+
+static void
+test_restart_5min(void **state)
+{
+    (void)state;
+    restart_after(300);
+}
+
+/* A restart the datagrams do not show (the new instance's first four lost, its fifth
+ * ahead in sequence and uptime): its counter sample went back, which only sets a new
+ * base (resets kind counters, the port's reset declared), never a wrap of 2^32. */
+static void
+test_counters_back(void **state)
+{
+    (void)state;
+    struct run r = {.a = agg_new(16)};
+    const struct fs_sflow_agg_stats *s = fs_sflow_agg_get_stats(r.a);
+    struct instance one = {.jitter_ms = 37, .pkts_base = 4000000u, .oct_base = 1000000000000ull};
+    struct instance two = {.jitter_ms = -63};
+    struct sfb x;
+    run_instance(&r, &one, 3);
+    for (int i = 0; i < 4; i++)
+        inst_build(&two, &x); /* never arrive */
+    run_instance(&r, &two, 3);
+    assert_int_equal(s->resets[FS_SFLOW_RESET_AGENT_RESTART], 0);
+    assert_int_equal(s->resets[FS_SFLOW_RESET_COUNTERS], 1);
+    assert_int_equal(r.rc.resets, 1);
+    assert_true(r.last == 1000.0 * (2 + 2));
+    assert_true(val(&r.rc, "fabricscope_sflow_sequence_resets_total{kind=counters}") == 1);
+    fs_sflow_agg_free(r.a);
+}
+
+/* A source's sampling rate changing is counted (and can be logged), the new rate used. */
+static void
+test_rate_change(void **state)
+{
+    (void)state;
+    struct fs_sflow_agg *a = agg_new(16);
+    struct recorder rc = {0};
+    const struct fs_sflow_agg_stats *s = fs_sflow_agg_get_stats(a);
+    pool_one(a, 1, 1, 100, 100);
+    pool_one(a, 2, 2, 200, 100);
+    assert_int_equal(s->rate_changes, 0);
+    pool_one(a, 3, 3, 10200, 10000);
+    assert_int_equal(s->rate_changes, 1);
+    const struct fs_sflow_rate_change *c = fs_sflow_agg_last_rate_change(a);
+    assert_int_equal(c->n, 1);
+    assert_int_equal(c->source_index, 101);
+    assert_int_equal(c->old_rate, 100);
+    assert_int_equal(c->new_rate, 10000);
+    fs_sflow_agg_flush(a, &rec_emit, &rc, 1);
+    assert_true(val(&rc, "fabricscope_sflow_sampling_rate_changes_total") == 1);
+    assert_true(val(&rc, "fabric_flow_rule_packets_total{rule=roce,interface=Eth1/1}") == 10200);
+    fs_sflow_agg_free(a);
+}
+
+/* Port names: the agent's port name record names an interface no other source names;
+ * the configured map comes first; a renamed port takes the new name; a name another
+ * source gives the port (the core's, asked again every 5 s) replaces the agent's. */
+static void
+test_port_names(void **state)
+{
+    (void)state;
+    struct fs_sflow_agg *a = agg_new(16);
+    struct recorder rc = {0};
+    struct sfb x;
+    sfb_datagram(&x, AGENT, 0, 1, 1000);
+    sfb_counter_sample_named(&x, 1, 5, 1000, 1, 0, 3, "swp5");
+    sfb_counter_sample_named(&x, 1, 7, 1000, 1, 0, 3, "eth7-agent");
+    sfb_counter_sample_named(&x, 1, 101, 1000, 1, 0, 3, "agent-101");
+    feed(a, &x);
+    fs_sflow_agg_flush(a, &rec_emit, &rc, 1);
+    assert_true(val(&rc, "fabric_port_oper_up{interface=swp5}") == 1);
+    assert_true(val(&rc, "fabric_port_oper_up{interface=eth7-agent}") == 1);
+    assert_true(val(&rc, "fabric_port_oper_up{interface=Eth1/1}") == 1); /* configured */
+    assert_true(val(&rc, "fabric_port_oper_up{interface=agent-101}") == -1);
+    assert_true(val(&rc, "fabric_port_oper_up{interface=ifIndex5}") == -1);
+    /* the agent renames port 5; another source names port 7 (asked again after 5 s) */
+    rc.n = 0;
+    rc.core_name = "Eth1/7";
+    sfb_datagram(&x, AGENT, 0, 2, 2000);
+    sfb_counter_sample_named(&x, 2, 5, 2000, 2, 0, 3, "swp5-renamed");
+    sfb_counter_sample_named(&x, 2, 7, 2000, 2, 0, 3, "eth7-agent");
+    feed(a, &x);
+    fs_sflow_agg_flush(a, &rec_emit, &rc, 10000000);
+    assert_true(val(&rc, "fabric_port_oper_up{interface=swp5-renamed}") == 1);
+    assert_true(val(&rc, "fabric_port_oper_up{interface=Eth1/7}") == 1);
+    assert_true(val(&rc, "fabric_port_oper_up{interface=eth7-agent}") == -1);
+    fs_sflow_agg_free(a);
+}
+
 static void
 test_bounds(void **state)
 {
@@ -597,9 +822,12 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_match),  cmocka_unit_test(test_aggregate),
-        cmocka_unit_test(test_loss),   cmocka_unit_test(test_sample_pool),
-        cmocka_unit_test(test_bounds), cmocka_unit_test(test_config),
+        cmocka_unit_test(test_match),        cmocka_unit_test(test_aggregate),
+        cmocka_unit_test(test_loss),         cmocka_unit_test(test_sample_pool),
+        cmocka_unit_test(test_bounds),       cmocka_unit_test(test_config),
+        cmocka_unit_test(test_restart_3s),   cmocka_unit_test(test_restart_13s),
+        cmocka_unit_test(test_restart_5min), cmocka_unit_test(test_counters_back),
+        cmocka_unit_test(test_rate_change),  cmocka_unit_test(test_port_names),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -5,7 +5,8 @@
  * over-read); lengths past their container name where; zero samples, version 4, huge sample
  * and record counts, short counter records, oversize datagrams; unknown samples and records
  * are skipped and counted; the sampled-header parser on QinQ, IPv4 options, fragments and
- * cut headers.
+ * cut headers; port name records (1005): kept when usable as a name, ignored and counted
+ * when empty, over 255 bytes or with a control byte, an error when past their record.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -506,6 +507,102 @@ test_short_counter_record(void **state)
     expect_error(&x, (const char *const[]){"generic interface counters", "length 40", NULL});
 }
 
+/* A counter sample of ifIndex 3: a port name record whose string declares len bytes and
+ * carries the bytes of name (n of them), then a minimal generic record. */
+static void
+put_named_counter_sample(struct xdr *x, uint32_t len, const uint8_t *name, size_t n)
+{
+    put_header(x, 1);
+    size_t s = tlv_begin(x, 0, SFLOW_SAMPLE_COUNTERS);
+    put32(x, 1);
+    put32(x, 3);
+    put32(x, 2);
+    size_t r = tlv_begin(x, 0, SFLOW_COUNTERS_PORT_NAME);
+    put32(x, len);
+    if (n)
+        put_bytes(x, name, n);
+    tlv_end(x, r);
+    r = tlv_begin(x, 0, SFLOW_COUNTERS_GENERIC_IF);
+    for (int i = 0; i < 22; i++)
+        put32(x, i == 0 ? 3 : 0);
+    tlv_end(x, r);
+    tlv_end(x, s);
+}
+
+struct name_seen {
+    char name[300];
+    uint32_t len, bad;
+    bool generic;
+};
+
+static void
+collect_name(const struct sflow_datagram_header *hdr, const struct sflow_sample *s, void *arg)
+{
+    struct name_seen *ns = arg;
+    (void)hdr;
+    assert_int_equal(s->kind, SFLOW_KIND_COUNTERS);
+    ns->len = s->u.counters.port_name_len;
+    ns->bad = s->u.counters.n_bad_port_names;
+    ns->generic = s->u.counters.has_generic;
+    assert_true(ns->len < sizeof ns->name);
+    if (ns->len)
+        memcpy(ns->name, s->u.counters.port_name, ns->len);
+    ns->name[ns->len] = '\0';
+}
+
+/* Decodes a copy of exactly the datagram's bytes; the name is copied in the callback. */
+static int
+decode_name(const struct xdr *x, struct name_seen *ns, char *err, size_t errlen)
+{
+    uint8_t *copy = malloc(x->n);
+    assert_non_null(copy);
+    memcpy(copy, x->b, x->n);
+    memset(ns, 0, sizeof *ns);
+    int rc = sflow_decode_datagram(copy, x->n, collect_name, ns, NULL, NULL, err, errlen);
+    free(copy);
+    return rc;
+}
+
+static void
+test_port_name(void **state)
+{
+    (void)state;
+    struct xdr x = {0};
+    struct name_seen ns;
+    char err[256];
+    uint8_t long_name[256];
+    memset(long_name, 'a', sizeof long_name);
+    put_named_counter_sample(&x, 4, (const uint8_t *)"swp1", 4);
+    assert_int_equal(decode_name(&x, &ns, err, sizeof err), 0);
+    assert_string_equal(ns.name, "swp1");
+    assert_true(ns.generic);
+    /* 255 bytes is the longest name; 256, empty or a control byte: ignored, counted */
+    memset(&x, 0, sizeof x);
+    put_named_counter_sample(&x, 255, long_name, 255);
+    assert_int_equal(decode_name(&x, &ns, err, sizeof err), 0);
+    assert_int_equal(ns.len, 255);
+    const struct {
+        uint32_t len;
+        const uint8_t *bytes;
+    } bad[] = {{256, long_name},
+               {0, NULL},
+               {5, (const uint8_t *)"sw\np1"},
+               {3, (const uint8_t *)"s\x7fp"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        memset(&x, 0, sizeof x);
+        put_named_counter_sample(&x, bad[i].len, bad[i].bytes, bad[i].len);
+        assert_int_equal(decode_name(&x, &ns, err, sizeof err), 0);
+        assert_int_equal(ns.len, 0);
+        assert_int_equal(ns.bad, 1);
+        assert_true(ns.generic);
+    }
+    /* a length past its record: the datagram does not decode */
+    memset(&x, 0, sizeof x);
+    put_named_counter_sample(&x, 9, (const uint8_t *)"swp1", 4);
+    assert_int_equal(decode_name(&x, &ns, err, sizeof err), -1);
+    assert_non_null(strstr(err, "port name"));
+}
+
 static void
 test_oversize_and_null(void **state)
 {
@@ -618,6 +715,7 @@ main(void)
         cmocka_unit_test(test_huge_counts),
         cmocka_unit_test(test_short_counter_record),
         cmocka_unit_test(test_oversize_and_null),
+        cmocka_unit_test(test_port_name),
         cmocka_unit_test(test_packet_headers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,8 +1,11 @@
 /*
  * The registered sFlow driver (drivers/sflow/driver.c) with a real store, over real UDP on
  * loopback (IPv4 to a 127.0.0.1 socket, IPv6 to a dual-stack [::] one): a target's
- * datagrams reach its series; datagrams of an agent no target claims and undecodable
- * ones are counted on the socket and create no series; an agent (and sub-agent) is
+ * datagrams reach its series, from its sources only (an IPv4 sender on the dual-stack
+ * socket is its IPv4 address; ::1 claiming the agent 127.0.0.1 is rejected, unless
+ * listed in sources); datagrams of an agent no target claims and undecodable ones from
+ * nobody's source are counted on the socket and create no series, an undecodable one
+ * from the target's source is the target's decode error; an agent (and sub-agent) is
  * claimed by one target only; a port's name comes from another source of the target
  * (fabric_port_info of an "snmp" sink) through fs_sink_ifindex_name; targets are added
  * and removed while a sender thread floods the socket (run under TSan: label tsan-ok).
@@ -54,11 +57,17 @@ free_port(void)
     return ntohs(sa.sin6_port);
 }
 
+/* Sends from a socket bound to the IPv4 address from (host order; 0: any). */
 static void
-send_to(int family, uint16_t port, const void *b, size_t n)
+send_from(int family, uint32_t from, uint16_t port, const void *b, size_t n)
 {
     int fd = socket(family, SOCK_DGRAM, 0);
     assert_true(fd >= 0);
+    if (from) {
+        struct sockaddr_in sa = {.sin_family = AF_INET};
+        sa.sin_addr.s_addr = htonl(from);
+        assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    }
     if (family == AF_INET) {
         struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
         sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -69,6 +78,12 @@ send_to(int family, uint16_t port, const void *b, size_t n)
         assert_int_equal(sendto(fd, b, n, 0, (struct sockaddr *)&sa, sizeof sa), (ssize_t)n);
     }
     close(fd);
+}
+
+static void
+send_to(int family, uint16_t port, const void *b, size_t n)
+{
+    send_from(family, 0, port, b, n);
 }
 
 struct find {
@@ -210,19 +225,26 @@ test_datagrams_and_unknown_agents(void **state)
     uint16_t port = free_port();
     assert_int_equal(drv->init(&e.state, err, sizeof err), FS_DRV_OK);
     env_target(&e, "tor1", "::", port);
-    /* IPv4 and IPv6 senders reach the dual-stack socket; the agent is in the datagram */
+    /* An IPv4 sender reaches the dual-stack socket as its IPv4 address, the target's;
+     * ::1 is no source of agent 127.0.0.1: rejected, nothing of it counted. */
     one_flow(&x, AGENT, 1, 5);
     send_to(AF_INET, port, x.b, x.n);
     one_flow(&x, AGENT, 2, 5);
     send_to(AF_INET6, port, x.b, x.n);
+    wait_value(e.st, "fabricscope_sflow_datagrams_rejected_total", "reason=\"source\"", 1);
+    wait_value(e.st, "fabric_flow_rule_packets_total", "interface=\"ifIndex5\"", 1000);
+    send_to(AF_INET, port, x.b, x.n);
     wait_value(e.st, "fabric_flow_rule_packets_total", "interface=\"ifIndex5\"", 2000);
-    /* an agent nobody claims, and a datagram that is not sFlow: counted, no series */
+    /* an agent nobody claims, and a datagram that is not sFlow from nobody's source:
+     * counted on the socket, no series; from the target's address, its decode error */
     one_flow(&x, 0x0a090909u, 1, 6);
     send_to(AF_INET, port, x.b, x.n);
+    send_from(AF_INET, 0x7f000002u, port, "garbage!", 8);
     send_to(AF_INET, port, "garbage!", 8);
     wait_value(e.st, "fabricscope_sflow_socket_dropped_datagrams_total", "kind=\"unknown_agent\"",
                1);
     wait_value(e.st, "fabricscope_sflow_socket_dropped_datagrams_total", "kind=\"undecodable\"", 1);
+    wait_value(e.st, "fabricscope_sflow_decode_errors_total", "reason=\"version\"", 1);
     assert_int_equal(series_with(e.st, "ifIndex6"), 0);
     /* a truncated datagram of the agent: counted as a decode error, the next one counts */
     one_flow(&x, AGENT, 3, 5);
