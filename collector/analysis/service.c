@@ -183,9 +183,7 @@ fs_analysis_set_history(struct fs_analysis *a, const struct fs_history_cfg *cfg,
     if (cfg) {
         a->history_read = (struct fs_history_read){cfg->step_us, cfg->max_points,
                                                    cfg->scrape_interval_us, cfg->poll_interval_us};
-        const char *h = strstr(cfg->url, "://");
-        h = h ? h + 3 : cfg->url;
-        snprintf(a->history_host, sizeof a->history_host, "%.*s", (int)strcspn(h, "/?#"), h);
+        fs_prom_url_host(cfg->url, a->history_host, sizeof a->history_host);
     }
     pthread_mutex_unlock(&a->run_lock);
     fs_prom_client_free(old);

@@ -562,7 +562,17 @@ build_history(const struct lyd_node *n, struct fs_history_cfg **out, struct fs_c
                       "the history client", errs))
         return -1;
     h->tls_insecure_skip_verify = fs_cfg_bool(tls, "insecure_skip_verify");
-    h->remote_timeout_us = fs_cfg_duration_us(n, "remote_timeout", 30 * US_PER_S);
+    /* No 0s: curl reads it as no timeout, and a hung query API would then hold the
+       history lock for ever. */
+    h->remote_timeout_us = 30 * US_PER_S;
+    const struct lyd_node *rt = fs_cfg_kid(n, "remote_timeout");
+    if (rt) {
+        int64_t us = fs_parse_duration(lyd_get_value(rt));
+        if (us < US_PER_S)
+            fs_cfg_node_err(errs, rt, false, "%s is below the minimum of 1s", lyd_get_value(rt));
+        else
+            h->remote_timeout_us = us;
+    }
     h->step_us = 60 * US_PER_S;
     analysis_duration(n, "step", US_PER_S, 3600 * US_PER_S, "1s", "1h", &h->step_us, errs);
     h->max_points = (uint64_t)fs_cfg_long(n, "max_points", 2000000);

@@ -350,16 +350,35 @@ leaf_type(const struct lysc_node *s)
     return ((const struct lysc_node_leaflist *)s)->type;
 }
 
-/* The value as a message shows it: numbers bare, text quoted, hidden keys not at all. */
+/* The value as a message shows it: numbers bare, text quoted, hidden keys not at all, a
+   URL's user:password@ as ***@ (found in the whole value, before it is cut short). */
 static void
 render(char *dst, size_t dlen, const struct fs_ynode *v, bool hidden, bool bare)
 {
-    char s[FS_CFG_SHOW_MAX + 8];
+    char s[FS_CFG_SHOW_MAX + 8], red[FS_CFG_SHOW_MAX * 2];
+    const char *str = v->str;
+    size_t len = v->len;
     if (hidden) {
         snprintf(dst, dlen, "the value");
         return;
     }
-    fs_cfg_show(s, sizeof(s), v->str, v->len);
+    const char *sep = len >= 3 ? memmem(str, len, "://", 3) : NULL;
+    if (sep) {
+        size_t a = (size_t)(sep - str) + 3, e = a, at = 0;
+        for (; e < len && str[e] != '/' && str[e] != '?' && str[e] != '#'; e++)
+            if (str[e] == '@')
+                at = e;
+        if (at) {
+            size_t k = a < FS_CFG_SHOW_MAX ? a : FS_CFG_SHOW_MAX;
+            memcpy(red, str, k);
+            memcpy(red + k, "***", 3);
+            size_t rest = len - at < sizeof red - k - 3 ? len - at : sizeof red - k - 3;
+            memcpy(red + k + 3, str + at, rest);
+            str = red;
+            len = k + 3 + rest;
+        }
+    }
+    fs_cfg_show(s, sizeof(s), str, len);
     snprintf(dst, dlen, bare ? "%s" : "\"%s\"", s);
 }
 

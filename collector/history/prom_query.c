@@ -561,13 +561,19 @@ write_cb(char *buf, size_t size, size_t n, void *arg)
     return fs_prom_parser_feed(t->p, buf, len) == 0 ? len : 0;
 }
 
-/* The URL's scheme and host, for messages (never its path or query). */
-static void
-url_host(const char *url, char *out, size_t len)
+void
+fs_prom_url_host(const char *url, char *out, size_t len)
 {
     const char *s = strstr(url, "://");
     s = s ? s + 3 : url;
     size_t k = strcspn(s, "/?#");
+    /* The authority's userinfo (user:password@) ends at its last '@'. */
+    for (size_t i = k; i > 0; i--)
+        if (s[i - 1] == '@') {
+            s += i;
+            k -= i;
+            break;
+        }
     snprintf(out, len, "%.*s", (int)(k < 200 ? k : 200), s);
 }
 
@@ -582,7 +588,7 @@ get(struct fs_prom_client *c, const char *path_and_query, uint64_t max_points, f
     char *url = NULL;
     int rc = -1;
 
-    url_host(cfg->url, host, sizeof host);
+    fs_prom_url_host(cfg->url, host, sizeof host);
     size_t ul = strlen(cfg->url);
     while (ul && cfg->url[ul - 1] == '/')
         ul--;

@@ -68,6 +68,10 @@ int fs_prom_parser_stopped(const struct fs_prom_parser *p);
 
 struct fs_prom_client;
 
+/** The host[:port] of url, for messages, logs and answers: never its userinfo
+ *  (user:password@), path or query. Truncated to len. */
+void fs_prom_url_host(const char *url, char *out, size_t len);
+
 /** A client for cfg's URL (copied; secrets are read at each query). NULL with err. */
 struct fs_prom_client *fs_prom_client_new(const struct fs_history_cfg *cfg, char *err,
                                           size_t errlen);

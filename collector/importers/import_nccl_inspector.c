@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,9 +56,12 @@ get_num(struct json_object *o, const char *key, double *v)
     return true;
 }
 
-/* One record; 1 added, 0 not a record, -1 no memory. */
+/* The largest time or end in µs that still has a nanosecond value (about year 2262). */
+#define MAX_US (INT64_MAX / 1000)
+
+/* One record; 1 added, 0 not a record, -1 with why (a time out of range, no memory). */
 static int
-record(struct json_object *o, const char *host, struct fs_imp_batch *b)
+record(struct json_object *o, const char *host, struct fs_imp_batch *b, char *why, size_t whylen)
 {
     struct json_object *header = member(o, "header"), *meta = member(o, "metadata");
     struct json_object *perf = member(o, "coll_perf");
@@ -89,10 +93,19 @@ record(struct json_object *o, const char *host, struct fs_imp_batch *b)
         start_us = dump_us - exec_us;
     else
         return 0;
+    /* Range-checked before scaling to ns: a start or an end past MAX_US is no time. */
+    if (start_us > MAX_US || exec_us > MAX_US - start_us) {
+        fs_errf(why, whylen, "%s%s %" PRId64 " with %s_exec_time_us %" PRId64 ": out of range",
+                exact ? p : "", exact ? "_start_ts" : "dump_timestamp_us",
+                exact ? start_us : start_us + exec_us, p, exec_us);
+        return -1;
+    }
     int64_t start_ns = start_us * 1000, end_ns = (start_us + exec_us) * 1000;
     struct fs_imp_event *e = fs_imp_add(b, hn, "nccl.inspector", op, start_ns, end_ns);
-    if (!e)
+    if (!e) {
+        fs_errf(why, whylen, "out of memory");
         return -1;
+    }
     int64_t iv;
     double dv;
     const char *sv;
@@ -124,6 +137,8 @@ record(struct json_object *o, const char *host, struct fs_imp_batch *b)
     if (strcmp(p, "p2p") == 0 && get_i64(perf, "p2p_peer", &iv))
         rc |= fs_imp_attr_int(e, "peer", iv);
     rc |= fs_imp_attr_str(e, "placement", exact ? "trace" : "dump_time");
+    if (rc)
+        fs_errf(why, whylen, "out of memory");
     return rc ? -1 : 1;
 }
 
@@ -151,10 +166,11 @@ read_line(struct json_tokener *tok, const char *line, size_t l, const char *name
         json_object_put(o);
         return -1;
     }
-    int r = record(o, host, b);
+    char why[160] = "";
+    int r = record(o, host, b, why, sizeof why);
     json_object_put(o);
     if (r < 0)
-        fs_errf(err, errlen, "out of memory");
+        fs_errf(err, errlen, "%s:%zu: %s", name, lineno, why);
     else if (r == 0)
         (*skipped)++;
     return r;

@@ -153,11 +153,16 @@ message_size_join(sqlite3 *db, struct fs_buf *sql)
     return any;
 }
 
-static int64_t
-to_epoch(long long v, long long session_start)
+/* An export's time in epoch ns; -1 when session-relative and past int64_t once placed. */
+static int
+to_epoch(long long v, long long session_start, int64_t *ns)
 {
     /* Values above 1e18 are epoch ns already (nsys export --ts-normalize). */
-    return v > 1000000000000000000LL ? (int64_t)v : (int64_t)(v + session_start);
+    if (v > 1000000000000000000LL) {
+        *ns = (int64_t)v;
+        return 0;
+    }
+    return __builtin_add_overflow(v, session_start, ns) ? -1 : 0;
 }
 
 /* One import's reading state: events go to b, and to the stream s when there is one. */
@@ -180,7 +185,14 @@ static struct fs_imp_event *
 add_event(struct nsys_read *r, const char *table, size_t row, const char *kind, const char *name,
           long long start, long long end)
 {
-    int64_t s = to_epoch(start, r->session), e = to_epoch(end, r->session);
+    int64_t s, e;
+    if (to_epoch(start, r->session, &s) != 0 || to_epoch(end, r->session, &e) != 0) {
+        fs_errf(r->err, r->errlen,
+                "%s: %s row %zu: start %lld or end %lld ns after the session start %lld ns is "
+                "out of range",
+                r->path, table, row, start, end, r->session);
+        return NULL;
+    }
     if (!r->have_session && s <= 1000000000000000000LL) {
         fs_errf(r->err, r->errlen,
                 "%s: %s row %zu: no TARGET_INFO_SESSION_START_TIME.utcEpochNs: cannot place the "

@@ -3,6 +3,7 @@
 #include "importers/import_perf.h"
 
 #include <ctype.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,32 +14,41 @@
 #include "util/errf.h"
 
 #define MAX_TOKENS 96
+/* The most seconds whose ns (with any fraction) fit an int64_t: about year 2262. */
+#define MAX_SEC (INT64_MAX / 1000000000 - 1)
 
 /* "123.456789" (up to 9 fraction digits; "123" too unless need_frac) -> ns; the end of
-   the number in *end. */
+   the number in *end. -1 not such a number, -2 a number past MAX_SEC (range-checked
+   before it is scaled to ns; *end is set, so that a caller can tell what followed). */
 static int
 parse_seconds_ex(const char *s, const char **end, int64_t *ns, bool need_frac)
 {
     const char *p = s;
     int64_t sec = 0;
     int digits = 0;
+    bool big = false;
     while (isdigit((unsigned char)*p)) {
-        if (sec > 100000000000LL)
-            return -1;
-        sec = sec * 10 + (*p - '0');
+        if (sec > MAX_SEC)
+            big = true;
+        else
+            sec = sec * 10 + (*p - '0');
         p++;
         digits++;
     }
     if (digits == 0)
         return -1;
+    if (sec > MAX_SEC)
+        big = true;
     int64_t frac = 0;
     int fd = 0;
     if (*p != '.') {
         if (need_frac)
             return -1;
-        *ns = sec * 1000000000LL;
         if (end)
             *end = p;
+        if (big)
+            return -2;
+        *ns = sec * 1000000000LL;
         return 0;
     }
     p++;
@@ -51,11 +61,13 @@ parse_seconds_ex(const char *s, const char **end, int64_t *ns, bool need_frac)
     }
     if (fd == 0)
         return -1;
+    if (end)
+        *end = p;
+    if (big)
+        return -2;
     for (; fd < 9; fd++)
         frac *= 10;
     *ns = sec * 1000000000LL + frac;
-    if (end)
-        *end = p;
     return 0;
 }
 
@@ -80,29 +92,38 @@ fs_perf_parse_reference_arg(const char *s, struct fs_perf_ref *ref)
     return 0;
 }
 
-/* "# reference time: <date> = <S.U> (TOD) = <S.N> (<clock>)" */
-static void
-header_reference(const char *line, size_t len, struct fs_perf_ref *ref)
+/* "# reference time: <date> = <S.U> (TOD) = <S.N> (<clock>)": 0 (a reference read, or
+   none on this line), -1 with why when its times are out of range. */
+static int
+header_reference(const char *line, size_t len, struct fs_perf_ref *ref, char *why, size_t whylen)
 {
     char buf[512];
     if (len >= sizeof buf)
-        return;
+        return 0;
     memcpy(buf, line, len);
     buf[len] = '\0';
     if (!strstr(buf, "reference time:"))
-        return;
+        return 0;
     char *tod = strstr(buf, " = ");
     if (!tod)
-        return;
+        return 0;
     const char *end;
     int64_t t, c;
-    if (parse_seconds(tod + 3, &end, &t) != 0 || strncmp(end, " (TOD) = ", 9) != 0)
-        return;
-    if (parse_seconds(end + 9, &end, &c) != 0 || *end != ' ')
-        return;
+    int rt = parse_seconds(tod + 3, &end, &t);
+    if (rt == -1 || strncmp(end, " (TOD) = ", 9) != 0)
+        return 0;
+    int rc = parse_seconds(end + 9, &end, &c);
+    if (rc == -1 || *end != ' ')
+        return 0;
+    if (rt != 0 || rc != 0) {
+        fs_errf(why, whylen, "the \"# reference time\" header's %s time is out of range",
+                rt != 0 ? "TOD" : "clock");
+        return -1;
+    }
     ref->known = true;
     ref->tod_ns = t;
     ref->clock_ns = c;
+    return 0;
 }
 
 static bool
@@ -122,10 +143,11 @@ tok_eq(const struct token *t, const char *s)
     return t->n == strlen(s) && memcmp(t->s, s, t->n) == 0;
 }
 
-/* One sample line; 1 = event added, 0 = not a sample, -1 = no memory. */
+/* One sample line; 1 = event added, 0 = not a sample, -1 with why (a time out of range,
+   no memory). */
 static int
 parse_line(const char *line, size_t len, const char *host, const struct fs_perf_ref *ref,
-           struct fs_imp_batch *b)
+           struct fs_imp_batch *b, char *why, size_t whylen)
 {
     struct token tk[MAX_TOKENS];
     size_t nt = 0;
@@ -152,12 +174,17 @@ parse_line(const char *line, size_t len, const char *host, const struct fs_perf_
             continue;
         memcpy(tb, t->s, t->n - 1);
         tb[t->n - 1] = '\0';
-        const char *end;
-        if (parse_seconds(tb, &end, &t_ns) != 0 || *end != '\0')
-            continue;
         const char *colon = memchr(e->s, ':', e->n);
         if (e->n < 4 || e->s[e->n - 1] != ':' || !colon || colon == e->s ||
             colon >= e->s + e->n - 2)
+            continue;
+        const char *end;
+        int pr = parse_seconds(tb, &end, &t_ns);
+        if (pr == -2) {
+            fs_errf(why, whylen, "sample time %s s out of range", tb);
+            return -1;
+        }
+        if (pr != 0 || *end != '\0')
             continue;
         break;
     }
@@ -194,14 +221,22 @@ parse_line(const char *line, size_t len, const char *host, const struct fs_perf_
     if (!ev_name || !ev_name[1])
         return 0;
     snprintf(kind, sizeof kind, "perf.%s", ev_name + 1);
-    int64_t wall = ref->tod_ns + (t_ns - ref->clock_ns);
+    /* TOD + (sample - reference clock): all three from input, so checked. */
+    int64_t wall;
+    if (__builtin_sub_overflow(t_ns, ref->clock_ns, &wall) ||
+        __builtin_add_overflow(ref->tod_ns, wall, &wall)) {
+        fs_errf(why, whylen,
+                "sample time %" PRId64 ".%09" PRId64 " s is out of range of the reference time",
+                t_ns / 1000000000, t_ns % 1000000000);
+        return -1;
+    }
     struct fs_imp_event *e = fs_imp_add(b, host, kind, name, wall, wall);
     if (!e)
-        return -1;
+        goto oom;
     if ((comm[0] && fs_imp_attr_str(e, "comm", comm) != 0) ||
         (tid[0] && fs_imp_attr_str(e, "tid", tid) != 0) ||
         (cpu[0] && fs_imp_attr_int(e, "cpu", atoi(cpu)) != 0))
-        return -1;
+        goto oom;
     /* key=value fields; "reason: X" (kfree_skb) is the one with a colon. */
     for (size_t i = ti + 2; i < nt; i++) {
         char key[FS_HOST_EVENTS_MAX_KEY + 1], val[FS_HOST_EVENTS_MAX_STR + 1];
@@ -227,14 +262,17 @@ parse_line(const char *line, size_t len, const char *host, const struct fs_perf_
         if (is_pointer(val) || !val[0])
             continue;
         if (fs_imp_attr_str(e, key, val) != 0)
-            return -1;
+            goto oom;
     }
     /* The 5-tuple's protocol for tcp:* and udp:* tracepoints (kfree_skb's "protocol" is
        an ethertype, so only added when the event names it). */
     if ((strncmp(name, "tcp:", 4) == 0 || strncmp(name, "udp:", 4) == 0) &&
         fs_imp_attr_str(e, "l4", strncmp(name, "tcp:", 4) == 0 ? "tcp" : "udp") != 0)
-        return -1;
+        goto oom;
     return 1;
+oom:
+    fs_errf(why, whylen, "out of memory");
+    return -1;
 }
 
 int
@@ -250,8 +288,8 @@ fs_import_perf_read(const char *text, size_t len, const char *host, const struct
         for (size_t i = 0; i < len;) {
             const char *nl = memchr(text + i, '\n', len - i);
             size_t l = nl ? (size_t)(nl - (text + i)) : len - i;
-            if (l > 0 && text[i] == '#')
-                header_reference(text + i, l, &ref);
+            if (l > 0 && text[i] == '#' && header_reference(text + i, l, &ref, err, errlen) != 0)
+                return -1;
             i += l + 1;
         }
     }
@@ -261,21 +299,23 @@ fs_import_perf_read(const char *text, size_t len, const char *host, const struct
                 "`perf script --header`, or give --reference TOD=CLOCK or --reference now");
         return -1;
     }
-    size_t lines = 0, events = 0;
+    size_t lines = 0, events = 0, lineno = 0;
     for (size_t i = 0; i < len;) {
         const char *nl = memchr(text + i, '\n', len - i);
         size_t l = nl ? (size_t)(nl - (text + i)) : len - i;
         const char *line = text + i;
         i += l + 1;
+        lineno++;
         size_t a = 0;
         while (a < l && (line[a] == ' ' || line[a] == '\t' || line[a] == '\r'))
             a++;
         if (a == l || line[a] == '#')
             continue;
         lines++;
-        int r = parse_line(line, l, host, &ref, b);
+        char why[160];
+        int r = parse_line(line, l, host, &ref, b, why, sizeof why);
         if (r < 0) {
-            fs_errf(err, errlen, "out of memory");
+            fs_errf(err, errlen, "line %zu: %s", lineno, why);
             return -1;
         }
         if (r == 0)
@@ -305,8 +345,10 @@ perf_reference_arg(const char *arg, void *ctx)
     }
     if (fs_perf_parse_reference_arg(arg, ref) == 0)
         return 0;
-    fprintf(stderr, "fabricscope import-perf: --reference wants TOD=CLOCK (seconds, "
-                    "e.g. 1796236354.802946=1016.124836457) or now\n");
+    fprintf(stderr,
+            "fabricscope import-perf: --reference wants TOD=CLOCK (seconds up to %lld, "
+            "e.g. 1796236354.802946=1016.124836457) or now\n",
+            (long long)MAX_SEC);
     return 2;
 }
 
@@ -330,12 +372,13 @@ fs_import_perf_main(int argc, char **argv)
     struct fs_imp_batch b = {0};
     struct fs_perf_ref hdr = {0};
     static char line[64 << 10];
-    size_t lines = 0, events = 0, skipped = 0, too_long = 0;
+    size_t lines = 0, events = 0, skipped = 0, too_long = 0, lineno = 0;
     bool started = false;
     int read_rc = -1;
     char why[320] = "", empty[160] = "";
     fs_imp_stream_init(&st, &a, "import-perf", stdout, stderr);
     while (fgets(line, sizeof line, stdin)) {
+        lineno++;
         size_t l = strlen(line);
         if (l == sizeof line - 1 && line[l - 1] != '\n') { /* longer than the buffer */
             int ch;
@@ -352,8 +395,8 @@ fs_import_perf_main(int argc, char **argv)
         if (i == l)
             continue;
         if (line[i] == '#') {
-            if (!started)
-                header_reference(line + i, l - i, &hdr);
+            if (!started && header_reference(line + i, l - i, &hdr, why, sizeof why) != 0)
+                goto out;
             continue;
         }
         if (!started) { /* the header is over: the reference is settled */
@@ -369,9 +412,10 @@ fs_import_perf_main(int argc, char **argv)
             }
         }
         lines++;
-        int r = parse_line(line, l, a.host, &ref, &b);
+        char lwhy[160];
+        int r = parse_line(line, l, a.host, &ref, &b, lwhy, sizeof lwhy);
         if (r < 0) {
-            snprintf(why, sizeof why, "out of memory");
+            snprintf(why, sizeof why, "line %zu: %s", lineno, lwhy);
             goto out;
         }
         if (r == 0) {

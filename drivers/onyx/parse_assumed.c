@@ -256,9 +256,10 @@ onyx_parse_clock(const char *text, size_t len, int64_t *device_us, int64_t *reso
             utc_offset_value(val, &offset_s);
         }
     }
-    if (hh < 0 || y < 1970 || mo < 1 || mo > 12 || dd < 1 || dd > 31 || hh > 23 || mi > 59 ||
-        ss > 60) {
-        onyx_errf(errbuf, errlen, "show clock: no Time/Date lines");
+    /* Every field bounded (a year or minute of %d is any int) before it is scaled to µs. */
+    if (hh < 0 || y < 1970 || y > 9999 || mo < 1 || mo > 12 || dd < 1 || dd > 31 || hh > 23 ||
+        mi < 0 || mi > 59 || ss < 0 || ss > 60) {
+        onyx_errf(errbuf, errlen, "show clock: no Time/Date lines in range");
         return -1;
     }
     int64_t secs = days_from_civil(y, (unsigned)mo, (unsigned)dd) * 86400 + hh * 3600 + mi * 60 +

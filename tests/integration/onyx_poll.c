@@ -9,7 +9,7 @@
  *                [--deadline-ms D] [--flow-rule NAME:udp|tcp|any:LO[-HI][:TC]]...
  *                [--grep RE] [--print-metrics] [--transcript FILE] [--wait-file F]
  *                [--back-to-back] [--render-each] [--apply-flow-rules] [--plan]
- *                [--max-output-bytes N] [--flow-rule-ports RE]
+ *                [--max-output-bytes N] [--flow-rule-ports RE] [--login-ms L]
  *
  * Every interval it starts one cycle on each target (deadline D, default 90 % of the
  * interval) and waits for all of them. After each poll it prints
@@ -18,6 +18,9 @@
  * and, with --grep, the /metrics lines matching RE prefixed with `poll K `.
  * --wait-file F: before each poll after the first, waits until F exists and then deletes
  * it, so a test can change the simulated switch between polls without sleeping.
+ * --login-ms L: poll 1, which also logs in and sets up the CLI session, gets L ms more
+ * than the others (default 0): a test that needs poll 1 good on a loaded machine waits
+ * for the session with a generous L instead of assuming the login is quick.
  * --back-to-back: each poll starts as soon as the previous one ended. --render-each: renders
  * /metrics after every poll (as a scrape would; always done with --grep).
  * --plan: reads the running config and prints the flow-rule plan (PLAN ... END PLAN),
@@ -116,13 +119,14 @@ main(int argc, char **argv)
                                        {"plan", 0, 0, 'L'},
                                        {"max-output-bytes", 1, 0, 'O'},
                                        {"flow-rule-ports", 1, 0, 'P'},
+                                       {"login-ms", 1, 0, 'l'},
                                        {0, 0, 0, 0}};
     struct fs_onyx_cfg cfg;
     fs_onyx_cfg_defaults(&cfg);
     cfg.interval_us = 1000000;
     const char *address = "127.0.0.1", *grep = NULL, *transcript = NULL, *wait_file = NULL;
     int ntargets = 1, polls = 3, c;
-    int64_t deadline_us = 0;
+    int64_t deadline_us = 0, login_us = 0;
     bool print_metrics = false, back_to_back = false, render_each = false;
     struct fs_flow_rule rules[8];
     size_t nrules = 0;
@@ -166,6 +170,9 @@ main(int argc, char **argv)
             break;
         case 'D':
             deadline_us = atoll(optarg) * 1000;
+            break;
+        case 'l':
+            login_us = atoll(optarg) * 1000;
             break;
         case 'f':
             if (nrules == 8 || parse_rule(optarg, &rules[nrules]) != 0) {
@@ -269,7 +276,8 @@ main(int argc, char **argv)
             unlink(wait_file);
         }
         int64_t t0 = fs_ph_mono_us();
-        int64_t deadline = t0 + (deadline_us > 0 ? deadline_us : cfg.interval_us * 9 / 10);
+        int64_t deadline = t0 + (deadline_us > 0 ? deadline_us : cfg.interval_us * 9 / 10) +
+                           (k == 1 ? login_us : 0);
         fs_ph_round_begin((size_t)ntargets);
         for (int i = 0; i < ntargets; i++) {
             fs_sink_cycle_begin(sinks[i], (uint64_t)k);

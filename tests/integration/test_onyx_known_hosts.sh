@@ -42,11 +42,14 @@ print("|1|%s|%s" % (base64.b64encode(salt).decode(), base64.b64encode(h).decode(
 
 logins() { grep -c "Accepted " "$T/main/sshd.log" || true; }
 # kpoll NAME KNOWN_HOSTS [fs-onyx-poll args...]: one poll of the simulator with the password.
+# That poll logs in and sets up the CLI session, which on a loaded machine can take longer
+# than a poll's deadline: it gets a minute more for it (--login-ms), so that "ok" waits
+# for a ready session instead of assuming a quick login.
 kpoll() {
   local name=$1 kh=$2
   shift 2
   "$POLL" --port "$ONYX_SSH_PORT" --user "$ONYX_SSH_USER" --password-file "$ONYX_PASSWORD_FILE" \
-    --known-hosts "$kh" --polls 1 "$@" >"$T/$name.out" 2>"$T/$name.log" || true
+    --known-hosts "$kh" --polls 1 --login-ms 60000 "$@" >"$T/$name.out" 2>"$T/$name.log" || true
 }
 result() { awk '$1=="poll" && $2==1 {sub("result=","",$3); print $3; exit}' "$T/$1.out"; }
 summary_auth() { sed -n 's/^SUMMARY .* auth=\([0-9]*\) .*/\1/p' "$T/$1.out"; }

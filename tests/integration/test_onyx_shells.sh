@@ -54,12 +54,16 @@ EOF
 [ "${WANT[ecn7]}" != "${WANT[ecn1]}" ] || fail "scenario: no congestion before frozen_at_s"
 GREP='fabricscope_target_up|port_bytes_total.*Eth1/(1|8)",direction="rx"|ecn_marked_packets_total.*Eth1/(1|7)"|wred_dropped.*Eth1/7",tc="3"|pfc_pause_frames_total.*Eth1/7",direction="rx",priority="3"|queue_tx_packets_total.*Eth1/1",tc="3"'
 
-poll() { # poll NAME [args...]: fs-onyx-poll against the simulator, 2 polls unless told
+# poll NAME [args...]: fs-onyx-poll against the simulator, 2 polls unless told. Poll 1 also
+# logs in and sets up the CLI session, which on a loaded machine can outlast a poll's
+# deadline: it gets a minute more for it (--login-ms), so every poll runs on a ready
+# session instead of assuming a quick login.
+poll() {
   local name=$1
   shift
   "$POLL" --port "$ONYX_SSH_PORT" --user "$ONYX_SSH_USER" --password-file "$T/shells/password" \
     --known-hosts "$T/shells/known_hosts" --interval-ms 1500 --polls 2 --grep "$GREP" \
-    --transcript "$T/$name.transcript" "$@" >"$T/$name.out" 2>"$T/$name.log" || true
+    --login-ms 60000 --transcript "$T/$name.transcript" "$@" >"$T/$name.out" 2>"$T/$name.log" || true
 }
 val() { # val FILE POLL REGEX -> value of the first matching metric line of that poll
   awk -v p="$2" -v re="$3" '$1=="poll" && $2==p && $3 ~ re {print $4; exit}' "$1"

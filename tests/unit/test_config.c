@@ -480,6 +480,24 @@ test_analysis_history(void **state)
                   "the history client itself\n"
                   "t.yaml:6:5: analysis.history.basic_auth: basic_auth and bearer_token_file "
                   "exclude each other\n");
+    /* 0s would be no timeout at all (a hung query API holding the history lock for ever):
+       refused (as every zero duration), and so is anything under 1s; 1s is taken. */
+    expect_errors("analysis:\n"
+                  "  history:\n"
+                  "    url: http://prom:9090\n"
+                  "    remote_timeout: 0s\n",
+                  "t.yaml:4:21: analysis.history.remote_timeout: \"0s\": a duration must be "
+                  "greater than 0\n");
+    expect_errors("analysis: { history: { url: 'http://prom:9090', remote_timeout: 999ms } }\n",
+                  "t.yaml:1:65: analysis.history.remote_timeout: 999ms is below the minimum of "
+                  "1s\n");
+    /* A refused URL is shown without its user:password@ (here the scheme is wrong). */
+    expect_errors("analysis: { history: { url: 'ftp://fsuser:s3cret@prom:9090/x' } }\n",
+                  "t.yaml:1:29: analysis.history.url: \"ftp://***@prom:9090/x\" is not an http:// "
+                  "or https:// URL\n");
+    c = parse_ok("analysis: { history: { url: 'http://prom:9090', remote_timeout: 1s } }\n");
+    assert_int_equal(c->analysis.history->remote_timeout_us, 1000000);
+    fs_config_free(c);
 }
 
 static void

@@ -46,6 +46,36 @@ static const char log_text[] =
     "\"p2p_busbw_gbs\":0.1}}\n"
     "{\"something\":\"else\"}\n";
 
+/* Times past what ns can hold are refused, naming the line, before they are scaled (the
+   fuzzer's UBSan report: 9223372036854773307 * 1000 cannot be represented). */
+static void
+test_times_out_of_range(void **state)
+{
+    (void)state;
+    static const char *bad[] = {
+        "{\"metadata\":{\"hostname\":\"h\"},\"event_trace_ts\":{\"coll_start_ts\":"
+        "9223372036854773307},\"coll_perf\":{\"coll\":\"AllReduce\",\"coll_exec_time_us\":1}}",
+        "{\"metadata\":{\"hostname\":\"h\",\"dump_timestamp_us\":9223372036854775000},"
+        "\"coll_perf\":{\"coll\":\"AllReduce\",\"coll_exec_time_us\":5}}",
+        "{\"metadata\":{\"hostname\":\"h\"},\"event_trace_ts\":{\"p2p_start_ts\":"
+        "1796236355000000},\"p2p_perf\":{\"p2p\":\"Send\",\"p2p_exec_time_us\":"
+        "9223372036854775000}}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "\n%s\n", bad[i]);
+        struct fs_imp_batch b = {0};
+        size_t skipped = 0;
+        char err[256] = "";
+        assert_int_equal(fs_import_nccl_inspector_read(text, strlen(text), "t.log", NULL, &b,
+                                                       &skipped, err, sizeof err),
+                         -1);
+        assert_non_null(strstr(err, "t.log:2: "));
+        assert_non_null(strstr(err, "out of range"));
+        fs_imp_batch_free(&b);
+    }
+}
+
 static void
 test_records(void **state)
 {
@@ -172,6 +202,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_records),
+        cmocka_unit_test(test_times_out_of_range),
         cmocka_unit_test(test_directory_and_bad_line),
         cmocka_unit_test(test_long_log_and_long_line),
     };

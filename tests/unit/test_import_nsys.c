@@ -212,6 +212,31 @@ test_corrupt_and_foreign_files(void **state)
 /* NVTX message sizes from DYNAMIC_NVTXPAYLOAD_* tables joined on eventId: an integer size
    is taken (the least of two for one event), a non-integer one and a table without a
    "Message size" column are not, and a range without a payload has no size. */
+/* A session-relative time that overflows int64_t once placed on the session start is
+   refused, naming the row (was signed overflow). */
+static void
+test_time_out_of_range(void **state)
+{
+    (void)state;
+    char path[256], err[512] = "";
+    temp_path(path, sizeof path, "range");
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    exec_sql(db, "CREATE TABLE TARGET_INFO_SESSION_START_TIME(utcEpochNs INTEGER);"
+                 "INSERT INTO TARGET_INFO_SESSION_START_TIME VALUES(9000000000000000000);"
+                 "CREATE TABLE NVTX_EVENTS(start INTEGER, end INTEGER, eventType INTEGER, "
+                 "text TEXT, domainId INTEGER, eventId INTEGER);"
+                 "INSERT INTO NVTX_EVENTS VALUES(1000000000000000000,1000000000000000000,59,"
+                 "'ncclAllReduce',0,1);");
+    sqlite3_close(db);
+    struct fs_imp_batch b = {0};
+    assert_int_equal(fs_import_nsys_read(path, "h", &b, err, sizeof err), -1);
+    assert_non_null(strstr(err, "NVTX_EVENTS row 1: "));
+    assert_non_null(strstr(err, "out of range"));
+    fs_imp_batch_free(&b);
+    unlink(path);
+}
+
 static void
 test_message_sizes(void **state)
 {
@@ -292,6 +317,7 @@ main(void)
         cmocka_unit_test(test_older_schema_and_normalized_times),
         cmocka_unit_test(test_corrupt_and_foreign_files),
         cmocka_unit_test(test_message_sizes),
+        cmocka_unit_test(test_time_out_of_range),
         cmocka_unit_test(test_kernel_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

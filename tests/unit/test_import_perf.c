@@ -120,6 +120,40 @@ test_explicit_reference_and_errors(void **state)
     assert_int_equal(b.n, 0);
 }
 
+/* Times past what ns can hold (as seconds, or once placed on the reference) are refused
+   with the line before they are scaled (the fuzzer's UBSan report: 17962363548 *
+   1000000000 cannot be represented). */
+static void
+test_times_out_of_range(void **state)
+{
+    (void)state;
+    struct fs_imp_batch b = {0};
+    size_t skipped;
+    char err[256];
+    struct fs_perf_ref ref = {true, 1796236354000000000LL, 1000000000000LL};
+    const char *big = "# x\nperf 10 [000] 17962363548.000001: net:net_dev_xmit: dev=lo\n";
+    assert_int_equal(
+        fs_import_perf_read(big, strlen(big), "h", &ref, &b, &skipped, err, sizeof err), -1);
+    assert_non_null(strstr(err, "line 2: sample time 17962363548.000001 s out of range"));
+    /* In range alone, past int64_t once placed: TOD + (sample - clock). */
+    const char *far = "perf 10 [000] 9000000000.5: net:net_dev_xmit: dev=lo\n";
+    struct fs_perf_ref late = {true, 9000000000000000000LL, 0};
+    assert_int_equal(
+        fs_import_perf_read(far, strlen(far), "h", &late, &b, &skipped, err, sizeof err), -1);
+    assert_non_null(strstr(err, "line 1: sample time 9000000000.500000000 s is out of range"));
+    const char *hdr =
+        "# reference time: 2026-12-03 = 99999999999.5 (TOD) = 100.000000001 (monotonic)\n"
+        "perf 10 [000] 100.000001: net:net_dev_xmit: dev=lo\n";
+    assert_int_equal(
+        fs_import_perf_read(hdr, strlen(hdr), "h", NULL, &b, &skipped, err, sizeof err), -1);
+    assert_non_null(strstr(err, "TOD time is out of range"));
+    assert_int_equal(b.n, 0);
+    assert_int_equal(fs_perf_parse_reference_arg("99999999999.5=100", &ref), -1);
+    assert_int_equal(fs_perf_parse_reference_arg("1.0=9223372036.0", &ref), -1);
+    assert_int_equal(fs_perf_parse_reference_arg("1.0=9223372035.999999999", &ref), 0);
+    fs_imp_batch_free(&b);
+}
+
 /* A real capture from this machine kind (perf 6.1, `perf record -k mono -e
  * tcp:tcp_retransmit_skb -e net:net_dev_xmit -a`, `perf script --header`): a TCP stream
  * in a network namespace with an nftables rule dropping 30% of its segments. The header
@@ -180,6 +214,7 @@ main(void)
         cmocka_unit_test(test_header_reference_and_fields),
         cmocka_unit_test(test_explicit_reference_and_errors),
         cmocka_unit_test(test_real_capture),
+        cmocka_unit_test(test_times_out_of_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

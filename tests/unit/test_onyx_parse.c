@@ -811,6 +811,13 @@ test_clock(void **state)
     assert_true(us == (1796287738LL - 3600) * 1000000 + 250000);
     assert_true(res == 1000);
     assert_int_not_equal(onyx_parse_clock("Time: x\n", 8, &us, &res, err, sizeof(err)), 0);
+    /* A year or minute of any int is refused before it is scaled to µs (UBSan: signed
+       overflow in the fuzz build). */
+    const char *c3 = "Time: 08:48:58\nDate: 2147483647/12/03\n";
+    assert_int_equal(onyx_parse_clock(c3, strlen(c3), &us, &res, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "in range"));
+    const char *c4 = "Time: 08:-2147483648:58\nDate: 2026/12/03\n";
+    assert_int_equal(onyx_parse_clock(c4, strlen(c4), &us, &res, err, sizeof(err)), -1);
 }
 
 /* WJH time stamps: the device's local time in the zone show clock states (A6). */

@@ -8,6 +8,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cmocka.h>
 
 #include "history/prom_query.h"
@@ -183,6 +188,44 @@ test_callback_stops(void **state)
     fs_prom_parser_free(p);
 }
 
+/* The history URL's user:password@ is in no message: not in fs_prom_url_host (the host
+   errors and the answers' history server name), not in a failed query's error. */
+static void
+test_url_credentials_hidden(void **state)
+{
+    (void)state;
+    char h[256];
+    fs_prom_url_host("https://fsuser:s3cret@mimir.example:8443/prometheus?x=1", h, sizeof h);
+    assert_string_equal(h, "mimir.example:8443");
+    fs_prom_url_host("http://a@b:p@w@prom:9090", h, sizeof h);
+    assert_string_equal(h, "prom:9090");
+    fs_prom_url_host("http://prom:9090/path@x", h, sizeof h);
+    assert_string_equal(h, "prom:9090");
+    fs_prom_url_host("http://[::1]:9090/", h, sizeof h);
+    assert_string_equal(h, "[::1]:9090");
+    /* A port nothing listens on (bound, then closed): the query fails at once. */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof sa;
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+    close(fd);
+    char url[128], want[64], err[512] = "";
+    snprintf(url, sizeof url, "http://fsuser:s3cret@127.0.0.1:%u/", ntohs(sa.sin_port));
+    snprintf(want, sizeof want, "history 127.0.0.1:%u: ", ntohs(sa.sin_port));
+    struct fs_history_cfg cfg = {.url = url, .remote_timeout_us = 5000000};
+    struct fs_prom_client *c = fs_prom_client_new(&cfg, err, sizeof err);
+    assert_non_null(c);
+    struct got g = {0};
+    assert_int_equal(
+        fs_prom_query_instant(c, "up", 1796236354000000LL, 0, series_cb, &g, err, sizeof err), -1);
+    assert_non_null(strstr(err, want));
+    assert_null(strstr(err, "s3cret"));
+    assert_null(strstr(err, "fsuser"));
+    fs_prom_client_free(c);
+}
+
 int
 main(void)
 {
@@ -192,6 +235,7 @@ main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_bounds),
         cmocka_unit_test(test_callback_stops),
+        cmocka_unit_test(test_url_credentials_hidden),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
