@@ -25,6 +25,7 @@
 #include "remote.pb-c.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/url.h"
 
 #define SUBSYS "remote_write"
 #define SCAN_INTERVAL_US 100000  /* how often the ring is walked for new samples */
@@ -87,6 +88,7 @@ struct rw_sender {
     struct rw_sender *reg_next; /* the process-wide registry (self metrics) */
     struct fs_remote_write *mgr;
     struct fs_remote_write_cfg cfg; /* own deep copy */
+    char shown_url[512];            /* cfg.url without credentials: logs and labels */
     char *remote_name;
     struct fs_kv *ext; /* external labels, own copy */
     size_t n_ext;
@@ -1095,8 +1097,9 @@ sender_start(struct fs_remote_write *rw, const struct fs_remote_write_cfg *cfg,
     pthread_cond_init(&w->cond, NULL);
     w->mgr = rw;
     atomic_store(&w->highest_sent_ms, 0);
+    fs_url_redact(cfg->url, w->shown_url, sizeof w->shown_url);
     if (cfg_copy(&w->cfg, cfg) || kv_copy(&w->ext, &w->n_ext, ext, n_ext) ||
-        dup_opt(&w->remote_name, cfg->name ? cfg->name : cfg->url))
+        dup_opt(&w->remote_name, cfg->name ? cfg->name : w->shown_url))
         goto nomem;
     w->samples = calloc(m, sizeof *w->samples);
     w->sample_ptrs = calloc(m, sizeof *w->sample_ptrs);
@@ -1134,7 +1137,7 @@ sender_start(struct fs_remote_write *rw, const struct fs_remote_write_cfg *cfg,
     registry = w;
     pthread_mutex_unlock(&registry_lock);
     fs_log(FS_LOG_INFO, SUBSYS, "%s: sending to %s (queue of %llu samples, %llu per request)",
-           w->remote_name, cfg->url, (unsigned long long)cfg->capacity,
+           w->remote_name, w->shown_url, (unsigned long long)cfg->capacity,
            (unsigned long long)cfg->max_samples_per_send);
     return w;
 nomem:
@@ -1209,7 +1212,9 @@ fs_remote_write_apply(struct fs_remote_write *rw, const struct fs_remote_write_c
             w = sender_start(rw, c, ext, n_ext, NULL, 0, errbuf, errlen);
         }
         if (!w) {
-            fs_log(FS_LOG_ERROR, SUBSYS, "%s: %s", c->url, errbuf);
+            char shown[512];
+            fs_url_redact(c->url, shown, sizeof shown);
+            fs_log(FS_LOG_ERROR, SUBSYS, "%s: %s", shown, errbuf);
             rc = -1;
             continue;
         }
@@ -1290,7 +1295,7 @@ fs_remote_write_foreach(fs_remote_write_cb cb, void *arg)
     pthread_mutex_lock(&registry_lock);
     for (struct rw_sender *w = registry; w; w = w->reg_next) {
         struct fs_remote_write_info in = {.remote_name = w->remote_name,
-                                          .url = w->cfg.url,
+                                          .url = w->shown_url,
                                           .capacity = w->cfg.capacity,
                                           .horizon_seconds = INFINITY};
         fill_stats(w, &in.stats);

@@ -91,10 +91,10 @@ struct fs_remote_write_stats {
 
 /** One running sender as seen by the exposition. Strings valid during the callback only. */
 struct fs_remote_write_info {
-    const char *remote_name; /**< the configured name, else the URL */
-    const char *url;
-    uint64_t capacity;      /**< queue.capacity */
-    double horizon_seconds; /**< capacity / samples produced per second; +Inf until measured */
+    const char *remote_name; /**< the configured name, else the URL (as url shows it) */
+    const char *url;         /**< without its user:password@ (util/url.h) */
+    uint64_t capacity;       /**< queue.capacity */
+    double horizon_seconds;  /**< capacity / samples produced per second; +Inf until measured */
     struct fs_remote_write_stats stats;
 };
 
