@@ -105,6 +105,16 @@ hup
 wait_for 10 "rotated token accepted" is_code 200 second-token-456
 [ "$(code first-token-0123)" = 401 ] || fail "old token still accepted after rotation"
 ok "token rewritten in the same file: new one accepted, old one refused after SIGHUP"
+# What the README says the token covers: every path but /healthz, /api/v1/time and the
+# web view's files (and the host-event post, which has a token of its own).
+path_code() { curl -s -o /dev/null -w '%{http_code}' -m 2 "http://127.0.0.1:$PORT3$1"; }
+for p in /healthz /api/v1/time / /web/fabricscope.js /web/fabricscope.css; do
+  [ "$(path_code "$p")" = 200 ] || fail "$p without the token: $(path_code "$p"), want 200"
+done
+for p in /metrics /api/v1/targets /api/v1/raw /api/v1/topology /api/v1/incidents /api/v1/correlate; do
+  [ "$(path_code "$p")" = 401 ] || fail "$p without the token: $(path_code "$p"), want 401"
+done
+ok "without the token: /healthz, /api/v1/time and the web view's files answer, the data paths 401"
 
 # SIGTERM while a cycle waits on an agent that never answers (8 s timeout): exits at once.
 SILENT=$(free_udp_port)
