@@ -32,7 +32,7 @@ fs_gnmi_cfg_defaults(struct fs_gnmi_cfg *c)
 }
 
 /* Below 64 KiB not even one port's sample fits. Above 64 MiB one stream's decode arena
- * (up to 32 x the message + 1 MiB, arena.h) would exceed 2 GiB: 256 MiB allowed 8 GiB. */
+ * (up to 32 x the message + 1 MiB, grpc_io.c) would exceed 2 GiB: 256 MiB allowed 8 GiB. */
 static void
 build_max_message(const struct lyd_node *n, struct fs_gnmi_cfg *c, struct fs_cfg_errs *errs)
 {
