@@ -600,6 +600,15 @@ targets_cb(void *arg, const struct fs_instance_info *in)
         json_object_object_add(o, "last_poll_duration_seconds", NULL);
     }
     json_object_object_add(o, "last_error", json_object_new_string(in->last_error));
+    if (in->last_error_us) {
+        fs_api_format_rfc3339(in->last_error_us, ts, sizeof ts);
+        json_object_object_add(o, "last_error_time", json_object_new_string(ts));
+    } else {
+        json_object_object_add(o, "last_error_time", NULL);
+    }
+    json_object_object_add(o, "flapping", json_object_new_boolean(in->flapping));
+    json_object_object_add(o, "reconnects", json_object_new_uint64(in->reconnects));
+    json_object_object_add(o, "recent_drops", json_object_new_uint64(in->recent_drops));
     json_object_object_add(o, "series", json_object_new_uint64(in->series));
     json_object_object_add(o, "consecutive_failures",
                            json_object_new_uint64(in->consecutive_failures));

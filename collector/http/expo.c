@@ -110,6 +110,7 @@ is_self_metric(enum fs_metric m)
     case FS_M_POLL_DURATION:
     case FS_M_POLL_ERRORS:
     case FS_M_AGENT_RESTARTS:
+    case FS_M_TARGET_RECONNECTS:
     case FS_M_CLOCK_STEPS:
     case FS_M_SERIES_LIMIT_DROPPED:
     case FS_M_RING_REFUSED:
@@ -394,12 +395,14 @@ inst_cb(void *arg, const struct fs_instance_info *in)
             inst_u64(x, name, in, "kind", fs_reset_kind_names[k], in->counter_resets[k]);
         break;
     case FS_M_AGENT_RESTARTS:
+    case FS_M_TARGET_RECONNECTS:
     case FS_M_CLOCK_STEPS:
     case FS_M_SERIES_LIMIT_DROPPED:
         inst_u64(x, name, in, NULL, NULL,
-                 c->m == FS_M_AGENT_RESTARTS ? in->agent_restarts
-                 : c->m == FS_M_CLOCK_STEPS  ? in->clock_steps
-                                             : in->series_limit_dropped);
+                 c->m == FS_M_AGENT_RESTARTS      ? in->agent_restarts
+                 : c->m == FS_M_TARGET_RECONNECTS ? in->reconnects
+                 : c->m == FS_M_CLOCK_STEPS       ? in->clock_steps
+                                                  : in->series_limit_dropped);
         break;
     case FS_M_TARGET_CLOCK_OFFSET:
     case FS_M_TARGET_CLOCK_UNCERTAINTY:
@@ -599,6 +602,7 @@ fs_expo_render_opts(struct fs_store *st, struct fs_buf *out, const struct fs_exp
     instance_family(st, &x, FS_M_POLL_ERRORS);
     instance_family(st, &x, FS_M_COUNTER_RESETS);
     instance_family(st, &x, FS_M_AGENT_RESTARTS);
+    instance_family(st, &x, FS_M_TARGET_RECONNECTS);
     instance_family(st, &x, FS_M_CLOCK_STEPS);
     instance_family(st, &x, FS_M_SERIES_LIMIT_DROPPED);
     instance_family(st, &x, FS_M_TARGET_CLOCK_OFFSET);

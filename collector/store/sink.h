@@ -157,7 +157,11 @@ void fs_sink_agent_restart(struct fs_sink *s);
  * marked streaming (fs_store_sink_set_streaming) a failure means the stream ended:
  * every sample committed before it stops being exported at once (history kept), so a
  * lower-precedence source of the target takes over without waiting for staleness.
- * Samples of later batches are exported as usual.
+ * Samples of later batches are exported as usual. A failure of an instance that was up
+ * counts as a drop, a success of one that was down as a reconnect: the core shows a
+ * (target, source) with repeated drops as flapping and keeps its last error for a while
+ * (store.h, Flapping), so a driver needs nothing more than this call to report a session
+ * or stream that went down and came back.
  */
 void fs_sink_done(struct fs_sink *s, uint64_t cycle_id, enum fs_poll_result r, const char *msg);
 

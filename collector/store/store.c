@@ -177,6 +177,10 @@ struct fs_sink {
     enum fs_instance_state state;
     int64_t last_poll_us, last_duration_us;
     char last_error[256];
+    int64_t last_error_us, last_error_mono; /* when last_error was set (0: never) */
+    uint64_t reconnects;
+    int64_t drops_mono[FS_FLAP_KEEP]; /* monotonic times of the latest drops, a ring */
+    size_t n_drops;                   /* drops ever noted; the newest is [(n - 1) % KEEP] */
     uint64_t consecutive_failures;
     uint64_t poll_errors[FS_POLL_ERROR_KINDS];
     uint64_t counter_resets[FS_RESET_KIND_COUNT];
@@ -418,6 +422,8 @@ revive(struct fs_store *st, const struct fs_target_cfg *tcfg, const char *source
         s->state = FS_INST_IDLE;
         s->consecutive_failures = 0;
         s->last_error[0] = 0;
+        s->last_error_us = s->last_error_mono = 0;
+        s->n_drops = 0; /* the new driver instance starts with a clean record */
         s->cycle_start_mono_us = 0;
         s->done_cb = NULL;
         s->done_arg = NULL;
@@ -1414,6 +1420,26 @@ out:
     pthread_mutex_unlock(&st->retired_lock);
 }
 
+/* How long an instance must go without an error before its last error is cleared. */
+static int64_t
+stable_us(const struct fs_sink *s)
+{
+    int64_t n = FS_STABLE_INTERVALS * s->interval_us;
+    return n > FS_STABLE_MIN_US ? n : FS_STABLE_MIN_US;
+}
+
+/* Drops of s within FS_FLAP_WINDOW_US before mono (under stats_lock). */
+static uint64_t
+recent_drops(const struct fs_sink *s, int64_t mono)
+{
+    uint64_t n = 0;
+    size_t kept = s->n_drops < FS_FLAP_KEEP ? s->n_drops : FS_FLAP_KEEP;
+    for (size_t i = 0; i < kept; i++)
+        if (mono - s->drops_mono[i] < FS_FLAP_WINDOW_US)
+            n++;
+    return n;
+}
+
 void
 fs_sink_done(struct fs_sink *s, uint64_t cycle_id, enum fs_poll_result r, const char *msg)
 {
@@ -1437,10 +1463,17 @@ fs_sink_done(struct fs_sink *s, uint64_t cycle_id, enum fs_poll_result r, const 
     int k = poll_error_index(r);
     if (r == FS_POLL_OK || r == FS_POLL_PARTIAL) {
         /* partial: what arrived is committed and fresh, so the instance is up */
+        if (s->state == FS_INST_DOWN)
+            s->reconnects++;
         s->state = FS_INST_UP;
         s->consecutive_failures = 0;
-        s->last_error[0] = 0;
+        /* The error stays shown until the instance has been stable for a while: a
+         * stream that drops every few seconds must not read as clean between drops. */
+        if (s->last_error[0] && mono - s->last_error_mono >= stable_us(s))
+            s->last_error[0] = 0;
     } else {
+        if (s->state == FS_INST_UP)
+            s->drops_mono[s->n_drops++ % FS_FLAP_KEEP] = mono;
         s->state = FS_INST_DOWN;
         s->consecutive_failures++;
         /* A stream that ended delivers nothing more: what it sent is stale now, not after
@@ -1454,6 +1487,10 @@ fs_sink_done(struct fs_sink *s, uint64_t cycle_id, enum fs_poll_result r, const 
                  msg ? msg : fs_poll_error_kind_names[k]);
     } else if (r != FS_POLL_OK) {
         snprintf(s->last_error, sizeof s->last_error, "%s", msg ? msg : "failed");
+    }
+    if (r != FS_POLL_OK) {
+        s->last_error_us = real;
+        s->last_error_mono = mono;
     }
     fs_sink_done_cb cb = s->done_cb;
     void *arg = s->done_arg;
@@ -1762,6 +1799,7 @@ void
 fs_store_foreach_instance(struct fs_store *st, fs_instance_cb cb, void *arg)
 {
     static const char *const state_names[] = {"idle", "up", "down"};
+    int64_t mono = now_mono(st);
     pthread_rwlock_rdlock(&st->lock);
     for (struct fs_sink *s = st->sinks; s; s = s->next) {
         struct fs_instance_info in;
@@ -1773,6 +1811,15 @@ fs_store_foreach_instance(struct fs_store *st, fs_instance_cb cb, void *arg)
         in.last_poll_us = s->last_poll_us;
         in.last_duration_us = s->last_duration_us;
         memcpy(err, s->last_error, sizeof err);
+        in.last_error_us = s->last_error_us;
+        /* an up instance stable for the period shows no error, even with no cycle since */
+        if (s->state == FS_INST_UP && mono - s->last_error_mono >= stable_us(s))
+            err[0] = 0;
+        if (!err[0])
+            in.last_error_us = 0;
+        in.reconnects = s->reconnects;
+        in.recent_drops = recent_drops(s, mono);
+        in.flapping = s->state == FS_INST_UP && in.recent_drops >= FS_FLAP_DROPS;
         in.series = atomic_load(&s->n_series);
         in.agent_restarts = s->agent_restarts;
         in.clock_steps = s->clock_steps;
@@ -1801,7 +1848,7 @@ fs_store_foreach_instance(struct fs_store *st, fs_instance_cb cb, void *arg)
         in.target = s->tcfg->name;
         in.source = s->source;
         in.address = s->tcfg->address;
-        in.state_name = state_names[in.state];
+        in.state_name = in.flapping ? "flapping" : state_names[in.state];
         in.interval_us = s->interval_us;
         in.last_error = err;
         in.static_labels = s->tcfg->labels;

@@ -84,6 +84,26 @@ enum fs_instance_state {
     FS_INST_DOWN,     /**< the last cycle failed; retrying with backoff */
 };
 
+/*
+ * Flapping. A target whose session or stream keeps dropping and coming back would read
+ * "up" between drops; the store keeps it visible, the same for every driver, from the
+ * fs_sink_done() results alone:
+ *   - a drop is a failed cycle (a result other than OK and PARTIAL) of an instance that
+ *     was up; a reconnect is a successful cycle of an instance that was down
+ *     (fabricscope_target_reconnects_total);
+ *   - an up instance with FS_FLAP_DROPS or more drops within the last FS_FLAP_WINDOW_US
+ *     is "flapping" (state_name; its state stays FS_INST_UP and fabricscope_target_up
+ *     1, since its data flows between drops);
+ *   - the last error (failure or partial) stays shown with its time until the instance
+ *     has had none for max(FS_STABLE_MIN_US, FS_STABLE_INTERVALS x its interval).
+ */
+#define FS_FLAP_DROPS 3
+#define FS_FLAP_WINDOW_US (300 * 1000000LL)
+#define FS_STABLE_MIN_US (60 * 1000000LL)
+#define FS_STABLE_INTERVALS 3
+/** Drop times kept per instance (recent_drops is counted among these). */
+#define FS_FLAP_KEEP 16
+
 /** Kinds of fabricscope_poll_errors_total: timeout, auth, protocol, parse, overrun,
  * partial (a FS_POLL_PARTIAL cycle: counted although the instance stays up). */
 #define FS_POLL_ERROR_KINDS 6
@@ -98,11 +118,15 @@ struct fs_instance_info {
     const char *source; /**< driver name */
     const char *address;
     enum fs_instance_state state;
-    const char *state_name; /**< "idle", "up", "down" */
+    const char *state_name; /**< "idle", "up", "flapping" (up, see Flapping), "down" */
     int64_t interval_us;
     int64_t last_poll_us; /**< realtime µs of the last cycle's end, 0 if none */
     int64_t last_duration_us;
-    const char *last_error; /**< "" if none */
+    const char *last_error; /**< "" if none, or none since the stable period (Flapping) */
+    int64_t last_error_us;  /**< realtime µs of last_error, 0 when last_error is "" */
+    bool flapping;          /**< up with FS_FLAP_DROPS drops within FS_FLAP_WINDOW_US */
+    uint64_t recent_drops;  /**< drops within FS_FLAP_WINDOW_US (at most FS_FLAP_KEEP) */
+    uint64_t reconnects;    /**< successful cycles of the instance while it was down */
     uint64_t series;        /**< series of this instance */
     uint64_t consecutive_failures;
     uint64_t poll_errors[FS_POLL_ERROR_KINDS]; /**< by fs_poll_error_kind_names */

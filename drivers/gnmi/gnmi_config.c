@@ -31,8 +31,8 @@ fs_gnmi_cfg_defaults(struct fs_gnmi_cfg *c)
     c->lldp_interval_us = 30 * US_PER_S;
 }
 
-/* Below 64 KiB not even one port's sample fits; above 256 MiB one target could take the
- * collector's memory. */
+/* Below 64 KiB not even one port's sample fits. Above 64 MiB one stream's decode arena
+ * (up to 32 x the message + 1 MiB, grpc_io.c) would exceed 2 GiB: 256 MiB allowed 8 GiB. */
 static void
 build_max_message(const struct lyd_node *n, struct fs_gnmi_cfg *c, struct fs_cfg_errs *errs)
 {
@@ -40,8 +40,8 @@ build_max_message(const struct lyd_node *n, struct fs_gnmi_cfg *c, struct fs_cfg
     uint64_t b = 0;
     if (!k)
         return;
-    if (fs_parse_size(fs_cfg_value(k), &b) != 0 || b < (64u << 10) || b > (256u << 20))
-        fs_cfg_node_err(errs, k, false, "%s is not within 64KiB..256MiB", fs_cfg_value(k));
+    if (fs_parse_size(fs_cfg_value(k), &b) != 0 || b < (64u << 10) || b > (64u << 20))
+        fs_cfg_node_err(errs, k, false, "%s is not within 64KiB..64MiB", fs_cfg_value(k));
     else
         c->max_message_bytes = (int64_t)b;
 }

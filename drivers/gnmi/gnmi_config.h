@@ -67,7 +67,7 @@ struct fs_gnmi_cfg {
     /** clock_max_delivery_delay: the assumed bound the clock offset's error bar rests on
      *  (fs_gnmi_sink_arg.clk_max_delay_us of map.h); 1 ms..10 s, default 5 ms. */
     int64_t clock_max_delay_us;
-    /** max_message: largest SubscribeResponse accepted, bytes; 64 KiB..256 MiB, default 4 MiB */
+    /** max_message: largest SubscribeResponse accepted, bytes; 64 KiB..64 MiB, default 4 MiB */
     int64_t max_message_bytes;
     struct fs_gnmi_subscription *subscriptions;
     size_t n_subscriptions;

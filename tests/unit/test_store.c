@@ -953,6 +953,107 @@ test_removed_target_readers(void **state)
     fs_buf_free(&out);
 }
 
+/* A stream that drops every 3 s and resyncs (gNMI's RESOURCE_EXHAUSTED over max_message)
+ * is up between drops; it must still read as flapping, with its last error and time
+ * kept and its reconnects counted, through the store, /api/v1/targets and /metrics;
+ * after a stable period it reads up and clean again. */
+static void
+test_flapping(void **state)
+{
+    struct fixture *f = *state;
+    struct fs_sink *s = fs_store_sink_add(f->st, &f->t, "gnmi", 1000000);
+    fs_store_sink_set_streaming(s, true);
+    const char *why = "RESOURCE_EXHAUSTED: Received message larger than max (31457389 vs. "
+                      "4194304)";
+    struct fs_instance_info in;
+    char err[256];
+    fs_sink_done(s, 0, FS_POLL_OK, "synced");
+    /* a failure before being up, and one drop: not flapping yet */
+    for (int i = 0; i < 2; i++) {
+        advance(3000000);
+        fs_sink_done(s, 0, FS_POLL_PROTOCOL, why);
+        advance(100000);
+        fs_sink_done(s, 0, FS_POLL_OK, "synced");
+    }
+    fs_store_foreach_instance(f->st, health_cb, &in);
+    assert_int_equal(in.state, FS_INST_UP);
+    assert_false(in.flapping);
+    assert_string_equal(in.state_name, "up");
+    assert_int_equal(in.reconnects, 2);
+    assert_int_equal(in.recent_drops, 2);
+    fs_store_foreach_instance(f->st, health_err_cb, err);
+    assert_string_equal(err, why); /* kept while up: not stable for 60 s yet */
+    /* the third drop within 5 minutes */
+    advance(3000000);
+    int64_t drop_us = now_us();
+    fs_sink_done(s, 0, FS_POLL_PROTOCOL, why);
+    fs_store_foreach_instance(f->st, health_cb, &in);
+    assert_int_equal(in.state, FS_INST_DOWN); /* down wins while it is down */
+    assert_string_equal(in.state_name, "down");
+    advance(100000);
+    fs_sink_done(s, 0, FS_POLL_OK, "synced");
+    for (int i = 0; i < 5; i++) { /* updates flow: each a successful "cycle" */
+        advance(200000);
+        fs_sink_done(s, 0, FS_POLL_OK, NULL);
+    }
+    fs_store_foreach_instance(f->st, health_cb, &in);
+    assert_int_equal(in.state, FS_INST_UP);
+    assert_true(in.flapping);
+    assert_string_equal(in.state_name, "flapping");
+    assert_int_equal(in.reconnects, 3);
+    assert_int_equal(in.recent_drops, 3);
+    assert_int_equal(in.last_error_us, drop_us);
+    fs_store_foreach_instance(f->st, health_err_cb, err);
+    assert_string_equal(err, why);
+
+    struct fs_buf out;
+    fs_buf_init(&out, 1 << 20);
+    assert_int_equal(fs_api_targets(f->st, NULL, &out), 0);
+    assert_non_null(strstr(out.data, "\"state\":\"flapping\""));
+    assert_non_null(strstr(out.data, "\"flapping\":true"));
+    assert_non_null(strstr(out.data, "\"reconnects\":3"));
+    assert_non_null(strstr(out.data, "\"recent_drops\":3"));
+    assert_non_null(strstr(out.data, "31457389 vs. 4194304"));
+    assert_non_null(strstr(out.data, "\"last_error_time\":\"20"));
+    fs_buf_free(&out);
+    fs_buf_init(&out, 1 << 20);
+    assert_int_equal(fs_expo_render(f->st, &out), 0);
+    /* up while data flows between drops; the reconnects counted */
+    assert_non_null(strstr(out.data, "fabricscope_target_up{target=\"tor1\",pod=\"p1\","
+                                     "rack=\"r12\",source=\"gnmi\"} 1\n"));
+    assert_non_null(strstr(out.data, "fabricscope_target_reconnects_total{target=\"tor1\","
+                                     "pod=\"p1\",rack=\"r12\",source=\"gnmi\"} 3\n"));
+    fs_buf_free(&out);
+
+    /* stable for 60 s (3 intervals are less): the error is cleared, even with no cycle
+     * since; still flapping while the drops are within 5 minutes */
+    advance(60 * 1000000LL);
+    fs_store_foreach_instance(f->st, health_cb, &in);
+    assert_int_equal(in.last_error_us, 0);
+    assert_true(in.flapping);
+    fs_store_foreach_instance(f->st, health_err_cb, err);
+    assert_string_equal(err, "");
+    /* 5 minutes after the drops: up again */
+    advance(FS_FLAP_WINDOW_US);
+    fs_sink_done(s, 0, FS_POLL_OK, NULL);
+    fs_store_foreach_instance(f->st, health_cb, &in);
+    assert_false(in.flapping);
+    assert_string_equal(in.state_name, "up");
+    assert_int_equal(in.recent_drops, 0);
+    assert_int_equal(in.reconnects, 3);
+
+    /* a target down for long, failing every cycle, is one drop when it comes back */
+    for (int i = 0; i < 10; i++) {
+        advance(1000000);
+        fs_sink_done(s, 0, FS_POLL_TIMEOUT, NULL);
+    }
+    fs_sink_done(s, 0, FS_POLL_OK, NULL);
+    fs_store_foreach_instance(f->st, health_cb, &in);
+    assert_false(in.flapping);
+    assert_int_equal(in.recent_drops, 1);
+    assert_int_equal(in.reconnects, 4);
+}
+
 /* A reload that changes a target removes and re-adds it: the same label set keeps one
  * series, its history and its counter state; other static labels make other series. */
 static void
@@ -1115,6 +1216,7 @@ main(void)
         cmocka_unit_test(test_series_limit_under_churn),
         cmocka_unit_test_setup_teardown(test_utf8_interface_names, setup, teardown),
         cmocka_unit_test_setup_teardown(test_removed_target_readers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_flapping, setup, teardown),
         cmocka_unit_test_setup_teardown(test_readd_continues, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retire_series, setup, teardown),
         cmocka_unit_test(test_removed_histories_expire_together),
