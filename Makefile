@@ -5,12 +5,19 @@ CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 # Developer and CI builds treat warnings as errors; a plain cmake build does not.
 DEV_FLAGS = -DFS_WERROR=ON
 
-.PHONY: docs all deps build run test test-release test-asan test-tsan test-fuzz bench eval fuzz format clean package package-check-root
+# The packager's build, apart from the developer's (no tests: only the build dependencies).
+PKG_BUILD ?= build-package
+
+.PHONY: docs all deps deps-build build run test test-release test-asan test-tsan test-fuzz bench eval fuzz format clean package package-check-root
 
 all: build
 
 deps:
 	@scripts/install-deps.sh
+
+# What building the binaries and the packages needs, without the test tools.
+deps-build:
+	@scripts/install-deps.sh --build-only
 
 build: deps
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) $(DEV_FLAGS) >/dev/null
@@ -81,15 +88,18 @@ eval: build
 	FS_BUILD_DIR="$$PWD/$(BUILD)" bash tests/eval/eval_pod_history.sh $(EVAL_POD_HISTORY_RUNS) $(EVAL_POD_HISTORY_SEED_BASE)
 	FS_BUILD_DIR="$$PWD/$(BUILD)" bash tests/eval/eval_drivers.sh $(EVAL_DRIVERS_RUNS) $(EVAL_DRIVERS_SEED_BASE)
 
-# The Debian packages (CPack components): build/fabricscope_<version>_<arch>.deb (the
-# collector) and build/fabricscope-host-agent_<version>_<arch>.deb (the GPU-host agent).
-package: build
-	cd $(BUILD) && cpack -G DEB
+# The Debian packages (CPack components): build-package/fabricscope_<version>_<arch>.deb
+# (the collector) and build-package/fabricscope-host-agent_<version>_<arch>.deb (the
+# GPU-host agent). Only the build dependencies are installed, and the tests not built.
+package: deps-build
+	cmake -S . -B $(PKG_BUILD) $(CMAKE_FLAGS) $(DEV_FLAGS) -DFS_TESTS=OFF >/dev/null
+	cmake --build $(PKG_BUILD) -j$(JOBS)
+	cd $(PKG_BUILD) && cpack -G DEB
 
 # Both packages installed into a fresh debootstrap root and their units' ExecStartPre run
 # there (root, a Debian mirror, a few minutes; not part of make test).
 package-check-root: package
-	bash tests/ops/deb-clean-root.sh $(BUILD)
+	bash tests/ops/deb-clean-root.sh $(PKG_BUILD)
 
 # Longer fuzzing: FUZZ_SECONDS per target.
 FUZZ_SECONDS ?= 300
@@ -104,7 +114,7 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf build build-release build-asan build-tsan build-fuzz
+	rm -rf build build-release build-asan build-tsan build-fuzz $(PKG_BUILD)
 
 # Regenerates the README's metric reference from schemas/metrics.json.
 docs: build

@@ -155,9 +155,17 @@ load_config(const char *path, struct fs_config **out, FILE *err)
         if (err)
             fprintf(err, "%s%s", errors ? errors : "invalid configuration\n",
                     errors && errors[0] && errors[strlen(errors) - 1] != '\n' ? "\n" : "");
-        else
-            fs_log(FS_LOG_ERROR, "config", "%s: refused (%d problems): %s", path, n,
-                   errors ? errors : "");
+        else if (errors) {
+            /* One problem a line: as one log message, ';' between them and no trailing
+             * newline (the logger would print it escaped, \x0a). */
+            size_t len = strlen(errors);
+            while (len && errors[len - 1] == '\n')
+                errors[--len] = '\0';
+            for (char *nl = strchr(errors, '\n'); nl; nl = strchr(nl + 1, '\n'))
+                *nl = ';';
+            fs_log(FS_LOG_ERROR, "config", "%s: refused (%d problems): %s", path, n, errors);
+        } else
+            fs_log(FS_LOG_ERROR, "config", "%s: refused (%d problems)", path, n);
         free(errors);
         return -1;
     }
@@ -729,13 +737,15 @@ analysis_stop(struct daemon *d)
 
 /* ---- reload ---- */
 
-static void
+/* Returns 0 applied, -1 refused (out of memory: the running configuration stays). */
+static int
 apply_reload(struct daemon *d, struct fs_config *ncfg)
 {
     struct cfg_ref *nref = calloc(1, sizeof *nref);
     if (!nref) {
+        fs_log(FS_LOG_ERROR, "config", "reload refused: out of memory");
         fs_config_free(ncfg);
-        return;
+        return -1;
     }
     nref->cfg = ncfg;
     nref->refs = 1;
@@ -793,6 +803,77 @@ apply_reload(struct daemon *d, struct fs_config *ncfg)
            "reloaded %s: %zu instances kept, %zu restarted (refused or failing), %zu removed, "
            "%zu added",
            ncfg->path, kept, restarted, removed, after - (before - removed));
+    return 0;
+}
+
+/* The value a reload request (fs_daemon_reload) carries with its SIGHUP ("fsrl"): a
+ * sigqueue() from another program with another value is not answered. */
+#define FS_RELOAD_ASK 0x6673726c
+#define FS_RELOAD_VERDICT_SIG SIGUSR1
+
+/* Answers the process that asked for the reload, if one did; it may be gone (ESRCH). */
+static void
+reload_answer(const siginfo_t *si, int verdict)
+{
+    if (si->si_code != SI_QUEUE || si->si_value.sival_int != FS_RELOAD_ASK || si->si_pid <= 0)
+        return;
+    union sigval v = {.sival_int = verdict};
+    if (sigqueue(si->si_pid, FS_RELOAD_VERDICT_SIG, v) != 0)
+        fs_log(FS_LOG_WARN, "config", "cannot answer the reload request of process %ld: %s",
+               (long)si->si_pid, strerror(errno));
+}
+
+int
+fs_daemon_reload(long pid, int timeout_s, FILE *out, FILE *err)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, FS_RELOAD_VERDICT_SIG);
+    /* Blocked before asking: the answer waits for sigtimedwait however fast it comes. */
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    union sigval v = {.sival_int = FS_RELOAD_ASK};
+    if (pid <= 0 || sigqueue((pid_t)pid, SIGHUP, v) != 0) {
+        fprintf(err, "fabricscope: cannot signal process %ld: %s\n", pid,
+                pid <= 0 ? "not a process id" : strerror(errno));
+        return 1;
+    }
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += timeout_s;
+    for (;;) {
+        struct timespec now, left;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        left.tv_sec = deadline.tv_sec - now.tv_sec;
+        left.tv_nsec = deadline.tv_nsec - now.tv_nsec;
+        if (left.tv_nsec < 0) {
+            left.tv_nsec += 1000000000L;
+            left.tv_sec--;
+        }
+        if (left.tv_sec < 0)
+            break;
+        siginfo_t si;
+        int sig = sigtimedwait(&set, &si, &left);
+        if (sig < 0 && errno == EINTR)
+            continue;
+        if (sig < 0)
+            break; /* EAGAIN: the deadline */
+        if (si.si_code != SI_QUEUE || si.si_pid != (pid_t)pid)
+            continue; /* not the daemon's answer */
+        if (si.si_value.sival_int == 0) {
+            fprintf(out, "fabricscope: process %ld reloaded its configuration\n", pid);
+            return 0;
+        }
+        fprintf(err,
+                "fabricscope: process %ld refused the reload; the running configuration "
+                "stays (its log says why)\n",
+                pid);
+        return 1;
+    }
+    fprintf(err,
+            "fabricscope: no answer from process %ld within %d s (not a fabricscope "
+            "collector, or still reloading)\n",
+            pid, timeout_s);
+    return 1;
 }
 
 /* ---- shutdown ---- */
@@ -916,17 +997,19 @@ fs_daemon_run_shard(const char *config_path, const struct fs_shard *shard)
                config_path, cfg->n_targets);
 
     for (;;) {
-        int sig = 0;
-        if (sigwait(&set, &sig) != 0)
+        siginfo_t si;
+        int sig = sigwaitinfo(&set, &si);
+        if (sig < 0)
             continue;
         if (sig == SIGHUP) {
             struct fs_config *ncfg = NULL;
             fs_log(FS_LOG_INFO, "config", "SIGHUP: reloading %s", config_path);
             if (load_config(config_path, &ncfg, NULL) != 0) {
                 fs_log(FS_LOG_ERROR, "config", "reload refused; the running configuration stays");
+                reload_answer(&si, 1);
                 continue;
             }
-            apply_reload(&d, ncfg);
+            reload_answer(&si, apply_reload(&d, ncfg) == 0 ? 0 : 1);
             continue;
         }
         fs_log(FS_LOG_INFO, "main", "signal %d: shutting down", sig);

@@ -25,6 +25,16 @@ int fs_daemon_run(const char *config_path);
  *  the configuration's shard block at start and on every reload; NULL: as configured. */
 int fs_daemon_run_shard(const char *config_path, const struct fs_shard *shard);
 
+/**
+ * `systemctl reload` (ExecReload): asks the daemon of process pid to reload its file and
+ * waits up to timeout_s for its verdict. The request is SIGHUP sent with sigqueue() and a
+ * value the daemon recognises; the daemon answers the sender with FS_RELOAD_VERDICT_SIG
+ * carrying 0 (applied) or 1 (refused: its log says why). A plain SIGHUP (kill) still
+ * reloads, unanswered. Prints the outcome (refusal or failure to err). Returns 0 applied,
+ * 1 refused, no answer in time, or no such process.
+ */
+int fs_daemon_reload(long pid, int timeout_s, FILE *out, FILE *err);
+
 /** Options of fs_probe(). */
 struct fs_probe_opts {
     bool transcript; /**< print each driver's raw exchange with the target (drivers that

@@ -2,6 +2,7 @@
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "daemon.h"
@@ -21,6 +22,8 @@ usage(FILE *f)
         f,
         "usage: fabricscope -c FILE [--shard INDEX/COUNT]   run the collector\n"
         "       fabricscope --check-config FILE             validate FILE and exit\n"
+        "       fabricscope --reload PID                    reload the collector PID, wait\n"
+        "                                                   for its verdict\n"
         "       fabricscope SUBCOMMAND [OPTIONS]            see below\n"
         "       fabricscope --version | --help\n"
         "\n"
@@ -28,6 +31,9 @@ usage(FILE *f)
         "  -c, --config FILE         the YAML configuration (docs/configuration.md)\n"
         "      --check-config FILE   print every problem of FILE as FILE:LINE:COL: key: reason;\n"
         "                            exit 0 when good, 2 when bad\n"
+        "      --reload PID          ask the collector of process PID to reload its file and\n"
+        "                            wait for its verdict (60 s at most): exit 0 applied, 1\n"
+        "                            refused or no answer (the unit's ExecReload)\n"
         "      --shard INDEX/COUNT   poll only the targets shard INDEX of COUNT owns (0-based);\n"
         "                            overrides the file's shard: {index, count} at start and on\n"
         "                            every reload\n"
@@ -72,8 +78,8 @@ usage(FILE *f)
         "  is refused for a capture older than 5 minutes unless --offset-now is given.\n"
         "\n"
         "Signals: SIGHUP reloads FILE (a bad file is refused and the running configuration\n"
-        "stays; `systemctl reload` sends it), SIGTERM or SIGINT stops (a second one, or 15 s,\n"
-        "ends a stuck shutdown).\n");
+        "stays; `systemctl reload` runs --check-config, then --reload), SIGTERM or SIGINT\n"
+        "stops (a second one, or 15 s, ends a stuck shutdown).\n");
 }
 
 /* `probe` (takes TARGET and --transcript) and `plan-flow-rules` (TARGET optional). */
@@ -125,10 +131,13 @@ cmd_target(const char *cmd, int argc, char **argv)
 int
 main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'}, {"check-config", required_argument, NULL, 'C'},
-        {"version", no_argument, NULL, 'V'},      {"help", no_argument, NULL, 'h'},
-        {"shard", required_argument, NULL, 's'},  {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+                                         {"check-config", required_argument, NULL, 'C'},
+                                         {"version", no_argument, NULL, 'V'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {"shard", required_argument, NULL, 's'},
+                                         {"reload", required_argument, NULL, 'R'},
+                                         {NULL, 0, NULL, 0}};
     const char *cfg = NULL;
     struct fs_shard shard = {0, 0};
     char err[160];
@@ -157,6 +166,16 @@ main(int argc, char **argv)
             break;
         case 'C':
             return fs_check_config(optarg, stdout, stderr);
+        case 'R': {
+            char *end;
+            long pid = strtol(optarg, &end, 10);
+            if (*optarg == '\0' || *end != '\0' || pid <= 0) {
+                fprintf(stderr, "fabricscope: --reload: \"%s\" is not a process id\n", optarg);
+                return 2;
+            }
+            /* Below systemd's default TimeoutSec= (90 s) for the ExecReload= lines. */
+            return fs_daemon_reload(pid, 60, stdout, stderr);
+        }
         case 's':
             if (fs_shard_parse(optarg, &shard, err, sizeof err) != 0) {
                 fprintf(stderr, "fabricscope: %s\n", err);

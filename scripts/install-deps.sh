@@ -1,23 +1,42 @@
 #!/usr/bin/env bash
-# Installs the Debian packages fabricscope needs to build, test and run its demo.
+# Installs the Debian packages fabricscope needs to build, test and run its demo
+# (--build-only: to build it and its packages).
 # Only what is missing is installed, with --no-install-recommends. Idempotent.
 set -euo pipefail
 
-PACKAGES=(
-  # build
-  gcc make cmake pkg-config clang libclang-rt-14-dev
-  libyang2-dev libyang2-tools libyaml-dev libmicrohttpd-dev libjson-c-dev zlib1g-dev
+# --build-only: what building the binaries and the Debian packages needs (`make package`),
+# without the test tools (simulators, Prometheus, Chromium, tshark, ...).
+# --list: print the packages instead of installing them.
+BUILD_ONLY=0
+LIST=0
+for a in "$@"; do
+  case $a in
+    --build-only) BUILD_ONLY=1 ;;
+    --list) LIST=1 ;;
+    *) echo "usage: $0 [--build-only] [--list]" >&2; exit 2 ;;
+  esac
+done
+
+BUILD_PACKAGES=(
+  gcc make cmake pkg-config
+  libyang2-dev libyaml-dev libmicrohttpd-dev libjson-c-dev zlib1g-dev
   libsnmp-dev
-  libssh2-1-dev openssh-server python3  # ONYX CLI driver (libssh2) and its simulator behind a real sshd
+  libssh2-1-dev libssl-dev  # ONYX CLI driver (libssh2, libcrypto)
   libsqlite3-dev libcurl4-openssl-dev  # importers: Nsight Systems SQLite exports, posting to the collector
   libyajl-dev  # streaming JSON parser of POST /api/v1/host-events bodies
   libsnappy-dev  # remote_write (with libcurl4-openssl-dev, protobuf-c-compiler, libprotobuf-c-dev)
-  # tests
+  libgrpc-dev protobuf-c-compiler libprotobuf-c-dev  # gNMI driver (gRPC C core, protobuf-c)
+  dpkg-dev file  # cpack -G DEB: dpkg-shlibdeps finds the Depends, file tells it the ELF files
+)
+TEST_PACKAGES=(
+  clang libclang-rt-14-dev  # fuzzers (libFuzzer) and the sanitizer builds
+  libyang2-tools
+  openssh-server python3  # the ONYX CLI simulator behind a real sshd
   python3-prometheus-client python3-yaml  # ops: strict OpenMetrics parser; YAML checks of alerts and compose
   libcmocka-dev prometheus snmpd snmp prometheus-snmp-exporter curl jq procps util-linux iproute2
   ca-certificates
-  # gNMI driver (gRPC C core, protobuf-c) and its simulator (Debian python3 grpcio/protobuf, openssl)
-  libgrpc-dev protobuf-c-compiler libprotobuf-c-dev libprotobuf-dev protobuf-compiler python3-grpcio python3-protobuf openssl
+  # the gNMI simulator (Debian python3 grpcio/protobuf, openssl)
+  libprotobuf-dev protobuf-compiler python3-grpcio python3-protobuf openssl
   systemd nftables linux-perf  # packaging test (systemd-analyze verify); acceptance test (packet loss, perf record)
   chromium  # web view test: the page rendered in headless Chromium (tests/integration/test_web_view.sh)
   tshark  # sFlow decoder test: Wireshark's dissector as an independent decoder (tests/integration/test_sflow_tshark.sh)
@@ -27,6 +46,12 @@ PACKAGES=(
   libfaketime  # host agent capture test: the agent's (and its perf's) wall clock set 40 ms behind
   lldpd  # topology test: LLDP between network namespaces, LLDP-MIB through snmpd (lldpd -x, tests/integration/test_topology_lldpd.sh)
 )
+PACKAGES=("${BUILD_PACKAGES[@]}")
+[ $BUILD_ONLY = 1 ] || PACKAGES+=("${TEST_PACKAGES[@]}")
+if [ $LIST = 1 ]; then
+  printf '%s\n' "${PACKAGES[@]}"
+  exit 0
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -7,7 +7,9 @@
 # - the collector's user exists and owns the configuration's group;
 # - each unit's ExecStartPre (its binary with --check-config on its packaged
 #   configuration) passes, the collector's as the fabricscope user;
-# - `--help` of each binary runs (every library it needs is installed).
+# - `--help` of each binary runs (every library it needs is installed);
+# - then remove and purge (tests/ops/deb-life-cycle.sh): services stopped on remove; no
+#   enable link, state directory, configuration or user left after purge.
 # Not a ctest test: it needs a Debian mirror, root, and a few minutes (debootstrap and
 # the dependencies' download). Run by hand: bash tests/ops/deb-clean-root.sh [BUILD_DIR].
 # FS_DEB_MIRROR picks the mirror (default: the first URIs of this machine's
@@ -81,4 +83,8 @@ for unit in fabricscope fabricscope-host-agent; do
 done
 chroot "$R" fabricscope --help >/dev/null || fail "fabricscope --help"
 chroot "$R" fabricscope-host-agent --help >/dev/null || fail "fabricscope-host-agent --help"
-ok "both binaries run in the clean root ($(( $(date +%s) - start )) s in all)"
+ok "both binaries run in the clean root ($(( $(date +%s) - start )) s so far)"
+
+# Then remove and purge (the maintainer scripts).
+bash "$SRC/tests/ops/deb-life-cycle.sh" "$R"
+ok "the clean root checks: $(( $(date +%s) - start )) s in all"

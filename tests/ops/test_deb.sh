@@ -5,6 +5,8 @@
 # - its control: Depends taken from the libraries its binary links (dpkg-shlibdeps), one
 #   package per library it needs (NEEDED; libc and the compiler runtime aside); its
 #   configuration a conffile; the collector's postinst a script that creates its user;
+#   Depends on init-system-helpers, a prerm that stops the service on remove and a
+#   postrm that purges its enable links (the life cycle itself: deb-life-cycle.sh);
 # - its files: the binary, its /etc/fabricscope/*.yaml, its unit (and the collector's
 #   sysusers entry and examples), its man page; no file in both packages;
 # - lintian: no error, and no no-manual-page;
@@ -52,6 +54,19 @@ check_control() {
 deps=$(check_control "$DEB" fabricscope "$FABRICSCOPE" /etc/fabricscope/fabricscope.yaml)
 adeps=$(check_control "$ADEB" fabricscope-host-agent "$AGENT" /etc/fabricscope/host-agent.yaml)
 ok "control: Depends from the linked libraries; the configurations are conffiles"
+# The life cycle's maintainer scripts (run in a root by tests/ops/deb-life-cycle.sh):
+# prerm stops the service on remove, postrm purges its enable links, with
+# init-system-helpers' deb-systemd-invoke and deb-systemd-helper.
+for pair in "$DEB fabricscope" "$ADEB fabricscope-host-agent"; do
+  set -- $pair
+  dpkg-deb -f "$1" Depends | grep -qE '(^|, )init-system-helpers( |,|$)' ||
+    fail "$2: Depends lacks init-system-helpers"
+  dpkg-deb --ctrl-tarfile "$1" | tar -xO ./prerm | grep -q "deb-systemd-invoke stop $2.service" ||
+    fail "$2: no prerm stopping $2.service"
+  dpkg-deb --ctrl-tarfile "$1" | tar -xO ./postrm | grep -q "deb-systemd-helper purge $2.service" ||
+    fail "$2: no postrm purging $2.service's enable links"
+done
+ok "maintainer scripts: prerm stops each service on remove, postrm purges its links (init-system-helpers)"
 ok "  fabricscope: $deps"
 ok "  fabricscope-host-agent: $adeps"
 # The agent alone: none of the drivers' libraries (net-snmp, libssh2, gRPC).

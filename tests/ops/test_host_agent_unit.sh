@@ -13,7 +13,7 @@ AGENT=$FS_BUILD_DIR/fabricscope-host-agent
 AGENT=$(readlink -f "$AGENT") # systemd wants an absolute path
 UNIT=$D/fabricscope-host-agent.service
 for want in '^CapabilityBoundingSet=CAP_PERFMON$' '^AmbientCapabilities=$' '^NoNewPrivileges=yes$' \
-  '^ExecReload=/bin/kill -HUP \$MAINPID$' '^ProtectSystem=strict$' '^StateDirectory=fabricscope-host-agent$' \
+  '^ExecReload=/bin/sh -c '\''kill -HUP "\$MAINPID"'\''$' '^ProtectSystem=strict$' '^StateDirectory=fabricscope-host-agent$' \
   '^SystemCallFilter=@system-service perf_event_open$' \
   '^ExecStartPre=/usr/bin/fabricscope-host-agent -c /etc/fabricscope/host-agent.yaml --check-config$'; do
   grep -qE "$want" "$UNIT" || fail "fabricscope-host-agent.service lacks $want"

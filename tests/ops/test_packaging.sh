@@ -18,7 +18,7 @@ FABRICSCOPE=$(readlink -f "$FABRICSCOPE") # systemd wants an absolute path
 # ---- systemd ----
 UNIT=$D/fabricscope.service
 for want in '^User=fabricscope$' '^ProtectSystem=strict$' '^NoNewPrivileges=yes$' \
-  '^CapabilityBoundingSet=$' '^AmbientCapabilities=$' '^ExecReload=/bin/kill -HUP \$MAINPID$' \
+  '^CapabilityBoundingSet=$' '^AmbientCapabilities=$' '^ExecReload=/usr/bin/fabricscope --reload \$MAINPID$' \
   '^ProtectHome=yes$' '^PrivateTmp=yes$'; do
   grep -qE "$want" "$UNIT" || fail "fabricscope.service lacks $want"
 done
