@@ -151,6 +151,7 @@ struct req {
     struct fs_analysis_arg *aargs;
     size_t n_aargs;
     int64_t receive_ns;          /* /api/v1/time: when the head arrived */
+    int64_t arrival_us;          /* analysis GETs: the now their range was checked against */
     struct fs_topology_query tq; /* /api/v1/topology: its checked parameters */
 };
 
@@ -916,7 +917,8 @@ run_job(struct fs_http *h, struct req *r)
 static void
 run_analysis(struct fs_http *h, struct req *r)
 {
-    int64_t now_us = fs_realtime_us();
+    /* A GET runs against the now its range was checked with on arrival. */
+    int64_t now_us = r->hd == H_HOST_EVENTS ? fs_realtime_us() : r->arrival_us;
     int status;
     fs_buf_init(&r->body, MAX_JSON_BYTES);
     switch (r->hd) {
@@ -1230,6 +1232,23 @@ route(struct fs_http *h, struct req *r, const char *url, const char *method)
     if (takes_args && hd != H_RAW && hd != H_TOPOLOGY && copy_args(r, &args) != 0) {
         set_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
         return ROUTE_ANSWER;
+    }
+    if (hd == H_CORRELATE || hd == H_INCIDENTS || hd == H_TRACE) {
+        /* Refused now, not after waiting for a worker. */
+        enum fs_analysis_get g = hd == H_CORRELATE   ? FS_ANALYSIS_GET_CORRELATE
+                                 : hd == H_INCIDENTS ? FS_ANALYSIS_GET_INCIDENTS
+                                                     : FS_ANALYSIS_GET_TRACE;
+        r->arrival_us = fs_realtime_us();
+        fs_buf_free(&r->body);
+        fs_buf_init(&r->body, 64 * 1024);
+        int st = fs_analysis_check_get(h->an, g, r->aargs, r->n_aargs, r->arrival_us, &r->body);
+        if (st != 0 && (r->body.overflow || st < 100 || st > 599))
+            set_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "analysis failed");
+        else if (st != 0)
+            set_answer(r, (unsigned)st, JSON_CTYPE);
+        if (st != 0)
+            return ROUTE_ANSWER;
+        fs_buf_free(&r->body);
     }
     if (hd == H_METRICS) {
         r->gz = accepts_gzip(

@@ -92,3 +92,20 @@ echo "BENCH api_lanes_metrics_p99_s $P99 s"
 echo "BENCH api_lanes_metrics_max_s $MAX s"
 [ "$OVER" = 0 ] || fail "$OVER of 80 scrapes took over 1 s under analysis load (p50 $P50 p99 $P99 max $MAX)"
 ok "80 scrapes under analysis load: p50 ${P50}s p99 ${P99}s max ${MAX}s, none over 1 s"
+
+# Still under that load: a range over the limit is refused on arrival, not after its
+# turn in the query queue; and a week of /incidents from "now minus 7 days" computed
+# here in whole seconds, with no end, is run (it is a moment over 7 days by the time it
+# arrives).
+for _ in 1 2 3 4 5; do
+  t=$(curl -sS -o "$T/r.json" -w '%{http_code} %{time_total}' \
+    "$URL/api/v1/correlate?start=$(($(date +%s) - 7 * 86400))")
+  [ "${t%% *}" = 400 ] && grep -q 'longer than 86400 s' "$T/r.json" ||
+    fail "a week of /correlate: $t $(cat "$T/r.json")"
+  awk -v s="${t#* }" 'BEGIN {exit !(s < 0.3)}' ||
+    fail "a week of /correlate refused after ${t#* }s under load, not on arrival"
+done
+t=$(curl -sS -o "$T/r.json" -w '%{http_code} %{time_total}' \
+  "$URL/api/v1/incidents?start=$(($(date +%s) - 7 * 86400))")
+[ "${t%% *}" = 200 ] || fail "/incidents from now minus 7 days: $t $(head -c 300 "$T/r.json")"
+ok "under load: over-long ranges refused on arrival (< 0.3 s); now minus 7 days of /incidents runs"
