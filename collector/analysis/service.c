@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,9 @@ struct fs_analysis {
     char *token;
     pthread_mutex_t run_lock; /* one heavy analysis at a time; guards opts */
     struct fs_analysis_opts opts;
+    /* opts' horizon and retention, also readable without run_lock (a request's range
+       is checked on arrival, while an analysis may hold run_lock for seconds). */
+    _Atomic int64_t horizon_us, retention_us;
     struct fs_episode_log *log;
     int64_t data_since_us;          /* the oldest sample the ring has shown a refresh (0: none) */
     struct fs_prom_client *history; /* analysis.history, or NULL (under run_lock) */
@@ -80,6 +84,8 @@ fs_analysis_new(const struct fs_host_events_opts *o, char *err, size_t errlen)
         return NULL;
     }
     fs_analysis_opts_default(&a->opts);
+    atomic_store(&a->horizon_us, a->opts.horizon_us);
+    atomic_store(&a->retention_us, a->opts.log.retention_us);
     a->log = fs_episode_log_new(&a->opts.log);
     if (!a->log) {
         fs_host_events_free(a->events);
@@ -206,6 +212,8 @@ fs_analysis_set_opts(struct fs_analysis *a, const struct fs_analysis_opts *o)
     pthread_mutex_lock(&a->run_lock);
     a->opts = *o;
     a->opts.log.merge_gap_us = o->an.merge_gap_us;
+    atomic_store(&a->horizon_us, o->horizon_us);
+    atomic_store(&a->retention_us, o->log.retention_us);
     fs_episode_log_set_opts(a->log, &a->opts.log);
     a->opts_gen++;
     /* Baselines of other thresholds and windows: the next refresh makes new ones. */
@@ -220,6 +228,13 @@ fs_analysis_get_opts(struct fs_analysis *a, struct fs_analysis_opts *o)
     pthread_mutex_lock(&a->run_lock);
     *o = a->opts;
     pthread_mutex_unlock(&a->run_lock);
+}
+
+void
+fs_analysis_get_range_limits(struct fs_analysis *a, int64_t *horizon_us, int64_t *retention_us)
+{
+    *horizon_us = atomic_load(&a->horizon_us);
+    *retention_us = atomic_load(&a->retention_us);
 }
 
 struct fs_episode_log *

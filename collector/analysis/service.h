@@ -69,6 +69,10 @@ void fs_analysis_opts_default(struct fs_analysis_opts *o);
 void fs_analysis_set_opts(struct fs_analysis *a, const struct fs_analysis_opts *o);
 /** The settings in force (copied out). Thread-safe. */
 void fs_analysis_get_opts(struct fs_analysis *a, struct fs_analysis_opts *o);
+/** opts' horizon and episode retention alone, without waiting for a running analysis
+ * (fs_analysis_get_opts does). Thread-safe. */
+void fs_analysis_get_range_limits(struct fs_analysis *a, int64_t *horizon_us,
+                                  int64_t *retention_us);
 /**
  * Sets (cfg copied) or removes (NULL) the history that incidents and correlations also
  * read (analysis.history; see analysis/history_scan.h): what the ring and the episode

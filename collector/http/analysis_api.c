@@ -20,6 +20,10 @@
 /* Times beyond ±4e15 µs (about 1843..2096) are refused: host events are kept in ns and
    µs * 1000 must not overflow. */
 #define MAX_TIME_US 4000000000000000LL
+/* A range this much longer than an endpoint's limit is taken as the limit's length
+ * (ending at end): "now minus 7 days" computed by the caller in whole seconds, a moment
+ * before the request arrives, is a little more than 7 days by the server's clock. */
+#define RANGE_SLACK_US (60 * US)
 
 /* ---- helpers ---- */
 
@@ -98,8 +102,10 @@ parse_range(const struct fs_analysis_arg *args, size_t n, int64_t now_us, int64_
         return error_doc(out, 400, "start/end: outside 1843..2096");
     if (*start > *end)
         return error_doc(out, 400, "start is after end");
-    if (*end - *start > max_us)
+    if (*end - *start > max_us + RANGE_SLACK_US)
         return error_doc(out, 400, "the range is longer than %lld s", (long long)(max_us / US));
+    if (*end - *start > max_us)
+        *start = *end - max_us;
     return 0;
 }
 
@@ -427,10 +433,11 @@ parse_slow_args(const struct fs_analysis_arg *args, size_t n, const char **kind,
     return 0;
 }
 
-int
-fs_analysis_correlate(struct fs_analysis *a, struct fs_store *st,
-                      const struct fs_analysis_arg *args, size_t n, int64_t now_us,
-                      struct fs_buf *out)
+/* The endpoints below check every parameter first; with check_only they stop there
+ * (0, or the error's status with its document in out) without touching the store. */
+static int
+correlate(struct fs_analysis *a, struct fs_store *st, const struct fs_analysis_arg *args, size_t n,
+          int64_t now_us, bool check_only, struct fs_buf *out)
 {
     static const char *const known[] = {"start",  "end", "kind",  "name",      "slow",
                                         "window", "top", "limit", "dump_time", NULL};
@@ -512,6 +519,10 @@ fs_analysis_correlate(struct fs_analysis *a, struct fs_store *st,
     req.end_us = end;
     req.windows = w;
     req.n_windows = nw;
+    if (check_only) {
+        free(w);
+        return 0;
+    }
     char err[128];
     struct fs_analysis_correlation *c = NULL;
     rc = fs_analysis_run_correlate(a, st, &req, now_us, &c, err, sizeof err);
@@ -699,10 +710,9 @@ put_recurrence_text(char *text, size_t len, const struct fs_departures *d,
     if (o < len)
         snprintf(text + o, len - o, ")");
 }
-int
-fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
-                      const struct fs_analysis_arg *args, size_t n, int64_t now_us,
-                      struct fs_buf *out)
+static int
+incidents(struct fs_analysis *a, struct fs_store *st, const struct fs_analysis_arg *args, size_t n,
+          int64_t now_us, bool check_only, struct fs_buf *out)
 {
     static const char *const known[] = {"start", "end", "limit", "kind", "slow", NULL};
     int rc = check_args(args, n, known, NULL, out);
@@ -712,10 +722,12 @@ fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
     double pct, factor;
     if ((rc = parse_slow_args(args, n, &kind, &slow, &pct, &factor, out)))
         return rc;
-    struct fs_analysis_opts ao;
-    fs_analysis_get_opts(a, &ao);
+    /* Not fs_analysis_get_opts: it waits for a running analysis, and the check runs
+     * when the request arrives. */
+    int64_t horizon_us, retention_us;
+    fs_analysis_get_range_limits(a, &horizon_us, &retention_us);
     int64_t start, end;
-    if ((rc = parse_range(args, n, now_us, ao.horizon_us, ao.log.retention_us, &start, &end, out)))
+    if ((rc = parse_range(args, n, now_us, horizon_us, retention_us, &start, &end, out)))
         return rc;
     size_t limit = 200;
     const char *lim = arg(args, n, "limit");
@@ -726,6 +738,8 @@ fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
             return error_doc(out, 400, "limit: want 0..100000");
         limit = (size_t)l;
     }
+    if (check_only)
+        return 0;
     struct fs_analysis_incidents_req req = {start, end, kind, pct, factor};
     struct fs_analysis_incident_findings *f = NULL;
     char err[128];
@@ -849,10 +863,9 @@ sels_match(void *arg_, const struct fs_series_info *s)
     return any;
 }
 
-int
-fs_analysis_export_trace(struct fs_analysis *a, struct fs_store *st,
-                         const struct fs_analysis_arg *args, size_t n, int64_t now_us,
-                         struct fs_buf *out)
+static int
+export_trace(struct fs_analysis *a, struct fs_store *st, const struct fs_analysis_arg *args,
+             size_t n, int64_t now_us, bool check_only, struct fs_buf *out)
 {
     static const char *const known[] = {"start", "end", "match[]", NULL};
     int rc = check_args(args, n, known, "match[]", out);
@@ -877,6 +890,10 @@ fs_analysis_export_trace(struct fs_analysis *a, struct fs_store *st,
         }
         sels.n++;
     }
+    if (check_only) {
+        free_sels(&sels);
+        return 0;
+    }
     struct fs_analysis_trace_req req = {start, end, sels.n ? sels_match : NULL, &sels};
     char err[128];
     rc = fs_analysis_run_trace(a, st, &req, out, err, sizeof err);
@@ -886,4 +903,43 @@ fs_analysis_export_trace(struct fs_analysis *a, struct fs_store *st,
     if (rc != 0)
         return error_doc(out, 500, "%s", err);
     return 200;
+}
+
+int
+fs_analysis_correlate(struct fs_analysis *a, struct fs_store *st,
+                      const struct fs_analysis_arg *args, size_t n, int64_t now_us,
+                      struct fs_buf *out)
+{
+    return correlate(a, st, args, n, now_us, false, out);
+}
+
+int
+fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
+                      const struct fs_analysis_arg *args, size_t n, int64_t now_us,
+                      struct fs_buf *out)
+{
+    return incidents(a, st, args, n, now_us, false, out);
+}
+
+int
+fs_analysis_export_trace(struct fs_analysis *a, struct fs_store *st,
+                         const struct fs_analysis_arg *args, size_t n, int64_t now_us,
+                         struct fs_buf *out)
+{
+    return export_trace(a, st, args, n, now_us, false, out);
+}
+
+int
+fs_analysis_check_get(struct fs_analysis *a, enum fs_analysis_get which,
+                      const struct fs_analysis_arg *args, size_t n, int64_t now_us,
+                      struct fs_buf *out)
+{
+    switch (which) {
+    case FS_ANALYSIS_GET_CORRELATE:
+        return correlate(a, NULL, args, n, now_us, true, out);
+    case FS_ANALYSIS_GET_INCIDENTS:
+        return incidents(a, NULL, args, n, now_us, true, out);
+    default:
+        return export_trace(a, NULL, args, n, now_us, true, out);
+    }
 }

@@ -86,4 +86,20 @@ int fs_analysis_export_trace(struct fs_analysis *a, struct fs_store *st,
                              const struct fs_analysis_arg *args, size_t n, int64_t now_us,
                              struct fs_buf *out);
 
+enum fs_analysis_get {
+    FS_ANALYSIS_GET_CORRELATE,
+    FS_ANALYSIS_GET_INCIDENTS,
+    FS_ANALYSIS_GET_TRACE
+};
+
+/**
+ * The parameter and range checks of a GET above alone, without the store: 0 when the
+ * request would be run, else its error status with the error document in out. A server
+ * calls it when the request arrives, so that a refusal does not wait for a worker, and
+ * then runs the request with the same now_us (the range checked is the range run).
+ */
+int fs_analysis_check_get(struct fs_analysis *a, enum fs_analysis_get which,
+                          const struct fs_analysis_arg *args, size_t n, int64_t now_us,
+                          struct fs_buf *out);
+
 #endif

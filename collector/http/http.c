@@ -7,6 +7,10 @@
  * answers (errors, /healthz) are prepared at once and queued on the handler's next call
  * (queuing on the first call would make libmicrohttpd close a kept-alive connection);
  * the others are suspended, run by a query worker, and resumed with their answer ready.
+ * Jobs go to one of two lanes, each with its own queue and workers: /metrics and
+ * /api/v1/targets (bounded, quick) to a worker of their own, everything else (analysis,
+ * /api/v1/raw, topology: seconds each under load) to the query workers, so that a
+ * scrape never waits behind an analysis.
  * struct req carries the answer across; libmicrohttpd's completion callback frees it.
  */
 #include "http/http.h"
@@ -49,7 +53,7 @@
 #define MIN_RAW_RESERVE ((size_t)64 << 10)
 #define MAX_JSON_BYTES ((size_t)64 << 20)
 #define MAX_TLS_FILE_BYTES (1024 * 1024)
-#define MAX_QUEUED_JOBS 64
+#define MAX_QUEUED_JOBS 64 /* per lane */
 #define SWEEP_INTERVAL_MS 200
 #define LOG_WINDOW_US (10 * 1000000LL)
 #define LOG_BURST 5 /* lines per window before the rest are only counted */
@@ -108,10 +112,22 @@ struct conn {
 
 enum req_state { RQ_TO_SUBMIT, RQ_JOB, RQ_READY, RQ_SENT };
 
+/* A job queue and the workers that serve only it (see the top of the file). */
+enum { LANE_CHEAP, LANE_QUERY, N_LANES };
+struct lane {
+    struct fs_http *h;
+    pthread_cond_t cond; /* with h->queue_lock */
+    struct req *head, *tail;
+    unsigned pending; /* reserved or queued jobs */
+    pthread_t *workers;
+    unsigned n_workers; /* started */
+};
+
 /* One request: its route and, once ready, its answer. Owned by libmicrohttpd's
  * req_cls; freed by req_done(). While RQ_JOB, only the worker touches it. */
 struct req {
     struct fs_http *h;
+    struct lane *lane; /* where its job goes */
     struct MHD_Connection *c;
     struct req *next; /* job queue */
     enum handler hd;
@@ -135,6 +151,7 @@ struct req {
     struct fs_analysis_arg *aargs;
     size_t n_aargs;
     int64_t receive_ns;          /* /api/v1/time: when the head arrived */
+    int64_t arrival_us;          /* analysis GETs: the now their range was checked against */
     struct fs_topology_query tq; /* /api/v1/topology: its checked parameters */
 };
 
@@ -168,14 +185,10 @@ struct fs_http {
     pthread_t sweeper;
     bool sweeper_started, sweeper_stop;
 
-    /* Query workers. */
+    /* Query workers, by lane; queue_lock guards every lane's queue and stopping. */
     pthread_mutex_t queue_lock;
-    pthread_cond_t queue_cond;
-    struct req *queue_head, *queue_tail;
-    unsigned pending; /* reserved or queued jobs */
+    struct lane lanes[N_LANES];
     bool stopping;
-    pthread_t *workers;
-    unsigned n_workers;
 
     /* /metrics expositions. */
     pthread_mutex_t snap_lock;
@@ -904,7 +917,8 @@ run_job(struct fs_http *h, struct req *r)
 static void
 run_analysis(struct fs_http *h, struct req *r)
 {
-    int64_t now_us = fs_realtime_us();
+    /* A GET runs against the now its range was checked with on arrival. */
+    int64_t now_us = r->hd == H_HOST_EVENTS ? fs_realtime_us() : r->arrival_us;
     int status;
     fs_buf_init(&r->body, MAX_JSON_BYTES);
     switch (r->hd) {
@@ -937,22 +951,23 @@ run_analysis(struct fs_http *h, struct req *r)
 static void *
 worker_main(void *arg)
 {
-    struct fs_http *h = arg;
+    struct lane *l = arg;
+    struct fs_http *h = l->h;
     for (;;) {
         pthread_mutex_lock(&h->queue_lock);
-        while (!h->queue_head && !(h->stopping && h->pending == 0))
-            pthread_cond_wait(&h->queue_cond, &h->queue_lock);
-        struct req *r = h->queue_head;
+        while (!l->head && !(h->stopping && l->pending == 0))
+            pthread_cond_wait(&l->cond, &h->queue_lock);
+        struct req *r = l->head;
         if (!r) {
             pthread_mutex_unlock(&h->queue_lock);
             return NULL;
         }
-        h->queue_head = r->next;
-        if (!h->queue_head)
-            h->queue_tail = NULL;
-        h->pending--;
+        l->head = r->next;
+        if (!l->head)
+            l->tail = NULL;
+        l->pending--;
         bool stopping = h->stopping;
-        pthread_cond_broadcast(&h->queue_cond);
+        pthread_cond_broadcast(&l->cond);
         pthread_mutex_unlock(&h->queue_lock);
         if (stopping)
             set_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "shutting down");
@@ -962,15 +977,16 @@ worker_main(void *arg)
     }
 }
 
-/* Suspends the connection and queues r for a worker; false when the queue is full or
- * the endpoint is stopping (r is untouched then). */
+/* Suspends the connection and queues r for a worker of its lane; false when that
+ * lane's queue is full or the endpoint is stopping (r is untouched then). */
 static bool
 submit_job(struct fs_http *h, struct req *r)
 {
+    struct lane *l = r->lane;
     pthread_mutex_lock(&h->queue_lock);
-    bool ok = !h->stopping && h->pending < MAX_QUEUED_JOBS;
+    bool ok = !h->stopping && l->pending < MAX_QUEUED_JOBS;
     if (ok)
-        h->pending++;
+        l->pending++;
     pthread_mutex_unlock(&h->queue_lock);
     if (!ok)
         return false;
@@ -978,12 +994,12 @@ submit_job(struct fs_http *h, struct req *r)
     MHD_suspend_connection(r->c);
     pthread_mutex_lock(&h->queue_lock);
     r->next = NULL;
-    if (h->queue_tail)
-        h->queue_tail->next = r;
+    if (l->tail)
+        l->tail->next = r;
     else
-        h->queue_head = r;
-    h->queue_tail = r;
-    pthread_cond_signal(&h->queue_cond);
+        l->head = r;
+    l->tail = r;
+    pthread_cond_signal(&l->cond);
     pthread_mutex_unlock(&h->queue_lock);
     return true;
 }
@@ -1217,12 +1233,30 @@ route(struct fs_http *h, struct req *r, const char *url, const char *method)
         set_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
         return ROUTE_ANSWER;
     }
+    if (hd == H_CORRELATE || hd == H_INCIDENTS || hd == H_TRACE) {
+        /* Refused now, not after waiting for a worker. */
+        enum fs_analysis_get g = hd == H_CORRELATE   ? FS_ANALYSIS_GET_CORRELATE
+                                 : hd == H_INCIDENTS ? FS_ANALYSIS_GET_INCIDENTS
+                                                     : FS_ANALYSIS_GET_TRACE;
+        r->arrival_us = fs_realtime_us();
+        fs_buf_free(&r->body);
+        fs_buf_init(&r->body, 64 * 1024);
+        int st = fs_analysis_check_get(h->an, g, r->aargs, r->n_aargs, r->arrival_us, &r->body);
+        if (st != 0 && (r->body.overflow || st < 100 || st > 599))
+            set_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "analysis failed");
+        else if (st != 0)
+            set_answer(r, (unsigned)st, JSON_CTYPE);
+        if (st != 0)
+            return ROUTE_ANSWER;
+        fs_buf_free(&r->body);
+    }
     if (hd == H_METRICS) {
         r->gz = accepts_gzip(
             MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING));
         r->om = fs_http_prefers_openmetrics(
             MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT));
     }
+    r->lane = &h->lanes[hd == H_METRICS || hd == H_TARGETS ? LANE_CHEAP : LANE_QUERY];
     return ROUTE_JOB;
 }
 
@@ -1343,7 +1377,10 @@ fs_http_start(const struct fs_http_opts *o, struct fs_store *st, char *errbuf, s
     pthread_mutex_init(&h->queue_lock, NULL);
     pthread_mutex_init(&h->snap_lock, NULL);
     pthread_mutex_init(&h->log_lock, NULL);
-    pthread_cond_init(&h->queue_cond, NULL);
+    for (int i = 0; i < N_LANES; i++) {
+        h->lanes[i].h = h;
+        pthread_cond_init(&h->lanes[i].cond, NULL);
+    }
     pthread_cond_init(&h->snap_cond, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -1368,10 +1405,12 @@ fs_http_start(const struct fs_http_opts *o, struct fs_store *st, char *errbuf, s
     h->raw_time_us = (int64_t)(o->raw_time_limit_ms ? o->raw_time_limit_ms : 10000) * 1000;
     h->share_us = o->metrics_share_ms > 0 ? (int64_t)o->metrics_share_ms * 1000 : 0;
     h->raw_budget = o->raw_inflight_bytes ? o->raw_inflight_bytes : MAX_RAW_BYTES;
-    h->n_workers = o->query_threads ? o->query_threads : 2;
+    unsigned want[N_LANES];
+    want[LANE_CHEAP] = 1; /* /metrics renders once per burst (shared snapshot) */
+    want[LANE_QUERY] = o->query_threads ? o->query_threads : 2;
     /* One answer may take the budget's share of one worker, so that every worker can
      * render at once; a larger answer is the client's to narrow (400). */
-    h->raw_max = h->raw_budget / h->n_workers;
+    h->raw_max = h->raw_budget / want[LANE_QUERY];
     /* Keep an eighth of the connections (at least two) for newcomers. */
     unsigned reserve = maxconn / 8 > 2 ? maxconn / 8 : 2;
     h->soft_conn_limit = maxconn > reserve ? maxconn - reserve : 1;
@@ -1384,16 +1423,18 @@ fs_http_start(const struct fs_http_opts *o, struct fs_store *st, char *errbuf, s
         h->token_len = strlen(h->token);
     }
 
-    h->workers = calloc(h->n_workers, sizeof *h->workers);
-    if (!h->workers) {
-        snprintf(errbuf, errlen, "out of memory");
-        goto fail;
-    }
-    for (unsigned i = 0; i < h->n_workers; i++) {
-        if (pthread_create(&h->workers[i], NULL, worker_main, h) != 0) {
-            h->n_workers = i;
-            snprintf(errbuf, errlen, "cannot start the HTTP query threads");
+    for (int k = 0; k < N_LANES; k++) {
+        struct lane *l = &h->lanes[k];
+        l->workers = calloc(want[k], sizeof *l->workers);
+        if (!l->workers) {
+            snprintf(errbuf, errlen, "out of memory");
             goto fail;
+        }
+        for (; l->n_workers < want[k]; l->n_workers++) {
+            if (pthread_create(&l->workers[l->n_workers], NULL, worker_main, l) != 0) {
+                snprintf(errbuf, errlen, "cannot start the HTTP query threads");
+                goto fail;
+            }
         }
     }
     if (pthread_create(&h->sweeper, NULL, sweeper_main, h) != 0) {
@@ -1493,11 +1534,14 @@ fs_http_stop(struct fs_http *h)
      * suspended connection, which libmicrohttpd needs before it can stop. */
     pthread_mutex_lock(&h->queue_lock);
     h->stopping = true;
-    pthread_cond_broadcast(&h->queue_cond);
+    for (int k = 0; k < N_LANES; k++)
+        pthread_cond_broadcast(&h->lanes[k].cond);
     pthread_mutex_unlock(&h->queue_lock);
-    for (unsigned i = 0; i < h->n_workers; i++)
-        pthread_join(h->workers[i], NULL);
-    free(h->workers);
+    for (int k = 0; k < N_LANES; k++) {
+        for (unsigned i = 0; i < h->lanes[k].n_workers; i++)
+            pthread_join(h->lanes[k].workers[i], NULL);
+        free(h->lanes[k].workers);
+    }
     if (h->d)
         MHD_stop_daemon(h->d); /* destroys responses: every snapshot reference is released */
     if (h->sweeper_started) {
@@ -1518,7 +1562,8 @@ fs_http_stop(struct fs_http *h)
         explicit_bzero(h->key, strlen(h->key));
     free(h->key);
     pthread_cond_destroy(&h->sweep_cond);
-    pthread_cond_destroy(&h->queue_cond);
+    for (int k = 0; k < N_LANES; k++)
+        pthread_cond_destroy(&h->lanes[k].cond);
     pthread_cond_destroy(&h->snap_cond);
     pthread_mutex_destroy(&h->log_lock);
     pthread_mutex_destroy(&h->snap_lock);

@@ -71,7 +71,7 @@ struct fs_http_opts {
     unsigned threads;              /**< I/O threads; default 2 */
     unsigned head_timeout_s;       /**< whole request (head, body); default 10 */
     unsigned response_timeout_s;   /**< whole response; default 60 */
-    unsigned query_threads;        /**< query workers; default 2 */
+    unsigned query_threads;        /**< query workers; default 2 (+1 for /metrics) */
     size_t raw_inflight_bytes;     /**< /api/v1/raw bodies in memory at once; default 256 MiB */
     unsigned raw_time_limit_ms;    /**< one /api/v1/raw query; default 10000 */
     int metrics_share_ms;          /**< also share a render this young; default 0: only

@@ -404,6 +404,62 @@ test_correlate(void **state)
     assert_int_equal(fs_analysis_correlate(f->an, f->st, bad6, 1, f->now_us, &f->out), 400);
 }
 
+/* A range a little past an endpoint's limit ("now minus 7 days" computed by the caller,
+ * a moment before the request arrives) is taken as the limit's length; one a minute
+ * past is refused. fs_analysis_check_get gives the same verdicts without running. */
+static void
+test_range_limits(void **state)
+{
+    struct fixture *f = *state;
+    char s1[32], s2[32], s3[32], s4[32];
+    /* Whole seconds, as `date +%s` minus the limit gives, plus the request's trip. */
+    snprintf(s1, sizeof s1, "%lld", (long long)((f->now_us - 86400 * S) / S - 1));
+    snprintf(s2, sizeof s2, "%lld", (long long)((f->now_us - 86400 * S) / S - 61));
+    snprintf(s3, sizeof s3, "%lld", (long long)((f->now_us - 7 * 86400 * S) / S - 1));
+    snprintf(s4, sizeof s4, "%lld", (long long)((f->now_us - 7 * 86400 * S) / S - 61));
+    struct fs_analysis_arg day[] = {{"start", s1}}, day_late[] = {{"start", s2}};
+    struct fs_analysis_arg week[] = {{"start", s3}}, week_late[] = {{"start", s4}};
+
+    assert_int_equal(
+        fs_analysis_check_get(f->an, FS_ANALYSIS_GET_CORRELATE, day, 1, f->now_us, &f->out), 0);
+    assert_int_equal(f->out.len, 0);
+    assert_int_equal(fs_analysis_correlate(f->an, f->st, day, 1, f->now_us, &f->out), 200);
+    fs_buf_reset(&f->out);
+    assert_int_equal(
+        fs_analysis_check_get(f->an, FS_ANALYSIS_GET_CORRELATE, day_late, 1, f->now_us, &f->out),
+        400);
+    assert_non_null(strstr(f->out.data, "longer than 86400 s"));
+    fs_buf_reset(&f->out);
+    assert_int_equal(fs_analysis_correlate(f->an, f->st, day_late, 1, f->now_us, &f->out), 400);
+    fs_buf_reset(&f->out);
+
+    assert_int_equal(
+        fs_analysis_check_get(f->an, FS_ANALYSIS_GET_INCIDENTS, week, 1, f->now_us, &f->out), 0);
+    assert_int_equal(fs_analysis_incidents(f->an, f->st, week, 1, f->now_us, &f->out), 200);
+    fs_buf_reset(&f->out);
+    assert_int_equal(
+        fs_analysis_check_get(f->an, FS_ANALYSIS_GET_INCIDENTS, week_late, 1, f->now_us, &f->out),
+        400);
+    fs_buf_reset(&f->out);
+    assert_int_equal(fs_analysis_incidents(f->an, f->st, week_late, 1, f->now_us, &f->out), 400);
+    fs_buf_reset(&f->out);
+
+    /* Every other check too, on arrival: unknown parameters, bad values. */
+    struct fs_analysis_arg bad1[] = {{"strat", "1"}}, bad2[] = {{"slow", "p100"}},
+                           bad3[] = {{"match[]", "{"}};
+    assert_int_equal(
+        fs_analysis_check_get(f->an, FS_ANALYSIS_GET_CORRELATE, bad1, 1, f->now_us, &f->out), 400);
+    fs_buf_reset(&f->out);
+    assert_int_equal(
+        fs_analysis_check_get(f->an, FS_ANALYSIS_GET_INCIDENTS, bad2, 1, f->now_us, &f->out), 400);
+    fs_buf_reset(&f->out);
+    assert_int_equal(
+        fs_analysis_check_get(f->an, FS_ANALYSIS_GET_TRACE, bad3, 1, f->now_us, &f->out), 400);
+    fs_buf_reset(&f->out);
+    assert_int_equal(
+        fs_analysis_check_get(f->an, FS_ANALYSIS_GET_TRACE, NULL, 0, f->now_us, &f->out), 0);
+}
+
 /* NCCL Inspector records placed at their log's dump time are not candidates for "slow"
  * unless asked for: their place in time is only roughly known. */
 static void
@@ -675,6 +731,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_correlate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_correlate_dump_time, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_range_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_incidents_and_metrics, setup, teardown),
         cmocka_unit_test_setup_teardown(test_incidents_between_refreshes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_incidents_host_evidence, setup, teardown),
