@@ -38,7 +38,8 @@ P2=$(free_tcp_port)
 printf 'listen: 127.0.0.1:%s\ntargets: []\n' "$P1" >"$CFG"
 start_fabricscope "$CFG"
 wait_http "http://127.0.0.1:$P1/metrics"
-SUBST="s|/usr/bin/fabricscope|$FABRICSCOPE|g; s|/etc/fabricscope/fabricscope.yaml|$CFG|g"
+# Quoted: the lines are eval'ed, and a checkout's path may hold spaces.
+SUBST="s|/usr/bin/fabricscope|'$FABRICSCOPE'|g; s|/etc/fabricscope/fabricscope.yaml|'$CFG'|g"
 
 printf 'listen: 127.0.0.1:%s\ntargets: []\n' "$P2" >"$CFG"
 n=$(log_count 'reloaded ')
@@ -82,7 +83,7 @@ printf 'collector:\n  url: http://127.0.0.1:%s\nstate_dir: %s\n' "$AP" "$T/state
 APID=$!
 track "$APID"
 wait_for 20 "the agent runs" grep -q 'host-agent for' "$T/agent.log"
-ASUBST="s|/usr/bin/fabricscope-host-agent|$AGENT|g; s|/etc/fabricscope/host-agent.yaml|$ACFG|g"
+ASUBST="s|/usr/bin/fabricscope-host-agent|'$AGENT'|g; s|/etc/fabricscope/host-agent.yaml|'$ACFG'|g"
 run_reload "$AUNIT" "$ASUBST" "$APID" >"$T/areload.out" 2>&1 || fail "agent reload of a good file failed: $(cat "$T/areload.out")"
 wait_for 20 "the agent reloaded" grep -q 'configuration reloaded' "$T/agent.log"
 ok "fabricscope-host-agent.service: reload of a good file exits 0 and the agent applies it"
