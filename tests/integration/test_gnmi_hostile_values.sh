@@ -138,7 +138,7 @@ ok "a million distinct paths: $(inst bad cache_entries) cached in $cbytes bytes,
 # 6. Ten seconds of updates at unknown paths at line rate
 u1=$(inst bad unmapped)
 echo "flood 10" >"$T/bad.ctl"
-wait_for 60 "the simulator flooded" grep -q 'sent-flood' "$T/bad.log"
+wait_for 120 "the simulator flooded" grep -q 'sent-flood' "$T/bad.log"
 wait_for 10 "the flood is counted" at_least bad unmapped $((u1 + 1000))
 nflood=$(grep -o 'sent-flood [0-9]*' "$T/bad.log" | awk '{print $2}')
 trace="$trace flood $(rss)"

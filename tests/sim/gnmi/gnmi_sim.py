@@ -631,6 +631,9 @@ class Target:
                 sent = 0
                 while time.time() < self.ctl.flood_until and context.is_active():
                     for note in notes:
+                        # Ends on time however slowly the collector reads (flow control).
+                        if time.time() >= self.ctl.flood_until:
+                            break
                         note.timestamp = time.time_ns()
                         yield g.SubscribeResponse(update=note)
                         sent += 1
