@@ -202,7 +202,7 @@ recurring_targets() {
   jq -r '[.data.recurring[] | select(.period_s > 9.5 and .period_s < 10.5) | .series[] | select(.interface == "Eth1/5") | .target] | unique | join(" ")' "$B/inc.json"
 }
 all_recurring() { [ "$(recurring_targets)" = "leaf1 leaf2 leaf3 leaf4" ]; }
-wait_for 90 "instance 0 reports the 10 s recurrence on all four switches" all_recurring ||
+wait_for 180 "instance 0 reports the 10 s recurrence on all four switches" all_recurring ||
   fail "recurring on: $(recurring_targets); history $(jq -c .data.history "$B/inc.json")"
 jq -e '.data.history.error == null and .data.history.duplicates > 0' "$B/inc.json" >/dev/null ||
   fail "want the scraped copies of instance 1's series ignored: $(jq -c .data.history "$B/inc.json")"
