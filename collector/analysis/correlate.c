@@ -288,21 +288,19 @@ path_mark(struct scan *sc, const struct fs_corr_window *w, uint32_t n_ports)
 static void
 mark_on_path(struct scan *sc, const int32_t *group_of, uint32_t n_groups, uint8_t *group_on)
 {
-    const struct fs_an_place *in = sc->info;
     if (!sc->path_on) {
         for (size_t c = 0; c < sc->nc; c++)
             sc->cand[c].on_path = -1;
         return;
     }
     for (size_t c = 0; c < sc->nc; c++) {
-        uint32_t p = in[sc->cand[c].series].port;
-        sc->cand[c].on_path = p != UINT32_MAX && sc->port_path[p];
+        sc->cand[c].on_path = cand_on_path(sc, &sc->cand[c]);
         sc->slot[sc->cand[c].series] = (int32_t)c;
     }
-    /* Up each chain of what explains what from a departure on the path. */
+    /* Up each chain of what explains what from a departure whose own port is on the path
+       (not from one marked on it by this walk). */
     for (size_t c = 0; c < sc->nc; c++) {
-        if (!(sc->cand[c].on_path == 1 && in[sc->cand[c].series].port != UINT32_MAX &&
-              sc->port_path[in[sc->cand[c].series].port]))
+        if (!cand_on_path(sc, &sc->cand[c]))
             continue;
         const struct fs_corr_suspect *y = &sc->cand[c];
         for (int hop = 0; y->paused_by != UINT32_MAX && hop < 32; hop++) {
