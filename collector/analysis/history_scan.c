@@ -58,6 +58,22 @@ seen_add(struct seen *s, uint64_t h)
     return 1;
 }
 
+/* The poll times a scraping TSDB stored beside the values
+   (fabricscope_target_last_sample_timestamp_seconds), one entry per stored copy of an
+   instance: the scrape times and the time of the poll each scrape showed. */
+struct poll_times {
+    uint64_t key; /* copy_key() of the gauge's labels */
+    int64_t *at;  /* scrape times, ascending */
+    int64_t *poll;
+    size_t n;
+};
+
+struct poll_table {
+    struct poll_times *e;
+    size_t n, cap;
+    struct seen targets; /* targets whose poll times were read (fnv of the name) */
+};
+
 struct ctx {
     const char *metric;
     enum fs_an_kind kind;
@@ -72,9 +88,10 @@ struct ctx {
     int64_t poll_us;  /* the scraped fabricscope's poll interval (placement) */
     bool rates_given; /* the first reading: counters come as rates already */
     struct fs_history_scan_info *info;
-    const struct seen *want; /* the refinement: only these series (fs_an_series_key hashes) */
-    int64_t *rts;
-    double *rv;
+    const struct seen *want;  /* the refinement: only these series (fs_an_series_key hashes) */
+    struct poll_table *polls; /* the refinement: poll times of the targets read */
+    int64_t *rts, *pts;
+    double *rv, *pv;
     size_t rcap;
 };
 
@@ -111,6 +128,107 @@ our(const struct fs_prom_series *s, const char *name)
         v = lab(s, ex);
     }
     return v ? v : "";
+}
+
+/* The labels that tell a target's series apart; the rest (target, source, job, instance,
+   external and static labels) say whose series it is and where a copy was stored. */
+static bool
+is_series_id(const char *name)
+{
+    static const char *const ids[] = {"interface", "tc", "rule", "direction", "priority", "reason"};
+    if (strncmp(name, "exported_", 9) == 0)
+        name += 9;
+    for (size_t i = 0; i < sizeof ids / sizeof *ids; i++)
+        if (strcmp(name, ids[i]) == 0)
+            return true;
+    return false;
+}
+
+/* Which stored copy of which instance a series belongs to: its labels but the name and
+   the series ids (the server sends labels sorted, so the order is the same). */
+static uint64_t
+copy_key(const struct fs_prom_series *s)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < s->n_labels; i++) {
+        if (strcmp(s->labels[i].name, "__name__") == 0 || is_series_id(s->labels[i].name))
+            continue;
+        h = fnv(fnv(h, s->labels[i].name), s->labels[i].value);
+    }
+    return h;
+}
+
+static int
+poll_times_cb(void *arg, const struct fs_prom_series *s)
+{
+    struct poll_table *t = arg;
+    if (s->n == 0)
+        return 0;
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 16;
+        struct poll_times *e = realloc(t->e, cap * sizeof *e);
+        if (!e)
+            return 1;
+        t->e = e;
+        t->cap = cap;
+    }
+    struct poll_times *e = &t->e[t->n];
+    *e = (struct poll_times){.key = copy_key(s)};
+    e->at = malloc(s->n * sizeof *e->at);
+    e->poll = malloc(s->n * sizeof *e->poll);
+    if (!e->at || !e->poll) {
+        free(e->at);
+        free(e->poll);
+        return 1;
+    }
+    for (size_t i = 0; i < s->n; i++) {
+        if (!isfinite(s->v[i]) || s->v[i] <= 0 || s->v[i] > 9e12)
+            continue; /* not a time: this copy's sample is not used */
+        e->at[e->n] = s->ts_us[i];
+        e->poll[e->n++] = (int64_t)llround(s->v[i] * 1e6);
+    }
+    t->n++;
+    return 0;
+}
+
+static void
+poll_table_free(struct poll_table *t)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        free(t->e[i].at);
+        free(t->e[i].poll);
+    }
+    free(t->e);
+    free(t->targets.tab);
+}
+
+static const struct poll_times *
+poll_times_of(const struct poll_table *t, uint64_t key)
+{
+    for (size_t i = 0; t && i < t->n; i++)
+        if (t->e[i].key == key)
+            return &t->e[i];
+    return NULL;
+}
+
+/* The poll a scrape at `at` showed, or 0 when the copy stored no poll time with it. */
+static int64_t
+poll_at(const struct poll_times *e, int64_t at)
+{
+    size_t lo = 0, hi = e->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (e->at[mid] < at)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* The same scrape stamps both; a TSDB keeps milliseconds. */
+    if (lo < e->n && e->at[lo] - at < 1000)
+        return e->poll[lo];
+    if (lo > 0 && at - e->at[lo - 1] < 1000)
+        return e->poll[lo - 1];
+    return 0;
 }
 
 enum { STOP_NOMEM = 1 };
@@ -159,22 +277,56 @@ series_cb(void *arg_, const struct fs_prom_series *s)
     if (n > c->rcap) {
         free(c->rts);
         free(c->rv);
+        free(c->pts);
+        free(c->pv);
         c->rcap = n;
         c->rts = malloc(n * sizeof *c->rts);
         c->rv = malloc(n * sizeof *c->rv);
-        if (!c->rts || !c->rv) {
+        c->pts = malloc(n * sizeof *c->pts);
+        c->pv = malloc(n * sizeof *c->pv);
+        if (!c->rts || !c->rv || !c->pts || !c->pv) {
             c->rcap = 0;
             return STOP_NOMEM;
+        }
+    }
+    const int64_t *ts = s->ts_us;
+    const double *sv = s->v;
+    bool scraped = lab(s, "job") || lab(s, "instance");
+    /* A scraped copy stored with the poll time of each scrape: each value is placed at its
+       poll, a scrape that showed the same poll again is a repeat (left out), and a counter's
+       rate is taken between polls, as if remote-written (history_scan.h). */
+    const struct poll_times *pt = scraped ? poll_times_of(c->polls, copy_key(s)) : NULL;
+    if (pt) {
+        size_t k = 0, found = 0;
+        int64_t last = INT64_MIN;
+        for (size_t i = 0; i < n; i++) {
+            int64_t p = poll_at(pt, ts[i]);
+            if (!p)
+                continue;
+            found++;
+            if (p <= last)
+                continue;
+            c->pts[k] = last = p;
+            c->pv[k++] = sv[i];
+        }
+        if (found * 10 >= n * 9) { /* else: too few poll times, placed as before */
+            ts = c->pts;
+            sv = c->pv;
+            n = k;
+            scraped = false;
+            c->info->restamped++;
+            if (n == 0)
+                return 0;
         }
     }
     size_t m = 0;
     double abs_floor = c->floor;
     if (c->counter && c->rates_given) {
         for (size_t i = 0; i < n; i++) {
-            if (isnan(s->v[i]))
+            if (isnan(sv[i]))
                 continue;
-            c->rts[m] = s->ts_us[i];
-            c->rv[m++] = s->v[i];
+            c->rts[m] = ts[i];
+            c->rv[m++] = sv[i];
         }
     } else if (c->counter) {
         /* Rates between successive points; a decrease (a reset the exporter did not
@@ -182,23 +334,23 @@ series_cb(void *arg_, const struct fs_prom_series *s)
            counter's step (fs_an_step_floor): a fractional one has none. */
         struct fs_an_step step = {0};
         for (size_t i = 1; i < n; i++) {
-            int64_t dt = s->ts_us[i] - s->ts_us[i - 1];
-            if (dt <= 0 || isnan(s->v[i]) || isnan(s->v[i - 1]))
+            int64_t dt = ts[i] - ts[i - 1];
+            if (dt <= 0 || isnan(sv[i]) || isnan(sv[i - 1]))
                 continue;
-            double inc = s->v[i] >= s->v[i - 1] ? s->v[i] - s->v[i - 1] : 0.0;
+            double inc = sv[i] >= sv[i - 1] ? sv[i] - sv[i - 1] : 0.0;
             if (inc > 0)
                 fs_an_step_add(&step,
                                inc == floor(inc) && inc < 9007199254740992.0 ? (uint64_t)inc : 1);
-            c->rts[m] = s->ts_us[i];
+            c->rts[m] = ts[i];
             c->rv[m++] = inc * 1e6 / (double)dt;
         }
-        abs_floor = fs_an_step_floor(&step, c->floor, s->ts_us[0], s->ts_us[n - 1], n, 1.0);
+        abs_floor = fs_an_step_floor(&step, c->floor, ts[0], ts[n - 1], n, 1.0);
     } else {
         for (size_t i = 0; i < n; i++) {
-            if (isnan(s->v[i]))
+            if (isnan(sv[i]))
                 continue;
-            c->rts[m] = s->ts_us[i];
-            c->rv[m++] = s->v[i];
+            c->rts[m] = ts[i];
+            c->rv[m++] = sv[i];
         }
     }
     /* Where the information lies (history_scan.h): a value read at a step covers the step
@@ -207,8 +359,8 @@ series_cb(void *arg_, const struct fs_prom_series *s)
        interval. */
     int64_t shift = c->step_us / 2, unc = c->step_us / 2;
     if (!unc && n > 1)
-        unc = (s->ts_us[n - 1] - s->ts_us[0]) / (int64_t)(n - 1) / 2;
-    if (lab(s, "job") || lab(s, "instance")) {
+        unc = (ts[n - 1] - ts[0]) / (int64_t)(n - 1) / 2;
+    if (scraped) {
         /* The poll a scrape shows was up to a poll interval before it; a rate (or a
            watermark: the run covers the interval before the sample) is placed half a
            poll earlier, give or take half a poll. */
@@ -388,6 +540,23 @@ scan_departing(struct fs_prom_client *c, uint64_t max_points, int64_t start_us, 
         cx->metric = r->metric;
         if (!fs_an_classify(cx->metric, &cx->kind, &cx->counter, &cx->floor))
             continue;
+        int added = seen_add(&cx->polls->targets, fnv(0xcbf29ce484222325ULL, r->target));
+        if (added < 0) {
+            snprintf(cx->info->error, sizeof cx->info->error, "out of memory");
+            goto out;
+        }
+        if (added) {
+            /* The target's poll times, where a scrape stored them beside the values. */
+            o = (size_t)snprintf(q, qcap, "%s{target=\"", FS_HISTORY_POLL_TIME_METRIC);
+            o = put_quoted(q, o, qcap, r->target, false);
+            snprintf(q + o, qcap - o, "\"}[%llds]", (long long)((end_us - from + US - 1) / US));
+            if (fs_prom_query_instant(c, q, end_us, max_points, poll_times_cb, cx->polls,
+                                      cx->info->error, sizeof cx->info->error) != 0) {
+                if (strstr(cx->info->error, "stopped (1)"))
+                    snprintf(cx->info->error, sizeof cx->info->error, "out of memory");
+                goto out;
+            }
+        }
         snprintf(q, qcap, "%s{%s}[%llds]", cx->metric, m,
                  (long long)((end_us - from + US - 1) / US));
         if (fs_prom_query_instant(c, q, end_us, max_points, series_cb, cx, cx->info->error,
@@ -411,6 +580,7 @@ fs_history_scan(struct fs_prom_client *c, const struct fs_history_read *rd, stru
                 int64_t local_before_us, bool only_local, struct fs_history_scan_info *info)
 {
     struct seen seen = {0}, want = {0};
+    struct poll_table polls = {0};
     struct fs_departures *h = NULL, *fine = NULL;
     struct ctx cx = {0};
     char q[1500], names[1400];
@@ -475,6 +645,7 @@ fs_history_scan(struct fs_prom_client *c, const struct fs_history_read *rd, stru
         cx.step_us = 0;
         cx.rates_given = false;
         cx.want = &want;
+        cx.polls = &polls;
         if (scan_departing(c, rd->max_points, start_us, end_us, h, &cx) != 0)
             goto out;
         fs_departures_free(h);
@@ -496,5 +667,8 @@ out:
     free(want.tab);
     free(cx.rts);
     free(cx.rv);
+    free(cx.pts);
+    free(cx.pv);
+    poll_table_free(&polls);
     return rc;
 }

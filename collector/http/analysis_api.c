@@ -399,9 +399,9 @@ put_history(struct fs_buf *out, const struct fs_analysis_history_use *hu)
     fs_buf_json_str(out, hu->server);
     fs_buf_printf(out,
                   ",\"step_s\":%.3f,\"series\":%" PRIu64 ",\"refined\":%" PRIu64
-                  ",\"duplicates\":%" PRIu64 ",\"points\":%" PRIu64,
-                  hu->info.step_us / 1e6, hu->info.series, hu->info.refined, hu->info.duplicates,
-                  hu->info.points);
+                  ",\"restamped\":%" PRIu64 ",\"duplicates\":%" PRIu64 ",\"points\":%" PRIu64,
+                  hu->info.step_us / 1e6, hu->info.series, hu->info.refined, hu->info.restamped,
+                  hu->info.duplicates, hu->info.points);
     fs_buf_puts(out, ",\"cached_until\":");
     if (hu->info.cached_until_us)
         put_time(out, hu->info.cached_until_us);

@@ -107,6 +107,7 @@ is_self_metric(enum fs_metric m)
     switch (m) {
     case FS_M_COUNTER_RESETS:
     case FS_M_TARGET_UP:
+    case FS_M_TARGET_SAMPLE_TIMESTAMP:
     case FS_M_POLL_DURATION:
     case FS_M_POLL_ERRORS:
     case FS_M_AGENT_RESTARTS:
@@ -337,7 +338,8 @@ static int
 count_cb(void *arg, const struct fs_instance_info *in)
 {
     struct inst_ctx *c = arg;
-    if (!is_clock_metric(c->m) || in->clock_known)
+    if (c->m == FS_M_TARGET_SAMPLE_TIMESTAMP ? in->last_sample_us != 0
+                                             : !is_clock_metric(c->m) || in->clock_known)
         c->n++;
     return 0;
 }
@@ -366,6 +368,13 @@ inst_cb(void *arg, const struct fs_instance_info *in)
     switch (c->m) {
     case FS_M_TARGET_UP:
         inst_u64(x, name, in, NULL, NULL, in->state == FS_INST_UP ? 1 : 0);
+        break;
+    case FS_M_TARGET_SAMPLE_TIMESTAMP:
+        if (!in->last_sample_us)
+            break;
+        inst_open(out, name, in, &first);
+        labels_close(x, first);
+        put_double_line(out, (double)in->last_sample_us / 1e6);
         break;
     case FS_M_POLL_DURATION: {
         char bname[160];
@@ -598,6 +607,7 @@ fs_expo_render_opts(struct fs_store *st, struct fs_buf *out, const struct fs_exp
     fs_store_foreach_series(st, true, series_cb, &sc);
 
     instance_family(st, &x, FS_M_TARGET_UP);
+    instance_family(st, &x, FS_M_TARGET_SAMPLE_TIMESTAMP);
     instance_family(st, &x, FS_M_POLL_DURATION);
     instance_family(st, &x, FS_M_POLL_ERRORS);
     instance_family(st, &x, FS_M_COUNTER_RESETS);

@@ -170,6 +170,7 @@ struct fs_sink {
      * interface label, [m][0] of the others (a per-port breakdown of a family does not
      * hide, and is not hidden by, a source's per-device totals of it). */
     _Atomic int64_t metric_ts[FS_METRIC_COUNT][2];
+    _Atomic int64_t last_sample_ts; /* newest batch_ts committed (realtime µs), 0: none */
     _Atomic uint64_t n_series;
 
     /* Health, under stats_lock. */
@@ -1193,6 +1194,8 @@ fs_sink_end(struct fs_sink *s)
         if (se->retire_seq != s->batch_seq)
             atomic_store_explicit(&se->gone, false, memory_order_relaxed);
     }
+    if (s->n_pts && s->batch_ts > atomic_load_explicit(&s->last_sample_ts, memory_order_relaxed))
+        atomic_store_explicit(&s->last_sample_ts, s->batch_ts, memory_order_relaxed);
     if (s->batch_cleared)
         count_reset(s, FS_RESET_CLEARED);
     if (s->batch_discontinuity)
@@ -1810,6 +1813,7 @@ fs_store_foreach_instance(struct fs_store *st, fs_instance_cb cb, void *arg)
         in.state = s->state;
         in.last_poll_us = s->last_poll_us;
         in.last_duration_us = s->last_duration_us;
+        in.last_sample_us = atomic_load_explicit(&s->last_sample_ts, memory_order_relaxed);
         memcpy(err, s->last_error, sizeof err);
         in.last_error_us = s->last_error_us;
         /* an up instance stable for the period shows no error, even with no cycle since */

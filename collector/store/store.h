@@ -122,6 +122,8 @@ struct fs_instance_info {
     int64_t interval_us;
     int64_t last_poll_us; /**< realtime µs of the last cycle's end, 0 if none */
     int64_t last_duration_us;
+    int64_t last_sample_us; /**< realtime µs the newest committed samples carry, 0 if none
+                                 (fabricscope_target_last_sample_timestamp_seconds) */
     const char *last_error; /**< "" if none, or none since the stable period (Flapping) */
     int64_t last_error_us;  /**< realtime µs of last_error, 0 when last_error is "" */
     bool flapping;          /**< up with FS_FLAP_DROPS drops within FS_FLAP_WINDOW_US */

@@ -23,7 +23,9 @@
 # Environment: EVAL_POD_HISTORY_FAMILY (pod; any family of world_families.h, e.g. the
 # small pfc_propagation for quick runs: about 10 s a run), EVAL_POD_HISTORY_POLL (10 s;
 # 0 keeps the family's own poll interval), EVAL_POD_HISTORY_SCRAPE (15 s),
-# EVAL_POD_HISTORY_STAMPS ("scrape poll"), EVAL_POD_HISTORY_HOURS (the family's own
+# EVAL_POD_HISTORY_STAMPS ("scrape poll"), EVAL_POD_HISTORY_POLL_STAMPS (yes: the scrape
+# stores fabricscope_target_last_sample_timestamp_seconds beside the values, as fabricscope
+# exports it; no: as an older fabricscope, without it), EVAL_POD_HISTORY_HOURS (the family's own
 # duration: eight periods), EVAL_VERBOSE=1 (each stall window and recurring group, and
 # where the origin's departures fell against the stalls), EVAL_KEEP=1 (keep the work
 # directory), EVAL_POD_HISTORY_RESULTS=FILE (each run's scores, one JSON line a run and
@@ -38,6 +40,7 @@ family=${EVAL_POD_HISTORY_FAMILY:-pod}
 poll=${EVAL_POD_HISTORY_POLL:-10}
 scrape=${EVAL_POD_HISTORY_SCRAPE:-15}
 stamps=${EVAL_POD_HISTORY_STAMPS:-scrape poll}
+poll_stamps=${EVAL_POD_HISTORY_POLL_STAMPS:-yes}
 hours=${EVAL_POD_HISTORY_HOURS:-}
 score=$root/tests/eval/score_pod_history.py
 for tool in promtool prometheus jq curl python3 ss; do
@@ -95,7 +98,7 @@ for ((i = 0; i < runs; i++)); do
     mkdir -p "$d"
     t_run=$(date +%s)
     "$build/eval/world_om" --family "$family" --seed "$seed" --stamp "$stamp" --scrape "$scrape" \
-      --poll "$poll" --end "$end" "${hours_arg[@]}" --out "$d" 2>"$d/world_om.log" ||
+      --poll "$poll" --poll-stamps "$poll_stamps" --end "$end" "${hours_arg[@]}" --out "$d" 2>"$d/world_om.log" ||
       { cat "$d/world_om.log" >&2; exit 1; }
     promtool tsdb create-blocks-from openmetrics -q "$d/fabric.om" "$d/data" >/dev/null
     [ -n "${EVAL_KEEP:-}" ] || rm -f "$d/fabric.om"

@@ -18,7 +18,10 @@
  *                 polled value of each series at or before it, stamped at the scrape
  *                 time, with job="fabricscope" and instance="127.0.0.1:9464" added; a
  *                 series whose last poll is older than 3 polls (the collector's
- *                 staleness) is absent from that scrape;
+ *                 staleness) is absent from that scrape; beside them, as fabricscope exports
+ *                 it, each switch's fabricscope_target_last_sample_timestamp_seconds (the
+ *                 time of the poll the scrape shows; left out with --poll-stamps no, as an
+ *                 older fabricscope exported nothing of the kind);
  *               --stamp poll: as remote_write sends it: every poll's value at the
  *                 poll's own timestamp, with the external label replica="a".
  *   posts/NNN.json  the hosts' events over the whole range (world_host_posts), one
@@ -31,7 +34,7 @@
  *               (any job's origin or victims, the backup), the poll and scrape settings.
  *
  *   world_om --family NAME --seed N --out DIR [--stamp scrape|poll] [--scrape S]
- *            [--poll S] [--hours H] [--period S] [--end EPOCH_S]
+ *            [--poll S] [--hours H] [--period S] [--end EPOCH_S] [--poll-stamps yes|no]
  *
  * --poll overrides the family's poll interval (0: the family's own), --hours makes the run last H
  * hours whatever its period, --period fixes the period; --end is the world's end (default: 120 s
@@ -83,6 +86,8 @@ struct gen {
     size_t n_scrape;
     size_t *next_scrape;
     int64_t *last_poll;
+    int64_t *scrape_poll; /* n_sw x n_scrape: the poll each scrape shows (0: none) */
+    bool poll_stamps;     /* write fabricscope_target_last_sample_timestamp_seconds */
     /* the polls of the origin's switch, for the stamp delays of the truth */
     int origin_sw;
     int64_t *origin_polls;
@@ -110,6 +115,8 @@ fill_scrapes(struct gen *g, int sw, int64_t ts)
         int64_t at = g->scrape0 + (int64_t)*k * g->scrape_us;
         bool fresh =
             g->last_poll[sw] != INT64_MIN && at - g->last_poll[sw] <= STALE_POLLS * g->poll_us;
+        if (g->last_poll[sw] != INT64_MIN) /* the gauge is an instance's: never stale */
+            g->scrape_poll[(size_t)sw * g->n_scrape + *k] = g->last_poll[sw];
         for (int p = 0; p < world_ports(g->w, sw); p++)
             for (int kd = 0; kd < WK_COUNT; kd++) {
                 if (g->slot[kd] < 0)
@@ -248,6 +255,22 @@ write_om(struct gen *g, const char *path)
                 }
             }
     }
+    if (g->scrape && g->poll_stamps) {
+        /* What the scrape stored beside the values: the time of the poll they come from. */
+        fputs("# TYPE fabricscope_target_last_sample_timestamp_seconds gauge\n", f);
+        for (int sw = 0; sw < g->n_sw; sw++)
+            for (size_t i = 0; i < g->n_scrape; i++) {
+                int64_t pt = g->scrape_poll[(size_t)sw * g->n_scrape + i];
+                if (!pt)
+                    continue;
+                int64_t ms = (g->scrape0 + (int64_t)i * g->scrape_us) / 1000;
+                fprintf(f,
+                        "fabricscope_target_last_sample_timestamp_seconds{%starget=\"%s\","
+                        "source=\"snmp\"} %" PRId64 ".%06d %" PRId64 ".%03d\n",
+                        extra, world_switch_name(g->w, sw), (int64_t)(pt / S), (int)(pt % S),
+                        ms / 1000, (int)(ms % 1000));
+            }
+    }
     fputs("# EOF\n", f);
     return fclose(f) == 0 ? 0 : -1;
 }
@@ -355,14 +378,15 @@ static void
 usage(void)
 {
     fprintf(stderr, "usage: world_om --family NAME --seed N --out DIR [--stamp scrape|poll] "
-                    "[--scrape S] [--poll S] [--hours H] [--period S] [--end EPOCH_S]\n");
+                    "[--scrape S] [--poll S] [--hours H] [--period S] [--end EPOCH_S] "
+                    "[--poll-stamps yes|no]\n");
     exit(2);
 }
 
 int
 main(int argc, char **argv)
 {
-    const char *family = NULL, *out = NULL, *stamp = "scrape";
+    const char *family = NULL, *out = NULL, *stamp = "scrape", *poll_stamps = "yes";
     uint64_t seed = 0;
     bool have_seed = false;
     double scrape_s = 15, poll_s = 0, hours = 0, period_s = 0, end_s = 0;
@@ -389,11 +413,13 @@ main(int argc, char **argv)
             period_s = atof(v);
         else if (!strcmp(k, "--end"))
             end_s = atof(v);
+        else if (!strcmp(k, "--poll-stamps"))
+            poll_stamps = v;
         else
             usage();
     }
     if (!family || !out || !have_seed || (strcmp(stamp, "scrape") && strcmp(stamp, "poll")) ||
-        scrape_s < 1)
+        scrape_s < 1 || (strcmp(poll_stamps, "yes") && strcmp(poll_stamps, "no")))
         usage();
     const struct world_family *fam = world_family_find(family);
     if (!fam) {
@@ -428,7 +454,10 @@ main(int argc, char **argv)
         fprintf(stderr, "world_om: %s: %s\n", path, strerror(errno));
         return 1;
     }
-    struct gen g = {.w = w, .scrape = !strcmp(stamp, "scrape"), .poll_us = cfg.poll_us};
+    struct gen g = {.w = w,
+                    .scrape = !strcmp(stamp, "scrape"),
+                    .poll_us = cfg.poll_us,
+                    .poll_stamps = !strcmp(poll_stamps, "yes")};
     g.scrape_us = (int64_t)llround(scrape_s * 1e6);
     g.n_sw = world_switches(w);
     g.port_base = calloc((size_t)g.n_sw, sizeof *g.port_base);
@@ -461,8 +490,9 @@ main(int argc, char **argv)
     g.n_poll = calloc((size_t)g.n_sw, sizeof *g.n_poll);
     g.next_scrape = calloc((size_t)g.n_sw, sizeof *g.next_scrape);
     g.last_poll = calloc((size_t)g.n_sw, sizeof *g.last_poll);
-    if (!g.v || !g.last_raw || !g.exposed || !g.seen || !g.poll_ts || !g.n_poll || !g.next_scrape ||
-        !g.last_poll) {
+    g.scrape_poll = calloc((size_t)g.n_sw * (g.scrape ? g.n_scrape : 1), sizeof *g.scrape_poll);
+    if (!g.scrape_poll || !g.v || !g.last_raw || !g.exposed || !g.seen || !g.poll_ts || !g.n_poll ||
+        !g.next_scrape || !g.last_poll) {
         fprintf(stderr, "world_om: out of memory (%zu series x %zu samples)\n", g.n_series, g.cap);
         return 1;
     }
@@ -515,6 +545,7 @@ main(int argc, char **argv)
     free(g.n_poll);
     free(g.next_scrape);
     free(g.last_poll);
+    free(g.scrape_poll);
     free(g.v);
     free(g.last_raw);
     free(g.exposed);

@@ -441,6 +441,37 @@ test_health(void **state)
     assert_true(in.clock_offset_exceeded); /* 4 ms at the least: over 1 ms */
 }
 
+/* fabricscope_target_last_sample_timestamp_seconds: the time the newest samples carry
+ * in the ring (what a TSDB scraping /metrics stores beside them to place them at their
+ * poll), absent before any sample; a batch stamped before the previous one is stored
+ * 1 µs after it, and so is the gauge. */
+static void
+test_last_sample_timestamp(void **state)
+{
+    struct fixture *f = *state;
+    struct fs_sink *s = fs_store_sink_add(f->st, &f->t, "snmp", 1000000);
+    struct fs_buf out;
+    fs_buf_init(&out, 1 << 20);
+    fs_sink_cycle_begin(s, 1);
+    fs_sink_done(s, 1, FS_POLL_OK, NULL); /* a cycle with no sample */
+    assert_int_equal(fs_expo_render(f->st, &out), 0);
+    assert_null(strstr(out.data, "fabricscope_target_last_sample_timestamp_seconds"));
+    fs_buf_free(&out);
+    push_bytes(s, 1796577661640799LL, "Eth1/7", 5, 64);
+    push_bytes(s, 1796577661000000LL, "Eth1/8", 5, 64); /* the clock stepped back */
+    struct fs_instance_info in;
+    fs_store_foreach_instance(f->st, health_cb, &in);
+    assert_int_equal(in.last_sample_us, 1796577661640800LL);
+    fs_buf_init(&out, 1 << 20);
+    assert_int_equal(fs_expo_render(f->st, &out), 0);
+    assert_non_null(
+        strstr(out.data, "# TYPE fabricscope_target_last_sample_timestamp_seconds gauge\n"));
+    assert_non_null(strstr(out.data, "fabricscope_target_last_sample_timestamp_seconds{"
+                                     "target=\"tor1\",pod=\"p1\",rack=\"r12\","
+                                     "source=\"snmp\"} 1796577661.6408\n"));
+    fs_buf_free(&out);
+}
+
 static int
 scale_cb(void *arg, const struct fs_series_info *s)
 {
@@ -1194,6 +1225,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_labels_and_normalization, setup, teardown),
         cmocka_unit_test(test_ifname_normalize),
         cmocka_unit_test_setup_teardown(test_label_escaping, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_last_sample_timestamp, setup, teardown),
         cmocka_unit_test_setup_teardown(test_counter_wrap32, setup, teardown),
         cmocka_unit_test_setup_teardown(test_counter_reboot_and_cleared, setup, teardown),
         cmocka_unit_test_setup_teardown(test_counter_interface_discontinuity, setup, teardown),
