@@ -514,6 +514,7 @@ analysis_configure(struct daemon *d, const struct fs_config *c)
     ao.an.min_occurrences = c->analysis.min_occurrences;
     ao.an.max_period_spread = c->analysis.max_period_spread;
     ao.horizon_us = c->analysis.horizon_us;
+    ao.request_wait_us = c->analysis.request_timeout_us;
     ao.log.retention_us = c->analysis.episode_retention_us;
     ao.log.memory_limit = c->analysis.episode_memory_limit;
     fs_analysis_set_opts(d->an.an, &ao);

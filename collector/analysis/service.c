@@ -39,6 +39,7 @@ struct fs_analysis {
     /* opts' horizon and retention, also readable without run_lock (a request's range
        is checked on arrival, while an analysis may hold run_lock for seconds). */
     _Atomic int64_t horizon_us, retention_us;
+    _Atomic int64_t request_wait_us; /* opts.request_wait_us, read before taking run_lock */
     struct fs_episode_log *log;
     int64_t data_since_us;          /* the oldest sample the ring has shown a refresh (0: none) */
     struct fs_prom_client *history; /* analysis.history, or NULL (under run_lock) */
@@ -201,6 +202,7 @@ fs_analysis_opts_default(struct fs_analysis_opts *o)
 {
     fs_an_opts_default(&o->an);
     o->horizon_us = 24 * 3600 * US;
+    o->request_wait_us = 30 * US;
     o->log.retention_us = 7 * 24 * 3600 * US;
     o->log.memory_limit = UINT64_C(64) << 20;
     o->log.merge_gap_us = o->an.merge_gap_us;
@@ -214,6 +216,7 @@ fs_analysis_set_opts(struct fs_analysis *a, const struct fs_analysis_opts *o)
     a->opts.log.merge_gap_us = o->an.merge_gap_us;
     atomic_store(&a->horizon_us, o->horizon_us);
     atomic_store(&a->retention_us, o->log.retention_us);
+    atomic_store(&a->request_wait_us, o->request_wait_us);
     fs_episode_log_set_opts(a->log, &a->opts.log);
     a->opts_gen++;
     /* Baselines of other thresholds and windows: the next refresh makes new ones. */
@@ -235,6 +238,30 @@ fs_analysis_get_range_limits(struct fs_analysis *a, int64_t *horizon_us, int64_t
 {
     *horizon_us = atomic_load(&a->horizon_us);
     *retention_us = atomic_load(&a->retention_us);
+}
+
+/* run_lock for a request: waits at most opts.request_wait_us for the analysis holding it
+   (a refresh, or a request reading a slow history), then gives up with
+   FS_ANALYSIS_BUSY and the reason in err. */
+static int
+lock_for_request(struct fs_analysis *a, char *err, size_t errlen)
+{
+    int64_t wait = atomic_load(&a->request_wait_us);
+    if (wait <= 0)
+        wait = 30 * US;
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl); /* pthread_mutex_timedlock's clock */
+    int64_t ns = (int64_t)dl.tv_nsec + (wait % US) * 1000;
+    dl.tv_sec += (time_t)(wait / US + ns / 1000000000);
+    dl.tv_nsec = (long)(ns % 1000000000);
+    int e = pthread_mutex_timedlock(&a->run_lock, &dl);
+    if (e == 0)
+        return 0;
+    snprintf(err, errlen,
+             "busy: another analysis held the engine for the whole %.3g s this request may "
+             "wait (analysis.request_timeout); try again later",
+             (double)wait / 1e6);
+    return FS_ANALYSIS_BUSY;
 }
 
 struct fs_episode_log *
@@ -1196,7 +1223,13 @@ fs_analysis_run_correlate(struct fs_analysis *a, struct fs_store *st,
         goto done;
     }
     co.links = links;
-    pthread_mutex_lock(&a->run_lock);
+    if (lock_for_request(a, err, errlen) != 0) {
+        free_paths(w, nw);
+        free(links);
+        fs_topo_snap_free(&snap);
+        rc = FS_ANALYSIS_BUSY;
+        goto done;
+    }
     /* The ring for what it holds, the episode log for older windows. */
     c->departures =
         departures_with_log(a, st, req->start_us - req->co.lead_us, req->end_us + req->co.lag_us,
@@ -1223,7 +1256,7 @@ fs_analysis_run_correlate(struct fs_analysis *a, struct fs_store *st,
     c = NULL;
     rc = 0;
 done:
-    if (rc != 0)
+    if (rc != 0 && rc != FS_ANALYSIS_BUSY)
         snprintf(err, errlen, "out of memory");
     free(dur);
     free(grp);
@@ -1262,7 +1295,10 @@ fs_analysis_run_incidents(struct fs_analysis *a, struct fs_store *st,
     if (!f || find_slow_windows(a, req->start_us, req->end_us, req->kind, req->pct, req->factor,
                                 &sw) != 0)
         goto done;
-    pthread_mutex_lock(&a->run_lock);
+    if (lock_for_request(a, err, errlen) != 0) {
+        rc = FS_ANALYSIS_BUSY;
+        goto done;
+    }
     bool present = req->end_us >= now_us - 60 * US;
     f->departures = departures_with_log(a, st, req->start_us, req->end_us, present, &f->history,
                                         now_us, NULL, err, errlen);
@@ -1284,7 +1320,7 @@ fs_analysis_run_incidents(struct fs_analysis *a, struct fs_store *st,
     f = NULL;
     rc = 0;
 done:
-    if (rc != 0)
+    if (rc != 0 && rc != FS_ANALYSIS_BUSY)
         snprintf(err, errlen, "out of memory");
     free_slow_windows(&sw);
     fs_analysis_incident_findings_free(f);
@@ -1607,7 +1643,8 @@ fs_analysis_run_trace(struct fs_analysis *a, struct fs_store *st,
                       size_t errlen)
 {
     int64_t start = req->start_us, end = req->end_us;
-    pthread_mutex_lock(&a->run_lock);
+    if (lock_for_request(a, err, errlen) != 0)
+        return FS_ANALYSIS_BUSY;
     fs_buf_reset(out);
     struct fs_trace *t = fs_trace_new(out, start * 1000);
     struct fs_departures *d = NULL;

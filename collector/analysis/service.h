@@ -62,6 +62,7 @@ void fs_analysis_free(struct fs_analysis *a);
 struct fs_analysis_opts {
     struct fs_an_opts an;           /**< thresholds, baseline, merge gap, recurrence */
     int64_t horizon_us;             /**< default and metrics window of incidents; 24 h */
+    int64_t request_wait_us;        /**< how long a request waits for another analysis; 30 s */
     struct fs_episode_log_opts log; /**< retention 7 d, 64 MiB (merge gap taken from an) */
 };
 void fs_analysis_opts_default(struct fs_analysis_opts *o);
@@ -215,7 +216,7 @@ struct fs_analysis_correlation {
 /**
  * Correlates slow host events (or req's windows) with switch departures. now_us is the
  * present (what the ring and the log hold is judged against it). 0 with *out set (free
- * with fs_analysis_correlation_free), or -1 with err ("out of memory").
+ * with fs_analysis_correlation_free), or -1 with err ("out of memory"), or FS_ANALYSIS_BUSY.
  */
 int fs_analysis_run_correlate(struct fs_analysis *a, struct fs_store *st,
                               const struct fs_analysis_correlate_req *req, int64_t now_us,
@@ -254,7 +255,7 @@ struct fs_analysis_incident_findings {
  * now_us (within a minute) also records its scan in the log and, when the history was
  * not read, updates the incident metrics (fs_analysis_metrics). The next occurrence is
  * predicted after the range's end, or now_us if that is later. 0 with *out set (free
- * with fs_analysis_incident_findings_free), or -1 with err ("out of memory").
+ * with fs_analysis_incident_findings_free), or -1 with err ("out of memory"), or FS_ANALYSIS_BUSY.
  */
 int fs_analysis_run_incidents(struct fs_analysis *a, struct fs_store *st,
                               const struct fs_analysis_incidents_req *req, int64_t now_us,
@@ -273,13 +274,16 @@ struct fs_analysis_trace_req {
 
 /** fs_analysis_run_trace's result when the document outgrew out's maximum. */
 #define FS_ANALYSIS_TOO_LARGE (-2)
+/** A request waited opts.request_wait_us for another analysis to end and gave up; err
+ *  says so (answered 503). fs_analysis_run_correlate, _incidents and _trace return it. */
+#define FS_ANALYSIS_BUSY (-3)
 
 /**
  * Writes the Chrome Trace Event JSON of a range (analysis/trace.h) into out (reset
  * first): the chosen series as counter tracks, the departures of the analysed ones in
  * their episodes as instants on their switches, host events as slices (instants for
  * zero-length ones) in start order. 0; -1 with err ("out of memory"); or
- * FS_ANALYSIS_TOO_LARGE (out's content is then incomplete).
+ * FS_ANALYSIS_TOO_LARGE (out's content is then incomplete), or FS_ANALYSIS_BUSY.
  */
 int fs_analysis_run_trace(struct fs_analysis *a, struct fs_store *st,
                           const struct fs_analysis_trace_req *req, struct fs_buf *out, char *err,

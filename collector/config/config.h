@@ -139,6 +139,7 @@ struct fs_config {
         double max_period_spread;           /**< default 0.1 */
         int64_t episode_retention_us;       /**< default 7 d */
         uint64_t episode_memory_limit;      /**< bytes; default 64 MiB */
+        int64_t request_timeout_us;         /**< default 30 s */
         struct fs_history_cfg *history;     /**< analysis.history, or NULL */
     } analysis;
     uint32_t shard_index, shard_count; /**< shard: {index, count}; count 0: no shard block

@@ -663,7 +663,8 @@ build_analysis(const struct lyd_node *tree, struct fs_config *cfg, struct fs_cfg
                                   .min_occurrences = 3,
                                   .max_period_spread = 0.1,
                                   .episode_retention_us = 7 * 24 * 3600 * US_PER_S,
-                                  .episode_memory_limit = UINT64_C(64) << 20};
+                                  .episode_memory_limit = UINT64_C(64) << 20,
+                                  .request_timeout_us = 30 * US_PER_S};
     const struct lyd_node *n = fs_cfg_child(tree, "analysis"), *k;
     if (!n)
         return 0;
@@ -684,6 +685,8 @@ build_analysis(const struct lyd_node *tree, struct fs_config *cfg, struct fs_cfg
                       &a->horizon_us, errs);
     analysis_duration(n, "episode_retention", 3600 * US_PER_S, 90 * 24 * 3600 * US_PER_S, "1h",
                       "90d", &a->episode_retention_us, errs);
+    analysis_duration(n, "request_timeout", US_PER_S, 600 * US_PER_S, "1s", "10m",
+                      &a->request_timeout_us, errs);
     if ((k = fs_cfg_kid(n, "episode_memory_limit")) &&
         fs_parse_size(lyd_get_value(k), &a->episode_memory_limit) == 0 &&
         a->episode_memory_limit < (UINT64_C(1) << 20))

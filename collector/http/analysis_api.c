@@ -528,7 +528,7 @@ correlate(struct fs_analysis *a, struct fs_store *st, const struct fs_analysis_a
     rc = fs_analysis_run_correlate(a, st, &req, now_us, &c, err, sizeof err);
     free(w);
     if (rc != 0)
-        return error_doc(out, 500, "%s", err);
+        return error_doc(out, rc == FS_ANALYSIS_BUSY ? 503 : 500, "%s", err);
     const struct fs_departures *d = c->departures;
     const struct fs_corr_report *r = c->report;
     nw = c->n_windows;
@@ -743,8 +743,9 @@ incidents(struct fs_analysis *a, struct fs_store *st, const struct fs_analysis_a
     struct fs_analysis_incidents_req req = {start, end, kind, pct, factor};
     struct fs_analysis_incident_findings *f = NULL;
     char err[128];
-    if (fs_analysis_run_incidents(a, st, &req, now_us, &f, err, sizeof err) != 0)
-        return error_doc(out, 500, "%s", err);
+    rc = fs_analysis_run_incidents(a, st, &req, now_us, &f, err, sizeof err);
+    if (rc != 0)
+        return error_doc(out, rc == FS_ANALYSIS_BUSY ? 503 : 500, "%s", err);
     const struct fs_departures *d = f->departures;
     const struct fs_incident_report *r = f->report;
     const struct fs_analysis_host_match *hm = &f->host;
@@ -901,7 +902,7 @@ export_trace(struct fs_analysis *a, struct fs_store *st, const struct fs_analysi
     if (rc == FS_ANALYSIS_TOO_LARGE)
         return overflow_doc(out);
     if (rc != 0)
-        return error_doc(out, 500, "%s", err);
+        return error_doc(out, rc == FS_ANALYSIS_BUSY ? 503 : 500, "%s", err);
     return 200;
 }
 

@@ -717,7 +717,7 @@ queue_answer(struct req *r)
     }
     if (r->allow)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
-    if (r->retry_after)
+    if (r->retry_after || r->status == MHD_HTTP_SERVICE_UNAVAILABLE) /* every 503 */
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, RETRY_AFTER_S);
     if (r->status == MHD_HTTP_UNAUTHORIZED)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
