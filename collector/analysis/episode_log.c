@@ -9,6 +9,8 @@
 #define US 1000000LL
 /* Compaction moves the live runs to the front once this many dead ones lead them. */
 #define COMPACT_MIN 4096
+/* How far past the now of a record call a run may end before it is clamped. */
+#define FUTURE_SLACK_US (60 * US)
 
 struct lseries {
     char *target, *interface, *tc, *rule, *metric, *direction, *priority;
@@ -37,7 +39,7 @@ struct fs_episode_log {
     struct lrun *runs; /* live: runs[head..n) */
     size_t head, n, cap;
     uint64_t base_seq; /* sequence number of runs[0] */
-    uint64_t bytes, evicted_retention, evicted_memory;
+    uint64_t bytes, evicted_retention, evicted_memory, clamped_future;
 };
 
 static void
@@ -329,9 +331,21 @@ fs_episode_log_record(struct fs_episode_log *l, const struct fs_departures *d, i
     int rc = 0;
     pthread_mutex_lock(&l->lock);
     int64_t gap = l->o.merge_gap_us;
+    int64_t lim = now_us + FUTURE_SLACK_US;
     for (size_t i = 0; i < d->n_runs && rc == 0; i++) {
-        const struct fs_departure *r = &d->runs[i];
+        struct fs_departure cr = d->runs[i];
+        const struct fs_departure *r = &cr;
         const struct fs_an_series_ref *ref = &d->series[r->series];
+        if (cr.end_us > lim) {
+            /* Dated past now (a device clock ahead): such a run would never age out,
+               would hold back the retention of every run logged after it, and would
+               make the series' later runs look logged already. Kept, at now. */
+            cr.start_us = cr.start_us < lim ? cr.start_us : lim;
+            cr.onset_us = cr.onset_us < lim ? cr.onset_us : lim;
+            cr.peak_us = cr.peak_us < lim ? cr.peak_us : lim;
+            cr.end_us = lim;
+            l->clamped_future++;
+        }
         long si = series_find_add(l, ref);
         if (si < 0) {
             rc = -1;
@@ -473,6 +487,7 @@ fs_episode_log_stats(struct fs_episode_log *l, struct fs_episode_log_stats *s)
     s->memory_limit = l->o.memory_limit;
     s->evicted_retention = l->evicted_retention;
     s->evicted_memory = l->evicted_memory;
+    s->clamped_future = l->clamped_future;
     s->oldest_start_us = l->head < l->n ? l->runs[l->head].start_us : INT64_MAX;
     pthread_mutex_unlock(&l->lock);
 }

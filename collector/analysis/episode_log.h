@@ -12,7 +12,9 @@
  *
  * Bounds. Runs whose end is older than retention (relative to the now of the last
  * record call) are dropped, then the oldest runs while the log's bytes (runs and series
- * names, as counted by fs_episode_log_stats) exceed memory_limit; both are counted.
+ * names, as counted by fs_episode_log_stats) exceed memory_limit; both are counted. A run
+ * that ends more than a minute after now (a device clock ahead) is clamped to end then,
+ * its other times no later, and counted: dated in the future it would never age out.
  *
  * Replay. fs_episode_log_replay adds the logged runs that start before `before_us` and
  * end at or after start_us to an unfinished fs_departures, reusing its series where they
@@ -40,6 +42,7 @@ struct fs_episode_log_stats {
     size_t runs, series;
     uint64_t bytes, memory_limit;
     uint64_t evicted_retention, evicted_memory; /**< runs, since creation */
+    uint64_t clamped_future;                    /**< runs dated past now, clamped (Bounds) */
     int64_t oldest_start_us;                    /**< INT64_MAX when empty */
 };
 

@@ -766,6 +766,7 @@ incidents(struct fs_analysis *a, struct fs_store *st, const struct fs_analysis_a
         put_time(out, ls->oldest_start_us);
     else
         fs_buf_puts(out, "null");
+    fs_buf_printf(out, ",\"clamped_future\":%" PRIu64, ls->clamped_future);
     fs_buf_puts(out, "},\"host_events\":{\"kind\":");
     fs_buf_json_str(out, kind);
     fs_buf_puts(out, ",\"slow\":");

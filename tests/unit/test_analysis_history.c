@@ -121,7 +121,7 @@ test_log_bounds(void **state)
 {
     (void)state;
     struct fs_episode_log_opts o = {
-        .retention_us = 3600 * S, .memory_limit = 1 << 20, .merge_gap_us = 2 * S};
+        .retention_us = 400000 * S, .memory_limit = 1 << 20, .merge_gap_us = 2 * S};
     struct fs_episode_log *l = fs_episode_log_new(&o);
     int64_t T = 1796236354LL * S;
     /* 20,000 runs on 100 series, 1 s apart: more than 1 MiB. */
@@ -142,7 +142,8 @@ test_log_bounds(void **state)
             assert_int_equal(fs_departures_push(d, &r), 0);
         }
         assert_int_equal(fs_departures_finish(d), 0);
-        assert_int_equal(fs_episode_log_record(l, d, T), 0);
+        /* recorded when the batch's last run has ended, as a refresh would */
+        assert_int_equal(fs_episode_log_record(l, d, T + (int64_t)(batch + 1) * 10000 * S), 0);
         fs_departures_free(d);
     }
     struct fs_episode_log_stats st;
@@ -155,14 +156,74 @@ test_log_bounds(void **state)
     assert_int_equal(st.runs + st.evicted_memory, 20000);
     /* The newest were kept. */
     assert_true(st.oldest_start_us > T);
-    /* Retention: a record at a later now drops what ended an hour before it. */
+    assert_int_equal(st.clamped_future, 0);
+    /* Retention: a record at a later now drops what ended retention before it. */
     struct fs_departures *d = fs_departures_new(NULL, T, T + S);
     assert_int_equal(fs_departures_finish(d), 0);
-    assert_int_equal(fs_episode_log_record(l, d, T + 300000 * S), 0);
+    assert_int_equal(fs_episode_log_record(l, d, T + 700000 * S), 0);
     fs_departures_free(d);
     fs_episode_log_stats(l, &st);
     assert_int_equal(st.runs, 0);
     assert_true(st.evicted_retention > 0);
+    fs_episode_log_free(l);
+}
+
+/* A run dated a year ahead (a device clock set wrong) is kept at now and counted: it then
+ * ages out like the others, does not hold back the retention of the runs logged after it,
+ * and does not make the series' next real run look logged already. */
+static void
+test_log_clamps_future_runs(void **state)
+{
+    (void)state;
+    struct fs_episode_log_opts o = {
+        .retention_us = 3600 * S, .memory_limit = 1 << 20, .merge_gap_us = 2 * S};
+    struct fs_episode_log *l = fs_episode_log_new(&o);
+    int64_t T = 1796236354LL * S, year = 365LL * 24 * 3600 * S;
+    struct fs_an_series_ref ref = {"tor1",      "Eth1/1", "3", "", "fabric_queue_depth_bytes",
+                                   FS_AN_QUEUE, 1000,     "",  ""};
+    struct fs_an_series_ref other = ref;
+    other.interface = "Eth1/2";
+    uint32_t a, b;
+    struct fs_departures *d = fs_departures_new(NULL, T - MIN, T + year + MIN);
+    assert_int_equal(fs_departures_add_ref(d, &ref, &a), 0);
+    assert_int_equal(fs_departures_add_ref(d, &other, &b), 0);
+    struct fs_departure fut = {.series = a,
+                               .start_us = T + year,
+                               .end_us = T + year + 2 * S,
+                               .onset_us = T + year,
+                               .peak_us = T + year + S,
+                               .peak_z = 9};
+    assert_int_equal(fs_departures_push(d, &fut), 0);
+    assert_int_equal(fs_departures_finish(d), 0);
+    assert_int_equal(fs_episode_log_record(l, d, T), 0);
+    fs_departures_free(d);
+    /* The series' next real run, 10 minutes on, and another series' run. */
+    d = fs_departures_new(NULL, T, T + 11 * MIN);
+    assert_int_equal(fs_departures_add_ref(d, &ref, &a), 0);
+    assert_int_equal(fs_departures_add_ref(d, &other, &b), 0);
+    struct fs_departure r1 = {
+        .series = a, .start_us = T + 10 * MIN, .end_us = T + 10 * MIN + S, .peak_z = 8};
+    struct fs_departure r2 = {
+        .series = b, .start_us = T + 10 * MIN, .end_us = T + 10 * MIN + S, .peak_z = 8};
+    r1.onset_us = r1.peak_us = r1.start_us;
+    r2.onset_us = r2.peak_us = r2.start_us;
+    assert_int_equal(fs_departures_push(d, &r1), 0);
+    assert_int_equal(fs_departures_push(d, &r2), 0);
+    assert_int_equal(fs_departures_finish(d), 0);
+    assert_int_equal(fs_episode_log_record(l, d, T + 11 * MIN), 0);
+    fs_departures_free(d);
+    struct fs_episode_log_stats st;
+    fs_episode_log_stats(l, &st);
+    assert_int_equal(st.runs, 3); /* the series' real run was not taken as logged */
+    assert_int_equal(st.clamped_future, 1);
+    /* Two hours on, all three are older than the retention: none stays. */
+    d = fs_departures_new(NULL, T, T + S);
+    assert_int_equal(fs_departures_finish(d), 0);
+    assert_int_equal(fs_episode_log_record(l, d, T + 2 * 3600 * S), 0);
+    fs_departures_free(d);
+    fs_episode_log_stats(l, &st);
+    assert_int_equal(st.runs, 0);
+    assert_int_equal(st.evicted_retention, 3);
     fs_episode_log_free(l);
 }
 
@@ -383,6 +444,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_log_reconciles_overlapping_scans),
         cmocka_unit_test(test_log_bounds),
+        cmocka_unit_test(test_log_clamps_future_runs),
         cmocka_unit_test(test_seed_incident_with_defaults),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
