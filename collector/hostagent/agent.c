@@ -383,28 +383,66 @@ report_capture_failure(struct agent *a, const char *err)
     fs_log(FS_LOG_ERROR, "agent", "%s (reported once; the agent keeps running)", err);
 }
 
+/* The raw quota left for perf record's --max-size: 7/8 of what capture.raw_quota_bytes
+ * leaves, as perf's own headers and build ids come on top of its limit. 0: not enough
+ * for a capture (less than FS_CAPTURE_MIN_RAW). */
+#define FS_CAPTURE_MIN_RAW (1ull << 20)
+static uint64_t
+raw_room(const struct agent *a)
+{
+    uint64_t used = raw_bytes(a);
+    uint64_t left = used < a->cfg.raw_quota_bytes ? a->cfg.raw_quota_bytes - used : 0;
+    left -= left / 8;
+    return left >= FS_CAPTURE_MIN_RAW ? left : 0;
+}
+
 /* Starts perf now for the rest of the window. 0 or -1 (reported). */
 static int
 capture_begin(struct agent *a)
 {
     char err[600];
     int64_t dur_us = (a->win_end_ns - now_ns()) / 1000;
+    uint64_t room = raw_room(a);
     if (dur_us < 100000)
         dur_us = 100000;
     if (dur_us > a->cfg.max_length_us)
         dur_us = a->cfg.max_length_us;
+    if (!room) {
+        snprintf(err, sizeof err,
+                 "raw captures in %s leave less than 1MiB of capture.raw_quota_bytes: not "
+                 "captured",
+                 a->cfg.state_dir);
+        report_capture_failure(a, err);
+        return -1;
+    }
     snprintf(a->raw, sizeof a->raw, "%s/capture-%" PRId64 "-%u.data", a->cfg.state_dir,
              a->win_start_ns / 1000000000, a->capture_seq++);
-    a->perf = fs_capture_start(&a->cfg, a->raw, dur_us, err, sizeof err);
+    a->perf = fs_capture_start(&a->cfg, a->raw, dur_us, room, err, sizeof err);
     if (a->perf < 0) {
         report_capture_failure(a, err);
         return -1;
     }
     a->last_capture_us = fs_monotonic_us();
     fs_capture_hook(&a->cfg, "start", a->win_start_ns, a->win_end_ns);
-    fs_log(FS_LOG_INFO, "agent", "capture started: perf record for %.1f s into %s",
-           (double)dur_us / 1e6, a->raw);
+    fs_log(FS_LOG_INFO, "agent",
+           "capture started: perf record for %.1f s into %s (at most %" PRIu64 " KiB)",
+           (double)dur_us / 1e6, a->raw, room >> 10);
     return 0;
+}
+
+/* A piece of the capture's events: posted or spooled with the offset nearest the
+ * window's middle. */
+static int
+capture_piece(void *ctx, struct fs_imp_batch *b, char *err, size_t errlen)
+{
+    struct agent *a = ctx;
+    if (deliver(a, b, a->win_start_ns / 2 + a->win_end_ns / 2) == 0)
+        return 0;
+    snprintf(err, errlen,
+             "capture %s: %zu events not placed (no clock offset yet, or the spool refused "
+             "them)",
+             a->raw, b->n);
+    return -1;
 }
 
 /* perf exited with ws: import, post, clean up. 0 when events were placed. */
@@ -412,21 +450,22 @@ static int
 capture_end(struct agent *a, int ws, bool interrupted)
 {
     char err[800], log[4200];
-    struct fs_imp_batch b = {0};
+    size_t n = 0;
     int rc = -1;
     fs_capture_hook(&a->cfg, "end", a->win_start_ns, a->win_end_ns);
-    if (fs_capture_import(&a->cfg, a->raw, ws, interrupted, &b, err, sizeof err) != 0) {
+    if (fs_capture_import(&a->cfg, a->raw, ws, interrupted, capture_piece, a, &n, err,
+                          sizeof err) != 0) {
         report_capture_failure(a, err);
-    } else if (deliver(a, &b, a->win_start_ns / 2 + a->win_end_ns / 2) == 0) {
-        fs_log(FS_LOG_INFO, "agent", "capture %s: %zu events placed", a->raw, b.n);
-        pthread_mutex_lock(&a->mu);
-        a->c.captures++;
-        a->c.capture_events += b.n;
-        pthread_mutex_unlock(&a->mu);
+    } else {
+        fs_log(FS_LOG_INFO, "agent", "capture %s: %zu events placed", a->raw, n);
         a->last_failure[0] = '\0';
         rc = 0;
     }
-    fs_imp_batch_free(&b);
+    /* Placed pieces count, whatever became of the rest. */
+    pthread_mutex_lock(&a->mu);
+    a->c.captures += rc == 0;
+    a->c.capture_events += n;
+    pthread_mutex_unlock(&a->mu);
     snprintf(log, sizeof log, "%s.log", a->raw);
     if (!a->cfg.keep_raw || rc != 0) {
         unlink(a->raw);
@@ -530,11 +569,11 @@ capture_poll(struct agent *a)
         fs_log(FS_LOG_DEBUG, "agent", "next incident within capture.min_interval: not captured");
         goto out;
     }
-    if (raw_bytes(a) >= a->cfg.raw_quota_bytes) {
+    if (!raw_room(a)) {
         if (!a->quota_reported)
             fs_log(FS_LOG_WARN, "agent",
-                   "raw captures in %s reach capture.raw_quota_bytes: no capture until some "
-                   "are removed",
+                   "raw captures in %s leave less than 1MiB of capture.raw_quota_bytes: no "
+                   "capture until some are removed",
                    a->cfg.state_dir);
         a->quota_reported = true;
         goto out;
