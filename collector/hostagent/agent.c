@@ -38,8 +38,8 @@
 
 #define TAIL_READ_MAX (1u << 20) /* bytes of log lines per batch */
 /* One thread does everything: a collector that does not answer must not hold the
- * loop (and a capture's start) for long. */
-#define REQUEST_TIMEOUT_S 10L
+ * loop (and a capture's start) for long: each request gets collector.timeout (connecting
+ * at most CONNECT_TIMEOUT_S of it), and each turn of the loop posts for about as long. */
 #define CONNECT_TIMEOUT_S 3L
 #define SPOOL_RETRY_MAX_US 10000000
 #define LLDPCTL_TIMEOUT_US 10000000 /* lldpctl asks a local daemon: seconds is a hang */
@@ -66,6 +66,7 @@ struct agent {
     struct fs_tail tail;
     bool tail_on, down, waiting_reported;
     int64_t next_clock_us, next_tail_us, next_spool_us, next_poll_us, spool_retry_us;
+    int64_t turn_end_us; /* this turn of the loop starts no more posting after it */
     /* capture */
     enum cap_state cap;
     int64_t win_start_ns, win_end_ns; /* host clock */
@@ -112,6 +113,22 @@ now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Whether this turn of the loop may start another request of its posting work. */
+static bool
+turn_left(const struct agent *a)
+{
+    return fs_monotonic_us() < a->turn_end_us;
+}
+
+/* The client's timeouts from cfg: collector.timeout, connecting within 3 s of it. */
+static void
+set_timeouts(struct fs_imp_client *cli, const struct fs_agent_cfg *cfg)
+{
+    cli->timeout_s = (long)(cfg->request_timeout_us / 1000000);
+    cli->connect_timeout_s =
+        cli->timeout_s < CONNECT_TIMEOUT_S ? cli->timeout_s : CONNECT_TIMEOUT_S;
 }
 
 static void
@@ -223,12 +240,14 @@ deliver(struct agent *a, const struct fs_imp_batch *b, int64_t capture_ns)
     return rc;
 }
 
-/* Posts spooled batches, oldest first, until the spool is empty or the collector fails. */
+/* Posts spooled batches, oldest first, until the spool is empty, the collector fails or
+ * the turn is over (the rest next turn: a slow collector must not hold the clock and the
+ * captures for the whole spool). */
 static void
 flush_spool(struct agent *a)
 {
     char name[300], err[600];
-    while (a->spool.files && !g_stop) {
+    while (a->spool.files && !g_stop && turn_left(a)) {
         char *body;
         size_t len, n;
         int r = fs_spool_oldest(&a->spool, &body, &len, &n, name, sizeof name, err, sizeof err);
@@ -304,12 +323,17 @@ measure(struct agent *a)
     return 0;
 }
 
-/* Tails until no file has new lines (or a batch could not be placed). */
+/* Tails until no file has new lines, a batch could not be placed or the turn is over
+ * (then it goes on next turn). */
 static void
 tail_step(struct agent *a)
 {
     char err[600];
     for (int i = 0; i < 64 && !g_stop; i++) {
+        if (!turn_left(a)) {
+            a->next_tail_us = 0;
+            return;
+        }
         struct fs_imp_batch b = {0};
         struct fs_tail_pos pos;
         int r = fs_tail_next(&a->tail, a->cfg.host, TAIL_READ_MAX, &b, &pos, err, sizeof err);
@@ -988,8 +1012,7 @@ agent_open(struct agent *a, char *err, size_t errlen)
                                  errlen) != 0)
         return -1;
     warn_plain_http(a, &a->cli);
-    a->cli.timeout_s = REQUEST_TIMEOUT_S;
-    a->cli.connect_timeout_s = CONNECT_TIMEOUT_S;
+    set_timeouts(&a->cli, &a->cfg);
     snprintf(dir, sizeof dir, "%s/spool", a->cfg.state_dir);
     if (fs_spool_open(&a->spool, dir, a->cfg.spool_max_bytes, err, errlen) != 0)
         return -1;
@@ -1074,8 +1097,7 @@ reload(struct agent *a, const char *path)
     if (fs_imp_client_open_token(&cli, nc.url, nc.token_file, a->env_token, err, sizeof err) != 0)
         goto failed;
     warn_plain_http(a, &cli);
-    cli.timeout_s = REQUEST_TIMEOUT_S;
-    cli.connect_timeout_s = CONNECT_TIMEOUT_S;
+    set_timeouts(&cli, &nc);
     snprintf(dir, sizeof dir, "%s/spool", nc.state_dir);
     if (fs_spool_open(&sp, dir, nc.spool_max_bytes, err, sizeof err) != 0)
         goto failed;
@@ -1156,18 +1178,21 @@ run(struct agent *a, const char *path)
             reload(a, path);
         }
         int64_t mono = fs_monotonic_us();
-        if (mono >= a->next_clock_us) {
+        /* A turn's budget: what is due and finds the turn over waits for the next one,
+         * whose first items (a capture's start, the clock) come before the posting. */
+        a->turn_end_us = mono + a->cfg.request_timeout_us;
+        if (a->cfg.capture)
+            capture_step(a);
+        if (mono >= a->next_clock_us && turn_left(a)) {
             a->next_clock_us = mono + a->cfg.clock_interval_us;
             (void)measure(a);
         }
         if (a->spool.files && mono >= a->next_spool_us)
             flush_spool(a);
-        if (a->tail_on && mono >= a->next_tail_us) {
+        if (a->tail_on && mono >= a->next_tail_us && turn_left(a)) {
             a->next_tail_us = mono + a->cfg.nccl_scan_us;
             tail_step(a);
         }
-        if (a->cfg.capture)
-            capture_step(a);
         if (a->cfg.cmd_argv && !a->cfg.cmd_at_capture && mono >= a->next_cmd_us &&
             !fs_runcmd_running(&a->cmd)) {
             a->next_cmd_us = mono + a->cfg.cmd_interval_us;
