@@ -948,16 +948,19 @@ metrics_start(struct agent *a, const struct fs_agent_cfg *cfg, struct MHD_Daemon
 /* ---- the subcommand ---- */
 
 /* What start-up refuses of a valid file (the token, state_dir's owner and mode), checked
- * without creating anything: --check-config warns of it, and start-up refuses it with the
- * exit code of a bad file, 2 (the unit does not restart on it). 0 or -1 with err. */
+ * without creating anything, err naming the key: --check-config and start-up both refuse
+ * it with the exit code of a bad file, 2 (the unit does not restart on it; its
+ * ExecStartPre and reload fail on it). 0 or -1 with err. */
 static int
 check_startup(const struct agent *a, char *err, size_t errlen)
 {
     struct fs_imp_client cli;
     char why[700];
-    if (fs_imp_client_open_token(&cli, a->cfg.url, a->cfg.token_file, a->env_token, err, errlen) !=
-        0)
+    if (fs_imp_client_open_token(&cli, a->cfg.url, a->cfg.token_file, a->env_token, why,
+                                 sizeof why) != 0) {
+        snprintf(err, errlen, "%s%s", a->cfg.token_file ? "collector.token_file: " : "", why);
         return -1;
+    }
     fs_imp_client_close(&cli);
     if (fs_agent_private_dir(a->cfg.state_dir, false, why, sizeof why) != 0) {
         snprintf(err, errlen, "state_dir: %s", why);
@@ -1311,8 +1314,8 @@ fs_host_agent_main(int argc, char **argv)
                    "  the agent of a GPU host: measures its clock offset to the collector,\n"
                    "  posts NCCL Inspector records as they are written, and runs perf around\n"
                    "  the collector's next predicted incident (README \"Host agent\");\n"
-                   "  --check-config: validate FILE and exit 0 (good) or 2 (bad), with a\n"
-                   "  warning for what start-up would refuse on this host (exit 2 then);\n"
+                   "  --check-config: validate FILE and exit 0 (good) or 2 (bad, or what\n"
+                   "  start-up would refuse on this host: a missing token file, ...);\n"
                    "  --once: one capture of capture.length now, posted, then exit;\n"
                    "  SIGHUP reloads FILE (a bad file is refused whole, the running\n"
                    "  configuration stays), SIGTERM or SIGINT stops\n",
@@ -1347,13 +1350,12 @@ fs_host_agent_main(int argc, char **argv)
         fputs(errors ? errors : "out of memory\n", stderr);
         goto out;
     }
-    /* --check-config says it and still exits 0 (the file is valid: an example whose token
-     * is not installed yet passes); start-up refuses it with 2. */
+    /* --check-config refuses what start-up would (exit 2 both): the unit's ExecStartPre
+     * and reload check exactly what the agent will run with. */
     if (check_startup(a, err, sizeof err) != 0) {
         fprintf(stderr, "%s: %s%s\n", check ? path : "fabricscope host-agent",
-                check ? "warning: start-up will refuse it on this host: " : "", err);
-        if (!check)
-            goto out;
+                check ? "start-up would refuse it on this host: " : "", err);
+        goto out;
     }
     if (check) {
         printf("%s: good\n", path);
