@@ -38,8 +38,8 @@
 
 #define TAIL_READ_MAX (1u << 20) /* bytes of log lines per batch */
 /* One thread does everything: a collector that does not answer must not hold the
- * loop (and a capture's start) for long. */
-#define REQUEST_TIMEOUT_S 10L
+ * loop (and a capture's start) for long: each request gets collector.timeout (connecting
+ * at most CONNECT_TIMEOUT_S of it), and each turn of the loop posts for about as long. */
 #define CONNECT_TIMEOUT_S 3L
 #define SPOOL_RETRY_MAX_US 10000000
 #define LLDPCTL_TIMEOUT_US 10000000 /* lldpctl asks a local daemon: seconds is a hang */
@@ -66,6 +66,7 @@ struct agent {
     struct fs_tail tail;
     bool tail_on, down, waiting_reported;
     int64_t next_clock_us, next_tail_us, next_spool_us, next_poll_us, spool_retry_us;
+    int64_t turn_end_us; /* this turn of the loop starts no more posting after it */
     /* capture */
     enum cap_state cap;
     int64_t win_start_ns, win_end_ns; /* host clock */
@@ -112,6 +113,22 @@ now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Whether this turn of the loop may start another request of its posting work. */
+static bool
+turn_left(const struct agent *a)
+{
+    return fs_monotonic_us() < a->turn_end_us;
+}
+
+/* The client's timeouts from cfg: collector.timeout, connecting within 3 s of it. */
+static void
+set_timeouts(struct fs_imp_client *cli, const struct fs_agent_cfg *cfg)
+{
+    cli->timeout_s = (long)(cfg->request_timeout_us / 1000000);
+    cli->connect_timeout_s =
+        cli->timeout_s < CONNECT_TIMEOUT_S ? cli->timeout_s : CONNECT_TIMEOUT_S;
 }
 
 static void
@@ -223,12 +240,14 @@ deliver(struct agent *a, const struct fs_imp_batch *b, int64_t capture_ns)
     return rc;
 }
 
-/* Posts spooled batches, oldest first, until the spool is empty or the collector fails. */
+/* Posts spooled batches, oldest first, until the spool is empty, the collector fails or
+ * the turn is over (the rest next turn: a slow collector must not hold the clock and the
+ * captures for the whole spool). */
 static void
 flush_spool(struct agent *a)
 {
     char name[300], err[600];
-    while (a->spool.files && !g_stop) {
+    while (a->spool.files && !g_stop && turn_left(a)) {
         char *body;
         size_t len, n;
         int r = fs_spool_oldest(&a->spool, &body, &len, &n, name, sizeof name, err, sizeof err);
@@ -304,12 +323,17 @@ measure(struct agent *a)
     return 0;
 }
 
-/* Tails until no file has new lines (or a batch could not be placed). */
+/* Tails until no file has new lines, a batch could not be placed or the turn is over
+ * (then it goes on next turn). */
 static void
 tail_step(struct agent *a)
 {
     char err[600];
     for (int i = 0; i < 64 && !g_stop; i++) {
+        if (!turn_left(a)) {
+            a->next_tail_us = 0;
+            return;
+        }
         struct fs_imp_batch b = {0};
         struct fs_tail_pos pos;
         int r = fs_tail_next(&a->tail, a->cfg.host, TAIL_READ_MAX, &b, &pos, err, sizeof err);
@@ -383,28 +407,66 @@ report_capture_failure(struct agent *a, const char *err)
     fs_log(FS_LOG_ERROR, "agent", "%s (reported once; the agent keeps running)", err);
 }
 
+/* The raw quota left for perf record's --max-size: 7/8 of what capture.raw_quota_bytes
+ * leaves, as perf's own headers and build ids come on top of its limit. 0: not enough
+ * for a capture (less than FS_CAPTURE_MIN_RAW). */
+#define FS_CAPTURE_MIN_RAW (1ull << 20)
+static uint64_t
+raw_room(const struct agent *a)
+{
+    uint64_t used = raw_bytes(a);
+    uint64_t left = used < a->cfg.raw_quota_bytes ? a->cfg.raw_quota_bytes - used : 0;
+    left -= left / 8;
+    return left >= FS_CAPTURE_MIN_RAW ? left : 0;
+}
+
 /* Starts perf now for the rest of the window. 0 or -1 (reported). */
 static int
 capture_begin(struct agent *a)
 {
     char err[600];
     int64_t dur_us = (a->win_end_ns - now_ns()) / 1000;
+    uint64_t room = raw_room(a);
     if (dur_us < 100000)
         dur_us = 100000;
     if (dur_us > a->cfg.max_length_us)
         dur_us = a->cfg.max_length_us;
+    if (!room) {
+        snprintf(err, sizeof err,
+                 "raw captures in %s leave less than 1MiB of capture.raw_quota_bytes: not "
+                 "captured",
+                 a->cfg.state_dir);
+        report_capture_failure(a, err);
+        return -1;
+    }
     snprintf(a->raw, sizeof a->raw, "%s/capture-%" PRId64 "-%u.data", a->cfg.state_dir,
              a->win_start_ns / 1000000000, a->capture_seq++);
-    a->perf = fs_capture_start(&a->cfg, a->raw, dur_us, err, sizeof err);
+    a->perf = fs_capture_start(&a->cfg, a->raw, dur_us, room, err, sizeof err);
     if (a->perf < 0) {
         report_capture_failure(a, err);
         return -1;
     }
     a->last_capture_us = fs_monotonic_us();
     fs_capture_hook(&a->cfg, "start", a->win_start_ns, a->win_end_ns);
-    fs_log(FS_LOG_INFO, "agent", "capture started: perf record for %.1f s into %s",
-           (double)dur_us / 1e6, a->raw);
+    fs_log(FS_LOG_INFO, "agent",
+           "capture started: perf record for %.1f s into %s (at most %" PRIu64 " KiB)",
+           (double)dur_us / 1e6, a->raw, room >> 10);
     return 0;
+}
+
+/* A piece of the capture's events: posted or spooled with the offset nearest the
+ * window's middle. */
+static int
+capture_piece(void *ctx, struct fs_imp_batch *b, char *err, size_t errlen)
+{
+    struct agent *a = ctx;
+    if (deliver(a, b, a->win_start_ns / 2 + a->win_end_ns / 2) == 0)
+        return 0;
+    snprintf(err, errlen,
+             "capture %s: %zu events not placed (no clock offset yet, or the spool refused "
+             "them)",
+             a->raw, b->n);
+    return -1;
 }
 
 /* perf exited with ws: import, post, clean up. 0 when events were placed. */
@@ -412,21 +474,22 @@ static int
 capture_end(struct agent *a, int ws, bool interrupted)
 {
     char err[800], log[4200];
-    struct fs_imp_batch b = {0};
+    size_t n = 0;
     int rc = -1;
     fs_capture_hook(&a->cfg, "end", a->win_start_ns, a->win_end_ns);
-    if (fs_capture_import(&a->cfg, a->raw, ws, interrupted, &b, err, sizeof err) != 0) {
+    if (fs_capture_import(&a->cfg, a->raw, ws, interrupted, capture_piece, a, &n, err,
+                          sizeof err) != 0) {
         report_capture_failure(a, err);
-    } else if (deliver(a, &b, a->win_start_ns / 2 + a->win_end_ns / 2) == 0) {
-        fs_log(FS_LOG_INFO, "agent", "capture %s: %zu events placed", a->raw, b.n);
-        pthread_mutex_lock(&a->mu);
-        a->c.captures++;
-        a->c.capture_events += b.n;
-        pthread_mutex_unlock(&a->mu);
+    } else {
+        fs_log(FS_LOG_INFO, "agent", "capture %s: %zu events placed", a->raw, n);
         a->last_failure[0] = '\0';
         rc = 0;
     }
-    fs_imp_batch_free(&b);
+    /* Placed pieces count, whatever became of the rest. */
+    pthread_mutex_lock(&a->mu);
+    a->c.captures += rc == 0;
+    a->c.capture_events += n;
+    pthread_mutex_unlock(&a->mu);
     snprintf(log, sizeof log, "%s.log", a->raw);
     if (!a->cfg.keep_raw || rc != 0) {
         unlink(a->raw);
@@ -530,11 +593,11 @@ capture_poll(struct agent *a)
         fs_log(FS_LOG_DEBUG, "agent", "next incident within capture.min_interval: not captured");
         goto out;
     }
-    if (raw_bytes(a) >= a->cfg.raw_quota_bytes) {
+    if (!raw_room(a)) {
         if (!a->quota_reported)
             fs_log(FS_LOG_WARN, "agent",
-                   "raw captures in %s reach capture.raw_quota_bytes: no capture until some "
-                   "are removed",
+                   "raw captures in %s leave less than 1MiB of capture.raw_quota_bytes: no "
+                   "capture until some are removed",
                    a->cfg.state_dir);
         a->quota_reported = true;
         goto out;
@@ -885,16 +948,19 @@ metrics_start(struct agent *a, const struct fs_agent_cfg *cfg, struct MHD_Daemon
 /* ---- the subcommand ---- */
 
 /* What start-up refuses of a valid file (the token, state_dir's owner and mode), checked
- * without creating anything: --check-config warns of it, and start-up refuses it with the
- * exit code of a bad file, 2 (the unit does not restart on it). 0 or -1 with err. */
+ * without creating anything, err naming the key: --check-config and start-up both refuse
+ * it with the exit code of a bad file, 2 (the unit does not restart on it; its
+ * ExecStartPre and reload fail on it). 0 or -1 with err. */
 static int
 check_startup(const struct agent *a, char *err, size_t errlen)
 {
     struct fs_imp_client cli;
     char why[700];
-    if (fs_imp_client_open_token(&cli, a->cfg.url, a->cfg.token_file, a->env_token, err, errlen) !=
-        0)
+    if (fs_imp_client_open_token(&cli, a->cfg.url, a->cfg.token_file, a->env_token, why,
+                                 sizeof why) != 0) {
+        snprintf(err, errlen, "%s%s", a->cfg.token_file ? "collector.token_file: " : "", why);
         return -1;
+    }
     fs_imp_client_close(&cli);
     if (fs_agent_private_dir(a->cfg.state_dir, false, why, sizeof why) != 0) {
         snprintf(err, errlen, "state_dir: %s", why);
@@ -949,8 +1015,7 @@ agent_open(struct agent *a, char *err, size_t errlen)
                                  errlen) != 0)
         return -1;
     warn_plain_http(a, &a->cli);
-    a->cli.timeout_s = REQUEST_TIMEOUT_S;
-    a->cli.connect_timeout_s = CONNECT_TIMEOUT_S;
+    set_timeouts(&a->cli, &a->cfg);
     snprintf(dir, sizeof dir, "%s/spool", a->cfg.state_dir);
     if (fs_spool_open(&a->spool, dir, a->cfg.spool_max_bytes, err, errlen) != 0)
         return -1;
@@ -1035,8 +1100,7 @@ reload(struct agent *a, const char *path)
     if (fs_imp_client_open_token(&cli, nc.url, nc.token_file, a->env_token, err, sizeof err) != 0)
         goto failed;
     warn_plain_http(a, &cli);
-    cli.timeout_s = REQUEST_TIMEOUT_S;
-    cli.connect_timeout_s = CONNECT_TIMEOUT_S;
+    set_timeouts(&cli, &nc);
     snprintf(dir, sizeof dir, "%s/spool", nc.state_dir);
     if (fs_spool_open(&sp, dir, nc.spool_max_bytes, err, sizeof err) != 0)
         goto failed;
@@ -1117,18 +1181,21 @@ run(struct agent *a, const char *path)
             reload(a, path);
         }
         int64_t mono = fs_monotonic_us();
-        if (mono >= a->next_clock_us) {
+        /* A turn's budget: what is due and finds the turn over waits for the next one,
+         * whose first items (a capture's start, the clock) come before the posting. */
+        a->turn_end_us = mono + a->cfg.request_timeout_us;
+        if (a->cfg.capture)
+            capture_step(a);
+        if (mono >= a->next_clock_us && turn_left(a)) {
             a->next_clock_us = mono + a->cfg.clock_interval_us;
             (void)measure(a);
         }
         if (a->spool.files && mono >= a->next_spool_us)
             flush_spool(a);
-        if (a->tail_on && mono >= a->next_tail_us) {
+        if (a->tail_on && mono >= a->next_tail_us && turn_left(a)) {
             a->next_tail_us = mono + a->cfg.nccl_scan_us;
             tail_step(a);
         }
-        if (a->cfg.capture)
-            capture_step(a);
         if (a->cfg.cmd_argv && !a->cfg.cmd_at_capture && mono >= a->next_cmd_us &&
             !fs_runcmd_running(&a->cmd)) {
             a->next_cmd_us = mono + a->cfg.cmd_interval_us;
@@ -1247,8 +1314,8 @@ fs_host_agent_main(int argc, char **argv)
                    "  the agent of a GPU host: measures its clock offset to the collector,\n"
                    "  posts NCCL Inspector records as they are written, and runs perf around\n"
                    "  the collector's next predicted incident (README \"Host agent\");\n"
-                   "  --check-config: validate FILE and exit 0 (good) or 2 (bad), with a\n"
-                   "  warning for what start-up would refuse on this host (exit 2 then);\n"
+                   "  --check-config: validate FILE and exit 0 (good) or 2 (bad, or what\n"
+                   "  start-up would refuse on this host: a missing token file, ...);\n"
                    "  --once: one capture of capture.length now, posted, then exit;\n"
                    "  SIGHUP reloads FILE (a bad file is refused whole, the running\n"
                    "  configuration stays), SIGTERM or SIGINT stops\n",
@@ -1283,13 +1350,12 @@ fs_host_agent_main(int argc, char **argv)
         fputs(errors ? errors : "out of memory\n", stderr);
         goto out;
     }
-    /* --check-config says it and still exits 0 (the file is valid: an example whose token
-     * is not installed yet passes); start-up refuses it with 2. */
+    /* --check-config refuses what start-up would (exit 2 both): the unit's ExecStartPre
+     * and reload check exactly what the agent will run with. */
     if (check_startup(a, err, sizeof err) != 0) {
         fprintf(stderr, "%s: %s%s\n", check ? path : "fabricscope host-agent",
-                check ? "warning: start-up will refuse it on this host: " : "", err);
-        if (!check)
-            goto out;
+                check ? "start-up would refuse it on this host: " : "", err);
+        goto out;
     }
     if (check) {
         printf("%s: good\n", path);

@@ -78,6 +78,11 @@ build(const struct lyd_node *first, void *ctx, struct fs_cfg_errs *errs)
         return -1;
     if (sd && c->state_dir[0] != '/')
         fs_cfg_node_err(errs, sd, false, "must be an absolute path");
+    c->request_timeout_us = fs_cfg_duration_us(col, "timeout", 10000000);
+    if (c->request_timeout_us < 1000000 || c->request_timeout_us > 60000000 ||
+        c->request_timeout_us % 1000000)
+        fs_cfg_node_err(errs, fs_cfg_kid(col, "timeout"), false,
+                        "must be whole seconds within 1s..60s");
     c->clock_interval_us = fs_cfg_duration_us(clk, "interval", 4000000);
     c->clock_rounds = (int)fs_cfg_long(clk, "rounds", 8);
     c->nccl_scan_us = fs_cfg_duration_us(nccl, "scan_interval", 1000000);

@@ -14,8 +14,9 @@
 #include <stdint.h>
 
 struct fs_agent_cfg {
-    char *url, *token_file; /**< collector.url, collector.token_file (NULL: env) */
-    char *host;             /**< host, or gethostname() */
+    char *url, *token_file;     /**< collector.url, collector.token_file (NULL: env) */
+    int64_t request_timeout_us; /**< collector.timeout (whole seconds) */
+    char *host;                 /**< host, or gethostname() */
     char *state_dir;
     int64_t clock_interval_us;
     int clock_rounds;

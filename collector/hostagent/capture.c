@@ -107,10 +107,10 @@ out:
 }
 
 pid_t
-fs_capture_start(const struct fs_agent_cfg *cfg, const char *raw, int64_t duration_us, char *err,
-                 size_t errlen)
+fs_capture_start(const struct fs_agent_cfg *cfg, const char *raw, int64_t duration_us,
+                 uint64_t max_bytes, char *err, size_t errlen)
 {
-    char secs[32], log[4200];
+    char secs[32], log[4200], size[48];
     const char *argv[64];
     size_t n = 0;
     snprintf(secs, sizeof secs, "%.3f", (double)duration_us / 1e6);
@@ -126,6 +126,9 @@ fs_capture_start(const struct fs_agent_cfg *cfg, const char *raw, int64_t durati
     argv[n++] = "-a";
     argv[n++] = "-o";
     argv[n++] = raw;
+    /* perf stops the session there (its own headers come on top: see capture.h). */
+    snprintf(size, sizeof size, "--max-size=%" PRIu64 "K", max_bytes >> 10);
+    argv[n++] = size;
     argv[n++] = "--";
     argv[n++] = "sleep";
     argv[n++] = secs;
@@ -193,67 +196,121 @@ diagnose(const char *log, const char *raw, char *err, size_t errlen)
             text[0] ? text : "(it said nothing)");
 }
 
+/* perf record stopped at --max-size (it then ends its workload, sleep, with SIGTERM and
+ * exits non-zero): a bounded capture, not a failure. */
+static bool
+limit_reached(const char *log)
+{
+    char text[8192], why[256];
+    int fd = fs_agent_open_regular(log, NULL, why, sizeof why);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    text[n] = '\0';
+    return strstr(text, "size limit reached") != NULL;
+}
+
 int
 fs_capture_import(const struct fs_agent_cfg *cfg, const char *raw, int ws, bool interrupted,
-                  struct fs_imp_batch *b, char *err, size_t errlen)
+                  fs_capture_sink sink, void *ctx, size_t *events, char *err, size_t errlen)
 {
-    char log[4200], script[4200];
+    char log[4200], why[600];
+    int fds[2] = {-1, -1};
+    FILE *f = NULL;
+    char *line = NULL;
+    struct fs_imp_batch b = {0};
+    struct fs_perf_stream st;
+    pid_t pid = -1;
+    int rc = -1;
+    *events = 0;
     snprintf(log, sizeof log, "%s.log", raw);
-    snprintf(script, sizeof script, "%s.txt", raw);
     bool exited_ok = WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
-    if ((!exited_ok && !interrupted) || access(raw, R_OK) != 0) {
+    if ((!exited_ok && !interrupted && !limit_reached(log)) || access(raw, R_OK) != 0) {
         diagnose(log, raw, err, errlen);
         return -1;
     }
-    pid_t pid = fork();
-    if (pid < 0) {
+    if (!(line = malloc(FS_CAPTURE_LINE_MAX)) || pipe(fds) != 0) {
+        fs_errf(err, errlen, "perf script of %s: %s", raw,
+                line ? strerror(errno) : "out of memory");
+        goto out;
+    }
+    if ((pid = fork()) < 0) {
         fs_errf(err, errlen, "fork: %s", strerror(errno));
-        return -1;
+        goto out;
     }
     if (pid == 0) {
-        int fd = fs_agent_create(script, 0640);
         int lfd = open(log, O_WRONLY | O_APPEND | O_NOFOLLOW);
-        if (fd >= 0)
-            dup2(fd, 1);
+        dup2(fds[1], 1);
         if (lfd >= 0)
             dup2(lfd, 2);
+        close(fds[0]);
         /* --ns: two events in one µs would otherwise be identical, and the collector
          * keeps identical events once. */
         execlp(cfg->perf, cfg->perf, "script", "--header", "--ns", "-i", raw, (char *)NULL);
         _exit(127);
     }
-    int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
-    char why[256];
-    int sfd = fs_agent_open_regular(script, NULL, why, sizeof why);
-    FILE *f = sfd >= 0 ? fdopen(sfd, "r") : NULL;
-    if (sfd >= 0 && !f)
-        close(sfd);
-    struct fs_buf text;
-    int rc = -1;
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || !f) {
-        diagnose(log, raw, err, errlen);
-        if (f)
-            fclose(f);
-        unlink(script);
-        return -1;
+    close(fds[1]);
+    fds[1] = -1;
+    /* Streamed through a pipe, a line at a time, handed on every FS_CAPTURE_PIECE_EVENTS
+     * events: perf script of a large capture is gigabytes, the agent holds one piece. */
+    if (!(f = fdopen(fds[0], "r"))) {
+        fs_errf(err, errlen, "perf script of %s: %s", raw, strerror(errno));
+        goto reap;
     }
-    int read_rc = fs_imp_read_all(f, &text, why, sizeof why);
-    fclose(f);
-    unlink(script);
-    size_t skipped = 0;
-    struct fs_perf_ref none = {0};
-    if (read_rc != 0)
-        fs_errf(err, errlen, "perf script of %s: %s", raw, why);
-    else if (text.len == 0 || !memchr(text.data, '\n', text.len))
-        rc = 0; /* no sample at all */
-    else if (fs_import_perf_read(text.data, text.len, cfg->host, &none, b, &skipped, why,
-                                 sizeof why) != 0)
-        fs_errf(err, errlen, "perf script of %s: %s", raw, why);
-    else
-        rc = 0;
-    fs_buf_free(&text);
+    fds[0] = -1;
+    fs_perf_stream_init(&st, NULL);
+    rc = 0;
+    while (rc == 0 && fgets(line, FS_CAPTURE_LINE_MAX, f)) {
+        size_t l = strlen(line);
+        if (l == FS_CAPTURE_LINE_MAX - 1 && line[l - 1] != '\n') {
+            int ch; /* longer than any sample: skipped whole */
+            while ((ch = getc(f)) != EOF && ch != '\n')
+                ;
+            continue;
+        }
+        if (fs_perf_stream_line(&st, line, l, cfg->host, &b, why, sizeof why) < 0) {
+            fs_errf(err, errlen, "perf script of %s: %s", raw, why);
+            rc = -1;
+        } else if (b.n >= FS_CAPTURE_PIECE_EVENTS) {
+            rc = sink(ctx, &b, err, errlen);
+            *events += rc == 0 ? b.n : 0;
+            fs_imp_batch_free(&b);
+        }
+    }
+    if (rc == 0 && b.n) {
+        rc = sink(ctx, &b, err, errlen);
+        *events += rc == 0 ? b.n : 0;
+    }
+    if (rc == 0 && st.lines > 0 && st.events == 0) {
+        fs_errf(err, errlen, "perf script of %s: none of %zu lines is a tracepoint sample", raw,
+                st.lines);
+        rc = -1;
+    }
+    if (rc != 0 && !feof(f))
+        kill(pid, SIGTERM); /* what it still writes is not read */
+reap:;
+    int wst = 0;
+    if (f)
+        fclose(f);
+    f = NULL;
+    while (waitpid(pid, &wst, 0) < 0 && errno == EINTR)
+        ;
+    if (rc == 0 && (!WIFEXITED(wst) || WEXITSTATUS(wst) != 0)) {
+        diagnose(log, raw, err, errlen);
+        rc = -1;
+    }
+out:
+    if (f)
+        fclose(f);
+    if (fds[0] >= 0)
+        close(fds[0]);
+    if (fds[1] >= 0)
+        close(fds[1]);
+    fs_imp_batch_free(&b);
+    free(line);
     return rc;
 }
 

@@ -2,12 +2,14 @@
  * Predicted captures: which recurring incident of the collector's GET /api/v1/incidents
  * the agent follows, and running perf around it.
  *
- * A capture is `perf record -k mono -e E1 -e E2 ... -a -o FILE -- sleep SECONDS` (the
- * monotonic clock, so that `perf script --header --ns` carries the reference time the
- * importer places samples with), then `perf script --header -i FILE` read by the
- * importer's fs_import_perf_read. perf runs as a child process of the agent, one at a
- * time; its stderr goes to FILE.log, which is read to tell a refusal (permissions, a
- * tracepoint this kernel lacks) from a capture.
+ * A capture is `perf record -k mono -e E1 -e E2 ... -a -o FILE --max-size=NK -- sleep
+ * SECONDS` (the monotonic clock, so that `perf script --header --ns` carries the reference
+ * time the importer places samples with; --max-size what the raw quota leaves, perf's
+ * headers and build ids come on top, about 10% here), then `perf script --header -i FILE`
+ * read through a pipe a line at a time (fs_perf_stream_line) and handed on in pieces of
+ * FS_CAPTURE_PIECE_EVENTS events: the agent never holds the whole text. perf runs as a
+ * child process of the agent, one at a time; its stderr goes to FILE.log, which is read
+ * to tell a refusal (permissions, a tracepoint this kernel lacks) from a capture.
  *
  * Ownership: callers own every buffer and batch. Threads: the owner's.
  */
@@ -24,6 +26,10 @@
 
 /** The answers the agent reads: at most this much (a larger one is refused unparsed). */
 #define FS_CAPTURE_ANSWER_MAX (1u << 20)
+/** Events of a capture handed to the sink at a time (the collector's batch). */
+#define FS_CAPTURE_PIECE_EVENTS 5000
+/** A perf script line longer than this is no sample: skipped whole. */
+#define FS_CAPTURE_LINE_MAX (64u << 10)
 /** How far ahead of the collector's now a window may be armed. */
 #define FS_CAPTURE_MAX_AHEAD_NS (86400LL * 1000000000)
 /** next_expected beyond this (year 2096) is not a time: its ns would near INT64_MAX. */
@@ -42,21 +48,29 @@ int fs_capture_pick(const char *json, const struct fs_agent_cfg *cfg, int64_t no
                     int64_t *next_ns, char *what, size_t whatlen, char *err, size_t errlen);
 
 /**
- * Starts perf record for duration_us into raw (its stderr to raw.log). The child's pid,
- * or -1 with err (fork failed).
+ * Starts perf record for duration_us into raw (its stderr to raw.log), its samples
+ * bounded by max_bytes (perf record --max-size, in KiB). The child's pid, or -1 with err
+ * (fork failed).
  */
 pid_t fs_capture_start(const struct fs_agent_cfg *cfg, const char *raw, int64_t duration_us,
-                       char *err, size_t errlen);
+                       uint64_t max_bytes, char *err, size_t errlen);
 
 /**
- * After perf record exited with wait status ws: runs perf script on raw and imports its
- * samples into b under host. interrupted: the agent stopped perf early with SIGINT (its
- * exit status is then not a failure; what it wrote is imported). 0 (b may be empty:
- * nothing happened), or -1 with err: what perf said and, for a refusal it knows, the
- * fix.
+ * Takes a piece of a capture's events (1..FS_CAPTURE_PIECE_EVENTS; the importer frees
+ * them after). 0 to go on, -1 with err to stop the import.
+ */
+typedef int (*fs_capture_sink)(void *ctx, struct fs_imp_batch *b, char *err, size_t errlen);
+
+/**
+ * After perf record exited with wait status ws: runs perf script on raw and hands its
+ * samples, under host, to sink piece by piece; *events counts those sink took.
+ * interrupted: the agent stopped perf early with SIGINT (its exit status is then not a
+ * failure; what it wrote is imported); perf stopping at --max-size is no failure either.
+ * 0 (*events may be 0: nothing happened), or -1 with err: what perf said and, for a
+ * refusal it knows, the fix, or the sink's err (pieces taken before stay taken).
  */
 int fs_capture_import(const struct fs_agent_cfg *cfg, const char *raw, int ws, bool interrupted,
-                      struct fs_imp_batch *b, char *err, size_t errlen);
+                      fs_capture_sink sink, void *ctx, size_t *events, char *err, size_t errlen);
 
 /** Runs the hook (if any) in the background, detached (never waited for), with the window
  *  in its environment. */

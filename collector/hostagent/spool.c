@@ -29,30 +29,39 @@ parse_name(const char *n, uint64_t *seq, size_t *events)
     return 0;
 }
 
+/* Appends an entry at the tail of the index. 0 or -1 (no memory). */
 static int
-is_spooled(const struct dirent *d)
+push(struct fs_spool *s, const char *name, uint64_t seq, size_t events, uint64_t size)
 {
-    uint64_t s;
-    size_t e;
-    return parse_name(d->d_name, &s, &e) == 0;
+    if (s->head + s->files == s->cap) {
+        if (s->head) { /* room freed at the head: reused before growing */
+            memmove(s->q, s->q + s->head, s->files * sizeof *s->q);
+            s->head = 0;
+        } else {
+            size_t cap = s->cap ? s->cap * 2 : 64;
+            void *p = realloc(s->q, cap * sizeof *s->q);
+            if (!p)
+                return -1;
+            s->q = p;
+            s->cap = cap;
+        }
+    }
+    struct fs_spool_entry *e = &s->q[s->head + s->files];
+    snprintf(e->name, sizeof e->name, "%s", name);
+    e->seq = seq;
+    e->events = events;
+    e->size = size;
+    s->files++;
+    s->events += events;
+    s->bytes += size;
+    return 0;
 }
 
-/* The spooled names in order (scandir's list; the caller frees). -1 with err. */
 static int
-list(const struct fs_spool *s, struct dirent ***names, char *err, size_t errlen)
+by_seq(const void *x, const void *y)
 {
-    int n = scandir(s->dir, names, is_spooled, alphasort);
-    if (n < 0)
-        fs_errf(err, errlen, "%s: %s", s->dir, strerror(errno));
-    return n;
-}
-
-static void
-free_list(struct dirent **names, int n)
-{
-    for (int i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
+    const struct fs_spool_entry *a = x, *b = y;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
 static int
@@ -70,7 +79,6 @@ file_size(const struct fs_spool *s, const char *name, uint64_t *size)
 int
 fs_spool_open(struct fs_spool *s, const char *dir, uint64_t max_bytes, char *err, size_t errlen)
 {
-    struct dirent **names = NULL;
     memset(s, 0, sizeof *s);
     s->max_bytes = max_bytes;
     if (!(s->dir = strdup(dir))) {
@@ -79,33 +87,36 @@ fs_spool_open(struct fs_spool *s, const char *dir, uint64_t max_bytes, char *err
     }
     if (fs_agent_private_dir(dir, true, err, errlen) != 0)
         goto fail;
-    /* A temporary file is a body a crash interrupted: its batch was not spooled. */
+    /* The index, once: the only listing of the directory. */
     DIR *d = opendir(dir);
     struct dirent *de;
-    while (d && (de = readdir(d)))
+    if (!d) {
+        fs_errf(err, errlen, "%s: %s", dir, strerror(errno));
+        goto fail;
+    }
+    while ((de = readdir(d))) {
+        uint64_t seq = 0, size;
+        size_t ev = 0;
         if (strncmp(de->d_name, ".tmp-", 5) == 0) {
+            /* A body a crash interrupted: its batch was not spooled. */
             char tmp[4400];
             snprintf(tmp, sizeof tmp, "%s/%s", dir, de->d_name);
             unlink(tmp);
-        }
-    if (d)
-        closedir(d);
-    int n = list(s, &names, err, errlen);
-    if (n < 0)
-        goto fail;
-    for (int i = 0; i < n; i++) {
-        uint64_t seq = 0, size;
-        size_t ev = 0;
-        (void)parse_name(names[i]->d_name, &seq, &ev);
-        if (file_size(s, names[i]->d_name, &size) != 0)
             continue;
-        s->bytes += size;
-        s->files++;
-        s->events += ev;
+        }
+        if (parse_name(de->d_name, &seq, &ev) != 0 || file_size(s, de->d_name, &size) != 0)
+            continue;
+        if (push(s, de->d_name, seq, ev, size) != 0) {
+            closedir(d);
+            fs_errf(err, errlen, "out of memory");
+            goto fail;
+        }
         if (seq >= s->next_seq)
             s->next_seq = seq + 1;
     }
-    free_list(names, n);
+    closedir(d);
+    if (s->files > 1)
+        qsort(s->q, s->files, sizeof *s->q, by_seq);
     return 0;
 fail:
     fs_spool_close(s);
@@ -116,6 +127,7 @@ void
 fs_spool_close(struct fs_spool *s)
 {
     free(s->dir);
+    free(s->q);
     memset(s, 0, sizeof *s);
 }
 
@@ -123,27 +135,20 @@ fs_spool_close(struct fs_spool *s)
 static int
 drop_oldest(struct fs_spool *s)
 {
-    struct dirent **names = NULL;
-    char err[256], name[300];
-    int n = list(s, &names, err, sizeof err), rc = -1;
-    if (n > 0) {
-        uint64_t seq = 0;
-        size_t ev = 0;
-        snprintf(name, sizeof name, "%s", names[0]->d_name);
-        (void)parse_name(name, &seq, &ev);
-        if (fs_spool_remove(s, name, err, sizeof err) == 0) {
-            s->dropped_events += ev;
-            s->dropped_files++;
-            fs_log(FS_LOG_WARN, "agent",
-                   "spool full (spool.max_bytes %" PRIu64 "): dropped its oldest batch of %zu "
-                   "events (%" PRIu64 " events dropped since start)",
-                   s->max_bytes, ev, s->dropped_events);
-            rc = 0;
-        }
-    }
-    if (n >= 0)
-        free_list(names, n);
-    return rc;
+    char err[256], name[sizeof s->q->name];
+    if (!s->files)
+        return -1;
+    size_t ev = s->q[s->head].events;
+    snprintf(name, sizeof name, "%s", s->q[s->head].name);
+    if (fs_spool_remove(s, name, err, sizeof err) != 0)
+        return -1;
+    s->dropped_events += ev;
+    s->dropped_files++;
+    fs_log(FS_LOG_WARN, "agent",
+           "spool full (spool.max_bytes %" PRIu64 "): dropped its oldest batch of %zu "
+           "events (%" PRIu64 " events dropped since start)",
+           s->max_bytes, ev, s->dropped_events);
+    return 0;
 }
 
 int
@@ -163,7 +168,19 @@ fs_spool_put(struct fs_spool *s, const char *body, size_t len, size_t n_events, 
     while (s->files && s->bytes + len > s->max_bytes)
         if (drop_oldest(s) != 0)
             break;
-    snprintf(path, sizeof path, "%s/%020" PRIu64 "-%zu.json", s->dir, s->next_seq, n_events);
+    char name[sizeof s->q->name];
+    snprintf(name, sizeof name, "%020" PRIu64 "-%zu.json", s->next_seq, n_events);
+    snprintf(path, sizeof path, "%s/%s", s->dir, name);
+    /* Room in the index first: a body on disk the index does not hold is not posted. */
+    if (s->head + s->files == s->cap && !s->head) {
+        void *p = realloc(s->q, (s->cap ? s->cap * 2 : 64) * sizeof *s->q);
+        if (!p) {
+            fs_errf(err, errlen, "spooling to %s: out of memory", s->dir);
+            return -1;
+        }
+        s->q = p;
+        s->cap = s->cap ? s->cap * 2 : 64;
+    }
     /* A name of its own (O_EXCL): nothing planted under a predictable one is written. */
     snprintf(tmp, sizeof tmp, "%s/.tmp-XXXXXX", s->dir);
     errno = 0;
@@ -185,40 +202,45 @@ fs_spool_put(struct fs_spool *s, const char *body, size_t len, size_t n_events, 
         }
         return -1;
     }
+    (void)push(s, name, s->next_seq, n_events, len); /* has room (above) */
     s->next_seq++;
-    s->files++;
-    s->events += n_events;
-    s->bytes += len;
     return 0;
+}
+
+/* Takes the head entry out of the index (its file is gone or removed). */
+static void
+pop(struct fs_spool *s)
+{
+    const struct fs_spool_entry *e = &s->q[s->head];
+    s->bytes -= e->size < s->bytes ? e->size : s->bytes;
+    s->events -= e->events < s->events ? e->events : s->events;
+    s->files--;
+    s->head = s->files ? s->head + 1 : 0;
 }
 
 int
 fs_spool_oldest(struct fs_spool *s, char **body, size_t *len, size_t *n_events, char *name,
                 size_t namelen, char *err, size_t errlen)
 {
-    struct dirent **names = NULL;
-    int n = list(s, &names, err, errlen), rc = -1;
+    int rc = -1;
     *body = NULL;
-    if (n <= 0) {
-        rc = n;
-        goto out;
-    }
-    uint64_t seq = 0;
-    snprintf(name, namelen, "%s", names[0]->d_name);
-    (void)parse_name(name, &seq, n_events);
+    if (!s->files)
+        return 0;
+    const struct fs_spool_entry *e = &s->q[s->head];
+    snprintf(name, namelen, "%s", e->name);
+    *n_events = e->events;
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s", s->dir, name);
+    snprintf(path, sizeof path, "%s/%s", s->dir, e->name);
     struct stat st;
     int fd = fs_agent_open_regular(path, &st, err, errlen);
     FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
     if (fd < 0) {
-        /* Not one the agent wrote (a symlink, a FIFO): removed, or it blocks the spool. */
-        if (unlink(path) == 0) {
+        /* Not one the agent wrote (a symlink, a FIFO): removed, or it blocks the spool;
+         * one removed behind the agent's back leaves the index too. */
+        if (unlink(path) == 0 || errno == ENOENT) {
             fs_log(FS_LOG_WARN, "agent", "%s: removed from the spool", err);
-            s->files -= s->files ? 1 : 0;
-            s->events -= *n_events < s->events ? *n_events : s->events;
-            rc = 0;
-            goto out;
+            pop(s);
+            return 0;
         }
     } else if (!f) {
         close(fd);
@@ -236,9 +258,6 @@ fs_spool_oldest(struct fs_spool *s, char **body, size_t *len, size_t *n_events, 
     }
     if (f)
         fclose(f);
-out:
-    if (n >= 0)
-        free_list(names, n);
     return rc;
 }
 
@@ -246,17 +265,21 @@ int
 fs_spool_remove(struct fs_spool *s, const char *name, char *err, size_t errlen)
 {
     char path[4096];
-    uint64_t size = 0, seq;
-    size_t ev = 0;
+    size_t i = 0;
+    while (i < s->files && strcmp(s->q[s->head + i].name, name) != 0)
+        i++;
     snprintf(path, sizeof path, "%s/%s", s->dir, name);
-    (void)file_size(s, name, &size);
-    (void)parse_name(name, &seq, &ev);
-    if (unlink(path) != 0) {
+    if (unlink(path) != 0 && !(errno == ENOENT && i < s->files)) {
         fs_errf(err, errlen, "%s: %s", path, strerror(errno));
         return -1;
     }
-    s->bytes -= size < s->bytes ? size : s->bytes;
-    s->files -= s->files ? 1 : 0;
-    s->events -= ev < s->events ? ev : s->events;
+    if (i == s->files)
+        return 0; /* not indexed (it is not the agent's): nothing to count */
+    if (i) {      /* not the oldest (the agent removes only that): moved to the head */
+        struct fs_spool_entry e = s->q[s->head + i];
+        memmove(&s->q[s->head + 1], &s->q[s->head], i * sizeof e);
+        s->q[s->head] = e;
+    }
+    pop(s);
     return 0;
 }

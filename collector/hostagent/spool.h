@@ -5,7 +5,13 @@
  * so a crash leaves either the whole body or none. Bounded by max_bytes: a body that
  * would exceed it first drops the oldest files, counted in dropped_events.
  *
- * Ownership: a spool owns its dir string (fs_spool_close). Threads: the owner's.
+ * The index of the spooled files (name, events, size, oldest first) is kept in memory,
+ * read from the directory once by fs_spool_open: put, oldest, drop and remove never list
+ * the directory (a day's outage of batches is posted in linear time). The directory is
+ * the agent's own (private): files put there behind its back are seen at the next start.
+ *
+ * Ownership: a spool owns its dir string and its index (fs_spool_close). Threads: the
+ * owner's.
  */
 #ifndef FS_AGENT_SPOOL_H
 #define FS_AGENT_SPOOL_H
@@ -13,8 +19,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/** A spooled file: "<seq>-<events>.json" (seq and events at most 20 digits each). */
+struct fs_spool_entry {
+    char name[48];
+    uint64_t seq, size;
+    size_t events;
+};
+
 struct fs_spool {
     char *dir;
+    struct fs_spool_entry *q; /**< q[head .. head + files), oldest first */
+    size_t head, cap;
     uint64_t max_bytes;
     uint64_t bytes;          /**< what the spooled files take now */
     size_t files, events;    /**< spooled now */

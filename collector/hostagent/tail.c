@@ -15,8 +15,32 @@
 
 #include "hostagent/safefile.h"
 #include "importers/import_nccl_inspector.h"
+#include "util/clock.h"
 #include "util/errf.h"
 #include "util/log.h"
+
+/* One bad line skipped (what: where and why, for the log): counted, and logged if no
+ * warning went out within FS_TAIL_BAD_REPORT_US, with the count of those not logged. */
+static void
+bad_line(struct fs_tail *t, const char *what)
+{
+    int64_t now = fs_monotonic_us();
+    t->lines_bad++;
+    if (t->bad_reported_us && now - t->bad_reported_us < FS_TAIL_BAD_REPORT_US) {
+        t->bad_unreported++;
+        fs_log(FS_LOG_DEBUG, "agent", "%s", what);
+        return;
+    }
+    if (t->bad_unreported)
+        fs_log(FS_LOG_WARN, "agent",
+               "%s (and %" PRIu64 " more bad lines skipped since the last such warning; "
+               "at most one a minute, nccl_lines_bad_total counts them all)",
+               what, t->bad_unreported);
+    else
+        fs_log(FS_LOG_WARN, "agent", "%s (the next ones are reported at most once a minute)", what);
+    t->bad_unreported = 0;
+    t->bad_reported_us = now;
+}
 
 static struct fs_tail_file *
 find(struct fs_tail *t, const char *name, size_t *idx)
@@ -154,9 +178,10 @@ parse_lines(struct fs_tail *t, const char *path, const char *text, size_t len, c
                 fs_errf(err, errlen, "%s", why);
                 return -1;
             }
-            t->lines_bad++;
-            fs_log(FS_LOG_WARN, "agent", "%s at offset %zu: skipped a line that is not JSON (%s)",
-                   path, i, why);
+            char what[1200];
+            snprintf(what, sizeof what, "%s at offset %zu: skipped a line that is not JSON (%s)",
+                     path, i, why);
+            bad_line(t, what);
         }
         i += l;
     }
@@ -200,6 +225,17 @@ fs_tail_next(struct fs_tail *t, const char *host, size_t max_bytes, struct fs_im
     }
     if (n > 1)
         qsort(names, n, sizeof *names, cmp_str);
+    /* Files gone from dir leave the table (a job's logs come and go: it would grow with
+     * every process ever run). Before any index into it is handed out. */
+    size_t kept = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        const char *key = t->f[i].name;
+        if (n && bsearch(&key, names, n, sizeof *names, cmp_str))
+            t->f[kept++] = t->f[i];
+        else
+            free(t->f[i].name);
+    }
+    t->n = kept;
     for (size_t i = 0; i < n && rc == 0; i++) {
         char path[4096];
         struct stat st;
@@ -254,11 +290,11 @@ fs_tail_next(struct fs_tail *t, const char *host, size_t max_bytes, struct fs_im
              * part of it, or the tail would stop here for good; its rest is skipped as
              * a line that is not JSON. */
             free(buf);
-            t->lines_bad++;
-            fs_log(FS_LOG_WARN, "agent",
-                   "%s at offset %" PRIu64 ": a line longer than %zu "
-                   "bytes: skipped",
-                   path, from, max_bytes);
+            char what[4300];
+            snprintf(what, sizeof what,
+                     "%s at offset %" PRIu64 ": a line longer than %zu bytes: skipped", path, from,
+                     max_bytes);
+            bad_line(t, what);
             *pos = (struct fs_tail_pos){idx, (uint64_t)st.st_dev, (uint64_t)st.st_ino, from + got};
             rc = 1;
             break;

@@ -9,8 +9,12 @@
  * took the batch or it sits in the spool). A file replaced under the same name (another
  * inode) or truncated below the offset is read from its start again. After a crash
  * between the post and the commit, the batch is posted again and the collector drops it
- * as duplicates (its events have the same identity). Files no longer in dir are left out
- * of the state when it is read at the next start.
+ * as duplicates (its events have the same identity). Files no longer in dir leave the
+ * file table at the next scan (and the state file at its next write, or start).
+ *
+ * Bad lines (not JSON, or longer than a batch) are counted in lines_bad and logged
+ * rate-limited: the first one, then every FS_TAIL_BAD_REPORT_US at most one line saying
+ * how many more there were (a job writing 1 MiB of garbage is not 500,000 log lines).
  *
  * Ownership: a tail owns its strings and its file table (fs_tail_close). Threads: the
  * owner's.
@@ -29,12 +33,17 @@ struct fs_tail_file {
     uint64_t offset; /**< bytes posted (or spooled) */
 };
 
+/** At most one warning about bad lines per this many µs. */
+#define FS_TAIL_BAD_REPORT_US (60LL * 1000000)
+
 struct fs_tail {
     char *dir, *state_path;
     struct fs_tail_file *f;
     size_t n, cap;
-    uint64_t lines_bad; /**< lines that were not JSON or longer than a batch, skipped
-                             (logged) */
+    uint64_t lines_bad;      /**< lines that were not JSON or longer than a batch, skipped
+                                  (logged, rate-limited) */
+    uint64_t bad_unreported; /**< bad lines since the last warning, not logged yet */
+    int64_t bad_reported_us; /**< monotonic time of the last warning; 0: none yet */
 };
 
 /** Where a batch of fs_tail_next ends, for fs_tail_commit. */

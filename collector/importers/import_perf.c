@@ -330,6 +330,57 @@ fs_import_perf_read(const char *text, size_t len, const char *host, const struct
     return 0;
 }
 
+void
+fs_perf_stream_init(struct fs_perf_stream *s, const struct fs_perf_ref *given)
+{
+    memset(s, 0, sizeof *s);
+    if (given && given->known)
+        s->ref = *given;
+}
+
+int
+fs_perf_stream_line(struct fs_perf_stream *s, const char *line, size_t len, const char *host,
+                    struct fs_imp_batch *b, char *err, size_t errlen)
+{
+    s->lineno++;
+    while (len && (line[len - 1] == '\r' || line[len - 1] == '\n'))
+        len--;
+    size_t a = 0;
+    while (a < len && (line[a] == ' ' || line[a] == '\t' || line[a] == '\r'))
+        a++;
+    if (a == len)
+        return 0;
+    if (line[a] == '#') {
+        /* A given reference wins; a header line after the samples began changes nothing. */
+        struct fs_perf_ref hdr = {0};
+        if (!s->started && !s->ref.known &&
+            header_reference(line + a, len - a, &hdr, err, errlen) != 0)
+            return -1;
+        if (hdr.known)
+            s->ref = hdr;
+        return 0;
+    }
+    if (!s->started && !s->ref.known) {
+        fs_errf(err, errlen,
+                "no \"# reference time\" header before the first sample: record with "
+                "`perf record -k mono` and run `perf script --header`");
+        return -1;
+    }
+    s->started = true;
+    s->lines++;
+    char why[160];
+    int r = parse_line(line, len, host, &s->ref, b, why, sizeof why);
+    if (r < 0) {
+        fs_errf(err, errlen, "line %zu: %s", s->lineno, why);
+        return -1;
+    }
+    if (r == 0)
+        s->skipped++;
+    else
+        s->events++;
+    return r;
+}
+
 static int
 perf_reference_arg(const char *arg, void *ctx)
 {

@@ -50,6 +50,29 @@ int fs_import_perf_read(const char *text, size_t len, const char *host,
                         const struct fs_perf_ref *given, struct fs_imp_batch *b, size_t *skipped,
                         char *err, size_t errlen);
 
+/**
+ * Streamed reading, one line at a time, for output too large to hold (the host agent's
+ * import of a capture): the "# reference time" header must come before the first
+ * sample (perf script --header writes it there). Counts only; the caller owns the
+ * batch and empties it as it likes.
+ */
+struct fs_perf_stream {
+    struct fs_perf_ref ref; /**< given, or the header's once started */
+    bool started;           /**< a non-comment line was seen: the reference is settled */
+    size_t lineno, lines, events, skipped;
+};
+
+/** given (known or not) takes precedence over the header's reference, as above. */
+void fs_perf_stream_init(struct fs_perf_stream *s, const struct fs_perf_ref *given);
+
+/**
+ * One line (len bytes, without its newline, need not be NUL-terminated) into b.
+ * 1: an event added, 0: a comment, a blank line or not a sample (counted in skipped),
+ * -1 with err (no reference before the first sample, a time out of range, no memory).
+ */
+int fs_perf_stream_line(struct fs_perf_stream *s, const char *line, size_t len, const char *host,
+                        struct fs_imp_batch *b, char *err, size_t errlen);
+
 /** The subcommand (argv[0] = "import-perf"); reads stdin; returns the exit code. */
 int fs_import_perf_main(int argc, char **argv);
 

@@ -18,7 +18,8 @@
 #   - SIGHUP: a bad file is refused whole, naming the key, and the agent goes on with the
 #     running configuration; a good one is taken (its new /metrics address serves, the
 #     old one is closed) and the log is followed on from where it was, nothing twice;
-#   - the example configuration of the README's "Host agent" section is valid.
+#   - the example configuration of the README's "Host agent" section is valid (its token
+#     installed).
 source "$(dirname "$0")/lib.sh"
 
 PY=/usr/bin/python3
@@ -42,8 +43,11 @@ nccl_inspector: { dir: $T/nccl, scan_interval: 200ms }
 metrics: { listen: 127.0.0.1:$AGENT_METRICS }
 YML
 "$FABRICSCOPE" host-agent -c "$T/agent.yaml" --check-config >/dev/null || fail "agent config refused"
+# Its token file and state_dir are a host's: moved to scratch paths, the token installed.
 awk '/^## Host agent/ {f = 1} f && /^```yaml/ {g = 1; next} g && /^```$/ {exit} g {print}' \
-  "$FS_SOURCE_DIR/README.md" >"$T/readme-agent.yaml"
+  "$FS_SOURCE_DIR/README.md" |
+  sed "s|/etc/fabricscope/host-events.token|$T/token|; s|^state_dir: [^ ]*|state_dir: $T/readme-state|" \
+    >"$T/readme-agent.yaml"
 [ -s "$T/readme-agent.yaml" ] || fail "no yaml block in the README's Host agent section"
 "$FABRICSCOPE" host-agent -c "$T/readme-agent.yaml" --check-config >"$T/readme-check.log" 2>&1 ||
   fail "the README's example agent configuration is refused: $(cat "$T/readme-check.log")"

@@ -13,8 +13,9 @@
 #     file over 511 bytes is refused at start (it was cut); a token sent over http:// to
 #     another host is warned about, once;
 #   - a state_dir others can write is refused at start, naming the fix;
-#   - what start-up refuses (a missing token file) --check-config warns of, and start-up
-#     exits 2 with it (the unit's RestartPreventExitStatus);
+#   - what start-up refuses (a missing token file, a state_dir others can write)
+#     --check-config refuses too, naming the key, and both exit 2 with it (the unit's
+#     RestartPreventExitStatus; its ExecStartPre fails on it);
 #   - a missing nccl_inspector.dir is reported once, then once more when it appears.
 # perf is a stand-in that fails (no capture is imported; the hook records each window).
 source "$(dirname "$0")/lib.sh"
@@ -220,20 +221,30 @@ set -e
 [ $rc = 2 ] || fail "a world-writable state_dir: exit $rc, want 2: $(cat "$T/shared.log")"
 grep -q "writable by its group or by others (mode 0777).*fix: chmod go-w" "$T/shared.log" ||
   fail "not said why: $(cat "$T/shared.log")"
+set +e
+"$FABRICSCOPE" host-agent -c "$T/shared.yaml" --check-config >"$T/shared-check.log" 2>&1
+rc=$?
+set -e
+[ $rc = 2 ] || fail "--check-config of a world-writable state_dir: exit $rc, want 2: $(cat "$T/shared-check.log")"
+grep -q "start-up would refuse it on this host: state_dir: .*mode 0777" "$T/shared-check.log" ||
+  fail "--check-config did not name state_dir: $(cat "$T/shared-check.log")"
 ok "a world-writable state_dir is refused at start: $(tail -n1 "$T/shared.log")"
 
-# ---- a missing token file: --check-config warns of it, start-up refuses it with exit 2
+# ---- a missing token file: --check-config and start-up both refuse it with exit 2
 agent_yaml "$T/missing.token" "$T/state6" >"$T/missing.yaml"
-"$FABRICSCOPE" host-agent -c "$T/missing.yaml" --check-config >"$T/check.out" 2>"$T/check.err" ||
-  fail "--check-config refused a valid file: $(cat "$T/check.err")"
-grep -q "warning: start-up will refuse it on this host: token file $T/missing.token: No such file" "$T/check.err" ||
-  fail "--check-config did not warn of the missing token file: $(cat "$T/check.out" "$T/check.err")"
+set +e
+"$FABRICSCOPE" host-agent -c "$T/missing.yaml" --check-config >"$T/check.out" 2>"$T/check.err"
+rc=$?
+set -e
+[ $rc = 2 ] || fail "--check-config of a missing token file: exit $rc, want 2: $(cat "$T/check.out" "$T/check.err")"
+grep -q "start-up would refuse it on this host: collector.token_file: token file $T/missing.token: No such file" "$T/check.err" ||
+  fail "--check-config did not name the missing token file's key: $(cat "$T/check.out" "$T/check.err")"
 set +e
 timeout 20 "$FABRICSCOPE" host-agent -c "$T/missing.yaml" >"$T/missing.log" 2>&1
 rc=$?
 set -e
 [ $rc = 2 ] || fail "a missing token file: exit $rc, want 2: $(cat "$T/missing.log")"
-ok "a missing token file: --check-config warns ($(cat "$T/check.err")), start-up exits 2"
+ok "a missing token file: --check-config exits 2 ($(cat "$T/check.err")), start-up exits 2"
 
 # ---- a missing nccl_inspector.dir: said once, and once more when it appears
 agent_yaml "$T/token" "$T/state7" >"$T/nccl.yaml"

@@ -6,7 +6,8 @@
 # .deb files there, then, in the root (chroot):
 # - the collector's user exists and owns the configuration's group;
 # - each unit's ExecStartPre (its binary with --check-config on its packaged
-#   configuration) passes, the collector's as the fabricscope user;
+#   configuration) passes, the collector's as the fabricscope user, the agent's with the
+#   host-events token copied to /etc/fabricscope/host-events.token first;
 # - `--help` of each binary runs (every library it needs is installed);
 # - then remove and purge (tests/ops/deb-life-cycle.sh): services stopped on remove; no
 #   enable link, state directory, configuration or user left after purge.
@@ -68,6 +69,10 @@ grp=$(chroot "$R" stat -c %G /etc/fabricscope/fabricscope.yaml)
 [ "$grp" = fabricscope ] || fail "/etc/fabricscope/fabricscope.yaml's group is $grp"
 ok "the fabricscope user exists; the collector's configuration is group fabricscope"
 
+# The agent's token, copied there as the README's install steps say (its --check-config
+# refuses the configuration without it, as start-up would); removed again before the purge.
+od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$R/etc/fabricscope/host-events.token"
+chmod 0600 "$R/etc/fabricscope/host-events.token"
 # Each unit's ExecStartPre, as written in the installed unit.
 for unit in fabricscope fabricscope-host-agent; do
   f=$R/lib/systemd/system/$unit.service
@@ -81,6 +86,7 @@ for unit in fabricscope fabricscope-host-agent; do
     fail "$unit: $pre as ${user:-root}: $out"
   ok "$unit.service ExecStartPre as ${user:-root}: $pre: $out"
 done
+rm -f "$R/etc/fabricscope/host-events.token"
 chroot "$R" fabricscope --help >/dev/null || fail "fabricscope --help"
 chroot "$R" fabricscope-host-agent --help >/dev/null || fail "fabricscope-host-agent --help"
 ok "both binaries run in the clean root ($(( $(date +%s) - start )) s so far)"

@@ -100,7 +100,14 @@ for ex in "$T"/root/usr/share/doc/fabricscope/examples/*.yaml; do
     grep -q "this build has no" "$T/ex.out" || fail "example $(basename "$ex") refused: $(cat "$T/ex.out")"
   n=$((n + 1))
 done
-"$T/aroot/usr/bin/fabricscope-host-agent" -c "$T/aroot/etc/fabricscope/host-agent.yaml" --check-config \
+# The packaged agent configuration with its token installed (a scratch copy: the token
+# file and state_dir it names are the host's); --check-config refuses it without.
+od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$T/host-events.token"
+sed "s|/etc/fabricscope/host-events.token|$T/host-events.token|; s|^state_dir: .*|state_dir: $T/astate|" \
+  "$T/aroot/etc/fabricscope/host-agent.yaml" >"$T/agent-packaged.yaml"
+grep -q "token_file: $T/host-events.token" "$T/agent-packaged.yaml" ||
+  fail "the packaged agent configuration's token_file is not /etc/fabricscope/host-events.token"
+"$T/aroot/usr/bin/fabricscope-host-agent" -c "$T/agent-packaged.yaml" --check-config \
   >"$T/agent-check.out" 2>&1 || fail "the packaged agent refuses its configuration: $(cat "$T/agent-check.out")"
 # The units as packaged, their paths moved under the unpacked roots.
 mkdir -p "$T/unit"

@@ -301,6 +301,7 @@ config_defaults_and_refusals(void **state)
     assert_null(errors);
     assert_string_equal(c.url, "http://c:9464");
     assert_int_equal(c.clock_interval_us, 4000000);
+    assert_int_equal(c.request_timeout_us, 10000000);
     assert_int_equal(c.clock_rounds, 8);
     assert_true(c.capture);
     assert_int_equal(c.lead_us, 5000000);
@@ -329,9 +330,10 @@ config_defaults_and_refusals(void **state)
     unlink(p2);
 
     char p3[] = "/tmp/fs-agent-cfg-XXXXXX";
-    write_file(p3, "collector: { url: http://c:1 }\nstate_dir: rel\n");
+    write_file(p3, "collector: { url: http://c:1, timeout: 1500ms }\nstate_dir: rel\n");
     assert_int_not_equal(fs_agent_cfg_load(p3, &c, &errors), 0);
     assert_non_null(strstr(errors, "state_dir: must be an absolute path"));
+    assert_non_null(strstr(errors, "collector.timeout: must be whole seconds within 1s..60s"));
     free(errors);
     errors = NULL;
     fs_agent_cfg_free(&c);
