@@ -40,7 +40,8 @@ TEST_PACKAGES=(
   systemd nftables linux-perf  # packaging test (systemd-analyze verify); acceptance test (packet loss, perf record)
   chromium  # web view test: the page rendered in headless Chromium (tests/integration/test_web_view.sh)
   tshark  # sFlow decoder test: Wireshark's dissector as an independent decoder (tests/integration/test_sflow_tshark.sh)
-  pmacct  # sFlow estimate test: sfacctd's per-port volumes beside ours (tests/integration/test_sflow_pmacct.sh)
+  pmacct  # sFlow estimate test: sfacctd's per-port volumes beside ours (tests/integration/test_sflow_pmacct.sh); CPU beside sfacctd (tests/bench/bench_sflow_peers.sh)
+  nfdump-sflow  # sFlow CPU benchmark: nfdump's sfcapd beside ours (tests/bench/bench_sflow_peers.sh, make bench)
   lintian man-db  # Debian packages test (tests/ops/test_deb.sh; built by cpack; man-db: lintian reads the man pages)
   debootstrap  # the packages installed into a clean root (tests/ops/deb-clean-root.sh, make package-check-root)
   libfaketime  # host agent capture test: the agent's (and its perf's) wall clock set 40 ms behind

@@ -126,7 +126,8 @@ struct fs_sflow_agg {
     bool restarted;
     uint64_t rng;
     int64_t now_mono;
-    struct sub_agent *cur_sub; /* the datagram being aggregated */
+    struct sub_agent *cur_sub;     /* the datagram being aggregated */
+    struct fs_sflow_dgram feed_dg; /* fs_sflow_agg_feed's scratch */
     struct fs_sflow_agg_stats st;
     struct fs_sflow_rate_change rate_change;
 };
@@ -530,6 +531,7 @@ fs_sflow_agg_free(struct fs_sflow_agg *a)
         free(a->cells[i].res);
     free(a->cells);
     free(a->drops);
+    fs_sflow_dgram_free(&a->feed_dg);
     free(a->srcs);
     free(a->ports);
     free(a->rules);
@@ -552,22 +554,60 @@ classify(const char *msg)
     return r;
 }
 
+void
+fs_sflow_dgram_free(struct fs_sflow_dgram *dg)
+{
+    free(dg->samples);
+    *dg = (struct fs_sflow_dgram){0};
+}
+
+/* The decoder's callback: a copy of each sample, committed only once the whole datagram
+ * decoded (fs_sflow_agg_datagram). */
+static void
+keep_sample(const struct sflow_datagram_header *hdr, const struct sflow_sample *s, void *arg)
+{
+    struct fs_sflow_dgram *dg = arg;
+    (void)hdr;
+    if (dg->n < dg->cap)
+        dg->samples[dg->n++] = *s;
+    else
+        dg->overflow = true;
+}
+
 int
-fs_sflow_check(const uint8_t *buf, size_t len, struct sflow_datagram_header *hdr, bool *hdr_ok,
+fs_sflow_check(struct fs_sflow_dgram *dg, const uint8_t *buf, size_t len, bool *hdr_ok,
                enum fs_sflow_decode_reason *reason, char *err, size_t errlen)
 {
     char local[256];
+    /* A known sample takes at least 20 bytes (tag, length, sequence, source id and record
+     * count of a counter sample): room for len / 20 is room for all of them. */
+    size_t need = len <= SFLOW_DATAGRAM_MAX ? len / 20 + 1 : 0;
     int rc;
     if (!err || errlen == 0) {
         err = local;
         errlen = sizeof local;
     }
-    rc = sflow_decode_datagram(buf, len, NULL, NULL, hdr, NULL, err, errlen);
+    dg->n = 0;
+    dg->overflow = false;
+    if (need > dg->cap) {
+        struct sflow_sample *p = realloc(dg->samples, need * sizeof *p);
+        if (p) {
+            dg->samples = p;
+            dg->cap = need;
+        }
+    }
+    rc = sflow_decode_datagram(buf, len, keep_sample, dg, &dg->hdr, NULL, err, errlen);
+    if (rc == 0 && dg->overflow) {
+        snprintf(err, errlen, "out of memory for the datagram's %u samples", dg->hdr.n_samples);
+        rc = -1;
+    }
     /* The agent is known once the header's fixed part was read whole. */
-    *hdr_ok =
-        hdr->version == 5 && hdr->agent.family != 0 && len >= (hdr->agent.family == 4 ? 28u : 40u);
-    if (rc != 0)
+    *hdr_ok = dg->hdr.version == 5 && dg->hdr.agent.family != 0 &&
+              len >= (dg->hdr.agent.family == 4 ? 28u : 40u);
+    if (rc != 0) {
         *reason = classify(err);
+        dg->n = 0; /* nothing of a refused datagram can be committed */
+    }
     return rc;
 }
 
@@ -884,20 +924,30 @@ agent_restart(struct fs_sflow_agg *a, struct sub_agent *sub)
 }
 
 /* A hash of the datagram's bytes: a duplicate has the same; another datagram with the
- * same sequence number and uptime (another agent instance's) almost surely not. */
+ * same sequence number and uptime (another agent instance's) almost surely not. Four
+ * independent lanes over 32-byte blocks: one multiply chain over the whole datagram
+ * was the aggregate's largest cost (each step waits for the previous multiply). */
 static uint32_t
 dgram_hash(const uint8_t *b, size_t n)
 {
-    uint64_t h = (uint64_t)n * 0x9e3779b97f4a7c15ULL, w;
+    uint64_t h[4] = {(uint64_t)n * 0x9e3779b97f4a7c15ULL, 0x2545f4914f6cdd1dULL,
+                     0x94d049bb133111ebULL, 0xbf58476d1ce4e5b9ULL};
+    uint64_t w;
     size_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int k = 0; k < 4; k++) {
+            memcpy(&w, b + i + 8 * k, 8);
+            h[k] = (h[k] ^ w) * 0xff51afd7ed558ccdULL;
+            h[k] ^= h[k] >> 29;
+        }
     for (; i + 8 <= n; i += 8) {
         memcpy(&w, b + i, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdULL;
-        h ^= h >> 29;
+        h[0] = (h[0] ^ w) * 0xff51afd7ed558ccdULL;
+        h[0] ^= h[0] >> 29;
     }
     for (; i < n; i++)
-        h = (h ^ b[i]) * 0x100000001b3ULL;
-    return (uint32_t)mix(h);
+        h[1] = (h[1] ^ b[i]) * 0x100000001b3ULL;
+    return (uint32_t)mix(h[0] ^ mix(h[1] ^ mix(h[2] ^ mix(h[3]))));
 }
 
 enum dgram_verdict { DGRAM_OK, DGRAM_DUP, DGRAM_RESTART };
@@ -948,9 +998,10 @@ dgram_classify(const struct sub_agent *sub, uint32_t seq, uint32_t up, uint32_t 
 }
 
 int
-fs_sflow_agg_datagram(struct fs_sflow_agg *a, const struct sflow_datagram_header *hdr,
-                      const uint8_t *buf, size_t len, int64_t now_mono_us)
+fs_sflow_agg_datagram(struct fs_sflow_agg *a, const struct fs_sflow_dgram *dg, const uint8_t *buf,
+                      size_t len, int64_t now_mono_us)
 {
+    const struct sflow_datagram_header *hdr = &dg->hdr;
     struct sub_agent *sub = sub_get(a, hdr->sub_agent_id);
     uint64_t lost = 0;
     enum seq_verdict v;
@@ -992,8 +1043,9 @@ fs_sflow_agg_datagram(struct fs_sflow_agg *a, const struct sflow_datagram_header
     a->st.datagrams++;
     a->now_mono = now_mono_us;
     a->cur_sub = sub;
-    /* Checked before (fs_sflow_check): this pass cannot fail. */
-    sflow_decode_datagram(buf, len, on_sample, a, NULL, NULL, NULL, 0);
+    /* Decoded whole before (fs_sflow_check): committed as a whole. */
+    for (size_t i = 0; i < dg->n; i++)
+        on_sample(hdr, &dg->samples[i], a);
     a->cur_sub = NULL;
     return 0;
 }
@@ -1001,14 +1053,13 @@ fs_sflow_agg_datagram(struct fs_sflow_agg *a, const struct sflow_datagram_header
 int
 fs_sflow_agg_feed(struct fs_sflow_agg *a, const uint8_t *buf, size_t len, int64_t now_mono_us)
 {
-    struct sflow_datagram_header hdr;
     enum fs_sflow_decode_reason reason;
     bool hdr_ok;
-    if (fs_sflow_check(buf, len, &hdr, &hdr_ok, &reason, NULL, 0) != 0) {
+    if (fs_sflow_check(&a->feed_dg, buf, len, &hdr_ok, &reason, NULL, 0) != 0) {
         fs_sflow_agg_decode_error(a, reason);
         return -1;
     }
-    return fs_sflow_agg_datagram(a, &hdr, buf, len, now_mono_us);
+    return fs_sflow_agg_datagram(a, &a->feed_dg, buf, len, now_mono_us);
 }
 
 bool

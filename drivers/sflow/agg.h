@@ -4,7 +4,8 @@
  * sockets, no threads, no sink (the caller's emitter receives the values), so the unit
  * tests, the fuzzer and the bench drive exactly the code the driver runs.
  *
- * Per datagram (fs_sflow_agg_datagram): the datagram sequence of its sub-agent and each
+ * Per datagram (fs_sflow_check decodes it once, whole, into a scratch;
+ * fs_sflow_agg_datagram commits it): the datagram sequence of its sub-agent and each
  * sample source's sample sequence (flow, counters, discards: one sequence each) go
  * through a 64-wide window: a number up to 64 places late is not lost; at each flush
  * every number still missing in a window is declared lost, and one arriving after that
@@ -180,27 +181,50 @@ struct fs_sflow_agg *fs_sflow_agg_new(const struct fs_sflow_agg_opts *o, char *e
 void fs_sflow_agg_free(struct fs_sflow_agg *a);
 
 /**
- * Checks a whole datagram (sflow_decode_datagram without a callback) and fills *hdr.
- * 0 when it decodes; else -1 with *reason set and the decoder's message in err.
- * *hdr_ok tells whether the header (agent, sub-agent) could be read, so that a bad
- * datagram can still be counted against its agent.
+ * One datagram decoded once: fs_sflow_check() decodes it whole into this scratch (its
+ * header and a copy of every known sample), and fs_sflow_agg_datagram() commits those
+ * samples to an aggregate without decoding again. Nothing reaches an aggregate before
+ * the whole datagram decoded: a datagram that lies anywhere, even in its last record, is
+ * refused whole.
+ * Ownership: the scratch belongs to whoever declared it (the driver: one for its receive
+ * thread; fs_sflow_agg_feed: the aggregate's own); `samples` is its allocation, grown
+ * to what the largest datagram so far needed and reused for the next one; released by
+ * fs_sflow_dgram_free. Zero-initialised is empty. The samples point into the datagram
+ * buffer (sflow_raw_header.header, sflow_counter_sample.port_name): the caller keeps the
+ * buffer unchanged from the check to the commit.
  */
-int fs_sflow_check(const uint8_t *buf, size_t len, struct sflow_datagram_header *hdr, bool *hdr_ok,
+struct fs_sflow_dgram {
+    struct sflow_datagram_header hdr;
+    struct sflow_sample *samples; /**< n decoded samples, in datagram order */
+    size_t n, cap;
+    bool overflow; /**< more samples than cap (cannot happen: cap is sized from len) */
+};
+
+void fs_sflow_dgram_free(struct fs_sflow_dgram *dg);
+
+/**
+ * Decodes a whole datagram into dg (sflow_decode_datagram, once) and fills dg->hdr.
+ * 0 when it decodes; else -1 with *reason set and the decoder's message in err (dg then
+ * holds no samples). *hdr_ok tells whether the header (agent, sub-agent) could be read,
+ * so that a bad datagram can still be counted against its agent.
+ */
+int fs_sflow_check(struct fs_sflow_dgram *dg, const uint8_t *buf, size_t len, bool *hdr_ok,
                    enum fs_sflow_decode_reason *reason, char *err, size_t errlen);
 
 /** Counts a datagram of this aggregate's agent that fs_sflow_check() refused. */
 void fs_sflow_agg_decode_error(struct fs_sflow_agg *a, enum fs_sflow_decode_reason reason);
 
 /**
- * Accounts and aggregates one datagram that fs_sflow_check() accepted (hdr is its
- * header). now_mono_us orders name lookups. Returns 0, or 1 when the datagram was
- * dropped as a duplicate.
+ * Accounts and aggregates one datagram that fs_sflow_check() accepted into dg (buf, len:
+ * the same datagram, for the duplicate test's hash). now_mono_us orders name lookups.
+ * Returns 0, or 1 when the datagram was dropped as a duplicate.
  */
-int fs_sflow_agg_datagram(struct fs_sflow_agg *a, const struct sflow_datagram_header *hdr,
+int fs_sflow_agg_datagram(struct fs_sflow_agg *a, const struct fs_sflow_dgram *dg,
                           const uint8_t *buf, size_t len, int64_t now_mono_us);
 
-/** fs_sflow_check + fs_sflow_agg_datagram (or the decode error): what the driver does
- *  with a datagram of this aggregate's agent; for the bench and the fuzzer. */
+/** fs_sflow_check + fs_sflow_agg_datagram (or the decode error), with the aggregate's own
+ *  scratch: what the driver does with a datagram of this aggregate's agent; for the
+ *  bench, the tests and the fuzzer. */
 int fs_sflow_agg_feed(struct fs_sflow_agg *a, const uint8_t *buf, size_t len, int64_t now_mono_us);
 
 /** True once after the agent restarted (its uptime went back): the driver declares a

@@ -99,7 +99,8 @@ struct drv {
     struct sock *socks;
     struct tgt *tgts;
     uint64_t next_id;
-    uint8_t *bufs; /* RECV_BATCH x DGRAM_BUF, the receive thread's */
+    uint8_t *bufs;            /* RECV_BATCH x DGRAM_BUF, the receive thread's */
+    struct fs_sflow_dgram dg; /* the receive thread's: each datagram decoded once into it */
     struct sockaddr_storage from[RECV_BATCH];
 };
 
@@ -262,12 +263,12 @@ static void
 handle(struct drv *d, struct sock *s, const uint8_t *buf, size_t len,
        const struct sockaddr_storage *ss, int64_t now)
 {
-    struct sflow_datagram_header h;
     enum fs_sflow_decode_reason reason = FS_SFLOW_DEC_MALFORMED;
     char err[256], a[64], f[64];
     bool hdr_ok;
     struct sflow_addr from;
-    int rc = fs_sflow_check(buf, len, &h, &hdr_ok, &reason, err, sizeof err);
+    int rc = fs_sflow_check(&d->dg, buf, len, &hdr_ok, &reason, err, sizeof err);
+    const struct sflow_datagram_header h = d->dg.hdr;
     struct tgt *t;
     sender_addr(ss, &from);
     if (!hdr_ok) {
@@ -316,7 +317,7 @@ handle(struct drv *d, struct sock *s, const uint8_t *buf, size_t len,
                    t->name, fs_sflow_decode_reason_names[reason], err);
         return;
     }
-    if (fs_sflow_agg_datagram(t->agg, &h, buf, len, now) == 0) {
+    if (fs_sflow_agg_datagram(t->agg, &d->dg, buf, len, now) == 0) {
         t->data_since_flush = true;
         t->ever = true;
         t->last_dgram_mono = now;
@@ -528,6 +529,7 @@ sflow_shutdown(void *state)
     if (d->epfd >= 0)
         close(d->epfd);
     free(d->bufs);
+    fs_sflow_dgram_free(&d->dg);
     pthread_mutex_destroy(&d->lock);
     free(d);
 }

@@ -168,6 +168,15 @@ aggregate(const uint8_t *buf, size_t size)
         abort();
     if (rc1 != 0 && (rc2 != -1 || st->datagrams != 0))
         abort();
+    /* A refused datagram is refused whole: nothing of it reaches a counter but the
+     * decode error (the samples are committed only after the whole datagram decoded). */
+    if (rc1 != 0) {
+        struct fs_sflow_agg_stats want;
+        memset(&want, 0, sizeof want);
+        memcpy(want.decode_errors, st->decode_errors, sizeof want.decode_errors);
+        if (memcmp(&want, st, sizeof want) != 0)
+            abort();
+    }
     emitted_rule_series = 0;
     fs_sflow_agg_flush(a, &emit, NULL, 3);
     if (emitted_rule_series > 3 * MAX_PORTS)

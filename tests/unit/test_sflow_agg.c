@@ -810,6 +810,101 @@ test_config(void **state)
     free(errors);
 }
 
+/* A datagram whose LAST record lies is refused whole: samples before it (flow samples
+ * that match every rule, a discard, a counter sample with a port name) leave no trace in
+ * any counter, sequence window, port or name, and the same datagram told right is then
+ * taken as new (not a duplicate) and counted once. Each datagram is decoded once
+ * (fs_sflow_check into a scratch) and committed only after it decoded whole. */
+static void
+test_last_record_refused(void **state)
+{
+    (void)state;
+    struct fs_sflow_agg *a = agg_new(16);
+    const struct fs_sflow_agg_stats *s = fs_sflow_agg_get_stats(a);
+    size_t bytes0 = fs_sflow_agg_bytes(a);
+    struct recorder rc = {0};
+    struct sfb x;
+    sfb_datagram(&x, AGENT, 0, 1, 1000);
+    for (uint32_t i = 0; i < 3; i++) {
+        struct sfb_flow f = {.seq = 1 + i,
+                             .source = 101,
+                             .rate = 1000 + i, /* a rate change, were it committed */
+                             .in = 3,
+                             .out = 101,
+                             .pkt = roce_ce,
+                             .frame_length = 4158,
+                             .has_depth = true,
+                             .depth = 100,
+                             .has_delay = true,
+                             .delay_ns = 1000};
+        sfb_flow_sample(&x, &f);
+    }
+    sfb_discard_sample(&x, 1, 5, 6, 259, 7, &roce);
+    sfb_counter_sample_named(&x, 1, 9, 5000, 10, 0, 3, "swp9");
+    struct sfb_flow last = {.seq = 4,
+                            .source = 101,
+                            .rate = 1000,
+                            .in = 3,
+                            .out = 101,
+                            .pkt = tcp_in,
+                            .frame_length = 1000,
+                            .has_depth = true,
+                            .depth = 5};
+    sfb_flow_sample(&x, &last);
+    /* The last record (queue depth, 1040) declares 0 bytes: shorter than its 4. */
+    sfb_put_at(&x, x.n - 8, 0);
+    assert_int_equal(fs_sflow_agg_feed(a, x.b, x.n, 1), -1);
+
+    struct fs_sflow_agg_stats want;
+    memset(&want, 0, sizeof want);
+    want.decode_errors[FS_SFLOW_DEC_TRUNCATED] = 1;
+    assert_memory_equal(s, &want, sizeof want);
+    assert_int_equal(fs_sflow_agg_last_rate_change(a)->n, 0);
+    assert_false(fs_sflow_agg_take_restart(a));
+    assert_int_equal(fs_sflow_agg_bytes(a), bytes0); /* no quantile buffer allocated */
+    /* The scratch keeps nothing of it either. */
+    struct fs_sflow_dgram dg = {0};
+    enum fs_sflow_decode_reason reason;
+    bool hdr_ok;
+    assert_int_equal(fs_sflow_check(&dg, x.b, x.n, &hdr_ok, &reason, NULL, 0), -1);
+    assert_true(hdr_ok);
+    assert_int_equal(reason, FS_SFLOW_DEC_TRUNCATED);
+    assert_int_equal(dg.n, 0);
+    fs_sflow_dgram_free(&dg);
+
+    /* Flushed: only self metrics, all 0 but the one decode error; no rule, port or drop
+     * series, and no name asked for. */
+    fs_sflow_agg_flush(a, &rec_emit, &rc, 2);
+    assert_int_equal(s->lost_datagrams, 0);
+    for (size_t i = 0; i < rc.n; i++) {
+        assert_true(strncmp(rc.r[i].key, "fabricscope_sflow_", 18) == 0);
+        if (strstr(rc.r[i].key, "decode_errors") && strstr(rc.r[i].key, "reason=truncated"))
+            assert_true(rc.r[i].v == 1);
+        else
+            assert_true(rc.r[i].v == 0);
+    }
+    assert_int_equal(rc.ifname_calls, 0);
+    assert_int_equal(rc.resets, 0);
+
+    /* Told right, the same sequence number is new: counted once, nothing lost. */
+    sfb_put_at(&x, x.n - 8, 4);
+    assert_int_equal(fs_sflow_agg_feed(a, x.b, x.n, 3), 0);
+    assert_int_equal(s->datagrams, 1);
+    assert_int_equal(s->duplicates, 0);
+    assert_int_equal(s->flow_samples, 4);
+    assert_int_equal(s->discard_samples, 1);
+    assert_int_equal(s->counter_samples, 1);
+    assert_int_equal(s->rate_changes, 3); /* 1000 -> 1001 -> 1002 -> 1000 */
+    fs_sflow_agg_flush(a, &rec_emit, &rc, 4);
+    assert_int_equal(s->lost_datagrams, 0);
+    assert_int_equal(s->lost_samples[FS_SFLOW_LOST_FLOW], 0);
+    assert_true(val(&rc, "fabric_flow_rule_packets_total{rule=roce,interface=Eth1/1}") ==
+                1000 + 1001 + 1002);
+    assert_true(val(&rc, "fabric_flow_rule_packets_total{rule=sockets,interface=Eth1/1}") == 1000);
+    assert_true(val(&rc, "fabric_port_packets_total{interface=swp9,direction=rx}") == 0);
+    fs_sflow_agg_free(a);
+}
+
 static int
 setup(void **state)
 {
@@ -822,12 +917,19 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_match),        cmocka_unit_test(test_aggregate),
-        cmocka_unit_test(test_loss),         cmocka_unit_test(test_sample_pool),
-        cmocka_unit_test(test_bounds),       cmocka_unit_test(test_config),
-        cmocka_unit_test(test_restart_3s),   cmocka_unit_test(test_restart_13s),
-        cmocka_unit_test(test_restart_5min), cmocka_unit_test(test_counters_back),
-        cmocka_unit_test(test_rate_change),  cmocka_unit_test(test_port_names),
+        cmocka_unit_test(test_match),
+        cmocka_unit_test(test_aggregate),
+        cmocka_unit_test(test_loss),
+        cmocka_unit_test(test_sample_pool),
+        cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_config),
+        cmocka_unit_test(test_restart_3s),
+        cmocka_unit_test(test_restart_13s),
+        cmocka_unit_test(test_restart_5min),
+        cmocka_unit_test(test_counters_back),
+        cmocka_unit_test(test_rate_change),
+        cmocka_unit_test(test_port_names),
+        cmocka_unit_test(test_last_record_refused),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
