@@ -179,8 +179,11 @@ parse_lines(struct fs_tail *t, const char *path, const char *text, size_t len, c
                 return -1;
             }
             char what[1200];
-            snprintf(what, sizeof what, "%s at offset %zu: skipped a line that is not JSON (%s)",
-                     path, i, why);
+            /* a long path cuts the message short: it is a warning */
+            if (snprintf(what, sizeof what,
+                         "%s at offset %zu: skipped a line that is not JSON (%s)", path, i,
+                         why) < 0)
+                what[0] = '\0';
             bad_line(t, what);
         }
         i += l;
