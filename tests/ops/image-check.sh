@@ -5,7 +5,8 @@
 #  1. builds the image (docker/Dockerfile, target runtime) and prints its size;
 #  2. runs it with a token file mounted at /run/secrets/fabricscope-token: /healthz
 #     answers without the token, /metrics answers 401 without it or with a wrong one and
-#     200 with it; docker stop ends it within its 10 s grace (SIGTERM reaches fabricscope);
+#     200 with it; docker kill -s HUP reloads it; docker stop ends it within its 10 s
+#     grace (SIGTERM reaches fabricscope);
 #  3. runs it with no token mounted: the entrypoint generates one (logged how to read it,
 #     not the token itself), which /metrics then requires;
 #  4. runs the compose demo's gnmi-sim and fabricscope with docker-compose (Debian's 1.29
@@ -114,6 +115,17 @@ curl -sf --max-time 10 -H "Authorization: Bearer $token" "$base/metrics" >"$T/me
 grep -q '^fabricscope_' "$T/metrics" || die "/metrics with the token has no fabricscope_ series"
 say "mounted token: GET /healthz 200 $body without it; /metrics 401 without it, 401 with a" \
   "wrong one, 200 with it ($(grep -c '^fabricscope_' "$T/metrics") fabricscope_ samples)"
+# docker kill -s HUP reaches fabricscope (PID 1 through the entrypoint's exec): a reload.
+$DOCKER kill -s HUP "$c" >/dev/null
+deadline=$((SECONDS + 30))
+until $DOCKER logs "$c" 2>&1 | grep -q 'SIGHUP: reloading'; do
+  [ $SECONDS -lt $deadline ] || die "docker kill -s HUP: no reload in the log within 30 s"
+  sleep 0.5
+done
+! $DOCKER logs "$c" 2>&1 | grep -q 'reload refused' || die "the reload was refused"
+code=$(status "$base/metrics" -H "Authorization: Bearer $token")
+[ "$code" = 200 ] || die "/metrics with the token after the reload: $code"
+say "docker kill -s HUP: reloaded; /metrics 200 with the token after it"
 t0=$SECONDS
 $DOCKER stop "$c" >/dev/null
 took=$((SECONDS - t0))
