@@ -33,7 +33,9 @@ die() {
 T=$(mktemp -d "${TMPDIR:-/tmp}/fs image check.XXXXXX")
 src="$T/src tree"
 containers=()
-proj=fsimagecheck$$
+# One project name for every run: compose tags the images it builds <project>_<service>,
+# so a fixed name replaces the previous run's tags instead of adding more.
+proj=fsimagecheck
 compose_up=""
 cleanup() {
   local c
@@ -158,6 +160,7 @@ demo_port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.
 cd "$src/docker"
 say "$($COMPOSE version 2>/dev/null | head -n1)"
 compose_up=1
+$COMPOSE -p "$proj" down >/dev/null 2>&1 || true # what a killed earlier run left
 t0=$SECONDS
 FS_DEMO_PORT=$demo_port $COMPOSE -p "$proj" up -d --build fabricscope >"$T/compose.log" 2>&1 || {
   tail -n 40 "$T/compose.log" >&2
