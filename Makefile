@@ -8,7 +8,7 @@ DEV_FLAGS = -DFS_WERROR=ON
 # The packager's build, apart from the developer's (no tests: only the build dependencies).
 PKG_BUILD ?= build-package
 
-.PHONY: docs all deps deps-build build run test test-release test-asan test-tsan test-fuzz bench eval fuzz format clean package package-check-root
+.PHONY: docs all deps deps-build build run test test-release test-asan test-tsan test-fuzz bench eval fuzz format clean package package-check-root image-check
 
 all: build
 
@@ -100,6 +100,13 @@ package: deps-build
 # there (root, a Debian mirror, a few minutes; not part of make test).
 package-check-root: package
 	bash tests/ops/deb-clean-root.sh $(PKG_BUILD)
+
+# The container image built from a fresh clone of HEAD and run (token mounted, token
+# generated), and the compose demo's simulator and collector run with docker-compose
+# (a Docker engine and base images; tests/ops/image-base.sh imports those without a
+# registry; several minutes; not part of make test).
+image-check:
+	bash tests/ops/image-check.sh
 
 # Longer fuzzing: FUZZ_SECONDS per target.
 FUZZ_SECONDS ?= 300

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Packaging, checked offline (no Docker engine, no systemd as PID 1 on the build
-# machines):
+# Packaging, checked offline (no Docker engine needed: tests/ops/image-check.sh, make
+# image-check, builds and runs the image; no systemd as PID 1 on the build machines):
 # - docker/fabricscope.service: systemd-analyze verify says nothing (every key known,
 #   every command executable), the hardening asked for is there, and
 #   systemd-analyze security rates its exposure "OK" (at most 2.0 of 10).
 # - docker/Dockerfile: multi-stage on bookworm, non-root, its build stage runs
 #   scripts/install-deps.sh, and its runtime stage installs exactly the Debian packages
-#   of the libraries build/fabricscope links (sanitizer and libc aside).
-# - docker/compose.yaml: parses, has its services, and mounts only files that exist.
+#   of the libraries build/fabricscope links (sanitizer and libc aside); the image ships
+#   its configuration (0.0.0.0, bearer token) and the token entrypoint, cleans apt's
+#   cache; .dockerignore keeps build trees and .git out of the context.
+# - docker/compose.yaml: parses, has no top-level key docker-compose 1.29 refuses, its
+#   simulator listens beyond loopback, has its services, and mounts only files that exist.
 source "$(dirname "$0")/../integration/lib.sh"
 FS_SOURCE_DIR=$(readlink -f "$FS_SOURCE_DIR")
 D=$FS_SOURCE_DIR/docker
@@ -79,6 +82,23 @@ extra=$(comm -13 "$T/loaded.txt" <(grep -vx ca-certificates "$T/docker-runtime.t
 [ -z "$extra" ] || fail "Dockerfile runtime stage installs what fabricscope does not link: $(echo $extra)"
 grep -qx ca-certificates "$T/docker-runtime.txt" || fail "no ca-certificates in the runtime stage"
 ok "Dockerfile: multi-stage bookworm, user $user, runtime packages: every library the binary links, nothing it does not load ($(wc -l <"$T/docker-runtime.txt"))"
+# The image runs as shipped: its configuration and entrypoint are copied in, and apt's
+# package cache (kept by a base without Docker's docker-clean hook) goes in the same layer.
+grep -qE '^COPY docker/fabricscope-container.yaml /etc/fabricscope/fabricscope.yaml$' "$DF" ||
+  fail "the runtime stage ships no configuration"
+grep -qE '^ENTRYPOINT \["/usr/local/bin/fabricscope-entrypoint"\]$' "$DF" || fail "entrypoint is not the token script"
+awk '/^FROM .* AS runtime/{r=1} r && /apt-get clean/{c=1} END{exit !c}' "$DF" || fail "runtime stage keeps apt's cache"
+grep -qE '^listen: 0\.0\.0\.0:9464$' "$D/fabricscope-container.yaml" || fail "the image's configuration does not listen on 0.0.0.0:9464"
+grep -qE '^  bearer_token_file: /run/secrets/fabricscope-token$' "$D/fabricscope-container.yaml" ||
+  fail "the image's configuration asks no bearer token"
+"$FABRICSCOPE" --check-config "$D/fabricscope-container.yaml" >/dev/null || fail "docker/fabricscope-container.yaml refused"
+sh -n "$D/entrypoint.sh" || fail "docker/entrypoint.sh does not parse"
+# The build context: a host build tree (its CMakeCache.txt names the host's path) and .git
+# must stay out of it.
+for want in .git build 'build-*'; do
+  grep -qxF "$want" "$FS_SOURCE_DIR/.dockerignore" || fail ".dockerignore lacks $want"
+done
+ok "image: ships docker/fabricscope-container.yaml (0.0.0.0, bearer token; valid) and the token entrypoint; apt cache cleaned; .dockerignore"
 
 # ---- compose ----
 "$PY" - "$D/compose.yaml" "$D" <<'PY' || fail "compose.yaml"
@@ -88,6 +108,12 @@ c = yaml.safe_load(open(path))
 svcs = c["services"]
 want = {"gnmi-sim", "fabricscope", "prometheus", "grafana"}
 assert want <= set(svcs), f"services: {sorted(svcs)}"
+# Debian's docker-compose 1.29 refuses any other top-level key (`name:` among them).
+extra = set(c) - {"services", "networks", "volumes", "secrets", "configs"}
+assert all(k.startswith("x-") for k in extra), f"top-level keys docker-compose 1.29 refuses: {sorted(extra)}"
+# The collector runs in another container: the simulator must not listen on loopback only.
+cmd = svcs["gnmi-sim"]["command"]
+assert "--bind" in cmd and cmd[cmd.index("--bind") + 1] in ("0.0.0.0", "::"), f"gnmi-sim binds loopback: {cmd}"
 for name, s in svcs.items():
     assert "image" in s or "build" in s, f"{name}: neither image nor build"
     if "build" in s:

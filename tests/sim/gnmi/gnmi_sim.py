@@ -44,6 +44,8 @@ With --bench-replay-groups, one Notification a group instead (an interface's cou
 a queue's), prefix and relative paths, as the live stream and real devices send them.
 Option --clamp-interval SECS serves any requested sample interval shorter than SECS at
 SECS, as devices do that have a minimum ("clamp" logged).
+Option --bind ADDR (default 127.0.0.1) is the address to listen on: 0.0.0.0 (or ::) in
+a container, where the collector runs in another one (docker/compose.yaml).
 A server restart is a real one: the test kills the process and starts it again.
 
 Log lines (stderr) a test may wait for: "listening PORT", "subscribe mode=.. enc=..",
@@ -678,6 +680,8 @@ class Target:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--bind", default="127.0.0.1",
+                    help="address to listen on (0.0.0.0 or :: in a container)")
     ap.add_argument("--port-file", help="write the bound port here once listening")
     ap.add_argument("--scenario", help="scenario JSON (tests/sim/scenario.py)")
     ap.add_argument("--gen-dir", required=True, help="scratch dir for gnmi_pb2.py")
@@ -718,7 +722,9 @@ def main():
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=args.max_workers),
                          maximum_concurrent_rpcs=args.max_workers)
     server.add_generic_rpc_handlers((handler,))
-    addr = "127.0.0.1:%d" % args.port
+    # An IPv6 address needs brackets before the port.
+    host = "[%s]" % args.bind if ":" in args.bind else args.bind
+    addr = "%s:%d" % (host, args.port)
     if args.tls_cert:
         with open(args.tls_key, "rb") as f:
             key = f.read()
