@@ -15,7 +15,8 @@
  * fs_store_read) until retention or the memory limit has taken their samples.
  *
  * Ownership. All pointers handed to callbacks belong to the store and are valid only
- * during the callback.
+ * during the callback (a series' labels and labels_text are joined for the callback from
+ * its instance's labels and its interned label set: see fs_store_label_sets).
  */
 #ifndef FS_STORE_H
 #define FS_STORE_H
@@ -276,5 +277,16 @@ void fs_sink_cycle_begin(struct fs_sink *s, uint64_t cycle_id);
 
 /** Number of series in the store. */
 uint64_t fs_store_series_count(struct fs_store *st);
+
+/**
+ * Number of interned label sets. A series' own labels (the metric's, after cleaning) are
+ * interned once per store: series with the same own labels, in any target, share one set
+ * (a fleet holds each port's label values once, not once per switch). The store owns the
+ * sets; each series holds one reference and the last series to be freed (swept, or its
+ * removed target's history gone) frees the set, so the count follows the distinct own
+ * label sets of the series held. Target, static labels and source are kept once per
+ * instance. For tests and diagnostics.
+ */
+size_t fs_store_label_sets(struct fs_store *st);
 
 #endif
