@@ -16,6 +16,7 @@
  */
 #include "store/store.h"
 
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -87,6 +88,14 @@ struct labelset {
     struct fs_label labels[];
 };
 
+/* A series' slot in its sink's hash: its label set's hash and its metric. */
+static inline uint32_t
+series_hash(uint32_t ls_hash, unsigned metric)
+{
+    uint32_t h = ls_hash ^ ((metric + 1u) * 0x9e3779b1u);
+    return h ^ (h >> 15);
+}
+
 /* Where a series' interface (the last label named `interface`) is: IFACE_OWN + i is its
  * own label i. */
 enum { IFACE_NONE, IFACE_STATIC, IFACE_OWN };
@@ -106,25 +115,27 @@ struct series {
     /* Writer-only state (the sink's reporting thread). */
     struct fs_counter ctr;
     int64_t last_mono_us; /* monotonic time of the latest sample: sweeps go by it */
-    double max_per_s;     /* plausible increase per second; 0 unknown */
+    float max_per_s;      /* plausible increase per second; 0 unknown (a bound with 10%
+                             margin: float's 7 digits are plenty) */
     uint32_t ring_id;
     uint32_t ring_gen;
-    uint32_t hash;            /* of metric id + own labels, the sink-local identity */
     uint32_t reset_gen;       /* the sink's reset_gen when last updated */
     uint32_t iface_reset_gen; /* the sink's iface_reset_gen when last updated */
     uint32_t rates_gen;       /* the sink's rates_gen when max_per_s was looked up */
     uint32_t batch_seq;       /* batch that last carried it, to merge duplicates */
     uint32_t batch_idx;
-    /* fs_sink_retire: not exported until its next sample; retire_seq is the batch that
-     * retired it, so a later sample of the same batch wins and an earlier one does not */
-    uint32_t retire_seq;
     uint16_t metric; /* enum fs_metric */
     bool counter;
-    bool octets;       /* counter in bytes: its plausible rate is the line rate itself */
-    bool doomed;       /* marked for deletion by a sweep */
+    bool octets; /* counter in bytes: its plausible rate is the line rate itself */
+    bool doomed; /* marked for deletion by a sweep */
+    /* fs_sink_retire within the batch being built, after the series' sample in it if
+     * any: it stays not exported (a later sample of the same batch clears it) */
+    bool retired_in_batch;
     uint8_t iface_src; /* IFACE_*: where series_iface() finds the interface, if any */
     _Atomic bool gone;
 };
+/* 120 bytes: one 128-byte block of glibc's (issue 34; bench_store_mem) */
+_Static_assert(sizeof(struct series) <= 120, "struct series grew past 120 bytes");
 
 /* The series of pts[i] (its value is pts[i].v.u: the ring only reads the points). */
 struct pending {
@@ -973,7 +984,7 @@ series_text(const struct series *se, char *buf, size_t cap)
 
 static struct series *
 series_alloc(struct fs_sink *s, enum fs_metric m, const struct fs_label *own, size_t n_own,
-             const char *own_key, size_t own_key_len, uint64_t hash, bool iface)
+             const char *own_key, size_t own_key_len, bool iface)
 {
     struct series *se = calloc(1, sizeof *se);
     if (!se)
@@ -988,7 +999,6 @@ series_alloc(struct fs_sink *s, enum fs_metric m, const struct fs_label *own, si
     se->octets = strcmp(fs_metric_defs[m].unit, "bytes") == 0;
     se->scale = 1.0;
     se->sink = s;
-    se->hash = (uint32_t)hash;
     /* the last label named so, own labels coming after the static ones */
     se->iface_src = iface && s->prefix_iface ? IFACE_STATIC : IFACE_NONE;
     for (size_t i = 0, n = series_n_own(se); iface && i < n; i++)
@@ -1008,7 +1018,7 @@ tab_grow(struct fs_sink *s)
         struct series *se = s->tab[i];
         if (!se)
             continue;
-        size_t j = se->hash & (ncap - 1);
+        size_t j = series_hash(se->ls->hash, se->metric) & (ncap - 1);
         while (nt[j])
             j = (j + 1) & (ncap - 1);
         nt[j] = se;
@@ -1065,13 +1075,13 @@ series_get(struct fs_sink *s, enum fs_metric m, const struct fs_label *own, size
         k += lv;
     }
     key[k] = '\0';
-    uint32_t h = (uint32_t)hash_bytes(key, k);
+    uint32_t hown = (uint32_t)hash_bytes(key + mk, k - mk), h = series_hash(hown, m);
     if (s->tab_cap) {
         for (size_t j = h & (s->tab_cap - 1);; j = (j + 1) & (s->tab_cap - 1)) {
             struct series *se = s->tab[j];
             if (!se)
                 break;
-            if (se->hash == h && se->metric == m && se->ls->key_len == k - mk &&
+            if (se->metric == m && se->ls->hash == hown && se->ls->key_len == k - mk &&
                 memcmp(se->ls->key, key + mk, k - mk) == 0)
                 return se;
         }
@@ -1091,7 +1101,7 @@ series_get(struct fs_sink *s, enum fs_metric m, const struct fs_label *own, size
     }
     if ((s->tab_len + 1) * 10 >= s->tab_cap * 7 && !tab_grow(s))
         return NULL;
-    struct series *se = series_alloc(s, m, own, n_own, key + mk, k - mk, h, iface != NULL);
+    struct series *se = series_alloc(s, m, own, n_own, key + mk, k - mk, iface != NULL);
     if (!se)
         return NULL;
     se->scale = scale;
@@ -1255,14 +1265,14 @@ batch_put(struct fs_sink *s, struct series *se, uint64_t bits)
     if (se->batch_seq == s->batch_seq && se->batch_idx < s->n_pts &&
         s->pend[se->batch_idx].s == se) { /* the same series twice in one batch: last wins */
         s->pts[se->batch_idx].v.u = bits;
-        se->retire_seq = 0;
+        se->retired_in_batch = false;
         return;
     }
     if (!batch_room(s))
         return;
     se->batch_seq = s->batch_seq;
     se->batch_idx = s->n_pts;
-    se->retire_seq = 0; /* a sample after a retire in the same batch revives the series */
+    se->retired_in_batch = false; /* a sample after a retire in the batch revives it */
     s->pts[s->n_pts].series = se->ring_id;
     s->pts[s->n_pts].v.u = bits;
     s->pend[s->n_pts].s = se;
@@ -1337,7 +1347,8 @@ series_max_per_s(struct fs_sink *s, struct series *se)
             const struct iface_rate *r = rate_slot(s->rates, s->rates_cap, iface);
             rate = r->iface ? r->octets_per_s : 0;
         }
-        se->max_per_s = fs_counter_max_per_s(rate, se->octets);
+        double b = fs_counter_max_per_s(rate, se->octets);
+        se->max_per_s = b > FLT_MAX ? FLT_MAX : (float)b; /* a device's absurd speed */
         se->rates_gen = s->rates_gen;
     }
     return se->max_per_s;
@@ -1422,7 +1433,7 @@ fs_sink_retire(struct fs_sink *s, enum fs_metric m, const struct fs_label *label
     if (!se)
         return;
     /* The ring keeps the history; only the latest value stops being exported. */
-    se->retire_seq = s->in_batch ? s->batch_seq : 0;
+    se->retired_in_batch = s->in_batch;
     atomic_store_explicit(&se->gone, true, memory_order_relaxed);
 }
 
@@ -1451,7 +1462,7 @@ fs_sink_end(struct fs_sink *s)
         atomic_store_explicit(&se->ts_us, s->batch_ts, memory_order_release);
         atomic_store_explicit(&s->metric_ts[se->metric][se->iface_src != IFACE_NONE], s->batch_ts,
                               memory_order_relaxed);
-        if (se->retire_seq != s->batch_seq)
+        if (!se->retired_in_batch)
             atomic_store_explicit(&se->gone, false, memory_order_relaxed);
     }
     if (s->batch_cleared)
@@ -1534,7 +1545,7 @@ drop_doomed(struct fs_sink *s, struct series **nt)
             series_free(st, se);
             continue;
         }
-        size_t j = se->hash & (s->tab_cap - 1);
+        size_t j = series_hash(se->ls->hash, se->metric) & (s->tab_cap - 1);
         while (nt[j])
             j = (j + 1) & (s->tab_cap - 1);
         nt[j] = se;
