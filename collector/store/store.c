@@ -1994,9 +1994,11 @@ shadowed(const struct fs_store *st, const struct fs_sink *s, enum fs_metric m, b
     return false;
 }
 
-bool
-fs_store_foreach_series_chunk(struct fs_store *st, bool only_exported, uint64_t *cursor, size_t max,
-                              fs_series_cb cb, void *arg)
+/* The iteration behind the fs_store_foreach_series* calls; parts_only: fill text_part
+ * alone (fs_store_foreach_series_text). */
+static bool
+foreach_series(struct fs_store *st, bool only_exported, bool parts_only, uint64_t *cursor,
+               size_t max, fs_series_cb cb, void *arg)
 {
     int64_t now = now_real(st);
     size_t m = (size_t)(*cursor >> 32), i = (size_t)(*cursor & 0xffffffffu), seen = 0;
@@ -2035,21 +2037,40 @@ fs_store_foreach_series_chunk(struct fs_store *st, bool only_exported, uint64_t 
             in.name = fs_metric_defs[m].name;
             in.counter = se->counter;
             in.scale = se->scale;
-            size_t tl = series_text(se, tbuf, tcap);
-            if (tl >= tcap) {
-                char *nb = malloc(tl + 1);
-                if (!nb)
-                    continue; /* no memory: better left out than shown without its labels */
-                if (tbuf != tstack)
-                    free(tbuf);
-                tbuf = nb;
-                tcap = tl + 1;
-                tl = series_text(se, tbuf, tcap);
+            const struct fs_sink *sk = se->sink;
+            if (parts_only && series_n_own(se) == se->ls->n) {
+                in.labels = NULL;
+                in.n_labels = 0;
+                in.labels_text = NULL;
+                in.labels_text_len = 0;
+                in.text_part[0] = sk->prefix_text;
+                in.text_part_len[0] = sk->prefix_text_len;
+                in.text_part[1] = se->ls->text;
+                in.text_part_len[1] = se->ls->text_len;
+                in.text_part[2] = sk->suffix_text;
+                in.text_part_len[2] = sk->suffix_text_len;
+            } else {
+                size_t tl = series_text(se, tbuf, tcap);
+                if (tl >= tcap) {
+                    char *nb = malloc(tl + 1);
+                    if (!nb)
+                        continue; /* no memory: better left out than shown without its labels */
+                    if (tbuf != tstack)
+                        free(tbuf);
+                    tbuf = nb;
+                    tcap = tl + 1;
+                    tl = series_text(se, tbuf, tcap);
+                }
+                in.labels = all;
+                in.n_labels = series_labels(se, all);
+                in.labels_text = tbuf;
+                in.labels_text_len = tl;
+                in.text_part[0] =
+                    tbuf; /* (the slow case of parts_only too: more labels than shown) */
+                in.text_part_len[0] = tl;
+                in.text_part[1] = in.text_part[2] = "";
+                in.text_part_len[1] = in.text_part_len[2] = 0;
             }
-            in.labels = all;
-            in.n_labels = series_labels(se, all);
-            in.labels_text = tbuf;
-            in.labels_text_len = tl;
             in.u = v;
             memcpy(&in.d, &v, sizeof in.d);
             if (cb(arg, &in)) {
@@ -2067,11 +2088,25 @@ out:
     return done;
 }
 
+bool
+fs_store_foreach_series_chunk(struct fs_store *st, bool only_exported, uint64_t *cursor, size_t max,
+                              fs_series_cb cb, void *arg)
+{
+    return foreach_series(st, only_exported, false, cursor, max, cb, arg);
+}
+
 void
 fs_store_foreach_series(struct fs_store *st, bool only_exported, fs_series_cb cb, void *arg)
 {
     uint64_t cursor = 0;
-    fs_store_foreach_series_chunk(st, only_exported, &cursor, SIZE_MAX, cb, arg);
+    foreach_series(st, only_exported, false, &cursor, SIZE_MAX, cb, arg);
+}
+
+void
+fs_store_foreach_series_text(struct fs_store *st, bool only_exported, fs_series_cb cb, void *arg)
+{
+    uint64_t cursor = 0;
+    foreach_series(st, only_exported, true, &cursor, SIZE_MAX, cb, arg);
 }
 
 long

@@ -46,6 +46,11 @@ struct fs_series_info {
     size_t n_labels;
     const char *labels_text; /**< the same rendered for exposition: `target="tor1",...` */
     size_t labels_text_len;
+    /** labels_text in three pieces, one after the other (the instance's labels, the
+        series' own, source). fs_store_foreach_series_text fills only these (labels and
+        labels_text NULL, n_labels 0), sparing the exposition a copy. */
+    const char *text_part[3];
+    size_t text_part_len[3];
     uint64_t u;
     double d;
     int64_t ts_us; /**< time of the latest sample (realtime µs), 0 if none */
@@ -60,6 +65,10 @@ typedef int (*fs_series_cb)(void *arg, const struct fs_series_info *s);
  * metric comes before the next metric's). Exported-only when only_exported is set.
  */
 void fs_store_foreach_series(struct fs_store *st, bool only_exported, fs_series_cb cb, void *arg);
+
+/** fs_store_foreach_series() for the exposition: only text_part is filled (see there). */
+void fs_store_foreach_series_text(struct fs_store *st, bool only_exported, fs_series_cb cb,
+                                  void *arg);
 
 /**
  * fs_store_foreach_series() in chunks, so that a long scan (a regex query) never holds
