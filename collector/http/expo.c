@@ -235,16 +235,20 @@ series_cb(void *arg, const struct fs_series_info *s)
         c->cur = (int)s->metric;
     }
     size_t nl = c->name_len[s->metric];
-    if (!fs_buf_reserve(out, nl + s->labels_text_len + x->ext_len + 41))
+    /* the labels come in pieces (fs_store_foreach_series_text), copied straight in */
+    size_t tl = s->text_part_len[0] + s->text_part_len[1] + s->text_part_len[2];
+    if (!fs_buf_reserve(out, nl + tl + x->ext_len + 41))
         return 1;
     char *p = out->data + out->len;
     memcpy(p, s->name, nl);
     p += nl;
-    if (s->labels_text_len || x->ext_len) {
+    if (tl || x->ext_len) {
         *p++ = '{';
-        memcpy(p, s->labels_text, s->labels_text_len);
-        p += s->labels_text_len;
-        if (s->labels_text_len && x->ext_len)
+        for (int k = 0; k < 3; k++) {
+            memcpy(p, s->text_part[k], s->text_part_len[k]);
+            p += s->text_part_len[k];
+        }
+        if (tl && x->ext_len)
             *p++ = ',';
         memcpy(p, x->ext, x->ext_len);
         p += x->ext_len;
@@ -604,7 +608,7 @@ fs_expo_render_opts(struct fs_store *st, struct fs_buf *out, const struct fs_exp
     sc.cur = -1;
     for (size_t m = 0; m < FS_METRIC_COUNT; m++)
         sc.name_len[m] = strlen(fs_metric_defs[m].name);
-    fs_store_foreach_series(st, true, series_cb, &sc);
+    fs_store_foreach_series_text(st, true, series_cb, &sc);
 
     instance_family(st, &x, FS_M_TARGET_UP);
     instance_family(st, &x, FS_M_TARGET_SAMPLE_TIMESTAMP);

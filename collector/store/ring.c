@@ -107,12 +107,22 @@ struct group {
     uint32_t tl_base; /* seq / TL_BATCHES of tl[tl_off] */
 };
 
+/* Series slots come in pages, allocated as needed and never moved: a doubling array held
+ * up to twice the slots in use (issue 34: 131 bytes a series at 544,000 series). */
+#define SLOT_PAGE_SHIFT 8u
+#define SLOT_PAGE (1u << SLOT_PAGE_SHIFT)
+struct slot_page {
+    struct series s[SLOT_PAGE];
+    uint32_t gen[SLOT_PAGE]; /* per slot: bumped at each series_new, so a reused id is
+                                detectable */
+};
+
 struct fs_ring {
     pthread_mutex_t mu;
     struct fs_ring_opts opts;
-    struct series *series;
-    uint32_t *gen; /* per slot: bumped at each series_new, so a reused id is detectable */
-    uint32_t nseries_slots, nseries_cap, nseries_live;
+    struct slot_page **pages; /* slot id lives in pages[id / SLOT_PAGE] */
+    uint32_t npages, pages_cap;
+    uint32_t nseries_slots, nseries_cap, nseries_live; /* nseries_cap = npages * SLOT_PAGE */
     uint32_t *free_series;
     uint32_t nfree_series, free_series_cap;
     struct group *groups;
@@ -124,6 +134,18 @@ struct fs_ring {
 };
 
 static _Atomic uint64_t tl_uid_next = 1;
+
+static inline struct series *
+slot(const struct fs_ring *r, uint32_t id)
+{
+    return &r->pages[id >> SLOT_PAGE_SHIFT]->s[id & (SLOT_PAGE - 1u)];
+}
+
+static inline uint32_t *
+gen_of(const struct fs_ring *r, uint32_t id)
+{
+    return &r->pages[id >> SLOT_PAGE_SHIFT]->gen[id & (SLOT_PAGE - 1u)];
+}
 
 /* Each reader thread keeps the timestamps of the timeline chunks it decoded last: reading
  * many series of one target decodes its timeline once. Content is immutable for a given
@@ -570,7 +592,7 @@ static void
 evict_front(struct fs_ring *r, uint64_t *counter)
 {
     struct chunk *c = r->fifo_head;
-    struct series *s = &r->series[c->series];
+    struct series *s = slot(r, c->series);
     struct group *g = &r->groups[s->group];
     fifo_unlink(r, c);
     /* FIFO order is close order, so c is its series' oldest chunk. */
@@ -720,7 +742,7 @@ fs_ring_free(struct fs_ring *r)
     if (!r)
         return;
     for (uint32_t i = 0; i < r->nseries_slots; i++) {
-        struct series *s = &r->series[i];
+        struct series *s = slot(r, i);
         for (struct chunk *c = s->oldest, *n; c; c = n) {
             n = c->next;
             free(c);
@@ -735,8 +757,9 @@ fs_ring_free(struct fs_ring *r)
         }
         free(g->tl);
     }
-    free(r->series);
-    free(r->gen);
+    for (uint32_t i = 0; i < r->npages; i++)
+        free(r->pages[i]);
+    free(r->pages);
     free(r->free_series);
     free(r->groups);
     pthread_mutex_destroy(&r->mu);
@@ -815,26 +838,29 @@ fs_ring_series_new(struct fs_ring *r, int32_t group, enum fs_ring_kind kind)
         id = (int32_t)r->free_series[--r->nfree_series];
     } else {
         if (r->nseries_slots == r->nseries_cap) {
-            uint32_t ncap = r->nseries_cap ? r->nseries_cap * 2 : 64;
-            if (ncap > (uint32_t)INT32_MAX)
+            if (r->nseries_cap > (uint32_t)INT32_MAX - SLOT_PAGE)
                 goto out;
-            struct series *ns = acct_realloc(r, r->series, (size_t)ncap * sizeof(*ns));
-            if (!ns)
+            if (r->npages == r->pages_cap) {
+                uint32_t ncap = r->pages_cap ? r->pages_cap * 2 : 16;
+                struct slot_page **np = acct_realloc(r, r->pages, (size_t)ncap * sizeof(*np));
+                if (!np)
+                    goto out;
+                r->pages = np;
+                r->pages_cap = ncap;
+            }
+            struct slot_page *pg = alloc_allowed(r) ? calloc(1, sizeof(*pg)) : NULL;
+            if (!pg)
                 goto out;
-            r->series = ns;
-            uint32_t *ng = acct_realloc(r, r->gen, (size_t)ncap * sizeof(*ng));
-            if (!ng)
-                goto out; /* (the larger series array is kept; the cap is not raised) */
-            memset(ng + r->nseries_cap, 0, (size_t)(ncap - r->nseries_cap) * sizeof(*ng));
-            r->gen = ng;
-            r->nseries_cap = ncap;
+            r->bytes += msize(pg);
+            r->pages[r->npages++] = pg;
+            r->nseries_cap += SLOT_PAGE;
         }
         id = (int32_t)r->nseries_slots++;
     }
-    memset(&r->series[id], 0, sizeof(r->series[id]));
-    r->series[id].group = (uint32_t)group;
-    r->series[id].kind = (uint8_t)kind;
-    r->gen[id]++;
+    memset(slot(r, (uint32_t)id), 0, sizeof(struct series));
+    slot(r, id)->group = (uint32_t)group;
+    slot(r, id)->kind = (uint8_t)kind;
+    (*gen_of(r, (uint32_t)id))++;
     r->groups[group].nseries++;
     r->nseries_live++;
 out:
@@ -846,8 +872,8 @@ void
 fs_ring_series_delete(struct fs_ring *r, uint32_t id)
 {
     pthread_mutex_lock(&r->mu);
-    if (id < r->nseries_slots && r->series[id].group != NO_GROUP) {
-        struct series *s = &r->series[id];
+    if (id < r->nseries_slots && slot(r, id)->group != NO_GROUP) {
+        struct series *s = slot(r, id);
         struct group *g = &r->groups[s->group];
         /* the free-id stack may need to grow; if it cannot, the slot is leaked, not
          * the data */
@@ -910,13 +936,13 @@ fs_ring_append(struct fs_ring *r, int32_t group, int64_t ts_us, const struct fs_
     uint64_t added = 0;
     for (size_t i = 0; i < n; i++) {
         if (i + 8 < n && pts[i + 8].series < r->nseries_slots)
-            __builtin_prefetch(&r->series[pts[i + 8].series], 1);
+            __builtin_prefetch(slot(r, pts[i + 8].series), 1);
         uint32_t id = pts[i].series;
-        if (id >= r->nseries_slots || r->series[id].group != (uint32_t)group) {
+        if (id >= r->nseries_slots || slot(r, id)->group != (uint32_t)group) {
             rc = -1; /* unknown series or another group's: refused, the rest goes in */
             continue;
         }
-        struct series *s = &r->series[id];
+        struct series *s = slot(r, id);
         uint64_t v = pts[i].v.u; /* gauges too: the IEEE bits, never a conversion */
         if (s->head && s->last_seq == seq) {
             rc = -1; /* twice in one batch */
@@ -1099,12 +1125,12 @@ ring_read(struct fs_ring *r, uint32_t id, uint32_t gen, bool check_gen, int64_t 
     struct tlc_entry *cache = tlc_get();
 
     pthread_mutex_lock(&r->mu);
-    if (id >= r->nseries_slots || r->series[id].group == NO_GROUP ||
-        (check_gen && r->gen[id] != gen)) {
+    if (id >= r->nseries_slots || slot(r, id)->group == NO_GROUP ||
+        (check_gen && *gen_of(r, id) != gen)) {
         ret = -1;
         goto unlock;
     }
-    struct series *s = &r->series[id];
+    struct series *s = slot(r, id);
     struct group *g = &r->groups[s->group];
     kind = s->kind;
     if ((!s->head && !s->oldest) || start_us > end_us || g->tl_len == 0)
@@ -1309,8 +1335,8 @@ fs_ring_series_gen(struct fs_ring *r, uint32_t id)
 {
     uint32_t g = 0;
     pthread_mutex_lock(&r->mu);
-    if (id < r->nseries_slots && r->series[id].group != NO_GROUP)
-        g = r->gen[id];
+    if (id < r->nseries_slots && slot(r, id)->group != NO_GROUP)
+        g = *gen_of(r, id);
     pthread_mutex_unlock(&r->mu);
     return g;
 }
@@ -1328,8 +1354,8 @@ fs_ring_series_samples(struct fs_ring *r, uint32_t id)
 {
     long n = -1;
     pthread_mutex_lock(&r->mu);
-    if (id < r->nseries_slots && r->series[id].group != NO_GROUP) {
-        const struct series *s = &r->series[id];
+    if (id < r->nseries_slots && slot(r, id)->group != NO_GROUP) {
+        const struct series *s = slot(r, id);
         n = s->head ? s->head_n : 0;
         for (const struct chunk *c = s->oldest; c; c = c->next)
             n += c->n;
@@ -1348,7 +1374,7 @@ fs_ring_group_seal(struct fs_ring *r, int32_t group, const uint32_t *series, siz
         for (size_t i = 0; i < n; i++) {
             if (series[i] >= r->nseries_slots)
                 continue;
-            struct series *s = &r->series[series[i]];
+            struct series *s = slot(r, series[i]);
             /* a head that cannot be closed (no memory) stays live until its series
              * is deleted: it is still read, only not evicted */
             if (s->group == (uint32_t)group && s->head)

@@ -9,11 +9,14 @@
  *                        it shared while iterating, interning and removal hold it exclusive
  *   st->ring_lock        serializes ring writers (the ring allows one writer at a time)
  *   sink->stats_lock     the instance's health fields
+ *   st->intern_lock      the table of interned label sets and their reference counts
+ *                        (a leaf: nothing else is taken while it is held)
  * A sink's hash table and batch are touched only by the one thread reporting for it
  * (after removal: by the retired-series sweep, under retired_lock).
  */
 #include "store/store.h"
 
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -64,43 +67,79 @@ poll_error_index(enum fs_poll_result r)
     }
 }
 
-struct series {
-    uint32_t ring_id;
-    uint32_t ring_gen;
-    enum fs_metric metric;
-    bool counter;
-    bool octets;  /* counter in bytes: its plausible rate is the line rate itself */
-    double scale; /* exposed = value * scale (counters kept in a finer unit) */
-    struct fs_sink *sink;
-    uint64_t hash;
-    char *key; /* metric id + own labels, the sink-local identity */
-    size_t key_len;
-    struct fs_label *labels;
-    size_t n_labels;
-    char *labels_text;
-    size_t labels_text_len;
-    _Atomic uint64_t value; /* exposed counter value, or the gauge's bits */
-    _Atomic int64_t ts_us;
-    /* Writer-only state (the sink's reporting thread). */
-    struct fs_counter ctr;
-    int64_t last_mono_us;     /* monotonic time of the latest sample: sweeps go by it */
-    uint64_t reset_gen;       /* the sink's reset_gen when last updated */
-    uint64_t iface_reset_gen; /* the sink's iface_reset_gen when last updated */
-    uint64_t rates_gen;       /* the sink's rates_gen when max_per_s was looked up */
-    double max_per_s;         /* plausible increase per second; 0 unknown */
-    uint64_t batch_seq;       /* batch that last carried it, to merge duplicates */
-    size_t batch_idx;
-    bool doomed; /* marked for deletion by a sweep */
-    /* fs_sink_retire: not exported until its next sample; retire_seq is the batch that
-     * retired it, so a later sample of the same batch wins and an earlier one does not */
-    _Atomic bool gone;
-    uint64_t retire_seq;
-    const char *iface; /* the interface label's value (in labels), or NULL */
+/*
+ * A series' own labels (the metric's, cleaned), interned: every series with the same own
+ * labels shares one, in any sink (a fleet of alike switches holds "Ethernet1/1, tc 3"
+ * once, not once per target). The label set lives in the store's intern table, which
+ * owns it; each series holding it counts one reference (refs, under st->intern_lock), and
+ * the last series to go frees it, so label values that come and go (renamed ports, flow
+ * rules) do not pile up. Immutable once made: readers that reach it through a series
+ * (under st->lock, which keeps the series and so its reference) read it without
+ * intern_lock. One allocation: the struct, labels[n], then key, the strings and text.
+ */
+struct labelset {
+    struct labelset *next; /* the intern table's chain */
+    uint32_t hash;         /* hash_bytes(key) */
+    uint32_t refs;         /* series holding it (under intern_lock) */
+    uint32_t key_len;      /* "\x1f<name>=<value>" per label, as series_get builds it */
+    uint32_t text_len;     /* `,name="value"` per label, escaped for exposition */
+    uint8_t n;
+    const char *key, *text;
+    struct fs_label labels[];
 };
 
+/* A series' slot in its sink's hash: its label set's hash and its metric. */
+static inline uint32_t
+series_hash(uint32_t ls_hash, unsigned metric)
+{
+    uint32_t h = ls_hash ^ ((metric + 1u) * 0x9e3779b1u);
+    return h ^ (h >> 15);
+}
+
+/* Where a series' interface (the last label named `interface`) is: IFACE_OWN + i is its
+ * own label i. */
+enum { IFACE_NONE, IFACE_STATIC, IFACE_OWN };
+
+/*
+ * One series. Kept small (issue 34): its labels are the sink's (target, static labels,
+ * source) and an interned label set, joined when read; generations and batch numbers are
+ * 32-bit (a sink counts at most a few resets and one batch a cycle, and the ring's
+ * timeline ends at 2^32 batches anyway).
+ */
+struct series {
+    struct fs_sink *sink;
+    const struct labelset *ls; /* one reference, released when the series is freed */
+    _Atomic uint64_t value;    /* exposed counter value, or the gauge's bits */
+    _Atomic int64_t ts_us;
+    double scale; /* exposed = value * scale (counters kept in a finer unit) */
+    /* Writer-only state (the sink's reporting thread). */
+    struct fs_counter ctr;
+    int64_t last_mono_us; /* monotonic time of the latest sample: sweeps go by it */
+    float max_per_s;      /* plausible increase per second; 0 unknown (a bound with 10%
+                             margin: float's 7 digits are plenty) */
+    uint32_t ring_id;
+    uint32_t ring_gen;
+    uint32_t reset_gen;       /* the sink's reset_gen when last updated */
+    uint32_t iface_reset_gen; /* the sink's iface_reset_gen when last updated */
+    uint32_t rates_gen;       /* the sink's rates_gen when max_per_s was looked up */
+    uint32_t batch_seq;       /* batch that last carried it, to merge duplicates */
+    uint32_t batch_idx;
+    uint16_t metric; /* enum fs_metric */
+    bool counter;
+    bool octets; /* counter in bytes: its plausible rate is the line rate itself */
+    bool doomed; /* marked for deletion by a sweep */
+    /* fs_sink_retire within the batch being built, after the series' sample in it if
+     * any: it stays not exported (a later sample of the same batch clears it) */
+    bool retired_in_batch;
+    uint8_t iface_src; /* IFACE_*: where series_iface() finds the interface, if any */
+    _Atomic bool gone;
+};
+/* 120 bytes: one 128-byte block of glibc's (issue 34; bench_store_mem) */
+_Static_assert(sizeof(struct series) <= 120, "struct series grew past 120 bytes");
+
+/* The series of pts[i] (its value is pts[i].v.u: the ring only reads the points). */
 struct pending {
     struct series *s;
-    uint64_t value;
 };
 
 struct iface_rate {
@@ -115,6 +154,16 @@ struct fs_sink {
     char *target;                     /* the target's name, kept after removal */
     char *labels_sig;                 /* its static labels, to tell if a re-add matches */
     char *source;
+    /* The labels every series of the sink starts with (target, static labels) and ends
+     * with (source), as labels and as exposition text; one allocation, owned here, made
+     * at the add (a revived sink has the same: same target, static labels and source). */
+    struct fs_label *prefix; /* n_prefix labels, then the source label */
+    size_t n_prefix;
+    const char *prefix_text; /* `target="t",pod="p1"` */
+    size_t prefix_text_len;
+    const char *suffix_text; /* `,source="gnmi"` */
+    size_t suffix_text_len;
+    const char *prefix_iface; /* the value of a static label named `interface`, or NULL */
     int64_t interval_us;
     int32_t group;
     bool retired; /* removed: not polled, not exported, history kept (under st->lock) */
@@ -136,7 +185,7 @@ struct fs_sink {
     bool in_batch;
     int64_t batch_ts;
     int64_t batch_mono_us;
-    uint64_t batch_seq;
+    uint32_t batch_seq;
     struct fs_ring_point *pts;
     struct pending *pend;
     size_t n_pts, cap_pts;
@@ -149,13 +198,13 @@ struct fs_sink {
 
     /* Declared resets: whole-sink ones bump reset_gen; interface ones are listed until
      * the cycle ends. Each is counted once, by the first counter it rebases. */
-    uint64_t reset_gen;
+    uint32_t reset_gen;
     enum fs_reset_kind reset_kind;
     bool reset_counted;
-    uint64_t iface_reset_gen;
+    uint32_t iface_reset_gen;
     struct {
         char iface[IFNAME_MAX];
-        uint64_t gen;
+        uint32_t gen;
         enum fs_reset_kind kind;
         bool counted;
     } iface_resets[MAX_IFACE_RESETS];
@@ -164,7 +213,7 @@ struct fs_sink {
     /* Line rates by interface (open addressing, never shrinks; bounded by interfaces). */
     struct iface_rate *rates;
     size_t rates_cap, rates_len;
-    uint64_t rates_gen;
+    uint32_t rates_gen;
 
     /* Newest sample time per metric, for source precedence: [m][1] of the series with an
      * interface label, [m][0] of the others (a per-port breakdown of a family does not
@@ -220,6 +269,10 @@ struct fs_store {
     fs_device_event_cb event_cb; /* set before drivers run (fs_store_set_device_event_listener) */
     void *event_arg;
     struct fs_lldp_listener lldp; /* set before drivers run (fs_store_set_lldp_listener) */
+    /* Interned label sets (struct labelset), chained by hash; under intern_lock. */
+    pthread_mutex_t intern_lock;
+    struct labelset **ls_tab;
+    size_t ls_cap, ls_len;
 };
 
 static int64_t
@@ -296,6 +349,7 @@ fs_store_new(const struct fs_ring_opts *ro, char *errbuf, size_t errlen)
     pthread_rwlockattr_destroy(&ra);
     pthread_mutex_init(&st->ring_lock, NULL);
     pthread_mutex_init(&st->retired_lock, NULL);
+    pthread_mutex_init(&st->intern_lock, NULL);
     return st;
 }
 
@@ -314,14 +368,22 @@ fs_store_free(struct fs_store *st)
         for (struct fs_sink *s = pass ? st->retired : st->sinks, *n; s; s = n) {
             n = s->next;
             for (size_t i = 0; i < s->tab_cap; i++)
-                free(s->tab[i]);
+                free(s->tab[i]); /* their label sets go below, all at once */
             sink_free(s);
         }
     }
+    /* every series is gone: the label sets go with the table, whatever their counts */
+    for (size_t i = 0; i < st->ls_cap; i++)
+        for (struct labelset *l = st->ls_tab[i], *n; l; l = n) {
+            n = l->next;
+            free(l);
+        }
+    free(st->ls_tab);
     fs_ring_free(st->ring);
     pthread_rwlock_destroy(&st->lock);
     pthread_mutex_destroy(&st->ring_lock);
     pthread_mutex_destroy(&st->retired_lock);
+    pthread_mutex_destroy(&st->intern_lock);
     free(st);
 }
 
@@ -377,6 +439,70 @@ labels_signature(const struct fs_target_cfg *t)
         p += sprintf(p, "%s\x1f%s\x1e", t->labels[i].key, t->labels[i].value);
     *p = '\0';
     return sig;
+}
+
+static size_t escape_label_value(char *out, size_t cap, const char *v);
+static size_t series_labels(const struct series *se, struct fs_label *all);
+
+/*
+ * The sink's share of its series' labels (see struct fs_sink): target and the static
+ * labels (at most MAX_LABELS labels in all, as before label sets), then source. Leaves
+ * s->prefix NULL on no memory. The strings are copied: tcfg may go before the series.
+ */
+static void
+sink_prefix(struct fs_sink *s, const struct fs_target_cfg *t)
+{
+    struct fs_label all[MAX_LABELS + 1];
+    size_t n = 0;
+    all[n++] = (struct fs_label){"target", s->target};
+    for (size_t i = 0; i < t->n_labels && n < MAX_LABELS; i++)
+        all[n++] = (struct fs_label){t->labels[i].key, t->labels[i].value};
+    all[n] = (struct fs_label){"source", s->source};
+    size_t strings = 0, text = 0;
+    for (size_t i = 0; i <= n; i++) {
+        size_t nl = strlen(all[i].name), vl = strlen(all[i].value);
+        strings += nl + 1 + vl + 1;
+        text += nl + 4 + 2 * vl + 1;
+    }
+    struct fs_label *pl = malloc((n + 1) * sizeof *pl + strings + text + 2);
+    if (!pl)
+        return;
+    char *p = (char *)(pl + n + 1);
+    for (size_t i = 0; i <= n; i++) {
+        size_t nl = strlen(all[i].name), vl = strlen(all[i].value);
+        pl[i].name = memcpy(p, all[i].name, nl + 1);
+        p += nl + 1;
+        pl[i].value = memcpy(p, all[i].value, vl + 1);
+        p += vl + 1;
+    }
+    /* prefix text, then the suffix after its NUL */
+    char *tx = p;
+    size_t o = 0, cap = text + 2;
+    for (size_t i = 0; i <= n; i++) {
+        if (i == n) {
+            tx[o++] = 0;
+            s->prefix_text_len = o - 1;
+            s->suffix_text = tx + o;
+        }
+        if (i)
+            tx[o++] = ',';
+        size_t nl = strlen(pl[i].name);
+        memcpy(tx + o, pl[i].name, nl);
+        o += nl;
+        tx[o++] = '=';
+        tx[o++] = '"';
+        o += escape_label_value(tx + o, cap - o, pl[i].value);
+        tx[o++] = '"';
+    }
+    tx[o] = 0;
+    s->prefix_text = tx;
+    s->suffix_text_len = (size_t)(tx + o - s->suffix_text);
+    s->prefix_iface = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(pl[i].name, "interface") == 0)
+            s->prefix_iface = pl[i].value;
+    s->prefix = pl;
+    s->n_prefix = n;
 }
 
 /*
@@ -452,6 +578,8 @@ fs_store_sink_add(struct fs_store *st, const struct fs_target_cfg *tcfg, const c
     s->target = strdup(tcfg->name);
     s->labels_sig = labels_signature(tcfg);
     s->source = strdup(source);
+    if (s->target && s->source)
+        sink_prefix(s, tcfg);
     s->interval_us = interval_us > 0 ? interval_us : 10000000;
     s->state = FS_INST_IDLE;
     fs_clock_filter_init(&s->clock_filter, 0, CLOCK_WINDOW_US, CLOCK_MAX_DRIFT_PPM);
@@ -459,7 +587,7 @@ fs_store_sink_add(struct fs_store *st, const struct fs_target_cfg *tcfg, const c
     pthread_mutex_lock(&st->ring_lock);
     s->group = fs_ring_group_new(st->ring);
     pthread_mutex_unlock(&st->ring_lock);
-    if (!s->source || !s->target || !s->labels_sig || s->group < 0) {
+    if (!s->source || !s->target || !s->labels_sig || !s->prefix || s->group < 0) {
         if (s->group >= 0) {
             pthread_mutex_lock(&st->ring_lock);
             fs_ring_group_delete(st->ring, s->group);
@@ -490,6 +618,7 @@ sink_free(struct fs_sink *s)
     free(s->target);
     free(s->labels_sig);
     free(s->source);
+    free(s->prefix);
     free(s->detail);
     pthread_mutex_destroy(&s->stats_lock);
     free(s);
@@ -570,14 +699,16 @@ fs_sink_ifindex_name(struct fs_sink *s, uint32_t ifindex, char *buf, size_t len)
     for (size_t i = 0; i < st->n_by_metric[FS_M_PORT_INFO]; i++) {
         const struct series *se = st->by_metric[FS_M_PORT_INFO][i];
         const char *iface = NULL, *idx = NULL;
+        struct fs_label all[MAX_LABELS + 8];
         if (se->sink == s || se->sink->retired || strcmp(se->sink->target, s->target) != 0 ||
             atomic_load(&se->gone))
             continue;
-        for (size_t l = 0; l < se->n_labels; l++) {
-            if (!strcmp(se->labels[l].name, "interface"))
-                iface = se->labels[l].value;
-            else if (!strcmp(se->labels[l].name, "ifindex"))
-                idx = se->labels[l].value;
+        size_t n = series_labels(se, all);
+        for (size_t l = 0; l < n; l++) {
+            if (!strcmp(all[l].name, "interface"))
+                iface = all[l].value;
+            else if (!strcmp(all[l].name, "ifindex"))
+                idx = all[l].value;
         }
         /* The newest wins: a port renamed by its source leaves its old series behind. */
         int64_t ts = atomic_load(&se->ts_us);
@@ -677,72 +808,203 @@ escape_label_value(char *out, size_t cap, const char *v)
     return o;
 }
 
-/*
- * One allocation holds the series, its label array and every string, so removal is one
- * free() and the reader-visible pointers never move.
- */
-static struct series *
-series_alloc(struct fs_sink *s, enum fs_metric m, const struct fs_label *own, size_t n_own,
-             const char *key, size_t key_len, uint64_t hash)
+/* The interned label set of these own labels (key as series_get built it), with one more
+ * reference; NULL on no memory. */
+static const struct labelset *
+labelset_get(struct fs_store *st, const struct fs_label *own, size_t n, const char *key,
+             size_t key_len)
 {
-    const struct fs_target_cfg *t = s->tcfg;
-    struct fs_label all[MAX_LABELS + 8];
-    size_t n = 0;
-    all[n++] = (struct fs_label){"target", t->name};
-    for (size_t i = 0; i < t->n_labels && n < MAX_LABELS; i++)
-        all[n++] = (struct fs_label){t->labels[i].key, t->labels[i].value};
-    for (size_t i = 0; i < n_own && n < MAX_LABELS + 6; i++)
-        all[n++] = own[i];
-    all[n++] = (struct fs_label){"source", s->source};
-
+    uint32_t h = (uint32_t)hash_bytes(key, key_len);
+    struct labelset *l = NULL;
+    pthread_mutex_lock(&st->intern_lock);
+    for (l = st->ls_cap ? st->ls_tab[h & (st->ls_cap - 1)] : NULL; l; l = l->next)
+        if (l->hash == h && l->key_len == key_len && memcmp(l->key, key, key_len) == 0)
+            break;
+    if (l) {
+        l->refs++;
+        goto out;
+    }
+    if (st->ls_len >= st->ls_cap) { /* chains of one on average at most */
+        size_t ncap = st->ls_cap ? st->ls_cap * 2 : 1024;
+        struct labelset **nt = calloc(ncap, sizeof *nt);
+        if (!nt)
+            goto out;
+        for (size_t i = 0; i < st->ls_cap; i++)
+            for (struct labelset *o = st->ls_tab[i], *nx; o; o = nx) {
+                nx = o->next;
+                o->next = nt[o->hash & (ncap - 1)];
+                nt[o->hash & (ncap - 1)] = o;
+            }
+        free(st->ls_tab);
+        st->ls_tab = nt;
+        st->ls_cap = ncap;
+    }
     size_t strings = key_len + 1, text = 0;
     for (size_t i = 0; i < n; i++) {
-        size_t nl = strlen(all[i].name), vl = strlen(all[i].value);
+        size_t nl = strlen(own[i].name), vl = strlen(own[i].value);
         strings += nl + 1 + vl + 1;
         text += nl + 4 + 2 * vl;
     }
-    size_t size = sizeof(struct series) + n * sizeof(struct fs_label) + strings + text + 1;
-    struct series *se = calloc(1, size);
-    if (!se)
-        return NULL;
-    char *p = (char *)(se + 1) + n * sizeof(struct fs_label);
-    se->labels = (struct fs_label *)(se + 1);
-    se->n_labels = n;
-    se->key = p;
-    memcpy(p, key, key_len);
+    l = malloc(sizeof *l + n * sizeof(struct fs_label) + strings + text + 1);
+    if (!l)
+        goto out;
+    char *p = (char *)(l->labels + n);
+    l->hash = h;
+    l->refs = 1;
+    l->n = (uint8_t)n;
+    l->key = memcpy(p, key, key_len);
     p[key_len] = 0;
-    se->key_len = key_len;
+    l->key_len = (uint32_t)key_len;
     p += key_len + 1;
     for (size_t i = 0; i < n; i++) {
-        size_t nl = strlen(all[i].name), vl = strlen(all[i].value);
-        memcpy(p, all[i].name, nl + 1);
-        se->labels[i].name = p;
+        size_t nl = strlen(own[i].name), vl = strlen(own[i].value);
+        l->labels[i].name = memcpy(p, own[i].name, nl + 1);
         p += nl + 1;
-        memcpy(p, all[i].value, vl + 1);
-        se->labels[i].value = p;
+        l->labels[i].value = memcpy(p, own[i].value, vl + 1);
         p += vl + 1;
     }
-    se->labels_text = p;
+    l->text = p;
     size_t o = 0, cap = text + 1;
     for (size_t i = 0; i < n; i++) {
-        if (i)
-            p[o++] = ',';
-        size_t nl = strlen(se->labels[i].name);
-        memcpy(p + o, se->labels[i].name, nl);
+        size_t nl = strlen(l->labels[i].name);
+        p[o++] = ',';
+        memcpy(p + o, l->labels[i].name, nl);
         o += nl;
         p[o++] = '=';
         p[o++] = '"';
-        o += escape_label_value(p + o, cap - o, se->labels[i].value);
+        o += escape_label_value(p + o, cap - o, l->labels[i].value);
         p[o++] = '"';
     }
     p[o] = 0;
-    se->labels_text_len = o;
-    se->metric = m;
+    l->text_len = (uint32_t)o;
+    l->next = st->ls_tab[h & (st->ls_cap - 1)];
+    st->ls_tab[h & (st->ls_cap - 1)] = l;
+    st->ls_len++;
+out:
+    pthread_mutex_unlock(&st->intern_lock);
+    return l;
+}
+
+/* Drops a series' reference; the last one frees the label set. */
+static void
+labelset_put(struct fs_store *st, const struct labelset *cl)
+{
+    pthread_mutex_lock(&st->intern_lock);
+    struct labelset **pp = &st->ls_tab[cl->hash & (st->ls_cap - 1)];
+    while (*pp != cl)
+        pp = &(*pp)->next;
+    struct labelset *l = *pp;
+    if (--l->refs == 0) {
+        *pp = l->next;
+        st->ls_len--;
+        free(l);
+    }
+    pthread_mutex_unlock(&st->intern_lock);
+}
+
+/* Frees a series (its ring series is the caller's), with its label set reference. */
+static void
+series_free(struct fs_store *st, struct series *se)
+{
+    labelset_put(st, se->ls);
+    free(se);
+}
+
+/* Own labels shown: all labels stay within MAX_LABELS + 7 with the sink's (as before). */
+static size_t
+series_n_own(const struct series *se)
+{
+    size_t room = MAX_LABELS + 6 - se->sink->n_prefix;
+    return se->ls->n < room ? se->ls->n : room;
+}
+
+/* The series' labels in order (target, static, own, source) into all[MAX_LABELS + 8]. */
+static size_t
+series_labels(const struct series *se, struct fs_label *all)
+{
+    const struct fs_sink *s = se->sink;
+    size_t n = s->n_prefix, own = series_n_own(se);
+    memcpy(all, s->prefix, n * sizeof *all);
+    memcpy(all + n, se->ls->labels, own * sizeof *all);
+    n += own;
+    all[n++] = s->prefix[s->n_prefix];
+    return n;
+}
+
+/* The interface label's value of the series (the first label so named), or NULL. */
+static const char *
+series_iface(const struct series *se)
+{
+    if (se->iface_src >= IFACE_OWN)
+        return se->ls->labels[se->iface_src - IFACE_OWN].value;
+    return se->iface_src == IFACE_STATIC ? se->sink->prefix_iface : NULL;
+}
+
+/*
+ * The series' labels as exposition text, `target="t",...,source="x"`, joined from the
+ * sink's prefix and suffix and the label set's text (none of it is kept per series).
+ * Writes it NUL-terminated into buf and returns its length, or returns the size needed
+ * (> cap - 1) and writes nothing when buf is too small.
+ */
+static size_t
+series_text(const struct series *se, char *buf, size_t cap)
+{
+    const struct fs_sink *s = se->sink;
+    const struct labelset *l = se->ls;
+    size_t own = series_n_own(se), need = s->prefix_text_len + s->suffix_text_len + 1;
+    if (own == l->n)
+        need += l->text_len;
+    else
+        for (size_t i = 0; i < own; i++)
+            need += strlen(l->labels[i].name) + 4 + 2 * strlen(l->labels[i].value) + 1;
+    if (need > cap)
+        return need;
+    char *p = buf;
+    memcpy(p, s->prefix_text, s->prefix_text_len);
+    p += s->prefix_text_len;
+    if (own == l->n) {
+        memcpy(p, l->text, l->text_len);
+        p += l->text_len;
+    } else {
+        for (size_t i = 0; i < own; i++) { /* more labels than shown: rare, slow */
+            size_t nl = strlen(l->labels[i].name);
+            *p++ = ',';
+            memcpy(p, l->labels[i].name, nl);
+            p += nl;
+            *p++ = '=';
+            *p++ = '"';
+            p += escape_label_value(p, (size_t)(buf + cap - p), l->labels[i].value);
+            *p++ = '"';
+        }
+    }
+    memcpy(p, s->suffix_text, s->suffix_text_len);
+    p += s->suffix_text_len;
+    *p = 0;
+    return (size_t)(p - buf);
+}
+
+static struct series *
+series_alloc(struct fs_sink *s, enum fs_metric m, const struct fs_label *own, size_t n_own,
+             const char *own_key, size_t own_key_len, bool iface)
+{
+    struct series *se = calloc(1, sizeof *se);
+    if (!se)
+        return NULL;
+    se->ls = labelset_get(s->st, own, n_own, own_key, own_key_len);
+    if (!se->ls) {
+        free(se);
+        return NULL;
+    }
+    se->metric = (uint16_t)m;
     se->counter = fs_metric_defs[m].type == FS_MT_COUNTER;
     se->octets = strcmp(fs_metric_defs[m].unit, "bytes") == 0;
     se->scale = 1.0;
     se->sink = s;
-    se->hash = hash;
+    /* the last label named so, own labels coming after the static ones */
+    se->iface_src = iface && s->prefix_iface ? IFACE_STATIC : IFACE_NONE;
+    for (size_t i = 0, n = series_n_own(se); iface && i < n; i++)
+        if (strcmp(se->ls->labels[i].name, "interface") == 0)
+            se->iface_src = (uint8_t)(IFACE_OWN + i);
     return se;
 }
 
@@ -757,7 +1019,7 @@ tab_grow(struct fs_sink *s)
         struct series *se = s->tab[i];
         if (!se)
             continue;
-        size_t j = se->hash & (ncap - 1);
+        size_t j = series_hash(se->ls->hash, se->metric) & (ncap - 1);
         while (nt[j])
             j = (j + 1) & (ncap - 1);
         nt[j] = se;
@@ -801,6 +1063,7 @@ series_get(struct fs_sink *s, enum fs_metric m, const struct fs_label *own, size
     } while (mi > 0 && nd < sizeof digits);
     while (nd > 0)
         key[k++] = digits[--nd];
+    size_t mk = k; /* the own labels' part (the label set's key) follows */
     for (size_t i = 0; i < n_own; i++) {
         size_t ln = strlen(own[i].name), lv = strlen(own[i].value);
         if (k + ln + lv + 2 >= sizeof key)
@@ -813,13 +1076,14 @@ series_get(struct fs_sink *s, enum fs_metric m, const struct fs_label *own, size
         k += lv;
     }
     key[k] = '\0';
-    uint64_t h = hash_bytes(key, k);
+    uint32_t hown = (uint32_t)hash_bytes(key + mk, k - mk), h = series_hash(hown, m);
     if (s->tab_cap) {
         for (size_t j = h & (s->tab_cap - 1);; j = (j + 1) & (s->tab_cap - 1)) {
             struct series *se = s->tab[j];
             if (!se)
                 break;
-            if (se->hash == h && se->key_len == k && memcmp(se->key, key, k) == 0)
+            if (se->metric == m && se->ls->hash == hown && se->ls->key_len == k - mk &&
+                memcmp(se->ls->key, key + mk, k - mk) == 0)
                 return se;
         }
     }
@@ -838,12 +1102,9 @@ series_get(struct fs_sink *s, enum fs_metric m, const struct fs_label *own, size
     }
     if ((s->tab_len + 1) * 10 >= s->tab_cap * 7 && !tab_grow(s))
         return NULL;
-    struct series *se = series_alloc(s, m, own, n_own, key, k, h);
+    struct series *se = series_alloc(s, m, own, n_own, key + mk, k - mk, iface != NULL);
     if (!se)
         return NULL;
-    for (size_t i = 0; iface && i < se->n_labels; i++)
-        if (strcmp(se->labels[i].name, "interface") == 0)
-            se->iface = se->labels[i].value;
     se->scale = scale;
 
     struct fs_store *st = s->st;
@@ -853,13 +1114,13 @@ series_get(struct fs_sink *s, enum fs_metric m, const struct fs_label *own, size
     uint32_t rgen = rid >= 0 ? fs_ring_series_gen(st->ring, (uint32_t)rid) : 0;
     pthread_mutex_unlock(&st->ring_lock);
     if (rid < 0) {
-        free(se);
+        series_free(st, se);
         return NULL;
     }
     se->ring_id = (uint32_t)rid;
     se->ring_gen = rgen;
     se->last_mono_us = s->batch_mono_us;
-    se->rates_gen = UINT64_MAX; /* look the line rate up at the first sample */
+    se->rates_gen = UINT32_MAX; /* look the line rate up at the first sample */
     se->reset_gen = s->reset_gen;
     se->iface_reset_gen = s->iface_reset_gen;
 
@@ -872,7 +1133,7 @@ series_get(struct fs_sink *s, enum fs_metric m, const struct fs_label *own, size
             pthread_mutex_lock(&st->ring_lock);
             fs_ring_series_delete(st->ring, se->ring_id);
             pthread_mutex_unlock(&st->ring_lock);
-            free(se);
+            series_free(st, se);
             return NULL;
         }
         st->by_metric[m] = nl;
@@ -889,6 +1150,15 @@ series_get(struct fs_sink *s, enum fs_metric m, const struct fs_label *own, size
     atomic_fetch_add(&st->n_series, 1);
     atomic_fetch_add(&s->n_series, 1);
     return se;
+}
+
+size_t
+fs_store_label_sets(struct fs_store *st)
+{
+    pthread_mutex_lock(&st->intern_lock);
+    size_t n = st->ls_len;
+    pthread_mutex_unlock(&st->intern_lock);
+    return n;
 }
 
 /* ---- batches ---- */
@@ -993,21 +1263,20 @@ sample_series(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels
 static void
 batch_put(struct fs_sink *s, struct series *se, uint64_t bits)
 {
-    if (se->batch_seq == s->batch_seq) { /* the same series twice in one batch: last wins */
+    if (se->batch_seq == s->batch_seq && se->batch_idx < s->n_pts &&
+        s->pend[se->batch_idx].s == se) { /* the same series twice in one batch: last wins */
         s->pts[se->batch_idx].v.u = bits;
-        s->pend[se->batch_idx].value = bits;
-        se->retire_seq = 0;
+        se->retired_in_batch = false;
         return;
     }
     if (!batch_room(s))
         return;
     se->batch_seq = s->batch_seq;
     se->batch_idx = s->n_pts;
-    se->retire_seq = 0; /* a sample after a retire in the same batch revives the series */
+    se->retired_in_batch = false; /* a sample after a retire in the batch revives it */
     s->pts[s->n_pts].series = se->ring_id;
     s->pts[s->n_pts].v.u = bits;
     s->pend[s->n_pts].s = se;
-    s->pend[s->n_pts].value = bits;
     s->n_pts++;
 }
 
@@ -1015,11 +1284,12 @@ batch_put(struct fs_sink *s, struct series *se, uint64_t bits)
 static int
 iface_reset_pending(const struct fs_sink *s, const struct series *se)
 {
-    if (!se->iface)
+    const char *iface = series_iface(se);
+    if (!iface)
         return -1;
     for (size_t i = s->n_iface_resets; i-- > 0;)
         if (s->iface_resets[i].gen > se->iface_reset_gen &&
-            strcmp(s->iface_resets[i].iface, se->iface) == 0)
+            strcmp(s->iface_resets[i].iface, iface) == 0)
             return (int)i;
     return -1;
 }
@@ -1073,11 +1343,13 @@ series_max_per_s(struct fs_sink *s, struct series *se)
 {
     if (se->rates_gen != s->rates_gen) {
         double rate = 0;
-        if (se->iface && s->rates_cap) {
-            const struct iface_rate *r = rate_slot(s->rates, s->rates_cap, se->iface);
+        const char *iface = series_iface(se);
+        if (iface && s->rates_cap) {
+            const struct iface_rate *r = rate_slot(s->rates, s->rates_cap, iface);
             rate = r->iface ? r->octets_per_s : 0;
         }
-        se->max_per_s = fs_counter_max_per_s(rate, se->octets);
+        double b = fs_counter_max_per_s(rate, se->octets);
+        se->max_per_s = b > FLT_MAX ? FLT_MAX : (float)b; /* a device's absurd speed */
         se->rates_gen = s->rates_gen;
     }
     return se->max_per_s;
@@ -1162,7 +1434,7 @@ fs_sink_retire(struct fs_sink *s, enum fs_metric m, const struct fs_label *label
     if (!se)
         return;
     /* The ring keeps the history; only the latest value stops being exported. */
-    se->retire_seq = s->in_batch ? s->batch_seq : 0;
+    se->retired_in_batch = s->in_batch;
     atomic_store_explicit(&se->gone, true, memory_order_relaxed);
 }
 
@@ -1187,11 +1459,11 @@ fs_sink_end(struct fs_sink *s)
     for (size_t i = 0; i < s->n_pts; i++) {
         struct series *se = s->pend[i].s;
         se->last_mono_us = s->batch_mono_us;
-        atomic_store_explicit(&se->value, s->pend[i].value, memory_order_relaxed);
+        atomic_store_explicit(&se->value, s->pts[i].v.u, memory_order_relaxed);
         atomic_store_explicit(&se->ts_us, s->batch_ts, memory_order_release);
-        atomic_store_explicit(&s->metric_ts[se->metric][se->iface != NULL], s->batch_ts,
+        atomic_store_explicit(&s->metric_ts[se->metric][se->iface_src != IFACE_NONE], s->batch_ts,
                               memory_order_relaxed);
-        if (se->retire_seq != s->batch_seq)
+        if (!se->retired_in_batch)
             atomic_store_explicit(&se->gone, false, memory_order_relaxed);
     }
     if (s->n_pts && s->batch_ts > atomic_load_explicit(&s->last_sample_ts, memory_order_relaxed))
@@ -1273,10 +1545,10 @@ drop_doomed(struct fs_sink *s, struct series **nt)
             atomic_fetch_sub(&st->n_series, 1);
             atomic_fetch_sub(&s->n_series, 1);
             s->tab_len--;
-            free(se);
+            series_free(st, se);
             continue;
         }
-        size_t j = se->hash & (s->tab_cap - 1);
+        size_t j = series_hash(se->ls->hash, se->metric) & (s->tab_cap - 1);
         while (nt[j])
             j = (j + 1) & (s->tab_cap - 1);
         nt[j] = se;
@@ -1725,13 +1997,19 @@ shadowed(const struct fs_store *st, const struct fs_sink *s, enum fs_metric m, b
     return false;
 }
 
-bool
-fs_store_foreach_series_chunk(struct fs_store *st, bool only_exported, uint64_t *cursor, size_t max,
-                              fs_series_cb cb, void *arg)
+/* The iteration behind the fs_store_foreach_series* calls; parts_only: fill text_part
+ * alone (fs_store_foreach_series_text). */
+static bool
+foreach_series(struct fs_store *st, bool only_exported, bool parts_only, uint64_t *cursor,
+               size_t max, fs_series_cb cb, void *arg)
 {
     int64_t now = now_real(st);
     size_t m = (size_t)(*cursor >> 32), i = (size_t)(*cursor & 0xffffffffu), seen = 0;
     bool done = false;
+    /* A series' labels and text are joined here for the callback (see series_text). */
+    struct fs_label all[MAX_LABELS + 8];
+    char tstack[4096], *tbuf = tstack;
+    size_t tcap = sizeof tstack;
     pthread_rwlock_rdlock(&st->lock);
     for (; m < FS_METRIC_COUNT; m++, i = 0) {
         /* A sink's series of one metric are mostly adjacent: decide precedence once per
@@ -1745,9 +2023,9 @@ fs_store_foreach_series_chunk(struct fs_store *st, bool only_exported, uint64_t 
             struct fs_series_info in;
             in.ts_us = atomic_load_explicit(&se->ts_us, memory_order_acquire);
             uint64_t v = atomic_load_explicit(&se->value, memory_order_relaxed);
-            if (se->sink != memo_sink || (se->iface != NULL) != memo_port) {
+            if (se->sink != memo_sink || (se->iface_src != IFACE_NONE) != memo_port) {
                 memo_sink = se->sink;
-                memo_port = se->iface != NULL;
+                memo_port = se->iface_src != IFACE_NONE;
                 memo_shadowed =
                     !se->sink->retired && shadowed(st, se->sink, (enum fs_metric)m, memo_port, now);
             }
@@ -1762,10 +2040,40 @@ fs_store_foreach_series_chunk(struct fs_store *st, bool only_exported, uint64_t 
             in.name = fs_metric_defs[m].name;
             in.counter = se->counter;
             in.scale = se->scale;
-            in.labels = se->labels;
-            in.n_labels = se->n_labels;
-            in.labels_text = se->labels_text;
-            in.labels_text_len = se->labels_text_len;
+            const struct fs_sink *sk = se->sink;
+            if (parts_only && series_n_own(se) == se->ls->n) {
+                in.labels = NULL;
+                in.n_labels = 0;
+                in.labels_text = NULL;
+                in.labels_text_len = 0;
+                in.text_part[0] = sk->prefix_text;
+                in.text_part_len[0] = sk->prefix_text_len;
+                in.text_part[1] = se->ls->text;
+                in.text_part_len[1] = se->ls->text_len;
+                in.text_part[2] = sk->suffix_text;
+                in.text_part_len[2] = sk->suffix_text_len;
+            } else {
+                size_t tl = series_text(se, tbuf, tcap);
+                if (tl >= tcap) {
+                    char *nb = malloc(tl + 1);
+                    if (!nb)
+                        continue; /* no memory: better left out than shown without its labels */
+                    if (tbuf != tstack)
+                        free(tbuf);
+                    tbuf = nb;
+                    tcap = tl + 1;
+                    tl = series_text(se, tbuf, tcap);
+                }
+                in.labels = all;
+                in.n_labels = series_labels(se, all);
+                in.labels_text = tbuf;
+                in.labels_text_len = tl;
+                in.text_part[0] =
+                    tbuf; /* (the slow case of parts_only too: more labels than shown) */
+                in.text_part_len[0] = tl;
+                in.text_part[1] = in.text_part[2] = "";
+                in.text_part_len[1] = in.text_part_len[2] = 0;
+            }
             in.u = v;
             memcpy(&in.d, &v, sizeof in.d);
             if (cb(arg, &in)) {
@@ -1777,15 +2085,31 @@ fs_store_foreach_series_chunk(struct fs_store *st, bool only_exported, uint64_t 
     done = true;
 out:
     pthread_rwlock_unlock(&st->lock);
+    if (tbuf != tstack)
+        free(tbuf);
     *cursor = ((uint64_t)m << 32) | (uint64_t)i;
     return done;
+}
+
+bool
+fs_store_foreach_series_chunk(struct fs_store *st, bool only_exported, uint64_t *cursor, size_t max,
+                              fs_series_cb cb, void *arg)
+{
+    return foreach_series(st, only_exported, false, cursor, max, cb, arg);
 }
 
 void
 fs_store_foreach_series(struct fs_store *st, bool only_exported, fs_series_cb cb, void *arg)
 {
     uint64_t cursor = 0;
-    fs_store_foreach_series_chunk(st, only_exported, &cursor, SIZE_MAX, cb, arg);
+    foreach_series(st, only_exported, false, &cursor, SIZE_MAX, cb, arg);
+}
+
+void
+fs_store_foreach_series_text(struct fs_store *st, bool only_exported, fs_series_cb cb, void *arg)
+{
+    uint64_t cursor = 0;
+    foreach_series(st, only_exported, true, &cursor, SIZE_MAX, cb, arg);
 }
 
 long

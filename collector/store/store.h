@@ -15,7 +15,8 @@
  * fs_store_read) until retention or the memory limit has taken their samples.
  *
  * Ownership. All pointers handed to callbacks belong to the store and are valid only
- * during the callback.
+ * during the callback (a series' labels and labels_text are joined for the callback from
+ * its instance's labels and its interned label set: see fs_store_label_sets).
  */
 #ifndef FS_STORE_H
 #define FS_STORE_H
@@ -45,6 +46,11 @@ struct fs_series_info {
     size_t n_labels;
     const char *labels_text; /**< the same rendered for exposition: `target="tor1",...` */
     size_t labels_text_len;
+    /** labels_text in three pieces, one after the other (the instance's labels, the
+        series' own, source). fs_store_foreach_series_text fills only these (labels and
+        labels_text NULL, n_labels 0), sparing the exposition a copy. */
+    const char *text_part[3];
+    size_t text_part_len[3];
     uint64_t u;
     double d;
     int64_t ts_us; /**< time of the latest sample (realtime µs), 0 if none */
@@ -59,6 +65,10 @@ typedef int (*fs_series_cb)(void *arg, const struct fs_series_info *s);
  * metric comes before the next metric's). Exported-only when only_exported is set.
  */
 void fs_store_foreach_series(struct fs_store *st, bool only_exported, fs_series_cb cb, void *arg);
+
+/** fs_store_foreach_series() for the exposition: only text_part is filled (see there). */
+void fs_store_foreach_series_text(struct fs_store *st, bool only_exported, fs_series_cb cb,
+                                  void *arg);
 
 /**
  * fs_store_foreach_series() in chunks, so that a long scan (a regex query) never holds
@@ -278,5 +288,16 @@ void fs_sink_cycle_begin(struct fs_sink *s, uint64_t cycle_id);
 
 /** Number of series in the store. */
 uint64_t fs_store_series_count(struct fs_store *st);
+
+/**
+ * Number of interned label sets. A series' own labels (the metric's, after cleaning) are
+ * interned once per store: series with the same own labels, in any target, share one set
+ * (a fleet holds each port's label values once, not once per switch). The store owns the
+ * sets; each series holds one reference and the last series to be freed (swept, or its
+ * removed target's history gone) frees the set, so the count follows the distinct own
+ * label sets of the series held. Target, static labels and source are kept once per
+ * instance. For tests and diagnostics.
+ */
+size_t fs_store_label_sets(struct fs_store *st);
 
 #endif

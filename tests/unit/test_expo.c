@@ -130,6 +130,58 @@ feed(struct fixture *f)
     fs_sink_done(f->sink, 1, FS_POLL_OK, NULL);
 }
 
+/* Every series' line carries the labels text the store's readers get (issue 34: the
+ * exposition takes it in pieces), also for a series with more labels than are shown. */
+struct text_check {
+    const char *out;
+    int n;
+};
+
+static int
+text_check_cb(void *arg, const struct fs_series_info *s)
+{
+    struct text_check *c = arg;
+    char want[2048];
+    snprintf(want, sizeof want, "%s{%s} ", s->name, s->labels_text);
+    if (!strstr(c->out, want))
+        fail_msg("no line starts with %s\n--- output ---\n%s", want, c->out);
+    c->n++;
+    return 0;
+}
+
+static void
+test_labels_text_pieces(void **state)
+{
+    struct fixture *f = *state;
+    static struct fs_kv many[15];
+    static char keys[15][8];
+    for (int i = 0; i < 15; i++) {
+        snprintf(keys[i], sizeof keys[i], "k%02d", i);
+        many[i] = (struct fs_kv){keys[i], "v\"x"};
+    }
+    struct fs_target_cfg t = {.name = "wide", .address = "::1", .labels = many, .n_labels = 15};
+    t.staleness_intervals = 3;
+    struct fs_sink *k = fs_store_sink_add(f->st, &t, "gnmi", 10 * 1000000LL);
+    struct fs_label own[16];
+    char names[16][8];
+    for (int i = 0; i < 16; i++) {
+        snprintf(names[i], sizeof names[i], "o%02d", i);
+        own[i] = (struct fs_label){names[i], "w"};
+    }
+    fs_sink_begin(k, fs_synth_now_us());
+    fs_sink_gauge(k, FS_M_DEVICE_INFO, own, 16, 1); /* 22 labels shown: 6 of the 16 own */
+    fs_sink_end(k);
+    feed(f);
+    fs_expo_render(f->st, &f->out);
+    struct text_check c = {f->out.data, 0};
+    fs_store_foreach_series(f->st, true, text_check_cb, &c);
+    assert_true(c.n >= 10);
+    assert_non_null(strstr(f->out.data, "k14=\"v\\\"x\",o00=\"w\",o01=\"w\",o02=\"w\",o03=\"w\","
+                                        "o04=\"w\",o05=\"w\",source=\"gnmi\"}"));
+    lacks(f->out.data, "o06=");
+    fs_store_sink_remove(f->st, k);
+}
+
 static void
 test_lines(void **state)
 {
@@ -585,6 +637,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_lines, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_labels_text_pieces, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_clock_no_offset, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_counts, setup, teardown),
         cmocka_unit_test(test_format_double),

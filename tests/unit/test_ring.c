@@ -782,6 +782,25 @@ test_seal(void **state)
     fs_ring_free(r);
 }
 
+/* Issue 34: the series slots cost what the series in use need, not up to twice that (a
+ * doubling array held 8,192 slots, 136 bytes a series, for 4,097 series). */
+static void
+test_series_slots_fit(void **state)
+{
+    (void)state;
+    struct fs_ring *r = new_ring(1ULL << 30, INT64_MAX / 2);
+    struct fs_ring_stats st;
+    fs_ring_stats(r, &st);
+    uint64_t empty = st.bytes;
+    int32_t g = fs_ring_group_new(r);
+    for (int i = 0; i < 4097; i++)
+        assert_true(fs_ring_series_new(r, g, FS_RING_COUNTER) >= 0);
+    fs_ring_stats(r, &st);
+    /* a 64-byte slot and its 4-byte generation, plus a page's slack and the group */
+    assert_true(st.bytes - empty <= 4097 * 80ULL);
+    fs_ring_free(r);
+}
+
 /* memory_limit binds on everything, live heads included: a flood of new series is
  * refused (and counted) once the heads alone fill the limit. */
 static void
@@ -822,6 +841,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counter_exact),
+        cmocka_unit_test(test_series_slots_fit),
         cmocka_unit_test(test_gauge_exact),
         cmocka_unit_test(test_gaps_and_ranges),
         cmocka_unit_test(test_truncation),

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +168,180 @@ test_labels_and_normalization(void **state)
     assert_int_equal(r.n, 1);
     assert_int_equal(r.u, 7);
     assert_int_equal(fs_store_series_count(f->st), 1);
+}
+
+/* The value pointer of the label named name in s's labels, and s's labels_text. */
+struct shared_seen {
+    const char *target;
+    const char *iface_ptr;
+    char text[256];
+    int n;
+};
+
+static int
+shared_cb(void *arg, const struct fs_series_info *s)
+{
+    struct shared_seen *w = arg;
+    if (strcmp(s->name, "fabric_port_bytes_total") != 0 || !strstr(s->labels_text, w->target))
+        return 0;
+    for (size_t i = 0; i < s->n_labels; i++)
+        if (!strcmp(s->labels[i].name, "interface"))
+            w->iface_ptr = s->labels[i].value;
+    snprintf(w->text, sizeof w->text, "%s", s->labels_text);
+    w->n++;
+    return 0;
+}
+
+static struct shared_seen
+seen_of(struct fs_store *st, const char *target)
+{
+    struct shared_seen w = {.target = target};
+    fs_store_foreach_series(st, false, shared_cb, &w);
+    return w;
+}
+
+/*
+ * Issue 34: a series' own labels are interned, so two targets' series of the same port
+ * share one copy of its labels (the old store copied every label into every series), the
+ * label set is freed with the last series holding it, and the text a reader gets is
+ * still the whole label set.
+ */
+static void
+test_label_sets_shared(void **state)
+{
+    (void)state;
+    struct fs_store *st = store_new(16 << 20, 2000000);
+    struct fs_kv rk[1] = {{"rack", "r7"}};
+    struct fs_target_cfg a = {.name = "torA", .address = "::1"};
+    struct fs_target_cfg b = {.name = "torB", .address = "::1", .labels = rk, .n_labels = 1};
+    struct fs_sink *ka = fs_store_sink_add(st, &a, "snmp", 100000);
+    struct fs_sink *kb = fs_store_sink_add(st, &b, "gnmi", 100000);
+    push_bytes(ka, now_us(), "Eth1/1", 1, 64);
+    push_bytes(kb, now_us(), "Eth1/1", 2, 64);
+    push_bytes(kb, now_us(), "Eth1/2", 3, 64);
+    assert_int_equal(fs_store_series_count(st), 3);
+    assert_int_equal(fs_store_label_sets(st), 2);
+    struct shared_seen sa = seen_of(st, "torA"), sb = seen_of(st, "torB");
+    assert_int_equal(sa.n, 1);
+    assert_int_equal(sb.n, 2);
+    assert_non_null(sa.iface_ptr);
+    /* one copy of "Eth1/1" for both targets */
+    assert_ptr_equal(sa.iface_ptr, seen_of(st, "interface=\"Eth1/1").iface_ptr);
+    assert_ptr_equal(sa.iface_ptr,
+                     seen_of(st, "target=\"torB\",rack=\"r7\",interface=\"Eth1/1").iface_ptr);
+    assert_string_equal(sa.text,
+                        "target=\"torA\",interface=\"Eth1/1\",direction=\"rx\",source=\"snmp\"");
+    assert_string_equal(
+        seen_of(st, "interface=\"Eth1/2").text,
+        "target=\"torB\",rack=\"r7\",interface=\"Eth1/2\",direction=\"rx\",source=\"gnmi\"");
+    /* torA goes and its history ages out: the shared set stays for torB */
+    fs_store_sink_remove(st, ka);
+    for (int i = 0; i < 25; i++) {
+        advance(100000);
+        push_bytes(kb, now_us(), "Eth1/1", (uint64_t)(10 + i), 64);
+        push_bytes(kb, now_us(), "Eth1/2", (uint64_t)(10 + i), 64);
+        fs_sink_done(kb, 0, FS_POLL_OK, NULL);
+    }
+    assert_int_equal(fs_store_series_count(st), 2);
+    assert_int_equal(seen_of(st, "torA").n, 0);
+    assert_int_equal(fs_store_label_sets(st), 2);
+    assert_int_equal(find(st, "fabric_port_bytes_total", "interface=\"Eth1/1", true).u, 34);
+    /* Eth1/2 stops: swept past the retention (sweeps run every second), its set is
+     * freed; Eth1/1's stays */
+    for (int i = 0; i < 40; i++) {
+        advance(100000);
+        push_bytes(kb, now_us(), "Eth1/1", (uint64_t)(40 + i), 64);
+        fs_sink_done(kb, 0, FS_POLL_OK, NULL);
+    }
+    assert_int_equal(fs_store_series_count(st), 1);
+    assert_int_equal(fs_store_label_sets(st), 1);
+    assert_string_equal(
+        seen_of(st, "torB").text,
+        "target=\"torB\",rack=\"r7\",interface=\"Eth1/1\",direction=\"rx\",source=\"gnmi\"");
+    /* and a new series of it interns it again */
+    push_bytes(kb, now_us(), "Eth1/2", 99, 64);
+    assert_int_equal(fs_store_label_sets(st), 2);
+    assert_int_equal(find(st, "fabric_port_bytes_total", "interface=\"Eth1/2", true).u, 99);
+    fs_store_free(st);
+}
+
+/* Issue 34: sinks on their own threads intern the same label sets at once, while a
+ * reader walks the series and each sink is removed from its thread (run under TSan). */
+enum { CI_THREADS = 4, CI_ROUNDS = 30, CI_PORTS = 48 };
+struct ci_arg {
+    struct fs_store *st;
+    struct fs_sink *sink;
+};
+
+static void *
+ci_writer(void *arg_)
+{
+    struct ci_arg *a = arg_;
+    for (int r = 0; r < CI_ROUNDS; r++) {
+        fs_sink_begin(a->sink, now_us() + r);
+        for (int p = 0; p < CI_PORTS; p++) {
+            char ifn[32];
+            /* half the ports keep their names, half are renamed every round */
+            snprintf(ifn, sizeof ifn, p % 2 ? "Eth1/%d" : "Eth9/%d", p % 2 ? p : p + 100 * r);
+            struct fs_label l[] = {{"interface", ifn}, {"direction", "tx"}};
+            fs_sink_counter(a->sink, FS_M_PORT_BYTES, l, 2, (uint64_t)r, 64);
+        }
+        fs_sink_end(a->sink);
+        fs_sink_done(a->sink, (uint64_t)r, FS_POLL_OK, NULL);
+    }
+    fs_store_sink_remove(a->st, a->sink);
+    return NULL;
+}
+
+static int
+ci_count(void *arg, const struct fs_series_info *s)
+{
+    (void)s;
+    (*(size_t *)arg)++;
+    return 0;
+}
+
+static void
+test_label_sets_concurrent(void **state)
+{
+    (void)state;
+    struct fs_store *st = store_new(64 << 20, 2000000);
+    struct fs_target_cfg cfg[CI_THREADS + 1];
+    char names[CI_THREADS + 1][16];
+    struct ci_arg a[CI_THREADS];
+    pthread_t th[CI_THREADS];
+    memset(cfg, 0, sizeof cfg);
+    for (int i = 0; i <= CI_THREADS; i++) {
+        snprintf(names[i], sizeof names[i], "ci%d", i);
+        cfg[i].name = names[i];
+        cfg[i].address = "::1";
+    }
+    struct fs_sink *stays = fs_store_sink_add(st, &cfg[CI_THREADS], "snmp", 100000);
+    push_bytes(stays, now_us(), "Eth1/1", 1, 64);
+    for (int i = 0; i < CI_THREADS; i++) {
+        a[i] = (struct ci_arg){st, fs_store_sink_add(st, &cfg[i], "snmp", 100000)};
+        assert_non_null(a[i].sink);
+    }
+    for (int i = 0; i < CI_THREADS; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, ci_writer, &a[i]), 0);
+    size_t seen = 0;
+    for (int k = 0; k < 200; k++)
+        fs_store_foreach_series(st, false, ci_count, &seen);
+    for (int i = 0; i < CI_THREADS; i++)
+        pthread_join(th[i], NULL);
+    /* every thread's series of a port share one set: 24 kept names + 24 x 30 renamed */
+    size_t n = CI_THREADS * (CI_PORTS / 2 + CI_PORTS / 2 * CI_ROUNDS) + 1;
+    assert_int_equal(fs_store_series_count(st), n);
+    assert_int_equal(fs_store_label_sets(st), CI_PORTS / 2 + CI_PORTS / 2 * CI_ROUNDS + 1);
+    /* the removed targets' history ages out: only the stay-behind's set is left */
+    for (int i = 0; i < 40; i++) {
+        advance(100000);
+        push_bytes(stays, now_us(), "Eth1/1", (uint64_t)(2 + i), 64);
+        fs_sink_done(stays, 0, FS_POLL_OK, NULL);
+    }
+    assert_int_equal(fs_store_series_count(st), 1);
+    assert_int_equal(fs_store_label_sets(st), 1);
+    fs_store_free(st);
 }
 
 static void
@@ -1224,6 +1400,8 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_labels_and_normalization, setup, teardown),
         cmocka_unit_test(test_ifname_normalize),
+        cmocka_unit_test(test_label_sets_shared),
+        cmocka_unit_test(test_label_sets_concurrent),
         cmocka_unit_test_setup_teardown(test_label_escaping, setup, teardown),
         cmocka_unit_test_setup_teardown(test_last_sample_timestamp, setup, teardown),
         cmocka_unit_test_setup_teardown(test_counter_wrap32, setup, teardown),
