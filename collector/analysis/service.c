@@ -41,14 +41,25 @@ struct fs_analysis {
     _Atomic int64_t horizon_us, retention_us;
     _Atomic int64_t request_wait_us; /* opts.request_wait_us, read before taking run_lock */
     struct fs_episode_log *log;
-    int64_t data_since_us;          /* the oldest sample the ring has shown a refresh (0: none) */
-    struct fs_prom_client *history; /* analysis.history, or NULL (under run_lock) */
+    /* the oldest sample the ring has shown a refresh (0: none); written under run_lock */
+    _Atomic int64_t data_since_us;
+    _Atomic int64_t refreshed_us; /* when the last refresh ended (0: none yet) */
+    /* hist_lock guards the history: its client, settings, the options its reads use and
+       its cache. A request reads the history holding hist_lock alone, then analyses
+       holding run_lock alone, so a slow TSDB holds back other history reads but never
+       the refresh; the refresh's one backfill takes hist_lock inside run_lock (the only
+       order both are held in). */
+    pthread_mutex_t hist_lock;
+    _Atomic bool has_history;
+    struct fs_prom_client *history;      /* analysis.history, or NULL (hist_lock) */
     struct fs_history_read history_read; /* analysis.history's step, points, intervals */
     char history_host[128];
-    bool log_backfilled; /* the history was read into the episode log once */
+    struct fs_an_opts hist_an; /* opts.an and opts_gen as of the last fs_analysis_set_opts */
+    uint64_t hist_gen;
+    bool log_backfilled; /* the history was read into the episode log once (run_lock) */
     /* The departures the last request read from the history, over [from, to], so the
        next one reads only what came after (the past of a TSDB does not change): kept
-       while the options, the history and this instance's own data start stay (run_lock). */
+       while the options, the history and this instance's own data start stay (hist_lock). */
     struct hist_cache {
         struct fs_departures *d; /* owned; finished */
         int64_t from, to, local_before, earliest;
@@ -97,7 +108,9 @@ fs_analysis_new(const struct fs_host_events_opts *o, char *err, size_t errlen)
     pthread_mutex_init(&a->token_lock, NULL);
     pthread_mutex_init(&a->rules_lock, NULL);
     pthread_mutex_init(&a->run_lock, NULL);
+    pthread_mutex_init(&a->hist_lock, NULL);
     pthread_mutex_init(&a->metrics_lock, NULL);
+    a->hist_an = a->opts.an;
     return a;
 }
 
@@ -170,6 +183,7 @@ fs_analysis_free(struct fs_analysis *a)
     pthread_mutex_destroy(&a->rules_lock);
     pthread_mutex_destroy(&a->token_lock);
     pthread_mutex_destroy(&a->run_lock);
+    pthread_mutex_destroy(&a->hist_lock);
     pthread_mutex_destroy(&a->metrics_lock);
     free(a);
 }
@@ -181,9 +195,10 @@ fs_analysis_set_history(struct fs_analysis *a, const struct fs_history_cfg *cfg,
     struct fs_prom_client *c = NULL;
     if (cfg && !(c = fs_prom_client_new(cfg, err, errlen)))
         return -1;
-    pthread_mutex_lock(&a->run_lock);
+    pthread_mutex_lock(&a->hist_lock);
     struct fs_prom_client *old = a->history;
     a->history = c;
+    atomic_store(&a->has_history, c != NULL);
     a->history_host[0] = '\0';
     fs_departures_free(a->hist.d); /* another history, or other settings of it */
     a->hist.d = NULL;
@@ -192,7 +207,7 @@ fs_analysis_set_history(struct fs_analysis *a, const struct fs_history_cfg *cfg,
                                                    cfg->scrape_interval_us, cfg->poll_interval_us};
         fs_prom_url_host(cfg->url, a->history_host, sizeof a->history_host);
     }
-    pthread_mutex_unlock(&a->run_lock);
+    pthread_mutex_unlock(&a->hist_lock);
     fs_prom_client_free(old);
     return 0;
 }
@@ -222,6 +237,10 @@ fs_analysis_set_opts(struct fs_analysis *a, const struct fs_analysis_opts *o)
     /* Baselines of other thresholds and windows: the next refresh makes new ones. */
     fs_ring_scan_baselines_clear(&a->base);
     a->base_log_evicted = 0;
+    pthread_mutex_lock(&a->hist_lock);
+    a->hist_an = a->opts.an;
+    a->hist_gen = a->opts_gen;
+    pthread_mutex_unlock(&a->hist_lock);
     pthread_mutex_unlock(&a->run_lock);
 }
 
@@ -243,24 +262,34 @@ fs_analysis_get_range_limits(struct fs_analysis *a, int64_t *horizon_us, int64_t
 /* run_lock for a request: waits at most opts.request_wait_us for the analysis holding it
    (a refresh, or a request reading a slow history), then gives up with
    FS_ANALYSIS_BUSY and the reason in err. */
-static int
-lock_for_request(struct fs_analysis *a, char *err, size_t errlen)
+struct request_deadline {
+    struct timespec at; /* CLOCK_REALTIME, pthread_mutex_timedlock's clock */
+    int64_t wait_us;
+};
+
+static struct request_deadline
+request_deadline(struct fs_analysis *a)
 {
-    int64_t wait = atomic_load(&a->request_wait_us);
-    if (wait <= 0)
-        wait = 30 * US;
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl); /* pthread_mutex_timedlock's clock */
-    int64_t ns = (int64_t)dl.tv_nsec + (wait % US) * 1000;
-    dl.tv_sec += (time_t)(wait / US + ns / 1000000000);
-    dl.tv_nsec = (long)(ns % 1000000000);
-    int e = pthread_mutex_timedlock(&a->run_lock, &dl);
-    if (e == 0)
+    struct request_deadline d = {.wait_us = atomic_load(&a->request_wait_us)};
+    if (d.wait_us <= 0)
+        d.wait_us = 30 * US;
+    clock_gettime(CLOCK_REALTIME, &d.at);
+    int64_t ns = (int64_t)d.at.tv_nsec + (d.wait_us % US) * 1000;
+    d.at.tv_sec += (time_t)(d.wait_us / US + ns / 1000000000);
+    d.at.tv_nsec = (long)(ns % 1000000000);
+    return d;
+}
+
+/* lock (run_lock or hist_lock) for a request, within the request's one deadline. */
+static int
+lock_for_request(pthread_mutex_t *lock, const struct request_deadline *dl, char *err, size_t errlen)
+{
+    if (pthread_mutex_timedlock(lock, &dl->at) == 0)
         return 0;
     snprintf(err, errlen,
-             "busy: another analysis held the engine for the whole %.3g s this request may "
-             "wait (analysis.request_timeout); try again later",
-             (double)wait / 1e6);
+             "busy: waited analysis.request_timeout (%.3g s) for another analysis or history "
+             "read; try again later",
+             (double)dl->wait_us / 1e6);
     return FS_ANALYSIS_BUSY;
 }
 
@@ -678,7 +707,8 @@ add_history(struct fs_analysis *a, struct fs_store *st, struct fs_departures *d,
     hu->used = true;
     snprintf(hu->server, sizeof hu->server, "%s", a->history_host);
     fs_store_foreach_instance(st, target_cb, &ts);
-    int64_t local_before = a->data_since_us ? a->data_since_us : INT64_MAX; /* no data yet: all */
+    int64_t since_us = atomic_load(&a->data_since_us);
+    int64_t local_before = since_us ? since_us : INT64_MAX; /* no data yet: all */
     struct hist_cache *hc = &a->hist;
     if (ts.failed) {
         snprintf(hu->info.error, sizeof hu->info.error, "out of memory");
@@ -690,12 +720,12 @@ add_history(struct fs_analysis *a, struct fs_store *st, struct fs_departures *d,
     }
     /* Warm when the cache covers the start (to within a few seconds: /correlate widens
        its range by the correlation's lead) and the end is not before the cache's. */
-    bool warm = hc->d && hc->gen == a->opts_gen && hc->local_before == local_before &&
+    bool warm = hc->d && hc->gen == a->hist_gen && hc->local_before == local_before &&
                 start >= hc->from - 5 * US && start < hc->to && end + HIST_REREAD_US >= hc->to;
     int64_t from = warm ? hc->to - HIST_REREAD_US : start;
     if (from < start)
         from = start;
-    fresh = fs_departures_new(&a->opts.an, from, end);
+    fresh = fs_departures_new(&a->hist_an, from, end);
     if (!fresh) {
         snprintf(hu->info.error, sizeof hu->info.error, "out of memory");
         goto out;
@@ -703,7 +733,7 @@ add_history(struct fs_analysis *a, struct fs_store *st, struct fs_departures *d,
     bool failed = scan_history(a, fresh, &ts, from, end, local_before, false, &hu->info) != 0;
     /* The cache from now on: its runs before the re-read, and the re-read's. A failed
        read is not kept (the next request reads again). */
-    if (!failed && (merged = fs_departures_new(&a->opts.an, warm ? hc->from : from, end))) {
+    if (!failed && (merged = fs_departures_new(&a->hist_an, warm ? hc->from : from, end))) {
         if ((warm && fs_departures_absorb(merged, hc->d, INT64_MIN, from) != 0) ||
             fs_departures_absorb(merged, fresh, from, INT64_MAX) != 0 ||
             fs_departures_finish(merged) != 0) {
@@ -725,7 +755,7 @@ add_history(struct fs_analysis *a, struct fs_store *st, struct fs_departures *d,
     if (merged) {
         fs_departures_free(hc->d);
         *hc = (struct hist_cache){merged,       merged->start_us,     end,
-                                  local_before, hu->info.earliest_us, a->opts_gen};
+                                  local_before, hu->info.earliest_us, a->hist_gen};
         merged = NULL;
     }
 out:
@@ -745,16 +775,19 @@ static void
 backfill_log(struct fs_analysis *a, struct fs_store *st, int64_t now_us)
 {
     struct fs_analysis_history_use hu = {0};
-    int64_t from = now_us - a->opts.horizon_us;
+    int64_t from = now_us - a->opts.horizon_us, since_us = atomic_load(&a->data_since_us);
     a->log_backfilled = true;
-    if (from >= a->data_since_us)
+    if (from >= since_us)
         return;
-    struct fs_departures *b = fs_departures_new(&a->opts.an, from, a->data_since_us);
+    struct fs_departures *b = fs_departures_new(&a->opts.an, from, since_us);
     if (!b) {
         fs_log(FS_LOG_WARN, "analysis", "history backfill: out of memory");
         return;
     }
-    add_history(a, st, b, from, a->data_since_us, true, &hu);
+    pthread_mutex_lock(&a->hist_lock); /* inside run_lock: the one order both are held in */
+    if (a->history)
+        add_history(a, st, b, from, since_us, true, &hu);
+    pthread_mutex_unlock(&a->hist_lock);
     if (fs_departures_finish(b) != 0 || fs_episode_log_record(a->log, b, now_us) != 0)
         fs_log(FS_LOG_WARN, "analysis", "history backfill: out of memory, some episodes not kept");
     else if (hu.info.error[0])
@@ -832,15 +865,17 @@ departures_from_log(struct fs_analysis *a, struct fs_store *st, int64_t start, i
    found is logged first (the periodic refresh, and queries reaching the present). */
 static struct fs_departures *
 departures_with_log(struct fs_analysis *a, struct fs_store *st, int64_t start, int64_t end,
-                    bool record, struct fs_analysis_history_use *hu, int64_t now_us,
+                    bool record, struct fs_analysis_history_use *hu,
+                    const struct fs_departures *hist, int64_t now_us,
                     struct fs_departures *prescanned, char *err, size_t errlen)
 {
     struct fs_ring_stats rs;
     uint64_t limit;
     fs_store_ring_stats(st, &rs, &limit);
     int64_t ring_lo = rs.samples ? rs.oldest_ts_us : end;
-    if (rs.samples && (a->data_since_us == 0 || rs.oldest_ts_us < a->data_since_us))
-        a->data_since_us = rs.oldest_ts_us;
+    int64_t data_since = atomic_load(&a->data_since_us);
+    if (rs.samples && (data_since == 0 || rs.oldest_ts_us < data_since))
+        atomic_store(&a->data_since_us, data_since = rs.oldest_ts_us);
     int64_t scan_lo = start > ring_lo ? start : ring_lo;
     /* A prescan of the last minutes only (an incremental refresh): the log has the rest. */
     if (prescanned && prescanned->start_us > scan_lo)
@@ -864,7 +899,7 @@ departures_with_log(struct fs_analysis *a, struct fs_store *st, int64_t start, i
         return NULL;
     if (!from_log)
         d->ring_scan_start_us = scan_lo < end ? scan_lo : end;
-    if (record && a->history && !a->log_backfilled && a->data_since_us)
+    if (record && atomic_load(&a->has_history) && !a->log_backfilled && data_since)
         backfill_log(a, st, now_us);
     if (record && !from_log && fs_episode_log_record(a->log, d, now_us) != 0)
         fs_log(FS_LOG_WARN, "analysis", "episode log: out of memory, some episodes not kept");
@@ -877,10 +912,9 @@ departures_with_log(struct fs_analysis *a, struct fs_store *st, int64_t start, i
         }
     }
     /* The series' episode rates (random or periodic?) count from when data began. */
-    int64_t since = a->data_since_us ? a->data_since_us : start;
-    if (hu && a->history) {
-        add_history(a, st, d, start, end, false, hu);
-        if (fs_departures_finish(d) != 0) {
+    int64_t since = data_since ? data_since : start;
+    if (hu && hist) {
+        if (fs_departures_absorb(d, hist, start, INT64_MAX) != 0 || fs_departures_finish(d) != 0) {
             fs_departures_free(d);
             snprintf(err, errlen, "out of memory");
             return NULL;
@@ -1144,6 +1178,39 @@ out:
     return rc;
 }
 
+/* What analysis.history holds over [start, end] for a request, into *out (finished, the
+   caller frees it; NULL when no history is configured) with hu filled (an unreadable
+   history is stated in hu, *out then empty). Read holding hist_lock only (see struct
+   fs_analysis). 0, FS_ANALYSIS_BUSY past the request's deadline, or -1 (out of memory). */
+static int
+request_history(struct fs_analysis *a, struct fs_store *st, int64_t start, int64_t end,
+                const struct request_deadline *dl, struct fs_analysis_history_use *hu,
+                struct fs_departures **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!atomic_load(&a->has_history))
+        return 0;
+    if (lock_for_request(&a->hist_lock, dl, err, errlen) != 0)
+        return FS_ANALYSIS_BUSY;
+    int rc = 0;
+    if (a->history) {
+        struct fs_departures *h = fs_departures_new(&a->hist_an, start, end);
+        if (h) {
+            add_history(a, st, h, start, end, false, hu);
+            if (fs_departures_finish(h) != 0) {
+                fs_departures_free(h);
+                h = NULL;
+            }
+        }
+        if (!(*out = h)) {
+            snprintf(err, errlen, "out of memory");
+            rc = -1;
+        }
+    }
+    pthread_mutex_unlock(&a->hist_lock);
+    return rc;
+}
+
 int
 fs_analysis_run_correlate(struct fs_analysis *a, struct fs_store *st,
                           const struct fs_analysis_correlate_req *req, int64_t now_us,
@@ -1223,17 +1290,22 @@ fs_analysis_run_correlate(struct fs_analysis *a, struct fs_store *st,
         goto done;
     }
     co.links = links;
-    if (lock_for_request(a, err, errlen) != 0) {
+    struct request_deadline dl = request_deadline(a);
+    struct fs_departures *hist = NULL;
+    int64_t from = req->start_us - req->co.lead_us, to = req->end_us + req->co.lag_us;
+    int hrc = request_history(a, st, from, to, &dl, &c->history, &hist, err, errlen);
+    if (hrc != 0 || lock_for_request(&a->run_lock, &dl, err, errlen) != 0) {
+        fs_departures_free(hist);
         free_paths(w, nw);
         free(links);
         fs_topo_snap_free(&snap);
-        rc = FS_ANALYSIS_BUSY;
+        rc = hrc == -1 ? -1 : FS_ANALYSIS_BUSY;
         goto done;
     }
-    /* The ring for what it holds, the episode log for older windows. */
+    /* The ring for what it holds, the episode log for older windows, the history. */
     c->departures =
-        departures_with_log(a, st, req->start_us - req->co.lead_us, req->end_us + req->co.lag_us,
-                            false, &c->history, now_us, NULL, err, errlen);
+        departures_with_log(a, st, from, to, false, &c->history, hist, now_us, NULL, err, errlen);
+    fs_departures_free(hist);
     struct fs_corr_train *trains = c->departures ? trains_of(a, c->departures) : NULL;
     co.trains = trains;
     crc = c->departures ? fs_correlate(c->departures, w, nw, &co, &c->report) : -1;
@@ -1295,13 +1367,19 @@ fs_analysis_run_incidents(struct fs_analysis *a, struct fs_store *st,
     if (!f || find_slow_windows(a, req->start_us, req->end_us, req->kind, req->pct, req->factor,
                                 &sw) != 0)
         goto done;
-    if (lock_for_request(a, err, errlen) != 0) {
-        rc = FS_ANALYSIS_BUSY;
+    struct request_deadline dl = request_deadline(a);
+    struct fs_departures *hist = NULL;
+    int hrc =
+        request_history(a, st, req->start_us, req->end_us, &dl, &f->history, &hist, err, errlen);
+    if (hrc != 0 || lock_for_request(&a->run_lock, &dl, err, errlen) != 0) {
+        fs_departures_free(hist);
+        rc = hrc == -1 ? -1 : FS_ANALYSIS_BUSY;
         goto done;
     }
     bool present = req->end_us >= now_us - 60 * US;
     f->departures = departures_with_log(a, st, req->start_us, req->end_us, present, &f->history,
-                                        now_us, NULL, err, errlen);
+                                        hist, now_us, NULL, err, errlen);
+    fs_departures_free(hist);
     /* The next occurrence is predicted after the range's end, or now if that is later. */
     int64_t after = req->end_us > now_us ? req->end_us : now_us;
     int64_t margin_us = a->opts.an.merge_gap_us;
@@ -1393,7 +1471,7 @@ fs_analysis_refresh(struct fs_analysis *a, struct fs_store *st, int64_t now_us)
         fs_ring_scan_baselines_clear(&bc);
     }
     struct fs_departures *d = departures_with_log(a, st, now_us - a->opts.horizon_us, now_us, true,
-                                                  NULL, now_us, full, err, sizeof err);
+                                                  NULL, NULL, now_us, full, err, sizeof err);
     struct fs_incident_report *r = NULL;
     int rc = -1;
     struct fs_incident_hosts ih = {sw.start, sw.end, sw.n, a->opts.an.merge_gap_us};
@@ -1415,6 +1493,8 @@ fs_analysis_refresh(struct fs_analysis *a, struct fs_store *st, int64_t now_us)
     free_slow_windows(&sw);
     fs_incident_report_free(r);
     fs_departures_free(d);
+    if (rc == 0)
+        atomic_store(&a->refreshed_us, fs_realtime_us());
     return rc;
 }
 
@@ -1476,6 +1556,12 @@ fs_analysis_metrics(struct fs_analysis *a, struct fs_buf *out)
                   ev, s.evicted_memory, ev, s.evicted_retention);
     struct fs_episode_log_stats ls;
     fs_episode_log_stats(a->log, &ls);
+    int64_t refreshed = atomic_load(&a->refreshed_us);
+    if (refreshed) {
+        family_header(out, FS_M_ANALYSIS_REFRESH_TIMESTAMP);
+        fs_buf_printf(out, "%s %.6f\n", fs_metric_defs[FS_M_ANALYSIS_REFRESH_TIMESTAMP].name,
+                      (double)refreshed / 1e6);
+    }
     scalar_u64(out, FS_M_EPISODE_LOG_EPISODES, ls.runs);
     scalar_u64(out, FS_M_EPISODE_LOG_BYTES, ls.bytes);
     family_header(out, FS_M_EPISODE_LOG_EVICTED);
@@ -1643,7 +1729,8 @@ fs_analysis_run_trace(struct fs_analysis *a, struct fs_store *st,
                       size_t errlen)
 {
     int64_t start = req->start_us, end = req->end_us;
-    if (lock_for_request(a, err, errlen) != 0)
+    struct request_deadline dl = request_deadline(a);
+    if (lock_for_request(&a->run_lock, &dl, err, errlen) != 0)
         return FS_ANALYSIS_BUSY;
     fs_buf_reset(out);
     struct fs_trace *t = fs_trace_new(out, start * 1000);

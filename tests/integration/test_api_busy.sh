@@ -3,8 +3,10 @@
 # because another holds the engine (here /api/v1/incidents reading an analysis.history
 # that accepts connections and never answers) is answered 503 with a JSON reason and
 # Retry-After, in about request_timeout, instead of waiting for the other (up to the
-# history's remote_timeout, 40 s); /metrics answers meanwhile; once the history fails,
-# requests are answered again (from local data, the history's error stated).
+# history's remote_timeout, 40 s); /metrics answers meanwhile, and the 30 s refresh of the
+# incident metrics goes on (a request reads the history without holding the engine that
+# the refresh needs: fabricscope_analysis_last_refresh_timestamp_seconds advances); once
+# the history fails, requests are answered again (from local data, the error stated).
 source "$(dirname "$0")/lib.sh"
 
 PY=/usr/bin/python3
@@ -69,7 +71,7 @@ code=$(curl -sS -D "$T/b.headers" -o "$T/b.json" -w '%{http_code}' --max-time 60
 tb=$(echo "$(date +%s.%N) - $t0" | bc)
 echo "B answered $code in ${tb} s: $(cat "$T/b.json")"
 [ "$code" = 503 ] || fail "B: status $code, want 503 while A holds the engine"
-jq -e '.status == "error" and (.error | test("busy.*request_timeout"))' "$T/b.json" >/dev/null ||
+jq -e '.status == "error" and (.error | test("^busy: waited analysis.request_timeout .*try again later$"))' "$T/b.json" >/dev/null ||
   fail "B: the 503 does not say why: $(cat "$T/b.json")"
 grep -qi '^retry-after:' "$T/b.headers" || fail "B: no Retry-After"
 echo "$tb < 10" | bc | grep -q 1 || fail "B took ${tb} s (want about request_timeout, 2 s)"
@@ -82,6 +84,21 @@ curl -fsS -o /dev/null --max-time 10 "http://127.0.0.1:$FP/metrics" || fail "/me
 tm=$(echo "$(date +%s.%N) - $t0" | bc)
 echo "$tm < 1" | bc | grep -q 1 || fail "/metrics took ${tm} s while A hangs"
 ok "/metrics answered in ${tm} s meanwhile"
+
+# The refresh goes on while A waits for the history: a refresh ends after A began.
+refreshed() {
+  curl -fsS --max-time 10 "http://127.0.0.1:$FP/metrics" |
+    awk '$1 == "fabricscope_analysis_last_refresh_timestamp_seconds" {printf "%d", $2}'
+}
+ok_refresh=
+for _ in $(seq 450); do # a refresh every 30 s: 45 s at the most
+  r=$(refreshed)
+  if [ -n "$r" ] && [ "$r" -gt "$now" ]; then ok_refresh=$r; break; fi
+  sleep 0.1
+done
+[ -s "$T/a.code" ] && fail "A ended before the check (the history was not hanging)"
+[ -n "$ok_refresh" ] || fail "no refresh ended in 45 s while A read the hung history"
+ok "a refresh ended $((ok_refresh - now)) s after A began, while A still waited on the history"
 
 # The history fails (connections closed): A is answered, then a new request is too.
 touch "$T/release"
