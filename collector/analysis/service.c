@@ -78,6 +78,17 @@ struct fs_analysis {
     pthread_mutex_t metrics_lock;
     struct metric_port *ports;
     size_t n_ports;
+    /* The answer cache (service.h); cache_gen is bumped by every change of the options,
+       the history or the flow rules. */
+    _Atomic uint64_t cache_gen;
+    pthread_mutex_t cache_lock;
+    struct cache_entry {
+        char *key, *body; /* owned */
+        size_t len;
+        int64_t at_us, keep_us;
+        struct fs_analysis_cache_stamp stamp;
+    } cache[FS_ANALYSIS_CACHE_ENTRIES];
+    size_t n_cache, cache_bytes;
 };
 
 /* ---- context ---- */
@@ -110,6 +121,7 @@ fs_analysis_new(const struct fs_host_events_opts *o, char *err, size_t errlen)
     pthread_mutex_init(&a->run_lock, NULL);
     pthread_mutex_init(&a->hist_lock, NULL);
     pthread_mutex_init(&a->metrics_lock, NULL);
+    pthread_mutex_init(&a->cache_lock, NULL);
     a->hist_an = a->opts.an;
     return a;
 }
@@ -185,6 +197,11 @@ fs_analysis_free(struct fs_analysis *a)
     pthread_mutex_destroy(&a->run_lock);
     pthread_mutex_destroy(&a->hist_lock);
     pthread_mutex_destroy(&a->metrics_lock);
+    for (size_t i = 0; i < a->n_cache; i++) {
+        free(a->cache[i].key);
+        free(a->cache[i].body);
+    }
+    pthread_mutex_destroy(&a->cache_lock);
     free(a);
 }
 
@@ -208,6 +225,7 @@ fs_analysis_set_history(struct fs_analysis *a, const struct fs_history_cfg *cfg,
         fs_prom_url_host(cfg->url, a->history_host, sizeof a->history_host);
     }
     pthread_mutex_unlock(&a->hist_lock);
+    atomic_fetch_add(&a->cache_gen, 1);
     fs_prom_client_free(old);
     return 0;
 }
@@ -242,6 +260,7 @@ fs_analysis_set_opts(struct fs_analysis *a, const struct fs_analysis_opts *o)
     a->hist_gen = a->opts_gen;
     pthread_mutex_unlock(&a->hist_lock);
     pthread_mutex_unlock(&a->run_lock);
+    atomic_fetch_add(&a->cache_gen, 1);
 }
 
 void
@@ -352,6 +371,7 @@ fs_analysis_set_flow_rules(struct fs_analysis *a, const struct fs_analysis_flow_
     a->rule_names = names;
     a->n_rules = n;
     pthread_mutex_unlock(&a->rules_lock);
+    atomic_fetch_add(&a->cache_gen, 1);
     for (size_t i = 0; i < old_n; i++)
         free((char *)old[i].name);
     free(old);
@@ -1792,4 +1812,82 @@ fs_analysis_run_trace(struct fs_analysis *a, struct fs_store *st,
         rc = FS_ANALYSIS_TOO_LARGE;
     }
     return rc;
+}
+
+/* ---- the answer cache ---- */
+
+void
+fs_analysis_cache_stamp(struct fs_analysis *a, struct fs_analysis_cache_stamp *s)
+{
+    struct fs_host_events_stats hs;
+    fs_host_events_stats(a->events, &hs);
+    *s = (struct fs_analysis_cache_stamp){atomic_load(&a->cache_gen), hs.ingested_total,
+                                          hs.evicted_memory + hs.evicted_retention};
+}
+
+static void
+cache_drop(struct fs_analysis *a, size_t i)
+{
+    a->cache_bytes -= a->cache[i].len;
+    free(a->cache[i].key);
+    free(a->cache[i].body);
+    a->cache[i] = a->cache[--a->n_cache];
+}
+
+bool
+fs_analysis_cache_get(struct fs_analysis *a, const char *key, int64_t now_us, struct fs_buf *out)
+{
+    struct fs_analysis_cache_stamp s;
+    fs_analysis_cache_stamp(a, &s);
+    bool hit = false;
+    pthread_mutex_lock(&a->cache_lock);
+    for (size_t i = 0; i < a->n_cache; i++) {
+        struct cache_entry *e = &a->cache[i];
+        if (strcmp(e->key, key) != 0)
+            continue;
+        if (now_us < e->at_us || now_us - e->at_us >= e->keep_us ||
+            memcmp(&e->stamp, &s, sizeof s) != 0) {
+            cache_drop(a, i);
+            break;
+        }
+        fs_buf_reset(out);
+        hit = fs_buf_append(out, e->body, e->len) && !out->overflow;
+        break;
+    }
+    pthread_mutex_unlock(&a->cache_lock);
+    return hit;
+}
+
+void
+fs_analysis_cache_put(struct fs_analysis *a, const char *key, int64_t now_us, int64_t keep_us,
+                      const struct fs_analysis_cache_stamp *s, const char *body, size_t len)
+{
+    struct fs_analysis_cache_stamp now;
+    fs_analysis_cache_stamp(a, &now);
+    if (memcmp(&now, s, sizeof now) != 0 || len > FS_ANALYSIS_CACHE_BYTES / 4)
+        return; /* computed while things changed, or too large to keep */
+    char *k = strdup(key), *b = malloc(len ? len : 1);
+    if (!k || !b) {
+        free(k);
+        free(b);
+        return;
+    }
+    memcpy(b, body, len);
+    pthread_mutex_lock(&a->cache_lock);
+    for (size_t i = 0; i < a->n_cache; i++)
+        if (strcmp(a->cache[i].key, key) == 0) {
+            cache_drop(a, i);
+            break;
+        }
+    while (a->n_cache && (a->n_cache == FS_ANALYSIS_CACHE_ENTRIES ||
+                          a->cache_bytes + len > FS_ANALYSIS_CACHE_BYTES)) {
+        size_t old = 0;
+        for (size_t i = 1; i < a->n_cache; i++)
+            if (a->cache[i].at_us < a->cache[old].at_us)
+                old = i;
+        cache_drop(a, old);
+    }
+    a->cache[a->n_cache++] = (struct cache_entry){k, b, len, now_us, keep_us, *s};
+    a->cache_bytes += len;
+    pthread_mutex_unlock(&a->cache_lock);
 }

@@ -306,6 +306,7 @@ void fs_analysis_last_refresh(struct fs_analysis *a, int64_t *scanned_from_us, b
  *   fabricscope_host_events_limit_bytes, fabricscope_host_events_ingested_total,
  *   fabricscope_host_events_rejected_posts_total, fabricscope_host_events_duplicates_total,
  *   fabricscope_host_events_evicted_total{reason="memory"|"retention"},
+ *   fabricscope_analysis_last_refresh_timestamp_seconds,
  *   fabricscope_episode_log_episodes, fabricscope_episode_log_bytes,
  *   fabricscope_episode_log_evicted_total{reason="memory"|"retention"},
  *   fabricscope_incident_period_seconds{target,interface,tc,rule,metric},
@@ -314,5 +315,37 @@ void fs_analysis_last_refresh(struct fs_analysis *a, int64_t *scanned_from_us, b
  * (one series per port of each recurring group of the last refresh). 0 or -1 (overflow).
  */
 int fs_analysis_metrics(struct fs_analysis *a, struct fs_buf *out);
+
+/*
+ * Answers kept for a while. Clients looping the same query (dashboards, scripts, the host
+ * agents) cost one analysis per period per distinct request: the caller names a request
+ * by a key (its endpoint and arguments as sent) and stores a successful answer's body
+ * with how long to keep it (FS_ANALYSIS_CACHE_US, a refresh period, for a range in the
+ * past; FS_ANALYSIS_CACHE_LIVE_US for one reaching into the last minute, whose answer
+ * changes as samples come); a later request with the same key gets it back while the
+ * entry is younger than that, no host event was accepted or dropped since, and the
+ * options, the history and the flow rules are the same. At most FS_ANALYSIS_CACHE_ENTRIES
+ * entries and FS_ANALYSIS_CACHE_BYTES of bodies (the oldest go first; a body over a
+ * quarter of that is not kept). Thread-safe; copies in and out.
+ */
+#define FS_ANALYSIS_CACHE_US (30 * 1000000LL)
+#define FS_ANALYSIS_CACHE_LIVE_US (2 * 1000000LL)
+#define FS_ANALYSIS_CACHE_ENTRIES 32
+#define FS_ANALYSIS_CACHE_BYTES (32u << 20)
+
+/** What the cache's entries must match: read before computing an answer, given to
+ *  fs_analysis_cache_put with it (an answer computed while things changed is not kept). */
+struct fs_analysis_cache_stamp {
+    uint64_t gen, events_in, events_out;
+};
+void fs_analysis_cache_stamp(struct fs_analysis *a, struct fs_analysis_cache_stamp *s);
+/** true with out holding the kept body (reset first) when key has a valid entry at now_us;
+ *  false (out untouched) otherwise. */
+bool fs_analysis_cache_get(struct fs_analysis *a, const char *key, int64_t now_us,
+                           struct fs_buf *out);
+/** Keeps body for key from now_us for keep_us (a copy), unless things changed since
+ *  stamp s. */
+void fs_analysis_cache_put(struct fs_analysis *a, const char *key, int64_t now_us, int64_t keep_us,
+                           const struct fs_analysis_cache_stamp *s, const char *body, size_t len);
 
 #endif

@@ -437,7 +437,7 @@ parse_slow_args(const struct fs_analysis_arg *args, size_t n, const char **kind,
  * (0, or the error's status with its document in out) without touching the store. */
 static int
 correlate(struct fs_analysis *a, struct fs_store *st, const struct fs_analysis_arg *args, size_t n,
-          int64_t now_us, bool check_only, struct fs_buf *out)
+          int64_t now_us, bool check_only, int64_t *end_out, struct fs_buf *out)
 {
     static const char *const known[] = {"start",  "end", "kind",  "name",      "slow",
                                         "window", "top", "limit", "dump_time", NULL};
@@ -517,6 +517,8 @@ correlate(struct fs_analysis *a, struct fs_store *st, const struct fs_analysis_a
     }
     req.start_us = start;
     req.end_us = end;
+    if (end_out)
+        *end_out = end;
     req.windows = w;
     req.n_windows = nw;
     if (check_only) {
@@ -712,7 +714,7 @@ put_recurrence_text(char *text, size_t len, const struct fs_departures *d,
 }
 static int
 incidents(struct fs_analysis *a, struct fs_store *st, const struct fs_analysis_arg *args, size_t n,
-          int64_t now_us, bool check_only, struct fs_buf *out)
+          int64_t now_us, bool check_only, int64_t *end_out, struct fs_buf *out)
 {
     static const char *const known[] = {"start", "end", "limit", "kind", "slow", NULL};
     int rc = check_args(args, n, known, NULL, out);
@@ -740,6 +742,8 @@ incidents(struct fs_analysis *a, struct fs_store *st, const struct fs_analysis_a
     }
     if (check_only)
         return 0;
+    if (end_out)
+        *end_out = end;
     struct fs_analysis_incidents_req req = {start, end, kind, pct, factor};
     struct fs_analysis_incident_findings *f = NULL;
     char err[128];
@@ -907,12 +911,52 @@ export_trace(struct fs_analysis *a, struct fs_store *st, const struct fs_analysi
     return 200;
 }
 
+typedef int (*answer_fn)(struct fs_analysis *a, struct fs_store *st,
+                         const struct fs_analysis_arg *args, size_t n, int64_t now_us,
+                         bool check_only, int64_t *end_out, struct fs_buf *out);
+
+/* An answer from the service's cache (analysis/service.h) when the same request (the
+   endpoint and its arguments as sent, in their order) was answered within the refresh
+   period; else computed, and kept when it succeeded. */
+static int
+cached(struct fs_analysis *a, struct fs_store *st, const char *endpoint, answer_fn fn,
+       const struct fs_analysis_arg *args, size_t n, int64_t now_us, struct fs_buf *out)
+{
+    struct fs_buf key;
+    fs_buf_init(&key, 8192);
+    fs_buf_puts(&key, endpoint);
+    for (size_t i = 0; i < n; i++) {
+        fs_buf_append(&key, "?", 1);
+        fs_buf_puts(&key, args[i].key);
+        if (args[i].value) {
+            fs_buf_append(&key, "=", 1);
+            fs_buf_puts(&key, args[i].value);
+        }
+    }
+    bool keyed = !key.overflow && key.data;
+    if (keyed && fs_analysis_cache_get(a, key.data, now_us, out)) {
+        fs_buf_free(&key);
+        return 200;
+    }
+    struct fs_analysis_cache_stamp stamp;
+    fs_analysis_cache_stamp(a, &stamp);
+    int64_t end = now_us;
+    int status = fn(a, st, args, n, now_us, false, &end, out);
+    /* An answer reaching into the last minute changes as samples come: kept briefly. */
+    int64_t keep =
+        end >= now_us - 60 * 1000000LL ? FS_ANALYSIS_CACHE_LIVE_US : FS_ANALYSIS_CACHE_US;
+    if (keyed && status == 200 && !out->overflow)
+        fs_analysis_cache_put(a, key.data, now_us, keep, &stamp, out->data, out->len);
+    fs_buf_free(&key);
+    return status;
+}
+
 int
 fs_analysis_correlate(struct fs_analysis *a, struct fs_store *st,
                       const struct fs_analysis_arg *args, size_t n, int64_t now_us,
                       struct fs_buf *out)
 {
-    return correlate(a, st, args, n, now_us, false, out);
+    return cached(a, st, "correlate", correlate, args, n, now_us, out);
 }
 
 int
@@ -920,7 +964,7 @@ fs_analysis_incidents(struct fs_analysis *a, struct fs_store *st,
                       const struct fs_analysis_arg *args, size_t n, int64_t now_us,
                       struct fs_buf *out)
 {
-    return incidents(a, st, args, n, now_us, false, out);
+    return cached(a, st, "incidents", incidents, args, n, now_us, out);
 }
 
 int
@@ -938,9 +982,9 @@ fs_analysis_check_get(struct fs_analysis *a, enum fs_analysis_get which,
 {
     switch (which) {
     case FS_ANALYSIS_GET_CORRELATE:
-        return correlate(a, NULL, args, n, now_us, true, out);
+        return correlate(a, NULL, args, n, now_us, true, NULL, out);
     case FS_ANALYSIS_GET_INCIDENTS:
-        return incidents(a, NULL, args, n, now_us, true, out);
+        return incidents(a, NULL, args, n, now_us, true, NULL, out);
     default:
         return export_trace(a, NULL, args, n, now_us, true, out);
     }

@@ -120,9 +120,10 @@ jq -e '.data.summary[0].target == "far-leaf1" and .data.summary[0].interface == 
   fail "correlate does not name the culprit first: $(jq -c '[.data.summary[:3][] | {target, interface, metric, departs, evidence}]' "$A/correlate.json")"
 ok "correlate names far-leaf1 Eth1/7 for 3 of 3 surges from history"
 
-# The same range again: the history is read only from 5 minutes before the previous
-# read's end (the rest comes from that read), and the answer is the same.
-curl -fsS "$URL/api/v1/incidents?start=$START&end=$((END + 60))" >"$A/incidents-again.json" ||
+# The same range again (another limit, so that the answer is computed, not the one kept
+# for this request): the history is read only from 5 minutes before the previous read's
+# end (the rest comes from that read), and the answer is the same.
+curl -fsS "$URL/api/v1/incidents?start=$START&end=$((END + 60))&limit=99999" >"$A/incidents-again.json" ||
   fail "incidents again: $(cat "$A/incidents-again.json")"
 jq -e '.data.history.cached_until != null and .data.history.error == null' "$A/incidents-again.json" >/dev/null ||
   fail "want the second read to start at the cached end: $(jq -c .data.history "$A/incidents-again.json")"
@@ -130,6 +131,13 @@ jq -e --slurpfile a "$A/incidents.json" '[.data.recurring[] | {period_s, occurre
        [$a[0].data.recurring[] | {period_s, occurrences, next_expected}]' "$A/incidents-again.json" >/dev/null ||
   fail "a cached read answers otherwise: $(jq -c '[.data.recurring[] | {period_s, occurrences}]' "$A/incidents-again.json")"
 ok "the same range again reads the history from $(jq .data.history.cached_until "$A/incidents-again.json") only, same answer ($(jq .data.history.points "$A/incidents-again.json") points instead of $(jq .data.history.points "$A/incidents.json"))"
+# The very same request within 30 s: the answer kept for it (a range in the past), byte
+# for byte, the history not read again.
+curl -fsS "$URL/api/v1/incidents?start=$START&end=$((END + 60))&limit=99999" >"$A/incidents-kept.json" ||
+  fail "incidents kept: $(cat "$A/incidents-kept.json")"
+cmp -s "$A/incidents-again.json" "$A/incidents-kept.json" ||
+  fail "the same request again was computed again: $(jq -c .data.history "$A/incidents-kept.json")"
+ok "the same request again got the kept answer"
 
 # A wrong password: still an answer (from local data), with the history's error.
 write_a "$A/wrong"

@@ -672,6 +672,73 @@ test_incremental_refresh(void **state)
     fs_analysis_free(cold);
 }
 
+/* The answer cache: the same request gets the same body (with the first request's "end"
+ * and predictions) for 2 s when its range reaches into the last minute, for 30 s when it
+ * lies in the past, until a host event arrives or the options change; other arguments
+ * have their own answer; an error is never kept. */
+static double
+answer_num(struct fixture *f, const char *path)
+{
+    struct json_object *o = parse(&f->out);
+    double v = json_object_get_double(get(o, path));
+    json_object_put(o);
+    return v;
+}
+
+#define NEAR(a, b) (fabs((a) - (b)) < 1e-3)
+
+static void
+test_answers_cached(void **state)
+{
+    struct fixture *f = *state;
+    int64_t t = f->now_us;
+    double ts = (double)t / 1e6;
+    /* live: kept 2 s */
+    assert_int_equal(fs_analysis_incidents(f->an, f->st, NULL, 0, t, &f->out), 200);
+    assert_true(NEAR(answer_num(f, "data.end"), ts));
+    assert_int_equal(fs_analysis_incidents(f->an, f->st, NULL, 0, t + S, &f->out), 200);
+    assert_true(NEAR(answer_num(f, "data.end"), ts));
+    assert_int_equal(fs_analysis_incidents(f->an, f->st, NULL, 0, t + 2 * S, &f->out), 200);
+    assert_true(NEAR(answer_num(f, "data.end"), ts + 2));
+    /* a host event accepted: computed again */
+    assert_int_equal(fs_analysis_set_token(f->an, "s3cret"), 0);
+    const char *ev = "{\"host_offset_ns\":0,\"host_offset_uncertainty_ns\":0,\"events\":[{"
+                     "\"host\":\"h\",\"kind\":\"k\",\"name\":\"n\",\"start\":1}]}";
+    assert_int_equal(
+        fs_analysis_post_host_events(f->an, "Bearer s3cret", ev, strlen(ev), t, &f->out), 200);
+    assert_int_equal(fs_analysis_incidents(f->an, f->st, NULL, 0, t + 3 * S, &f->out), 200);
+    assert_true(NEAR(answer_num(f, "data.end"), ts + 3));
+    /* new options: computed again */
+    struct fs_analysis_opts o;
+    fs_analysis_get_opts(f->an, &o);
+    fs_analysis_set_opts(f->an, &o);
+    assert_int_equal(fs_analysis_incidents(f->an, f->st, NULL, 0, t + 3 * S + S / 2, &f->out), 200);
+    assert_true(NEAR(answer_num(f, "data.end"), ts + 3.5));
+    /* a range in the past: kept 30 s, byte for byte (its prediction made at the first
+       request: after t + 4 s, so before t + 34 s) */
+    char start[32], end[32];
+    snprintf(start, sizeof start, "%.3f", ts - 540);
+    snprintf(end, sizeof end, "%.3f", ts - 120);
+    struct fs_analysis_arg past[] = {{"start", start}, {"end", end}};
+    assert_int_equal(fs_analysis_incidents(f->an, f->st, past, 2, t + 4 * S, &f->out), 200);
+    char *first = strdup(f->out.data);
+    double next1 = answer_num(f, "data.recurring.0.next_expected");
+    assert_true(next1 > ts + 4 && next1 <= ts + 34);
+    assert_int_equal(fs_analysis_incidents(f->an, f->st, past, 2, t + 33 * S, &f->out), 200);
+    assert_string_equal(f->out.data, first);
+    free(first);
+    assert_int_equal(fs_analysis_incidents(f->an, f->st, past, 2, t + 34 * S, &f->out), 200);
+    assert_true(answer_num(f, "data.recurring.0.next_expected") > ts + 34);
+    /* other arguments: an answer of their own */
+    struct fs_analysis_arg lim[] = {{"start", start}, {"end", end}, {"limit", "5"}};
+    assert_int_equal(fs_analysis_incidents(f->an, f->st, lim, 3, t + 35 * S, &f->out), 200);
+    assert_true(answer_num(f, "data.recurring.0.next_expected") > ts + 35);
+    /* an error is never kept */
+    struct fs_analysis_arg bad[] = {{"limit", "x"}};
+    assert_int_equal(fs_analysis_incidents(f->an, f->st, bad, 1, t + 41 * S, &f->out), 400);
+    assert_int_equal(fs_analysis_incidents(f->an, f->st, bad, 1, t + 42 * S, &f->out), 400);
+}
+
 static void
 test_export_trace(void **state)
 {
@@ -737,6 +804,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_incidents_host_evidence, setup, teardown),
         cmocka_unit_test_setup_teardown(test_incremental_refresh, setup, teardown),
         cmocka_unit_test_setup_teardown(test_export_trace, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_answers_cached, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
