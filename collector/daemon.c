@@ -564,6 +564,7 @@ analysis_refresher(void *arg)
         pthread_mutex_unlock(&d->an.lock);
         if (fs_analysis_refresh(d->an.an, d->store, fs_realtime_us()) != 0)
             fs_log(FS_LOG_WARN, "analysis", "incident refresh failed (out of memory)");
+        fs_analysis_log_persist(d->an.an, fs_realtime_us(), false);
         pthread_mutex_lock(&d->an.lock);
     }
     pthread_mutex_unlock(&d->an.lock);
@@ -686,6 +687,40 @@ topology_stop(struct daemon *d)
     d->topo = NULL;
 }
 
+/* The episode log of the last run, from state_dir (created if missing). A directory or
+ * file that cannot be used is logged and the collector runs without it: it loses what
+ * it would have lost without state_dir, nothing more. */
+static void
+analysis_restore_log(struct daemon *d, const struct fs_config *c)
+{
+    if (!c->state_dir)
+        return;
+    char err[512] = "", path[4096];
+    if (mkdir(c->state_dir, 0700) != 0 && errno != EEXIST) {
+        fs_log(FS_LOG_ERROR, "analysis",
+               "state_dir %s cannot be created (%s): the episode log "
+               "is not kept across restarts",
+               c->state_dir, strerror(errno));
+        return;
+    }
+    int n = snprintf(path, sizeof path, "%s/episode-log", c->state_dir);
+    if (n < 0 || (size_t)n >= sizeof path) {
+        fs_log(FS_LOG_ERROR, "analysis", "state_dir is too long");
+        return;
+    }
+    int rc = fs_analysis_log_restore(d->an.an, path, fs_realtime_us(), err, sizeof err);
+    struct fs_episode_log_stats ls;
+    fs_episode_log_stats(fs_analysis_episode_log(d->an.an), &ls);
+    if (rc == 0)
+        fs_log(FS_LOG_INFO, "analysis", "episode log: %zu episodes of %zu series read from %s",
+               ls.runs, ls.series, path);
+    else if (rc > 0)
+        fs_log(FS_LOG_INFO, "analysis", "episode log: none in %s yet; kept there from now on",
+               path);
+    else
+        fs_log(FS_LOG_ERROR, "analysis", "episode log %s not read: %s; starting empty", path, err);
+}
+
 /* Creates the analysis context from c and starts its refresher. 0 or -1 (logged). */
 static int
 analysis_start(struct daemon *d, const struct fs_config *c)
@@ -699,6 +734,7 @@ analysis_start(struct daemon *d, const struct fs_config *c)
         return -1;
     }
     analysis_configure(d, c);
+    analysis_restore_log(d, c);
     /* Device-stamped events (WJH drops) join the host events; cleared in analysis_stop,
      * after every target is gone. */
     fs_store_set_device_event_listener(d->store, fs_analysis_device_event, d->an.an);
@@ -730,6 +766,7 @@ analysis_stop(struct daemon *d)
         pthread_mutex_unlock(&d->an.lock);
         pthread_join(d->an.refresher, NULL);
     }
+    fs_analysis_log_persist(d->an.an, fs_realtime_us(), true);
     pthread_cond_destroy(&d->an.cond);
     pthread_mutex_destroy(&d->an.lock);
     fs_analysis_free(d->an.an);
@@ -792,6 +829,9 @@ apply_reload(struct daemon *d, struct fs_config *ncfg)
     fs_store_set_ring_opts(d->store, &ro);
     fs_store_set_series_limit(d->store, ncfg->max_series_per_target);
     analysis_configure(d, ncfg);
+    if ((ncfg->state_dir == NULL) != (old->cfg->state_dir == NULL) ||
+        (ncfg->state_dir && strcmp(ncfg->state_dir, old->cfg->state_dir)))
+        fs_log(FS_LOG_WARN, "config", "state_dir changes take effect at the next start");
     topology_configure(d, ncfg);
 
     http_reload(d, nref);

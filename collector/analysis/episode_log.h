@@ -11,8 +11,9 @@
  * skipped; a later one is appended.
  *
  * Bounds. Runs whose end is older than retention (relative to the now of the last
- * record call) are dropped, then the oldest runs while the log's bytes (runs and series
- * names, as counted by fs_episode_log_stats) exceed memory_limit; both are counted. A run
+ * record call) are dropped, then the oldest runs while what the log really holds exceeds
+ * memory_limit (the arrays at their capacity, the hash table, the series' names, each
+ * allocation as malloc rounds it; fs_episode_log_stats' bytes); both are counted. A run
  * that ends more than a minute after now (a device clock ahead) is clamped to end then,
  * its other times no later, and counted: dated in the future it would never age out.
  *
@@ -20,6 +21,14 @@
  * end at or after start_us to an unfinished fs_departures, reusing its series where they
  * are the same (same target, interface, tc, rule and metric), so runs from the ring and
  * from the log of one series form one series.
+ *
+ * Snapshot. fs_episode_log_snapshot writes the log (its live runs, the series they belong
+ * to with each series' latest logged extent) in a versioned binary layout with a CRC-32;
+ * fs_episode_log_restore replaces the log's content by a snapshot's only when the whole
+ * snapshot is valid (else the log is unchanged and err says what is wrong), then clamps
+ * and bounds it as a record call at now_us would. fs_episode_log_save / _load do the same
+ * with a file (written beside and renamed over, see util/file.h; read only when a regular
+ * file within twice the memory limit). _load returns 1 when there is no file.
  *
  * Ownership: fs_episode_log_new returns an object freed with fs_episode_log_free; it copies
  * what it keeps. Threads: every call takes the log's own lock.
@@ -44,6 +53,7 @@ struct fs_episode_log_stats {
     uint64_t evicted_retention, evicted_memory; /**< runs, since creation */
     uint64_t clamped_future;                    /**< runs dated past now, clamped (Bounds) */
     int64_t oldest_start_us;                    /**< INT64_MAX when empty */
+    uint64_t generation;                        /**< changes whenever the content does */
 };
 
 struct fs_episode_log;
@@ -64,5 +74,20 @@ int fs_episode_log_replay(struct fs_episode_log *l, struct fs_departures *d, int
                           int64_t before_us);
 
 void fs_episode_log_stats(struct fs_episode_log *l, struct fs_episode_log_stats *s);
+
+struct fs_buf;
+/** Appends the snapshot to out; *generation (may be NULL): the content's generation it
+ *  holds. 0, or -1 (no memory, or out's maximum). */
+int fs_episode_log_snapshot(struct fs_episode_log *l, int64_t now_us, struct fs_buf *out,
+                            uint64_t *generation);
+/** 0, or -1 with err (the log unchanged). */
+int fs_episode_log_restore(struct fs_episode_log *l, const void *data, size_t len, int64_t now_us,
+                           char *err, size_t errlen);
+/** 0, or -1 with err (the file at path unchanged). */
+int fs_episode_log_save(struct fs_episode_log *l, const char *path, int64_t now_us, char *err,
+                        size_t errlen, uint64_t *generation);
+/** 0 restored, 1 no file, -1 with err (the log unchanged). */
+int fs_episode_log_load(struct fs_episode_log *l, const char *path, int64_t now_us, char *err,
+                        size_t errlen);
 
 #endif

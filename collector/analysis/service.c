@@ -89,6 +89,15 @@ struct fs_analysis {
         struct fs_analysis_cache_stamp stamp;
     } cache[FS_ANALYSIS_CACHE_ENTRIES];
     size_t n_cache, cache_bytes;
+    /* The episode log's file (state_dir): only the refresher and the shutdown write it,
+       one after the other; the counters are read by /metrics. */
+    pthread_mutex_t persist_lock;
+    char *log_path; /* owned; NULL: not kept */
+    uint64_t saved_gen;
+    int64_t save_tried_us;
+    _Atomic int64_t saved_us;
+    _Atomic uint64_t save_errors;
+    _Atomic bool log_kept; /* log_path is set */
 };
 
 /* ---- context ---- */
@@ -122,6 +131,7 @@ fs_analysis_new(const struct fs_host_events_opts *o, char *err, size_t errlen)
     pthread_mutex_init(&a->hist_lock, NULL);
     pthread_mutex_init(&a->metrics_lock, NULL);
     pthread_mutex_init(&a->cache_lock, NULL);
+    pthread_mutex_init(&a->persist_lock, NULL);
     a->hist_an = a->opts.an;
     return a;
 }
@@ -202,7 +212,72 @@ fs_analysis_free(struct fs_analysis *a)
         free(a->cache[i].body);
     }
     pthread_mutex_destroy(&a->cache_lock);
+    pthread_mutex_destroy(&a->persist_lock);
+    free(a->log_path);
     free(a);
+}
+
+/* ---- the episode log on disk ---- */
+
+/* How often a changed log is written: a crash loses at most this much of the log (the
+   ring's last hour is rescanned at start anyway). */
+#define LOG_SAVE_EVERY_US (60 * US)
+
+int
+fs_analysis_log_restore(struct fs_analysis *a, const char *path, int64_t now_us, char *err,
+                        size_t errlen)
+{
+    char *copy = strdup(path);
+    if (!copy) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    pthread_mutex_lock(&a->persist_lock);
+    free(a->log_path);
+    a->log_path = copy;
+    atomic_store(&a->log_kept, true);
+    int rc = fs_episode_log_load(a->log, path, now_us, err, errlen);
+    struct fs_episode_log_stats ls;
+    fs_episode_log_stats(a->log, &ls);
+    if (rc == 0) {
+        a->saved_gen = ls.generation; /* what is on disk */
+    } else if (rc < 0) {
+        /* Kept aside for a look; the next write starts a new one. */
+        size_t n = strlen(path) + 5;
+        char *bad = malloc(n);
+        if (bad) {
+            snprintf(bad, n, "%s.bad", path);
+            if (rename(path, bad) == 0 && strlen(err) + 24 < errlen)
+                strcat(err, " (moved to .bad)");
+            free(bad);
+        }
+    }
+    pthread_mutex_unlock(&a->persist_lock);
+    return rc;
+}
+
+void
+fs_analysis_log_persist(struct fs_analysis *a, int64_t now_us, bool final)
+{
+    pthread_mutex_lock(&a->persist_lock);
+    struct fs_episode_log_stats ls;
+    fs_episode_log_stats(a->log, &ls);
+    if (!a->log_path || ls.generation == a->saved_gen ||
+        (!final && a->save_tried_us && now_us - a->save_tried_us < LOG_SAVE_EVERY_US)) {
+        pthread_mutex_unlock(&a->persist_lock);
+        return;
+    }
+    a->save_tried_us = now_us;
+    char err[256] = "";
+    uint64_t gen = 0;
+    if (fs_episode_log_save(a->log, a->log_path, now_us, err, sizeof err, &gen) == 0) {
+        a->saved_gen = gen;
+        atomic_store(&a->saved_us, now_us);
+    } else {
+        atomic_fetch_add(&a->save_errors, 1);
+        fs_log(FS_LOG_WARN, "analysis", "episode log not written: %s", err);
+    }
+    pthread_mutex_unlock(&a->persist_lock);
 }
 
 int
@@ -1588,6 +1663,14 @@ fs_analysis_metrics(struct fs_analysis *a, struct fs_buf *out)
     const char *lev = fs_metric_defs[FS_M_EPISODE_LOG_EVICTED].name;
     fs_buf_printf(out, "%s{reason=\"memory\"} %" PRIu64 "\n%s{reason=\"retention\"} %" PRIu64 "\n",
                   lev, ls.evicted_memory, lev, ls.evicted_retention);
+    int64_t saved = atomic_load(&a->saved_us);
+    if (saved) {
+        family_header(out, FS_M_EPISODE_LOG_SAVE_TIMESTAMP);
+        fs_buf_printf(out, "%s %.6f\n", fs_metric_defs[FS_M_EPISODE_LOG_SAVE_TIMESTAMP].name,
+                      (double)saved / 1e6);
+    }
+    if (atomic_load(&a->log_kept))
+        scalar_u64(out, FS_M_EPISODE_LOG_SAVE_ERRORS, atomic_load(&a->save_errors));
     pthread_mutex_lock(&a->metrics_lock);
     static const enum fs_metric fams[3] = {FS_M_INCIDENT_PERIOD, FS_M_INCIDENT_PERIOD_SPREAD,
                                            FS_M_INCIDENT_NEXT_EXPECTED};

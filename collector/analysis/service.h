@@ -301,6 +301,17 @@ int fs_analysis_refresh(struct fs_analysis *a, struct fs_store *st, int64_t now_
 void fs_analysis_last_refresh(struct fs_analysis *a, int64_t *scanned_from_us, bool *full);
 
 /**
+ * The episode log kept on disk (state_dir). fs_analysis_log_restore names the file and
+ * reads it (0 restored, 1 none there yet, -1 unreadable or invalid: err says why, the file
+ * is renamed to PATH.bad for inspection and the log starts empty). fs_analysis_log_persist
+ * writes it when it changed since the last write and a minute has passed, or at once when
+ * final (at shutdown); failures are logged and counted, the last good file stays.
+ */
+int fs_analysis_log_restore(struct fs_analysis *a, const char *path, int64_t now_us, char *err,
+                            size_t errlen);
+void fs_analysis_log_persist(struct fs_analysis *a, int64_t now_us, bool final);
+
+/**
  * Appends Prometheus text (HELP/TYPE included) for:
  *   fabricscope_host_events, fabricscope_host_events_bytes,
  *   fabricscope_host_events_limit_bytes, fabricscope_host_events_ingested_total,
@@ -309,6 +320,8 @@ void fs_analysis_last_refresh(struct fs_analysis *a, int64_t *scanned_from_us, b
  *   fabricscope_analysis_last_refresh_timestamp_seconds,
  *   fabricscope_episode_log_episodes, fabricscope_episode_log_bytes,
  *   fabricscope_episode_log_evicted_total{reason="memory"|"retention"},
+ *   fabricscope_episode_log_last_save_timestamp_seconds (after a write),
+ *   fabricscope_episode_log_save_errors_total (with a state file),
  *   fabricscope_incident_period_seconds{target,interface,tc,rule,metric},
  *   fabricscope_incident_period_spread_seconds{...},
  *   fabricscope_incident_next_expected_timestamp_seconds{...}

@@ -158,6 +158,7 @@ struct fs_config {
     struct fs_static_link *topo_links;
     size_t n_topo_links;
     char *topo_links_file; /**< topology.links_file, or NULL */
+    char *state_dir;       /**< state_dir, or NULL */
 };
 
 /**

@@ -710,6 +710,8 @@ fs_cfg_model_build(const struct lyd_node *tree, const struct fs_config_opts *opt
 
     if (build_listen(tree, cfg, errs))
         return -1;
+    if ((n = fs_cfg_child(tree, "state_dir")) && dup_str(&cfg->state_dir, lyd_get_value(n)))
+        return -1;
     if ((n = fs_cfg_child(tree, "http"))) {
         const struct lyd_node *tls = fs_cfg_kid(n, "tls");
         if (fs_cfg_strdup(&cfg->http_tls_cert_file, tls, "cert_file") ||
@@ -923,6 +925,7 @@ fs_config_free(struct fs_config *cfg)
     fs_cfg_secret_ref_free(&cfg->host_events_token);
     fs_static_links_free(cfg->topo_links, cfg->n_topo_links);
     free(cfg->topo_links_file);
+    free(cfg->state_dir);
     for (size_t i = 0; i < cfg->n_flow_rules; i++)
         free(cfg->flow_rules[i].name);
     free(cfg->flow_rules);
