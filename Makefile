@@ -8,7 +8,7 @@ DEV_FLAGS = -DFS_WERROR=ON
 # The packager's build, apart from the developer's (no tests: only the build dependencies).
 PKG_BUILD ?= build-package
 
-.PHONY: docs all deps deps-build build run test test-release test-asan test-tsan test-fuzz bench eval fuzz format clean package package-check-root image-check
+.PHONY: docs all deps deps-build build run test test-release test-asan test-tsan test-fuzz bench eval fuzz format clean package package-check-root package-check-systemd image-check
 
 all: build
 
@@ -100,6 +100,12 @@ package: deps-build
 # there (root, a Debian mirror, a few minutes; not part of make test).
 package-check-root: package
 	bash tests/ops/deb-clean-root.sh $(PKG_BUILD)
+
+# Both packages installed into a fresh debootstrap root booted with systemd-nspawn -b
+# (systemd as its PID 1): units active after boot, reload, stop times, security, remove
+# and purge (root, a Debian mirror, systemd-container and snmpd; not part of make test).
+package-check-systemd: package
+	bash tests/ops/deb-systemd-boot.sh $(PKG_BUILD)
 
 # The container image built from a fresh clone of HEAD and run (token mounted, token
 # generated), and the compose demo's simulator and collector run with docker-compose

@@ -13,18 +13,16 @@
 #   enable link, state directory, configuration or user left after purge.
 # Not a ctest test: it needs a Debian mirror, root, and a few minutes (debootstrap and
 # the dependencies' download). Run by hand: bash tests/ops/deb-clean-root.sh [BUILD_DIR].
-# FS_DEB_MIRROR picks the mirror (default: the first URIs of this machine's
-# /etc/apt/sources.list.d/debian.sources).
+# FS_DEB_MIRROR picks the mirror, FS_DEB_ROOT_CACHE a directory to keep the debootstrap
+# root in (tests/ops/deb-root-lib.sh, shared with tests/ops/deb-systemd-boot.sh).
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=$(readlink -f "${1:-$SRC/build}")
 fail() { echo "FAIL: $*" >&2; exit 1; }
 ok() { echo "ok - $*"; }
 [ "$(id -u)" = 0 ] || fail "needs root (debootstrap, chroot)"
-command -v debootstrap >/dev/null || fail "needs debootstrap (apt-get install debootstrap)"
-[ -f "$BUILD/CPackConfig.cmake" ] || fail "no CPackConfig.cmake in $BUILD (configure and build first)"
-MIRROR=${FS_DEB_MIRROR:-$(sed -n 's/^URIs: *\([^ ]*\/debian\)$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n 1)}
-MIRROR=${MIRROR:-http://deb.debian.org/debian}
+# shellcheck source=tests/ops/deb-root-lib.sh
+source "$SRC/tests/ops/deb-root-lib.sh"
 T=$(mktemp -d "${TMPDIR:-/tmp}/fs-deb-root.XXXXXX")
 R=$T/root
 cleanup() {
@@ -39,30 +37,9 @@ cleanup() {
 trap cleanup EXIT
 
 start=$(date +%s)
-(cd "$T" && cpack --config "$BUILD/CPackConfig.cmake" -G DEB -B "$T/pkg") >"$T/cpack.log" 2>&1 ||
-  fail "cpack: $(tail -n 5 "$T/cpack.log")"
-debootstrap --variant=minbase bookworm "$R" "$MIRROR" >"$T/debootstrap.log" 2>&1 ||
-  fail "debootstrap: $(tail -n 5 "$T/debootstrap.log")"
-ok "debootstrap --variant=minbase bookworm: $(( $(date +%s) - start )) s"
-cat >"$R/etc/apt/sources.list" <<SOURCES
-deb $MIRROR bookworm main
-deb $MIRROR bookworm-updates main
-deb ${MIRROR%/debian}/debian-security bookworm-security main
-SOURCES
-cp /etc/resolv.conf "$R/etc/resolv.conf"
-mount -t proc proc "$R/proc"
-mkdir -p "$R/tmp/pkg"
-cp "$T"/pkg/*.deb "$R/tmp/pkg/"
-before=$(chroot "$R" dpkg-query -W -f '${Package}\n' | wc -l)
-t0=$(date +%s)
-chroot "$R" apt-get update >"$T/apt-update.log" 2>&1 || fail "apt-get update: $(tail -n 5 "$T/apt-update.log")"
-DEBIAN_FRONTEND=noninteractive chroot "$R" sh -c 'apt-get install -y --no-install-recommends /tmp/pkg/*.deb' \
-  >"$T/apt-install.log" 2>&1 || fail "apt-get install: $(tail -n 10 "$T/apt-install.log")"
-after=$(chroot "$R" dpkg-query -W -f '${Package}\n' | wc -l)
-for p in fabricscope fabricscope-host-agent; do
-  chroot "$R" dpkg-query -W -f '${Status}\n' "$p" | grep -qx 'install ok installed' || fail "$p not installed"
-done
-ok "apt-get install of both packages: $((after - before)) packages installed in $(( $(date +%s) - t0 )) s"
+deb_root_packages "$BUILD" "$T/pkg"
+deb_root_bootstrap "$R" "$T"
+deb_root_install "$R" "$T/pkg" "$T"
 
 chroot "$R" getent passwd fabricscope >/dev/null || fail "no fabricscope user"
 grp=$(chroot "$R" stat -c %G /etc/fabricscope/fabricscope.yaml)
