@@ -544,9 +544,35 @@ analysis_configure(struct daemon *d, const struct fs_config *c)
         else
             use = token;
     }
-    if (fs_analysis_set_token(d->an.an, use) != 0)
-        fs_log(FS_LOG_ERROR, "analysis", "out of memory for the host_events token");
+    /* Per-host tokens: one that cannot be read is left out (its hosts cannot post), the
+       others stand. */
+    struct fs_analysis_token *ht = c->n_host_tokens ? calloc(c->n_host_tokens, sizeof *ht) : NULL;
+    char(*secrets)[512] = c->n_host_tokens ? calloc(c->n_host_tokens, sizeof *secrets) : NULL;
+    size_t n_ht = 0;
+    if (c->n_host_tokens && (!ht || !secrets)) {
+        fs_log(FS_LOG_ERROR, "analysis", "out of memory for host_events.tokens");
+    } else {
+        for (size_t i = 0; i < c->n_host_tokens; i++) {
+            const struct fs_host_token_cfg *h = &c->host_tokens[i];
+            if (fs_secret_read(&h->token, secrets[n_ht], sizeof secrets[n_ht], err, sizeof err) !=
+                0) {
+                fs_log(FS_LOG_ERROR, "analysis",
+                       "host_events.tokens[%s]: %s; hosts %s cannot post with it", h->name, err,
+                       h->hosts);
+                continue;
+            }
+            ht[n_ht] =
+                (struct fs_analysis_token){h->name, secrets[n_ht], h->hosts, h->memory_limit};
+            n_ht++;
+        }
+    }
+    if (fs_analysis_set_tokens(d->an.an, use, ht, n_ht) != 0)
+        fs_log(FS_LOG_ERROR, "analysis", "out of memory for the host_events tokens");
     explicit_bzero(token, sizeof token);
+    if (secrets)
+        explicit_bzero(secrets, c->n_host_tokens * sizeof *secrets);
+    free(secrets);
+    free(ht);
 }
 
 static void *

@@ -4,6 +4,7 @@
 #include "analysis/host_events.h"
 #include "util/errf.h"
 
+#include <fnmatch.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,7 +15,8 @@
 
 struct post {
     struct post *next;
-    uint64_t id; /* 1, 2, ... in arrival order */
+    uint64_t id;     /* 1, 2, ... in arrival order */
+    uint32_t poster; /* index in posters */
     int64_t min_start, max_end;
     size_t bytes;
     size_t n;
@@ -36,6 +38,14 @@ struct fs_host_events {
     size_t keys_cap, keys_n;
     fs_host_neighbors_fn nbr_fn; /* where posted neighbours go (NULL: dropped) */
     void *nbr_arg;
+    /* Who posted what is held: one account per poster name ever seen ("" the shared
+       token), each allocated once so that events can point at its name. */
+    struct poster_acct {
+        char name[FS_HOST_EVENTS_MAX_POSTER + 1];
+        uint64_t bytes, events, evicted_quota;
+    } * *posters;
+    size_t n_posters;
+    uint64_t evicted_quota;
 };
 
 /* Bytes an event costs in the key set (two slots at most half full). */
@@ -174,6 +184,9 @@ fs_host_events_free(struct fs_host_events *hs)
         p = next;
     }
     free(hs->keys);
+    for (size_t i = 0; i < hs->n_posters; i++)
+        free(hs->posters[i]);
+    free(hs->posters);
     pthread_rwlock_destroy(&hs->lock);
     free(hs);
 }
@@ -1065,18 +1078,73 @@ forget_keys(struct fs_host_events *hs, const struct post *p)
         keys_del(hs, event_key(&p->ev[i]));
 }
 
+/* Unlinks p (prev: the post before it, NULL for the head) and frees it. */
 static void
-drop_head(struct fs_host_events *hs)
+drop_post(struct fs_host_events *hs, struct post *prev, struct post *p)
 {
-    struct post *p = hs->head;
     forget_keys(hs, p);
-    hs->head = p->next;
-    if (!hs->head)
-        hs->tail = NULL;
+    if (prev)
+        prev->next = p->next;
+    else
+        hs->head = p->next;
+    if (hs->tail == p)
+        hs->tail = prev;
     hs->events -= p->n;
     hs->bytes -= p->bytes;
     hs->posts--;
+    struct poster_acct *a = hs->posters[p->poster];
+    a->bytes -= p->bytes;
+    a->events -= p->n;
     free_post(p);
+}
+
+static void
+drop_head(struct fs_host_events *hs)
+{
+    drop_post(hs, NULL, hs->head);
+}
+
+/* The account of the poster named name, added when new; NULL on no memory. */
+static struct poster_acct *
+poster_find_add(struct fs_host_events *hs, const char *name, uint32_t *idx)
+{
+    for (size_t i = 0; i < hs->n_posters; i++)
+        if (!strcmp(hs->posters[i]->name, name)) {
+            *idx = (uint32_t)i;
+            return hs->posters[i];
+        }
+    if (hs->n_posters >= FS_HOST_EVENTS_MAX_POSTERS)
+        return NULL;
+    void *v = realloc(hs->posters, (hs->n_posters + 1) * sizeof *hs->posters);
+    if (!v)
+        return NULL;
+    hs->posters = v;
+    struct poster_acct *a = calloc(1, sizeof *a);
+    if (!a)
+        return NULL;
+    snprintf(a->name, sizeof a->name, "%s", name);
+    *idx = (uint32_t)hs->n_posters;
+    hs->posters[hs->n_posters++] = a;
+    return a;
+}
+
+/* The poster's oldest posts go until bytes more fit in its quota. */
+static void
+make_quota_room(struct fs_host_events *hs, uint32_t idx, uint64_t quota, size_t bytes)
+{
+    struct poster_acct *a = hs->posters[idx];
+    struct post *prev = NULL, *p = hs->head;
+    while (p && a->bytes + bytes > quota) {
+        struct post *next = p->next;
+        if (p->poster == idx) {
+            a->evicted_quota += p->n;
+            hs->evicted_quota += p->n;
+            drop_post(hs, prev, p);
+        } else {
+            prev = p;
+        }
+        p = next;
+    }
 }
 
 /* Called with the write lock held. */
@@ -1094,6 +1162,8 @@ expire_locked(struct fs_host_events *hs, int64_t now_ns)
             hs->bytes -= p->bytes;
             hs->posts--;
             hs->evicted_retention += p->n;
+            hs->posters[p->poster]->bytes -= p->bytes;
+            hs->posters[p->poster]->events -= p->n;
             free_post(p);
         } else {
             last = p;
@@ -1217,7 +1287,43 @@ int
 fs_host_events_post(struct fs_host_events *hs, const char *body, size_t len, int64_t now_ns,
                     struct fs_host_events_receipt *receipt, char *errbuf, size_t errlen)
 {
+    return fs_host_events_post_as(hs, NULL, body, len, now_ns, receipt, errbuf, errlen);
+}
+
+/* 0 when every host the post names (events and neighbours) is one who may post for. */
+static int
+check_hosts(const struct ingest_ctx *c, const struct fs_host_events_poster *who, char *errbuf,
+            size_t errlen)
+{
+    if (!who || !who->hosts)
+        return 0;
+    for (size_t i = 0; i < c->n_ev; i++) {
+        const char *h = c->str + c->ev[i].host;
+        if (fnmatch(who->hosts, h, 0) != 0) {
+            fs_errf(errbuf, errlen,
+                    "events[%zu].host: \"%.64s\" is not a host the token \"%s\" may post for "
+                    "(%.64s)",
+                    i, h, who->name, who->hosts);
+            return 403;
+        }
+    }
+    if (c->have_nbrs && fnmatch(who->hosts, c->nbr_host, 0) != 0) {
+        fs_errf(errbuf, errlen,
+                "neighbors.host: \"%.64s\" is not a host the token \"%s\" may post for (%.64s)",
+                c->nbr_host, who->name, who->hosts);
+        return 403;
+    }
+    return 0;
+}
+
+int
+fs_host_events_post_as(struct fs_host_events *hs, const struct fs_host_events_poster *who,
+                       const char *body, size_t len, int64_t now_ns,
+                       struct fs_host_events_receipt *receipt, char *errbuf, size_t errlen)
+{
     int rc = 400;
+    const char *poster = who && who->name ? who->name : "";
+    uint64_t quota = who ? who->quota : 0;
     struct ingest_ctx c = {0};
     struct post *p = NULL;
     uint64_t *keys = NULL;
@@ -1240,6 +1346,8 @@ fs_host_events_post(struct fs_host_events *hs, const char *body, size_t len, int
     if (rc != 0)
         goto out;
     rc = check_body(&c, errbuf, errlen);
+    if (rc == 0)
+        rc = check_hosts(&c, who, errbuf, errlen);
     if (rc != 0)
         goto out;
     size_t n = c.n_ev;
@@ -1260,6 +1368,13 @@ fs_host_events_post(struct fs_host_events *hs, const char *body, size_t len, int
     if (bytes > limit) {
         fs_errf(errbuf, errlen, "post needs %zu bytes, more than the host-event memory limit %llu",
                 bytes, (unsigned long long)limit);
+        rc = 413;
+        goto out;
+    }
+    if (quota && bytes > quota) {
+        fs_errf(errbuf, errlen,
+                "post needs %zu bytes, more than the quota %llu of the token \"%s\"", bytes,
+                (unsigned long long)quota, poster);
         rc = 413;
         goto out;
     }
@@ -1310,6 +1425,15 @@ fs_host_events_post(struct fs_host_events *hs, const char *body, size_t len, int
         keys[i] = event_key(&p->ev[i]);
     pthread_rwlock_wrlock(&hs->lock);
     expire_locked(hs, now_ns);
+    uint32_t pidx = 0;
+    if (!poster_find_add(hs, poster, &pidx)) {
+        pthread_rwlock_unlock(&hs->lock);
+        fs_errf(errbuf, errlen, "out of memory");
+        rc = 500;
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        p->ev[i].poster = hs->posters[pidx]->name;
     /* Events already held (or repeated within the post) are stored once: the post keeps
        the others, in order (their attrs stay where they are in its block). */
     size_t kept = 0;
@@ -1348,12 +1472,19 @@ fs_host_events_post(struct fs_host_events *hs, const char *body, size_t len, int
             if (p->ev[i].end_ns > p->max_end)
                 p->max_end = p->ev[i].end_ns;
         }
-        /* Room for it: the oldest posts go (never this one: it fits the limit alone). */
+        /* Room for it: the poster's own oldest posts within its quota, so that one host
+           cannot push out the others' events; then the oldest posts of all (never this
+           one: it fits both alone). */
+        if (quota)
+            make_quota_room(hs, pidx, quota, bytes);
         while (hs->head && hs->bytes + bytes > hs->opts.memory_limit) {
             hs->evicted_memory += hs->head->n;
             drop_head(hs);
         }
         p->id = ++hs->last_post_id;
+        p->poster = pidx;
+        hs->posters[pidx]->bytes += bytes;
+        hs->posters[pidx]->events += kept;
         receipt->post_id = p->id;
         if (hs->tail)
             hs->tail->next = p;
@@ -1432,7 +1563,19 @@ fs_host_events_stats(struct fs_host_events *hs, struct fs_host_events_stats *out
     out->evicted_memory = hs->evicted_memory;
     out->evicted_retention = hs->evicted_retention;
     out->duplicates_total = hs->duplicates_total;
+    out->evicted_quota = hs->evicted_quota;
     out->memory_limit = hs->opts.memory_limit;
     out->retention_ns = hs->opts.retention_ns;
+    pthread_rwlock_unlock(&hs->lock);
+}
+
+void
+fs_host_events_foreach_poster(struct fs_host_events *hs, fs_host_poster_cb cb, void *arg)
+{
+    pthread_rwlock_rdlock(&hs->lock);
+    for (size_t i = 0; i < hs->n_posters; i++) {
+        const struct poster_acct *a = hs->posters[i];
+        cb(arg, a->name, a->bytes, a->events, a->evicted_quota);
+    }
     pthread_rwlock_unlock(&hs->lock);
 }

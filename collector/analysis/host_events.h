@@ -50,6 +50,13 @@
  * (by end time, against the `now` of the next ingest or fs_host_events_expire). The
  * oldest posts go first. A single post larger than the whole limit is refused (413).
  *
+ * Posters. fs_host_events_post_as posts as a named poster (a per-host token): every
+ * host the post names (each event's, and the neighbours') must match the poster's
+ * fnmatch(3) pattern, else the post is refused whole with 403 naming the first that does
+ * not; the poster's events are held within its quota, its own oldest posts going first
+ * (counted as evicted for quota), so that one host cannot push out the others' events;
+ * a post larger than the quota is refused (413). Each event keeps its poster's name.
+ *
  * Threads. A rwlock: ingest and expire write, queries read (callbacks run under the read
  * lock: copy what you keep, do no I/O on a client socket).
  *
@@ -72,6 +79,8 @@
 #define FS_HOST_EVENTS_MAX_NEIGHBORS 64
 #define FS_HOST_EVENTS_MAX_NBR_STR 255
 #define FS_HOST_EVENTS_MAX_NBR_INTERVAL_S 86400
+#define FS_HOST_EVENTS_MAX_POSTER 64
+#define FS_HOST_EVENTS_MAX_POSTERS 1024
 
 /** One LLDP neighbour of a posting host's NIC (strings valid during the listener's call). */
 struct fs_host_neighbor {
@@ -100,6 +109,7 @@ struct fs_host_event {
     int64_t host_offset_uncertainty_ns;
     const struct fs_host_attr *attrs;
     uint32_t n_attrs;
+    const char *poster; /**< the token that posted it ("": the shared one) */
 };
 
 struct fs_host_events_opts {
@@ -116,6 +126,7 @@ struct fs_host_events_stats {
     uint64_t evicted_memory;    /**< events dropped for the memory limit */
     uint64_t evicted_retention; /**< events dropped for age */
     uint64_t duplicates_total;  /**< posted events not stored: already held */
+    uint64_t evicted_quota;     /**< events dropped for their poster's quota */
     uint64_t memory_limit;
     int64_t retention_ns;
 };
@@ -167,6 +178,26 @@ struct fs_host_events_receipt {
  */
 int fs_host_events_post(struct fs_host_events *hs, const char *body, size_t len, int64_t now_ns,
                         struct fs_host_events_receipt *receipt, char *errbuf, size_t errlen);
+
+/** Who posts (a per-host token): its name (1..FS_HOST_EVENTS_MAX_POSTER bytes; "" or
+ *  NULL: the shared token), the hosts it may post for (NULL: any) and its quota in
+ *  bytes (0: the store's limit only). */
+struct fs_host_events_poster {
+    const char *name;
+    const char *hosts;
+    uint64_t quota;
+};
+
+/** fs_host_events_post as who (NULL: the shared token); see Posters above. 403 when a
+ *  host is not who's. */
+int fs_host_events_post_as(struct fs_host_events *hs, const struct fs_host_events_poster *who,
+                           const char *body, size_t len, int64_t now_ns,
+                           struct fs_host_events_receipt *receipt, char *errbuf, size_t errlen);
+
+/** Called per poster that ever posted, under the store's read lock. */
+typedef void (*fs_host_poster_cb)(void *arg, const char *name, uint64_t bytes, uint64_t events,
+                                  uint64_t evicted_quota);
+void fs_host_events_foreach_poster(struct fs_host_events *hs, fs_host_poster_cb cb, void *arg);
 
 /** Drops what retention no longer allows at now_ns. */
 void fs_host_events_expire(struct fs_host_events *hs, int64_t now_ns);

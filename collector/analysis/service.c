@@ -34,6 +34,8 @@ struct fs_analysis {
     const char **rule_names; /* [n_rules]: an event's matches (fs_analysis_foreach_other_event) */
     pthread_mutex_t token_lock;
     char *token;
+    struct fs_analysis_token *tokens; /* owned, with their strings */
+    size_t n_tokens;
     pthread_mutex_t run_lock; /* one heavy analysis at a time; guards opts */
     struct fs_analysis_opts opts;
     /* opts' horizon and retention, also readable without run_lock (a request's range
@@ -101,6 +103,20 @@ struct fs_analysis {
 };
 
 /* ---- context ---- */
+
+static void
+free_tokens(struct fs_analysis_token *t, size_t n)
+{
+    for (size_t i = 0; t && i < n; i++) {
+        if (t[i].token) {
+            memset((char *)t[i].token, 0, strlen(t[i].token));
+            free((char *)t[i].token);
+        }
+        free((char *)t[i].name);
+        free((char *)t[i].hosts);
+    }
+    free(t);
+}
 
 struct fs_analysis *
 fs_analysis_new(const struct fs_host_events_opts *o, char *err, size_t errlen)
@@ -195,6 +211,7 @@ fs_analysis_free(struct fs_analysis *a)
         memset(a->token, 0, strlen(a->token));
         free(a->token);
     }
+    free_tokens(a->tokens, a->n_tokens);
     free_ports(a->ports, a->n_ports);
     fs_ring_scan_baselines_clear(&a->base);
     fs_departures_free(a->hist.d);
@@ -402,17 +419,43 @@ fs_analysis_host_events(struct fs_analysis *a)
 int
 fs_analysis_set_token(struct fs_analysis *a, const char *token)
 {
+    return fs_analysis_set_tokens(a, token, NULL, 0);
+}
+
+int
+fs_analysis_set_tokens(struct fs_analysis *a, const char *shared,
+                       const struct fs_analysis_token *tokens, size_t n)
+{
     char *copy = NULL;
-    if (token && *token && !(copy = strdup(token)))
+    struct fs_analysis_token *t = NULL;
+    if (shared && *shared && !(copy = strdup(shared)))
         return -1;
+    if (n && !(t = calloc(n, sizeof *t))) {
+        free(copy);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        t[i].quota = tokens[i].quota;
+        if (!(t[i].name = strdup(tokens[i].name)) || !(t[i].token = strdup(tokens[i].token)) ||
+            !(t[i].hosts = strdup(tokens[i].hosts))) {
+            free_tokens(t, n);
+            free(copy);
+            return -1;
+        }
+    }
     pthread_mutex_lock(&a->token_lock);
     char *old = a->token;
+    struct fs_analysis_token *old_t = a->tokens;
+    size_t old_n = a->n_tokens;
     a->token = copy;
+    a->tokens = t;
+    a->n_tokens = n;
     pthread_mutex_unlock(&a->token_lock);
     if (old) {
         memset(old, 0, strlen(old));
         free(old);
     }
+    free_tokens(old_t, old_n);
     return 0;
 }
 
@@ -468,14 +511,38 @@ token_equal(const char *a, const char *b)
 enum fs_analysis_auth
 fs_analysis_check_token(struct fs_analysis *a, const char *authorization)
 {
+    return fs_analysis_check_poster(a, authorization, NULL);
+}
+
+enum fs_analysis_auth
+fs_analysis_check_poster(struct fs_analysis *a, const char *authorization,
+                         struct fs_analysis_poster *who)
+{
     pthread_mutex_lock(&a->token_lock);
-    bool configured = a->token != NULL;
+    bool configured = a->token != NULL || a->n_tokens > 0;
     bool ok = false;
     if (configured && authorization && strncmp(authorization, "Bearer ", 7) == 0) {
         const char *t = authorization + 7;
         while (*t == ' ')
             t++;
-        ok = token_equal(t, a->token);
+        /* Every token is compared, whichever matches, so that the time taken tells
+           nothing of which one did. */
+        long match = -2;
+        if (a->token && token_equal(t, a->token))
+            match = -1;
+        for (size_t i = 0; i < a->n_tokens; i++)
+            if (token_equal(t, a->tokens[i].token) && match == -2)
+                match = (long)i;
+        ok = match != -2;
+        if (ok && who) {
+            *who = (struct fs_analysis_poster){0};
+            if (match >= 0) {
+                const struct fs_analysis_token *k = &a->tokens[match];
+                snprintf(who->name, sizeof who->name, "%s", k->name);
+                snprintf(who->hosts, sizeof who->hosts, "%s", k->hosts);
+                who->quota = k->quota;
+            }
+        }
     }
     pthread_mutex_unlock(&a->token_lock);
     if (!configured)
@@ -643,13 +710,14 @@ copy_ev_cb(void *arg_, const struct fs_host_event *e)
         c->host = strdup(e->host);
         c->kind = strdup(e->kind);
         c->name = strdup(e->name);
+        c->poster = strdup(e->poster ? e->poster : "");
     }
     c->start_ns = e->start_ns;
     c->end_ns = e->end_ns;
     c->host_offset_ns = e->host_offset_ns;
     c->host_offset_uncertainty_ns = e->host_offset_uncertainty_ns;
     l->n++;
-    if (!l->times_only && (!c->host || !c->kind || !c->name)) {
+    if (!l->times_only && (!c->host || !c->kind || !c->name || !c->poster)) {
         l->failed = true;
         return 1;
     }
@@ -698,6 +766,7 @@ free_events(struct fs_analysis_event *e, size_t n)
         free(e[i].host);
         free(e[i].kind);
         free(e[i].name);
+        free(e[i].poster);
     }
     free(e);
 }
@@ -1634,6 +1703,30 @@ scalar_u64(struct fs_buf *out, enum fs_metric m, uint64_t v)
     fs_buf_printf(out, "%s %" PRIu64 "\n", fs_metric_defs[m].name, v);
 }
 
+/* One line of fabricscope_host_events_poster_bytes (which 0) or _events (1), with its
+   family's header before the first. */
+struct poster_out {
+    struct fs_buf *out;
+    int which;
+    bool header;
+};
+
+static void
+poster_bytes_line(void *arg, const char *name, uint64_t bytes, uint64_t events,
+                  uint64_t evicted_quota)
+{
+    struct poster_out *po = arg;
+    (void)evicted_quota;
+    enum fs_metric m = po->which ? FS_M_HOST_EVENTS_POSTER_EVENTS : FS_M_HOST_EVENTS_POSTER_BYTES;
+    if (!po->header) {
+        family_header(po->out, m);
+        po->header = true;
+    }
+    fs_buf_printf(po->out, "%s{poster=\"", fs_metric_defs[m].name);
+    fs_buf_prom_label_value(po->out, name);
+    fs_buf_printf(po->out, "\"} %" PRIu64 "\n", po->which ? events : bytes);
+}
+
 int
 fs_analysis_metrics(struct fs_analysis *a, struct fs_buf *out)
 {
@@ -1647,8 +1740,14 @@ fs_analysis_metrics(struct fs_analysis *a, struct fs_buf *out)
     scalar_u64(out, FS_M_HOST_EVENTS_DUPLICATES, s.duplicates_total);
     family_header(out, FS_M_HOST_EVENTS_EVICTED);
     const char *ev = fs_metric_defs[FS_M_HOST_EVENTS_EVICTED].name;
-    fs_buf_printf(out, "%s{reason=\"memory\"} %" PRIu64 "\n%s{reason=\"retention\"} %" PRIu64 "\n",
-                  ev, s.evicted_memory, ev, s.evicted_retention);
+    fs_buf_printf(out,
+                  "%s{reason=\"memory\"} %" PRIu64 "\n%s{reason=\"quota\"} %" PRIu64
+                  "\n%s{reason=\"retention\"} %" PRIu64 "\n",
+                  ev, s.evicted_memory, ev, s.evicted_quota, ev, s.evicted_retention);
+    struct poster_out po = {out, 0, false};
+    fs_host_events_foreach_poster(a->events, poster_bytes_line, &po);
+    po = (struct poster_out){out, 1, false};
+    fs_host_events_foreach_poster(a->events, poster_bytes_line, &po);
     struct fs_episode_log_stats ls;
     fs_episode_log_stats(a->log, &ls);
     int64_t refreshed = atomic_load(&a->refreshed_us);

@@ -104,6 +104,26 @@ void fs_analysis_set_topology(struct fs_analysis *a, struct fs_topo *topo);
  */
 int fs_analysis_set_token(struct fs_analysis *a, const char *token);
 
+/** A per-host token of host_events.tokens. */
+struct fs_analysis_token {
+    const char *name;  /**< 1..FS_HOST_EVENTS_MAX_POSTER bytes */
+    const char *token; /**< the secret */
+    const char *hosts; /**< fnmatch(3) pattern of the host names it may post for */
+    uint64_t quota;    /**< bytes of events it may hold; 0: the store's limit only */
+};
+/** Sets the shared token (NULL or "": none) and the per-host tokens (copied; n 0: none).
+ *  0 or -1 (no memory: the previous ones stay). */
+int fs_analysis_set_tokens(struct fs_analysis *a, const char *shared,
+                           const struct fs_analysis_token *tokens, size_t n);
+
+/** Who a matching token says posts: name "" for the shared token (hosts "" and quota 0:
+ *  any host, the store's limit only). */
+struct fs_analysis_poster {
+    char name[FS_HOST_EVENTS_MAX_POSTER + 1];
+    char hosts[FS_HOST_EVENTS_MAX_STR + 1];
+    uint64_t quota;
+};
+
 /** What fs_analysis_check_token found. */
 enum fs_analysis_auth {
     FS_ANALYSIS_AUTH_OK,       /**< the token matches */
@@ -113,6 +133,10 @@ enum fs_analysis_auth {
 /** Checks an Authorization header value (NULL: none) against the token, in constant
  *  time. Thread-safe. */
 enum fs_analysis_auth fs_analysis_check_token(struct fs_analysis *a, const char *authorization);
+/** The same, comparing with every token (each in constant time, all of them whatever
+ *  matches), and filling *who (may be NULL) when one does. */
+enum fs_analysis_auth fs_analysis_check_poster(struct fs_analysis *a, const char *authorization,
+                                               struct fs_analysis_poster *who);
 
 /** A flow rule as the analysis needs it (the daemon copies these from the config). */
 struct fs_analysis_flow_rule {
@@ -170,6 +194,7 @@ struct fs_analysis_history_use {
 /** One host event a correlation considered (a copy: strings owned by the correlation). */
 struct fs_analysis_event {
     char *host, *kind, *name;
+    char *poster;                       /**< the host token that posted it ("": shared) */
     int64_t start_ns, end_ns;           /**< collector axis */
     int64_t host_offset_ns;             /**< host minus collector, as posted */
     int64_t host_offset_uncertainty_ns; /**< that offset's uncertainty */

@@ -127,6 +127,12 @@ struct fs_config {
     int64_t retention_us;                   /**< default 1 h */
     uint64_t max_series_per_target;         /**< storage.max_series_per_target; default 50000 */
     struct fs_secret_ref host_events_token; /**< host_events.bearer_token_*; none: posts 403 */
+    struct fs_host_token_cfg {              /**< host_events.tokens, in the order written */
+        char *name, *hosts;
+        struct fs_secret_ref token; /**< token_file or token_env */
+        uint64_t memory_limit;      /**< default 8 MiB */
+    } *host_tokens;
+    size_t n_host_tokens;
     uint64_t host_events_memory_limit;      /**< bytes; default 64 MiB */
     int64_t host_events_retention_us;       /**< default 6 h */
     int64_t clock_max_offset_us;            /**< clock.max_offset; default 1 ms */

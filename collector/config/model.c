@@ -523,7 +523,28 @@ build_host_events(const struct lyd_node *tree, struct fs_config *cfg, struct fs_
         else
             cfg->clock_max_offset_us = us;
     }
-    return n ? fs_cfg_secret_ref(&cfg->host_events_token, n, "bearer_token") : 0;
+    if (!n)
+        return 0;
+    if (fs_cfg_secret_ref(&cfg->host_events_token, n, "bearer_token"))
+        return -1;
+    size_t cnt = count_named(lyd_child(n), "tokens");
+    if (cnt && !(cfg->host_tokens = calloc(cnt, sizeof *cfg->host_tokens)))
+        return -1;
+    for (const struct lyd_node *t = NULL;
+         (t = fs_cfg_next(n, t, "tokens")) && cfg->n_host_tokens < cnt;) {
+        struct fs_host_token_cfg *h = &cfg->host_tokens[cfg->n_host_tokens++];
+        if (fs_cfg_strdup(&h->name, t, "name") || fs_cfg_strdup(&h->hosts, t, "hosts") ||
+            fs_cfg_secret_ref(&h->token, t, "token"))
+            return -1;
+        h->memory_limit = UINT64_C(8) << 20;
+        const struct lyd_node *ml = fs_cfg_kid(t, "memory_limit");
+        if (ml && fs_parse_size(lyd_get_value(ml), &h->memory_limit) == 0 &&
+            (h->memory_limit < (UINT64_C(64) << 10) ||
+             h->memory_limit > cfg->host_events_memory_limit))
+            fs_cfg_node_err(errs, ml, false, "%s is outside 64KiB..host_events.memory_limit",
+                            lyd_get_value(ml));
+    }
+    return 0;
 }
 
 /* A duration leaf of analysis: within [lo, hi] or an error naming it. */
@@ -923,6 +944,12 @@ fs_config_free(struct fs_config *cfg)
     free(cfg->http_tls_key_file);
     fs_cfg_secret_ref_free(&cfg->http_bearer_token);
     fs_cfg_secret_ref_free(&cfg->host_events_token);
+    for (size_t i = 0; i < cfg->n_host_tokens; i++) {
+        free(cfg->host_tokens[i].name);
+        free(cfg->host_tokens[i].hosts);
+        fs_cfg_secret_ref_free(&cfg->host_tokens[i].token);
+    }
+    free(cfg->host_tokens);
     fs_static_links_free(cfg->topo_links, cfg->n_topo_links);
     free(cfg->topo_links_file);
     free(cfg->state_dir);

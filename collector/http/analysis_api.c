@@ -205,14 +205,16 @@ put_kinds(struct fs_buf *b, unsigned kinds)
 
 /* ---- POST /api/v1/host-events and GET /api/v1/time ---- */
 
-int
-fs_analysis_authorize_post(struct fs_analysis *a, const char *authorization, struct fs_buf *out)
+/* The answer for a token that does not let the request post (0: it does, *who filled). */
+static int
+authorize_poster(struct fs_analysis *a, const char *authorization, struct fs_buf *out,
+                 struct fs_analysis_poster *who)
 {
-    switch (fs_analysis_check_token(a, authorization)) {
+    switch (fs_analysis_check_poster(a, authorization, who)) {
     case FS_ANALYSIS_AUTH_NO_TOKEN:
         return error_doc(out, 403,
                          "posting host events is disabled: no bearer token is configured "
-                         "(host_events: { bearer_token_file: ... })");
+                         "(host_events: { bearer_token_file: ... } or tokens)");
     case FS_ANALYSIS_AUTH_WRONG:
         return error_doc(out, 401, "missing or wrong bearer token");
     case FS_ANALYSIS_AUTH_OK:
@@ -222,16 +224,24 @@ fs_analysis_authorize_post(struct fs_analysis *a, const char *authorization, str
 }
 
 int
+fs_analysis_authorize_post(struct fs_analysis *a, const char *authorization, struct fs_buf *out)
+{
+    return authorize_poster(a, authorization, out, NULL);
+}
+
+int
 fs_analysis_post_host_events(struct fs_analysis *a, const char *authorization, const char *body,
                              size_t len, int64_t now_us, struct fs_buf *out)
 {
-    int auth = fs_analysis_authorize_post(a, authorization, out);
+    struct fs_analysis_poster who;
+    int auth = authorize_poster(a, authorization, out, &who);
     if (auth)
         return auth;
+    struct fs_host_events_poster as = {who.name, who.name[0] ? who.hosts : NULL, who.quota};
     char err[256];
     struct fs_host_events_receipt r;
-    int rc = fs_host_events_post(fs_analysis_host_events(a), body, len, now_us * 1000, &r, err,
-                                 sizeof err);
+    int rc = fs_host_events_post_as(fs_analysis_host_events(a), &as, body, len, now_us * 1000, &r,
+                                    err, sizeof err);
     if (rc != 0)
         return error_doc(out, rc, "%s", err);
     fs_buf_reset(out);
@@ -606,6 +616,10 @@ correlate(struct fs_analysis *a, struct fs_store *st, const struct fs_analysis_a
             fs_buf_json_str(out, e->kind);
             fs_buf_puts(out, ",\"name\":");
             fs_buf_json_str(out, e->name);
+            if (e->poster && e->poster[0]) {
+                fs_buf_puts(out, ",\"posted_by\":");
+                fs_buf_json_str(out, e->poster);
+            }
             /* start_ns/end_ns: the collector's axis; host_start_ns: as the host posted it. */
             fs_buf_printf(out,
                           ",\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64

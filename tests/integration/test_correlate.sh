@@ -89,6 +89,25 @@ grep -qi '^HTTP/1.1 405' "$T/h405" && grep -qi '^Allow: POST' "$T/h405" || fail 
 [ "$(held)" = 0 ] || fail "a refused post stored events: $(held)"
 ok "bad posts: 403 (no token configured), 401, 413, 400 (malformed; half-valid names events[1]), 405; nothing stored"
 
+# A per-host token beside the shared one: it posts for its host only (403 naming the
+# item for another, nothing stored), and the memory its events hold is exported by name.
+HTOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+(umask 077; echo "$HTOKEN" >"$T/h1.token")
+write_config "host_events: { bearer_token_file: $T/he.token, memory_limit: 16MiB, retention: 1h,
+  tokens: [ { name: gpu-h1, token_file: $T/h1.token, hosts: 'h1', memory_limit: 1MiB } ] }
+clock: { max_offset: 1ms }"
+"$FABRICSCOPE" --check-config "$T/fs.yaml" >/dev/null || fail "config with host_events.tokens refused"
+hup
+sed 's/"host": "h1"/"host": "h2"/' "$T/good.json" >"$T/h2.json"
+[ "$(post "$T/h2.json" "$HTOKEN")" = 403 ] || fail "another host with gpu-h1's token: $(cat "$T/post.out")"
+grep -q 'events\[0\].host: \\"h2\\" is not a host the token \\"gpu-h1\\" may post for' "$T/post.out" ||
+  fail "403 does not name the item: $(cat "$T/post.out")"
+[ "$(held)" = 0 ] || fail "a refused post stored events: $(held)"
+[ "$(post "$T/good.json" "$HTOKEN")" = 200 ] || fail "gpu-h1's own host: $(cat "$T/post.out")"
+curl -fsS "$URL/metrics" | grep -qE '^fabricscope_host_events_poster_events\{poster="gpu-h1"\} 1$' ||
+  fail "no fabricscope_host_events_poster_events for gpu-h1: $(curl -fsS "$URL/metrics" | grep poster)"
+ok "a per-host token: 403 for another host (named, nothing stored), 200 for its own, exported by name"
+
 # The surges and the host events.
 "$PY" "$FS_SOURCE_DIR/tests/integration/host_event_gen.py" --url "$URL" --token-file "$T/he.token" \
   --sim-pid "$SIM_PID" --period 8 --surge 2 --first 4 --count 8 --host-offset-ms -40 \
@@ -273,7 +292,8 @@ ok "/api/v1/export/trace of a surge: valid JSON with AllReduce slices, counters 
 # The self metrics.
 curl -fsS "$URL/metrics" >"$T/m.txt"
 grep -Eq '^fabricscope_host_events [1-9]' "$T/m.txt" || fail "fabricscope_host_events"
-grep -Eq '^fabricscope_host_events_rejected_posts_total 2$' "$T/m.txt" ||
+# Two bad bodies, and the post for another host with gpu-h1's token.
+grep -Eq '^fabricscope_host_events_rejected_posts_total 3$' "$T/m.txt" ||
   fail "rejected posts: $(grep rejected "$T/m.txt")"
 grep -q '^fabricscope_http_requests_total{handler="host_events",code="413"} 1' "$T/m.txt" || fail "413 not counted"
 grep -q '^fabricscope_incident_next_expected_timestamp_seconds{target="tor1",interface="Eth1/49"' "$T/m.txt" ||

@@ -260,6 +260,45 @@ test_post_auth_and_validation(void **state)
     assert_int_equal(hs.events, 1);
 }
 
+/* Per-host tokens through the API: only its hosts (403 naming the item otherwise), the
+ * shared token refused once only per-host ones are set, and every event in an answer
+ * says which token posted it. */
+static void
+test_post_per_host_tokens(void **state)
+{
+    struct fixture *f = *state;
+    struct fs_analysis_token t[] = {{"gpu-rack", "r-tok", "gpu*", 8 << 20}};
+    assert_int_equal(fs_analysis_set_tokens(f->an, NULL, t, 1), 0);
+    const char *other = "{\"host_offset_ns\":0,\"host_offset_uncertainty_ns\":0,\"events\":[{"
+                        "\"host\":\"storage-3\",\"kind\":\"k\",\"name\":\"n\",\"start\":1}]}";
+    assert_int_equal(fs_analysis_post_host_events(f->an, "Bearer r-tok", other, strlen(other),
+                                                  f->now_us, &f->out),
+                     403);
+    print_message("%s\n", f->out.data);
+    assert_non_null(strstr(f->out.data, "events[0].host"));
+    assert_int_equal(fs_analysis_post_host_events(f->an, "Bearer s3cret", other, strlen(other),
+                                                  f->now_us, &f->out),
+                     401);
+    size_t n;
+    char *body = allreduce_body(f, &n);
+    int rc =
+        fs_analysis_post_host_events(f->an, "Bearer r-tok", body, strlen(body), f->now_us, &f->out);
+    free(body);
+    if (rc != 200)
+        fail_msg("post: %d %s", rc, f->out.data);
+    char start[32], end[32];
+    snprintf(start, sizeof start, "%lld", (long long)(f->t0_us / S));
+    snprintf(end, sizeof end, "%lld", (long long)(f->now_us / S));
+    struct fs_analysis_arg args[] = {
+        {"start", start}, {"end", end}, {"kind", "nccl"}, {"slow", "3x"}};
+    rc = fs_analysis_correlate(f->an, f->st, args, 4, f->now_us, &f->out);
+    if (rc != 200)
+        fail_msg("correlate: %d %s", rc, f->out.data);
+    struct json_object *o = parse(&f->out);
+    assert_string_equal(json_object_get_string(get(o, "data.events.0.posted_by")), "gpu-rack");
+    json_object_put(o);
+}
+
 static void
 test_time(void **state)
 {
@@ -795,6 +834,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_post_auth_and_validation, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_post_per_host_tokens, setup, teardown),
         cmocka_unit_test_setup_teardown(test_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_correlate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_correlate_dump_time, setup, teardown),

@@ -1,5 +1,6 @@
 /* The host-event store: the POST body shape, item-by-item validation with nothing
  * half-stored, placement on the collector's axis, bounds and queries. */
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -750,6 +751,122 @@ test_repeated_strings_shared(void **state)
     fs_host_events_free(hs);
 }
 
+/* A post of n events of one host, at start.. (host-clock ns). */
+static char *
+host_post(const char *host, size_t n, int64_t start)
+{
+    size_t cap = 128 + n * 160;
+    char *b = malloc(cap);
+    size_t l = (size_t)snprintf(b, cap,
+                                "{\"host_offset_ns\":0,\"host_offset_uncertainty_ns\":0,"
+                                "\"events\":[");
+    for (size_t i = 0; i < n; i++)
+        l += (size_t)snprintf(b + l, cap - l,
+                              "%s{\"host\":\"%s\",\"kind\":\"k\",\"name\":\"n\",\"start\":%lld}",
+                              i ? "," : "", host, (long long)(start + (int64_t)i));
+    snprintf(b + l, cap - l, "]}");
+    return b;
+}
+
+struct poster_seen {
+    char names[8][72];
+    uint64_t bytes[8], events[8], evicted[8];
+    int n;
+};
+
+static void
+poster_cb(void *arg, const char *name, uint64_t bytes, uint64_t events, uint64_t evicted)
+{
+    struct poster_seen *p = arg;
+    if (p->n < 8) {
+        snprintf(p->names[p->n], sizeof p->names[p->n], "%s", name);
+        p->bytes[p->n] = bytes;
+        p->events[p->n] = events;
+        p->evicted[p->n++] = evicted;
+    }
+}
+
+static int
+first_poster_cb(void *arg, const struct fs_host_event *e)
+{
+    snprintf(arg, 72, "%s", e->poster);
+    return 1;
+}
+
+/* Per-host tokens: a token posts only for its hosts (a post naming another is refused
+ * whole, 403), its events stay within its quota (its own oldest go, never another
+ * poster's, though those are older), and each event keeps its poster's name. */
+static void
+test_posters_hosts_and_quota(void **state)
+{
+    (void)state;
+    struct fs_host_events *hs = new_store(4 << 20, 3600 * SEC);
+    struct fs_host_events_receipt r;
+    char err[256];
+    /* The shared token's events first: the oldest in the store. */
+    char *p = host_post("gpu-r13-01", 100, NOW);
+    assert_int_equal(fs_host_events_post(hs, p, strlen(p), NOW, &r, err, sizeof err), 0);
+    free(p);
+    struct fs_host_events_poster rack12 = {"rack12", "gpu-r12-*", 64 << 10};
+    /* Another rack's host, even among its own: refused whole, naming the item. */
+    p = host_post("gpu-r12-04", 3, NOW + 1000);
+    char *q = strstr(p, "]}");
+    char body[4096];
+    snprintf(body, sizeof body,
+             "%.*s,{\"host\":\"gpu-r13-01\",\"kind\":\"k\",\"name\":\"n\","
+             "\"start\":%lld}]}",
+             (int)(q - p), p, (long long)NOW);
+    assert_int_equal(
+        fs_host_events_post_as(hs, &rack12, body, strlen(body), NOW, &r, err, sizeof err), 403);
+    print_message("%s\n", err);
+    assert_non_null(strstr(err, "events[3].host"));
+    assert_non_null(strstr(err, "rack12"));
+    const char *nbr = "{\"neighbors\":{\"host\":\"gpu-r13-02\",\"interval_s\":30,\"list\":[]}}";
+    assert_int_equal(
+        fs_host_events_post_as(hs, &rack12, nbr, strlen(nbr), NOW, &r, err, sizeof err), 403);
+    assert_non_null(strstr(err, "neighbors.host"));
+    struct fs_host_events_stats st;
+    fs_host_events_stats(hs, &st);
+    assert_int_equal(st.events, 100);
+    /* Its own hosts, past its quota many times over: only its own oldest posts go. */
+    for (int i = 0; i < 40; i++) {
+        free(p);
+        p = host_post("gpu-r12-04", 50, NOW + 1000000 + i * 1000);
+        assert_int_equal(
+            fs_host_events_post_as(hs, &rack12, p, strlen(p), NOW, &r, err, sizeof err), 0);
+        assert_int_equal(r.stored, 50);
+    }
+    free(p);
+    fs_host_events_stats(hs, &st);
+    struct poster_seen ps = {0};
+    fs_host_events_foreach_poster(hs, poster_cb, &ps);
+    assert_int_equal(ps.n, 2);
+    assert_string_equal(ps.names[0], "");
+    assert_string_equal(ps.names[1], "rack12");
+    print_message("shared: %" PRIu64 " events; rack12: %" PRIu64 " events in %" PRIu64
+                  " bytes (quota 65536), %" PRIu64 " evicted for its quota\n",
+                  ps.events[0], ps.events[1], ps.bytes[1], ps.evicted[1]);
+    assert_int_equal(ps.events[0], 100); /* the older shared events all stay */
+    assert_true(ps.bytes[1] <= 64 << 10);
+    assert_true(ps.evicted[1] > 0);
+    assert_int_equal(ps.events[1] + ps.evicted[1], 2000);
+    assert_int_equal(st.evicted_quota, ps.evicted[1]);
+    assert_int_equal(st.evicted_memory, 0);
+    /* Each event says who posted it. */
+    char who[72] = "?";
+    fs_host_events_foreach(hs, NOW + 1000000 + 39 * 1000, INT64_MAX, NULL, first_poster_cb, who);
+    assert_string_equal(who, "rack12");
+    fs_host_events_foreach(hs, NOW, NOW, NULL, first_poster_cb, who);
+    assert_string_equal(who, "");
+    /* A post larger than its quota: 413, naming the token. */
+    p = host_post("gpu-r12-04", 2000, NOW);
+    assert_int_equal(fs_host_events_post_as(hs, &rack12, p, strlen(p), NOW, &r, err, sizeof err),
+                     413);
+    assert_non_null(strstr(err, "quota"));
+    free(p);
+    fs_host_events_free(hs);
+}
+
 int
 main(void)
 {
@@ -767,6 +884,7 @@ main(void)
         cmocka_unit_test_teardown(test_deeply_nested_garbage, fresh_done),
         cmocka_unit_test_teardown(test_truncated_and_trailing, fresh_done),
         cmocka_unit_test(test_repeated_strings_shared),
+        cmocka_unit_test(test_posters_hosts_and_quota),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

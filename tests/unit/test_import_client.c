@@ -283,7 +283,7 @@ test_offset_at_capture_and_eviction(void **state)
     assert_non_null(strstr(errs, path));
     unlink(path);
     /* A store too small for the import: its first batch is dropped by its second. */
-    struct fs_host_events_opts small = {600 << 10, 3600LL * 1000000000LL};
+    struct fs_host_events_opts small = {700 << 10, 3600LL * 1000000000LL};
     fs_host_events_set_opts(fs_analysis_host_events(sv->an), &small);
     struct fs_imp_batch big = {0};
     t = now_ns();
