@@ -132,6 +132,9 @@ scrape_configs:
 EOF
 start_vm "$B" -promscrape.config="$B/scrape.yml"
 PB=$VP
+# A second one with VictoriaMetrics' default -search.latencyOffset (30 s), fed the same.
+start_vm "$B/default" -search.latencyOffset=30s
+PD=$VP
 config_b() { # INDEX HTTP-PORT
   cat <<EOF
 listen: 127.0.0.1:$2
@@ -140,6 +143,9 @@ external_labels: { replica: r$1 }
 remote_write:
   - url: http://127.0.0.1:$PB/api/v1/write
     name: vm
+    queue: { batch_send_deadline: 200ms }
+  - url: http://127.0.0.1:$PD/api/v1/write
+    name: vm-default
     queue: { batch_send_deadline: 200ms }
 analysis:
   horizon: 10m
@@ -226,19 +232,26 @@ last=$(curl -fsS --get "http://127.0.0.1:$PB/api/v1/export" \
 for t in $theirs; do grep -q "$t@r1" <<<"$last" || fail "no last-sample gauge of $t scraped from instance 1: $last"; done
 ok "all $all series carry their replica label; the last-sample gauge scraped from instance 1: $last"
 
-# A range query reaching to now sees the poll of a few seconds ago: with the default
-# -search.latencyOffset (30 s) the last 30 s repeat the value of 30 s ago.
-fresh() {
+# A range query reaching to now sees the poll of a few seconds ago; with the default
+# -search.latencyOffset (30 s) its last 30 s repeat the value of 30 s ago.
+newest_poll_age() { # VM-PORT: age of the newest remote-written poll a range query ending now shows
   local t v
   t=$(date +%s)
-  v=$(curl -fsS --get "http://127.0.0.1:$PB/api/v1/query_range" \
-    --data-urlencode "query=max(fabricscope_target_last_sample_timestamp_seconds)" \
+  v=$(curl -fsS --get "http://127.0.0.1:$1/api/v1/query_range" \
+    --data-urlencode 'query=max(timestamp(fabric_port_bytes_total{job=""}))' \
     --data-urlencode "start=$((t - 60))" --data-urlencode "end=$t" --data-urlencode step=1 |
     jq -r '.data.result[0].values[-1][1] // 0')
-  "$PY" -c 'import sys; sys.exit(0 if float(sys.argv[1]) > float(sys.argv[2]) - 10 else 1)' "$v" "$t"
+  "$PY" -c 'import sys; print(int(float(sys.argv[2]) - float(sys.argv[1])))' "$v" "$t"
 }
-wait_for 30 "a range query ending now sees a poll less than 10 s old" fresh
-ok "range queries see polls less than 10 s old (-search.latencyOffset=2s)"
+fresh() { [ "$(newest_poll_age "$PB")" -lt 20 ]; }
+wait_for 30 "a range query ending now sees a poll less than 20 s old" fresh
+age=$(newest_poll_age "$PB")
+# (none at all until its first samples are 30 s old)
+shows_any() { [ "$(newest_poll_age "$PD")" -lt 100000 ]; }
+wait_for 60 "the default one shows a poll" shows_any
+age_default=$(newest_poll_age "$PD")
+[ "$age_default" -ge 28 ] || fail "with the default latency offset the newest poll shown is $age_default s old, want 30"
+ok "a range query ending now shows a poll $age s old (-search.latencyOffset=2s), $age_default s old with the default of 30 s"
 
 recurring_targets() {
   curl -fsS "http://127.0.0.1:$H0/api/v1/incidents?start=$(($(date +%s) - 600))" >"$B/inc.json" || return 1
