@@ -7,7 +7,8 @@
 # --quick sets FS_BENCH_QUICK=1: benchmarks that honour it run a smaller workload
 # (bench_gnmi_live.sh: 100 streams instead of 1,000; bench_onyx_fleet.sh: 100 ONYX
 # targets instead of 500; bench_history.sh: 2,000 series instead of 10,000;
-# bench_history_pod.sh: the 8-hour pod only, not the 24-hour 10,368-series one).
+# bench_history_pod.sh: the 8-hour pod only, not the 24-hour 10,368-series one;
+# bench_history_vm.sh: 2,000 series instead of 10,000).
 set -uo pipefail
 BUILD=build
 export FS_BENCH_QUICK=${FS_BENCH_QUICK:-0}
