@@ -279,7 +279,9 @@ fs_analysis_log_persist(struct fs_analysis *a, int64_t now_us, bool final)
     pthread_mutex_lock(&a->persist_lock);
     struct fs_episode_log_stats ls;
     fs_episode_log_stats(a->log, &ls);
-    if (!a->log_path || ls.generation == a->saved_gen ||
+    /* The first write is made even of an empty log: the file shows the state directory
+       works. */
+    if (!a->log_path || (ls.generation == a->saved_gen && atomic_load(&a->saved_us)) ||
         (!final && a->save_tried_us && now_us - a->save_tried_us < LOG_SAVE_EVERY_US)) {
         pthread_mutex_unlock(&a->persist_lock);
         return;

@@ -14,7 +14,8 @@
 #   that is not a duration): the reload fails, the same main PID, active, the old
 #   targets still polled, and the unit's journal names the bad key path;
 # - `systemctl stop` of each service timed while the collector polls its target (goal:
-#   2 s at most), then started again;
+#   2 s at most; the collector's episode log written to its StateDirectory then),
+#   then started again;
 # - `systemd-analyze security` of both units, against the running systemd;
 # - `apt-get remove`: both services stopped (inactive, no process left);
 # - `apt-get purge`: no unit or enable link, no /var/lib/fabricscope*, no
@@ -113,6 +114,7 @@ collector_yaml() {
   {
     echo "listen: 127.0.0.1:$HTTP"
     echo "storage: { memory_limit: 256MiB, retention: 1h }"
+    echo "state_dir: /var/lib/fabricscope"
     echo "host_events: { bearer_token_file: /etc/fabricscope/host-events-collector.token }"
     echo "targets:"
     for n in "$@"; do
@@ -217,6 +219,13 @@ for u in fabricscope fabricscope-host-agent; do
   [ "$(prop "$u" Result)" = success ] || fail "$u stopped with result $(prop "$u" Result)"
   ok "systemctl stop $u.service: $ms ms (goal: 2000 ms at most), result success"
   [ "$ms" -le 2000 ] || fail "stopping $u took $ms ms"
+  if [ "$u" = fabricscope ]; then
+    # The episode log written at shutdown into the unit's StateDirectory (state_dir).
+    st=$(in_ct stat -c '%U %a' /var/lib/fabricscope/episode-log 2>&1) ||
+      fail "no episode log in /var/lib/fabricscope after stop: $st"
+    [ "$st" = "fabricscope 600" ] || fail "episode-log is $st, not fabricscope 600"
+    ok "the episode log written at stop: /var/lib/fabricscope/episode-log, $st"
+  fi
   in_ct systemctl start "$u.service" || fail "systemctl start $u failed"
 done
 until_ok 30 "host1 polled after the restart" up host1
