@@ -45,6 +45,7 @@ TEST_PACKAGES=(
   lintian man-db  # Debian packages test (tests/ops/test_deb.sh; built by cpack; man-db: lintian reads the man pages)
   debootstrap  # the packages installed into a clean root (tests/ops/deb-clean-root.sh, make package-check-root)
   libfaketime  # host agent capture test: the agent's (and its perf's) wall clock set 40 ms behind
+  libpcap-dev  # real sFlow agent test: hsflowd built from tests/peers/ with FEATURES=PCAP (tests/integration/test_sflow_hsflowd.sh)
   lldpd  # topology test: LLDP between network namespaces, LLDP-MIB through snmpd (lldpd -x, tests/integration/test_topology_lldpd.sh)
 )
 PACKAGES=("${BUILD_PACKAGES[@]}")
