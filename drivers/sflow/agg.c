@@ -1089,6 +1089,24 @@ fs_sflow_agg_datagram(struct fs_sflow_agg *a, const struct fs_sflow_dgram *dg, c
     return 0;
 }
 
+bool
+fs_sflow_agg_restarts(const struct fs_sflow_agg *a, const struct fs_sflow_dgram *dg,
+                      const uint8_t *buf, size_t len)
+{
+    const struct sflow_datagram_header *h = &dg->hdr;
+    for (size_t i = 0; i < MAX_SUB_AGENTS; i++)
+        if (a->subs[i].used && a->subs[i].id == h->sub_agent_id) {
+            const struct sub_agent *sub = &a->subs[i];
+            int32_t d = (int32_t)(h->sequence - sub->dgram.high);
+            /* The bytes matter only for a number received before (hashed only then). */
+            bool known =
+                sub->dgram.init && d <= 0 && d > -WINDOW && (sub->known >> (unsigned)-d & 1);
+            uint32_t hash = known ? dgram_hash(buf, len) : 0;
+            return dgram_classify(sub, h->sequence, h->uptime_ms, hash) == DGRAM_RESTART;
+        }
+    return false;
+}
+
 int
 fs_sflow_agg_feed(struct fs_sflow_agg *a, const uint8_t *buf, size_t len, int64_t now_mono_us)
 {

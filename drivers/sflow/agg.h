@@ -227,6 +227,13 @@ int fs_sflow_agg_datagram(struct fs_sflow_agg *a, const struct fs_sflow_dgram *d
  *  bench, the tests and the fuzzer. */
 int fs_sflow_agg_feed(struct fs_sflow_agg *a, const uint8_t *buf, size_t len, int64_t now_mono_us);
 
+/** True when fs_sflow_agg_datagram() would take this datagram (checked by fs_sflow_check)
+ *  for another agent instance's: the driver commits the interval before it, so that the
+ *  old instance's last values reach the store before the reset is declared. Changes
+ *  nothing. */
+bool fs_sflow_agg_restarts(const struct fs_sflow_agg *a, const struct fs_sflow_dgram *dg,
+                           const uint8_t *buf, size_t len);
+
 /** True once after the agent restarted (its uptime went back): the driver declares a
  *  reset (fs_sink_counter_reset) before its next batch. */
 bool fs_sflow_agg_take_restart(struct fs_sflow_agg *a);
