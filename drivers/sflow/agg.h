@@ -15,8 +15,10 @@
  * whose uptime is behind the highest's by more than a network delays one (5 s), or out
  * of line with the uptimes of the numbers received around it, or a number received
  * before with other bytes (a duplicate has the same), is another agent instance's. A
- * restart settles what was missing as lost and starts the sequences and the port
- * counters' bases over.
+ * restart settles what was missing as lost and starts the sequences over; a port's next
+ * counter sample adds its packets as the store takes its octets (on_counters in agg.c),
+ * and the driver commits the interval before the restarting datagram
+ * (fs_sflow_agg_restarts).
  *
  * Port counters: a counter sample whose octets went back, or whose packets grew more
  * than its octets, restarted counting (a restart the datagrams did not show): it only
