@@ -46,6 +46,7 @@ TEST_PACKAGES=(
   debootstrap  # the packages installed into a clean root (tests/ops/deb-clean-root.sh, make package-check-root)
   libfaketime  # host agent capture test: the agent's (and its perf's) wall clock set 40 ms behind
   victoria-metrics  # a fleet on VictoriaMetrics: remote_write into it, analysis.history from it (tests/integration/test_victoria_metrics.sh)
+  libpcap-dev  # real sFlow agent test: hsflowd built from tests/peers/ with FEATURES=PCAP (tests/integration/test_sflow_hsflowd.sh)
   lldpd  # topology test: LLDP between network namespaces, LLDP-MIB through snmpd (lldpd -x, tests/integration/test_topology_lldpd.sh)
 )
 PACKAGES=("${BUILD_PACKAGES[@]}")

@@ -82,6 +82,7 @@ struct port {
     bool fresh; /* a counter sample arrived since the last flush */
     bool have_prev;
     bool went_back; /* its counters went back: declared a reset at the next flush */
+    bool restarted; /* the agent restarted since the port's last counter sample */
     struct sflow_if_counters g;
     uint32_t prev_pkts[2][3]; /* rx/tx x unicast, multicast, broadcast */
     uint64_t pkts[2];         /* their unwrapped sum */
@@ -838,6 +839,31 @@ counters_went_back(const struct sflow_if_counters *prev, const struct sflow_if_c
     return false;
 }
 
+/* The packets a direction's counters added from prev to now, its octets from o0 to o1
+ * (0 or all ones: unknown), in the port's first sample after an agent restart. Its
+ * counters either went on (a switch's agent restarted over the ASIC's counters) or
+ * started over with the agent (hsflowd counts from its own start): when the octets fell
+ * they count from zero and what the packet counters hold now is new (sFlow's unknown
+ * 2^32-1 left out), else they went on. This is how the store reads the raw octets after
+ * the restart declared (rebased when lower, else continuing), so packets and octets
+ * count the same frames. False (only a base) when the new octets are unknown or the
+ * packets grew by more than the octets, plus PKT_SLACK. */
+static bool
+after_restart(uint64_t o0, uint64_t o1, const uint32_t prev[3], const uint32_t now[3],
+              uint64_t *added)
+{
+    bool zero = octets_known(o0) && o1 < o0;
+    uint64_t pk = 0;
+    if (!octets_known(o1))
+        return false;
+    for (int j = 0; j < 3; j++)
+        pk += zero ? (now[j] == UINT32_MAX ? 0 : now[j]) : wrap_delta(now[j], prev[j]);
+    if (pk > (zero || !octets_known(o0) ? o1 : o1 - o0) + PKT_SLACK)
+        return false;
+    *added = pk;
+    return true;
+}
+
 static void
 on_counters(struct fs_sflow_agg *a, const struct sflow_counter_sample *k)
 {
@@ -859,17 +885,28 @@ on_counters(struct fs_sflow_agg *a, const struct sflow_counter_sample *k)
     uint32_t now[2][3] = {{g->in_ucast, g->in_multicast, g->in_broadcast},
                           {g->out_ucast, g->out_multicast, g->out_broadcast}};
     /* 32-bit packet counters summed: unwrapped one by one, so the sum stays exact. After
-     * an agent restart the first sample only sets the base (that interval is lost), and
-     * so does a sample whose counters went back (a restart we did not see otherwise):
-     * read as a wrap it would add about 2^32. */
-    if (p->have_prev && counters_went_back(&p->g, g, p->prev_pkts, now)) {
-        a->st.resets[FS_SFLOW_RESET_COUNTERS]++;
-        p->went_back = true;
-        p->have_prev = false;
+     * an agent restart the first sample adds what after_restart() finds; a sample whose
+     * counters went back otherwise (a restart we did not see) only sets the base (that
+     * interval is lost): read as a wrap it would add about 2^32. */
+    if (p->have_prev && p->restarted) {
+        /* The agent's restart declared every counter's reset already. */
+        uint64_t o0[2] = {p->g.in_octets, p->g.out_octets}, o1[2] = {g->in_octets, g->out_octets};
+        for (int d = 0; d < 2; d++) {
+            uint64_t added;
+            if (after_restart(o0[d], o1[d], p->prev_pkts[d], now[d], &added))
+                p->pkts[d] += added;
+        }
+    } else {
+        if (p->have_prev && counters_went_back(&p->g, g, p->prev_pkts, now)) {
+            a->st.resets[FS_SFLOW_RESET_COUNTERS]++;
+            p->went_back = true;
+            p->have_prev = false;
+        }
+        for (int d = 0; d < 2; d++)
+            for (int j = 0; j < 3 && p->have_prev; j++)
+                p->pkts[d] += wrap_delta(now[d][j], p->prev_pkts[d][j]);
     }
-    for (int d = 0; d < 2; d++)
-        for (int j = 0; j < 3 && p->have_prev; j++)
-            p->pkts[d] += wrap_delta(now[d][j], p->prev_pkts[d][j]);
+    p->restarted = false;
     memcpy(p->prev_pkts, now, sizeof now);
     p->have_prev = true;
     p->g = *g;
@@ -919,8 +956,10 @@ agent_restart(struct fs_sflow_agg *a, struct sub_agent *sub)
             a->srcs[i].seq.init = false;
             a->srcs[i].have_drops = false;
         }
+    /* The ports' counters may be the device's, not the agent's: their next samples
+     * tell (after_restart). */
     for (size_t i = 0; i < a->port_cap; i++)
-        a->ports[i].have_prev = false;
+        a->ports[i].restarted = true;
 }
 
 /* A hash of the datagram's bytes: a duplicate has the same; another datagram with the
@@ -1048,6 +1087,24 @@ fs_sflow_agg_datagram(struct fs_sflow_agg *a, const struct fs_sflow_dgram *dg, c
         on_sample(hdr, &dg->samples[i], a);
     a->cur_sub = NULL;
     return 0;
+}
+
+bool
+fs_sflow_agg_restarts(const struct fs_sflow_agg *a, const struct fs_sflow_dgram *dg,
+                      const uint8_t *buf, size_t len)
+{
+    const struct sflow_datagram_header *h = &dg->hdr;
+    for (size_t i = 0; i < MAX_SUB_AGENTS; i++)
+        if (a->subs[i].used && a->subs[i].id == h->sub_agent_id) {
+            const struct sub_agent *sub = &a->subs[i];
+            int32_t d = (int32_t)(h->sequence - sub->dgram.high);
+            /* The bytes matter only for a number received before (hashed only then). */
+            bool known =
+                sub->dgram.init && d <= 0 && d > -WINDOW && (sub->known >> (unsigned)-d & 1);
+            uint32_t hash = known ? dgram_hash(buf, len) : 0;
+            return dgram_classify(sub, h->sequence, h->uptime_ms, hash) == DGRAM_RESTART;
+        }
+    return false;
 }
 
 int

@@ -15,8 +15,10 @@
  * whose uptime is behind the highest's by more than a network delays one (5 s), or out
  * of line with the uptimes of the numbers received around it, or a number received
  * before with other bytes (a duplicate has the same), is another agent instance's. A
- * restart settles what was missing as lost and starts the sequences and the port
- * counters' bases over.
+ * restart settles what was missing as lost and starts the sequences over; a port's next
+ * counter sample adds its packets as the store takes its octets (on_counters in agg.c),
+ * and the driver commits the interval before the restarting datagram
+ * (fs_sflow_agg_restarts).
  *
  * Port counters: a counter sample whose octets went back, or whose packets grew more
  * than its octets, restarted counting (a restart the datagrams did not show): it only
@@ -226,6 +228,13 @@ int fs_sflow_agg_datagram(struct fs_sflow_agg *a, const struct fs_sflow_dgram *d
  *  scratch: what the driver does with a datagram of this aggregate's agent; for the
  *  bench, the tests and the fuzzer. */
 int fs_sflow_agg_feed(struct fs_sflow_agg *a, const uint8_t *buf, size_t len, int64_t now_mono_us);
+
+/** True when fs_sflow_agg_datagram() would take this datagram (checked by fs_sflow_check)
+ *  for another agent instance's: the driver commits the interval before it, so that the
+ *  old instance's last values reach the store before the reset is declared. Changes
+ *  nothing. */
+bool fs_sflow_agg_restarts(const struct fs_sflow_agg *a, const struct fs_sflow_dgram *dg,
+                           const uint8_t *buf, size_t len);
 
 /** True once after the agent restarted (its uptime went back): the driver declares a
  *  reset (fs_sink_counter_reset) before its next batch. */

@@ -317,6 +317,12 @@ handle(struct drv *d, struct sock *s, const uint8_t *buf, size_t len,
                    t->name, fs_sflow_decode_reason_names[reason], err);
         return;
     }
+    /* An agent restart is a commit boundary: the old instance's last counter samples of
+     * this interval are committed before the reset is declared. Else the new instance's
+     * samples replaced them unseen: the store rebased the octets from the values before
+     * (a poll's octets lost) while the packet sums had counted them. */
+    if (fs_sflow_agg_restarts(t->agg, &d->dg, buf, len))
+        flush_target(t, now);
     if (fs_sflow_agg_datagram(t->agg, &d->dg, buf, len, now) == 0) {
         t->data_since_flush = true;
         t->ever = true;

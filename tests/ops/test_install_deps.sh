@@ -10,7 +10,7 @@ build=$(bash "$S" --build-only --list) || fail "--build-only --list failed"
 full=$(bash "$S" --list) || fail "--list failed"
 [ -n "$build" ] || fail "--build-only --list printed nothing"
 for p in $build; do grep -qx "$p" <<<"$full" || fail "$p is in --build-only but not in the full list"; done
-for t in chromium tshark prometheus victoria-metrics snmpd pmacct nfdump-sflow lintian debootstrap libcmocka-dev lldpd clang linux-perf; do
+for t in chromium tshark prometheus victoria-metrics snmpd pmacct nfdump-sflow lintian debootstrap libcmocka-dev lldpd clang linux-perf libpcap-dev; do
   ! grep -qx "$t" <<<"$build" || fail "--build-only installs the test tool $t"
 done
 for b in cmake gcc dpkg-dev file libgrpc-dev protobuf-c-compiler; do

@@ -180,7 +180,7 @@ env_target(struct env *e, const char *name, const char *listen, uint16_t port)
     assert_int_equal(fs_sflow_parse_addr("127.0.0.1", &e->c.agent), 0);
     e->c.has_agent = true;
     e->c.port = port;
-    e->c.interval_us = 50000;
+    e->c.interval_us = e->c.interval_us ? e->c.interval_us : 50000; /* set by the test, or */
     e->c.counter_interval_us = 30000000;
     e->c.max_ports = 16;
     e->sink = fs_store_sink_add(e->st, &e->t, "sflow", 30000000);
@@ -303,6 +303,41 @@ test_names_from_other_source(void **state)
     fs_store_free(e.st);
 }
 
+/* An agent restart is a commit boundary: the old instance's last counter sample (3 MB)
+ * and the new instance's first (hsflowd's zero) arrive in one 2 s interval; the store
+ * sees the 3 MB before the restart's reset, then rebases the zero onto it. (Committed
+ * together, the zero replaced the 3 MB unseen: the octets stayed at the 1 MB before,
+ * while the packets had counted the 2,000 in between.) */
+static void
+test_restart_commits_first(void **state)
+{
+    (void)state;
+    char err[256];
+    struct env e = {.st = store(), .c = {.interval_us = 2000000}};
+    struct sfb x, y;
+    uint16_t port = free_port();
+    const char *rx = "interface=\"ifIndex105\",direction=\"rx\"";
+    assert_int_equal(drv->init(&e.state, err, sizeof err), FS_DRV_OK);
+    env_target(&e, "tor1", "127.0.0.1", port);
+    sfb_datagram(&x, AGENT, 0, 1, 10000);
+    sfb_counter_sample(&x, 1, 105, 1000000, 1000, 0, 3);
+    send_to(AF_INET, port, x.b, x.n);
+    wait_value(e.st, "fabric_port_bytes_total", rx, 1000000);
+    sfb_datagram(&x, AGENT, 0, 2, 11000);
+    sfb_counter_sample(&x, 2, 105, 3000000, 3000, 0, 3);
+    sfb_datagram(&y, AGENT, 0, 1, 500); /* the new instance: number 1 again, other bytes */
+    sfb_counter_sample(&y, 1, 105, 0, 0, 0, 3);
+    send_to(AF_INET, port, x.b, x.n);
+    send_to(AF_INET, port, y.b, y.n);
+    wait_value(e.st, "fabricscope_sflow_sequence_resets_total", "agent_restart", 1);
+    wait_value(e.st, "fabric_port_packets_total", rx, 2000);
+    wait_value(e.st, "fabric_port_bytes_total", rx, 3000000);
+    drv->target_remove(e.state, e.ts);
+    fs_store_sink_remove(e.st, e.sink);
+    drv->shutdown(e.state);
+    fs_store_free(e.st);
+}
+
 struct flood {
     uint16_t port;
     atomic_bool stop;
@@ -368,6 +403,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_datagrams_and_unknown_agents),
         cmocka_unit_test(test_names_from_other_source),
+        cmocka_unit_test(test_restart_commits_first),
         cmocka_unit_test(test_add_remove_under_flood),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
