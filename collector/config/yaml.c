@@ -18,6 +18,7 @@
 #include <libyang/plugins_types.h>
 #include <yaml.h>
 
+#include "util/url.h"
 #include "config/config.h"
 #include "config/schema.h"
 #include "config/tree.h"
@@ -362,21 +363,16 @@ render(char *dst, size_t dlen, const struct fs_ynode *v, bool hidden, bool bare)
         snprintf(dst, dlen, "the value");
         return;
     }
-    const char *sep = len >= 3 ? memmem(str, len, "://", 3) : NULL;
-    if (sep) {
-        size_t a = (size_t)(sep - str) + 3, e = a, at = 0;
-        for (; e < len && str[e] != '/' && str[e] != '?' && str[e] != '#'; e++)
-            if (str[e] == '@')
-                at = e;
-        if (at) {
-            size_t k = a < FS_CFG_SHOW_MAX ? a : FS_CFG_SHOW_MAX;
-            memcpy(red, str, k);
-            memcpy(red + k, "***", 3);
-            size_t rest = len - at < sizeof red - k - 3 ? len - at : sizeof red - k - 3;
-            memcpy(red + k + 3, str + at, rest);
-            str = red;
-            len = k + 3 + rest;
-        }
+    struct fs_url_parts u;
+    if (fs_url_authority(str, len, true, &u) && u.host > u.auth) {
+        size_t at = u.host - 1; /* the '@', kept */
+        size_t k = u.auth < FS_CFG_SHOW_MAX ? u.auth : FS_CFG_SHOW_MAX;
+        memcpy(red, str, k);
+        memcpy(red + k, "***", 3);
+        size_t rest = len - at < sizeof red - k - 3 ? len - at : sizeof red - k - 3;
+        memcpy(red + k + 3, str + at, rest);
+        str = red;
+        len = k + 3 + rest;
     }
     fs_cfg_show(s, sizeof(s), str, len);
     snprintf(dst, dlen, bare ? "%s" : "\"%s\"", s);

@@ -1,5 +1,6 @@
 /* The Prometheus query API client: a streaming parse of matrix and vector answers. */
 #include "history/prom_query.h"
+#include "util/url.h"
 
 #include <curl/curl.h>
 #include <math.h>
@@ -564,17 +565,10 @@ write_cb(char *buf, size_t size, size_t n, void *arg)
 void
 fs_prom_url_host(const char *url, char *out, size_t len)
 {
-    const char *s = strstr(url, "://");
-    s = s ? s + 3 : url;
-    size_t k = strcspn(s, "/?#");
-    /* The authority's userinfo (user:password@) ends at its last '@'. */
-    for (size_t i = k; i > 0; i--)
-        if (s[i - 1] == '@') {
-            s += i;
-            k -= i;
-            break;
-        }
-    snprintf(out, len, "%.*s", (int)(k < 200 ? k : 200), s);
+    struct fs_url_parts p;
+    fs_url_authority(url, strlen(url), false, &p);
+    size_t k = p.end - p.host;
+    snprintf(out, len, "%.*s", (int)(k < 200 ? k : 200), url + p.host);
 }
 
 static int

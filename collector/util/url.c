@@ -4,23 +4,33 @@
 #include <stdio.h>
 #include <string.h>
 
+bool
+fs_url_authority(const char *s, size_t len, bool need_scheme, struct fs_url_parts *p)
+{
+    const char *sep = len >= 3 ? memmem(s, len, "://", 3) : NULL;
+    if (!sep && need_scheme)
+        return false;
+    p->auth = sep ? (size_t)(sep - s) + 3 : 0;
+    p->host = p->auth;
+    for (p->end = p->auth; p->end < len; p->end++) {
+        char c = s[p->end];
+        if (c == '/' || c == '?' || c == '#')
+            break;
+        if (c == '@')
+            p->host = p->end + 1;
+    }
+    return true;
+}
+
 void
 fs_url_redact(const char *url, char *out, size_t len)
 {
     if (len == 0)
         return;
-    const char *s = strstr(url, "://");
-    size_t scheme = s ? (size_t)(s - url) + 3 : 0;
-    const char *auth = url + scheme;
-    size_t k = strcspn(auth, "/?#");
-    const char *at = NULL;
-    for (size_t i = k; i > 0; i--)
-        if (auth[i - 1] == '@') {
-            at = auth + i;
-            break;
-        }
-    if (!at)
+    struct fs_url_parts p;
+    fs_url_authority(url, strlen(url), false, &p);
+    if (p.host == p.auth)
         snprintf(out, len, "%s", url);
     else
-        snprintf(out, len, "%.*s***@%s", (int)scheme, url, at);
+        snprintf(out, len, "%.*s***@%s", (int)p.auth, url, url + p.host);
 }

@@ -31,11 +31,34 @@ test_userinfo_replaced(void **state)
     assert_null(strstr(small, "u:p"));
 }
 
+/* The one reading of an authority every redaction uses (the configuration's messages,
+ * the history client's host, fs_url_redact): on a slice that is not terminated, with or
+ * without a scheme required. */
+static void
+test_authority(void **state)
+{
+    (void)state;
+    struct fs_url_parts p;
+    const char *u = "https://a:b@c@host:9090/x@y";
+    assert_true(fs_url_authority(u, strlen(u), true, &p));
+    assert_int_equal(p.auth, 8);
+    assert_int_equal(p.host, 14);
+    assert_int_equal(p.end, 23);
+    /* Cut inside the userinfo: no '@' seen, no userinfo. */
+    assert_true(fs_url_authority(u, 10, true, &p));
+    assert_int_equal(p.host, p.auth);
+    assert_int_equal(p.end, 10);
+    assert_false(fs_url_authority("user@host", 9, true, &p));
+    assert_true(fs_url_authority("user@host", 9, false, &p));
+    assert_int_equal(p.host, 5);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_userinfo_replaced),
+        cmocka_unit_test(test_authority),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
