@@ -913,7 +913,9 @@ has_pager_line(const char *text, size_t len)
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-        if (onyx_pager_at_end(p, n, NULL))
+        /* Only a line starting "lines " can be one: the full check for those alone (this
+           runs over every output). */
+        if (n >= 9 && memcmp(p, "lines ", 6) == 0 && onyx_pager_at_end(p, n, NULL))
             return true;
         p = nl ? nl + 1 : end;
     }
@@ -1659,16 +1661,17 @@ process_responses(struct onyx_target *t)
         t->requeued = false;
         if (!t->one_at_a_time) {
             const char *other = echo_inside(t, t->rx + t->resp_start, len);
+            bool pager = !other && has_pager_line(t->rx + t->resp_start, len);
             char why[200] = "";
             if (other)
                 snprintf(why, sizeof(why), "type-ahead echoed inside an output: `%.60s` in `%.60s`",
                          other, c.text);
-            else if (has_pager_line(t->rx + t->resp_start, len))
+            else if (pager)
                 snprintf(why, sizeof(why),
                          "pager: the CLI pages despite `no cli session paging enable` and took "
                          "typed-ahead commands as its keys (`%.60s`)",
                          c.text);
-            if (other || has_pager_line(t->rx + t->resp_start, len)) {
+            if (other || pager) {
                 pipelining_off(t, why);
                 return;
             }

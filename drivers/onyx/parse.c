@@ -443,6 +443,10 @@ size_t
 onyx_strip_echoes(char *text, size_t *len, const char *const *cmds, size_t n)
 {
     size_t seen = 0, r = 0, w = 0, l = *len;
+    /* Each command's length once: this runs over every line of every output. */
+    size_t lens[64];
+    for (size_t j = 0; j < n && j < 64; j++)
+        lens[j] = strlen(cmds[j]);
     while (r < l) {
         const char *nl = memchr(text + r, '\n', l - r);
         size_t e = nl ? (size_t)(nl - text) + 1 : l;
@@ -451,12 +455,13 @@ onyx_strip_echoes(char *text, size_t *len, const char *const *cmds, size_t n)
         onyx_trim(&s, &sn);
         bool echo = false;
         for (size_t j = seen; j < n && sn > 0 && !echo; j++)
-            if (strlen(cmds[j]) == sn && memcmp(s, cmds[j], sn) == 0) {
+            if ((j < 64 ? lens[j] : strlen(cmds[j])) == sn && memcmp(s, cmds[j], sn) == 0) {
                 echo = true;
                 seen = j + 1;
             }
         if (!echo) {
-            memmove(text + w, text + r, e - r);
+            if (w != r)
+                memmove(text + w, text + r, e - r);
             w += e - r;
         }
         r = e;

@@ -32,7 +32,7 @@ bash "$FS_SOURCE_DIR/tests/sim/onyx/start-onyx-sim.sh" --dir "$T/sim" --scenario
 source "$T/sim/env.sh"
 "$POLL" --port "$ONYX_SSH_PORT" --user "$ONYX_SSH_USER" --password-file "$ONYX_PASSWORD_FILE" \
   --known-hosts "$ONYX_KNOWN_HOSTS" --polls "$POLLS" --interval-ms 1000 --back-to-back \
-  >"$T/out" 2>"$T/log" || { tail -3 "$T/out" "$T/log" >&2; exit 1; }
+  >"$T/out" 2>"$T/log" || { tail -n 3 "$T/out" "$T/log" >&2; exit 1; }
 s=$(grep '^SUMMARY' "$T/out")
 wall=$(sed -n 's/.*wall_ms_avg=\([0-9.]*\).*/\1/p' <<<"$s")
 cpu=$(sed -n 's/.*cpu_ms_per_poll=\([0-9.]*\).*/\1/p' <<<"$s")
