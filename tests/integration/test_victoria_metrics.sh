@@ -14,6 +14,9 @@
 #     set: its default of 30 s hides the last 30 s of every range query). Instance 0,
 #     reading the history, reports the recurrence on every switch, its own and the
 #     other shard's.
+#  C. An HA pair (two instances, the same two switches, replica=a/b) into a
+#     VictoriaMetrics that drops the replica label (-relabelConfig) and deduplicates
+#     (-dedup.minScrapeInterval=1s): each series once, at most one sample a second.
 # VictoriaMetrics runs with -search.latencyOffset=2s, as the README's recipe says.
 source "$(dirname "$0")/lib.sh"
 
@@ -270,3 +273,69 @@ wait_for 180 "instance 0 reports the 10 s recurrence on all four switches" all_r
 jq -e '.data.history.error == null and .data.history.duplicates > 0' "$B/inc.json" >/dev/null ||
   fail "want the scraped copies of instance 1's series ignored: $(jq -c .data.history "$B/inc.json")"
 ok "instance 0 (polling $mine) reports the recurrence on leaf1..leaf4, shard 1's ($theirs) from victoria-metrics (history $(jq -c '.data.history | {series, duplicates, refined, restamped}' "$B/inc.json"))"
+
+# ---------------------------------------------------------------- C: an HA pair, deduplicated
+# Two instances polling the same two switches (external_labels replica=a/b) remote-write
+# into one VictoriaMetrics that drops the replica label on the way in (-relabelConfig)
+# and keeps one sample per second of each series (-dedup.minScrapeInterval=1s): it holds
+# each series once, not twice, with at most one sample a second.
+C=$T/c
+mkdir -p "$C"
+printf -- '- action: labeldrop\n  regex: replica\n' >"$C/relabel.yml"
+start_vm "$C" -relabelConfig="$C/relabel.yml" -dedup.minScrapeInterval=1s
+PC=$VP
+for r in a b; do
+  p=$(free_tcp_port)
+  eval "HC_$r=$p"
+  cat >"$C/fs-$r.yaml" <<YAML
+listen: 127.0.0.1:$p
+external_labels: { replica: $r }
+remote_write:
+  - { url: "http://127.0.0.1:$PC/api/v1/write", queue: { batch_send_deadline: 200ms } }
+targets:
+  - { name: ha1, address: 127.0.0.1, snmp: { port: $PORT, community_file: $SNMP_COMMUNITY_FILE, interval: 1s, timeout: 800ms } }
+  - { name: ha2, address: 127.0.0.1, snmp: { port: $PORT, community_file: $SNMP_COMMUNITY_FILE, interval: 1s, timeout: 800ms } }
+YAML
+  "$FABRICSCOPE" -c "$C/fs-$r.yaml" >"$T/fabricscope-c$r.log" 2>&1 &
+  track $!
+  wait_http "http://127.0.0.1:$p/healthz" 20
+done
+# The series one instance holds of the two switches' port byte counters.
+ring_series() {
+  curl -fsS "http://127.0.0.1:$HC_a/metrics" | grep -cE '^fabric_port_bytes_total\{.*target="ha[12]"'
+}
+vm_series() { vm_query "$PC" 'count(fabric_port_bytes_total{target=~"ha[12]"})' "$(date +%s)"; }
+both_in() { [ -n "$(vm_series)" ] && [ "$(vm_series)" -ge "$(ring_series)" ]; }
+wait_for 60 "victoria-metrics holds the HA pair's port byte counters" both_in
+sleep_until=$(($(date +%s) + 12))
+while [ "$(date +%s)" -lt "$sleep_until" ]; do sleep 1; done # 12 s of both instances' polls
+nring=$(ring_series)
+nvm=$(vm_series)
+[ "$nvm" = "$nring" ] || fail "victoria-metrics holds $nvm series for the $nring each instance has (doubled?)"
+with_replica=$(vm_query "$PC" 'count({target=~"ha[12]", replica!=""})' "$(date +%s)")
+[ -z "$with_replica" ] || [ "$with_replica" = 0 ] || fail "$with_replica series still carry a replica label"
+# Both instances wrote (each one's remote_write sent samples), yet one sample a second.
+for r in a b; do
+  port=$(eval echo "\$HC_$r")
+  sent=$(curl -fsS "http://127.0.0.1:$port/metrics" |
+    awk '/^fabricscope_remote_write_samples_sent_total\{/ {s += $2} END {print s + 0}')
+  [ "$sent" -gt 0 ] || fail "instance $r sent nothing"
+done
+end=$(($(date +%s) - 3))
+curl -fsS --get "http://127.0.0.1:$PC/api/v1/export" \
+  --data-urlencode 'match[]=fabric_port_bytes_total{target="ha1",interface="Eth1/1",direction="rx"}' \
+  --data-urlencode "start=$((end - 10))" --data-urlencode "end=$end" >"$C/export.json"
+"$PY" - "$C/export.json" <<'PYEOF' || fail "the deduplicated series: $(head -c 600 "$C/export.json")"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+if len(lines) != 1:
+    sys.exit("want one series, got %d" % len(lines))
+ts = lines[0]["timestamps"]
+per_second = {}
+for t in ts:
+    per_second[t // 1000] = per_second.get(t // 1000, 0) + 1
+if not ts or max(per_second.values()) > 1 or len(ts) > 11:
+    sys.exit("%d samples in 10 s, at most %d in one second" % (len(ts), max(per_second.values() or [0])))
+print("ok - one series, %d samples in 10 s, at most one a second" % len(ts))
+PYEOF
+ok "an HA pair (replica a and b) into victoria-metrics with -relabelConfig (labeldrop replica) and -dedup.minScrapeInterval=1s: $nvm series for the $nring each instance holds, none with a replica label"
