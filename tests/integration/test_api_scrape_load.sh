@@ -5,9 +5,10 @@
 # Prometheus scrapes fabricscope every second. Afterwards Prometheus' own series say
 # whether it was served: every scrape of the window answered (up 1, one sample a
 # second) in under 1 s (scrape_duration_seconds); the 30 s analysis refresh never
-# skipped (fabricscope_analysis_last_refresh_timestamp_seconds, stamped when a refresh
-# ends, 30 s after the previous one plus its own run, advanced at least every 45 s: a
-# skipped one shows as a 60 s gap); and the daemon's peak RSS (VmHWM) stayed within
+# skipped (fabricscope_analysis_last_refresh_timestamp_seconds is stamped when a refresh
+# ends, 30 s after the previous one plus its own run, which may first wait for a
+# request's analysis: each gap, up to the window's end, must stay under 60 s, where a
+# skipped refresh would put it; a Debug build shows 34-36 s, ASan 46 s); and the daemon's peak RSS (VmHWM) stayed within
 # storage.memory_limit + host_events.memory_limit + the answer budget
 # (fabricscope_http_inflight_limit_bytes) + analysis.episode_memory_limit + the 32 MiB
 # answer cache + a fixed allowance for code, threads and allocator slack.
@@ -166,7 +167,7 @@ echo "BENCH api_scrape_load_max_s $MAX s"
 [ "$DOWN" = 0 ] || fail "$DOWN of $N scrapes failed (up 0) under analysis load"
 awk -v m="$MAX" 'BEGIN {exit !(m < 1)}' || fail "a scrape took ${MAX}s under analysis load"
 ok "$N scrapes by Prometheus over ${W}s of analysis load: p50 ${P50}s p99 ${P99}s max ${MAX}s, none failed"
-[ "$REFRESHES" -ge $((W / 45)) ] && awk -v g="$GAPMAX" 'BEGIN {exit !(g <= 45)}' ||
+awk -v g="$GAPMAX" 'BEGIN {exit !(g < 60)}' ||
   fail "analysis refresh skipped: $REFRESHES refreshes in ${W}s, longest gap ${GAPMAX}s"
 ok "the analysis refresh ran $REFRESHES times in ${W}s under load, never more than ${GAPMAX}s apart"
 
