@@ -134,6 +134,8 @@ is_self_metric(enum fs_metric m)
     case FS_M_RING_EVICTED:
     case FS_M_SERIES:
     case FS_M_HTTP_REQUESTS:
+    case FS_M_HTTP_INFLIGHT_BYTES:
+    case FS_M_HTTP_INFLIGHT_LIMIT:
     case FS_M_BUILD_INFO:
     case FS_M_RW_PENDING:
     case FS_M_RW_SENT:
@@ -665,6 +667,11 @@ fs_expo_render_opts(struct fs_store *st, struct fs_buf *out, const struct fs_exp
         put_label(&lb, &first, "code", code);
         labelled_u64(&x, FS_M_HTTP_REQUESTS, lb.data ? lb.data : "", hc->n, http_created);
         fs_buf_free(&lb);
+    }
+
+    if (o->have_inflight) {
+        scalar_u64(&x, FS_M_HTTP_INFLIGHT_BYTES, o->inflight_bytes, NULL);
+        scalar_u64(&x, FS_M_HTTP_INFLIGHT_LIMIT, o->inflight_limit, NULL);
     }
 
     remote_write_families(&x);

@@ -41,6 +41,9 @@ struct fs_expo_opts {
     int64_t store_created_us;    /**< realtime µs the store began (the _created of the
                                       ring's counters); 0: unknown, no _created */
     int64_t http_created_us;     /**< the same for fabricscope_http_requests_total */
+    bool have_inflight;          /**< render the two gauges below (the HTTP server's) */
+    uint64_t inflight_bytes;     /**< fabricscope_http_inflight_bytes */
+    uint64_t inflight_limit;     /**< fabricscope_http_inflight_limit_bytes */
     bool no_eof;                 /**< leave out OpenMetrics' # EOF: more families follow (see
                                       fs_expo_adapt_text()), then fs_expo_end() */
 };

@@ -137,7 +137,7 @@ struct req {
     const char *ctype, *allow;
     bool retry_after;
     struct fs_buf body;    /* owned until queued */
-    size_t reserved;       /* raw budget held by body */
+    size_t reserved;       /* answer budget (raw_inflight) held by body */
     struct snapshot *snap; /* /metrics: a reference, or NULL */
     bool gz;
     bool om; /* /metrics: the client prefers OpenMetrics */
@@ -155,7 +155,8 @@ struct req {
     struct fs_topology_query tq; /* /api/v1/topology: its checked parameters */
 };
 
-/* A raw body handed to libmicrohttpd, with the budget it holds. */
+/* A body handed to libmicrohttpd, with the answer budget it holds (given back when
+ * libmicrohttpd frees it: sent, or the connection closed). */
 struct held_body {
     struct fs_http *h;
     char *data;
@@ -198,7 +199,8 @@ struct fs_http {
     uint64_t render_gen; /* renders published */
     bool rendering;
 
-    /* /api/v1/raw bodies in flight. */
+    /* Bodies of /api/v1/raw and of the analysis GETs being rendered or waiting to be
+     * sent: one budget for both, so that neither kind can take the memory of the other. */
     _Atomic size_t raw_inflight;
     size_t raw_budget, raw_max;
 
@@ -504,6 +506,9 @@ snap_render(struct fs_http *h, struct snapshot *s, bool om)
                              .openmetrics = om,
                              .store_created_us = h->store_created_us,
                              .http_created_us = h->http_created_us,
+                             .have_inflight = true,
+                             .inflight_bytes = atomic_load(&h->raw_inflight),
+                             .inflight_limit = h->raw_budget,
                              .no_eof = true};
     rc = fs_expo_render_opts(h->st, &s->plain, &o);
     /* The analysis metrics come as text 0.0.4: carried over into the asked format, with
@@ -591,20 +596,20 @@ have:
     return s;
 }
 
-/* ---- /api/v1/raw memory budget ---- */
+/* ---- answer memory budget (/api/v1/raw and the analysis GETs) ---- */
 
-/* Takes up to raw_max bytes of the budget for a render (given back down to what the
+/* Takes up to max bytes of the budget for a render (given back down to what the
  * answer holds once rendered); 0 when too little is left. */
 static size_t
-raw_reserve(struct fs_http *h)
+raw_reserve(struct fs_http *h, size_t max)
 {
     size_t cur = atomic_load(&h->raw_inflight);
     for (;;) {
         if (cur >= h->raw_budget || h->raw_budget - cur < MIN_RAW_RESERVE)
             return 0;
         size_t take = h->raw_budget - cur;
-        if (take > h->raw_max)
-            take = h->raw_max;
+        if (take > max)
+            take = max;
         if (atomic_compare_exchange_weak(&h->raw_inflight, &cur, cur + take))
             return take;
     }
@@ -845,10 +850,10 @@ static void
 run_raw(struct fs_http *h, struct req *r)
 {
     char err[512];
-    size_t take = raw_reserve(h);
+    size_t take = raw_reserve(h, h->raw_max);
     if (!take) {
         set_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
-                  "too many /api/v1/raw answers are waiting to be sent; retry later");
+                  "too many answers are waiting to be sent; retry later");
         return;
     }
     r->reserved = take;
@@ -920,7 +925,20 @@ run_analysis(struct fs_http *h, struct req *r)
     /* A GET runs against the now its range was checked with on arrival. */
     int64_t now_us = r->hd == H_HOST_EVENTS ? fs_realtime_us() : r->arrival_us;
     int status;
-    fs_buf_init(&r->body, MAX_JSON_BYTES);
+    /* A GET's answer is rendered only into budget taken first (like /api/v1/raw's); a
+     * post's answer is a few bytes and is counted once rendered, never refused, so
+     * that busy readers cannot stop host events from being stored. */
+    size_t max = h->raw_max < MAX_JSON_BYTES ? h->raw_max : MAX_JSON_BYTES, take = 0;
+    if (r->hd != H_HOST_EVENTS) {
+        take = raw_reserve(h, max);
+        if (!take) {
+            set_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+                      "too many answers are waiting to be sent; retry later");
+            return;
+        }
+        r->reserved = take;
+    }
+    fs_buf_init(&r->body, take ? take : MAX_JSON_BYTES);
     switch (r->hd) {
     case H_HOST_EVENTS:
         status = fs_analysis_post_host_events(h->an, r->auth, r->upload.data, r->upload.len, now_us,
@@ -945,6 +963,18 @@ run_analysis(struct fs_http *h, struct req *r)
                                    : "analysis failed");
         return;
     }
+    if (status == MHD_HTTP_CONTENT_TOO_LARGE && take && take < max) {
+        /* Over what was left of the budget, not over the answer limit. */
+        set_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+                  "answers waiting to be sent use the memory this one needs; retry later");
+        return;
+    }
+    /* Keep what the body holds, give back the rest. */
+    if (take)
+        raw_unreserve(h, take - r->body.cap);
+    else
+        atomic_fetch_add(&h->raw_inflight, r->body.cap);
+    r->reserved = r->body.cap;
     set_answer(r, (unsigned)status, JSON_CTYPE);
 }
 

@@ -41,8 +41,9 @@
  * newcomer. /metrics renders at most one exposition at a time; scrapes that arrive
  * during a render (or within metrics_share_ms of one) share its immutable buffer, and
  * at most FS_HTTP_MAX_EXPOSITIONS buffers are alive: past that, slow scrapers holding
- * them, a scrape gets the latest render instead of a new one. /api/v1/raw responses waiting to be
- * sent hold at most raw_inflight_bytes in all (past it: 503 with Retry-After), and a
+ * them, a scrape gets the latest render instead of a new one. Bodies of /api/v1/raw and of the
+ * analysis GETs (incidents, correlate, export/trace), while rendered and until sent,
+ * hold at most raw_inflight_bytes in all (past it: 503 with Retry-After), and a
  * query gives up after raw_time_limit_ms. Warnings from the HTTP layer are
  * rate-limited: a few lines, then one summary line per 10 s with counts.
  */
@@ -72,7 +73,8 @@ struct fs_http_opts {
     unsigned head_timeout_s;       /**< whole request (head, body); default 10 */
     unsigned response_timeout_s;   /**< whole response; default 60 */
     unsigned query_threads;        /**< query workers; default 2 (+1 for /metrics) */
-    size_t raw_inflight_bytes;     /**< /api/v1/raw bodies in memory at once; default 256 MiB */
+    size_t raw_inflight_bytes;     /**< raw and analysis answer bodies in memory at once;
+                                        default 256 MiB */
     unsigned raw_time_limit_ms;    /**< one /api/v1/raw query; default 10000 */
     int metrics_share_ms;          /**< also share a render this young; default 0: only
                                         scrapes that arrive during a render share it */

@@ -1291,6 +1291,167 @@ test_metrics_nonreading_clients(void **state)
         fs_store_sink_remove(f->st, sk[k]);
 }
 
+/* The value of the unlabelled sample name in a /metrics body, or -1. */
+static double
+metric_value(const char *body, const char *name)
+{
+    size_t nl = strlen(name);
+    for (const char *p = body; (p = strstr(p, name)) != NULL; p += nl)
+        if ((p == body || p[-1] == '\n') && p[nl] == ' ')
+            return strtod(p + nl + 1, NULL);
+    return -1;
+}
+
+/*
+ * Analysis answers count in the answer budget of /api/v1/raw: non-reading clients of a
+ * few-MB /api/v1/export/trace get 200 while the budget lasts and 503 (JSON reason,
+ * Retry-After) past it, and once the connections close every byte of the budget is back
+ * (fabricscope_http_inflight_bytes 0).
+ */
+static void
+test_analysis_answers_in_budget(void **state)
+{
+    struct fixture *f = *state;
+    char err[256];
+    struct fs_host_events_opts ho = {.memory_limit = 64 << 20, .retention_ns = 3600LL * 1000000000};
+    struct fs_analysis *an = fs_analysis_new(&ho, err, sizeof err);
+    assert_non_null(an);
+    assert_int_equal(fs_analysis_set_token(an, "post-token"), 0);
+    /* 60000 host events of the last minutes, each a slice of the trace: an answer (about
+     * 6 MB) larger than what the kernel's socket buffers take (tcp_wmem's 4 MiB), so
+     * that libmicrohttpd holds it until the client reads. */
+    enum { EVENTS = 60000 };
+    struct fs_buf post, out;
+    fs_buf_init(&post, FS_HOST_EVENTS_MAX_BODY);
+    fs_buf_puts(&post, "{\"host_offset_ns\":0,\"host_offset_uncertainty_ns\":0,\"events\":[");
+    long long base = (long long)fs_realtime_us() * 1000 - 300LL * 1000000000;
+    for (int i = 0; i < EVENTS; i++)
+        fs_buf_printf(&post,
+                      "%s{\"host\":\"gpu-host-%02d\",\"kind\":\"nccl.kernel\",\"name\":"
+                      "\"AllReduce\",\"start\":%lld,\"end\":%lld}",
+                      i ? "," : "", i % 16, base + i * 4000000LL, base + i * 4000000LL + 2000000);
+    fs_buf_puts(&post, "]}");
+    assert_false(post.overflow);
+    fs_buf_init(&out, 1 << 20);
+    int st = fs_analysis_post_host_events(an, "Bearer post-token", post.data, post.len,
+                                          fs_realtime_us(), &out);
+    if (st != 200)
+        fail_msg("post: %d %s", st, out.data);
+    fs_buf_free(&out);
+    fs_buf_free(&post);
+
+    const size_t budget = 24u << 20; /* two query workers: up to 12 MiB each render */
+    struct fs_http_opts o = {.host = "127.0.0.1",
+                             .max_connections = 256,
+                             .analysis = an,
+                             .raw_inflight_bytes = budget,
+                             .response_timeout_s = 60};
+    struct fs_http *h = fs_http_start(&o, f->st, err, sizeof err);
+    if (!h)
+        fail_msg("fs_http_start: %s", err);
+    uint16_t port = fs_http_port(h);
+    const char *req = "GET /api/v1/export/trace HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    /* One whole answer, read: its size. */
+    struct resp w = http_raw(port, req, strlen(req));
+    if (w.status != 200)
+        fail_msg("trace: %d %.300s", w.status, w.body);
+    size_t answer = w.body_len;
+    resp_free(&w);
+    if (answer < (5u << 20) || answer > (8u << 20))
+        fail_msg("the trace is %zu bytes, not the 5-8 MiB this test needs", answer);
+
+    enum { N = 12 };
+    int fds[N];
+    for (int i = 0; i < N; i++) {
+        fds[i] = connect_from("127.0.0.1", port, 4096);
+        assert_int_equal(send(fds[i], req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
+    }
+    int ok = 0, busy = 0, busy_fd = -1;
+    double t0 = now_s();
+    for (;;) {
+        ok = busy = 0;
+        for (int i = 0; i < N; i++) {
+            char head[64] = "";
+            ssize_t n = recv(fds[i], head, sizeof head - 1, MSG_PEEK | MSG_DONTWAIT);
+            if (n > 0 && strstr(head, "HTTP/1.1 200"))
+                ok++;
+            else if (n > 0 && strstr(head, "HTTP/1.1 503")) {
+                busy++;
+                busy_fd = fds[i];
+            }
+        }
+        if (ok + busy == N)
+            break;
+        if (now_s() - t0 > 60)
+            fail_msg("after 60 s only %d of %d clients have an answer", ok + busy, N);
+        struct pollfd pfd[N];
+        for (int i = 0; i < N; i++)
+            pfd[i] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+        poll(pfd, N, 100);
+    }
+    struct resp m = get(port, "/metrics");
+    double held = metric_value(m.body, "fabricscope_http_inflight_bytes");
+    double limit = metric_value(m.body, "fabricscope_http_inflight_limit_bytes");
+    resp_free(&m);
+    print_message("analysis: %d non-reading clients of a %.1f MB trace: %d answered 200, %d got "
+                  "503; %.1f MB held of a %.1f MB budget\n",
+                  N, (double)answer / 1e6, ok, busy, held / 1e6, limit / 1e6);
+    assert_true(ok >= 1);
+    assert_true((size_t)ok * answer <= budget);
+    assert_true(busy >= N - (int)(budget / answer));
+    assert_true(held >= (double)ok * (double)answer && held <= (double)budget);
+    assert_true(limit == (double)budget);
+    /* A 503 is whole (small): JSON with the reason, and Retry-After. */
+    assert_true(busy_fd >= 0);
+    {
+        char buf[4096];
+        size_t len = 0;
+        struct pollfd pfd = {.fd = busy_fd, .events = POLLIN};
+        while (len < sizeof buf - 1 && poll(&pfd, 1, 5000) == 1) {
+            ssize_t n = recv(busy_fd, buf + len, sizeof buf - 1 - len, 0);
+            if (n <= 0)
+                break;
+            len += (size_t)n;
+        }
+        buf[len] = '\0';
+        for (char *c = buf; *c; c++)
+            *c = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+        assert_non_null(strstr(buf, "retry-after: "));
+        assert_non_null(strstr(buf, "content-type: application/json"));
+        const char *body = strstr(buf, "\r\n\r\n");
+        assert_non_null(body);
+        json_object *jo = json_tokener_parse(body + 4);
+        if (!jo)
+            fail_msg("503 body is not JSON: %s", body + 4);
+        json_object *e;
+        assert_true(json_object_object_get_ex(jo, "error", &e));
+        if (!strstr(json_object_get_string(e), "waiting to be sent"))
+            fail_msg("503 reason: %s", json_object_get_string(e));
+        json_object_put(jo);
+    }
+    /* Closed connections give their answers' memory back: all of it. */
+    for (int i = 0; i < N; i++)
+        close(fds[i]);
+    t0 = now_s();
+    for (;;) {
+        m = get(port, "/metrics");
+        held = metric_value(m.body, "fabricscope_http_inflight_bytes");
+        resp_free(&m);
+        if (held == 0)
+            break;
+        if (now_s() - t0 > 30)
+            fail_msg("%.0f bytes of the budget still held 30 s after the clients closed", held);
+        struct timespec pace = {0, 100 * 1000000L};
+        nanosleep(&pace, NULL); /* a scraper's pace; /metrics renders are shared briefly */
+    }
+    /* And the budget serves again. */
+    struct resp again = http_raw(port, req, strlen(req));
+    assert_int_equal(again.status, 200);
+    resp_free(&again);
+    fs_http_stop(h);
+    fs_analysis_free(an);
+}
+
 int
 main(void)
 {
@@ -1312,6 +1473,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_raw_nonreading_clients, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_nonreading_clients, setup, teardown),
         cmocka_unit_test_setup_teardown(test_raw_scan_chunks_and_deadline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_analysis_answers_in_budget, setup, teardown),
         cmocka_unit_test_setup_teardown(test_warnings_rate_limited, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
