@@ -11,6 +11,8 @@
 #include <string.h>
 #include <yajl/yajl_parse.h>
 
+#include "util/log.h"
+
 /* ---- the answer's parser ---- */
 
 /* What a container is, from where it sits in the document. */
@@ -659,7 +661,22 @@ get(struct fs_prom_client *c, const char *path_and_query, uint64_t max_points, f
                  (unsigned long long)tr.max_bytes);
         goto out;
     }
-    int prc = fs_prom_parser_finish(p, NULL, NULL, e2, sizeof e2);
+    uint64_t pts = 0, nser = 0;
+    int prc = fs_prom_parser_finish(p, &pts, &nser, e2, sizeof e2);
+    if (fs_log_get_level() == FS_LOG_DEBUG) {
+        /* Where a request's time goes: the server's first byte, the whole answer (parsed
+           as it arrived, so the rest is transfer and parse). */
+        double first = 0, total = 0;
+        curl_off_t bytes = 0;
+        curl_easy_getinfo(h, CURLINFO_STARTTRANSFER_TIME, &first);
+        curl_easy_getinfo(h, CURLINFO_TOTAL_TIME, &total);
+        curl_easy_getinfo(h, CURLINFO_SIZE_DOWNLOAD_T, &bytes);
+        fs_log(FS_LOG_DEBUG, "history",
+               "%s %.160s: HTTP %ld, first byte %.0f ms, done %.0f ms, %lld bytes, %llu series, "
+               "%llu points",
+               host, path_and_query, status, first * 1e3, total * 1e3, (long long)bytes,
+               (unsigned long long)nser, (unsigned long long)pts);
+    }
     if (fs_prom_parser_stopped(p)) {
         snprintf(err, errlen, "%s", e2);
         goto out;
