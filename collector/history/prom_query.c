@@ -507,7 +507,24 @@ struct fs_prom_client {
     struct fs_history_cfg *cfg;
     CURL *curl;
     pthread_mutex_t lock;
+    /* The further connections fs_prom_client_conn hands out, made on first use and kept
+       (with their connection to the server) until c is freed; c owns them. */
+    struct fs_prom_client *more[FS_PROM_CONNS - 1];
 };
+
+struct fs_prom_client *
+fs_prom_client_conn(struct fs_prom_client *c, size_t i, char *err, size_t errlen)
+{
+    if (i == 0)
+        return c;
+    if (i >= FS_PROM_CONNS) {
+        snprintf(err, errlen, "no connection %zu (at most %d)", i, FS_PROM_CONNS);
+        return NULL;
+    }
+    if (!c->more[i - 1])
+        c->more[i - 1] = fs_prom_client_new(c->cfg, err, errlen);
+    return c->more[i - 1];
+}
 
 struct fs_prom_client *
 fs_prom_client_new(const struct fs_history_cfg *cfg, char *err, size_t errlen)
@@ -527,6 +544,8 @@ fs_prom_client_free(struct fs_prom_client *c)
 {
     if (!c)
         return;
+    for (size_t i = 0; i < FS_PROM_CONNS - 1; i++)
+        fs_prom_client_free(c->more[i]);
     if (c->curl) {
         curl_easy_cleanup(c->curl);
         pthread_mutex_destroy(&c->lock);
