@@ -647,7 +647,10 @@ get(struct fs_prom_client *c, const char *path_and_query, uint64_t max_points, f
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 10000 ? timeout_ms : 10000L);
     curl_easy_setopt(h, CURLOPT_USERAGENT, "fabricscope/" FS_VERSION);
-    curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, ""); /* gzip when the server offers it */
+    /* No Accept-Encoding unless asked for (analysis.history.compression): the server's
+       gzip is slower than any LAN. */
+    if (cfg->compression)
+        curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_cb);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &tr);
