@@ -2,6 +2,7 @@
 #include "analysis/history_scan.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -471,51 +472,237 @@ opts_at(const struct fs_an_opts *o, int64_t step)
     return ho;
 }
 
-static int
-run_query(struct fs_prom_client *c, const char *q, int64_t from, int64_t to, int64_t step,
-          uint64_t max_points, struct ctx *cx)
+/* One query of a pass, on a connection of its own. Series go to a ctx (a departures
+   object) or a poll table of the job's own, joined to the others' in the jobs' order
+   afterwards, so the answer is the one the queries would give one after another. */
+struct query_job {
+    struct ctx cx;                    /* the pass's, with the job's own fields below */
+    struct fs_departures *d;          /* owned; empty once merged */
+    struct seen seen;                 /* owned */
+    struct poll_table polls;          /* owned: a poll-time job's answer */
+    bool poll_times;                  /* the job reads poll times into polls */
+    struct fs_history_scan_info info; /* the job's counts and error */
+    struct fs_prom_client *c;         /* the connection, owned by the caller's client */
+    char *q;                          /* owned */
+    bool range;                       /* query_range over [from, to] at step, else at `to` */
+    int64_t from, to, step;
+    uint64_t max_points;
+    int rc;
+    bool ran;
+};
+
+struct job_runner {
+    struct query_job *jobs;
+    size_t n, first, stride; /* a thread runs jobs first, first + stride, ... */
+};
+
+static void *
+run_jobs(void *arg)
 {
-    struct fs_history_scan_info *info = cx->info;
-    if (fs_prom_query_range(c, q, from, to, step, max_points, series_cb, cx, info->error,
-                            sizeof info->error) == 0)
-        return 0;
-    if (strstr(info->error, "stopped (1)"))
-        snprintf(info->error, sizeof info->error, "out of memory");
-    return -1;
+    struct job_runner *r = arg;
+    for (size_t i = r->first; i < r->n; i += r->stride) {
+        struct query_job *j = &r->jobs[i];
+        struct fs_history_scan_info *info = &j->info;
+        j->ran = true;
+        if (j->range)
+            j->rc = fs_prom_query_range(j->c, j->q, j->from, j->to, j->step, j->max_points,
+                                        series_cb, &j->cx, info->error, sizeof info->error);
+        else if (j->poll_times)
+            j->rc = fs_prom_query_instant(j->c, j->q, j->to, j->max_points, poll_times_cb,
+                                          &j->polls, info->error, sizeof info->error);
+        else
+            j->rc = fs_prom_query_instant(j->c, j->q, j->to, j->max_points, series_cb, &j->cx,
+                                          info->error, sizeof info->error);
+        if (j->rc != 0 && strstr(info->error, "stopped (1)"))
+            snprintf(info->error, sizeof info->error, "out of memory");
+        /* The job's buffers are done with; the departures stay for the join. */
+        free(j->cx.rts);
+        free(j->cx.rv);
+        free(j->cx.pts);
+        free(j->cx.pv);
+        j->cx.rts = j->cx.pts = NULL;
+        j->cx.rv = j->cx.pv = NULL;
+        j->cx.rcap = 0;
+        if (j->rc != 0)
+            break; /* the jobs after it would be dropped anyway */
+    }
+    return NULL;
 }
 
-/* Pass 1: every analysed series at a step the points budget allows. */
-static int
-scan_all(struct fs_prom_client *c, uint64_t max_points, int64_t step, int64_t res, int64_t start_us,
-         int64_t end_us, struct ctx *cx)
+struct jobs {
+    struct query_job *j;
+    size_t n, cap;
+};
+
+/* A new job of the pass cx describes, reading into a departures object like cx's (or,
+   with poll_times, into a poll table); takes q. NULL with info->error when out of memory. */
+static struct query_job *
+job_add(struct jobs *js, const struct ctx *cx, char *q, bool poll_times)
 {
-    char q[512];
-    int64_t from = start_us - cx->d->opts.baseline_window_us;
-    for (size_t i = 0; fs_an_metric(i); i++) {
-        cx->metric = fs_an_metric(i);
-        if (!fs_an_classify(cx->metric, &cx->kind, &cx->counter, &cx->floor))
-            continue;
-        metric_query(q, sizeof q, cx->metric, cx->counter, "", step, res);
-        if (run_query(c, q, from, end_us, step, max_points, cx) != 0)
-            return -1;
+    if (!q)
+        goto nomem;
+    if (js->n == js->cap) {
+        size_t cap = js->cap ? js->cap * 2 : 16;
+        struct query_job *j = realloc(js->j, cap * sizeof *j);
+        if (!j)
+            goto nomem;
+        js->j = j;
+        js->cap = cap;
+    }
+    struct query_job *j = &js->j[js->n];
+    *j = (struct query_job){.cx = *cx, .q = q, .poll_times = poll_times};
+    j->cx.rts = j->cx.pts = NULL;
+    j->cx.rv = j->cx.pv = NULL;
+    j->cx.rcap = 0;
+    if (!poll_times && !(j->d = fs_departures_new(&cx->d->opts, cx->d->start_us, cx->d->end_us))) {
+        q = NULL; /* the job owns it now */
+        js->n++;
+        goto nomem;
+    }
+    js->n++;
+    return j;
+nomem:
+    free(q);
+    snprintf(cx->info->error, sizeof cx->info->error, "out of memory");
+    return NULL;
+}
+
+static void
+jobs_free(struct jobs *js)
+{
+    for (size_t i = 0; i < js->n; i++) {
+        struct query_job *j = &js->j[i];
+        fs_departures_free(j->d);
+        free(j->seen.tab);
+        poll_table_free(&j->polls);
+        free(j->cx.rts);
+        free(j->cx.rv);
+        free(j->cx.pts);
+        free(j->cx.pv);
+        free(j->q);
+    }
+    free(js->j);
+    *js = (struct jobs){0};
+}
+
+/* Runs the jobs, up to FS_PROM_CONNS at once, each connection on a thread of its own
+   (the server answers them in parallel; the first connection on the caller's thread).
+   -1 with info->error when no connection could be made; each job's own result is in it. */
+static int
+jobs_run(struct jobs *js, struct fs_prom_client *c, struct fs_history_scan_info *info)
+{
+    struct job_runner runners[FS_PROM_CONNS];
+    pthread_t tids[FS_PROM_CONNS];
+    bool started[FS_PROM_CONNS] = {false};
+    struct fs_prom_client *pcs[FS_PROM_CONNS];
+    size_t conns = js->n < FS_PROM_CONNS ? js->n : FS_PROM_CONNS;
+    for (size_t t = 0; t < conns; t++)
+        if (!(pcs[t] = fs_prom_client_conn(c, t, info->error, sizeof info->error))) {
+            conns = t; /* fewer connections: the ones made share the jobs */
+            break;
+        }
+    if (js->n && !conns)
+        return -1;
+    info->error[0] = '\0';
+    for (size_t i = 0; i < js->n; i++) {
+        struct query_job *j = &js->j[i];
+        j->c = pcs[i % conns]; /* thread i % conns runs job i (run_jobs) */
+        j->cx.d = j->d;
+        j->cx.seen = &j->seen;
+        j->cx.info = &j->info;
+    }
+    for (size_t t = 0; t < conns; t++)
+        runners[t] = (struct job_runner){js->j, js->n, t, conns};
+    for (size_t t = 1; t < conns; t++)
+        started[t] = pthread_create(&tids[t], NULL, run_jobs, &runners[t]) == 0;
+    if (conns)
+        run_jobs(&runners[0]);
+    for (size_t t = 1; t < conns; t++) {
+        if (started[t])
+            pthread_join(tids[t], NULL);
+        else
+            run_jobs(&runners[t]); /* no thread to be had: here, after the others */
     }
     return 0;
 }
 
+/* Joins the jobs' departures into cx->d and their counts into cx->info, in the jobs'
+   order, up to the first that failed (with what it read), as one query after another
+   would have left them. 0, or -1 with cx->info->error. */
+static int
+jobs_join(struct jobs *js, struct ctx *cx)
+{
+    struct fs_history_scan_info *info = cx->info;
+    for (size_t i = 0; i < js->n; i++) {
+        struct query_job *j = &js->j[i];
+        if (j->d && fs_departures_merge(cx->d, j->d) != 0) {
+            snprintf(info->error, sizeof info->error, "out of memory");
+            return -1;
+        }
+        info->series += j->info.series;
+        info->duplicates += j->info.duplicates;
+        info->points += j->info.points;
+        info->restamped += j->info.restamped;
+        if (j->info.earliest_us && (!info->earliest_us || j->info.earliest_us < info->earliest_us))
+            info->earliest_us = j->info.earliest_us;
+        if (!j->ran || j->rc != 0) {
+            snprintf(info->error, sizeof info->error, "%s",
+                     j->ran ? j->info.error : "not read: an earlier query failed");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Pass 1: every analysed series at a step the points budget allows, a query per metric,
+   run at once (each is a whole pass of the server over its metric's blocks). */
+static int
+scan_all(struct fs_prom_client *c, uint64_t max_points, int64_t step, int64_t res, int64_t start_us,
+         int64_t end_us, struct ctx *cx)
+{
+    struct jobs js = {0};
+    int64_t from = start_us - cx->d->opts.baseline_window_us;
+    int rc = -1;
+    for (size_t i = 0; fs_an_metric(i); i++) {
+        struct ctx m = *cx;
+        m.metric = fs_an_metric(i);
+        if (!fs_an_classify(m.metric, &m.kind, &m.counter, &m.floor))
+            continue;
+        struct query_job *j = job_add(&js, &m, malloc(512), false);
+        if (!j)
+            goto out;
+        metric_query(j->q, 512, m.metric, m.counter, "", step, res);
+        j->range = true;
+        j->from = from;
+        j->to = end_us;
+        j->step = step;
+        j->max_points = max_points;
+    }
+    if (jobs_run(&js, c, cx->info) != 0)
+        goto out;
+    rc = jobs_join(&js, cx);
+out:
+    jobs_free(&js);
+    return rc;
+}
+
 /* Pass 2: the series that departed in pass 1, read again as the raw samples stored (a
    range-vector selector at the range's end), a query per (metric, target) listing their
-   interfaces. */
+   interfaces, after the poll times of their targets (a query per target). Each set of
+   queries runs at once: a raw query needs its target's poll times, nothing else. */
 #define REFINE_MAX_IFACES 64
 static int
 scan_departing(struct fs_prom_client *c, uint64_t max_points, int64_t start_us, int64_t end_us,
                const struct fs_departures *coarse, struct ctx *cx)
 {
     size_t n = coarse->n_series, qcap = 64 + REFINE_MAX_IFACES * 520;
-    char *q = malloc(qcap), *m = malloc(qcap);
+    char *m = malloc(qcap);
     bool *done = calloc(n ? n : 1, sizeof *done);
     int64_t from = start_us - cx->d->opts.baseline_window_us;
+    long long range_s = (long long)((end_us - from + US - 1) / US);
+    struct jobs polls = {0}, raws = {0};
     int rc = -1;
-    if (!q || !m || !done) {
+    if (!m || !done) {
         snprintf(cx->info->error, sizeof cx->info->error, "out of memory");
         goto out;
     }
@@ -537,38 +724,71 @@ scan_departing(struct fs_prom_client *c, uint64_t max_points, int64_t start_us, 
             o = put_quoted(m, o, qcap, x->interface, true);
         }
         snprintf(m + o, qcap - o, "\"");
-        cx->metric = r->metric;
-        if (!fs_an_classify(cx->metric, &cx->kind, &cx->counter, &cx->floor))
+        struct ctx mc = *cx;
+        mc.metric = r->metric;
+        if (!fs_an_classify(mc.metric, &mc.kind, &mc.counter, &mc.floor))
             continue;
         int added = seen_add(&cx->polls->targets, fnv(0xcbf29ce484222325ULL, r->target));
         if (added < 0) {
             snprintf(cx->info->error, sizeof cx->info->error, "out of memory");
             goto out;
         }
+        struct query_job *j;
         if (added) {
             /* The target's poll times, where a scrape stored them beside the values. */
-            o = (size_t)snprintf(q, qcap, "%s{target=\"", FS_HISTORY_POLL_TIME_METRIC);
-            o = put_quoted(q, o, qcap, r->target, false);
-            snprintf(q + o, qcap - o, "\"}[%llds]", (long long)((end_us - from + US - 1) / US));
-            if (fs_prom_query_instant(c, q, end_us, max_points, poll_times_cb, cx->polls,
-                                      cx->info->error, sizeof cx->info->error) != 0) {
-                if (strstr(cx->info->error, "stopped (1)"))
-                    snprintf(cx->info->error, sizeof cx->info->error, "out of memory");
-                goto out;
+            char *q = malloc(qcap);
+            if (q) {
+                o = (size_t)snprintf(q, qcap, "%s{target=\"", FS_HISTORY_POLL_TIME_METRIC);
+                o = put_quoted(q, o, qcap, r->target, false);
+                snprintf(q + o, qcap - o, "\"}[%llds]", range_s);
             }
+            if (!(j = job_add(&polls, cx, q, true)))
+                goto out;
+            j->to = end_us;
+            j->max_points = max_points;
         }
-        snprintf(q, qcap, "%s{%s}[%llds]", cx->metric, m,
-                 (long long)((end_us - from + US - 1) / US));
-        if (fs_prom_query_instant(c, q, end_us, max_points, series_cb, cx, cx->info->error,
-                                  sizeof cx->info->error) != 0) {
-            if (strstr(cx->info->error, "stopped (1)"))
-                snprintf(cx->info->error, sizeof cx->info->error, "out of memory");
+        size_t ql = strlen(mc.metric) + strlen(m) + 32;
+        char *q = malloc(ql);
+        if (q)
+            snprintf(q, ql, "%s{%s}[%llds]", mc.metric, m, range_s);
+        if (!(j = job_add(&raws, &mc, q, false)))
+            goto out;
+        j->to = end_us;
+        j->max_points = max_points;
+    }
+    if (jobs_run(&polls, c, cx->info) != 0)
+        goto out;
+    for (size_t i = 0; i < polls.n; i++) {
+        struct query_job *j = &polls.j[i];
+        if (j->rc != 0) {
+            snprintf(cx->info->error, sizeof cx->info->error, "%s",
+                     j->ran ? j->info.error : "not read: an earlier query failed");
             goto out;
         }
+        /* Into the pass's table (a series finds its copy's times by key, whichever
+           query brought them). */
+        struct poll_table *t = cx->polls;
+        if (t->n + j->polls.n > t->cap) {
+            size_t cap = t->n + j->polls.n + 16;
+            struct poll_times *e = realloc(t->e, cap * sizeof *e);
+            if (!e) {
+                snprintf(cx->info->error, sizeof cx->info->error, "out of memory");
+                goto out;
+            }
+            t->e = e;
+            t->cap = cap;
+        }
+        if (j->polls.n)
+            memcpy(t->e + t->n, j->polls.e, j->polls.n * sizeof *t->e);
+        t->n += j->polls.n;
+        j->polls.n = 0;
     }
-    rc = 0;
+    if (jobs_run(&raws, c, cx->info) != 0)
+        goto out;
+    rc = jobs_join(&raws, cx);
 out:
-    free(q);
+    jobs_free(&polls);
+    jobs_free(&raws);
     free(m);
     free(done);
     return rc;

@@ -106,6 +106,7 @@ struct fs_history_cfg {
     uint64_t max_points;        /**< bound of the first reading, and of each raw query; 2,000,000 */
     int64_t scrape_interval_us; /**< of a Prometheus that scraped /metrics; default 15 s */
     int64_t poll_interval_us;   /**< of the fabricscope it scraped; default 10 s */
+    bool compression;           /**< ask for gzip answers; default false */
 };
 
 /** Frees h (NULL is fine). */

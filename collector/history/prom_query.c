@@ -12,6 +12,8 @@
 #include <string.h>
 #include <yajl/yajl_parse.h>
 
+#include "util/log.h"
+
 /* ---- the answer's parser ---- */
 
 /* What a container is, from where it sits in the document. */
@@ -506,7 +508,24 @@ struct fs_prom_client {
     struct fs_history_cfg *cfg;
     CURL *curl;
     pthread_mutex_t lock;
+    /* The further connections fs_prom_client_conn hands out, made on first use and kept
+       (with their connection to the server) until c is freed; c owns them. */
+    struct fs_prom_client *more[FS_PROM_CONNS - 1];
 };
+
+struct fs_prom_client *
+fs_prom_client_conn(struct fs_prom_client *c, size_t i, char *err, size_t errlen)
+{
+    if (i == 0)
+        return c;
+    if (i >= FS_PROM_CONNS) {
+        snprintf(err, errlen, "no connection %zu (at most %d)", i, FS_PROM_CONNS);
+        return NULL;
+    }
+    if (!c->more[i - 1])
+        c->more[i - 1] = fs_prom_client_new(c->cfg, err, errlen);
+    return c->more[i - 1];
+}
 
 struct fs_prom_client *
 fs_prom_client_new(const struct fs_history_cfg *cfg, char *err, size_t errlen)
@@ -526,6 +545,8 @@ fs_prom_client_free(struct fs_prom_client *c)
 {
     if (!c)
         return;
+    for (size_t i = 0; i < FS_PROM_CONNS - 1; i++)
+        fs_prom_client_free(c->more[i]);
     if (c->curl) {
         curl_easy_cleanup(c->curl);
         pthread_mutex_destroy(&c->lock);
@@ -620,7 +641,10 @@ get(struct fs_prom_client *c, const char *path_and_query, uint64_t max_points, f
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 10000 ? timeout_ms : 10000L);
     curl_easy_setopt(h, CURLOPT_USERAGENT, "fabricscope/" FS_VERSION);
-    curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, ""); /* gzip when the server offers it */
+    /* No Accept-Encoding unless asked for (analysis.history.compression): the server's
+       gzip is slower than any LAN. */
+    if (cfg->compression)
+        curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_cb);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &tr);
@@ -653,7 +677,22 @@ get(struct fs_prom_client *c, const char *path_and_query, uint64_t max_points, f
                  (unsigned long long)tr.max_bytes);
         goto out;
     }
-    int prc = fs_prom_parser_finish(p, NULL, NULL, e2, sizeof e2);
+    uint64_t pts = 0, nser = 0;
+    int prc = fs_prom_parser_finish(p, &pts, &nser, e2, sizeof e2);
+    if (fs_log_get_level() == FS_LOG_DEBUG) {
+        /* Where a request's time goes: the server's first byte, the whole answer (parsed
+           as it arrived, so the rest is transfer and parse). */
+        double first = 0, total = 0;
+        curl_off_t bytes = 0;
+        curl_easy_getinfo(h, CURLINFO_STARTTRANSFER_TIME, &first);
+        curl_easy_getinfo(h, CURLINFO_TOTAL_TIME, &total);
+        curl_easy_getinfo(h, CURLINFO_SIZE_DOWNLOAD_T, &bytes);
+        fs_log(FS_LOG_DEBUG, "history",
+               "%s %.160s: HTTP %ld, first byte %.0f ms, done %.0f ms, %lld bytes, %llu series, "
+               "%llu points",
+               host, path_and_query, status, first * 1e3, total * 1e3, (long long)bytes,
+               (unsigned long long)nser, (unsigned long long)pts);
+    }
     if (fs_prom_parser_stopped(p)) {
         snprintf(err, errlen, "%s", e2);
         goto out;

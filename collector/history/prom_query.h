@@ -11,7 +11,7 @@
  * Ownership. Series handed to a callback (labels, timestamps, values) are the parser's,
  * valid during the call only. fs_prom_client_new copies its configuration; the caller
  * frees the client with fs_prom_client_free. Threads: a client is used by one thread at a
- * time (it has one connection); the parser has no shared state.
+ * time (it has one connection; fs_prom_client_conn gives more); the parser has no shared state.
  */
 #ifndef FS_HISTORY_PROM_QUERY_H
 #define FS_HISTORY_PROM_QUERY_H
@@ -75,7 +75,21 @@ void fs_prom_url_host(const char *url, char *out, size_t len);
 /** A client for cfg's URL (copied; secrets are read at each query). NULL with err. */
 struct fs_prom_client *fs_prom_client_new(const struct fs_history_cfg *cfg, char *err,
                                           size_t errlen);
+/** Frees c and the connections fs_prom_client_conn made for it. */
 void fs_prom_client_free(struct fs_prom_client *c);
+
+/** Connections a client can have open at once (see fs_prom_client_conn). */
+#define FS_PROM_CONNS 4
+
+/**
+ * Connection i (0 <= i < FS_PROM_CONNS) of c: c itself for 0, else a client of c's
+ * configuration made on first use and kept with c (owned by c: never freed by the
+ * caller), so that independent queries can run at once, each connection on its own
+ * thread. Made and handed out by c's user alone (not thread-safe against itself); NULL
+ * with err when out of memory.
+ */
+struct fs_prom_client *fs_prom_client_conn(struct fs_prom_client *c, size_t i, char *err,
+                                           size_t errlen);
 
 /**
  * GET /api/v1/query_range?query=..&start=..&end=..&step=.. and hands each series of the
