@@ -104,7 +104,9 @@ enum { IFACE_NONE, IFACE_STATIC, IFACE_OWN };
  * One series. Kept small (issue 34): its labels are the sink's (target, static labels,
  * source) and an interned label set, joined when read; generations and batch numbers are
  * 32-bit (a sink counts at most a few resets and one batch a cycle, and the ring's
- * timeline ends at 2^32 batches anyway).
+ * timeline ends at 2^32 batches anyway). The counter state (struct fs_counter) is kept
+ * in pieces: its time is last_mono_us, its width a byte among the flags (see
+ * counter_update).
  */
 struct series {
     struct fs_sink *sink;
@@ -113,8 +115,10 @@ struct series {
     _Atomic int64_t ts_us;
     double scale; /* exposed = value * scale (counters kept in a finer unit) */
     /* Writer-only state (the sink's reporting thread). */
-    struct fs_counter ctr;
-    int64_t last_mono_us; /* monotonic time of the latest sample: sweeps go by it */
+    uint64_t ctr_value; /* struct fs_counter's value and last_raw */
+    uint64_t ctr_last_raw;
+    int64_t last_mono_us; /* monotonic time of the latest sample: sweeps go by it, and it
+                             is the counter's last_ts_us */
     float max_per_s;      /* plausible increase per second; 0 unknown (a bound with 10%
                              margin: float's 7 digits are plenty) */
     uint32_t ring_id;
@@ -125,17 +129,21 @@ struct series {
     uint32_t batch_seq;       /* batch that last carried it, to merge duplicates */
     uint32_t batch_idx;
     uint16_t metric; /* enum fs_metric */
-    bool counter;
-    bool octets; /* counter in bytes: its plausible rate is the line rate itself */
-    bool doomed; /* marked for deletion by a sweep */
+    /* Set at creation, then only read: one byte. */
+    bool counter : 1;
+    bool octets : 1;       /* counter in bytes: its plausible rate is the line rate itself */
+    uint8_t iface_src : 6; /* IFACE_*: where series_iface() finds the interface, if any */
+    uint8_t ctr_last_bits; /* struct fs_counter's last_bits */
+    bool doomed;           /* marked for deletion by a sweep */
     /* fs_sink_retire within the batch being built, after the series' sample in it if
      * any: it stays not exported (a later sample of the same batch clears it) */
     bool retired_in_batch;
-    uint8_t iface_src; /* IFACE_*: where series_iface() finds the interface, if any */
     _Atomic bool gone;
 };
-/* 120 bytes: one 128-byte block of glibc's (issue 34; bench_store_mem) */
-_Static_assert(sizeof(struct series) <= 120, "struct series grew past 120 bytes");
+/* 104 bytes: one 112-byte block of glibc's (issue 34; bench_store_mem) */
+_Static_assert(sizeof(struct series) <= 104, "struct series grew past 104 bytes");
+/* iface_src's 6 bits hold IFACE_OWN + any own label index */
+_Static_assert(IFACE_OWN + MAX_LABELS < 64, "iface_src too narrow");
 
 /* The series of pts[i] (its value is pts[i].v.u: the ring only reads the points). */
 struct pending {
@@ -1211,6 +1219,32 @@ batch_room(struct fs_sink *s)
     return true;
 }
 
+/*
+ * After a batch that filled more than half of the batch arrays (one that made them grow
+ * by doubling), shrinks them to that batch and a sixteenth more (issue 34: a 5,440-point
+ * poll left 8,192 slots of 24 bytes, 12 bytes a series unused). A batch as large again
+ * fits without growing; smaller batches (a stream's updates) leave them as they are, so
+ * that they never shrink and regrow batch after batch. A failed shrink keeps them.
+ */
+static void
+batch_trim(struct fs_sink *s)
+{
+    size_t want = s->n_pts + s->n_pts / 16 + 64;
+    if (s->n_pts * 2 <= s->cap_pts || want >= s->cap_pts)
+        return;
+    struct fs_ring_point *np = realloc(s->pts, want * sizeof *np);
+    if (!np)
+        return;
+    s->pts = np;
+    struct pending *npd = realloc(s->pend, want * sizeof *npd);
+    if (!npd) {
+        s->cap_pts = want; /* pts shrank, pend kept its larger block */
+        return;
+    }
+    s->pend = npd;
+    s->cap_pts = want;
+}
+
 /* Printable ASCII (and newline, which exposition escapes): a value to keep as it is. */
 static bool
 plain_text(const char *v)
@@ -1377,8 +1411,14 @@ fs_sink_counter_scaled(struct fs_sink *s, enum fs_metric m, const struct fs_labe
     bool sink_reset = se->reset_gen < s->reset_gen;
     int iface_reset = iface_reset_pending(s, se);
     enum fs_counter_event ev;
-    uint64_t v = fs_counter_update(&se->ctr, raw, bits, s->batch_mono_us,
+    /* struct fs_counter from its pieces in the series (and back) */
+    struct fs_counter ctr = {se->ctr_value, se->ctr_last_raw, se->last_mono_us, se->ctr_last_bits};
+    uint64_t v = fs_counter_update(&ctr, raw, bits, s->batch_mono_us,
                                    sink_reset || iface_reset >= 0, series_max_per_s(s, se), &ev);
+    se->ctr_value = ctr.value;
+    se->ctr_last_raw = ctr.last_raw;
+    se->last_mono_us = ctr.last_ts_us; /* this batch's: what fs_sink_end sets it to anyway */
+    se->ctr_last_bits = ctr.last_bits;
     switch (ev) {
     case FS_COUNTER_WRAPPED:
         count_reset(s, FS_RESET_WRAP);
@@ -1472,6 +1512,7 @@ fs_sink_end(struct fs_sink *s)
         count_reset(s, FS_RESET_CLEARED);
     if (s->batch_discontinuity)
         count_reset(s, FS_RESET_DISCONTINUITY);
+    batch_trim(s);
     s->n_pts = 0;
 }
 

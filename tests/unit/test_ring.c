@@ -801,6 +801,65 @@ test_series_slots_fit(void **state)
     fs_ring_free(r);
 }
 
+/* Issue 34: a live head holds only what it needs while it grows (a 48-byte block, not a
+ * closed chunk's 96), and closing it into a chunk of the exact size keeps every sample. */
+static void
+test_head_small_and_closed_exact(void **state)
+{
+    (void)state;
+    enum { N = 1000, SAMPLES = 3000 };
+    struct fs_ring *r = new_ring(1ULL << 30, INT64_MAX / 2);
+    int32_t g = fs_ring_group_new(r);
+    uint32_t ids[N];
+    for (int i = 0; i < N; i++) {
+        int32_t id = fs_ring_series_new(r, g, i % 2 ? FS_RING_GAUGE : FS_RING_COUNTER);
+        assert_true(id >= 0);
+        ids[i] = (uint32_t)id;
+    }
+    struct fs_ring_stats st;
+    fs_ring_stats(r, &st);
+    uint64_t slots = st.bytes;
+    static struct fs_ring_point pts[N];
+    for (int t = 0; t < 2; t++) {
+        for (int i = 0; i < N; i++)
+            pts[i] = (struct fs_ring_point){.series = ids[i], .v.u = (uint64_t)t * 1000};
+        assert_int_equal(fs_ring_append(r, g, 1000000 + t * 1000000LL, pts, N), 0);
+    }
+    fs_ring_stats(r, &st);
+    /* one 48-byte head a series, plus the timeline's share (was 96 and more) */
+    assert_true(st.bytes - slots <= N * 56ULL);
+    fs_ring_free(r);
+
+    /* One busy counter past several chunk closes (by words and by samples), read back. */
+    r = new_ring(1ULL << 30, INT64_MAX / 2);
+    g = fs_ring_group_new(r);
+    int32_t c = fs_ring_series_new(r, g, FS_RING_COUNTER);
+    int32_t q = fs_ring_series_new(r, g, FS_RING_GAUGE);
+    assert_true(c >= 0 && q >= 0);
+    static uint64_t want_c[SAMPLES], want_q[SAMPLES];
+    uint64_t v = 0, x = 88172645463325252ULL;
+    for (int t = 0; t < SAMPLES; t++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        v += x % 1000003;
+        want_c[t] = v;
+        want_q[t] = t % 7 ? want_q[t ? t - 1 : 0] : x; /* mostly unchanged: many samples a chunk */
+        struct fs_ring_point p2[2] = {{.series = (uint32_t)c, .v.u = want_c[t]},
+                                      {.series = (uint32_t)q, .v.u = want_q[t]}};
+        assert_int_equal(fs_ring_append(r, g, 1000000 + t * 1000000LL, p2, 2), 0);
+    }
+    static struct fs_ring_sample out[SAMPLES + 1];
+    bool trunc = false;
+    assert_int_equal(fs_ring_read(r, (uint32_t)c, 0, INT64_MAX, out, SAMPLES + 1, &trunc), SAMPLES);
+    for (int t = 0; t < SAMPLES; t++) {
+        assert_int_equal(out[t].ts_us, 1000000 + t * 1000000LL);
+        assert_true(out[t].v.u == want_c[t]);
+    }
+    assert_int_equal(fs_ring_read(r, (uint32_t)q, 0, INT64_MAX, out, SAMPLES + 1, &trunc), SAMPLES);
+    for (int t = 0; t < SAMPLES; t++)
+        assert_true(out[t].v.u == want_q[t]);
+    fs_ring_free(r);
+}
+
 /* memory_limit binds on everything, live heads included: a flood of new series is
  * refused (and counted) once the heads alone fill the limit. */
 static void
@@ -856,6 +915,7 @@ main(void)
         cmocka_unit_test(test_generation),
         cmocka_unit_test(test_seal),
         cmocka_unit_test(test_memory_limit_binds_heads),
+        cmocka_unit_test(test_head_small_and_closed_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

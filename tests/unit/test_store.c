@@ -150,6 +150,50 @@ push_bytes(struct fs_sink *s, int64_t ts, const char *iface, uint64_t raw, unsig
     fs_sink_end(s);
 }
 
+/* Sums the latest values of the sink's fabric_queue_depth_bytes gauges (tc label per series). */
+static int
+sum_cb(void *arg, const struct fs_series_info *s)
+{
+    if (strcmp(s->name, "fabric_queue_depth_bytes") == 0)
+        *(double *)arg += s->d;
+    return 0;
+}
+
+/* Issue 34: the batch arrays shrink after a batch that made them grow, and grow again;
+ * batches of changing sizes (large, larger, small, large) keep every sample. */
+static void
+test_batch_arrays_shrink_and_grow(void **state)
+{
+    struct fixture *f = *state;
+    struct fs_sink *s = fs_store_sink_add(f->st, &f->t, "gnmi", 1000000);
+    assert_non_null(s);
+    static const int sizes[] = {3000, 3500, 100, 7000, 3000, 7000};
+    for (size_t b = 0; b < sizeof sizes / sizeof *sizes; b++) {
+        fs_sink_begin(s, now_us());
+        for (int i = 0; i < sizes[b]; i++) {
+            char tc[16];
+            snprintf(tc, sizeof tc, "%d", i);
+            struct fs_label l[] = {{"interface", "Ethernet1/1"}, {"tc", tc}};
+            fs_sink_gauge(s, FS_M_QUEUE_DEPTH, l, 2, (double)(b + 1));
+        }
+        fs_sink_end(s);
+        double sum = 0;
+        fs_store_foreach_series(f->st, false, sum_cb, &sum);
+        /* this batch's series hold b + 1; the others (only when larger ever came) their
+         * last batch's value */
+        double want = 0;
+        for (int i = 0; i < 7000; i++) {
+            double v = 0;
+            for (size_t k = 0; k <= b; k++)
+                if (i < sizes[k])
+                    v = (double)(k + 1);
+            want += v;
+        }
+        assert_true(sum == want);
+        advance(1000000);
+    }
+}
+
 static void
 test_labels_and_normalization(void **state)
 {
@@ -1431,6 +1475,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_retire_series, setup, teardown),
         cmocka_unit_test(test_removed_histories_expire_together),
         cmocka_unit_test_setup_teardown(test_stream_failure_stales_at_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_batch_arrays_shrink_and_grow, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
