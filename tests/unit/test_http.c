@@ -1399,7 +1399,19 @@ test_analysis_answers_in_budget(void **state)
     assert_true(ok >= 1);
     assert_true((size_t)ok * answer <= budget);
     assert_true(busy >= N - (int)(budget / answer));
-    assert_true(held >= (double)ok * (double)answer && held <= (double)budget);
+    /* Each answered client holds its answer but what the kernel's send buffer took of it
+       (up to tcp_wmem's maximum: the client reads nothing): a freed answer gives its
+       budget back, so what is held lies between that and the budget. */
+    double wmem_max = 4194304;
+    FILE *wf = fopen("/proc/sys/net/ipv4/tcp_wmem", "r");
+    if (wf) {
+        double a, b, c;
+        if (fscanf(wf, "%lf %lf %lf", &a, &b, &c) == 3)
+            wmem_max = c;
+        fclose(wf);
+    }
+    double floor_held = (double)ok * ((double)answer - wmem_max);
+    assert_true(held >= floor_held && held > 0 && held <= (double)budget);
     assert_true(limit == (double)budget);
     /* A 503 is whole (small): JSON with the reason, and Retry-After. */
     assert_true(busy_fd >= 0);
