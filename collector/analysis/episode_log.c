@@ -162,6 +162,24 @@ tab_cap_for(size_t n)
     return cap;
 }
 
+/* Places series i in t (cap a power of two, with a free slot). */
+static void
+tab_put(uint32_t *t, size_t cap, const struct lseries *s, size_t i)
+{
+    size_t k = (size_t)hash_names(s->name) & (cap - 1);
+    while (t[k])
+        k = (k + 1) & (cap - 1);
+    t[k] = (uint32_t)i + 1;
+}
+
+/* Places every series in t (zeroed). */
+static void
+tab_fill(const struct fs_episode_log *l, uint32_t *t, size_t cap)
+{
+    for (size_t i = 0; i < l->n_series; i++)
+        tab_put(t, cap, &l->series[i], i);
+}
+
 /* Rebuilds the table for the current series (at most half full). */
 static int
 tab_rebuild(struct fs_episode_log *l)
@@ -170,12 +188,7 @@ tab_rebuild(struct fs_episode_log *l)
     uint32_t *t = calloc(cap, sizeof *t);
     if (!t)
         return -1;
-    for (size_t i = 0; i < l->n_series; i++) {
-        size_t k = (size_t)hash_names(l->series[i].name) & (cap - 1);
-        while (t[k])
-            k = (k + 1) & (cap - 1);
-        t[k] = (uint32_t)i + 1;
-    }
+    tab_fill(l, t, cap);
     free(l->tab);
     l->tab = t;
     l->tab_cap = cap;
@@ -238,10 +251,7 @@ series_add(struct fs_episode_log *l, const char *const n[N_NAMES], enum fs_an_ki
             return -1;
         }
     } else {
-        size_t k = (size_t)hash_names(s->name) & (l->tab_cap - 1);
-        while (l->tab[k])
-            k = (k + 1) & (l->tab_cap - 1);
-        l->tab[k] = (uint32_t)l->n_series;
+        tab_put(l->tab, l->tab_cap, s, l->n_series - 1);
     }
     l->names_bytes += s->names_alloc;
     l->n_dead++; /* no run yet */
@@ -405,12 +415,7 @@ compact_series(struct fs_episode_log *l, bool force)
        refilled in place so that it indexes the new positions. */
     if (tab_rebuild(l) != 0) {
         memset(l->tab, 0, l->tab_cap * sizeof *l->tab);
-        for (size_t i = 0; i < l->n_series; i++) {
-            size_t j = (size_t)hash_names(l->series[i].name) & (l->tab_cap - 1);
-            while (l->tab[j])
-                j = (j + 1) & (l->tab_cap - 1);
-            l->tab[j] = (uint32_t)i + 1;
-        }
+        tab_fill(l, l->tab, l->tab_cap);
     }
 }
 
