@@ -11,46 +11,7 @@ source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 [ -x "$FABRICSCOPE" ] || fail "build fabricscope first"
 [ -x "$PY" ] || fail "needs /usr/bin/python3"
-start_snmp_sim --cong-port 49 --cong-tc 3
-HTTP=$(free_tcp_port)
-URL=http://127.0.0.1:$HTTP
-export SNMP_PERSISTENT_DIR=$T/snmp/persist MIBS=""
-TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-(umask 077; echo "$TOKEN" >"$T/he.token")
-cat >"$T/fs.yaml" <<YAML
-listen: 127.0.0.1:$HTTP
-host_events: { bearer_token_file: $T/he.token, memory_limit: 64MiB, retention: 2d }
-targets:
-  - name: tor1
-    address: 127.0.0.1
-    snmp: { port: $PORT, version: 2c, community_file: $SNMP_COMMUNITY_FILE, interval: 1s,
-            timeout: 500ms, retries: 1, max_repetitions: 50 }
-  - name: tor2
-    address: 127.0.0.1
-    snmp: { port: $PORT, version: 2c, community_file: $SNMP_COMMUNITY_FILE, interval: 1s,
-            timeout: 500ms, retries: 1, max_repetitions: 50 }
-YAML
-start_fabricscope "$T/fs.yaml"
-wait_http "$URL/healthz" 20
-polled() { curl -fsS "$URL/metrics" | grep -q '^fabricscope_target_up{.*tor1.*} 1'; }
-wait_for 30 "tor1 polled" polled
-
-# 20,000 events of one kind over the last day, for /correlate to consider.
-"$PY" - "$T/events.json" <<'PYEOF'
-import json, random, sys, time
-rnd = random.Random(32)
-now = time.time_ns()
-ev = []
-for i in range(20000):
-    s = now - rnd.randrange(60, 86000) * 10**9
-    ev.append({"host": "h%d" % (i % 16), "kind": "nccl.kernel", "name": "AllReduce",
-               "start": s, "end": s + rnd.randrange(1, 50) * 10**6})
-json.dump({"host_offset_ns": 0, "host_offset_uncertainty_ns": 1000, "events": ev},
-          open(sys.argv[1], "w"))
-PYEOF
-code=$(curl -sS -o "$T/post.out" -w '%{http_code}' -X POST -H "Authorization: Bearer $TOKEN" \
-  -H 'Content-Type: application/json' --data-binary @"$T/events.json" "$URL/api/v1/host-events")
-[ "$code" = 200 ] || fail "posting the events: $code $(cat "$T/post.out")"
+start_api_load
 
 # The slow requests. The trace grows with the data polled: wait until it takes 0.3 s
 # alone (the premise of the test), then time each once.

@@ -27,48 +27,8 @@ case "$(ldd "$FABRICSCOPE")" in
   *libasan*) export ASAN_OPTIONS="${ASAN_OPTIONS:-}:quarantine_size_mb=16"; FIXED_MIB=512 ;;
   *libtsan*) FIXED_MIB=1024 ;;
 esac
-start_snmp_sim --cong-port 49 --cong-tc 3
-HTTP=$(free_tcp_port)
-URL=http://127.0.0.1:$HTTP
-export SNMP_PERSISTENT_DIR=$T/snmp/persist MIBS=""
-TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-(umask 077; echo "$TOKEN" >"$T/he.token")
-cat >"$T/fs.yaml" <<YAML
-listen: 127.0.0.1:$HTTP
-storage: { memory_limit: 64MiB, retention: 1h }
-host_events: { bearer_token_file: $T/he.token, memory_limit: 64MiB, retention: 2d }
-analysis: { episode_memory_limit: 16MiB }
-targets:
-  - name: tor1
-    address: 127.0.0.1
-    snmp: { port: $PORT, version: 2c, community_file: $SNMP_COMMUNITY_FILE, interval: 1s,
-            timeout: 500ms, retries: 1, max_repetitions: 50 }
-  - name: tor2
-    address: 127.0.0.1
-    snmp: { port: $PORT, version: 2c, community_file: $SNMP_COMMUNITY_FILE, interval: 1s,
-            timeout: 500ms, retries: 1, max_repetitions: 50 }
-YAML
-start_fabricscope "$T/fs.yaml"
-wait_http "$URL/healthz" 20
-polled() { curl -fsS "$URL/metrics" | grep -q '^fabricscope_target_up{.*tor1.*} 1'; }
-wait_for 30 "tor1 polled" polled
-
-# 20,000 events of one kind over the last day, for /correlate to consider.
-"$PY" - "$T/events.json" <<'PYEOF'
-import json, random, sys, time
-rnd = random.Random(32)
-now = time.time_ns()
-ev = []
-for i in range(20000):
-    s = now - rnd.randrange(60, 86000) * 10**9
-    ev.append({"host": "h%d" % (i % 16), "kind": "nccl.kernel", "name": "AllReduce",
-               "start": s, "end": s + rnd.randrange(1, 50) * 10**6})
-json.dump({"host_offset_ns": 0, "host_offset_uncertainty_ns": 1000, "events": ev},
-          open(sys.argv[1], "w"))
-PYEOF
-code=$(curl -sS -o "$T/post.out" -w '%{http_code}' -X POST -H "Authorization: Bearer $TOKEN" \
-  -H 'Content-Type: application/json' --data-binary @"$T/events.json" "$URL/api/v1/host-events")
-[ "$code" = 200 ] || fail "posting the events: $code $(cat "$T/post.out")"
+start_api_load "storage: { memory_limit: 64MiB, retention: 1h }
+analysis: { episode_memory_limit: 16MiB }"
 
 # The window starts after a first refresh, so that every gap in it is between two.
 refreshed() { curl -fsS "$URL/metrics" | grep -q '^fabricscope_analysis_last_refresh_timestamp_seconds [1-9]'; }
