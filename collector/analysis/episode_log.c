@@ -981,7 +981,7 @@ fs_episode_log_save(struct fs_episode_log *l, const char *path, int64_t now_us, 
     if (rc != 0)
         snprintf(err, errlen, "out of memory");
     else
-        rc = fs_file_replace(path, b.data, b.len, err, errlen);
+        rc = fs_file_replace(path, b.data, b.len, 0600, err, errlen);
     fs_buf_free(&b);
     return rc;
 }

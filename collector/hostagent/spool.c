@@ -13,6 +13,7 @@
 
 #include "hostagent/safefile.h"
 #include "util/errf.h"
+#include "util/file.h"
 #include "util/log.h"
 
 /* "<seq>-<events>.json": 0 with both parsed, -1 for any other name. */
@@ -97,8 +98,9 @@ fs_spool_open(struct fs_spool *s, const char *dir, uint64_t max_bytes, char *err
     while ((de = readdir(d))) {
         uint64_t seq = 0, size;
         size_t ev = 0;
-        if (strncmp(de->d_name, ".tmp-", 5) == 0) {
-            /* A body a crash interrupted: its batch was not spooled. */
+        if (strncmp(de->d_name, ".tmp-", 5) == 0 || strstr(de->d_name, ".json.tmp.")) {
+            /* A body a crash interrupted (fs_file_replace's name, or an older agent's):
+             * its batch was not spooled. */
             char tmp[4400];
             snprintf(tmp, sizeof tmp, "%s/%s", dir, de->d_name);
             unlink(tmp);
@@ -155,7 +157,7 @@ int
 fs_spool_put(struct fs_spool *s, const char *body, size_t len, size_t n_events, char *err,
              size_t errlen)
 {
-    char path[4096], tmp[4200];
+    char path[4096];
     if (len > s->max_bytes) {
         s->dropped_events += n_events;
         s->dropped_files++;
@@ -181,25 +183,11 @@ fs_spool_put(struct fs_spool *s, const char *body, size_t len, size_t n_events, 
         s->q = p;
         s->cap = s->cap ? s->cap * 2 : 64;
     }
-    /* A name of its own (O_EXCL): nothing planted under a predictable one is written. */
-    snprintf(tmp, sizeof tmp, "%s/.tmp-XXXXXX", s->dir);
-    errno = 0;
-    int fd = mkostemp(tmp, O_CLOEXEC);
-    size_t done = 0;
-    while (fd >= 0 && done < len) {
-        ssize_t w = write(fd, body + done, len - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            break;
-        done += (size_t)w;
-    }
-    if (fd < 0 || done < len || fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
-        fs_errf(err, errlen, "spooling to %s: %s", s->dir, strerror(errno ? errno : EIO));
-        if (fd >= 0) {
-            close(fd);
-            unlink(tmp);
-        }
+    /* Written beside under a name of its own, then renamed (util/file.h): nothing planted
+     * under a predictable name is written, and a crash leaves no half body. */
+    char why[512];
+    if (fs_file_replace(path, body, len, 0600, why, sizeof why) != 0) {
+        fs_errf(err, errlen, "spooling to %s: %s", s->dir, why);
         return -1;
     }
     (void)push(s, name, s->next_seq, n_events, len); /* has room (above) */

@@ -17,6 +17,7 @@
 #include "importers/import_nccl_inspector.h"
 #include "util/clock.h"
 #include "util/errf.h"
+#include "util/file.h"
 #include "util/log.h"
 
 /* One bad line skipped (what: where and why, for the log): counted, and logged if no
@@ -346,23 +347,20 @@ fs_tail_commit(struct fs_tail *t, const struct fs_tail_pos *pos, char *err, size
         json_object_array_add(a, o);
     }
     /* Written whole or not at all: a restart reads either this state or the previous. */
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", t->state_path);
     const char *text = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN);
-    int tfd = fs_agent_create(tmp, 0640);
-    FILE *fp = tfd >= 0 ? fdopen(tfd, "w") : NULL;
-    if (tfd >= 0 && !fp)
-        close(tfd);
-    if (!fp || fprintf(fp, "%s\n", text) < 0 || fflush(fp) != 0 || fsync(fileno(fp)) != 0) {
-        fs_errf(err, errlen, "%s: %s", tmp, strerror(errno));
-        if (fp)
-            fclose(fp);
-        unlink(tmp);
+    char why[512];
+    size_t tl = strlen(text);
+    char *line = malloc(tl + 2);
+    if (!line) {
+        fs_errf(err, errlen, "%s: out of memory", t->state_path);
         goto out;
     }
-    if (fclose(fp) != 0 || rename(tmp, t->state_path) != 0) {
-        fs_errf(err, errlen, "%s: %s", t->state_path, strerror(errno));
-        unlink(tmp);
+    memcpy(line, text, tl);
+    line[tl] = '\n';
+    int wr = fs_file_replace(t->state_path, line, tl + 1, 0640, why, sizeof why);
+    free(line);
+    if (wr != 0) {
+        fs_errf(err, errlen, "%s: %s", t->state_path, why);
         goto out;
     }
     rc = 0;

@@ -12,7 +12,8 @@
 #include <unistd.h>
 
 int
-fs_file_replace(const char *path, const void *data, size_t len, char *err, size_t errlen)
+fs_file_replace(const char *path, const void *data, size_t len, mode_t mode, char *err,
+                size_t errlen)
 {
     int rc = -1, fd = -1, dfd = -1;
     bool made = false;
@@ -29,6 +30,10 @@ fs_file_replace(const char *path, const void *data, size_t len, char *err, size_
         goto out;
     }
     made = true;
+    if (mode != 0600 && fchmod(fd, mode) != 0) {
+        snprintf(err, errlen, "cannot set the mode of %s: %s", tmp, strerror(errno));
+        goto out;
+    }
     for (size_t done = 0; done < len;) {
         ssize_t w = write(fd, (const char *)data + done, len - done);
         if (w < 0 && errno == EINTR)

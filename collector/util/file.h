@@ -1,8 +1,9 @@
 /*
  * Whole files that must never be seen half written or be something else than they claim.
  *
- * fs_file_replace writes data to a new file beside path (mkstemp in the same directory,
- * mode 0600), syncs it, renames it over path and syncs the directory: a reader (or a
+ * fs_file_replace writes data to a new file beside path (mkstemp in the same directory:
+ * a name of its own, never an existing file or a planted link; then the given mode),
+ * syncs it, renames it over path and syncs the directory: a reader (or a
  * restart after a crash at any point) finds the old content or the new, never a mix.
  *
  * fs_file_read_regular reads a whole regular file of at most max bytes, opened without
@@ -14,8 +15,10 @@
 #define FS_UTIL_FILE_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
-int fs_file_replace(const char *path, const void *data, size_t len, char *err, size_t errlen);
+int fs_file_replace(const char *path, const void *data, size_t len, mode_t mode, char *err,
+                    size_t errlen);
 int fs_file_read_regular(const char *path, size_t max, char **data, size_t *len, char *err,
                          size_t errlen);
 
