@@ -408,8 +408,9 @@ report_capture_failure(struct agent *a, const char *err)
 }
 
 /* The raw quota left for perf record's --max-size: 7/8 of what capture.raw_quota_bytes
- * leaves, as perf's own headers and build ids come on top of its limit. 0: not enough
- * for a capture (less than FS_CAPTURE_MIN_RAW). */
+ * leaves, as perf's own headers and build ids come on top of its limit, less what it
+ * drains from every CPU's buffer once past it (fs_capture_overshoot). 0: not enough for
+ * a capture (less than FS_CAPTURE_MIN_RAW). */
 #define FS_CAPTURE_MIN_RAW (1ull << 20)
 static uint64_t
 raw_room(const struct agent *a)
@@ -417,6 +418,8 @@ raw_room(const struct agent *a)
     uint64_t used = raw_bytes(a);
     uint64_t left = used < a->cfg.raw_quota_bytes ? a->cfg.raw_quota_bytes - used : 0;
     left -= left / 8;
+    uint64_t over = fs_capture_overshoot();
+    left = left > over ? left - over : 0;
     return left >= FS_CAPTURE_MIN_RAW ? left : 0;
 }
 

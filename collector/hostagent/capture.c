@@ -106,6 +106,14 @@ out:
     return rc;
 }
 
+uint64_t
+fs_capture_overshoot(void)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_CONF), page = sysconf(_SC_PAGESIZE);
+    return (uint64_t)(cpus > 0 ? cpus : 1) * FS_CAPTURE_MMAP_PAGES *
+           (uint64_t)(page > 0 ? page : 4096);
+}
+
 pid_t
 fs_capture_start(const struct fs_agent_cfg *cfg, const char *raw, int64_t duration_us,
                  uint64_t max_bytes, char *err, size_t errlen)
@@ -123,7 +131,11 @@ fs_capture_start(const struct fs_agent_cfg *cfg, const char *raw, int64_t durati
         argv[n++] = "-e";
         argv[n++] = cfg->events[i];
     }
+    char pages[16];
+    snprintf(pages, sizeof pages, "%d", FS_CAPTURE_MMAP_PAGES);
     argv[n++] = "-a";
+    argv[n++] = "-m";
+    argv[n++] = pages;
     argv[n++] = "-o";
     argv[n++] = raw;
     /* perf stops the session there (its own headers come on top: see capture.h). */

@@ -47,10 +47,20 @@
 int fs_capture_pick(const char *json, const struct fs_agent_cfg *cfg, int64_t not_before_ns,
                     int64_t *next_ns, char *what, size_t whatlen, char *err, size_t errlen);
 
+/*
+ * perf's ring buffer per CPU (perf record -m, pages). perf checks --max-size as it writes
+ * and, once past it, still drains every CPU's buffer: a capture can end up to this much
+ * per CPU beyond max_bytes (the agent keeps that room, fs_capture_overshoot).
+ */
+#define FS_CAPTURE_MMAP_PAGES 32
+
+/** Bytes a capture may write past its max_bytes on this machine: every CPU's buffer. */
+uint64_t fs_capture_overshoot(void);
+
 /**
  * Starts perf record for duration_us into raw (its stderr to raw.log), its samples
- * bounded by max_bytes (perf record --max-size, in KiB). The child's pid, or -1 with err
- * (fork failed).
+ * bounded by max_bytes (perf record --max-size, in KiB; FS_CAPTURE_MMAP_PAGES a CPU). The child's
+ * pid, or -1 with err (fork failed).
  */
 pid_t fs_capture_start(const struct fs_agent_cfg *cfg, const char *raw, int64_t duration_us,
                        uint64_t max_bytes, char *err, size_t errlen);
