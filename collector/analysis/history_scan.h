@@ -55,11 +55,14 @@
 
 /** What one scan read, for the answers that used it. */
 struct fs_history_scan_info {
-    int64_t step_us;     /**< the step every series was read at first */
-    uint64_t refined;    /**< series that departed then, read again as raw samples */
-    uint64_t restamped;  /**< of those, scraped copies placed by their stored poll times */
-    uint64_t series;     /**< distinct series read */
-    uint64_t duplicates; /**< series read again under other extra labels, ignored */
+    int64_t step_us;         /**< the step every series was read at first */
+    uint64_t refined;        /**< series that departed then, read again as raw samples */
+    uint64_t restamped;      /**< of those, scraped copies placed by their stored poll times */
+    uint64_t polls_stored;   /**< polls the copies whose poll times were read hold */
+    uint64_t polls_unstored; /**< polls between those that no scrape stored (the scrape
+                                  slower than the poll; outages of over 5 polls apart) */
+    uint64_t series;         /**< distinct series read */
+    uint64_t duplicates;     /**< series read again under other extra labels, ignored */
     uint64_t points;
     int64_t earliest_us;     /**< first point read (0: none) */
     int64_t cached_until_us; /**< set by the caller when what came before was not read

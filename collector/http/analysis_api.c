@@ -412,6 +412,19 @@ put_history(struct fs_buf *out, const struct fs_analysis_history_use *hu)
                   ",\"restamped\":%" PRIu64 ",\"duplicates\":%" PRIu64 ",\"points\":%" PRIu64,
                   hu->info.step_us / 1e6, hu->info.series, hu->info.refined, hu->info.restamped,
                   hu->info.duplicates, hu->info.points);
+    /* Polls the scrape never stored: a stall inside one is diluted into the next stored
+       increase and its watermark lost, whatever the analysis does; say so, and how to
+       keep them (a tenth or more is the scrape slower than the poll, not an outage). */
+    uint64_t ps = hu->info.polls_stored, pu = hu->info.polls_unstored;
+    fs_buf_printf(out, ",\"polls_stored\":%" PRIu64 ",\"polls_unstored\":%" PRIu64, ps, pu);
+    if (pu && pu * 10 >= ps + pu)
+        fs_buf_printf(out,
+                      ",\"warning\":\"%.0f%% of the polls in the history were never stored: "
+                      "the TSDB scrapes /metrics less often than the switches are polled, so a "
+                      "stall inside a skipped poll shows only diluted in the next increase, "
+                      "its queue watermark not at all; scrape at the poll interval or "
+                      "shorter, or send remote_write\"",
+                      100.0 * (double)pu / (double)(ps + pu));
     fs_buf_puts(out, ",\"cached_until\":");
     if (hu->info.cached_until_us)
         put_time(out, hu->info.cached_until_us);

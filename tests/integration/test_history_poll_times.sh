@@ -10,7 +10,10 @@
 #    switch or halfway between two of its stored polls (a counter's rate over the
 #    interval between them, a watermark over the interval before its poll);
 #  - without it (an older fabricscope), nothing is restamped and the peaks lie on the
-#    scrape grid shifted by half a poll, mostly not on the polls.
+#    scrape grid shifted by half a poll, mostly not on the polls;
+#  - the polls the scrape never stored are counted (a third at 15 s over 10 s polls) and
+#    the answer warns of them; scraped every 10 s (as often as the poll: the `even` run),
+#    none are, and no warning.
 source "$(dirname "$0")/lib.sh"
 
 PY=/usr/bin/python3
@@ -35,11 +38,13 @@ wait_http() { # URL: answers within 60 s
   fail "$1 did not answer within 60 s"
 }
 
-for mode in yes no; do
+for mode in yes no even; do
   d=$T/$mode
   mkdir -p "$d"
-  "$WOM" --family pfc_propagation --seed 4100 --stamp scrape --scrape 15 --poll 10 \
-    --poll-stamps "$mode" --end "$END" --out "$d" 2>"$d/world_om.log" ||
+  scrape=15 stamps=$mode
+  [ "$mode" = even ] && scrape=10 stamps=yes
+  "$WOM" --family pfc_propagation --seed 4100 --stamp scrape --scrape "$scrape" --poll 10 \
+    --poll-stamps "$stamps" --end "$END" --out "$d" 2>"$d/world_om.log" ||
     fail "world_om: $(cat "$d/world_om.log")"
   promtool tsdb create-blocks-from openmetrics -q "$d/fabric.om" "$d/data" >"$d/promtool.log" 2>&1 ||
     fail "promtool: $(tail -n 5 "$d/promtool.log")"
@@ -72,7 +77,7 @@ EOF
 done
 
 # Both worlds are the same; the poll times are the gauge's values in the first.
-"$PY" - "$T/yes/fabric.om" "$T/yes/correlate.json" "$T/no/correlate.json" <<'EOF' || exit 1
+"$PY" - "$T/yes/fabric.om" "$T/yes/correlate.json" "$T/no/correlate.json" "$T/even/correlate.json" <<'EOF' || exit 1
 import bisect, json, re, sys
 polls = {}
 for line in open(sys.argv[1]):
@@ -110,11 +115,24 @@ if not (h["refined"] > 0 and h["restamped"] == h["refined"]):
     sys.exit("FAIL: with poll times stored, %d of %d refined series restamped" % (h["restamped"], h["refined"]))
 if peaks < 20 or on != peaks:
     sys.exit("FAIL: with poll times, %d of %d peaks on a poll (all expected, at least 20)" % (on, peaks))
+# A 15 s scrape of 10 s polls stores two polls of three.
+share = h["polls_unstored"] / float(h["polls_stored"] + h["polls_unstored"] or 1)
+print("with poll times: %d polls stored, %d never (%.1f%%); warning: %s" % (h["polls_stored"], h["polls_unstored"], 100 * share, h.get("warning")))
+if h["polls_stored"] < 100 or not 0.28 <= share <= 0.39:
+    sys.exit("FAIL: a 15 s scrape of 10 s polls: %d stored, %d unstored (a third expected)" % (h["polls_stored"], h["polls_unstored"]))
+if "never stored" not in h.get("warning", ""):
+    sys.exit("FAIL: no warning of the unstored polls: %s" % json.dumps(h))
+he, _, _ = check(sys.argv[4])
+print("scraped every 10 s: %d polls stored, %d never; warning: %s" % (he["polls_stored"], he["polls_unstored"], he.get("warning")))
+if he["polls_stored"] < 100 or he["polls_unstored"] * 100 > he["polls_stored"] or "warning" in he:
+    sys.exit("FAIL: a 10 s scrape of 10 s polls: %s" % json.dumps(he))
 h, peaks, on = check(sys.argv[3])
 print("without: history %s; %d of %d suspects' peaks on a poll" % (json.dumps(h), on, peaks))
 if h["restamped"] != 0 or h["refined"] == 0:
     sys.exit("FAIL: without poll times, restamped %d of %d" % (h["restamped"], h["refined"]))
+if h["polls_stored"] != 0 or "warning" in h:
+    sys.exit("FAIL: without poll times, polls counted: %s" % json.dumps(h))
 if peaks < 20 or on * 5 > peaks:
     sys.exit("FAIL: without poll times, %d of %d peaks on a poll (the scrape grid expected)" % (on, peaks))
 EOF
-ok "scraped history placed by its stored poll times (and by the scrape without them)"
+ok "scraped history placed by its stored poll times (and by the scrape without them); unstored polls counted and warned of"
