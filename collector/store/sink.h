@@ -98,6 +98,37 @@ void fs_sink_counter_scaled(struct fs_sink *s, enum fs_metric m, const struct fs
 void fs_sink_gauge(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels,
                    size_t n_labels, double value);
 
+/**
+ * A series as a sample call through it last resolved it, kept by the driver so that the
+ * next sample of the same (metric, labels) skips resolving the labels (cleaning them,
+ * building the series key, probing the sink's hash): a driver reporting thousands of
+ * samples a cycle (ONYX: 5,442) keeps one per sample. Zero it before its first use; its
+ * members are the store's. Owned by the caller; it holds no reference (nothing to free).
+ */
+struct fs_series_handle {
+    void *series;
+    uint64_t epoch;
+};
+
+/**
+ * fs_sink_counter_scaled() (scale 1.0: fs_sink_counter()) through a handle, with exactly
+ * its outcome. When *h was filled by this sink for this metric and these labels (compared
+ * with the labels as the store keeps them, cleaned and normalized) and the series still
+ * exists, the sample goes to it directly; else (first use, a handle of other labels or of
+ * another sink, a series deleted since by a sweep, the sink revived by a reload) the labels
+ * are resolved as fs_sink_counter() does and *h is refilled (zeroed when the sample is
+ * dropped). So a driver may keep its handles by position (the n-th sample of a command's
+ * output): a sample that moved just takes the slower path once. A retired series
+ * (fs_sink_retire) is exported again by its next sample, as on the key path.
+ */
+void fs_sink_counter_h(struct fs_sink *s, struct fs_series_handle *h, enum fs_metric m,
+                       const struct fs_label *labels, size_t n_labels, uint64_t raw, unsigned bits,
+                       double scale);
+
+/** fs_sink_gauge() through a handle (see fs_sink_counter_h). */
+void fs_sink_gauge_h(struct fs_sink *s, struct fs_series_handle *h, enum fs_metric m,
+                     const struct fs_label *labels, size_t n_labels, double value);
+
 /** Commits the batch. */
 void fs_sink_end(struct fs_sink *s);
 

@@ -187,6 +187,10 @@ struct fs_sink {
 
     /* Series of this sink by key (open addressing; owned here, touched by one thread). */
     struct series **tab;
+    /* Handles (struct fs_series_handle) filled with another value are stale: a new value
+     * (from handle_epochs, unique in the process) whenever a series of the sink is freed
+     * or the sink is revived (its interface filters may differ). */
+    _Atomic uint64_t epoch;
     size_t tab_cap, tab_len;
 
     /* The batch being built. */
@@ -282,6 +286,16 @@ struct fs_store {
     struct labelset **ls_tab;
     size_t ls_cap, ls_len;
 };
+
+/* Handle epochs, process-wide so that no sink (even a new one at a freed one's address,
+ * or one of another store) ever takes a value a handle was filled with before. */
+static _Atomic uint64_t handle_epochs = 1;
+
+static void
+sink_new_epoch(struct fs_sink *s)
+{
+    atomic_store_explicit(&s->epoch, atomic_fetch_add(&handle_epochs, 1) + 1, memory_order_relaxed);
+}
 
 static int64_t
 sys_realtime(void *arg)
@@ -541,6 +555,7 @@ revive(struct fs_store *st, const struct fs_target_cfg *tcfg, const char *source
         s->tcfg = tcfg;
         s->interval_us = interval_us > 0 ? interval_us : 10000000;
         s->retired = false;
+        sink_new_epoch(s); /* the filters (tcfg) may have changed: resolve labels again */
         atomic_store(&s->spread, 0u); /* the new driver instance starts reading every cycle */
         s->next = NULL;
         struct fs_sink **pp = &st->sinks;
@@ -583,6 +598,7 @@ fs_store_sink_add(struct fs_store *st, const struct fs_target_cfg *tcfg, const c
         return NULL;
     s->st = st;
     s->tcfg = tcfg;
+    sink_new_epoch(s);
     s->target = strdup(tcfg->name);
     s->labels_sig = labels_signature(tcfg);
     s->source = strdup(source);
@@ -910,10 +926,12 @@ labelset_put(struct fs_store *st, const struct labelset *cl)
     pthread_mutex_unlock(&st->intern_lock);
 }
 
-/* Frees a series (its ring series is the caller's), with its label set reference. */
+/* Frees a series (its ring series is the caller's), with its label set reference. Handles
+ * of its sink go stale (they may point at it). */
 static void
 series_free(struct fs_store *st, struct series *se)
 {
+    sink_new_epoch(se->sink);
     labelset_put(st, se->ls);
     free(se);
 }
@@ -1397,17 +1415,10 @@ count_reset(struct fs_sink *s, enum fs_reset_kind kind)
     pthread_mutex_unlock(&s->stats_lock);
 }
 
-void
-fs_sink_counter_scaled(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels,
-                       size_t n_labels, uint64_t raw, unsigned bits, double scale)
+/* A counter's raw sample into its series (se a counter of s, in a batch). */
+static void
+counter_put(struct fs_sink *s, struct series *se, uint64_t raw, unsigned bits)
 {
-    if (!(scale > 0))
-        return;
-    /* The ring keeps the device's exact count; the unit (scale) is applied when read out.
-     * It is fixed when the series is created. */
-    struct series *se = sample_series(s, m, labels, n_labels, scale, true);
-    if (!se || !se->counter)
-        return;
     bool sink_reset = se->reset_gen < s->reset_gen;
     int iface_reset = iface_reset_pending(s, se);
     enum fs_counter_event ev;
@@ -1449,6 +1460,19 @@ fs_sink_counter_scaled(struct fs_sink *s, enum fs_metric m, const struct fs_labe
 }
 
 void
+fs_sink_counter_scaled(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels,
+                       size_t n_labels, uint64_t raw, unsigned bits, double scale)
+{
+    if (!(scale > 0))
+        return;
+    /* The ring keeps the device's exact count; the unit (scale) is applied when read out.
+     * It is fixed when the series is created. */
+    struct series *se = sample_series(s, m, labels, n_labels, scale, true);
+    if (se && se->counter)
+        counter_put(s, se, raw, bits);
+}
+
+void
 fs_sink_counter(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels, size_t n_labels,
                 uint64_t raw, unsigned bits)
 {
@@ -1460,6 +1484,71 @@ fs_sink_gauge(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels
               double value)
 {
     struct series *se = sample_series(s, m, labels, n_labels, 1.0, true);
+    if (!se || se->counter)
+        return;
+    uint64_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    batch_put(s, se, bits);
+}
+
+/*
+ * The series *h holds if it is still the one the key path would give for (m, labels):
+ * filled by this sink since its last epoch (so it was not freed, and the filters are the
+ * same), and of metric m with exactly these labels as the store keeps them. Comparing the
+ * given values with the kept (cleaned, normalized) ones is exact because cleaning and
+ * normalizing are idempotent: a value equal to a kept one resolves to that same one.
+ * NULL otherwise (the caller takes the key path).
+ */
+static struct series *
+handle_series(struct fs_sink *s, const struct fs_series_handle *h, enum fs_metric m,
+              const struct fs_label *labels, size_t n)
+{
+    if (!h->series || h->epoch != atomic_load_explicit(&s->epoch, memory_order_relaxed) ||
+        !s->in_batch || s->retired)
+        return NULL;
+    struct series *se = h->series;
+    if (se->metric != (unsigned)m || se->ls->n != n)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        const struct fs_label *a = &labels[i], *b = &se->ls->labels[i];
+        if (!a->name || !a->value || strcmp(a->name, b->name) != 0 ||
+            strcmp(a->value, b->value) != 0)
+            return NULL;
+    }
+    return se;
+}
+
+/* The series of (m, labels) through *h, refilling *h from the key path when stale. */
+static struct series *
+handle_resolve(struct fs_sink *s, struct fs_series_handle *h, enum fs_metric m,
+               const struct fs_label *labels, size_t n, double scale)
+{
+    struct series *se = handle_series(s, h, m, labels, n);
+    if (se)
+        return se;
+    se = sample_series(s, m, labels, n, scale, true);
+    h->series = se;
+    h->epoch = se ? atomic_load_explicit(&s->epoch, memory_order_relaxed) : 0;
+    return se;
+}
+
+void
+fs_sink_counter_h(struct fs_sink *s, struct fs_series_handle *h, enum fs_metric m,
+                  const struct fs_label *labels, size_t n_labels, uint64_t raw, unsigned bits,
+                  double scale)
+{
+    if (!(scale > 0))
+        return;
+    struct series *se = handle_resolve(s, h, m, labels, n_labels, scale);
+    if (se && se->counter)
+        counter_put(s, se, raw, bits);
+}
+
+void
+fs_sink_gauge_h(struct fs_sink *s, struct fs_series_handle *h, enum fs_metric m,
+                const struct fs_label *labels, size_t n_labels, double value)
+{
+    struct series *se = handle_resolve(s, h, m, labels, n_labels, 1.0);
     if (!se || se->counter)
         return;
     uint64_t bits;

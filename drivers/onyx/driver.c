@@ -140,6 +140,22 @@ struct cmd {
     char text[96];
 };
 
+/*
+ * The series handles of one command's samples, by position (fs_sink_counter_h): the n-th
+ * sample of its output goes through h[n], so a poll whose outputs list the same series in
+ * the same order (every poll but the first, as a rule) resolves no labels in the store; a
+ * sample that moved or is new takes the key path once. Keyed by the command's text.
+ */
+struct hcache {
+    uint32_t hash; /* of text */
+    char text[96];
+    struct fs_series_handle *h; /* cap of them, owned here */
+    size_t cap;
+};
+/* Distinct commands a target keeps handles for (83 a poll of 64 ports, a few more when
+ * the form changes); past it all are dropped and refilled. */
+#define HCACHE_MAX 512
+
 enum sess { SS_DOWN, SS_SSH, SS_BANNER, SS_ENABLE, SS_PAGING, SS_READY, SS_BUSY, SS_PROBE };
 
 struct onyx_target {
@@ -272,6 +288,8 @@ struct onyx_target {
     bool plan_ready;       /* under detail_lock */
     uint64_t sessions, cycles_ok;
     struct onyx_samples samples;
+    struct hcache *hc; /* nhc of them (room for caphc), owned here */
+    size_t nhc, caphc;
     /* clock probes (see the top of the file) */
     struct fs_clock_prober prober; /* the policy's state; prober.at_us: the planned probe */
     int64_t cycle_start_real_us;   /* when the last cycle started (realtime) */
@@ -883,10 +901,59 @@ send_batch(struct onyx_target *t)
 /* ---------------- responses ---------------- */
 
 static void
-emit(struct onyx_target *t, int64_t ts)
+hcache_free(struct onyx_target *t)
+{
+    for (size_t i = 0; i < t->nhc; i++)
+        free(t->hc[i].h);
+    free(t->hc);
+    t->hc = NULL;
+    t->nhc = t->caphc = 0;
+}
+
+/* The handles of command text for n samples (zeroed when new), or NULL when out of memory
+ * (the samples then take the key path). */
+static struct fs_series_handle *
+hcache_get(struct onyx_target *t, const char *text, size_t n)
+{
+    uint32_t hash = 2166136261u; /* FNV-1a */
+    for (const char *p = text; *p; p++)
+        hash = (hash ^ (unsigned char)*p) * 16777619u;
+    struct hcache *e = NULL;
+    for (size_t i = 0; i < t->nhc && !e; i++)
+        if (t->hc[i].hash == hash && strcmp(t->hc[i].text, text) == 0)
+            e = &t->hc[i];
+    if (!e) {
+        if (t->nhc == HCACHE_MAX)
+            hcache_free(t);
+        if (t->nhc == t->caphc) {
+            size_t nc = t->caphc ? t->caphc * 2 : 16;
+            struct hcache *v = realloc(t->hc, nc * sizeof(*v));
+            if (!v)
+                return NULL;
+            t->hc = v;
+            t->caphc = nc;
+        }
+        e = &t->hc[t->nhc++];
+        *e = (struct hcache){.hash = hash};
+        snprintf(e->text, sizeof(e->text), "%s", text);
+    }
+    if (n > e->cap) {
+        struct fs_series_handle *v = realloc(e->h, n * sizeof(*v));
+        if (!v)
+            return NULL;
+        memset(v + e->cap, 0, (n - e->cap) * sizeof(*v));
+        e->h = v;
+        e->cap = n;
+    }
+    return e->h;
+}
+
+static void
+emit(struct onyx_target *t, const struct cmd *c, int64_t ts)
 {
     if (t->samples.n == 0)
         return;
+    struct fs_series_handle *hs = hcache_get(t, c->text, t->samples.n);
     fs_sink_begin(t->sink, ts);
     for (size_t i = 0; i < t->samples.n; i++) {
         const struct onyx_sample *x = &t->samples.v[i];
@@ -895,10 +962,12 @@ emit(struct onyx_target *t, int64_t ts)
             l[j].name = x->labels[j].name;
             l[j].value = x->labels[j].value;
         }
-        if (!x->counter)
+        if (hs && !x->counter)
+            fs_sink_gauge_h(t->sink, &hs[i], x->metric, l, x->n_labels, x->value);
+        else if (hs)
+            fs_sink_counter_h(t->sink, &hs[i], x->metric, l, x->n_labels, x->raw, 64, x->scale);
+        else if (!x->counter)
             fs_sink_gauge(t->sink, x->metric, l, x->n_labels, x->value);
-        else if (x->scale == 1.0)
-            fs_sink_counter(t->sink, x->metric, l, x->n_labels, x->raw, 64);
         else
             fs_sink_counter_scaled(t->sink, x->metric, l, x->n_labels, x->raw, 64, x->scale);
     }
@@ -1359,7 +1428,7 @@ handle_response(struct onyx_target *t, const struct cmd *c, const char *text, si
         t->layout_err[c->kind][0] = '\0';
         update_detail(t);
     }
-    emit(t, now_real);
+    emit(t, c, now_real);
 }
 
 /* The next command's response in rx: from resp_start (after the previous prompt) to the
@@ -1616,10 +1685,31 @@ resync_waits(const struct onyx_target *t)
 static const char *
 echo_inside(const struct onyx_target *t, const char *text, size_t len)
 {
+    /* Every command looked for starts with "show ": where that occurs (as a rule nowhere in
+     * an output) is found in one pass and each command compared there only, instead of a
+     * search of the whole output per command of the batch (issue 34: 5% of the I/O
+     * thread). Past AT_MAX places, one search per command as before. */
+    enum { AT_MAX = 16 };
+    size_t at[AT_MAX], nat = 0;
+    bool many = false;
+    for (const char *p = text, *e = text + len;
+         p < e && (p = memmem(p, (size_t)(e - p), "show ", 5)); p++) {
+        if (nat == AT_MAX) {
+            many = true;
+            break;
+        }
+        at[nat++] = (size_t)(p - text);
+    }
     for (size_t i = t->done + 1; i < t->batch_end; i++) {
         const char *cmd = t->q[i].text;
-        if (strncmp(cmd, "show ", 5) == 0 && memmem(text, len, cmd, strlen(cmd)))
+        if (strncmp(cmd, "show ", 5) != 0)
+            continue;
+        size_t cl = strlen(cmd);
+        if (many && memmem(text, len, cmd, cl))
             return cmd;
+        for (size_t k = 0; !many && k < nat; k++)
+            if (len - at[k] >= cl && memcmp(text + at[k], cmd, cl) == 0)
+                return cmd;
     }
     return NULL;
 }
@@ -2195,6 +2285,7 @@ target_free(struct onyx_target *t)
     free(t->tx);
     free(t->q);
     onyx_samples_free(&t->samples);
+    hcache_free(t);
     onyx_wjh_tally_free(&t->wjh);
     if (t->ports_re_ok)
         regfree(&t->ports_re);

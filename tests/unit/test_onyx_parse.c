@@ -4,6 +4,7 @@
  * simulator's) parse too; tolerance cases (column widths, N\A, split ports, 2^53+1,
  * overflow, extra fields, ANSI/CR noise).
  */
+#include <ctype.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,10 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cmocka.h>
 
 #include "parse.h"
+#include "parse_int.h"
 #include "wjh_tally.h"
 
 static char *
@@ -400,6 +403,69 @@ test_pager_password_errors_clean(void **state)
     assert_memory_equal(buf, "abc\nd Xe", 8);
 }
 
+/* onyx_clean as it was byte by byte (before issue 34 moved runs in one memmove): the
+ * oracle of test_clean_matches_bytewise. */
+static size_t
+clean_bytewise(char *buf, size_t len)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)buf[i];
+        if (c == 0x1b || c == 0x9b) {
+            size_t j = i + 1;
+            if (c == 0x1b && j < len && (buf[j] == '>' || buf[j] == '=')) {
+                i = j;
+                continue;
+            }
+            if (c == 0x1b) {
+                if (j < len && buf[j] == '[')
+                    j++;
+                else
+                    continue;
+            }
+            while (j < len && (isdigit((unsigned char)buf[j]) || buf[j] == ';' || buf[j] == '?'))
+                j++;
+            if (j < len && isalpha((unsigned char)buf[j]))
+                i = j;
+            else
+                i = j - 1;
+            continue;
+        }
+        if (c == '\r')
+            continue;
+        if (c == '\b') {
+            if (o > 0 && buf[o - 1] != '\n')
+                o--;
+            continue;
+        }
+        buf[o++] = (char)c;
+    }
+    return o;
+}
+
+/* Random text of escapes, carriage returns, backspaces, newlines and plain runs: the
+ * same result as byte by byte, at every length (sequences cut at the end included). */
+static void
+test_clean_matches_bytewise(void **state)
+{
+    (void)state;
+    static const char alphabet[] = "\x1b\x9b\r\b\n[;?0123>=aKm xyz{}\"";
+    unsigned seed = 34;
+    for (int round = 0; round < 20000; round++) {
+        char a[96], b[96];
+        seed = seed * 1103515245u + 12345u;
+        size_t n = (seed >> 16) % sizeof a;
+        for (size_t i = 0; i < n; i++) {
+            seed = seed * 1103515245u + 12345u;
+            a[i] = alphabet[(seed >> 16) % (sizeof alphabet - 1)];
+        }
+        memcpy(b, a, n);
+        size_t na = onyx_clean(a, n), nb = clean_bytewise(b, n);
+        assert_int_equal(na, nb);
+        assert_memory_equal(a, b, na);
+    }
+}
+
 /* ---------------- splitting a shell's output at prompts ---------------- */
 
 #define P "sw-1 [standalone: master] "
@@ -500,6 +566,31 @@ test_split_outputs_cli_echo(void **state)
     assert_int_equal(onyx_strip_echoes(t, &tl, cmds, 3), 3);
     assert_int_equal(tl, 9);
     assert_memory_equal(t, "x\ny\na b\nz", 9);
+    /* issue 34: lines are trimmed of every isspace() byte and compared only when they
+     * start with a command's first byte; a tabbed echo still goes, a look-alike stays */
+    const char *const cmds2[] = {"show clock", "show version"};
+    char t2[] = "\t show clock \r\nshow clocks\n\v\fshow version\t\nhow version\n";
+    size_t t2l = strlen(t2);
+    assert_int_equal(onyx_strip_echoes(t2, &t2l, cmds2, 2), 2);
+    assert_int_equal(t2l, strlen("show clocks\nhow version\n"));
+    assert_memory_equal(t2, "show clocks\nhow version\n", t2l);
+}
+
+/* onyx_eq is strncasecmp of the C locale over the whole literal (issue 34 inlined it):
+ * every pair of bytes from letters, their neighbours and case mates. */
+static void
+test_eq_matches_strncasecmp(void **state)
+{
+    (void)state;
+    static const char set[] = "aAzZ@`[{_-09 \x80\xc1\xe1";
+    for (size_t i = 0; i < sizeof set - 1; i++)
+        for (size_t j = 0; j < sizeof set - 1; j++) {
+            char s[3] = {'x', set[i], 0}, lit[3] = {'X', set[j], 0};
+            assert_int_equal(onyx_eq(s, 2, lit), strncasecmp(s, lit, 2) == 0);
+            assert_false(onyx_eq(s, 1, lit));
+        }
+    assert_true(onyx_eq("Rx Packets", 10, "rx packets"));
+    assert_false(onyx_eq("Rx Packets", 9, "rx packets"));
 }
 
 /* Prompts still arriving, and lines that only look like one. */
@@ -980,6 +1071,8 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version_text_3_6_1102),
+        cmocka_unit_test(test_clean_matches_bytewise),
+        cmocka_unit_test(test_eq_matches_strncasecmp),
         cmocka_unit_test(test_version_text_3_6_5000),
         cmocka_unit_test(test_version_json),
         cmocka_unit_test(test_release_compare),

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -1438,6 +1439,213 @@ test_stream_failure_stales_at_once(void **state)
     assert_int_equal(find(f->st, "fabric_port_bytes_total", NULL, true).n, 2);
 }
 
+/* ---- series handles (fs_sink_counter_h / fs_sink_gauge_h, issue 34) ---- */
+
+/* One poll of a small switch, through handles (h != NULL: hs[i] per sample) or the key
+ * path: counters (32-bit wraps, a scaled one), gauges, device port names to normalize,
+ * a port the filters drop; sample order rotated by `rot` so positional handles meet
+ * other labels too. */
+static void
+handle_poll(struct fs_sink *s, struct fs_series_handle *hs, int64_t ts, uint64_t base, int rot)
+{
+    static const char *const ports[] = {"1/1", "Eth1/2", "ethernet 1/3", "mgmt0", "Eth1/63"};
+    enum { NP = 5, PER = 4 };
+    fs_sink_begin(s, ts);
+    for (int k = 0; k < NP * PER; k++) {
+        int i = (k + rot) % (NP * PER), p = i / PER;
+        char tc[4];
+        snprintf(tc, sizeof tc, "%d", p);
+        struct fs_label l[] = {{"interface", ports[p]}, {"direction", "rx"}, {"priority", tc}};
+        struct fs_series_handle *h = hs ? &hs[k] : NULL;
+        uint64_t raw = (base + (uint64_t)i * 1000) & 0xffffffffu;
+        switch (i % PER) {
+        case 0:
+            if (h)
+                fs_sink_counter_h(s, h, FS_M_PORT_BYTES, l, 2, raw, 32, 1.0);
+            else
+                fs_sink_counter(s, FS_M_PORT_BYTES, l, 2, raw, 32);
+            break;
+        case 1:
+            if (h)
+                fs_sink_counter_h(s, h, FS_M_PFC_PAUSE_SECONDS, l, 3, raw, 64, 1e-3);
+            else
+                fs_sink_counter_scaled(s, FS_M_PFC_PAUSE_SECONDS, l, 3, raw, 64, 1e-3);
+            break;
+        case 2:
+            if (h)
+                fs_sink_gauge_h(s, h, FS_M_QUEUE_DEPTH, l + 2, 1, (double)raw / 2);
+            else
+                fs_sink_gauge(s, FS_M_QUEUE_DEPTH, l + 2, 1, (double)raw / 2);
+            break;
+        default:
+            if (h)
+                fs_sink_gauge_h(s, h, FS_M_DEVICE_UPTIME, NULL, 0, (double)base);
+            else
+                fs_sink_gauge(s, FS_M_DEVICE_UPTIME, NULL, 0, (double)base);
+            break;
+        }
+    }
+    fs_sink_end(s);
+}
+
+/* Every exported series of one sink as "name{labels} value" lines, the target label cut
+ * off (the two sinks compared differ in it only). */
+static int
+dump_cb(void *arg, const struct fs_series_info *s)
+{
+    struct fs_buf *b = arg;
+    const char *l = strchr(s->labels_text, ',');
+    fs_buf_printf(b, "%s{%s} %" PRIu64 " %.17g\n", s->name, l ? l : "", s->u, s->d);
+    return 0;
+}
+
+static char *
+dump_target(struct fs_store *st)
+{
+    struct fs_buf b;
+    fs_buf_init(&b, 1 << 20);
+    fs_store_foreach_series(st, true, dump_cb, &b);
+    char *d = fs_buf_detach(&b, NULL);
+    return d ? d : strdup("");
+}
+
+static struct fs_store *
+filtered_store(struct fs_target_cfg *t)
+{
+    struct fs_store *st = store_new(16 << 20, 3600LL * 1000000);
+    t->iface_exclude = "^Eth1/63$";
+    assert_int_equal(regcomp(&t->iface_exclude_re, t->iface_exclude, REG_EXTENDED | REG_NOSUB), 0);
+    return st;
+}
+
+/* Through handles the store ends with exactly the key path's series and values, over
+ * polls with wraps, a reboot, a rotated sample order (handles meeting other labels) and
+ * handles of another sink. */
+static void
+test_handle_equals_key_path(void **state)
+{
+    (void)state;
+    struct fs_target_cfg ta = {.name = "a", .address = "::1"}, tb = ta;
+    struct fs_store *sa = filtered_store(&ta), *sb = filtered_store(&tb);
+    struct fs_sink *a = fs_store_sink_add(sa, &ta, "cli", 1000000);
+    struct fs_sink *b = fs_store_sink_add(sb, &tb, "cli", 1000000);
+    struct fs_sink *other =
+        fs_store_sink_add(sb, &(struct fs_target_cfg){.name = "o"}, "cli", 1000000);
+    struct fs_series_handle hs[20] = {{0}};
+    handle_poll(other, hs, now_us(), 7, 0); /* handles of another sink: refilled by b */
+    struct fs_series_handle first[20];
+    for (int poll = 0; poll < 12; poll++) {
+        uint64_t base = 0xffffff00u + (uint64_t)poll * 40; /* 32-bit counters wrap */
+        if (poll == 6) {
+            fs_sink_counter_reset(a, FS_RESET_REBOOT, NULL);
+            fs_sink_counter_reset(b, FS_RESET_REBOOT, NULL);
+            base = 3;
+        }
+        int rot = poll >= 8 ? poll : 0;
+        handle_poll(a, NULL, now_us(), base, rot);
+        handle_poll(b, hs, now_us(), base, rot);
+        if (poll == 1)
+            memcpy(first, hs, sizeof first);
+        if (poll >= 1 && poll < 8) /* same order: every handle (but the filtered port's) kept */
+            for (int k = 0; k < 20; k++)
+                assert_true(hs[k].series == first[k].series && hs[k].epoch == first[k].epoch);
+        advance(1000000);
+        fs_sink_done(a, 0, FS_POLL_OK, NULL);
+        fs_sink_done(b, 0, FS_POLL_OK, NULL);
+    }
+    /* the filtered port's samples (i 16 and 17, at k = i - rot of the last poll, rot 11)
+     * are dropped: their handles stay empty */
+    assert_null(hs[5].series);
+    assert_null(hs[6].series);
+    assert_non_null(hs[7].series);
+    fs_store_sink_remove(sb, other);
+    char *da = dump_target(sa), *db = dump_target(sb);
+    assert_string_equal(da, db);
+    assert_non_null(strstr(db, "interface=\"Eth1/3\""));
+    assert_null(strstr(db, "Eth1/63"));
+    free(da);
+    free(db);
+    regfree(&ta.iface_exclude_re);
+    regfree(&tb.iface_exclude_re);
+    fs_store_free(sa);
+    fs_store_free(sb);
+}
+
+/* A handle whose series was swept (dead past the retention) is stale: the sample makes a
+ * new series as the key path would (no write to the freed one: ASan), and a retired
+ * series' handle brings it back with its counter continued. */
+static void
+test_handle_stale_after_sweep_and_retire(void **state)
+{
+    (void)state;
+    struct fs_store *st = store_new(16 << 20, 2000000);
+    struct fs_target_cfg t = {.name = "tor9", .address = "::1"};
+    struct fs_sink *s = fs_store_sink_add(st, &t, "cli", 100000);
+    struct fs_label l1[] = {{"interface", "Eth1/1"}, {"direction", "rx"}};
+    struct fs_series_handle h1 = {0};
+    fs_sink_begin(s, now_us());
+    fs_sink_counter_h(s, &h1, FS_M_PORT_BYTES, l1, 2, 100, 64, 1.0);
+    fs_sink_end(s);
+    fs_sink_done(s, 0, FS_POLL_OK, NULL);
+    assert_non_null(h1.series);
+    /* retired: the next sample through the handle exports it again, counter continued */
+    fs_sink_retire(s, FS_M_PORT_BYTES, l1, 2);
+    assert_int_equal(find(st, "fabric_port_bytes_total", "Eth1/1", true).n, 0);
+    struct fs_series_handle kept = h1;
+    fs_sink_begin(s, now_us());
+    fs_sink_counter_h(s, &h1, FS_M_PORT_BYTES, l1, 2, 150, 64, 1.0);
+    fs_sink_end(s);
+    assert_true(h1.series == kept.series && h1.epoch == kept.epoch); /* still good */
+    struct found r = find(st, "fabric_port_bytes_total", "Eth1/1", true);
+    assert_int_equal(r.n, 1);
+    assert_int_equal(r.u, 150);
+    /* swept: Eth1/1 gets no sample past the retention while Eth1/2 does */
+    advance(2100000);
+    push_bytes(s, now_us(), "Eth1/2", 1, 64);
+    fs_sink_done(s, 0, FS_POLL_OK, NULL);
+    assert_int_equal(find(st, "fabric_port_bytes_total", "Eth1/1", false).n, 0);
+    fs_sink_begin(s, now_us());
+    fs_sink_counter_h(s, &h1, FS_M_PORT_BYTES, l1, 2, 40, 64, 1.0);
+    fs_sink_end(s);
+    assert_true(h1.epoch != kept.epoch);
+    r = find(st, "fabric_port_bytes_total", "Eth1/1", true);
+    assert_int_equal(r.n, 1);
+    assert_int_equal(r.u, 40); /* a new series, from the raw value, as the key path */
+    fs_store_free(st);
+}
+
+/* A sink revived by a reload with other interface filters: handles filled before are
+ * stale, so a port the new filters exclude is dropped as on the key path. */
+static void
+test_handle_stale_after_revive(void **state)
+{
+    (void)state;
+    struct fs_store *st = store_new(16 << 20, 3600LL * 1000000);
+    struct fs_target_cfg t = {.name = "tor9", .address = "::1"};
+    struct fs_sink *s = fs_store_sink_add(st, &t, "cli", 1000000);
+    struct fs_label l1[] = {{"interface", "Eth1/1"}, {"direction", "rx"}};
+    struct fs_series_handle h1 = {0};
+    fs_sink_begin(s, now_us());
+    fs_sink_counter_h(s, &h1, FS_M_PORT_BYTES, l1, 2, 100, 64, 1.0);
+    fs_sink_end(s);
+    fs_store_sink_remove(st, s);
+    struct fs_target_cfg t2 = t;
+    t2.iface_exclude = "^Eth1/1$";
+    assert_int_equal(regcomp(&t2.iface_exclude_re, t2.iface_exclude, REG_EXTENDED | REG_NOSUB), 0);
+    struct fs_sink *s2 = fs_store_sink_add(st, &t2, "cli", 1000000);
+    assert_ptr_equal(s2, s); /* revived: same sink, same series */
+    advance(1000);
+    fs_sink_begin(s2, now_us());
+    fs_sink_counter_h(s2, &h1, FS_M_PORT_BYTES, l1, 2, 200, 64, 1.0);
+    fs_sink_end(s2);
+    assert_null(h1.series);
+    struct found r = find(st, "fabric_port_bytes_total", "Eth1/1", false);
+    assert_int_equal(r.n, 1);
+    assert_int_equal(r.u, 100); /* the sample of 200 was dropped */
+    fs_store_free(st);
+    regfree(&t2.iface_exclude_re);
+}
+
 int
 main(void)
 {
@@ -1476,6 +1684,9 @@ main(void)
         cmocka_unit_test(test_removed_histories_expire_together),
         cmocka_unit_test_setup_teardown(test_stream_failure_stales_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_batch_arrays_shrink_and_grow, setup, teardown),
+        cmocka_unit_test(test_handle_equals_key_path),
+        cmocka_unit_test(test_handle_stale_after_sweep_and_retire),
+        cmocka_unit_test(test_handle_stale_after_revive),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
