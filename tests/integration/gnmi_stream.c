@@ -14,7 +14,7 @@
  *       --path PATH[,sample|on_change|target_defined[,INTERVAL_MS[,HEARTBEAT_MS[,suppress]]]] ...
  *       [--duration-ms N] [--exit-after-syncs N] [--exit-after-downs N] [--no-samples]
  *       [--targets N [--exit-when-all-synced [--steady-ms N]]] [--latency] [--store-mib N]
- *       [--ports P1,P2,..] [--cpu-pid PID]
+ *       [--ports P1,P2,..] [--cpu-pid PID] [--measure-by-ms N]
  * With --targets N, N targets (own channel, connection and sink each) stream from the same
  * simulator; samples and events are those of the first; `rss_kib before=.. after=..` is
  * the process RSS before adding them and once all are synced. --latency prints, for the
@@ -25,7 +25,9 @@
  * targets are counted: `fleet updates=.. ms=.. downs=..` (the RSS is taken at its end).
  * --store-mib N: the store's memory limit (default 64). --cpu-pid PID: the steady state also
  * prints `cpu_ms self=.. peer=..`, the CPU time (user + system, /proc/PID/stat) this
- * process and PID (e.g. the load generator) used over it.
+ * process and PID (e.g. the load generator) used over it. --measure-by-ms N: with
+ * --exit-when-all-synced, if not all targets synced N ms after the start, the steady
+ * state is measured anyway (`measured_unsynced synced=K at_ms=..` says so).
  * With --exit-when-all-synced, once all are synced: `threads n=.. names=.. of_targets=..`
  * (the driver's stream threads, the names of this process' threads named "fs-gnmi-<digit>..",
  * and each target's stream_thread); --remove-after-sync K then removes
@@ -418,7 +420,7 @@ main(int argc, char **argv)
     struct fs_gnmi_cfg *cfg = calloc(1, sizeof *cfg);
     fs_gnmi_cfg_defaults(cfg);
     int64_t duration_ms = 5000;
-    int64_t steady_ms = 0, store_mib = 64;
+    int64_t steady_ms = 0, store_mib = 64, measure_by_ms = 0;
     uint16_t *ports = NULL;
     int n_ports = 0;
     uint64_t exit_syncs = 0, exit_downs = 0;
@@ -432,6 +434,8 @@ main(int argc, char **argv)
             cfg->port = (uint16_t)atoi(v);
         else if (ARG("--ports")) /* P1,P2,..: target i goes to the (i mod n)th */
             n_ports = parse_ports(v, &ports);
+        else if (ARG("--measure-by-ms"))
+            measure_by_ms = atoll(v);
         else if (ARG("--cpu-pid"))
             cpu_peer_pid = v;
         else if (strcmp(a, "--insecure") == 0)
@@ -578,7 +582,11 @@ main(int argc, char **argv)
                 fs_gnmi_target_get_stats(ts[i], &o);
                 synced += o.syncs > 0;
             }
-            if (synced == n_targets) {
+            /* --measure-by-ms: a fleet that cannot all sync is measured as it is */
+            bool late = measure_by_ms > 0 && ms_now() >= measure_by_ms;
+            if (synced == n_targets || late) {
+                if (late)
+                    printf("measured_unsynced synced=%d at_ms=%lld\n", synced, (long long)ms_now());
                 usleep(2000000); /* a couple of sample rounds at steady state */
                 print_threads(drv, ts, n_targets);
                 if (remove_k > 0) {

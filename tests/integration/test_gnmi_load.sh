@@ -84,7 +84,7 @@ for shape in sample group; do
   spids=()
   for k in 0 1 2; do
     "$STREAM" --port "${ports[$k]}" --insecure --encoding proto "${PATHS[@]}" \
-      --duration-ms 3000 >"$T/t$k.$shape.out" 2>"$T/t$k-$shape.log" &
+      --duration-ms 8000 >"$T/t$k.$shape.out" 2>"$T/t$k-$shape.log" &
     spids+=($!)
   done
   for k in 0 1 2; do wait "${spids[$k]}" || fail "fs-gnmi-stream on target $k exit $?"; done
