@@ -14,7 +14,7 @@
  *       --path PATH[,sample|on_change|target_defined[,INTERVAL_MS[,HEARTBEAT_MS[,suppress]]]] ...
  *       [--duration-ms N] [--exit-after-syncs N] [--exit-after-downs N] [--no-samples]
  *       [--targets N [--exit-when-all-synced [--steady-ms N]]] [--latency] [--store-mib N]
- *       [--ports P1,P2,..] [--cpu-pid PID] [--measure-by-ms N]
+ *       [--ports P1,P2,..] [--cpu-pid PID] [--measure-by-ms N] [--exit-after-sync-ms N]
  * With --targets N, N targets (own channel, connection and sink each) stream from the same
  * simulator; samples and events are those of the first; `rss_kib before=.. after=..` is
  * the process RSS before adding them and once all are synced. --latency prints, for the
@@ -28,6 +28,7 @@
  * process and PID (e.g. the load generator) used over it. --measure-by-ms N: with
  * --exit-when-all-synced, if not all targets synced N ms after the start, the steady
  * state is measured anyway (`measured_unsynced synced=K at_ms=..` says so).
+ * --exit-after-sync-ms N: exit N ms after the (first) target's first sync.
  * With --exit-when-all-synced, once all are synced: `threads n=.. names=.. of_targets=..`
  * (the driver's stream threads, the names of this process' threads named "fs-gnmi-<digit>..",
  * and each target's stream_thread); --remove-after-sync K then removes
@@ -421,6 +422,7 @@ main(int argc, char **argv)
     fs_gnmi_cfg_defaults(cfg);
     int64_t duration_ms = 5000;
     int64_t steady_ms = 0, store_mib = 64, measure_by_ms = 0;
+    int64_t after_sync_ms = 0, synced_at_ms = -1;
     uint16_t *ports = NULL;
     int n_ports = 0;
     uint64_t exit_syncs = 0, exit_downs = 0;
@@ -434,6 +436,8 @@ main(int argc, char **argv)
             cfg->port = (uint16_t)atoi(v);
         else if (ARG("--ports")) /* P1,P2,..: target i goes to the (i mod n)th */
             n_ports = parse_ports(v, &ports);
+        else if (ARG("--exit-after-sync-ms"))
+            after_sync_ms = atoll(v);
         else if (ARG("--measure-by-ms"))
             measure_by_ms = atoll(v);
         else if (ARG("--cpu-pid"))
@@ -573,6 +577,10 @@ main(int argc, char **argv)
             printf("event %lld down %llu %s\n", (long long)ms_now(), (unsigned long long)cur.downs,
                    cur.last_error);
         prev = cur;
+        if (after_sync_ms > 0 && cur.syncs > 0 && synced_at_ms < 0)
+            synced_at_ms = ms_now();
+        if (synced_at_ms >= 0 && ms_now() - synced_at_ms >= after_sync_ms)
+            break;
         if ((exit_syncs && cur.syncs >= exit_syncs) || (exit_downs && cur.downs >= exit_downs))
             break;
         if (exit_all_synced) {

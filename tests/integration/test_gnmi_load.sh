@@ -2,13 +2,14 @@
 # The gNMI load generator (build/sim/gnmi-load, tests/sim/gnmi/gnmi_load.c) that the fleet
 # bench drives 1,000 targets with, checked through the real driver: fs-gnmi-stream
 # (driver + real store, no daemon) over gRPC on loopback, the bench's two paths (all
-# interface counters and output queues of 64 ports), SAMPLE every 200 ms, PROTO.
+# interface counters and output queues of 64 ports), SAMPLE every 200 ms (group shape:
+# 500 ms), PROTO.
 # Checked, for each of 3 targets (one port each) and both message shapes:
 # - every one of the 3,392 leaves arrives, with the value that target's port must carry
 #   ((target + 1) * 1000000 + leaf index: a wrong target, a lost or wrong leaf fails),
-#   the same in every round, in at least 4 rounds;
+#   the same in every round, in at least 3 rounds;
 # - device timestamps (the 10-byte varint patched into each pre-encoded message) are
-#   wall-clock nanoseconds, strictly advancing round after round, about 200 ms apart;
+#   wall-clock nanoseconds, strictly advancing round after round, about the interval apart;
 # - sample shape: a round is one Notification per subscription (320 + 3,072 updates);
 #   group shape: one per interface (5) or per queue (6), with a prefix;
 # - one fs-gnmi-stream with all 3 targets (--ports): all sync, none goes down;
@@ -22,14 +23,17 @@ STREAM=$FS_BUILD_DIR/tests/fs-gnmi-stream
 [ -x "$STREAM" ] || fail "build fs-gnmi-stream first"
 cd "$T"
 
-PATHS=(--path "/interfaces/interface[name=*]/state/counters,sample,200"
-  --path "/qos/interfaces/interface[interface-id=*]/output/queues,sample,200")
+# paths SAMPLE_MS: the bench's two subscriptions at that interval, in PATHS
+paths() {
+  PATHS=(--path "/interfaces/interface[name=*]/state/counters,sample,$1"
+    --path "/qos/interfaces/interface[interface-id=*]/output/queues,sample,$1")
+}
 
 # check OUT TARGET SHAPE: the samples fs-gnmi-stream printed for one target.
 check() {
   /usr/bin/python3 - "$@" <<'EOF'
 import sys, time, statistics
-out, k, shape = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+out, k, shape, ms = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 groups = {}  # device ts -> values, in arrival order
 for line in open(out):
     f = line.split()
@@ -48,7 +52,7 @@ missing = expect - set(seen)
 if missing:
     sys.exit("target %d: %d leaves never arrived, e.g. %s" % (k, len(missing), sorted(missing)[:3]))
 rounds = min(seen.values())
-if rounds < 4:
+if rounds < 3:
     sys.exit("target %d: some leaf arrived only %d times" % (k, rounds))
 ts = list(groups)
 if ts != sorted(ts) or len(set(ts)) != len(ts):
@@ -64,14 +68,19 @@ if sorted({len(v) for v in list(groups.values())[:-1]}) != want:
 # one counters notification a round: the gaps between them are the sample interval
 starts = [t for t, v in groups.items() if v[0] % 1000000 == 0]  # Eth1/1 in-octets: once a round
 gap = statistics.median(b - a for a, b in zip(starts, starts[1:])) / 1e6
-if not 100 <= gap <= 1000:
-    sys.exit("target %d: rounds %.0f ms apart, asked 200" % (k, gap))
+if not ms / 2 <= gap <= ms * 5:
+    sys.exit("target %d: rounds %.0f ms apart, asked %d" % (k, gap, ms))
 print("target %d: all %d leaves, right values, %d rounds, %d notifications, rounds %.0f ms apart"
       % (k, len(expect), rounds, len(groups), gap))
 EOF
 }
 
 for shape in sample group; do
+  # group: 576 messages a round a target, which a sanitizer build on a busy machine
+  # takes longer to decode: rounds 500 ms apart
+  ms=200
+  [ "$shape" = group ] && ms=500
+  paths "$ms"
   "$LOAD" --targets 3 --threads 2 --messages "$shape" --port-file "$T/ports.$shape" \
     2>"$T/load-$shape.log" &
   pid=$!
@@ -84,7 +93,7 @@ for shape in sample group; do
   spids=()
   for k in 0 1 2; do
     "$STREAM" --port "${ports[$k]}" --insecure --encoding proto "${PATHS[@]}" \
-      --duration-ms 8000 >"$T/t$k.$shape.out" 2>"$T/t$k-$shape.log" &
+      --exit-after-sync-ms 3000 --duration-ms 120000 >"$T/t$k.$shape.out" 2>"$T/t$k-$shape.log" &
     spids+=($!)
   done
   for k in 0 1 2; do wait "${spids[$k]}" || fail "fs-gnmi-stream on target $k exit $?"; done
@@ -92,7 +101,7 @@ for shape in sample group; do
     grep -q '^event .* sync 1' "$T/t$k.$shape.out" || fail "target $k ($shape) never synced"
     ! grep -q '^event .* down' "$T/t$k.$shape.out" ||
       fail "target $k ($shape) went down: $(grep -m1 down "$T/t$k.$shape.out")"
-    res=$(check "$T/t$k.$shape.out" "$k" "$shape" 2>&1) || fail "$shape: $res"
+    res=$(check "$T/t$k.$shape.out" "$k" "$shape" "$ms" 2>&1) || fail "$shape: $res"
     ok "$shape: $res"
   done
 
