@@ -14,6 +14,7 @@
  *       --path PATH[,sample|on_change|target_defined[,INTERVAL_MS[,HEARTBEAT_MS[,suppress]]]] ...
  *       [--duration-ms N] [--exit-after-syncs N] [--exit-after-downs N] [--no-samples]
  *       [--targets N [--exit-when-all-synced [--steady-ms N]]] [--latency] [--store-mib N]
+ *       [--ports P1,P2,..] [--cpu-pid PID] [--measure-by-ms N] [--exit-after-sync-ms N]
  * With --targets N, N targets (own channel, connection and sink each) stream from the same
  * simulator; samples and events are those of the first; `rss_kib before=.. after=..` is
  * the process RSS before adding them and once all are synced. --latency prints, for the
@@ -22,7 +23,12 @@
  * (`e2e`; meaningful when the scenario's clock offset is 0), as medians and p99.
  * --steady-ms N: once all targets are synced, N ms more during which the updates of all
  * targets are counted: `fleet updates=.. ms=.. downs=..` (the RSS is taken at its end).
- * --store-mib N: the store's memory limit (default 64).
+ * --store-mib N: the store's memory limit (default 64). --cpu-pid PID: the steady state also
+ * prints `cpu_ms self=.. peer=..`, the CPU time (user + system, /proc/PID/stat) this
+ * process and PID (e.g. the load generator) used over it. --measure-by-ms N: with
+ * --exit-when-all-synced, if not all targets synced N ms after the start, the steady
+ * state is measured anyway (`measured_unsynced synced=K at_ms=..` says so).
+ * --exit-after-sync-ms N: exit N ms after the (first) target's first sync.
  * With --exit-when-all-synced, once all are synced: `threads n=.. names=.. of_targets=..`
  * (the driver's stream threads, the names of this process' threads named "fs-gnmi-<digit>..",
  * and each target's stream_thread); --remove-after-sync K then removes
@@ -280,12 +286,19 @@ usage(void)
     exit(2);
 }
 
+/* P1,P2,..: as many as given (a load generator serves a port a target) */
 static int
-parse_ports(const char *v, uint16_t *ports)
+parse_ports(const char *v, uint16_t **ports)
 {
-    int n = 0;
-    for (const char *p = v; *p && n < 64;) {
-        ports[n++] = (uint16_t)atoi(p);
+    int n = 1;
+    for (const char *p = v; *p; p++)
+        n += *p == ',';
+    *ports = calloc((size_t)n, sizeof **ports);
+    if (!*ports)
+        return 0;
+    n = 0;
+    for (const char *p = v; *p;) {
+        (*ports)[n++] = (uint16_t)atoi(p);
         const char *c = strchr(p, ',');
         if (!c)
             break;
@@ -293,6 +306,26 @@ parse_ports(const char *v, uint16_t *ports)
     }
     return n;
 }
+
+/* utime + stime of a process (ms), from /proc/PID/stat; -1 if unreadable. */
+static long
+proc_cpu_ms(const char *pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%s/stat", pid);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+    unsigned long long ut, st;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        return -1;
+    return (long)((ut + st) * 1000 / (unsigned long long)sysconf(_SC_CLK_TCK));
+}
+
+static const char *cpu_peer_pid; /* --cpu-pid: a process whose CPU the steady state reports */
 
 /* Counts the updates every target still there (ts[i] not NULL) receives over ms (steady
  * state) and prints them, with the fewest one target received. */
@@ -312,9 +345,11 @@ count_fleet(void **ts, int n, int64_t ms)
         d0 += o.downs;
     }
     atomic_fetch_add(&lat_epoch, 1); /* latency of the steady state only */
+    long self0 = proc_cpu_ms("self"), peer0 = cpu_peer_pid ? proc_cpu_ms(cpu_peer_pid) : -1;
     int64_t t0 = fs_monotonic_us();
     usleep((useconds_t)(ms * 1000));
     int64_t t1 = fs_monotonic_us();
+    long self1 = proc_cpu_ms("self"), peer1 = cpu_peer_pid ? proc_cpu_ms(cpu_peer_pid) : -1;
     for (int i = 0; i < n; i++) {
         if (!ts[i])
             continue;
@@ -327,6 +362,8 @@ count_fleet(void **ts, int n, int64_t ms)
     printf("fleet updates=%llu ms=%lld downs=%llu min_target=%llu\n", (unsigned long long)u1,
            (long long)((t1 - t0) / 1000), (unsigned long long)(d1 - d0),
            (unsigned long long)(min == UINT64_MAX ? 0 : min));
+    printf("cpu_ms self=%ld peer=%ld\n", self1 - self0,
+           peer0 >= 0 && peer1 >= 0 ? peer1 - peer0 : -1);
     free(u0);
 }
 
@@ -384,8 +421,9 @@ main(int argc, char **argv)
     struct fs_gnmi_cfg *cfg = calloc(1, sizeof *cfg);
     fs_gnmi_cfg_defaults(cfg);
     int64_t duration_ms = 5000;
-    int64_t steady_ms = 0, store_mib = 64;
-    uint16_t ports[64];
+    int64_t steady_ms = 0, store_mib = 64, measure_by_ms = 0;
+    int64_t after_sync_ms = 0, synced_at_ms = -1;
+    uint16_t *ports = NULL;
     int n_ports = 0;
     uint64_t exit_syncs = 0, exit_downs = 0;
     int n_targets = 1, remove_k = 0;
@@ -397,7 +435,13 @@ main(int argc, char **argv)
         if (ARG("--port"))
             cfg->port = (uint16_t)atoi(v);
         else if (ARG("--ports")) /* P1,P2,..: target i goes to the (i mod n)th */
-            n_ports = parse_ports(v, ports);
+            n_ports = parse_ports(v, &ports);
+        else if (ARG("--exit-after-sync-ms"))
+            after_sync_ms = atoll(v);
+        else if (ARG("--measure-by-ms"))
+            measure_by_ms = atoll(v);
+        else if (ARG("--cpu-pid"))
+            cpu_peer_pid = v;
         else if (strcmp(a, "--insecure") == 0)
             cfg->insecure = true;
         else if (strcmp(a, "--updates-only") == 0)
@@ -479,7 +523,7 @@ main(int argc, char **argv)
     if (!cfg->port || !cfg->n_subscriptions)
         usage();
     /* per port a shallow copy of the configuration (the driver copies what it needs) */
-    struct fs_gnmi_cfg pcfg[64];
+    struct fs_gnmi_cfg *pcfg = calloc(n_ports ? (size_t)n_ports : 1, sizeof *pcfg);
     for (int i = 0; i < n_ports; i++) {
         pcfg[i] = *cfg;
         pcfg[i].port = ports[i];
@@ -533,6 +577,10 @@ main(int argc, char **argv)
             printf("event %lld down %llu %s\n", (long long)ms_now(), (unsigned long long)cur.downs,
                    cur.last_error);
         prev = cur;
+        if (after_sync_ms > 0 && cur.syncs > 0 && synced_at_ms < 0)
+            synced_at_ms = ms_now();
+        if (synced_at_ms >= 0 && ms_now() - synced_at_ms >= after_sync_ms)
+            break;
         if ((exit_syncs && cur.syncs >= exit_syncs) || (exit_downs && cur.downs >= exit_downs))
             break;
         if (exit_all_synced) {
@@ -542,7 +590,11 @@ main(int argc, char **argv)
                 fs_gnmi_target_get_stats(ts[i], &o);
                 synced += o.syncs > 0;
             }
-            if (synced == n_targets) {
+            /* --measure-by-ms: a fleet that cannot all sync is measured as it is */
+            bool late = measure_by_ms > 0 && ms_now() >= measure_by_ms;
+            if (synced == n_targets || late) {
+                if (late)
+                    printf("measured_unsynced synced=%d at_ms=%lld\n", synced, (long long)ms_now());
                 usleep(2000000); /* a couple of sample rounds at steady state */
                 print_threads(drv, ts, n_targets);
                 if (remove_k > 0) {
@@ -631,6 +683,8 @@ main(int argc, char **argv)
     free(sinks);
     free(ts);
     free(names);
+    free(pcfg);
+    free(ports);
     fs_gnmi_cfg_free(cfg);
     return 0;
 }
