@@ -384,8 +384,28 @@ tee_lldp(void *arg, const struct fs_gnmi_lldp_event *ev)
         t->tap->lldp(t->tap_arg, ev);
 }
 
-static const struct fs_gnmi_emit tee_emit = {tee_begin,   tee_counter, tee_gauge,
-                                             tee_deleted, tee_end,     tee_lldp};
+static void
+tee_counter_h(void *arg, struct fs_series_handle *h, enum fs_metric m, const struct fs_label *l,
+              size_t n, uint64_t raw, double scale)
+{
+    struct fs_gnmi_target *t = arg;
+    fs_gnmi_sink_emit.counter_h(&t->sa, h, m, l, n, raw, scale);
+    if (t->tap->counter)
+        t->tap->counter(t->tap_arg, m, l, n, raw, scale);
+}
+
+static void
+tee_gauge_h(void *arg, struct fs_series_handle *h, enum fs_metric m, const struct fs_label *l,
+            size_t n, double v)
+{
+    struct fs_gnmi_target *t = arg;
+    fs_gnmi_sink_emit.gauge_h(&t->sa, h, m, l, n, v);
+    if (t->tap->gauge)
+        t->tap->gauge(t->tap_arg, m, l, n, v);
+}
+
+static const struct fs_gnmi_emit tee_emit = {tee_begin, tee_counter, tee_gauge,     tee_deleted,
+                                             tee_end,   tee_lldp,    tee_counter_h, tee_gauge_h};
 
 static void
 on_response(void *arg, const Gnmi__SubscribeResponse *r, int64_t recv_us)

@@ -237,8 +237,10 @@ struct fs_gnmi_map {
     size_t n_owned;
     struct rentry **slots;
     unsigned char *deleted; /* per slot: its path was deleted by the target (not re-sent) */
-    size_t n_slots;         /* power of two */
-    size_t cur_slot;        /* slot of the entry lookup() returned; SIZE_MAX: not cached */
+    struct fs_series_handle *handles; /* per slot: the sink's series of its path, so a
+                                         sample skips resolving its labels (store/sink.h) */
+    size_t n_slots;                   /* power of two */
+    size_t cur_slot; /* slot of the entry lookup() returned; SIZE_MAX: not cached */
     struct fs_gnmi_map_shared *shared; /* NULL: entries are this map's own */
     struct shclass *cls;               /* the class of maps resolving as this one does */
     size_t cache_max, cache_max_bytes;
@@ -594,6 +596,7 @@ cache_release(struct fs_gnmi_map *m)
             free(m->slots[i]);
         m->slots[i] = NULL;
         m->deleted[i] = 0;
+        m->handles[i] = (struct fs_series_handle){0};
     }
     if (m->cls)
         pthread_mutex_unlock(&m->shared->lock);
@@ -635,6 +638,7 @@ fs_gnmi_map_new(const struct fs_gnmi_map_opts *o, char *errbuf, size_t errlen)
     m->n_slots = 1024;
     m->slots = calloc(m->n_slots, sizeof *m->slots);
     m->deleted = calloc(m->n_slots, 1);
+    m->handles = calloc(m->n_slots, sizeof *m->handles);
     m->cur_slot = SIZE_MAX;
     m->tok = json_tokener_new_ex(FS_GNMI_JSON_MAX_DEPTH);
     m->wjh_tok = json_tokener_new_ex(8);
@@ -656,7 +660,7 @@ fs_gnmi_map_new(const struct fs_gnmi_map_opts *o, char *errbuf, size_t errlen)
             m->n_rule_names++;
         }
     }
-    if (!m->slots || !m->deleted || !m->tok || !m->wjh_tok || !m->rules || !m->acl) {
+    if (!m->slots || !m->deleted || !m->handles || !m->tok || !m->wjh_tok || !m->rules || !m->acl) {
         snprintf(errbuf, errlen, "out of memory");
         goto fail;
     }
@@ -745,6 +749,7 @@ fs_gnmi_map_free(struct fs_gnmi_map *m)
         cache_release(m);
     free(m->slots);
     free(m->deleted);
+    free(m->handles);
     if (m->cls)
         shared_leave(m);
     for (size_t i = 0; m->rules && i < m->n_rules; i++)
@@ -1200,9 +1205,11 @@ cache_grow(struct fs_gnmi_map *m)
     size_t ns = m->n_slots * 2;
     struct rentry **s = calloc(ns, sizeof *s);
     unsigned char *d = calloc(ns, 1);
-    if (!s || !d) {
+    struct fs_series_handle *hd = calloc(ns, sizeof *hd);
+    if (!s || !d || !hd) {
         free(s);
         free(d);
+        free(hd);
         return; /* keep the current table; inserts stop at its load limit */
     }
     for (size_t i = 0; i < m->n_slots; i++) {
@@ -1214,11 +1221,14 @@ cache_grow(struct fs_gnmi_map *m)
             j = (j + 1) & (ns - 1);
         s[j] = e;
         d[j] = m->deleted[i];
+        hd[j] = m->handles[i];
     }
     free(m->slots);
     free(m->deleted);
+    free(m->handles);
     m->slots = s;
     m->deleted = d;
+    m->handles = hd;
     m->n_slots = ns;
 }
 
@@ -1248,6 +1258,7 @@ lookup(struct fs_gnmi_map *m, size_t len, size_t n_views, struct rentry **tmp)
     }
     m->slots[i] = e;
     m->deleted[i] = 0;
+    m->handles[i] = (struct fs_series_handle){0};
     m->cur_slot = i;
     m->st.cache_entries++;
     m->st.cache_bytes += bytes;
@@ -1374,6 +1385,16 @@ undelete(struct fs_gnmi_map *m)
         m->deleted[m->cur_slot] = 0;
 }
 
+/* A gauge of the entry lookup() returned: through its slot's handle when it is cached. */
+static void
+emit_gauge(struct fs_gnmi_map *m, const struct rentry *e, double v)
+{
+    if (m->e->gauge_h && m->cur_slot != SIZE_MAX)
+        m->e->gauge_h(m->arg, &m->handles[m->cur_slot], e->m, e->labels, e->n_labels, v);
+    else if (m->e->gauge)
+        m->e->gauge(m->arg, e->m, e->labels, e->n_labels, v);
+}
+
 static void
 emit_value(struct fs_gnmi_map *m, struct rentry *e, const struct val *v)
 {
@@ -1390,8 +1411,7 @@ emit_value(struct fs_gnmi_map *m, struct rentry *e, const struct val *v)
             return;
         }
         begin_batch(m);
-        if (m->e->gauge)
-            m->e->gauge(m->arg, e->m, e->labels, e->n_labels, g);
+        emit_gauge(m, e, g);
         undelete(m);
         m->st.exposed++;
         return;
@@ -1403,22 +1423,23 @@ emit_value(struct fs_gnmi_map *m, struct rentry *e, const struct val *v)
         if (!val_u64(v, &u))
             goto rejected;
         begin_batch(m);
-        if (m->e->counter)
+        if (m->e->counter_h && m->cur_slot != SIZE_MAX)
+            m->e->counter_h(m->arg, &m->handles[m->cur_slot], e->m, e->labels, e->n_labels, u,
+                            e->scale);
+        else if (m->e->counter)
             m->e->counter(m->arg, e->m, e->labels, e->n_labels, u, e->scale);
         break;
     case VK_GAUGE:
         if (!val_double(v, &d))
             goto rejected;
         begin_batch(m);
-        if (m->e->gauge)
-            m->e->gauge(m->arg, e->m, e->labels, e->n_labels, d * e->scale);
+        emit_gauge(m, e, d * e->scale);
         break;
     case VK_UPDOWN:
         if (!val_updown(v, &d))
             goto rejected;
         begin_batch(m);
-        if (m->e->gauge)
-            m->e->gauge(m->arg, e->m, e->labels, e->n_labels, d);
+        emit_gauge(m, e, d);
         break;
     default:
         goto rejected;
@@ -2224,9 +2245,26 @@ sink_deleted(void *arg, enum fs_metric mt, const struct fs_label *l, size_t n)
     fs_sink_retire(a->sink, mt, l, n);
 }
 
+static void
+sink_counter_h(void *arg, struct fs_series_handle *h, enum fs_metric mt, const struct fs_label *l,
+               size_t n, uint64_t raw, double scale)
+{
+    struct fs_gnmi_sink_arg *a = arg;
+    fs_sink_counter_h(a->sink, h, mt, l, n, raw, 64, scale);
+}
+
+static void
+sink_gauge_h(void *arg, struct fs_series_handle *h, enum fs_metric mt, const struct fs_label *l,
+             size_t n, double v)
+{
+    struct fs_gnmi_sink_arg *a = arg;
+    fs_sink_gauge_h(a->sink, h, mt, l, n, v);
+}
+
 /* LLDP events are the driver's to keep (gnmi.c holds the table): none here. */
-const struct fs_gnmi_emit fs_gnmi_sink_emit = {sink_begin,   sink_counter, sink_gauge,
-                                               sink_deleted, sink_end,     NULL};
+const struct fs_gnmi_emit fs_gnmi_sink_emit = {sink_begin,     sink_counter, sink_gauge,
+                                               sink_deleted,   sink_end,     NULL,
+                                               sink_counter_h, sink_gauge_h};
 
 /* ---- path strings (config subscriptions, user patterns) ---- */
 

@@ -208,6 +208,13 @@ struct fs_gnmi_emit {
     /** An openconfig-lldp leaf or delete (see the LLDP paragraph above); outside any
      *  batch, not a sample. */
     void (*lldp)(void *arg, const struct fs_gnmi_lldp_event *ev);
+    /** Optional: counter and gauge with the map's series handle for the path (one per
+     *  cached path of this map, reset when the cache drops it; see fs_sink_counter_h),
+     *  used instead of counter and gauge for a path the cache holds. */
+    void (*counter_h)(void *arg, struct fs_series_handle *h, enum fs_metric m,
+                      const struct fs_label *labels, size_t n, uint64_t raw, double scale);
+    void (*gauge_h)(void *arg, struct fs_series_handle *h, enum fs_metric m,
+                    const struct fs_label *labels, size_t n, double value);
 };
 
 /**

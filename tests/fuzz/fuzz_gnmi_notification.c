@@ -37,7 +37,8 @@ f_deleted(void *arg, enum fs_metric m, const struct fs_label *l, size_t n)
     f_counter(arg, m, l, n, 0, 1);
 }
 
-static const struct fs_gnmi_emit fuzz_emit = {NULL, f_counter, f_gauge, f_deleted, NULL, NULL};
+static const struct fs_gnmi_emit fuzz_emit = {NULL, f_counter, f_gauge, f_deleted,
+                                              NULL, NULL,      NULL,    NULL};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

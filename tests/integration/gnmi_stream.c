@@ -151,7 +151,8 @@ tap_gauge(void *arg, enum fs_metric m, const struct fs_label *l, size_t n, doubl
     printf("sample %lld %s %s %.17g\n", (long long)dev_ns, fs_metric_defs[m].name, lb, v);
 }
 
-static const struct fs_gnmi_emit tap = {tap_begin, tap_counter, tap_gauge, NULL, tap_end, NULL};
+static const struct fs_gnmi_emit tap = {tap_begin, tap_counter, tap_gauge, NULL,
+                                        tap_end,   NULL,        NULL,      NULL};
 
 static int
 print_series(void *arg, const struct fs_series_info *s)

@@ -104,7 +104,8 @@ r_lldp(void *arg, const struct fs_gnmi_lldp_event *ev)
     fs_gnmi_lldp_apply(&r->lldp, ev);
 }
 
-static const struct fs_gnmi_emit rec_emit = {r_begin, r_counter, r_gauge, r_deleted, r_end, r_lldp};
+static const struct fs_gnmi_emit rec_emit = {r_begin, r_counter, r_gauge, r_deleted,
+                                             r_end,   r_lldp,    NULL,    NULL};
 
 static const struct rec *
 find(const struct recorder *r, enum fs_metric m, const char *labels)
@@ -976,6 +977,108 @@ find_clock(void *arg, const struct fs_instance_info *in)
     return 0;
 }
 
+/* ---- series handles: the same store through the handles as through the labels ---- */
+
+struct dump {
+    char *text;
+    size_t len, cap;
+};
+
+static int
+dump_series(void *arg, const struct fs_series_info *s)
+{
+    struct dump *d = arg;
+    char line[1024];
+    int n = snprintf(line, sizeof line, "%s{%.*s} %llu %.17g\n", s->name, (int)s->labels_text_len,
+                     s->labels_text, (unsigned long long)s->u, s->d);
+    if (d->len + (size_t)n + 1 > d->cap) {
+        d->cap = (d->len + (size_t)n + 1) * 2;
+        d->text = realloc(d->text, d->cap);
+        assert_non_null(d->text);
+    }
+    memcpy(d->text + d->len, line, (size_t)n + 1);
+    d->len += (size_t)n;
+    return 0;
+}
+
+static int handle_calls, handle_filled;
+
+static void
+count_counter_h(void *arg, struct fs_series_handle *h, enum fs_metric m, const struct fs_label *l,
+                size_t n, uint64_t raw, double scale)
+{
+    handle_calls++;
+    handle_filled += h->series != NULL;
+    fs_gnmi_sink_emit.counter_h(arg, h, m, l, n, raw, scale);
+}
+
+static void
+count_gauge_h(void *arg, struct fs_series_handle *h, enum fs_metric m, const struct fs_label *l,
+              size_t n, double v)
+{
+    handle_calls++;
+    handle_filled += h->series != NULL;
+    fs_gnmi_sink_emit.gauge_h(arg, h, m, l, n, v);
+}
+
+/* 600 interfaces' counters and oper-status (more paths than the map's first table holds:
+ * it grows during the first round and the handles move with their slots), four rounds:
+ * the store fed through the handles holds what the one fed through the labels holds, and
+ * from the second round on every sample finds its handle filled. */
+static void
+test_sink_handles_equal_labels(void **state)
+{
+    (void)state;
+    char err[256];
+    struct fs_ring_opts ro = {.memory_limit = 64 << 20, .retention_us = 3600LL * 1000000};
+    struct fs_store *sa = fs_store_new(&ro, err, sizeof err),
+                    *sb = fs_store_new(&ro, err, sizeof err);
+    assert_non_null(sa);
+    assert_non_null(sb);
+    struct fs_target_cfg tcfg = {.name = "leaf1", .address = "127.0.0.1", .staleness_intervals = 3};
+    struct fs_gnmi_sink_arg a = {.sink = fs_store_sink_add(sa, &tcfg, "gnmi", 1000000)};
+    struct fs_gnmi_sink_arg b = {.sink = fs_store_sink_add(sb, &tcfg, "gnmi", 1000000)};
+    struct fs_gnmi_emit with_h = fs_gnmi_sink_emit, labels_only = fs_gnmi_sink_emit;
+    with_h.counter_h = count_counter_h;
+    with_h.gauge_h = count_gauge_h;
+    labels_only.counter_h = NULL;
+    labels_only.gauge_h = NULL;
+    struct fs_gnmi_map *ma = map_new(NULL), *mb = map_new(NULL);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    for (int round = 0; round < 4; round++) {
+        handle_calls = handle_filled = 0;
+        for (int i = 0; i < 600; i++) {
+            char pfx[96];
+            snprintf(pfx, sizeof pfx, "/interfaces/interface[name=Ethernet%d]/state", i);
+            Gnmi__Notification *n = notif(pfx, (now + round * 1000000) * 1000);
+            add_uint(n, "counters/in-octets", 1000u * (uint64_t)round + (uint64_t)i);
+            add_uint(n, "counters/out-discards", (uint64_t)round);
+            add_str(n, "oper-status", round == 2 && i % 7 == 0 ? "DOWN" : "UP");
+            fs_gnmi_map_notification(ma, n, now + round * 1000000, &with_h, &a);
+            fs_gnmi_map_notification(mb, n, now + round * 1000000, &labels_only, &b);
+            notif_free(n);
+        }
+        assert_int_equal(handle_calls, 600 * 3);
+        if (round > 0)
+            assert_int_equal(handle_filled, handle_calls);
+    }
+    struct dump da = {0}, db = {0};
+    fs_store_foreach_series(sa, false, dump_series, &da);
+    fs_store_foreach_series(sb, false, dump_series, &db);
+    assert_non_null(da.text);
+    assert_non_null(db.text);
+    assert_true(da.len > 1800 * 20);
+    assert_string_equal(da.text, db.text);
+    free(da.text);
+    free(db.text);
+    fs_gnmi_map_free(ma);
+    fs_gnmi_map_free(mb);
+    fs_store_free(sa);
+    fs_store_free(sb);
+}
+
 static void
 test_sink_emitter_store(void **state)
 {
@@ -1430,6 +1533,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_path_parse),
+        cmocka_unit_test(test_sink_handles_equal_labels),
         cmocka_unit_test(test_proto_queue_counters),
         cmocka_unit_test(test_interfaces_origin_and_modules),
         cmocka_unit_test(test_pfc_switch_priority),
