@@ -187,18 +187,13 @@ count_polls(struct poll_times *e)
         last = e->poll[i];
         e->stored++;
     }
-    if (nd >= 4) {
-        int64_t *sorted = malloc(nd * sizeof *sorted);
-        if (sorted) {
-            memcpy(sorted, d, nd * sizeof *d);
-            qsort(sorted, nd, sizeof *sorted, cmp_i64);
-            int64_t p = sorted[nd / 10];
-            for (size_t i = 0; p > 0 && i < nd; i++) {
-                int64_t k = (d[i] + p / 2) / p; /* polls this step spans */
-                if (k > 1 && k <= 5)
-                    e->unstored += (uint64_t)(k - 1);
-            }
-            free(sorted);
+    if (nd >= 4) { /* the sum over the steps does not care about their order */
+        qsort(d, nd, sizeof *d, cmp_i64);
+        int64_t p = d[nd / 10];
+        for (size_t i = 0; p > 0 && i < nd; i++) {
+            int64_t k = (d[i] + p / 2) / p; /* polls this step spans */
+            if (k > 1 && k <= 5)
+                e->unstored += (uint64_t)(k - 1);
         }
     }
     free(d);

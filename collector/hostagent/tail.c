@@ -347,19 +347,10 @@ fs_tail_commit(struct fs_tail *t, const struct fs_tail_pos *pos, char *err, size
         json_object_array_add(a, o);
     }
     /* Written whole or not at all: a restart reads either this state or the previous. */
-    const char *text = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN);
+    size_t tl = 0;
+    const char *text = json_object_to_json_string_length(j, JSON_C_TO_STRING_PLAIN, &tl);
     char why[512];
-    size_t tl = strlen(text);
-    char *line = malloc(tl + 2);
-    if (!line) {
-        fs_errf(err, errlen, "%s: out of memory", t->state_path);
-        goto out;
-    }
-    memcpy(line, text, tl);
-    line[tl] = '\n';
-    int wr = fs_file_replace(t->state_path, line, tl + 1, 0640, why, sizeof why);
-    free(line);
-    if (wr != 0) {
+    if (fs_file_replace(t->state_path, text, tl, 0640, why, sizeof why) != 0) {
         fs_errf(err, errlen, "%s: %s", t->state_path, why);
         goto out;
     }

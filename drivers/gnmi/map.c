@@ -1385,7 +1385,18 @@ undelete(struct fs_gnmi_map *m)
         m->deleted[m->cur_slot] = 0;
 }
 
-/* A gauge of the entry lookup() returned: through its slot's handle when it is cached. */
+/* A counter or gauge of the entry lookup() returned: through its slot's handle when it is
+ * cached. */
+static void
+emit_counter(struct fs_gnmi_map *m, const struct rentry *e, uint64_t u)
+{
+    if (m->e->counter_h && m->cur_slot != SIZE_MAX)
+        m->e->counter_h(m->arg, &m->handles[m->cur_slot], e->m, e->labels, e->n_labels, u,
+                        e->scale);
+    else if (m->e->counter)
+        m->e->counter(m->arg, e->m, e->labels, e->n_labels, u, e->scale);
+}
+
 static void
 emit_gauge(struct fs_gnmi_map *m, const struct rentry *e, double v)
 {
@@ -1423,11 +1434,7 @@ emit_value(struct fs_gnmi_map *m, struct rentry *e, const struct val *v)
         if (!val_u64(v, &u))
             goto rejected;
         begin_batch(m);
-        if (m->e->counter_h && m->cur_slot != SIZE_MAX)
-            m->e->counter_h(m->arg, &m->handles[m->cur_slot], e->m, e->labels, e->n_labels, u,
-                            e->scale);
-        else if (m->e->counter)
-            m->e->counter(m->arg, e->m, e->labels, e->n_labels, u, e->scale);
+        emit_counter(m, e, u);
         break;
     case VK_GAUGE:
         if (!val_double(v, &d))
