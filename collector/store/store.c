@@ -1459,6 +1459,17 @@ counter_put(struct fs_sink *s, struct series *se, uint64_t raw, unsigned bits)
     batch_put(s, se, v);
 }
 
+/* A gauge's sample into its series (none, or a counter's: dropped). */
+static void
+gauge_put(struct fs_sink *s, struct series *se, double value)
+{
+    if (!se || se->counter)
+        return;
+    uint64_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    batch_put(s, se, bits);
+}
+
 void
 fs_sink_counter_scaled(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels,
                        size_t n_labels, uint64_t raw, unsigned bits, double scale)
@@ -1483,12 +1494,7 @@ void
 fs_sink_gauge(struct fs_sink *s, enum fs_metric m, const struct fs_label *labels, size_t n_labels,
               double value)
 {
-    struct series *se = sample_series(s, m, labels, n_labels, 1.0, true);
-    if (!se || se->counter)
-        return;
-    uint64_t bits;
-    memcpy(&bits, &value, sizeof bits);
-    batch_put(s, se, bits);
+    gauge_put(s, sample_series(s, m, labels, n_labels, 1.0, true), value);
 }
 
 /*
@@ -1548,12 +1554,7 @@ void
 fs_sink_gauge_h(struct fs_sink *s, struct fs_series_handle *h, enum fs_metric m,
                 const struct fs_label *labels, size_t n_labels, double value)
 {
-    struct series *se = handle_resolve(s, h, m, labels, n_labels, 1.0);
-    if (!se || se->counter)
-        return;
-    uint64_t bits;
-    memcpy(&bits, &value, sizeof bits);
-    batch_put(s, se, bits);
+    gauge_put(s, handle_resolve(s, h, m, labels, n_labels, 1.0), value);
 }
 
 void
