@@ -1,5 +1,6 @@
 /* The Prometheus query API client: a streaming parse of matrix and vector answers. */
 #include "history/prom_query.h"
+#include "util/decimal.h"
 #include "util/url.h"
 
 #include <curl/curl.h>
@@ -305,14 +306,9 @@ cb_number(void *ctx, const char *s, size_t len)
         return 1;
     if (f->role != R_POINT || f->index != 0)
         return fail(p, "unexpected number");
-    char buf[64];
-    if (len >= sizeof buf)
+    if (len >= 64)
         return fail(p, "a point's time is too long");
-    memcpy(buf, s, len);
-    buf[len] = '\0';
-    char *e;
-    p->pt_t = strtod(buf, &e);
-    if (*e)
+    if (!fs_decimal_parse(s, len, &p->pt_t))
         return fail(p, "a point's time is not a number");
     p->pt_has_t = true;
     f->index++;
@@ -371,15 +367,11 @@ cb_string(void *ctx, const unsigned char *s, size_t len)
     case R_POINT: {
         if (f->index != 1 || !p->pt_has_t)
             return fail(p, "a point is not [time, \"value\"]");
-        char buf[64];
-        if (len >= sizeof buf)
+        if (len >= 64)
             return fail(p, "a point's value is too long");
-        memcpy(buf, s, len);
-        buf[len] = '\0';
-        char *e;
-        double v = strtod(buf, &e);
-        if (*e || e == buf)
-            return fail(p, "a point's value \"%s\" is not a number", buf);
+        double v;
+        if (!fs_decimal_parse((const char *)s, len, &v))
+            return fail(p, "a point's value \"%.*s\" is not a number", (int)len, (const char *)s);
         f->index++;
         return add_point(p, p->pt_t, v);
     }
