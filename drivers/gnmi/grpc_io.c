@@ -678,11 +678,20 @@ connect_channel(struct fs_gnmi_stream *s, const struct fs_gnmi_stream_opts *o, c
         snprintf(errbuf, errlen, "cannot create channel credentials");
         return false;
     }
-    grpc_arg args[3];
+    grpc_arg args[4];
     size_t n_args = 0;
     args[n_args].type = GRPC_ARG_INTEGER;
     args[n_args].key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
     args[n_args++].value.integer = (int)s->max_message;
+    /* No BDP probing: on loopback or a LAN it widens the flow-control window, and gRPC
+     * then reads ahead and holds more of each target's stream in its buffers (fleet
+     * bench: its read buffers 597 KB a target with probing, 285 KB without). The window
+     * stays at HTTP/2's 64 KiB, so a stream carries at most 64 KiB a round trip (1.3 MB/s
+     * at 50 ms), above the ~470 KB/s of a 3,401-leaf target sampled every second with
+     * full paths; a collector catching up drains its targets more slowly. */
+    args[n_args].type = GRPC_ARG_INTEGER;
+    args[n_args].key = (char *)GRPC_ARG_HTTP2_BDP_PROBE;
+    args[n_args++].value.integer = 0;
     /* One connection per target: a stall or reset of one never touches another. */
     args[n_args].type = GRPC_ARG_INTEGER;
     args[n_args].key = (char *)GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL;
