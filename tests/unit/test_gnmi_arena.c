@@ -2,7 +2,7 @@
  * The protobuf-c bump allocator of the gNMI driver (drivers/gnmi/arena.c): messages
  * unpacked into it decode exactly, a message larger than the chunk is served from
  * overflow blocks and the chunk then grows to fit the next one whole (up to its bound),
- * and reset drops everything (ASan/LSan see no leak).
+ * a large request gets a mapped block, and reset drops everything (ASan/LSan see no leak).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -180,13 +180,37 @@ test_shrinks_back(void **state)
     fs_gnmi_arena_fini(&a);
 }
 
+/* A large request (a received message's copy) is served from a mapped block of its own,
+ * readable and writable whole, dropped at reset; the chunk then grows to fit it. */
+static void
+test_large_request_mapped(void **state)
+{
+    (void)state;
+    struct fs_gnmi_arena a;
+    fs_gnmi_arena_init(&a, 4096, 8 << 20);
+    size_t n = 1 << 20;
+    unsigned char *p = fs_gnmi_arena_alloc(&a, n);
+    assert_non_null(p);
+    memset(p, 0xa5, n);
+    assert_int_equal(p[0] + p[n - 1], 2 * 0xa5);
+    assert_true(a.overflow_mapped >= n); /* mapped, not from malloc */
+    fs_gnmi_arena_reset(&a);
+    assert_null(a.blocks);
+    assert_true(a.cap >= n);
+    p = fs_gnmi_arena_alloc(&a, n);
+    assert_non_null(p);
+    assert_null(a.blocks); /* from the grown chunk */
+    p[n - 1] = 1;
+    fs_gnmi_arena_fini(&a);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_small_fits_chunk), cmocka_unit_test(test_large_overflows_then_grows),
         cmocka_unit_test(test_growth_bounded),   cmocka_unit_test(test_overflow_limit),
-        cmocka_unit_test(test_shrinks_back),
+        cmocka_unit_test(test_shrinks_back),     cmocka_unit_test(test_large_request_mapped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
