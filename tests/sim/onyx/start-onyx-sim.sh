@@ -58,6 +58,9 @@ stop_sshd() {
   [ -s "$d/sshd.pid" ] || return 0
   pid=$(cat "$d/sshd.pid")
   if kill -0 "$pid" 2>/dev/null; then
+    # Its sessions first: they are its children and outlive it (a fleet bench that
+    # failed left 391 of them polled by nobody, at a load average of 200).
+    pkill -TERM -P "$pid" 2>/dev/null || true
     kill "$pid" 2>/dev/null || true
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$pid" 2>/dev/null || true
