@@ -512,7 +512,6 @@ arena_copy(struct fs_gnmi_arena *a, grpc_byte_buffer *bb, size_t *len)
     if (!grpc_byte_buffer_reader_init(&r, bb))
         return NULL;
     size_t n = grpc_byte_buffer_length(r.buffer_out); /* decompressed, when it was */
-    a->overflow_limit = 0;
     uint8_t *buf = fs_gnmi_arena_alloc(a, n), *p = buf;
     grpc_slice sl;
     while (buf && grpc_byte_buffer_reader_next(&r, &sl) != 0) {
@@ -599,6 +598,7 @@ on_recv(struct fs_gnmi_stream *s, bool ok)
     s->last_rx_mono = now;
     struct fs_gnmi_arena *arena = &s->th->arena;
     size_t wire = 0;
+    arena->overflow_limit = 0; /* the message itself is never refused; its decoding is */
     const uint8_t *bytes = arena_copy(arena, s->recv_buf, &wire);
     grpc_byte_buffer_destroy(s->recv_buf);
     s->recv_buf = NULL;

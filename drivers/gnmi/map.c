@@ -251,7 +251,7 @@ struct fs_gnmi_map {
     struct centry *ents;    /* cache_entries of them, room for cap_ents */
     unsigned char *deleted; /* per entry: its path was deleted by the target */
     size_t cap_ents;
-    size_t cur_slot; /* position of the entry lookup() returned; SIZE_MAX: not cached */
+    size_t cur_ent; /* position of the entry lookup() returned; SIZE_MAX: not cached */
     struct fs_gnmi_map_shared *shared; /* NULL: entries are this map's own */
     struct shclass *cls;               /* the class of maps resolving as this one does */
     size_t cache_max, cache_max_bytes;
@@ -647,7 +647,7 @@ fs_gnmi_map_new(const struct fs_gnmi_map_opts *o, char *errbuf, size_t errlen)
     m->expose_unmapped = o->expose_unmapped;
     m->n_slots = 1024;
     m->index = calloc(m->n_slots, sizeof *m->index);
-    m->cur_slot = SIZE_MAX;
+    m->cur_ent = SIZE_MAX;
     m->tok = json_tokener_new_ex(FS_GNMI_JSON_MAX_DEPTH);
     m->wjh_tok = json_tokener_new_ex(8);
     m->rules = calloc(N_BUILTIN + o->n_user_maps, sizeof *m->rules);
@@ -1254,11 +1254,11 @@ lookup(struct fs_gnmi_map *m, size_t len, size_t n_views, struct rentry **tmp)
 {
     uint64_t h = hash_bytes(m->key, len);
     size_t mask = m->n_slots - 1, i = h & mask;
-    m->cur_slot = SIZE_MAX;
+    m->cur_ent = SIZE_MAX;
     for (uint32_t x; (x = m->index[i]) != 0; i = (i + 1) & mask) {
         struct rentry *e = m->ents[x - 1].e;
         if (e->hash == h && e->key_len == len && memcmp(e->key, m->key, len) == 0) {
-            m->cur_slot = x - 1;
+            m->cur_ent = x - 1;
             return e;
         }
     }
@@ -1282,7 +1282,7 @@ lookup(struct fs_gnmi_map *m, size_t len, size_t n_views, struct rentry **tmp)
     for (i = h & mask; m->index[i]; i = (i + 1) & mask)
         ;
     m->index[i] = (uint32_t)(k + 1);
-    m->cur_slot = k;
+    m->cur_ent = k;
     m->st.cache_entries++;
     m->st.cache_bytes += bytes;
     return e;
@@ -1397,17 +1397,17 @@ begin_batch(struct fs_gnmi_map *m)
 static void
 undelete(struct fs_gnmi_map *m)
 {
-    if (m->cur_slot != SIZE_MAX)
-        m->deleted[m->cur_slot] = 0;
+    if (m->cur_ent != SIZE_MAX)
+        m->deleted[m->cur_ent] = 0;
 }
 
-/* A counter or gauge of the entry lookup() returned: through its slot's handle when it is
- * cached. */
+/* A counter or gauge of the entry lookup() returned: through its cached entry's handle
+ * when it is cached. */
 static void
 emit_counter(struct fs_gnmi_map *m, const struct rentry *e, uint64_t u)
 {
-    if (m->e->counter_h && m->cur_slot != SIZE_MAX)
-        m->e->counter_h(m->arg, &m->ents[m->cur_slot].h, e->m, e->labels, e->n_labels, u, e->scale);
+    if (m->e->counter_h && m->cur_ent != SIZE_MAX)
+        m->e->counter_h(m->arg, &m->ents[m->cur_ent].h, e->m, e->labels, e->n_labels, u, e->scale);
     else if (m->e->counter)
         m->e->counter(m->arg, e->m, e->labels, e->n_labels, u, e->scale);
 }
@@ -1415,8 +1415,8 @@ emit_counter(struct fs_gnmi_map *m, const struct rentry *e, uint64_t u)
 static void
 emit_gauge(struct fs_gnmi_map *m, const struct rentry *e, double v)
 {
-    if (m->e->gauge_h && m->cur_slot != SIZE_MAX)
-        m->e->gauge_h(m->arg, &m->ents[m->cur_slot].h, e->m, e->labels, e->n_labels, v);
+    if (m->e->gauge_h && m->cur_ent != SIZE_MAX)
+        m->e->gauge_h(m->arg, &m->ents[m->cur_ent].h, e->m, e->labels, e->n_labels, v);
     else if (m->e->gauge)
         m->e->gauge(m->arg, e->m, e->labels, e->n_labels, v);
 }
