@@ -76,10 +76,12 @@ struct listener {
 #define ANALYSIS_REFRESH_S 30
 struct analysis {
     struct fs_analysis *an;
-    pthread_t refresher;
-    bool started, stop;
+    pthread_t refresher, prefetcher;
+    bool started, prefetch_started, stop;
     pthread_mutex_t lock;
-    pthread_cond_t cond; /* CLOCK_MONOTONIC */
+    pthread_cond_t cond;          /* CLOCK_MONOTONIC */
+    pthread_cond_t prefetch_cond; /* signalled after each refresh and at stop */
+    uint64_t refreshes;           /* refreshes done (lock) */
 };
 
 struct daemon {
@@ -592,6 +594,34 @@ analysis_refresher(void *arg)
             fs_log(FS_LOG_WARN, "analysis", "incident refresh failed (out of memory)");
         fs_analysis_log_persist(d->an.an, fs_realtime_us(), false);
         pthread_mutex_lock(&d->an.lock);
+        d->an.refreshes++;
+        pthread_cond_signal(&d->an.prefetch_cond);
+    }
+    pthread_mutex_unlock(&d->an.lock);
+    return NULL;
+}
+
+/* analysis.history read ahead after each refresh (fs_analysis_prefetch_history), in a
+   thread of its own: a slow or hung history holds back this thread, never the refresh.
+   A chunk at a time, so a stop waits for one read only. */
+static void *
+history_prefetcher(void *arg)
+{
+    struct daemon *d = arg;
+    uint64_t seen = 0;
+    pthread_mutex_lock(&d->an.lock);
+    while (!d->an.stop) {
+        if (d->an.refreshes == seen) {
+            pthread_cond_wait(&d->an.prefetch_cond, &d->an.lock);
+            continue;
+        }
+        seen = d->an.refreshes;
+        bool more = true;
+        while (more && !d->an.stop) {
+            pthread_mutex_unlock(&d->an.lock);
+            (void)fs_analysis_prefetch_history(d->an.an, d->store, fs_realtime_us(), &more);
+            pthread_mutex_lock(&d->an.lock);
+        }
     }
     pthread_mutex_unlock(&d->an.lock);
     return NULL;
@@ -770,11 +800,17 @@ analysis_start(struct daemon *d, const struct fs_config *c)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&d->an.cond, &ca);
     pthread_condattr_destroy(&ca);
+    pthread_cond_init(&d->an.prefetch_cond, NULL);
     d->an.started = pthread_create(&d->an.refresher, NULL, analysis_refresher, d) == 0;
     if (!d->an.started)
         fs_log(FS_LOG_WARN, "analysis",
                "no incident refresher thread: incident metrics are "
                "updated only by GET /api/v1/incidents");
+    d->an.prefetch_started =
+        d->an.started && pthread_create(&d->an.prefetcher, NULL, history_prefetcher, d) == 0;
+    if (d->an.started && !d->an.prefetch_started)
+        fs_log(FS_LOG_WARN, "analysis",
+               "no history prefetch thread: each request reads analysis.history itself");
     return 0;
 }
 
@@ -789,10 +825,14 @@ analysis_stop(struct daemon *d)
         pthread_mutex_lock(&d->an.lock);
         d->an.stop = true;
         pthread_cond_signal(&d->an.cond);
+        pthread_cond_signal(&d->an.prefetch_cond);
         pthread_mutex_unlock(&d->an.lock);
         pthread_join(d->an.refresher, NULL);
+        if (d->an.prefetch_started)
+            pthread_join(d->an.prefetcher, NULL);
     }
     fs_analysis_log_persist(d->an.an, fs_realtime_us(), true);
+    pthread_cond_destroy(&d->an.prefetch_cond);
     pthread_cond_destroy(&d->an.cond);
     pthread_mutex_destroy(&d->an.lock);
     fs_analysis_free(d->an.an);

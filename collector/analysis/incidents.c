@@ -457,6 +457,13 @@ int
 fs_departures_absorb(struct fs_departures *dst, const struct fs_departures *src, int64_t from_us,
                      int64_t to_us)
 {
+    return fs_departures_absorb_span(dst, src, from_us, to_us, INT64_MAX);
+}
+
+int
+fs_departures_absorb_span(struct fs_departures *dst, const struct fs_departures *src,
+                          int64_t from_us, int64_t to_us, int64_t start_before_us)
+{
     size_t cap = 64;
     while (cap < (dst->n_series + src->n_series) * 2)
         cap *= 2;
@@ -475,7 +482,7 @@ fs_departures_absorb(struct fs_departures *dst, const struct fs_departures *src,
         to[i] = UINT32_MAX; /* added when one of its runs is */
     for (size_t i = 0; i < src->n_runs; i++) {
         struct fs_departure run = src->runs[i];
-        if (run.end_us < from_us || run.end_us >= to_us)
+        if (run.end_us < from_us || run.end_us >= to_us || run.start_us > start_before_us)
             continue;
         uint32_t s = run.series;
         if (to[s] == UINT32_MAX) {

@@ -237,6 +237,9 @@ size_t fs_departures_runs_after(const struct fs_departures *d, int64_t t);
  */
 int fs_departures_absorb(struct fs_departures *dst, const struct fs_departures *src,
                          int64_t from_us, int64_t to_us);
+/** The same, of those runs only the ones starting at or before start_before_us. */
+int fs_departures_absorb_span(struct fs_departures *dst, const struct fs_departures *src,
+                              int64_t from_us, int64_t to_us, int64_t start_before_us);
 
 /** Orders the runs by start; call once after the last add. 0 or -1 (no memory). */
 int fs_departures_finish(struct fs_departures *d);

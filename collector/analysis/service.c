@@ -66,7 +66,14 @@ struct fs_analysis {
         struct fs_departures *d; /* owned; finished */
         int64_t from, to, local_before, earliest;
         uint64_t gen;
+        struct fs_history_scan_info last; /* the last read's, for an answer it gives whole */
     } hist;
+    /* analysis.history.prefetch: the refresher keeps the cache over the horizon, and it
+       is the cache's only writer from scratch (a request's read of a range the cache does
+       not cover is not kept; one that extends it is). Under hist_lock; the edges are
+       copies for /metrics. */
+    bool prefetch;
+    _Atomic int64_t hist_cached_from_us, hist_cached_to_us;
     uint64_t opts_gen; /* bumped by fs_analysis_set_opts (under run_lock) */
     /* What lets a request scan only the samples after the last full scan: each series'
        trailing baseline at its end (the runs before it are in the episode log), and the
@@ -313,6 +320,9 @@ fs_analysis_set_history(struct fs_analysis *a, const struct fs_history_cfg *cfg,
     a->history_host[0] = '\0';
     fs_departures_free(a->hist.d); /* another history, or other settings of it */
     a->hist.d = NULL;
+    a->prefetch = cfg && cfg->prefetch;
+    atomic_store(&a->hist_cached_from_us, 0);
+    atomic_store(&a->hist_cached_to_us, 0);
     if (cfg) {
         a->history_read = (struct fs_history_read){cfg->step_us, cfg->max_points,
                                                    cfg->scrape_interval_us, cfg->poll_interval_us};
@@ -351,7 +361,9 @@ fs_analysis_set_opts(struct fs_analysis *a, const struct fs_analysis_opts *o)
     a->base_log_evicted = 0;
     pthread_mutex_lock(&a->hist_lock);
     a->hist_an = a->opts.an;
-    a->hist_gen = a->opts_gen;
+    a->hist_gen = a->opts_gen; /* the cache's departures were found with the old options */
+    atomic_store(&a->hist_cached_from_us, 0);
+    atomic_store(&a->hist_cached_to_us, 0);
     pthread_mutex_unlock(&a->hist_lock);
     pthread_mutex_unlock(&a->run_lock);
     atomic_fetch_add(&a->cache_gen, 1);
@@ -842,6 +854,11 @@ is_local_target(void *arg_, const char *target, int64_t *poll_us)
    at its end. */
 #define HIST_REREAD_US (5 * 60 * US)
 
+/* Who reads the history: a request (answers a range, extends the cache), the restart's
+   backfill of this instance's own episodes (never cached), the prefetch (fills and keeps
+   the cache over the horizon). */
+enum hist_reader { HIST_REQUEST, HIST_BACKFILL, HIST_PREFETCH };
+
 /* The history's departures over [start, end] into h (unfinished; the caller finishes),
    with its scan's info. 0, or -1 with hu->info.error (what was read stays). */
 static int
@@ -866,8 +883,9 @@ scan_history(struct fs_analysis *a, struct fs_departures *h, const struct target
  */
 static void
 add_history(struct fs_analysis *a, struct fs_store *st, struct fs_departures *d, int64_t start,
-            int64_t end, bool only_local, struct fs_analysis_history_use *hu)
+            int64_t end, enum hist_reader who, struct fs_analysis_history_use *hu)
 {
+    bool only_local = who == HIST_BACKFILL;
     struct targets ts = {0};
     struct fs_departures *fresh = NULL, *merged = NULL;
     hu->used = true;
@@ -884,10 +902,32 @@ add_history(struct fs_analysis *a, struct fs_store *st, struct fs_departures *d,
         (void)scan_history(a, d, &ts, start, end, local_before, true, &hu->info);
         goto out;
     }
+    bool valid = hc->d && hc->gen == a->hist_gen && hc->local_before == local_before;
+    /* A range the cache holds, ending before what a read would take again: nothing to
+       read. Its runs that end in the range or later and start before its end, as a read
+       of the range would find them (one in progress at the end then with its real end).
+       Said in the answer as a read of nothing up to its end, with the last read's step
+       and poll counts (their warning holds for what is kept). */
+    if (valid && who == HIST_REQUEST && start >= hc->from - 5 * US &&
+        end <= hc->to - HIST_REREAD_US) {
+        hu->info = (struct fs_history_scan_info){.step_us = hc->last.step_us,
+                                                 .polls_stored = hc->last.polls_stored,
+                                                 .polls_unstored = hc->last.polls_unstored,
+                                                 .earliest_us = hc->earliest,
+                                                 .cached_until_us = end};
+        if (d && fs_departures_absorb_span(d, hc->d, start, INT64_MAX, end) != 0)
+            snprintf(hu->info.error, sizeof hu->info.error, "out of memory");
+        goto out;
+    }
     /* Warm when the cache covers the start (to within a few seconds: /correlate widens
        its range by the correlation's lead) and the end is not before the cache's. */
-    bool warm = hc->d && hc->gen == a->hist_gen && hc->local_before == local_before &&
-                start >= hc->from - 5 * US && start < hc->to && end + HIST_REREAD_US >= hc->to;
+    bool warm =
+        valid && start >= hc->from - 5 * US && start < hc->to && end + HIST_REREAD_US >= hc->to;
+    /* What the cache becomes: with prefetch, a request's read of what the cache does not
+       cover is not kept (the prefetch is filling it, or keeps the horizon, not a range of
+       the past someone looked at once), and the prefetch keeps the horizon only. */
+    bool keep = warm || who == HIST_PREFETCH || !a->prefetch || !valid;
+    int64_t keep_from = who == HIST_PREFETCH ? start : INT64_MIN;
     int64_t from = warm ? hc->to - HIST_REREAD_US : start;
     if (from < start)
         from = start;
@@ -899,8 +939,9 @@ add_history(struct fs_analysis *a, struct fs_store *st, struct fs_departures *d,
     bool failed = scan_history(a, fresh, &ts, from, end, local_before, false, &hu->info) != 0;
     /* The cache from now on: its runs before the re-read, and the re-read's. A failed
        read is not kept (the next request reads again). */
-    if (!failed && (merged = fs_departures_new(&a->hist_an, warm ? hc->from : from, end))) {
-        if ((warm && fs_departures_absorb(merged, hc->d, INT64_MIN, from) != 0) ||
+    int64_t merged_from = !warm ? from : hc->from > keep_from ? hc->from : keep_from;
+    if (!failed && keep && (merged = fs_departures_new(&a->hist_an, merged_from, end))) {
+        if ((warm && fs_departures_absorb(merged, hc->d, keep_from, from) != 0) ||
             fs_departures_absorb(merged, fresh, from, INT64_MAX) != 0 ||
             fs_departures_finish(merged) != 0) {
             fs_departures_free(merged);
@@ -913,7 +954,7 @@ add_history(struct fs_analysis *a, struct fs_store *st, struct fs_departures *d,
             hu->info.earliest_us = hc->earliest;
     }
     /* What the request gets: the cache's runs in its range, or what was just read. */
-    if (fs_departures_absorb(d, merged ? merged : fresh, start, INT64_MAX) != 0) {
+    if (d && fs_departures_absorb(d, merged ? merged : fresh, start, INT64_MAX) != 0) {
         snprintf(hu->info.error, sizeof hu->info.error, "out of memory");
         fs_departures_free(merged);
         merged = NULL;
@@ -921,7 +962,10 @@ add_history(struct fs_analysis *a, struct fs_store *st, struct fs_departures *d,
     if (merged) {
         fs_departures_free(hc->d);
         *hc = (struct hist_cache){merged,       merged->start_us,     end,
-                                  local_before, hu->info.earliest_us, a->hist_gen};
+                                  local_before, hu->info.earliest_us, a->hist_gen,
+                                  hu->info};
+        atomic_store(&a->hist_cached_from_us, hc->from);
+        atomic_store(&a->hist_cached_to_us, hc->to);
         merged = NULL;
     }
 out:
@@ -931,6 +975,43 @@ out:
         free(ts.t[i]);
     free(ts.t);
     free(ts.poll_us);
+}
+
+/* The prefetch's reach before the horizon: a request for "the last analysis.horizon"
+   ending a few minutes ago (a round minute, the scrape's delay) still starts inside. */
+#define PREFETCH_MARGIN_US (10 * 60 * US)
+/* One prefetch read: what a request may wait for (hist_lock is released between them),
+   and short enough that the first reading keeps the configured step on a big fleet (its
+   points budget coarsens the step of a long read). */
+#define PREFETCH_CHUNK_US (2 * 3600 * US)
+
+int
+fs_analysis_prefetch_history(struct fs_analysis *a, struct fs_store *st, int64_t now_us, bool *more)
+{
+    *more = false;
+    if (!atomic_load(&a->has_history))
+        return 0;
+    int64_t start = now_us - atomic_load(&a->horizon_us) - PREFETCH_MARGIN_US;
+    struct fs_analysis_history_use hu = {0};
+    pthread_mutex_lock(&a->hist_lock);
+    if (!a->history || !a->prefetch) {
+        pthread_mutex_unlock(&a->hist_lock);
+        return 0;
+    }
+    const struct hist_cache *hc = &a->hist;
+    bool covered = hc->d && hc->gen == a->hist_gen && start >= hc->from - 5 * US && start < hc->to;
+    int64_t end = (covered ? hc->to : start) + PREFETCH_CHUNK_US;
+    if (end < now_us)
+        *more = true;
+    else
+        end = now_us;
+    add_history(a, st, NULL, start, end, HIST_PREFETCH, &hu);
+    pthread_mutex_unlock(&a->hist_lock);
+    if (hu.info.error[0]) {
+        *more = false; /* the next refresh tries again */
+        return -1;
+    }
+    return 0;
 }
 
 /* Once, before the first scan is logged (the log only appends after its latest run of a
@@ -952,7 +1033,7 @@ backfill_log(struct fs_analysis *a, struct fs_store *st, int64_t now_us)
     }
     pthread_mutex_lock(&a->hist_lock); /* inside run_lock: the one order both are held in */
     if (a->history)
-        add_history(a, st, b, from, since_us, true, &hu);
+        add_history(a, st, b, from, since_us, HIST_BACKFILL, &hu);
     pthread_mutex_unlock(&a->hist_lock);
     if (fs_departures_finish(b) != 0 || fs_episode_log_record(a->log, b, now_us) != 0)
         fs_log(FS_LOG_WARN, "analysis", "history backfill: out of memory, some episodes not kept");
@@ -1362,7 +1443,7 @@ request_history(struct fs_analysis *a, struct fs_store *st, int64_t start, int64
     if (a->history) {
         struct fs_departures *h = fs_departures_new(&a->hist_an, start, end);
         if (h) {
-            add_history(a, st, h, start, end, false, hu);
+            add_history(a, st, h, start, end, HIST_REQUEST, hu);
             if (fs_departures_finish(h) != 0) {
                 fs_departures_free(h);
                 h = NULL;
@@ -1757,6 +1838,14 @@ fs_analysis_metrics(struct fs_analysis *a, struct fs_buf *out)
         family_header(out, FS_M_ANALYSIS_REFRESH_TIMESTAMP);
         fs_buf_printf(out, "%s %.6f\n", fs_metric_defs[FS_M_ANALYSIS_REFRESH_TIMESTAMP].name,
                       (double)refreshed / 1e6);
+    }
+    int64_t cached_from = atomic_load(&a->hist_cached_from_us),
+            cached_to = atomic_load(&a->hist_cached_to_us);
+    if (cached_to) {
+        family_header(out, FS_M_ANALYSIS_HISTORY_CACHED);
+        const char *hc = fs_metric_defs[FS_M_ANALYSIS_HISTORY_CACHED].name;
+        fs_buf_printf(out, "%s{edge=\"start\"} %.6f\n%s{edge=\"end\"} %.6f\n", hc,
+                      (double)cached_from / 1e6, hc, (double)cached_to / 1e6);
     }
     scalar_u64(out, FS_M_EPISODE_LOG_EPISODES, ls.runs);
     scalar_u64(out, FS_M_EPISODE_LOG_BYTES, ls.bytes);

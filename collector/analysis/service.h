@@ -320,6 +320,21 @@ int fs_analysis_run_trace(struct fs_analysis *a, struct fs_store *st,
  */
 int fs_analysis_refresh(struct fs_analysis *a, struct fs_store *st, int64_t now_us);
 
+/**
+ * Keeps the history's departures over the last analysis.horizon (and 10 minutes before)
+ * read ahead of requests, when analysis.history.prefetch is on: one call reads at most
+ * two hours past what is kept (*more: call again for the rest), then, once it reaches
+ * now_us, only what came since (from 5 minutes before the kept end, as a request would).
+ * A request whose range starts inside what is kept then reads only its last minutes.
+ * Holds the history lock for one read (a request waits for it as for another request's
+ * read). The daemon calls it after each refresh (after the first, so that this instance's
+ * own data start is known), from a thread of its own so that a slow history never holds
+ * the refresh back. 0 (also when there is no history or no prefetch), or -1 when the read
+ * failed (logged; nothing kept from it).
+ */
+int fs_analysis_prefetch_history(struct fs_analysis *a, struct fs_store *st, int64_t now_us,
+                                 bool *more);
+
 /** What the last successful refresh scanned: the ring from *scanned_from_us to its now;
  *  *full says whether that was the ring's whole span (else only the minutes since the
  *  refresh before, the episode log giving the rest). */
@@ -343,6 +358,7 @@ void fs_analysis_log_persist(struct fs_analysis *a, int64_t now_us, bool final);
  *   fabricscope_host_events_rejected_posts_total, fabricscope_host_events_duplicates_total,
  *   fabricscope_host_events_evicted_total{reason="memory"|"retention"},
  *   fabricscope_analysis_last_refresh_timestamp_seconds,
+ *   fabricscope_analysis_history_cached_timestamp_seconds{edge="start"|"end"} (while kept),
  *   fabricscope_episode_log_episodes, fabricscope_episode_log_bytes,
  *   fabricscope_episode_log_evicted_total{reason="memory"|"retention"},
  *   fabricscope_episode_log_last_save_timestamp_seconds (after a write),

@@ -107,6 +107,7 @@ struct fs_history_cfg {
     int64_t scrape_interval_us; /**< of a Prometheus that scraped /metrics; default 15 s */
     int64_t poll_interval_us;   /**< of the fabricscope it scraped; default 10 s */
     bool compression;           /**< ask for gzip answers; default false */
+    bool prefetch;              /**< keep the horizon's departures read ahead; default true */
 };
 
 /** Frees h (NULL is fine). */

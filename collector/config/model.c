@@ -584,6 +584,7 @@ build_history(const struct lyd_node *n, struct fs_history_cfg **out, struct fs_c
         return -1;
     h->tls_insecure_skip_verify = fs_cfg_bool(tls, "insecure_skip_verify");
     h->compression = fs_cfg_bool(n, "compression");
+    h->prefetch = !fs_cfg_kid(n, "prefetch") || fs_cfg_bool(n, "prefetch");
     /* No 0s: curl reads it as no timeout, and a hung query API would then hold the
        history lock for ever. */
     h->remote_timeout_us = 30 * US_PER_S;

@@ -51,7 +51,7 @@ hp=$(port)
 cat >"$work/fs.yaml" <<EOF
 listen: 127.0.0.1:$hp
 analysis:
-  history: { url: "http://127.0.0.1:$pp", remote_timeout: 60s }
+  history: { url: "http://127.0.0.1:$pp", remote_timeout: 60s, prefetch: false }
 targets: []
 EOF
 "$build/fabricscope" -c "$work/fs.yaml" >"$work/fabricscope.log" 2>&1 &

@@ -20,6 +20,11 @@
 #   BENCH W_found      (1 when /incidents reports the origin recurring, period within 1%)
 #   BENCH W_origin_first (% of the stall windows whose first suspect is the origin)
 #   BENCH W_step_s     (the step the points budget allowed for the first reading)
+# Those with analysis.history.prefetch off; then a fabricscope with it on (the default):
+#   BENCH W_prefetch_ms  (its first read of the horizon, from the first refresh's end)
+#   BENCH W_prefetch_cycle_prom_cpu_ms (Prometheus's CPU for one refresh's read after it)
+#   BENCH W_incidents_first_ms, W_correlate_first_ms (the first requests after that read)
+#   BENCH W_origin_first_prefetched (the score of those answers)
 # FS_BENCH_QUICK=1: the 8-hour pod only. HISTORY_POD_WORKLOADS="8h 24h" picks workloads;
 # FS_BENCH_KEEP=1 keeps the work directory.
 set -euo pipefail
@@ -70,6 +75,78 @@ printf 'bench-%s%s' "$RANDOM" "$RANDOM" >"$token_file"
 chmod 600 "$token_file"
 token=$(cat "$token_file")
 
+post_events() { # PORT DIR: the world's host events, posted
+  local f
+  for f in "$2"/posts/*.json; do
+    curl -fsS -o /dev/null -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
+      --data-binary "@$f" "http://127.0.0.1:$1/api/v1/host-events"
+  done
+}
+metric() { # PORT NAME: a sample's value from /metrics ("" when absent)
+  curl -fsS "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n {print $2; exit}'
+}
+ms_of() { awk -v s="$1" 'BEGIN {printf "%d", s * 1000}'; }
+score_pct() { # SCORE-JSON: % of the stall windows whose first suspect is the origin
+  jq 'if .stall_windows > 0 then 100 * .origin_first / .stall_windows else 0 end | . * 10 | round / 10' "$1"
+}
+
+# prefetched NAME DIR PROM_PID QS QE HZ: a fabricscope with the prefetch on (the
+# default) on the same history: how long its first read of the horizon takes after the
+# first refresh, what one read of the minutes since costs Prometheus, and the first
+# requests then. Synchronised on /metrics (the refresh's time, the kept range's end).
+prefetched() {
+  local name=$1 d=$2 prom_pid=$3 qs=$4 qe=$5 hz=$6 hp fs_pid t_ref= t_end= t_next= s
+  local e='fabricscope_analysis_history_cached_timestamp_seconds{edge="end"}'
+  hp=$(port)
+  sed -e "s/^listen: .*/listen: 127.0.0.1:$hp/" -e 's/, prefetch: false//' "$d/fs.yaml" \
+    >"$d/fs-prefetch.yaml"
+  "$build/fabricscope" -c "$d/fs-prefetch.yaml" >"$d/fabricscope-prefetch.log" 2>&1 &
+  fs_pid=$!
+  pids+=("$fs_pid")
+  wait_url "http://127.0.0.1:$hp/healthz"
+  post_events "$hp" "$d"
+  for _ in $(seq 3000); do # the first refresh comes 30 s after start, the read after it
+    [ -n "$t_ref" ] || t_ref=$(metric "$hp" fabricscope_analysis_last_refresh_timestamp_seconds)
+    t_end=$(metric "$hp" "$e")
+    [ -n "$t_ref" ] && [ -n "$t_end" ] &&
+      awk -v a="$t_end" -v b="$t_ref" 'BEGIN {exit !(a >= b)}' && break
+    sleep 0.1
+  done
+  [ -n "$t_end" ] || { echo "bench_history_pod: $name: the prefetch kept nothing" >&2; return 1; }
+  local pre_ms p0 f0 cycle_prom cycle_fs first cfirst
+  pre_ms=$(awk -v a="$(date +%s.%N)" -v b="$t_ref" 'BEGIN {printf "%d", (a - b) * 1000}')
+  # One read of what came since: from this end to the next one (the next refresh's).
+  p0=$(cpu_ticks "$prom_pid") f0=$(cpu_ticks "$fs_pid")
+  for _ in $(seq 900); do
+    t_next=$(metric "$hp" "$e")
+    [ "$t_next" != "$t_end" ] && break
+    sleep 0.1
+  done
+  cycle_prom=$((($(cpu_ticks "$prom_pid") - p0) * 1000 / hz))
+  cycle_fs=$((($(cpu_ticks "$fs_pid") - f0) * 1000 / hz))
+  s=$(curl -fsS --get -o "$d/incidents-prefetched.json" -w '%{time_total}' \
+    "http://127.0.0.1:$hp/api/v1/incidents" --data-urlencode "start=$qs" --data-urlencode "end=$qe")
+  first=$(ms_of "$s")
+  s=$(curl -fsS --get -o "$d/correlate-prefetched.json" -w '%{time_total}' \
+    "http://127.0.0.1:$hp/api/v1/correlate" --data-urlencode "start=$qs" --data-urlencode "end=$qe" \
+    --data-urlencode "limit=100000")
+  cfirst=$(ms_of "$s")
+  jq -e '.data.history.error == null and .data.history.cached_until != null' \
+    "$d/incidents-prefetched.json" >/dev/null || {
+    echo "bench_history_pod: $name: the first request read it all: $(jq -c .data.history "$d/incidents-prefetched.json")" >&2
+    return 1
+  }
+  python3 "$score" --truth "$d/truth.json" --correlate "$d/correlate-prefetched.json" \
+    --incidents "$d/incidents-prefetched.json" --query-time "$(date +%s)" --range-end "$qe" \
+    >"$d/score-prefetched.json"
+  echo "# $name, prefetch: the horizon read ${pre_ms} ms after the first refresh; a refresh's read of what came since: Prometheus ${cycle_prom} ms of CPU, fabricscope ${cycle_fs} ms; first incidents ${first} ms, correlate ${cfirst} ms; history $(jq -c '.data.history | {cached_until, step_s, refined, points}' "$d/incidents-prefetched.json"); $(jq -c '{stall_windows, origin_first, recurring, period_err, next_err, false_groups}' "$d/score-prefetched.json")" >&2
+  echo "BENCH ${name}_prefetch_ms $pre_ms ms"
+  echo "BENCH ${name}_prefetch_cycle_prom_cpu_ms $cycle_prom ms"
+  echo "BENCH ${name}_incidents_first_ms $first ms"
+  echo "BENCH ${name}_correlate_first_ms $cfirst ms"
+  echo "BENCH ${name}_origin_first_prefetched $(score_pct "$d/score-prefetched.json") %"
+}
+
 # bench NAME FAMILY SEED HOURS SCRAPE_S [PERIOD_S]
 bench() {
   local name=$1 family=$2 seed=$3 hours=$4 scrape=$5 period=${6:-}
@@ -99,7 +176,7 @@ bench() {
 listen: 127.0.0.1:$hp
 host_events: { bearer_token_file: '$token_file', memory_limit: 1GiB, retention: 48h }
 analysis:
-  history: { url: "http://127.0.0.1:$pp", remote_timeout: 60s }
+  history: { url: "http://127.0.0.1:$pp", remote_timeout: 60s, prefetch: false }
 targets: []
 EOF
   "$build/fabricscope" -c "$d/fs.yaml" >"$d/fabricscope.log" 2>&1 &
@@ -107,10 +184,7 @@ EOF
   local prom_pid=${pids[0]} fs_pid=${pids[1]}
   wait_url "http://127.0.0.1:$pp/-/ready"
   wait_url "http://127.0.0.1:$hp/healthz"
-  for f in "$d"/posts/*.json; do
-    curl -fsS -o /dev/null -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
-      --data-binary "@$f" "http://127.0.0.1:$hp/api/v1/host-events"
-  done
+  post_events "$hp" "$d"
   qe=$((end + 60))
   qs=$((qe - hours * 3600))
   local inc=() cor=() fs_cpu prom_cpu cold
@@ -131,7 +205,8 @@ EOF
   qt=$(date +%s) hz=$(getconf CLK_TCK)
   fs_cpu=$(awk -v a="$fs_cpu" -v b="$(cpu_ticks "$fs_pid")" -v hz="$hz" 'BEGIN {printf "%.1f", (b - a) / hz}')
   prom_cpu=$(awk -v a="$prom_cpu" -v b="$(cpu_ticks "$prom_pid")" -v hz="$hz" 'BEGIN {printf "%.1f", (b - a) / hz}')
-  stop_all
+  kill "$fs_pid"
+  wait "$fs_pid" 2>/dev/null || true
   jq -e '.data.history.error == null' "$d/incidents.json" "$d/correlate.json" >/dev/null ||
     { echo "bench_history_pod: $name: $(jq -c .data.history "$d/incidents.json")" >&2; return 1; }
   python3 "$score" --truth "$d/truth.json" --correlate "$d/correlate.json" \
@@ -141,8 +216,10 @@ EOF
   echo "BENCH ${name}_incidents_ms $(median3 "${inc[@]}") ms"
   echo "BENCH ${name}_correlate_ms $(median3 "${cor[@]}") ms"
   echo "BENCH ${name}_found $(jq '(.recurring and .period_err <= 0.01) | if . then 1 else 0 end' "$d/score.json") bool"
-  echo "BENCH ${name}_origin_first $(jq 'if .stall_windows > 0 then 100 * .origin_first / .stall_windows else 0 end | . * 10 | round / 10' "$d/score.json") %"
+  echo "BENCH ${name}_origin_first $(score_pct "$d/score.json") %"
   echo "BENCH ${name}_step_s $(jq .data.history.step_s "$d/incidents.json") s"
+  prefetched "$name" "$d" "$prom_pid" "$qs" "$qe" "$hz"
+  stop_all
   [ -n "${FS_BENCH_KEEP:-}" ] || rm -rf "$d"
 }
 

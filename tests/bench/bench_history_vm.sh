@@ -88,7 +88,7 @@ for tsdb in vm prom; do
   cat >"$work/fs-$tsdb.yaml" <<EOF
 listen: 127.0.0.1:$hp
 analysis:
-  history: { url: "http://127.0.0.1:$tp", remote_timeout: 60s }
+  history: { url: "http://127.0.0.1:$tp", remote_timeout: 60s, prefetch: false }
 targets: []
 EOF
   "$build/fabricscope" -c "$work/fs-$tsdb.yaml" >"$work/fabricscope-$tsdb.log" 2>&1 &

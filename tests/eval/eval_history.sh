@@ -64,7 +64,7 @@ for ((i = 0; i < runs; i++)); do
     --web.listen-address="127.0.0.1:$pp" --log.level=warn >"$d/prometheus.log" 2>&1 &
   pids+=($!)
   hp=$(port)
-  printf 'listen: 127.0.0.1:%s\nanalysis:\n  history: { url: "http://127.0.0.1:%s" }\ntargets: []\n' \
+  printf 'listen: 127.0.0.1:%s\nanalysis:\n  history: { url: "http://127.0.0.1:%s", prefetch: false }\ntargets: []\n' \
     "$hp" "$pp" >"$d/fs.yaml"
   "$build/fabricscope" -c "$d/fs.yaml" >"$d/fabricscope.log" 2>&1 &
   pids+=($!)

@@ -113,7 +113,7 @@ for ((i = 0; i < runs; i++)); do
 listen: 127.0.0.1:$hp
 host_events: { bearer_token_file: '$token_file', memory_limit: 512MiB, retention: 48h }
 analysis:
-  history: { url: "http://127.0.0.1:$pp", remote_timeout: 60s }
+  history: { url: "http://127.0.0.1:$pp", remote_timeout: 60s, prefetch: false }
 targets: []
 EOF
     "$build/fabricscope" -c "$d/fs.yaml" >"$d/fabricscope.log" 2>&1 &

@@ -5,7 +5,8 @@
 #     with basic auth. /api/v1/incidents finds the culprit's 30-minute recurrence with
 #     its period, ignores the random incast bursts, reads the series stored twice (two
 #     scrape jobs) once; /api/v1/correlate names the culprit for three of its surges; a
-#     wrong password is answered from local data with the history's error stated.
+#     wrong password is answered from local data with the history's error stated. Read
+#     per request, and read ahead by the prefetch (the first request then reads minutes).
 #  B. Two instances split four switches by shard; each remote-writes into Prometheus,
 #     which also scrapes instance 1 (the same series stored twice). Instance 0, reading
 #     the history, reports the recurrence on every switch, its own and the other shard's.
@@ -82,6 +83,7 @@ analysis:
     basic_auth: { username: fsuser, password_file: $1 }
     tls: { ca_file: $A/cert.pem }
     headers: { X-Scope-OrgID: fabric-test }
+    prefetch: false
 targets: []
 EOF
 }
@@ -138,6 +140,62 @@ curl -fsS "$URL/api/v1/incidents?start=$START&end=$((END + 60))&limit=99999" >"$
 cmp -s "$A/incidents-again.json" "$A/incidents-kept.json" ||
   fail "the same request again was computed again: $(jq -c .data.history "$A/incidents-kept.json")"
 ok "the same request again got the kept answer"
+# A range in the past (its first three hours), read whole here (a reload drops what was
+# kept: the same range would come from it, see A2); compared with A2's answer below.
+PAST_END=$((END - 3600))
+hup
+curl -fsS "$URL/api/v1/incidents?start=$START&end=$PAST_END" >"$A/incidents-past.json" ||
+  fail "incidents over the past range: $(cat "$A/incidents-past.json")"
+jq -e '.data.history.error == null and .data.history.points > 0' "$A/incidents-past.json" >/dev/null ||
+  fail "the past range was not read: $(jq -c .data.history "$A/incidents-past.json")"
+
+# A2. The same history with analysis.history.prefetch on (the default): after the first
+# refresh (30 s after start) the refresher reads the horizon ahead of requests, and the
+# first request reads only its last minutes, with the answer of the whole read above.
+HTTP2=$(free_tcp_port)
+sed -e "s/^listen: .*/listen: 127.0.0.1:$HTTP2/" -e '/prefetch: false/d' "$T/fs-a.yaml" >"$T/fs-a2.yaml"
+"$FABRICSCOPE" -c "$T/fs-a2.yaml" >"$T/fabricscope-a2.log" 2>&1 &
+A2_PID=$!
+track "$A2_PID"
+wait_http "http://127.0.0.1:$HTTP2/healthz" 20
+kept_edge() { # EDGE: fabricscope_analysis_history_cached_timestamp_seconds{edge=EDGE}
+  curl -fsS "http://127.0.0.1:$HTTP2/metrics" |
+    awk -v n="fabricscope_analysis_history_cached_timestamp_seconds{edge=\"$1\"}" '$1 == n {printf "%d", $2}'
+}
+# What is kept reaches the first refresh's time: the horizon is read.
+caught_up() {
+  local r e
+  r=$(curl -fsS "http://127.0.0.1:$HTTP2/metrics" |
+    awk '$1 == "fabricscope_analysis_last_refresh_timestamp_seconds" {printf "%d", $2}')
+  e=$(kept_edge end)
+  [ -n "$r" ] && [ -n "$e" ] && [ "$e" -ge "$r" ]
+}
+wait_for 150 "the prefetch reads the horizon" caught_up
+kfrom=$(kept_edge start) kto=$(kept_edge end)
+[ $((kto - kfrom)) -ge $((24 * 3600)) ] || fail "the prefetch kept $kfrom..$kto, not the 24 h horizon"
+curl -fsS "http://127.0.0.1:$HTTP2/api/v1/incidents?start=$START&end=$((END + 60))" >"$A/incidents-prefetched.json" ||
+  fail "incidents after the prefetch: $(cat "$A/incidents-prefetched.json")"
+jq -e --argjson k "$kto" '.data.history.error == null and .data.history.cached_until != null and
+       .data.history.cached_until >= $k - 300 - 1' "$A/incidents-prefetched.json" >/dev/null ||
+  fail "the first request read more than the minutes since the prefetch: $(jq -c .data.history "$A/incidents-prefetched.json")"
+jq -e --slurpfile a "$A/incidents.json" '[.data.recurring[] | {period_s, occurrences, next_expected}] ==
+       [$a[0].data.recurring[] | {period_s, occurrences, next_expected}]' "$A/incidents-prefetched.json" >/dev/null ||
+  fail "the prefetched history answers otherwise: $(jq -c '[.data.recurring[] | {period_s, occurrences}]' "$A/incidents-prefetched.json") vs $(jq -c '[.data.recurring[] | {period_s, occurrences}]' "$A/incidents.json")"
+ok "with the prefetch the first request read from $(jq .data.history.cached_until "$A/incidents-prefetched.json") only ($(jq .data.history.points "$A/incidents-prefetched.json") points; kept $(((kto - kfrom) / 3600)) h), same recurrence as the whole read"
+# A range that ends before the part a read would take again: nothing read at all, the
+# answer the whole read of it gave.
+curl -fsS "http://127.0.0.1:$HTTP2/api/v1/incidents?start=$START&end=$PAST_END" >"$A/incidents-past-kept.json" ||
+  fail "incidents over the past range after the prefetch: $(cat "$A/incidents-past-kept.json")"
+jq -e --argjson e "$PAST_END" '.data.history.error == null and .data.history.points == 0 and
+       .data.history.cached_until == $e' "$A/incidents-past-kept.json" >/dev/null ||
+  fail "the past range was read again: $(jq -c .data.history "$A/incidents-past-kept.json")"
+jq -e --slurpfile a "$A/incidents-past.json" '[.data.recurring[] | {period_s, occurrences, next_expected}] ==
+       [$a[0].data.recurring[] | {period_s, occurrences, next_expected}] and (.data.recurring | length) > 0' \
+  "$A/incidents-past-kept.json" >/dev/null ||
+  fail "the kept departures answer the past range otherwise: $(jq -c '[.data.recurring[] | {period_s, occurrences}]' "$A/incidents-past-kept.json") vs $(jq -c '[.data.recurring[] | {period_s, occurrences}]' "$A/incidents-past.json")"
+ok "a past range inside what is kept read nothing ($(jq -c '[.data.recurring[] | .occurrences]' "$A/incidents-past-kept.json") occurrences, as read whole)"
+kill "$A2_PID"
+wait_exit "$A2_PID" 20
 
 # A wrong password: still an answer (from local data), with the history's error.
 write_a "$A/wrong"

@@ -59,7 +59,7 @@ for mode in yes no even; do
 listen: 127.0.0.1:$HP
 host_events: { bearer_token_file: '$TOKEN_FILE' }
 analysis:
-  history: { url: "http://127.0.0.1:$PP", remote_timeout: 60s }
+  history: { url: "http://127.0.0.1:$PP", remote_timeout: 60s, prefetch: false }
 targets: []
 EOF
   "$FABRICSCOPE" -c "$d/fs.yaml" >"$d/fabricscope.log" 2>&1 &

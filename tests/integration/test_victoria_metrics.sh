@@ -78,7 +78,7 @@ URL=http://127.0.0.1:$HTTP
 cat >"$T/fs-a.yaml" <<EOF
 listen: 127.0.0.1:$HTTP
 analysis:
-  history: { url: "http://127.0.0.1:$PA" }
+  history: { url: "http://127.0.0.1:$PA", prefetch: false }
 targets: []
 EOF
 "$FABRICSCOPE" --check-config "$T/fs-a.yaml" >/dev/null || fail "config A refused"

@@ -442,8 +442,10 @@ test_analysis_history(void **state)
                                    "    tls: { ca_file: /etc/ssl/ca.pem }\n"
                                    "    headers: { X-Scope-OrgID: fabric }\n"
                                    "    step: 30s\n"
-                                   "    max_points: 500000\n");
+                                   "    max_points: 500000\n"
+                                   "    prefetch: false\n");
     const struct fs_history_cfg *h = c->analysis.history;
+    assert_false(h->prefetch);
     assert_non_null(h);
     assert_string_equal(h->url, "https://mimir.example/prometheus");
     assert_string_equal(h->bearer_token.file, "/run/secrets/mimir");
@@ -462,6 +464,7 @@ test_analysis_history(void **state)
     c = parse_ok("analysis: { history: { url: 'http://prom:9090' } }\n");
     assert_int_equal(c->analysis.history->step_us, 60LL * 1000000);
     assert_int_equal(c->analysis.history->max_points, 2000000);
+    assert_true(c->analysis.history->prefetch);
     fs_config_free(c);
     c = parse_ok("listen: 127.0.0.1:9464\n");
     assert_null(c->analysis.history);
