@@ -324,7 +324,8 @@ int fs_analysis_refresh(struct fs_analysis *a, struct fs_store *st, int64_t now_
  * Keeps the history's departures over the last analysis.horizon (and 10 minutes before)
  * read ahead of requests, when analysis.history.prefetch is on: one call reads at most
  * two hours past what is kept (*more: call again for the rest), then, once it reaches
- * now_us, only what came since (from 5 minutes before the kept end, as a request would).
+ * now_us, what came since (from 5 minutes before the kept end, as a request would) when
+ * the kept end is 2 minutes old or more.
  * A request whose range starts inside what is kept then reads only its last minutes.
  * Holds the history lock for one read (a request waits for it as for another request's
  * read). The daemon calls it after each refresh (after the first, so that this instance's

@@ -115,6 +115,10 @@ void fs_history_cfg_free(struct fs_history_cfg *h);
 /** A deep copy the caller owns (fs_history_cfg_free), or NULL (no memory). */
 struct fs_history_cfg *fs_history_cfg_copy(const struct fs_history_cfg *s);
 
+/** True when two histories' configurations are identical (NULL equals NULL only): a
+ *  reload keeps the client and what it read. */
+bool fs_history_cfg_equal(const struct fs_history_cfg *a, const struct fs_history_cfg *b);
+
 /** True when two receivers' configurations are identical (a reload keeps the sender). */
 bool fs_remote_write_cfg_equal(const struct fs_remote_write_cfg *a,
                                const struct fs_remote_write_cfg *b);

@@ -906,21 +906,48 @@ fail:
     return NULL;
 }
 
+/* The fields of YANG's http-client grouping (and the URL and timeout beside them), the
+   same in the remote_write and history structs: equal in a and b. */
+#define HTTP_CLIENT_EQUAL(a, b)                                                                    \
+    (fs_cfg_str_equal((a)->url, (b)->url) && (a)->remote_timeout_us == (b)->remote_timeout_us &&   \
+     fs_cfg_secret_ref_equal(&(a)->bearer_token, &(b)->bearer_token) &&                            \
+     fs_cfg_str_equal((a)->basic_auth_username, (b)->basic_auth_username) &&                       \
+     fs_cfg_secret_ref_equal(&(a)->basic_auth_password, &(b)->basic_auth_password) &&              \
+     fs_cfg_str_equal((a)->tls_ca_file, (b)->tls_ca_file) &&                                       \
+     fs_cfg_str_equal((a)->tls_cert_file, (b)->tls_cert_file) &&                                   \
+     fs_cfg_str_equal((a)->tls_key_file, (b)->tls_key_file) &&                                     \
+     (a)->tls_insecure_skip_verify == (b)->tls_insecure_skip_verify &&                             \
+     kv_equal((a)->headers, (b)->headers, (a)->n_headers, (b)->n_headers))
+
+static bool
+kv_equal(const struct fs_kv *a, const struct fs_kv *b, size_t na, size_t nb)
+{
+    if (na != nb)
+        return false;
+    for (size_t i = 0; i < na; i++)
+        if (!fs_cfg_str_equal(a[i].key, b[i].key) || !fs_cfg_str_equal(a[i].value, b[i].value))
+            return false;
+    return true;
+}
+
+bool
+fs_history_cfg_equal(const struct fs_history_cfg *a, const struct fs_history_cfg *b)
+{
+    if (!a || !b)
+        return a == b;
+    return HTTP_CLIENT_EQUAL(a, b) && a->step_us == b->step_us && a->max_points == b->max_points &&
+           a->scrape_interval_us == b->scrape_interval_us &&
+           a->poll_interval_us == b->poll_interval_us && a->compression == b->compression &&
+           a->prefetch == b->prefetch;
+}
+
 bool
 fs_remote_write_cfg_equal(const struct fs_remote_write_cfg *a, const struct fs_remote_write_cfg *b)
 {
     if (!a || !b)
         return a == b;
-    if (!fs_cfg_str_equal(a->url, b->url) || !fs_cfg_str_equal(a->name, b->name) ||
-        a->remote_timeout_us != b->remote_timeout_us ||
-        !fs_cfg_secret_ref_equal(&a->bearer_token, &b->bearer_token) ||
-        !fs_cfg_str_equal(a->basic_auth_username, b->basic_auth_username) ||
-        !fs_cfg_secret_ref_equal(&a->basic_auth_password, &b->basic_auth_password) ||
-        !fs_cfg_str_equal(a->tls_ca_file, b->tls_ca_file) ||
-        !fs_cfg_str_equal(a->tls_cert_file, b->tls_cert_file) ||
-        !fs_cfg_str_equal(a->tls_key_file, b->tls_key_file) ||
-        a->tls_insecure_skip_verify != b->tls_insecure_skip_verify ||
-        a->n_headers != b->n_headers || a->capacity != b->capacity ||
+    if (!HTTP_CLIENT_EQUAL(a, b) || !fs_cfg_str_equal(a->name, b->name) ||
+        a->capacity != b->capacity ||
         a->max_samples_per_send != b->max_samples_per_send ||
         a->batch_send_deadline_us != b->batch_send_deadline_us ||
         a->min_backoff_us != b->min_backoff_us || a->max_backoff_us != b->max_backoff_us ||
@@ -928,10 +955,6 @@ fs_remote_write_cfg_equal(const struct fs_remote_write_cfg *a, const struct fs_r
         a->metadata_send_interval_us != b->metadata_send_interval_us ||
         a->metadata_max_per_send != b->metadata_max_per_send)
         return false;
-    for (size_t i = 0; i < a->n_headers; i++)
-        if (!fs_cfg_str_equal(a->headers[i].key, b->headers[i].key) ||
-            !fs_cfg_str_equal(a->headers[i].value, b->headers[i].value))
-            return false;
     return true;
 }
 

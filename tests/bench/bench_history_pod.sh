@@ -22,7 +22,8 @@
 #   BENCH W_step_s     (the step the points budget allowed for the first reading)
 # Those with analysis.history.prefetch off; then a fabricscope with it on (the default):
 #   BENCH W_prefetch_ms  (its first read of the horizon, from the first refresh's end)
-#   BENCH W_prefetch_cycle_prom_cpu_ms (Prometheus's CPU for one refresh's read after it)
+#   BENCH W_prefetch_cycle_prom_cpu_ms (Prometheus's CPU for one read of what came since
+#                                       after it, one every 2 minutes)
 #   BENCH W_incidents_first_ms, W_correlate_first_ms (the first requests after that read)
 #   BENCH W_origin_first_prefetched (the score of those answers)
 # FS_BENCH_QUICK=1: the 8-hour pod only. HISTORY_POD_WORKLOADS="8h 24h" picks workloads;
@@ -115,9 +116,9 @@ prefetched() {
   [ -n "$t_end" ] || { echo "bench_history_pod: $name: the prefetch kept nothing" >&2; return 1; }
   local pre_ms p0 f0 cycle_prom cycle_fs first cfirst
   pre_ms=$(awk -v a="$(date +%s.%N)" -v b="$t_ref" 'BEGIN {printf "%d", (a - b) * 1000}')
-  # One read of what came since: from this end to the next one (the next refresh's).
+  # One read of what came since: from this end to the next one (2 minutes on).
   p0=$(cpu_ticks "$prom_pid") f0=$(cpu_ticks "$fs_pid")
-  for _ in $(seq 900); do
+  for _ in $(seq 2400); do
     t_next=$(metric "$hp" "$e")
     [ "$t_next" != "$t_end" ] && break
     sleep 0.1
@@ -139,7 +140,7 @@ prefetched() {
   python3 "$score" --truth "$d/truth.json" --correlate "$d/correlate-prefetched.json" \
     --incidents "$d/incidents-prefetched.json" --query-time "$(date +%s)" --range-end "$qe" \
     >"$d/score-prefetched.json"
-  echo "# $name, prefetch: the horizon read ${pre_ms} ms after the first refresh; a refresh's read of what came since: Prometheus ${cycle_prom} ms of CPU, fabricscope ${cycle_fs} ms; first incidents ${first} ms, correlate ${cfirst} ms; history $(jq -c '.data.history | {cached_until, step_s, refined, points}' "$d/incidents-prefetched.json"); $(jq -c '{stall_windows, origin_first, recurring, period_err, next_err, false_groups}' "$d/score-prefetched.json")" >&2
+  echo "# $name, prefetch: the horizon read ${pre_ms} ms after the first refresh; a read of what came since: Prometheus ${cycle_prom} ms of CPU, fabricscope ${cycle_fs} ms; first incidents ${first} ms, correlate ${cfirst} ms; history $(jq -c '.data.history | {cached_until, step_s, refined, points}' "$d/incidents-prefetched.json"); $(jq -c '{stall_windows, origin_first, recurring, period_err, next_err, false_groups}' "$d/score-prefetched.json")" >&2
   echo "BENCH ${name}_prefetch_ms $pre_ms ms"
   echo "BENCH ${name}_prefetch_cycle_prom_cpu_ms $cycle_prom ms"
   echo "BENCH ${name}_incidents_first_ms $first ms"

@@ -74,12 +74,13 @@ printf 's3cret\n' >"$A/password"
 printf 'wrong\n' >"$A/wrong"
 HTTP=$(free_tcp_port)
 URL=http://127.0.0.1:$HTTP
-write_a() { # PASSWORD-FILE
+write_a() { # PASSWORD-FILE [REMOTE-TIMEOUT]
   cat >"$T/fs-a.yaml" <<EOF
 listen: 127.0.0.1:$HTTP
 analysis:
   history:
     url: https://127.0.0.1:$PA/
+    remote_timeout: ${2:-30s}
     basic_auth: { username: fsuser, password_file: $1 }
     tls: { ca_file: $A/cert.pem }
     headers: { X-Scope-OrgID: fabric-test }
@@ -140,9 +141,19 @@ curl -fsS "$URL/api/v1/incidents?start=$START&end=$((END + 60))&limit=99999" >"$
 cmp -s "$A/incidents-again.json" "$A/incidents-kept.json" ||
   fail "the same request again was computed again: $(jq -c .data.history "$A/incidents-kept.json")"
 ok "the same request again got the kept answer"
-# A range in the past (its first three hours), read whole here (a reload drops what was
-# kept: the same range would come from it, see A2); compared with A2's answer below.
+# A reload that changes nothing of the history keeps what it read: the same range again
+# reads only the minutes after it.
+hup
+curl -fsS "$URL/api/v1/incidents?start=$START&end=$((END + 60))&limit=9999" >"$A/incidents-reloaded.json" ||
+  fail "incidents after a reload: $(cat "$A/incidents-reloaded.json")"
+jq -e '.data.history.cached_until != null' "$A/incidents-reloaded.json" >/dev/null ||
+  fail "a reload with the same history dropped what was read: $(jq -c .data.history "$A/incidents-reloaded.json")"
+ok "a reload with the same history kept what it read ($(jq .data.history.points "$A/incidents-reloaded.json") points read after it)"
+# A range in the past (its first three hours), read whole here (a reload that changes the
+# history's settings drops what was kept, from which the range would come: see A2);
+# compared with A2's answer below.
 PAST_END=$((END - 3600))
+write_a "$A/password" 31s
 hup
 curl -fsS "$URL/api/v1/incidents?start=$START&end=$PAST_END" >"$A/incidents-past.json" ||
   fail "incidents over the past range: $(cat "$A/incidents-past.json")"
