@@ -25,6 +25,7 @@
 #   BENCH W_prefetch_cycle_prom_cpu_ms (Prometheus's CPU for one read of what came since
 #                                       after it, one every 2 minutes)
 #   BENCH W_incidents_first_ms, W_correlate_first_ms (the first requests after that read)
+#   BENCH W_incidents_now_ms (then the same range up to now: it reads the minutes since)
 #   BENCH W_origin_first_prefetched (the score of those answers)
 # FS_BENCH_QUICK=1: the 8-hour pod only. HISTORY_POD_WORKLOADS="8h 24h" picks workloads;
 # FS_BENCH_KEEP=1 keeps the work directory.
@@ -132,6 +133,12 @@ prefetched() {
     "http://127.0.0.1:$hp/api/v1/correlate" --data-urlencode "start=$qs" --data-urlencode "end=$qe" \
     --data-urlencode "limit=100000")
   cfirst=$(ms_of "$s")
+  # The same range reaching the present: it reads the minutes since the kept end.
+  local now_ms
+  s=$(curl -fsS --get -o "$d/incidents-now.json" -w '%{time_total}' \
+    "http://127.0.0.1:$hp/api/v1/incidents" --data-urlencode "start=$qs" \
+    --data-urlencode "end=$(date +%s)")
+  now_ms=$(ms_of "$s")
   jq -e '.data.history.error == null and .data.history.cached_until != null' \
     "$d/incidents-prefetched.json" >/dev/null || {
     echo "bench_history_pod: $name: the first request read it all: $(jq -c .data.history "$d/incidents-prefetched.json")" >&2
@@ -140,11 +147,12 @@ prefetched() {
   python3 "$score" --truth "$d/truth.json" --correlate "$d/correlate-prefetched.json" \
     --incidents "$d/incidents-prefetched.json" --query-time "$(date +%s)" --range-end "$qe" \
     >"$d/score-prefetched.json"
-  echo "# $name, prefetch: the horizon read ${pre_ms} ms after the first refresh; a read of what came since: Prometheus ${cycle_prom} ms of CPU, fabricscope ${cycle_fs} ms; first incidents ${first} ms, correlate ${cfirst} ms; history $(jq -c '.data.history | {cached_until, step_s, refined, points}' "$d/incidents-prefetched.json"); $(jq -c '{stall_windows, origin_first, recurring, period_err, next_err, false_groups}' "$d/score-prefetched.json")" >&2
+  echo "# $name, prefetch: the horizon read ${pre_ms} ms after the first refresh; a read of what came since: Prometheus ${cycle_prom} ms of CPU (fabricscope ${cycle_fs} ms over the interval, its refreshes included); first incidents ${first} ms, correlate ${cfirst} ms, incidents up to now ${now_ms} ms (history $(jq -c '.data.history | {cached_until, points}' "$d/incidents-now.json")); history $(jq -c '.data.history | {cached_until, step_s, refined, points}' "$d/incidents-prefetched.json"); $(jq -c '{stall_windows, origin_first, recurring, period_err, next_err, false_groups}' "$d/score-prefetched.json")" >&2
   echo "BENCH ${name}_prefetch_ms $pre_ms ms"
   echo "BENCH ${name}_prefetch_cycle_prom_cpu_ms $cycle_prom ms"
   echo "BENCH ${name}_incidents_first_ms $first ms"
   echo "BENCH ${name}_correlate_first_ms $cfirst ms"
+  echo "BENCH ${name}_incidents_now_ms $now_ms ms"
   echo "BENCH ${name}_origin_first_prefetched $(score_pct "$d/score-prefetched.json") %"
 }
 
