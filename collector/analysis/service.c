@@ -54,7 +54,7 @@ struct fs_analysis {
     pthread_mutex_t hist_lock;
     _Atomic bool has_history;
     struct fs_prom_client *history;      /* analysis.history, or NULL (hist_lock) */
-    struct fs_history_cfg *history_cfg;  /* owned; its settings (hist_lock) */
+    struct fs_history_cfg *history_cfg;  /* owned; its settings, or NULL (hist_lock) */
     struct fs_history_read history_read; /* analysis.history's step, points, intervals */
     char history_host[128];
     struct fs_an_opts hist_an; /* opts.an and opts_gen as of the last fs_analysis_set_opts */
@@ -69,11 +69,7 @@ struct fs_analysis {
         uint64_t gen;
         struct fs_history_scan_info last; /* the last read's, for an answer it gives whole */
     } hist;
-    /* analysis.history.prefetch: the refresher keeps the cache over the horizon, and it
-       is the cache's only writer from scratch (a request's read of a range the cache does
-       not cover is not kept; one that extends it is). Under hist_lock; the edges are
-       copies for /metrics. */
-    bool prefetch;
+    /* The cache's edges, copied for /metrics (which must not wait for hist_lock). */
     _Atomic int64_t hist_cached_from_us, hist_cached_to_us;
     uint64_t opts_gen; /* bumped by fs_analysis_set_opts (under run_lock) */
     /* What lets a request scan only the samples after the last full scan: each series'
@@ -321,7 +317,8 @@ fs_analysis_set_history(struct fs_analysis *a, const struct fs_history_cfg *cfg,
         return 0;
     struct fs_prom_client *c = NULL;
     struct fs_history_cfg *copy = NULL;
-    if (cfg && (!(copy = fs_history_cfg_copy(cfg)) || !(c = fs_prom_client_new(cfg, err, errlen)))) {
+    if (cfg &&
+        (!(copy = fs_history_cfg_copy(cfg)) || !(c = fs_prom_client_new(cfg, err, errlen)))) {
         if (!copy)
             snprintf(err, errlen, "out of memory");
         fs_history_cfg_free(copy);
@@ -336,7 +333,6 @@ fs_analysis_set_history(struct fs_analysis *a, const struct fs_history_cfg *cfg,
     a->history_host[0] = '\0';
     fs_departures_free(a->hist.d); /* another history, or other settings of it */
     a->hist.d = NULL;
-    a->prefetch = cfg && cfg->prefetch;
     atomic_store(&a->hist_cached_from_us, 0);
     atomic_store(&a->hist_cached_to_us, 0);
     if (cfg) {
@@ -372,8 +368,7 @@ opts_equal(const struct fs_analysis_opts *x, const struct fs_analysis_opts *y)
            p->baseline_step_us == q->baseline_step_us && p->merge_gap_us == q->merge_gap_us &&
            p->max_period_spread == q->max_period_spread &&
            p->min_occurrences == q->min_occurrences && x->horizon_us == y->horizon_us &&
-           x->request_wait_us == y->request_wait_us &&
-           x->log.retention_us == y->log.retention_us &&
+           x->request_wait_us == y->request_wait_us && x->log.retention_us == y->log.retention_us &&
            x->log.memory_limit == y->log.memory_limit;
 }
 
@@ -899,6 +894,41 @@ is_local_target(void *arg_, const char *target, int64_t *poll_us)
    the cache over the horizon). */
 enum hist_reader { HIST_REQUEST, HIST_BACKFILL, HIST_PREFETCH };
 
+/* With analysis.history.prefetch, fs_analysis_prefetch_history keeps the cache over the
+   horizon and is its only writer from scratch: a request's read of a range the cache does
+   not cover is not kept, one that extends it is. (hist_lock) */
+static bool
+prefetch_on(const struct fs_analysis *a)
+{
+    return a->history_cfg && a->history_cfg->prefetch;
+}
+
+/* What the history's samples of this instance's own targets are read before: its data's
+   start (all of them while it has none). */
+static int64_t
+hist_local_before(struct fs_analysis *a)
+{
+    int64_t since_us = atomic_load(&a->data_since_us);
+    return since_us ? since_us : INT64_MAX;
+}
+
+/* Whether the cache was read with the options and the local data start in force. */
+static bool
+hist_valid(const struct fs_analysis *a, int64_t local_before)
+{
+    const struct hist_cache *hc = &a->hist;
+    return hc->d && hc->gen == a->hist_gen && hc->local_before == local_before;
+}
+
+/* Whether it is valid and holds start (to within a few seconds: /correlate widens its
+   range by the correlation's lead). */
+static bool
+hist_holds(const struct fs_analysis *a, int64_t start, int64_t local_before)
+{
+    const struct hist_cache *hc = &a->hist;
+    return hist_valid(a, local_before) && start >= hc->from - 5 * US && start < hc->to;
+}
+
 /* The history's departures over [start, end] into h (unfinished; the caller finishes),
    with its scan's info. 0, or -1 with hu->info.error (what was read stays). */
 static int
@@ -931,8 +961,7 @@ add_history(struct fs_analysis *a, struct fs_store *st, struct fs_departures *d,
     hu->used = true;
     snprintf(hu->server, sizeof hu->server, "%s", a->history_host);
     fs_store_foreach_instance(st, target_cb, &ts);
-    int64_t since_us = atomic_load(&a->data_since_us);
-    int64_t local_before = since_us ? since_us : INT64_MAX; /* no data yet: all */
+    int64_t local_before = hist_local_before(a);
     struct hist_cache *hc = &a->hist;
     if (ts.failed) {
         snprintf(hu->info.error, sizeof hu->info.error, "out of memory");
@@ -942,14 +971,13 @@ add_history(struct fs_analysis *a, struct fs_store *st, struct fs_departures *d,
         (void)scan_history(a, d, &ts, start, end, local_before, true, &hu->info);
         goto out;
     }
-    bool valid = hc->d && hc->gen == a->hist_gen && hc->local_before == local_before;
+    bool valid = hist_valid(a, local_before), holds = hist_holds(a, start, local_before);
     /* A range the cache holds, ending before what a read would take again: nothing to
        read. Its runs that end in the range or later and start before its end, as a read
        of the range would find them (one in progress at the end then with its real end).
        Said in the answer as a read of nothing up to its end, with the last read's step
        and poll counts (their warning holds for what is kept). */
-    if (valid && who == HIST_REQUEST && start >= hc->from - 5 * US &&
-        end <= hc->to - HIST_REREAD_US) {
+    if (holds && who == HIST_REQUEST && end <= hc->to - HIST_REREAD_US) {
         hu->info = (struct fs_history_scan_info){.step_us = hc->last.step_us,
                                                  .polls_stored = hc->last.polls_stored,
                                                  .polls_unstored = hc->last.polls_unstored,
@@ -959,14 +987,10 @@ add_history(struct fs_analysis *a, struct fs_store *st, struct fs_departures *d,
             snprintf(hu->info.error, sizeof hu->info.error, "out of memory");
         goto out;
     }
-    /* Warm when the cache covers the start (to within a few seconds: /correlate widens
-       its range by the correlation's lead) and the end is not before the cache's. */
-    bool warm =
-        valid && start >= hc->from - 5 * US && start < hc->to && end + HIST_REREAD_US >= hc->to;
-    /* What the cache becomes: with prefetch, a request's read of what the cache does not
-       cover is not kept (the prefetch is filling it, or keeps the horizon, not a range of
-       the past someone looked at once), and the prefetch keeps the horizon only. */
-    bool keep = warm || who == HIST_PREFETCH || !a->prefetch || !valid;
+    /* Warm when the cache holds the start and the end is not before the cache's. */
+    bool warm = holds && end + HIST_REREAD_US >= hc->to;
+    /* What the cache becomes (see prefetch_on): the prefetch keeps the horizon only. */
+    bool keep = warm || who == HIST_PREFETCH || !prefetch_on(a) || !valid;
     int64_t keep_from = who == HIST_PREFETCH ? start : INT64_MIN;
     int64_t from = warm ? hc->to - HIST_REREAD_US : start;
     if (from < start)
@@ -1039,12 +1063,12 @@ fs_analysis_prefetch_history(struct fs_analysis *a, struct fs_store *st, int64_t
     int64_t start = now_us - atomic_load(&a->horizon_us) - PREFETCH_MARGIN_US;
     struct fs_analysis_history_use hu = {0};
     pthread_mutex_lock(&a->hist_lock);
-    if (!a->history || !a->prefetch) {
+    if (!a->history || !prefetch_on(a)) {
         pthread_mutex_unlock(&a->hist_lock);
         return 0;
     }
     const struct hist_cache *hc = &a->hist;
-    bool covered = hc->d && hc->gen == a->hist_gen && start >= hc->from - 5 * US && start < hc->to;
+    bool covered = hist_holds(a, start, hist_local_before(a));
     if (covered && now_us - hc->to < PREFETCH_EVERY_US) {
         pthread_mutex_unlock(&a->hist_lock);
         return 0;
