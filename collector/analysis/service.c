@@ -53,6 +53,7 @@ struct fs_analysis {
        order both are held in). */
     pthread_mutex_t hist_lock;
     _Atomic bool has_history;
+    atomic_bool hist_cancel;             /* fs_analysis_cancel_history: every client's reads stop */
     struct fs_prom_client *history;      /* analysis.history, or NULL (hist_lock) */
     struct fs_history_cfg *history_cfg;  /* owned; its settings, or NULL (hist_lock) */
     struct fs_history_read history_read; /* analysis.history's step, points, intervals */
@@ -324,6 +325,8 @@ fs_analysis_set_history(struct fs_analysis *a, const struct fs_history_cfg *cfg,
         fs_history_cfg_free(copy);
         return -1;
     }
+    if (c)
+        fs_prom_client_set_cancel(c, &a->hist_cancel);
     pthread_mutex_lock(&a->hist_lock);
     struct fs_prom_client *old = a->history;
     struct fs_history_cfg *old_cfg = a->history_cfg;
@@ -1053,6 +1056,12 @@ out:
    costs the TSDB about the same for 30 s or 2 minutes more (its cost is per series:
    10,368 series took 1.1 s of Prometheus's CPU a read). */
 #define PREFETCH_EVERY_US (2 * 60 * US)
+
+void
+fs_analysis_cancel_history(struct fs_analysis *a)
+{
+    atomic_store(&a->hist_cancel, true);
+}
 
 int
 fs_analysis_prefetch_history(struct fs_analysis *a, struct fs_store *st, int64_t now_us, bool *more)

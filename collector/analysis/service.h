@@ -336,6 +336,15 @@ int fs_analysis_refresh(struct fs_analysis *a, struct fs_store *st, int64_t now_
 int fs_analysis_prefetch_history(struct fs_analysis *a, struct fs_store *st, int64_t now_us,
                                  bool *more);
 
+/**
+ * Stops every read of analysis.history, the one in progress within about a second and
+ * all later ones ("read cancelled"; requests are answered from local data with that
+ * error, as when the history fails), for good: called at shutdown, before the threads that
+ * may be reading are joined, so that a hung TSDB does not hold the stop for its
+ * remote_timeout. Thread-safe.
+ */
+void fs_analysis_cancel_history(struct fs_analysis *a);
+
 /** What the last successful refresh scanned: the ring from *scanned_from_us to its now;
  *  *full says whether that was the ring's whole span (else only the minutes since the
  *  refresh before, the episode log giving the rest). */

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -503,7 +504,31 @@ struct fs_prom_client {
     /* The further connections fs_prom_client_conn hands out, made on first use and kept
        (with their connection to the server) until c is freed; c owns them. */
     struct fs_prom_client *more[FS_PROM_CONNS - 1];
+    const atomic_bool *cancel; /* the owner's; NULL: never cancelled */
 };
+
+void
+fs_prom_client_set_cancel(struct fs_prom_client *c, const atomic_bool *cancel)
+{
+    c->cancel = cancel;
+    for (size_t i = 0; i < FS_PROM_CONNS - 1; i++)
+        if (c->more[i])
+            c->more[i]->cancel = cancel;
+}
+
+static bool
+cancelled(const struct fs_prom_client *c)
+{
+    return c->cancel && atomic_load(c->cancel);
+}
+
+/* libcurl calls it about once a second while nothing arrives, more often while it does. */
+static int
+cancel_cb(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    (void)dt, (void)dn, (void)ut, (void)un;
+    return cancelled(arg);
+}
 
 struct fs_prom_client *
 fs_prom_client_conn(struct fs_prom_client *c, size_t i, char *err, size_t errlen)
@@ -514,8 +539,8 @@ fs_prom_client_conn(struct fs_prom_client *c, size_t i, char *err, size_t errlen
         snprintf(err, errlen, "no connection %zu (at most %d)", i, FS_PROM_CONNS);
         return NULL;
     }
-    if (!c->more[i - 1])
-        c->more[i - 1] = fs_prom_client_new(c->cfg, err, errlen);
+    if (!c->more[i - 1] && (c->more[i - 1] = fs_prom_client_new(c->cfg, err, errlen)))
+        c->more[i - 1]->cancel = c->cancel;
     return c->more[i - 1];
 }
 
@@ -596,6 +621,10 @@ get(struct fs_prom_client *c, const char *path_and_query, uint64_t max_points, f
     int rc = -1;
 
     fs_prom_url_host(cfg->url, host, sizeof host);
+    if (cancelled(c)) {
+        snprintf(err, errlen, "history %s: read cancelled", host);
+        return -1;
+    }
     size_t ul = strlen(cfg->url);
     while (ul && cfg->url[ul - 1] == '/')
         ul--;
@@ -641,6 +670,11 @@ get(struct fs_prom_client *c, const char *path_and_query, uint64_t max_points, f
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_cb);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &tr);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (c->cancel) {
+        curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, cancel_cb);
+        curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
+        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    }
     if (cfg->basic_auth_username) {
         if (fs_secret_read(&cfg->basic_auth_password, password, sizeof password, err, errlen) != 0)
             goto out;
@@ -687,6 +721,10 @@ get(struct fs_prom_client *c, const char *path_and_query, uint64_t max_points, f
     }
     if (fs_prom_parser_stopped(p)) {
         snprintf(err, errlen, "%s", e2);
+        goto out;
+    }
+    if (cc == CURLE_ABORTED_BY_CALLBACK) {
+        snprintf(err, errlen, "history %s: read cancelled", host);
         goto out;
     }
     if (cc != CURLE_OK && cc != CURLE_WRITE_ERROR) {

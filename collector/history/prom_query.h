@@ -16,6 +16,7 @@
 #ifndef FS_HISTORY_PROM_QUERY_H
 #define FS_HISTORY_PROM_QUERY_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -77,6 +78,14 @@ struct fs_prom_client *fs_prom_client_new(const struct fs_history_cfg *cfg, char
                                           size_t errlen);
 /** Frees c and the connections fs_prom_client_conn made for it. */
 void fs_prom_client_free(struct fs_prom_client *c);
+
+/**
+ * Reads of c and of its connections (those made before and after) stop, within about a
+ * second, once *cancel is true: a query in progress and any later one fail with "read
+ * cancelled". cancel is the caller's and outlives c; NULL (the default): never.
+ * Set before c's queries run (not thread-safe against them).
+ */
+void fs_prom_client_set_cancel(struct fs_prom_client *c, const atomic_bool *cancel);
 
 /** Connections a client can have open at once (see fs_prom_client_conn). */
 #define FS_PROM_CONNS 4

@@ -12,30 +12,11 @@ source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 [ -x "$FABRICSCOPE" ] || fail "build fabricscope first"
 
-# The hung TSDB: accepts, reads, never answers; writes a line per connection so the test
-# knows when the first request is inside its history read; exits when "$T/release" exists
-# (closing every connection).
+# The hung TSDB (hung_tsdb.py): a line in hung.log per connection, so the test knows when
+# the first request is inside its history read; exits when "$T/release" exists (closing
+# every connection).
 HP=$(free_tcp_port)
-"$PY" - "$HP" "$T/hung.log" "$T/release" <<'EOF' &
-import os, socket, sys, time
-port, log, release = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", port))
-s.listen(16)
-s.settimeout(0.1)
-conns = []
-while not os.path.exists(release):
-    try:
-        c, _ = s.accept()
-        conns.append(c)
-        with open(log, "a") as f:
-            f.write("connection\n")
-    except socket.timeout:
-        pass
-for c in conns:
-    c.close()
-EOF
+"$PY" "$(dirname "$0")/hung_tsdb.py" "$HP" "$T/hung.log" "$T/release" &
 track $!
 for _ in $(seq 600); do ss -Hltn "sport = :$HP" | grep -q . && break; sleep 0.1; done
 ss -Hltn "sport = :$HP" | grep -q . || fail "the hung TSDB is not listening"

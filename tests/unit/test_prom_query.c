@@ -16,6 +16,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -359,6 +360,71 @@ test_connections(void **state)
     fs_prom_client_free(c); /* frees c1 and last too (ASan would see a leak) */
 }
 
+/* Cancels once a connection has arrived (the query is then waiting for an answer that
+   never comes) and keeps it open. */
+struct hang {
+    int fd, conn;
+    atomic_bool *cancel;
+};
+
+static void *
+hang_run(void *arg)
+{
+    struct hang *h = arg;
+    h->conn = accept(h->fd, NULL, NULL);
+    atomic_store(h->cancel, true);
+    return NULL;
+}
+
+/* fs_prom_client_set_cancel: a query waiting on a server that never answers stops within
+   about a second of the flag (not at remote_timeout, 60 s here), on a connection made
+   before the flag was given; one made after it inherits it and fails at once. */
+static void
+test_cancel(void **state)
+{
+    (void)state;
+    atomic_bool cancel = false;
+    struct hang h = {.cancel = &cancel, .conn = -1};
+    h.fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(h.fd >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof sa;
+    assert_int_equal(bind(h.fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(h.fd, 4), 0);
+    assert_int_equal(getsockname(h.fd, (struct sockaddr *)&sa, &sl), 0);
+    char url[64], err[512] = "";
+    snprintf(url, sizeof url, "http://127.0.0.1:%u", ntohs(sa.sin_port));
+    struct fs_history_cfg cfg = {.url = url, .remote_timeout_us = 60000000};
+    struct fs_prom_client *c = fs_prom_client_new(&cfg, err, sizeof err);
+    assert_non_null(c);
+    struct fs_prom_client *c1 = fs_prom_client_conn(c, 1, err, sizeof err);
+    assert_non_null(c1);
+    fs_prom_client_set_cancel(c, &cancel);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, hang_run, &h), 0);
+    struct got g = {0};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(
+        fs_prom_query_instant(c1, "up", 1796236354000000LL, 0, series_cb, &g, err, sizeof err), -1);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    pthread_join(t, NULL);
+    assert_true(h.conn >= 0); /* it was cancelled inside the read, not before it */
+    double took = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+    assert_true(took < 10.0);
+    assert_non_null(strstr(err, "read cancelled"));
+    assert_int_equal(g.series, 0);
+    err[0] = '\0';
+    struct fs_prom_client *c2 = fs_prom_client_conn(c, 2, err, sizeof err);
+    assert_non_null(c2);
+    assert_int_equal(
+        fs_prom_query_instant(c2, "up", 1796236354000000LL, 0, series_cb, &g, err, sizeof err), -1);
+    assert_non_null(strstr(err, "read cancelled"));
+    close(h.conn);
+    close(h.fd);
+    fs_prom_client_free(c);
+}
+
 int
 main(void)
 {
@@ -371,6 +437,7 @@ main(void)
         cmocka_unit_test(test_url_credentials_hidden),
         cmocka_unit_test(test_compression),
         cmocka_unit_test(test_connections),
+        cmocka_unit_test(test_cancel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
