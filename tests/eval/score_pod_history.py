@@ -85,8 +85,11 @@ def score(a):
             if sus and port(sus[0]) in origin:
                 r["blamed"] += 1
                 if verbose:
-                    print("  %s seed %s unrelated window %.1f blamed on the origin" % (
-                        truth["stamp"], truth["seed"], s), file=sys.stderr)
+                    near = min((x - s for x in truth.get("strays", [])), key=abs, default=None)
+                    print("  %s seed %s unrelated window %.1f blamed on the origin%s" % (
+                        truth["stamp"], truth["seed"], s,
+                        "" if near is None else "; the origin's nearest stray %+.1f s from it" % near),
+                        file=sys.stderr)
     for k, ws in sorted(missed.items()):
         fo, fv, sus = ws[0]
         print("  %s seed %s stall %d (%.1f): %d windows without the origin first; the first: "

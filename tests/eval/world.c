@@ -441,6 +441,12 @@ world_unrelated(const struct world *w, int i)
     return i >= 0 && i < w->n_unrelated ? w->unrelated[i] : -1;
 }
 
+int64_t
+world_stray(const struct world *w, int i)
+{
+    return i >= 0 && i < w->n_strays ? w->strays[i] : -1;
+}
+
 static void
 init_port(struct world *w, struct wport *pt)
 {
@@ -624,13 +630,17 @@ world_new(const struct world_cfg *cfg, uint64_t seed, uint64_t family, int64_t e
             h->measured_s = h->offset_s + (urand(w) * 2 - 1) * h->unc_s;
             h->next_ordinary = w->t0 + (int64_t)(urand(w) * w->ordinary_every_s * 1e6);
         }
-    /* Slow windows without a switch-side cause, at least a minute from any stall. */
+    /* Slow windows without a switch-side cause, at least a minute from any stall and from
+       any stray of the culprit (a stray is a surge of the culprit: one a scrape before a
+       slow window is a switch-side cause as far as the data can tell). */
     for (int i = 0; i < c->unrelated && i < 16;) {
         int64_t at = w->t0 + 60 * S + (int64_t)(urand(w) * (double)(w->end - w->t0 - 120 * S));
         bool near = false;
         for (int j = 0; j < w->n_jobs; j++)
             for (size_t k = 0; k < w->job[j].n_stall; k++)
                 near |= llabs(at - w->job[j].stall[k]) < 60 * S;
+        for (int k = 0; k < w->n_strays; k++)
+            near |= llabs(at - w->strays[k]) < 60 * S;
         if (near)
             continue;
         w->unrelated[w->n_unrelated] = at;

@@ -158,4 +158,7 @@ struct world_port world_twin(const struct world *w);
 /** A slow host window without a switch-side cause: its start (collector axis), or -1. */
 int64_t world_unrelated(const struct world *w, int i);
 
+/** A stray surge of job 0's culprit between its stalls: its time (collector axis), or -1. */
+int64_t world_stray(const struct world *w, int i);
+
 #endif

@@ -28,7 +28,8 @@
  *               POST /api/v1/host-events body a file.
  *   truth.json  the period, the stalls (start, length), the next scheduled stall, the
  *               origin port(s), the victims (world_is_victim), the backup, the
- *               unrelated windows (their starts), when the history stamps the origin's
+ *               unrelated windows (their starts), the origin's strays (their times),
+ *               when the history stamps the origin's
  *               first sample after each stall's onset (stamp_delay_s: the poll after
  *               it, or the scrape after that poll), every port with a periodic process
  *               (any job's origin or victims, the backup), the poll and scrape settings.
@@ -370,6 +371,9 @@ write_truth(const struct gen *g, const char *path, const char *family, uint64_t 
     fputs("],\n\"unrelated\":[", f);
     for (int i = 0; world_unrelated(w, i) >= 0; i++)
         fprintf(f, "%s%.6f", i ? "," : "", (double)world_unrelated(w, i) / 1e6);
+    fputs("],\n\"strays\":[", f);
+    for (int i = 0; world_stray(w, i) >= 0; i++)
+        fprintf(f, "%s%.6f", i ? "," : "", (double)world_stray(w, i) / 1e6);
     fputs("]}\n", f);
     return fclose(f) == 0 ? 0 : -1;
 }
