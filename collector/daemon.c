@@ -1126,9 +1126,9 @@ fs_daemon_run_shard(const char *config_path, const struct fs_shard *shard)
     rc = 0;
 out:
     /* Readers first, then the producers (each instance: scheduler, driver, sink), then
-     * the threads that served them, then the data. */
-    /* A request or the prefetch inside a read of a hung history would hold the stop for
-       the read's remote_timeout. */
+     * the threads that served them, then the data. The history's reads are cancelled
+     * before any of them: a request or the prefetch inside a read of a hung history would
+     * hold the stop for the read's remote_timeout. */
     if (d.an.an)
         fs_analysis_cancel_history(d.an.an);
     atomic_store(&shutdown_step, "stopping the HTTP endpoint");

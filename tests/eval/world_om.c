@@ -29,9 +29,9 @@
  *   truth.json  the period, the stalls (start, length), the next scheduled stall, the
  *               origin port(s), the victims (world_is_victim), the backup, the
  *               unrelated windows (their starts), the origin's strays (their times),
- *               when the history stamps the origin's
- *               first sample after each stall's onset (stamp_delay_s: the poll after
- *               it, or the scrape after that poll), every port with a periodic process
+ *               when the history stamps the origin's first sample after each stall's
+ *               onset (stamp_delay_s: the poll after it, or the scrape after that
+ *               poll), every port with a periodic process
  *               (any job's origin or victims, the backup), the poll and scrape settings.
  *
  *   world_om --family NAME --seed N --out DIR [--stamp scrape|poll] [--scrape S]

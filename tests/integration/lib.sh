@@ -122,6 +122,17 @@ wait_http() {
   fail "$url did not answer within ${secs}s"
 }
 
+# Starts a TSDB that accepts connections and never answers (hung_tsdb.py): a line in LOG
+# per connection, every connection closed and the server gone once the file RELEASE
+# exists. Sets HUNG_PORT once it listens.
+start_hung_tsdb() {
+  HUNG_PORT=$(free_tcp_port)
+  /usr/bin/python3 "$FS_SOURCE_DIR/tests/integration/hung_tsdb.py" "$HUNG_PORT" "$1" "$2" &
+  track $!
+  wait_for 60 "the hung TSDB listens on $HUNG_PORT" _listening "$HUNG_PORT"
+}
+_listening() { ss -Hltn "sport = :$1" | grep -q .; }
+
 # Under a ThreadSanitizer build of BINARY only: Debian's gRPC, Abseil, c-ares and OpenSSL
 # are not instrumented, so TSan cannot see their locking and flags the memory calls they
 # make through its interceptors. Those calls are ignored (called_from_lib, one line per

@@ -9,17 +9,12 @@
 # the history fails, requests are answered again (from local data, the error stated).
 source "$(dirname "$0")/lib.sh"
 
-PY=/usr/bin/python3
 [ -x "$FABRICSCOPE" ] || fail "build fabricscope first"
 
-# The hung TSDB (hung_tsdb.py): a line in hung.log per connection, so the test knows when
-# the first request is inside its history read; exits when "$T/release" exists (closing
-# every connection).
-HP=$(free_tcp_port)
-"$PY" "$(dirname "$0")/hung_tsdb.py" "$HP" "$T/hung.log" "$T/release" &
-track $!
-for _ in $(seq 600); do ss -Hltn "sport = :$HP" | grep -q . && break; sleep 0.1; done
-ss -Hltn "sport = :$HP" | grep -q . || fail "the hung TSDB is not listening"
+# The hung TSDB: a line in hung.log per connection, so the test knows when the first
+# request is inside its history read; gone once "$T/release" exists.
+start_hung_tsdb "$T/hung.log" "$T/release"
+HP=$HUNG_PORT
 
 start_fabricscope() { # writes the config with listen port FP and starts the daemon
   FP=$(free_tcp_port)

@@ -9,37 +9,33 @@
 # stated, and the episode log is written to state_dir.
 source "$(dirname "$0")/lib.sh"
 
-PY=/usr/bin/python3
 [ -x "$FABRICSCOPE" ] || fail "build fabricscope first"
 
 start_instance() { # NAME: a hung TSDB and a fabricscope reading it; sets NAME_FP, NAME_PID
-  local n=$1 hp fp
-  hp=$(free_tcp_port)
-  "$PY" "$(dirname "$0")/hung_tsdb.py" "$hp" "$T/$n.hung" "$T/$n.release" &
-  track $!
-  for _ in $(seq 600); do ss -Hltn "sport = :$hp" | grep -q . && break; sleep 0.1; done
-  ss -Hltn "sport = :$hp" | grep -q . || fail "$n: the hung TSDB is not listening"
+  local n=$1 fp
+  start_hung_tsdb "$T/$n.hung" "$T/$n.release"
   fp=$(free_tcp_port)
   cat >"$T/$n.yaml" <<EOF
 listen: 127.0.0.1:$fp
 state_dir: $T/$n.state
 analysis:
   request_timeout: 90s
-  history: { url: "http://127.0.0.1:$hp", remote_timeout: 60s }
+  history: { url: "http://127.0.0.1:$HUNG_PORT", remote_timeout: 60s }
 targets: []
 EOF
   "$FABRICSCOPE" -c "$T/$n.yaml" >"$T/$n.log" 2>&1 &
   track $!
   printf -v "${n}_PID" %s $!
   printf -v "${n}_FP" %s "$fp"
-  for _ in $(seq 600); do curl -fsS -o /dev/null "http://127.0.0.1:$fp/healthz" 2>/dev/null && return 0; sleep 0.1; done
-  fail "$n: fabricscope did not answer /healthz: $(tail -n 5 "$T/$n.log")"
+  wait_http "http://127.0.0.1:$fp/healthz" 60
 }
 conns() { [ -f "$T/$1.hung" ] && wc -l <"$T/$1.hung" || echo 0; }
+read_begun() { [ "$(conns "$1")" -ge 1 ]; }
 refreshed() { # the last refresh's time on instance $1 (port), empty before the first
   curl -fsS --max-time 10 "http://127.0.0.1:$1/metrics" |
     awk '$1 == "fabricscope_analysis_last_refresh_timestamp_seconds" {printf "%d", $2}'
 }
+has_refreshed() { [ -n "$(refreshed "$1")" ]; }
 stop_instance() { # NAME: SIGTERM, then exit 0 within 5 s and the episode log written
   local n=$1 pid t0 rc=0 ts
   pid=${n}_PID
@@ -64,20 +60,17 @@ now=$(date +%s)
 curl -sS -o "$T/r.json" -w '%{http_code}' --max-time 120 \
   "http://127.0.0.1:$R_FP/api/v1/incidents?start=$((now - 3600))&end=$now" >"$T/r.code" 2>&1 &
 A=$!
-for _ in $(seq 600); do [ "$(conns R)" -ge 1 ] && break; sleep 0.1; done
-[ "$(conns R)" -ge 1 ] || fail "R: the request never reached the history"
+wait_for 60 "R: the request reaches the history" read_begun R
 
 # P: the prefetch's read, after the first refresh ended (its timestamp is there).
-for _ in $(seq 450); do [ "$(conns P)" -ge 1 ] && break; sleep 0.1; done
-[ "$(conns P)" -ge 1 ] || fail "P: no read of the history within 45 s of the start"
-[ -n "$(refreshed "$P_FP")" ] || fail "P: no refresh ended: the read in progress is not the prefetch's"
+wait_for 45 "P: a read of the history after the first refresh" read_begun P
+has_refreshed "$P_FP" || fail "P: no refresh ended: the read in progress is not the prefetch's"
 ok "P: the prefetch is inside a read of the hung history"
 stop_instance P
 ok "P: SIGTERM during the prefetch's read: exit 0 in ${STOP_S} s, the episode log written"
 
 # R: its first refresh ended too (so its prefetch is waiting for the request's read).
-for _ in $(seq 150); do [ -n "$(refreshed "$R_FP")" ] && break; sleep 0.1; done
-[ -n "$(refreshed "$R_FP")" ] || fail "R: no refresh ended"
+wait_for 15 "R: its first refresh ends" has_refreshed "$R_FP"
 [ -s "$T/r.code" ] && fail "R: the request ended before the stop (the history was not hanging)"
 stop_instance R
 ok "R: SIGTERM during a request's read (the prefetch behind it): exit 0 in ${STOP_S} s, the episode log written"

@@ -271,19 +271,27 @@ fake_run(void *arg)
     return NULL;
 }
 
+/* A listening socket on a free loopback port (its number in *port). */
+static int
+listen_loopback(unsigned *port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof sa;
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(fd, 4), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+    *port = ntohs(sa.sin_port);
+    return fd;
+}
+
 static void
 fake_start(struct fake *f, int n, pthread_t *t)
 {
     memset(f, 0, sizeof *f);
     f->n = n;
-    f->fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(f->fd >= 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t sl = sizeof sa;
-    assert_int_equal(bind(f->fd, (struct sockaddr *)&sa, sizeof sa), 0);
-    assert_int_equal(listen(f->fd, 4), 0);
-    assert_int_equal(getsockname(f->fd, (struct sockaddr *)&sa, &sl), 0);
-    f->port = ntohs(sa.sin_port);
+    f->fd = listen_loopback(&f->port);
     assert_int_equal(pthread_create(t, NULL, fake_run, f), 0);
 }
 
@@ -385,15 +393,10 @@ test_cancel(void **state)
     (void)state;
     atomic_bool cancel = false;
     struct hang h = {.cancel = &cancel, .conn = -1};
-    h.fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(h.fd >= 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t sl = sizeof sa;
-    assert_int_equal(bind(h.fd, (struct sockaddr *)&sa, sizeof sa), 0);
-    assert_int_equal(listen(h.fd, 4), 0);
-    assert_int_equal(getsockname(h.fd, (struct sockaddr *)&sa, &sl), 0);
+    unsigned port;
+    h.fd = listen_loopback(&port);
     char url[64], err[512] = "";
-    snprintf(url, sizeof url, "http://127.0.0.1:%u", ntohs(sa.sin_port));
+    snprintf(url, sizeof url, "http://127.0.0.1:%u", port);
     struct fs_history_cfg cfg = {.url = url, .remote_timeout_us = 60000000};
     struct fs_prom_client *c = fs_prom_client_new(&cfg, err, sizeof err);
     assert_non_null(c);
