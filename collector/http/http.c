@@ -27,6 +27,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "http/analysis_api.h"
@@ -55,6 +56,7 @@
 #define MAX_TLS_FILE_BYTES (1024 * 1024)
 #define MAX_QUEUED_JOBS 64 /* per lane */
 #define SWEEP_INTERVAL_MS 200
+#define DRAIN_US (2 * 1000000LL) /* a stop waits this long for answers being sent */
 #define LOG_WINDOW_US (10 * 1000000LL)
 #define LOG_BURST 5 /* lines per window before the rest are only counted */
 #define RETRY_AFTER_S "2"
@@ -183,6 +185,8 @@ struct fs_http {
     pthread_cond_t sweep_cond; /* CLOCK_MONOTONIC */
     struct conn *conns;
     unsigned n_conns;
+    unsigned n_reqs;           /* requests begun and not yet ended by req_done */
+    pthread_cond_t drain_cond; /* CLOCK_MONOTONIC: n_reqs reached 0 */
     pthread_t sweeper;
     bool sweeper_started, sweeper_stop;
 
@@ -1010,6 +1014,15 @@ worker_main(void *arg)
 /* Suspends the connection and queues r for a worker of its lane; false when that
  * lane's queue is full or the endpoint is stopping (r is untouched then). */
 static bool
+http_stopping(struct fs_http *h)
+{
+    pthread_mutex_lock(&h->queue_lock);
+    bool s = h->stopping;
+    pthread_mutex_unlock(&h->queue_lock);
+    return s;
+}
+
+static bool
 submit_job(struct fs_http *h, struct req *r)
 {
     struct lane *l = r->lane;
@@ -1305,6 +1318,9 @@ handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
         r->c = c;
         fs_buf_init(&r->body, 0);
         *req_cls = r;
+        pthread_mutex_lock(&h->conn_lock);
+        h->n_reqs++;
+        pthread_mutex_unlock(&h->conn_lock);
         enum route rt = route(h, r, url, method);
         if (rt == ROUTE_EARLY)
             return queue_answer(r);
@@ -1330,7 +1346,8 @@ handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
     if (r->state == RQ_TO_SUBMIT) {
         if (submit_job(h, r))
             return MHD_YES; /* r is the worker's until it resumes the connection */
-        set_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "too many queries waiting; retry later");
+        set_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+                  http_stopping(h) ? "shutting down" : "too many queries waiting; retry later");
     }
     if (r->state == RQ_READY) {
         if (r->hd == H_TIME && r->status == MHD_HTTP_OK) {
@@ -1362,6 +1379,10 @@ req_done(void *cls, struct MHD_Connection *c, void **req_cls, enum MHD_RequestTe
         free_args(r);
         free(r);
         *req_cls = NULL;
+        pthread_mutex_lock(&h->conn_lock);
+        if (--h->n_reqs == 0)
+            pthread_cond_broadcast(&h->drain_cond);
+        pthread_mutex_unlock(&h->conn_lock);
     }
     /* The next request on a kept-alive connection has its own head deadline. */
     conn_phase(h, c, PH_HEAD);
@@ -1416,6 +1437,7 @@ fs_http_start(const struct fs_http_opts *o, struct fs_store *st, char *errbuf, s
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&h->sweep_cond, &ca);
+    pthread_cond_init(&h->drain_cond, &ca);
     pthread_condattr_destroy(&ca);
     h->st = st;
     h->cluster = o->cluster;
@@ -1555,6 +1577,26 @@ fs_http_open_connections(struct fs_http *h)
     return n;
 }
 
+/* Waits until every request begun has ended (sent, or its connection closed), or
+ * DRAIN_US has passed. */
+static void
+drain_requests(struct fs_http *h)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += DRAIN_US / 1000000;
+    ts.tv_nsec += (DRAIN_US % 1000000) * 1000;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&h->conn_lock);
+    while (h->n_reqs > 0)
+        if (pthread_cond_timedwait(&h->drain_cond, &h->conn_lock, &ts) == ETIMEDOUT)
+            break;
+    pthread_mutex_unlock(&h->conn_lock);
+}
+
 void
 fs_http_stop(struct fs_http *h)
 {
@@ -1572,8 +1614,16 @@ fs_http_stop(struct fs_http *h)
             pthread_join(h->lanes[k].workers[i], NULL);
         free(h->lanes[k].workers);
     }
-    if (h->d)
+    if (h->d) {
+        /* The answers the workers made (a read cut by the stop is answered from local
+         * data) are still to be sent: MHD_stop_daemon would drop them, so it waits, no
+         * longer than DRAIN_US, with no new connection accepted. */
+        MHD_socket ls = MHD_quiesce_daemon(h->d);
+        drain_requests(h);
         MHD_stop_daemon(h->d); /* destroys responses: every snapshot reference is released */
+        if (ls != MHD_INVALID_SOCKET)
+            close(ls);
+    }
     if (h->sweeper_started) {
         pthread_mutex_lock(&h->conn_lock);
         h->sweeper_stop = true;
@@ -1592,6 +1642,7 @@ fs_http_stop(struct fs_http *h)
         explicit_bzero(h->key, strlen(h->key));
     free(h->key);
     pthread_cond_destroy(&h->sweep_cond);
+    pthread_cond_destroy(&h->drain_cond);
     for (int k = 0; k < N_LANES; k++)
         pthread_cond_destroy(&h->lanes[k].cond);
     pthread_cond_destroy(&h->snap_cond);
