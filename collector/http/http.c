@@ -36,6 +36,7 @@
 #include "http/api.h"
 #include "http/topology_api.h"
 #include "http/expo.h"
+#include "http/scrape_watch.h"
 #include "http/web/web_assets.h"
 #include "util/buf.h"
 #include "util/clock.h"
@@ -194,6 +195,8 @@ struct fs_http {
     pthread_mutex_t queue_lock;
     struct lane lanes[N_LANES];
     bool stopping;
+
+    struct fs_scrape_watch *scrapers; /* /metrics clients' intervals, or NULL (no memory) */
 
     /* /metrics expositions. */
     pthread_mutex_t snap_lock;
@@ -1047,6 +1050,68 @@ submit_job(struct fs_http *h, struct req *r)
     return true;
 }
 
+struct poll_census {
+    int64_t scrape_us, min_us;
+    unsigned polled, faster; /* targets polled; of them, more often than the scrape */
+};
+
+static int
+census_cb(void *arg, const struct fs_instance_info *in)
+{
+    struct poll_census *pc = arg;
+    if (in->interval_us <= 0)
+        return 0;
+    pc->polled++;
+    if (fs_scrape_watch_unstored_share(in->interval_us, pc->scrape_us) > 0.1) {
+        pc->faster++;
+        if (!pc->min_us || in->interval_us < pc->min_us)
+            pc->min_us = in->interval_us;
+    }
+    return 0;
+}
+
+/* Notes a /metrics request; a scraper newly steady at an interval longer than some
+   targets' poll interval is warned about (scrape_watch.h: what its TSDB never stores). */
+static void
+watch_scraper(struct fs_http *h, struct MHD_Connection *c)
+{
+    if (!h->scrapers)
+        return;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const char *ua = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_USER_AGENT);
+    char addr[NI_MAXHOST] = "?";
+    if (ci && ci->client_addr) {
+        socklen_t len = ci->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                               : sizeof(struct sockaddr_in);
+        getnameinfo(ci->client_addr, len, addr, sizeof addr, NULL, 0, NI_NUMERICHOST);
+    }
+    uint64_t key = 0xcbf29ce484222325ULL;
+    for (const char *p = addr; *p; p++)
+        key = (key ^ (unsigned char)*p) * 0x100000001b3ULL;
+    key = (key ^ 0xff) * 0x100000001b3ULL;
+    for (const char *p = ua ? ua : ""; *p; p++)
+        key = (key ^ (unsigned char)*p) * 0x100000001b3ULL;
+    int64_t iv = fs_scrape_watch_note(h->scrapers, key, fs_monotonic_us());
+    if (!iv)
+        return;
+    struct poll_census pc = {.scrape_us = iv};
+    fs_store_foreach_instance(h->st, census_cb, &pc);
+    if (!pc.faster) {
+        fs_log(FS_LOG_INFO, "http", "/metrics is scraped every %.1f s by %s (%.60s)",
+               (double)iv / 1e6, addr, ua ? ua : "no User-Agent");
+        return;
+    }
+    fs_log(FS_LOG_WARN, "http",
+           "/metrics is scraped every %.1f s by %s (%.60s), while %u of %u targets are polled "
+           "more often (every %.1f s at the shortest): each scrape stores only the latest "
+           "poll, so that TSDB never stores about %.0f%% of those polls (their queue "
+           "watermarks lost, their counter increases merged into the next); poll at the "
+           "scrape interval, scrape more often, or send remote_write",
+           (double)iv / 1e6, addr, ua ? ua : "no User-Agent", pc.faster, pc.polled,
+           (double)pc.min_us / 1e6, 100.0 * fs_scrape_watch_unstored_share(pc.min_us, iv));
+}
+
 /* ---- routing ---- */
 
 struct args_ctx {
@@ -1294,6 +1359,7 @@ route(struct fs_http *h, struct req *r, const char *url, const char *method)
         fs_buf_free(&r->body);
     }
     if (hd == H_METRICS) {
+        watch_scraper(h, c);
         r->gz = accepts_gzip(
             MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING));
         r->om = fs_http_prefers_openmetrics(
@@ -1441,6 +1507,7 @@ fs_http_start(const struct fs_http_opts *o, struct fs_store *st, char *errbuf, s
     pthread_condattr_destroy(&ca);
     h->st = st;
     h->cluster = o->cluster;
+    h->scrapers = fs_scrape_watch_new();
     h->store_created_us = o->store_created_us;
     h->http_created_us = fs_realtime_us();
     h->an = o->analysis;
@@ -1634,6 +1701,7 @@ fs_http_stop(struct fs_http *h)
     if (h->current && --h->current->refs == 0)
         snap_retire(h, h->current);
     snap_free(h->spare);
+    fs_scrape_watch_free(h->scrapers);
     if (h->token)
         explicit_bzero(h->token, h->token_len);
     free(h->token);

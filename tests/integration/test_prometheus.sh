@@ -75,3 +75,16 @@ ok "$nvals prometheus values found in the ring"
 nring=$(jq '.data.result[0].values | length' "$T/raw.json")
 [ "$nring" -ge 4 ] || fail "ring holds only $nring samples"
 ok "ring holds $nring samples at 500 ms"
+
+# Prometheus scrapes every 1 s and the targets are polled every 500 ms: half the polls
+# never reach its TSDB, and the collector says so once Prometheus' scrapes are steady
+# (four of them), naming the scraper and the share lost.
+scrape_warned() { grep -q "/metrics is scraped every 1.0 s by 127.0.0.1 (Prometheus/" "$T/testd.log"; }
+wait_for 20 "the slow-scrape warning" scrape_warned
+line=$(grep "/metrics is scraped every" "$T/testd.log" | grep -v "(curl/" | head -n 1)
+case "$line" in
+*"3 of 3 targets are polled more often (every 0.5 s at the shortest)"*"never stores about 50% of those polls"*) ;;
+*) fail "slow-scrape warning: $line" ;;
+esac
+[ "$(grep -c "/metrics is scraped every" "$T/testd.log")" = 1 ] || fail "warned more than once: $(grep "/metrics is scraped" "$T/testd.log")"
+ok "the collector warned that Prometheus' 1 s scrape stores half of the 500 ms polls: ${line#*msg=}"

@@ -71,3 +71,11 @@ curl -fsS --get "http://127.0.0.1:$HTTP/api/v1/raw" --data-urlencode "match[]=$s
   jq -r '.data.result[0].values[][1]' | sort -u >"$T/ring.txt"
 for v in $vals; do grep -qx "$v" "$T/ring.txt" || fail "prometheus value $v is not in the ring"; done
 ok "$(wc -w <<<"$vals") scraped values all found in the ring"
+
+# Scraped every 1 s, polled every 1 s: every poll is stored. The collector notes the
+# steady scraper and does not warn.
+scrape_noted() { grep -q "/metrics is scraped every 1.0 s by 127.0.0.1 (Prometheus/" "$T/fabricscope.log"; }
+wait_for 20 "the scraper noted" scrape_noted
+! grep "/metrics is scraped" "$T/fabricscope.log" | grep -q "level=warn" ||
+  fail "warned of a scrape as fast as the poll: $(grep "/metrics is scraped" "$T/fabricscope.log")"
+ok "a 1 s scrape of 1 s polls is noted, not warned of: $(grep -o 'msg=.*' "$T/fabricscope.log" | grep "/metrics is scraped.*Prometheus/" | head -n 1)"
