@@ -1249,6 +1249,12 @@ onyx_ssh_establish(struct onyx_ssh *s, char *errbuf, size_t errlen)
                     return ONYX_SSH_AGAIN;
                 return lib_error(s, "SSH channel", errbuf, errlen);
             }
+            /* A pty merges the shell's stderr into its output; anything sent as extended
+               data anyway is dropped by libssh2 (its window given back), so a read need
+               not drain it first: that cost two socket reads per turn. The mode is set
+               before the call's flush, which cannot wait on a channel with nothing yet. */
+            (void)libssh2_channel_handle_extended_data2(s->ch,
+                                                        LIBSSH2_CHANNEL_EXTENDED_DATA_IGNORE);
             s->st = ST_PTY;
             break;
         case ST_PTY:
@@ -1280,10 +1286,6 @@ onyx_ssh_read(struct onyx_ssh *s, char *buf, size_t len, size_t *n)
     *n = 0;
     if (s->st != ST_OPEN)
         return ONYX_SSH_FAIL;
-    char junk[1024];
-    ssize_t e;
-    while ((e = libssh2_channel_read_stderr(s->ch, junk, sizeof(junk))) > 0)
-        ;
     ssize_t r = libssh2_channel_read(s->ch, buf, len);
     if (r > 0) {
         *n = (size_t)r;
