@@ -15,6 +15,7 @@
 #include <string.h>
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -1213,31 +1214,50 @@ test_warnings_rate_limited(void **state)
  * exposition; at most FS_HTTP_MAX_EXPOSITIONS renders (plus one spare) are alive, so
  * RSS grows by a few expositions, and every client still gets a 200.
  */
+/* 20 targets of 2,000 queue series each: a few-MB exposition. */
+enum { WIDE_TARGETS = 20, WIDE_PER = 2000 };
+struct wide {
+    struct fs_target_cfg t[WIDE_TARGETS];
+    struct fs_sink *sk[WIDE_TARGETS];
+    char names[WIDE_TARGETS][16];
+};
+
+static void
+add_wide_targets(struct fixture *f, struct wide *w)
+{
+    for (int k = 0; k < WIDE_TARGETS; k++) {
+        w->t[k] = f->t;
+        snprintf(w->names[k], sizeof w->names[k], "wide%d", k);
+        w->t[k].name = w->names[k];
+        w->sk[k] = fs_store_sink_add(f->st, &w->t[k], "snmp", 3600 * 1000000LL);
+        assert_non_null(w->sk[k]);
+        fs_sink_begin(w->sk[k], fs_synth_now_us());
+        for (int i = 0; i < WIDE_PER; i++) {
+            char ifname[16];
+            snprintf(ifname, sizeof ifname, "Ethernet%d/%d", k, i);
+            struct fs_label l[2] = {{"interface", ifname}, {"tc", "0"}};
+            fs_sink_gauge(w->sk[k], FS_M_QUEUE_DEPTH, l, 2, (double)i + 0.25);
+        }
+        fs_sink_end(w->sk[k]);
+        fs_sink_done(w->sk[k], 0, FS_POLL_OK, NULL);
+    }
+}
+
+static void
+remove_wide_targets(struct fixture *f, struct wide *w)
+{
+    for (int k = 0; k < WIDE_TARGETS; k++)
+        fs_store_sink_remove(f->st, w->sk[k]);
+}
+
 static void
 test_metrics_nonreading_clients(void **state)
 {
     struct fixture *f = *state;
     char err[256];
-    enum { TARGETS = 20, PER = 2000, N = 60 };
-    struct fs_target_cfg t[TARGETS];
-    struct fs_sink *sk[TARGETS];
-    char names[TARGETS][16];
-    for (int k = 0; k < TARGETS; k++) {
-        t[k] = f->t;
-        snprintf(names[k], sizeof names[k], "wide%d", k);
-        t[k].name = names[k];
-        sk[k] = fs_store_sink_add(f->st, &t[k], "snmp", 3600 * 1000000LL);
-        assert_non_null(sk[k]);
-        fs_sink_begin(sk[k], fs_synth_now_us());
-        for (int i = 0; i < PER; i++) {
-            char ifname[16];
-            snprintf(ifname, sizeof ifname, "Ethernet%d/%d", k, i);
-            struct fs_label l[2] = {{"interface", ifname}, {"tc", "0"}};
-            fs_sink_gauge(sk[k], FS_M_QUEUE_DEPTH, l, 2, (double)i + 0.25);
-        }
-        fs_sink_end(sk[k]);
-        fs_sink_done(sk[k], 0, FS_POLL_OK, NULL);
-    }
+    enum { N = 60 };
+    struct wide wt;
+    add_wide_targets(f, &wt);
     struct fs_http_opts o = {.host = "127.0.0.1", .max_connections = 256, .response_timeout_s = 30};
     struct fs_http *h = fs_http_start(&o, f->st, err, sizeof err);
     if (!h)
@@ -1287,8 +1307,101 @@ test_metrics_nonreading_clients(void **state)
     for (int i = 0; i < N; i++)
         close(fds[i]);
     fs_http_stop(h);
-    for (int k = 0; k < TARGETS; k++)
-        fs_store_sink_remove(f->st, sk[k]);
+    remove_wide_targets(f, &wt);
+}
+
+struct stopper {
+    struct fs_http *h;
+    double done_s;
+};
+
+static void *
+stop_main(void *arg)
+{
+    struct stopper *s = arg;
+    fs_http_stop(s->h);
+    s->done_s = now_s();
+    return NULL;
+}
+
+/* Waits (up to 30 s) until fd has the head of a 200 answer. */
+static void
+wait_head_200(int fd)
+{
+    double t0 = now_s();
+    for (;;) {
+        char head[32] = "";
+        ssize_t n = recv(fd, head, sizeof head - 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n > 0 && strstr(head, "HTTP/1.1 200"))
+            return;
+        if (now_s() - t0 > 30)
+            fail_msg("no 200 head within 30 s");
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        poll(&pfd, 1, 100);
+    }
+}
+
+/*
+ * A stop sends the answers it has begun: a client reading a few-MB /metrics slowly,
+ * starting only after the stop was called, gets the whole body (libmicrohttpd's stop
+ * alone would close its connection mid-answer). A client that never reads is given up
+ * on after the drain's 2 s, so the stop still ends.
+ */
+static void
+test_stop_sends_answers(void **state)
+{
+    struct fixture *f = *state;
+    char err[256];
+    struct wide w;
+    add_wide_targets(f, &w);
+    struct fs_http_opts o = {.host = "127.0.0.1", .response_timeout_s = 30};
+    struct fs_http *h = fs_http_start(&o, f->st, err, sizeof err);
+    if (!h)
+        fail_msg("fs_http_start: %s", err);
+    uint16_t port = fs_http_port(h);
+    const char *req = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    struct resp whole = http_raw(port, req, strlen(req));
+    assert_int_equal(whole.status, 200);
+    assert_true(whole.body_len > 3u << 20);
+
+    int slow = connect_from("127.0.0.1", port, 4096), never = connect_from("127.0.0.1", port, 4096);
+    assert_int_equal(send(slow, req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
+    assert_int_equal(send(never, req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
+    wait_head_200(slow);
+    wait_head_200(never);
+
+    struct stopper st = {.h = h};
+    pthread_t th;
+    double t0 = now_s();
+    assert_int_equal(pthread_create(&th, NULL, stop_main, &st), 0);
+    /* The slow client: it reads only from 0.3 s into the stop, a buffer at a time. */
+    struct pollfd none = {.fd = -1};
+    poll(&none, 1, 300);
+    size_t got = 0;
+    char buf[4096];
+    for (;;) {
+        ssize_t n = recv(slow, buf, sizeof buf, 0);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    double read_s = now_s() - t0;
+    pthread_join(th, NULL);
+    double stop_s = st.done_s - t0;
+    print_message("stop: the slow client read %zu bytes (the answer %zu with its head) in %.2f s; "
+                  "the stop ended after %.2f s\n",
+                  got, whole.body_len, read_s, stop_s);
+    /* The head is a few hundred bytes; the body is the exposition, as the reading client
+       got it (the store did not change). */
+    if (got < whole.body_len || got > whole.body_len + 1024)
+        fail_msg("the slow client got %zu bytes of a %zu-byte answer", got, whole.body_len);
+    if (stop_s < 1.5 || stop_s > 15)
+        fail_msg("the stop took %.2f s with a client that never reads (want the 2 s drain)",
+                 stop_s);
+    close(slow);
+    close(never);
+    resp_free(&whole);
+    remove_wide_targets(f, &w);
 }
 
 /* The value of the unlabelled sample name in a /metrics body, or -1. */
@@ -1484,6 +1597,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_slowloris, setup, teardown),
         cmocka_unit_test_setup_teardown(test_raw_nonreading_clients, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_nonreading_clients, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stop_sends_answers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_raw_scan_chunks_and_deadline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_analysis_answers_in_budget, setup, teardown),
         cmocka_unit_test_setup_teardown(test_warnings_rate_limited, setup, teardown),
