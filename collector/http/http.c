@@ -1014,28 +1014,21 @@ worker_main(void *arg)
     }
 }
 
-/* Suspends the connection and queues r for a worker of its lane; false when that
- * lane's queue is full or the endpoint is stopping (r is untouched then). */
-static bool
-http_stopping(struct fs_http *h)
-{
-    pthread_mutex_lock(&h->queue_lock);
-    bool s = h->stopping;
-    pthread_mutex_unlock(&h->queue_lock);
-    return s;
-}
-
-static bool
+/* Suspends the connection and queues r for a worker of its lane: NULL, or why not (the
+ * endpoint is stopping, or that lane's queue is full; r is untouched then). */
+static const char *
 submit_job(struct fs_http *h, struct req *r)
 {
     struct lane *l = r->lane;
     pthread_mutex_lock(&h->queue_lock);
-    bool ok = !h->stopping && l->pending < MAX_QUEUED_JOBS;
-    if (ok)
+    const char *why = h->stopping                     ? "shutting down"
+                      : l->pending >= MAX_QUEUED_JOBS ? "too many queries waiting; retry later"
+                                                      : NULL;
+    if (!why)
         l->pending++;
     pthread_mutex_unlock(&h->queue_lock);
-    if (!ok)
-        return false;
+    if (why)
+        return why;
     r->state = RQ_JOB;
     MHD_suspend_connection(r->c);
     pthread_mutex_lock(&h->queue_lock);
@@ -1047,7 +1040,7 @@ submit_job(struct fs_http *h, struct req *r)
     l->tail = r;
     pthread_cond_signal(&l->cond);
     pthread_mutex_unlock(&h->queue_lock);
-    return true;
+    return NULL;
 }
 
 struct poll_census {
@@ -1079,22 +1072,32 @@ watch_scraper(struct fs_http *h, struct MHD_Connection *c)
         return;
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
     const char *ua = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_USER_AGENT);
-    char addr[NI_MAXHOST] = "?";
-    if (ci && ci->client_addr) {
-        socklen_t len = ci->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-                                                               : sizeof(struct sockaddr_in);
-        getnameinfo(ci->client_addr, len, addr, sizeof addr, NULL, 0, NI_NUMERICHOST);
+    /* The scraper's key: FNV-1a of its address (without the port) and User-Agent. */
+    const unsigned char *ab = NULL;
+    size_t an = 0;
+    if (sa && sa->sa_family == AF_INET) {
+        ab = (const unsigned char *)&((const struct sockaddr_in *)sa)->sin_addr;
+        an = sizeof(struct in_addr);
+    } else if (sa && sa->sa_family == AF_INET6) {
+        ab = (const unsigned char *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
+        an = sizeof(struct in6_addr);
     }
     uint64_t key = 0xcbf29ce484222325ULL;
-    for (const char *p = addr; *p; p++)
-        key = (key ^ (unsigned char)*p) * 0x100000001b3ULL;
-    key = (key ^ 0xff) * 0x100000001b3ULL;
+    for (size_t i = 0; i < an; i++)
+        key = (key ^ ab[i]) * 0x100000001b3ULL;
     for (const char *p = ua ? ua : ""; *p; p++)
         key = (key ^ (unsigned char)*p) * 0x100000001b3ULL;
     int64_t iv = fs_scrape_watch_note(h->scrapers, key, fs_monotonic_us());
     if (!iv)
         return;
+    char addr[NI_MAXHOST] = "?";
+    if (an)
+        getnameinfo(sa,
+                    sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                              : sizeof(struct sockaddr_in),
+                    addr, sizeof addr, NULL, 0, NI_NUMERICHOST);
     struct poll_census pc = {.scrape_us = iv};
     fs_store_foreach_instance(h->st, census_cb, &pc);
     if (!pc.faster) {
@@ -1410,10 +1413,10 @@ handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
      * a trickled body included); answering now keeps the connection alive. */
     conn_phase(h, c, PH_WORK);
     if (r->state == RQ_TO_SUBMIT) {
-        if (submit_job(h, r))
+        const char *why = submit_job(h, r);
+        if (!why)
             return MHD_YES; /* r is the worker's until it resumes the connection */
-        set_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
-                  http_stopping(h) ? "shutting down" : "too many queries waiting; retry later");
+        set_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, why);
     }
     if (r->state == RQ_READY) {
         if (r->hd == H_TIME && r->status == MHD_HTTP_OK) {
